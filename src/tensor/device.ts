@@ -1,0 +1,118 @@
+// One way to get a GPUDevice in a browser page, in Deno and in Node (npm `webgpu`, Dawn). The Node binding is
+// imported only when there is no navigator.gpu, through a specifier bundlers leave alone, so browser bundles
+// never see it. Also owns the error plumbing: validation / out-of-memory / internal errors become typed errors.
+import { DeviceLostError, GpuOutOfMemoryError, GpuValidationError, HrmError, NoWebGpuError } from './errors.ts';
+
+export interface AdapterSummary {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  /** 'browser' | 'deno' | 'node' */
+  runtime: string;
+  features: string[];
+  limits: Record<string, number>;
+}
+
+export interface DeviceOptions {
+  /** Prefer a discrete GPU where there is a choice. Default 'high-performance'. */
+  powerPreference?: GPUPowerPreference;
+  /** Ask for shader-f16 / subgroups / timestamp-query when offered (default true each). */
+  f16?: boolean;
+  subgroups?: boolean;
+  timestamps?: boolean;
+}
+
+const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'] as const;
+const WANTED_LIMITS = [
+  'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupsPerDimension', 'maxStorageBuffersPerShaderStage', 'maxUniformBufferBindingSize',
+  'maxBindGroups', 'maxBindingsPerBindGroup',
+] as const;
+
+export function runtimeName(): string {
+  const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } }; window?: unknown };
+  if (g.Deno) return 'deno';
+  if (g.window !== undefined) return 'browser';
+  if (g.process?.versions?.node) return 'node';
+  return 'unknown';
+}
+
+/** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
+async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
+  const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
+  if (nav?.gpu) return [(o?: GPURequestAdapterOptions) => nav.gpu!.requestAdapter(o)] as never;
+  if (runtimeName() !== 'node') throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
+  const spec = 'webgpu';
+  const mod = (await import(/* @vite-ignore */ spec)) as { create(o: string[]): GPU; globals: object };
+  Object.assign(globalThis, mod.globals);
+  const env = (globalThis as unknown as { process: { env: Record<string, string | undefined> } }).process.env;
+  // First whatever Vulkan driver the system has (a real GPU, or a recent lavapipe); then SwiftShader, which
+  // Debian's chromium package ships, for machines whose system driver Dawn cannot use.
+  const attempts: Array<() => Promise<GPUAdapter | null>> = [() => mod.create([]).requestAdapter({ powerPreference: 'high-performance' })];
+  const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
+  const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
+  if (!env.VK_ICD_FILENAMES && fs.existsSync(swiftshader)) {
+    attempts.push(() => { env.VK_ICD_FILENAMES = swiftshader; return mod.create([]).requestAdapter(); });
+  }
+  return attempts;
+}
+
+/** Request an adapter and a device with the adapter's own maxima for buffer/binding limits. */
+export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device: GPUDevice; adapter: GPUAdapter; summary: AdapterSummary }> {
+  let adapter: GPUAdapter | null = null;
+  for (const attempt of await gpuEntries()) {
+    adapter = await attempt();
+    if (adapter) break;
+  }
+  if (!adapter) throw new NoWebGpuError('device', 'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
+  const want = new Set<string>(WANTED_FEATURES.filter((f) =>
+    (f !== 'shader-f16' || opts.f16 !== false) && (f !== 'subgroups' || opts.subgroups !== false) && (f !== 'timestamp-query' || opts.timestamps !== false)));
+  const features = [...adapter.features].filter((f) => want.has(f)) as GPUFeatureName[];
+  const requiredLimits: Record<string, number> = {};
+  for (const k of WANTED_LIMITS) {
+    const v = (adapter.limits as unknown as Record<string, number>)[k];
+    if (typeof v === 'number') requiredLimits[k] = v;
+  }
+  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits, label: 'hrm-webgpu' });
+  const info = adapter.info ?? ({} as GPUAdapterInfo);
+  const limits: Record<string, number> = {};
+  for (const k of WANTED_LIMITS) limits[k] = (device.limits as unknown as Record<string, number>)[k];
+  const summary: AdapterSummary = {
+    vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '',
+    description: info.description ?? '', runtime: runtimeName(), features: [...device.features].sort(), limits,
+  };
+  return { device, adapter, summary };
+}
+
+/** Turns a GPUError popped from an error scope into the matching typed error. */
+export function toTypedError(op: string, err: GPUError): HrmError {
+  const kind = err.constructor?.name ?? '';
+  if (kind.includes('OutOfMemory')) return new GpuOutOfMemoryError(op, `out of GPU memory: ${err.message}`);
+  if (kind.includes('Internal')) return new GpuValidationError(op, `internal GPU error: ${err.message}`);
+  return new GpuValidationError(op, `WebGPU validation failed: ${err.message}`);
+}
+
+/** Watches the device: remembers loss and errors nobody captured, so the next call can report them. */
+export class DeviceWatch {
+  lost: GPUDeviceLostInfo | null = null;
+  uncaptured: GPUError | null = null;
+
+  constructor(device: GPUDevice) {
+    device.lost.then((info) => { this.lost = info; });
+    device.addEventListener?.('uncapturederror', (e: Event) => { this.uncaptured ??= (e as GPUUncapturedErrorEvent).error; });
+  }
+
+  /** Throw if the device is gone or an uncaptured error is pending. */
+  check(op: string): void {
+    if (this.lost) {
+      throw new DeviceLostError(op, `the GPU device was lost (${this.lost.reason}: ${this.lost.message}); reload or create a new device`);
+    }
+    if (this.uncaptured) {
+      const e = this.uncaptured;
+      this.uncaptured = null;
+      throw toTypedError(op, e);
+    }
+  }
+}

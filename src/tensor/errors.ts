@@ -1,0 +1,36 @@
+// Typed errors. Every message starts with `[op]` and carries the values a person needs to act on it.
+
+/** Base class of every error this library throws on purpose. */
+export class HrmError extends Error {
+  constructor(readonly op: string, message: string) {
+    super(`[${op}] ${message}`);
+    this.name = new.target.name;
+  }
+}
+
+/** A caller passed tensors of the wrong shape. */
+export class ShapeError extends HrmError {}
+
+/** A caller passed a tensor of the wrong dtype, or an unknown dtype. */
+export class DTypeError extends HrmError {}
+
+/** A tensor is larger than one storage binding (or one buffer) on this adapter. */
+export class BindingSizeError extends HrmError {}
+
+/** WebGPU rejected a command: the validator's message is kept. */
+export class GpuValidationError extends HrmError {}
+
+/** The device ran out of memory. */
+export class GpuOutOfMemoryError extends HrmError {}
+
+/** The device was lost (driver reset, tab backgrounded, destroy()). Reload to continue. */
+export class DeviceLostError extends HrmError {}
+
+/** No WebGPU adapter, or a required feature is missing. */
+export class NoWebGpuError extends HrmError {}
+
+/** A checkpoint, safetensors file or config is malformed. */
+export class FormatError extends HrmError {}
+
+/** Bad user input: a flag, a config key, a KV string. */
+export class InputError extends HrmError {}

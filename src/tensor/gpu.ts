@@ -1,0 +1,234 @@
+// The GPU context: device, buffer pool, one command encoder per batch of work (a forward pass), uniform
+// arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
+// submits it and turns anything WebGPU complained about into a typed error.
+import { BindingSizeError, GpuValidationError } from './errors.ts';
+import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
+
+export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
+
+const UNIFORM_CHUNK = 64 * 1024;
+
+/** GPU time of each labelled dispatch of one profiled batch, in milliseconds. */
+export interface DispatchTiming { label: string; ms: number }
+
+export class Gpu {
+  readonly watch: DeviceWatch;
+  readonly f16: boolean;
+  readonly subgroups: boolean;
+  readonly timestamps: boolean;
+  readonly maxBinding: number;
+  readonly maxBuffer: number;
+  readonly storageAlign: number;
+  private readonly pool = new Map<number, GPUBuffer[]>();
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private afterSubmit: Array<() => void> = [];
+  private uniformChunks: Array<{ buffer: GPUBuffer; data: Uint8Array; used: number }> = [];
+  private uniformIndex = 0;
+  private profile: { querySet: GPUQuerySet; labels: string[]; capacity: number } | null = null;
+  /** Timings of the last profiled flush (see `profileNext`). */
+  lastTimings: DispatchTiming[] = [];
+  /** Dispatches recorded since creation: a cheap counter for benchmarks. */
+  dispatchCount = 0;
+
+  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary) {
+    this.watch = new DeviceWatch(device);
+    this.f16 = device.features.has('shader-f16');
+    this.subgroups = device.features.has('subgroups');
+    this.timestamps = device.features.has('timestamp-query');
+    this.maxBinding = device.limits.maxStorageBufferBindingSize;
+    this.maxBuffer = device.limits.maxBufferSize;
+    this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
+  }
+
+  /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
+  static async create(opts: DeviceOptions = {}): Promise<Gpu> {
+    const { device, adapter, summary } = await requestDevice(opts);
+    return new Gpu(device, adapter, summary);
+  }
+
+  /** A storage buffer of exactly `bytes` bytes, from the pool when one is free. */
+  allocate(bytes: number, label: string): GPUBuffer {
+    this.watch.check(label);
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    if (size > this.maxBuffer) {
+      throw new BindingSizeError(label, `needs a buffer of ${size} bytes, but this adapter's maxBufferSize is ${this.maxBuffer}`);
+    }
+    const free = this.pool.get(size);
+    if (free?.length) return free.pop()!;
+    return this.device.createBuffer({
+      size, label,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    });
+  }
+
+  /** Give a buffer back to the pool; commands already recorded keep reading it in order. */
+  release(buffer: GPUBuffer): void {
+    const list = this.pool.get(buffer.size) ?? [];
+    list.push(buffer);
+    this.pool.set(buffer.size, list);
+  }
+
+  /** Destroy pooled buffers (frees GPU memory held for reuse). */
+  trimPool(): void {
+    for (const list of this.pool.values()) for (const b of list) b.destroy();
+    this.pool.clear();
+  }
+
+  /** Write bytes into a buffer, ordered after every command recorded so far. */
+  write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void {
+    this.watch.check(buffer.label);
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (!this.encoder) {
+      this.device.queue.writeBuffer(buffer, offset, bytes);
+      return;
+    }
+    // Pending commands may still read the old contents: stage and copy inside the encoder instead.
+    const size = Math.ceil(bytes.byteLength / 4) * 4;
+    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC, mappedAtCreation: true, label: 'staging' });
+    new Uint8Array(staging.getMappedRange()).set(bytes);
+    staging.unmap();
+    this.endPass();
+    this.encoder.copyBufferToBuffer(staging, 0, buffer, offset, size);
+    this.afterSubmit.push(() => staging.destroy());
+  }
+
+  /** Copy between buffers inside the open encoder. */
+  copy(src: BufferView, dst: BufferView): void {
+    this.endPass();
+    this.commandEncoder().copyBufferToBuffer(src.buffer, src.offset, dst.buffer, dst.offset, src.size);
+  }
+
+  /** Profile the next flush: every dispatch gets its own pass with timestamps (slower; for benchmarks). */
+  profileNext(capacity = 4096): void {
+    if (!this.timestamps) throw new GpuValidationError('profile', 'this adapter does not offer timestamp-query');
+    this.endPass();
+    this.profile = { querySet: this.device.createQuerySet({ type: 'timestamp', count: capacity * 2 }), labels: [], capacity };
+  }
+
+  /** The compute pass dispatches go into (opened on demand; a profiled batch opens one per dispatch). */
+  computePass(label: string): GPUComputePassEncoder {
+    this.watch.check(label);
+    const p = this.profile;
+    if (p && p.labels.length < p.capacity) {
+      this.endPass();
+      const i = p.labels.length;
+      p.labels.push(label);
+      this.pass = this.commandEncoder().beginComputePass({
+        label, timestampWrites: { querySet: p.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 },
+      });
+      return this.pass;
+    }
+    this.pass ??= this.commandEncoder().beginComputePass({ label: 'batch' });
+    return this.pass;
+  }
+
+  /** Stage a uniform block; returns where it will live once the batch is submitted. */
+  uniform(bytes: Uint8Array): BufferView {
+    const align = this.device.limits.minUniformBufferOffsetAlignment;
+    let chunk = this.uniformChunks[this.uniformIndex];
+    if (chunk && chunk.used + bytes.byteLength > UNIFORM_CHUNK) chunk = this.uniformChunks[++this.uniformIndex];
+    if (!chunk) {
+      chunk = {
+        buffer: this.device.createBuffer({ size: UNIFORM_CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'uniforms' }),
+        data: new Uint8Array(UNIFORM_CHUNK), used: 0,
+      };
+      this.uniformChunks[this.uniformIndex] = chunk;
+    }
+    const offset = chunk.used;
+    chunk.data.set(bytes, offset);
+    chunk.used = Math.ceil((offset + bytes.byteLength) / align) * align;
+    return { buffer: chunk.buffer, offset, size: bytes.byteLength };
+  }
+
+  /** Submit everything recorded and report any WebGPU error raised while recording it. */
+  async flush(op = 'flush'): Promise<void> {
+    const pending = this.submit();
+    await this.settle(op, pending);
+  }
+
+  /** Submit without waiting; returns the error-scope promises for `settle`. */
+  private submit(): Promise<GPUError | null>[] {
+    this.watch.check('submit');
+    if (!this.encoder) return [];
+    this.endPass();
+    let timing: Promise<DispatchTiming[]> | null = null;
+    if (this.profile) timing = this.resolveTimings(this.encoder, this.profile);
+    for (let i = 0; i <= this.uniformIndex && i < this.uniformChunks.length; i++) {
+      const c = this.uniformChunks[i];
+      if (c.used) this.device.queue.writeBuffer(c.buffer, 0, c.data, 0, c.used);
+      c.used = 0;
+    }
+    this.uniformIndex = 0;
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    for (const f of this.afterSubmit.splice(0)) f();
+    const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
+    if (timing) timing.then((t) => { this.lastTimings = t; });
+    this.profile = null;
+    return timing ? [...errors, timing.then(() => null)] : errors;
+  }
+
+  private async settle(op: string, pending: Promise<GPUError | null>[]): Promise<void> {
+    const errors = await Promise.all(pending);
+    this.watch.check(op);
+    const first = errors.find((e) => e);
+    if (first) throw toTypedError(op, first);
+  }
+
+  /** Read bytes back to the CPU; flushes the batch first. */
+  async read(src: BufferView, op = 'read'): Promise<ArrayBuffer> {
+    const size = Math.ceil(src.size / 4) * 4;
+    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: `${op}:readback` });
+    this.endPass();
+    this.commandEncoder().copyBufferToBuffer(src.buffer, src.offset, staging, 0, size);
+    const pending = this.submit();
+    try {
+      await this.settle(op, pending);
+      await staging.mapAsync(GPUMapMode.READ);
+      return staging.getMappedRange().slice(0, src.size);
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Wait until the GPU has finished all submitted work. */
+  async sync(): Promise<void> {
+    await this.flush('sync');
+    await this.device.queue.onSubmittedWorkDone();
+  }
+
+  destroy(): void {
+    this.trimPool();
+    this.device.destroy();
+  }
+
+  private commandEncoder(): GPUCommandEncoder {
+    if (!this.encoder) {
+      this.device.pushErrorScope('internal');
+      this.device.pushErrorScope('out-of-memory');
+      this.device.pushErrorScope('validation');
+      this.encoder = this.device.createCommandEncoder({ label: 'batch' });
+    }
+    return this.encoder;
+  }
+
+  private endPass(): void {
+    this.pass?.end();
+    this.pass = null;
+  }
+
+  private async resolveTimings(encoder: GPUCommandEncoder, p: NonNullable<Gpu['profile']>): Promise<DispatchTiming[]> {
+    const n = p.labels.length;
+    if (!n) return [];
+    const resolve = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    const readback = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    encoder.resolveQuerySet(p.querySet, 0, 2 * n, resolve, 0);
+    encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16 * n);
+    await new Promise((r) => setTimeout(r, 0));
+    await readback.mapAsync(GPUMapMode.READ);
+    const t = new BigUint64Array(readback.getMappedRange().slice(0));
+    readback.destroy(); resolve.destroy(); p.querySet.destroy();
+    return p.labels.map((label, i) => ({ label, ms: Number(t[2 * i + 1] - t[2 * i]) / 1e6 }));
+  }
+}

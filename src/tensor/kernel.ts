@@ -1,0 +1,164 @@
+// Kernels: WGSL compiled once per (file, entry, overrides) into a pipeline cache; bind-group layouts and the
+// uniform struct layout are read from the WGSL itself (wgsl_reflect), so a wrong binding name, a missing
+// uniform or a too-large tensor is an error at the call, not garbage on the GPU.
+// The package's "main" is a CommonJS file marked as ESM; its module build is the one every runtime can load.
+import { WgslReflect } from 'wgsl_reflect/wgsl_reflect.module.js';
+import { SHADERS } from '../kernels/shaders.gen.ts';
+import { BindingSizeError, HrmError, ShapeError } from './errors.ts';
+import type { BufferView, Gpu } from './gpu.ts';
+import { Tensor } from './tensor.ts';
+
+type Access = 'uniform' | 'read-only-storage' | 'storage';
+interface Binding { name: string; binding: number; access: Access }
+interface UniformField { name: string; offset: number; type: 'u32' | 'i32' | 'f32' }
+export type Overrides = Record<string, number>;
+export type Bindable = Tensor | BufferView;
+
+export interface DispatchArgs {
+  bindings: Record<string, Bindable>;
+  uniforms?: Record<string, number>;
+  overrides?: Overrides;
+  workgroups: number | [number, number?, number?];
+  /** Shown in GPU errors and timings; defaults to the kernel name. */
+  label?: string;
+}
+
+/** One WGSL entry point with its reflected interface. */
+export class Kernel {
+  readonly source: string;
+  readonly bindings: Binding[];
+  readonly uniformSize: number = 0;
+  readonly uniformFields: UniformField[] = [];
+  readonly overrideNames: string[];
+  private readonly layouts = new WeakMap<GPUDevice, GPUPipelineLayout>();
+  private readonly modules = new WeakMap<GPUDevice, GPUShaderModule>();
+  private readonly pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+  /** `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'); `entry` the @compute function. */
+  constructor(readonly file: string, readonly entry: string, readonly name = entry) {
+    const src = SHADERS[file];
+    if (src === undefined) throw new HrmError(name, `no shader file ${file} (known: ${Object.keys(SHADERS).join(', ')})`);
+    this.source = src;
+    const reflect = new WgslReflect(src);
+    const fn = reflect.entry.compute.find((f) => f.name === entry);
+    if (!fn) throw new HrmError(name, `${file} has no @compute entry point '${entry}'`);
+    this.bindings = fn.resources.map((r) => {
+      if (r.group !== 0) throw new HrmError(name, `binding '${r.name}' is in group ${r.group}; kernels use group 0 only`);
+      const access: Access = r.resourceType === 0 /* ResourceType.Uniform */ ? 'uniform' : r.access === 'read' ? 'read-only-storage' : 'storage';
+      if (access === 'uniform') {
+        const members = r.members ?? [];
+        (this as { uniformSize: number }).uniformSize = r.size;
+        for (const m of members) {
+          const t = m.type.name;
+          if (t !== 'u32' && t !== 'i32' && t !== 'f32') throw new HrmError(name, `uniform field '${m.name}' has type ${t}; use u32, i32 or f32`);
+          this.uniformFields.push({ name: m.name, offset: m.offset, type: t });
+        }
+      }
+      return { name: r.name, binding: r.binding, access };
+    }).sort((a, b) => a.binding - b.binding);
+    this.overrideNames = reflect.overrides.map((o) => o.name);
+  }
+
+  /** Record one dispatch into the gpu's open batch. */
+  dispatch(gpu: Gpu, args: DispatchArgs): void {
+    const label = args.label ?? this.name;
+    const pipeline = this.pipeline(gpu, args.overrides ?? {}, label);
+    const entries: GPUBindGroupEntry[] = [];
+    const given = new Set(Object.keys(args.bindings));
+    for (const b of this.bindings) {
+      if (b.access === 'uniform') {
+        entries.push({ binding: b.binding, resource: gpu.uniform(this.packUniforms(args.uniforms ?? {}, label)) });
+        continue;
+      }
+      const v = args.bindings[b.name];
+      if (!v) throw new ShapeError(label, `missing binding '${b.name}' (kernel binds: ${this.storageNames().join(', ')})`);
+      given.delete(b.name);
+      const view = v instanceof Tensor ? v.binding(label) : v;
+      if (view.size > gpu.maxBinding) {
+        throw new BindingSizeError(label, `binding '${b.name}' is ${view.size} bytes; this adapter binds at most ${gpu.maxBinding}`);
+      }
+      entries.push({ binding: b.binding, resource: { buffer: view.buffer, offset: view.offset, size: view.size } });
+    }
+    if (given.size) throw new ShapeError(label, `unknown binding(s) ${[...given].join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
+    const wg = typeof args.workgroups === 'number' ? [args.workgroups, 1, 1] : [args.workgroups[0], args.workgroups[1] ?? 1, args.workgroups[2] ?? 1];
+    const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
+    if (wg.some((w) => !Number.isInteger(w) || w < 0 || w > maxWg)) {
+      throw new ShapeError(label, `workgroup count [${wg.join(', ')}] outside 0..${maxWg}`);
+    }
+    if (wg[0] * wg[1] * wg[2] === 0) return;
+    const bindGroup = gpu.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    const pass = gpu.computePass(label);
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(wg[0], wg[1], wg[2]);
+    gpu.dispatchCount++;
+  }
+
+  private storageNames(): string[] {
+    return this.bindings.filter((b) => b.access !== 'uniform').map((b) => b.name);
+  }
+
+  private packUniforms(values: Record<string, number>, label: string): Uint8Array {
+    const bytes = new Uint8Array(Math.max(16, this.uniformSize));
+    const view = new DataView(bytes.buffer);
+    const given = new Set(Object.keys(values));
+    for (const f of this.uniformFields) {
+      const v = values[f.name];
+      if (v === undefined) throw new ShapeError(label, `missing uniform '${f.name}'`);
+      given.delete(f.name);
+      if (f.type === 'f32') view.setFloat32(f.offset, v, true);
+      else {
+        const ok = Number.isInteger(v) && (f.type === 'u32' ? v >= 0 && v <= 0xffffffff : v >= -0x80000000 && v <= 0x7fffffff);
+        if (!ok) throw new ShapeError(label, `uniform '${f.name}' = ${v} is not a valid ${f.type}`);
+        if (f.type === 'u32') view.setUint32(f.offset, v, true); else view.setInt32(f.offset, v, true);
+      }
+    }
+    if (given.size) throw new ShapeError(label, `unknown uniform(s) ${[...given].join(', ')}`);
+    return bytes;
+  }
+
+  private pipeline(gpu: Gpu, overrides: Overrides, label: string): GPUComputePipeline {
+    const device = gpu.device;
+    let cache = this.pipelines.get(device);
+    if (!cache) this.pipelines.set(device, (cache = new Map()));
+    const key = Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
+    let p = cache.get(key);
+    if (p) return p;
+    for (const k of Object.keys(overrides)) {
+      if (!this.overrideNames.includes(k)) throw new ShapeError(label, `unknown override '${k}' (declared: ${this.overrideNames.join(', ') || 'none'})`);
+    }
+    let module = this.modules.get(device);
+    if (!module) this.modules.set(device, (module = device.createShaderModule({ code: this.source, label: this.file })));
+    p = device.createComputePipeline({
+      label: `${this.name}${key ? `{${key}}` : ''}`,
+      layout: this.layout(device),
+      compute: { module, entryPoint: this.entry, constants: overrides },
+    });
+    cache.set(key, p);
+    return p;
+  }
+
+  private layout(device: GPUDevice): GPUPipelineLayout {
+    let l = this.layouts.get(device);
+    if (l) return l;
+    const bgl = device.createBindGroupLayout({
+      label: this.name,
+      entries: this.bindings.map((b) => ({
+        binding: b.binding, visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: b.access === 'uniform' ? 'uniform' : b.access },
+      })),
+    });
+    l = device.createPipelineLayout({ bindGroupLayouts: [bgl], label: this.name });
+    this.layouts.set(device, l);
+    return l;
+  }
+}
+
+/** Workgroup grid covering `n` threads of `wg` each, folded into 2-D past the per-dimension limit. */
+export function grid(gpu: Gpu, n: number, wg: number): [number, number] {
+  const groups = Math.ceil(n / wg);
+  const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
+  if (groups <= max) return [groups, 1];
+  const y = Math.ceil(groups / max);
+  return [Math.ceil(groups / y), y];
+}

@@ -1,0 +1,11 @@
+import { Gpu } from './src/tensor/gpu.ts';
+import { Tensor } from './src/tensor/tensor.ts';
+import { add } from './src/kernels/elementwise/elementwise.ts';
+const gpu = await Gpu.create();
+console.log('created', gpu.summary.description);
+const a = Tensor.from(gpu, [1,2,3], [3], 'f32', 'a');
+console.log('uploaded');
+const out = add(a, a);
+console.log('dispatched');
+console.log(await out.read());
+gpu.destroy();

@@ -1,0 +1,9 @@
+// One GPU context per test worker.
+import { Gpu } from '../../src/tensor/gpu.ts';
+
+let shared: Promise<Gpu> | null = null;
+
+export function getGpu(): Promise<Gpu> {
+  shared ??= Gpu.create();
+  return shared;
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/seeded.ts';
+import { expectClose } from '../helpers/close.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { add, sumRows } from '../../src/kernels/elementwise/elementwise.ts';
+import { addRef, sumRowsRef } from '../../src/kernels/elementwise/elementwise.ref.ts';
+import { Kernel } from '../../src/tensor/kernel.ts';
+import { BindingSizeError, ShapeError } from '../../src/tensor/errors.ts';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/tensor/dtype.ts';
+
+describe('device', () => {
+  it('opens an adapter and reports it', async () => {
+    const gpu = await getGpu();
+    expect(gpu.summary.runtime).toBe('node');
+    expect(gpu.maxBinding).toBeGreaterThanOrEqual(128 * 1024 * 1024);
+    expect(gpu.summary.limits.maxStorageBufferBindingSize).toBe(gpu.maxBinding);
+  });
+
+  it('adds odd-sized vectors like the CPU', async () => {
+    const gpu = await getGpu();
+    for (const n of [1, 31, 33, 4099]) {
+      const a = randn(n, n), b = randn(n + 7, n);
+      const out = add(Tensor.from(gpu, a, [n], 'f32', 'a'), Tensor.from(gpu, b, [n], 'f32', 'b'));
+      expectClose(await out.read(), addRef(a, b).map(Math.fround), 0, 0, `add n=${n}`);
+    }
+  });
+
+  it('reduces rows in f32 within summation-order error', async () => {
+    const gpu = await getGpu();
+    const rows = 5, cols = 1000;
+    const a = randn(3, rows * cols);
+    const out = sumRows(Tensor.from(gpu, a, [rows, cols], 'f32', 'a'));
+    // f32 accumulation of 1000 values in [-1,1): order error well under 1e-4.
+    expectClose(await out.read(), sumRowsRef(a, cols), 1e-4, 0, 'sumRows');
+  });
+
+  it('reads back every dtype', async () => {
+    const gpu = await getGpu();
+    const v = [1.5, -2.25, 3.0078125, 65504, -0.0001];
+    expect([...await Tensor.from(gpu, v, [5], 'f32', 'f').read()]).toEqual(v.map(Math.fround));
+    expect([...await Tensor.from(gpu, v, [5], 'bf16', 'b').read()]).toEqual(v.map((x) => bf16ToF32(f32ToBf16(x))));
+    expect([...await Tensor.from(gpu, v, [5], 'f16', 'h').read()]).toEqual(v.map((x) => f16ToF32(f32ToF16(x))));
+    expect([...await Tensor.from(gpu, [1, -7, 2 ** 31 - 1], [3], 'i32', 'i').read()]).toEqual([1, -7, 2 ** 31 - 1]);
+    expect([...await Tensor.from(gpu, [0, 7, 2 ** 32 - 1], [3], 'u32', 'u').read()]).toEqual([0, 7, 2 ** 32 - 1]);
+  });
+
+  it('names a missing binding, an unknown uniform and an oversized tensor', async () => {
+    const gpu = await getGpu();
+    const k = new Kernel('elementwise/elementwise.wgsl', 'add');
+    const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
+    expect(() => k.dispatch(gpu, { bindings: { a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 })).toThrow(/missing binding 'b'/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: 2, cols: 0, eps: 1 }, workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: -1, cols: 0 }, workgroups: 1 })).toThrow(ShapeError);
+    const fake = { buffer: a.buffer, offset: 0, size: gpu.maxBinding + 4 };
+    expect(() => k.dispatch(gpu, { bindings: { a: fake, b: a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 })).toThrow(BindingSizeError);
+  });
+
+  it('turns a WebGPU validation error into a typed error at flush', async () => {
+    const gpu = await getGpu();
+    const k = new Kernel('elementwise/elementwise.wgsl', 'add');
+    const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
+    // Binding the same buffer as read-only and writable in one dispatch is invalid in WebGPU.
+    k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 });
+    await expect(gpu.flush('aliasing')).rejects.toThrow(/\[aliasing\] WebGPU validation failed/);
+    // The device stays usable afterwards.
+    const out = add(a, Tensor.from(gpu, [10, 20], [2], 'f32', 'b'));
+    expect([...await out.read()]).toEqual([11, 22]);
+  });
+});
