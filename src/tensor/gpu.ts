@@ -23,7 +23,7 @@ export class Gpu {
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   private afterSubmit: Array<() => void> = [];
-  private uniformChunks: Array<{ buffer: GPUBuffer; data: Uint8Array; used: number }> = [];
+  private uniformChunks: Array<{ buffer: GPUBuffer; data: Uint8Array<ArrayBuffer>; used: number }> = [];
   private uniformIndex = 0;
   private profile: { querySet: GPUQuerySet; labels: string[]; capacity: number } | null = null;
   /** Timings of the last profiled flush (see `profileNext`). */
@@ -78,7 +78,7 @@ export class Gpu {
   /** Write bytes into a buffer, ordered after every command recorded so far. */
   write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void {
     this.watch.check(buffer.label);
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
     if (!this.encoder) {
       this.device.queue.writeBuffer(buffer, offset, bytes);
       return;
@@ -131,7 +131,7 @@ export class Gpu {
     if (!chunk) {
       chunk = {
         buffer: this.device.createBuffer({ size: UNIFORM_CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'uniforms' }),
-        data: new Uint8Array(UNIFORM_CHUNK), used: 0,
+        data: new Uint8Array(new ArrayBuffer(UNIFORM_CHUNK)), used: 0,
       };
       this.uniformChunks[this.uniformIndex] = chunk;
     }

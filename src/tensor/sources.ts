@@ -1,0 +1,122 @@
+// Byte sources a checkpoint can come from: a file path (Node/Deno, read with node:fs), a URL (fetch, with
+// HTTP range requests when the server allows them, else one streamed download), a browser File/Blob, or bytes
+// in memory. Every read reports byte progress.
+import { FormatError } from './errors.ts';
+
+export type Progress = (loaded: number, total: number) => void;
+
+export interface ByteSource {
+  /** A name for error messages (path, URL or file name). */
+  readonly name: string;
+  size(): Promise<number>;
+  /** Bytes [start, end). */
+  read(start: number, end: number, onProgress?: Progress): Promise<Uint8Array>;
+}
+
+export function bytesSource(name: string, bytes: Uint8Array): ByteSource {
+  return {
+    name,
+    size: async () => bytes.byteLength,
+    read: async (start, end, onProgress) => {
+      if (end > bytes.byteLength) throw new FormatError('read', `${name}: wanted bytes ${start}..${end}, file has ${bytes.byteLength} (truncated?)`);
+      onProgress?.(end - start, end - start);
+      return bytes.subarray(start, end);
+    },
+  };
+}
+
+export function blobSource(blob: Blob, name = (blob as File).name ?? 'blob'): ByteSource {
+  return {
+    name,
+    size: async () => blob.size,
+    read: async (start, end, onProgress) => {
+      if (end > blob.size) throw new FormatError('read', `${name}: wanted bytes ${start}..${end}, file has ${blob.size} (truncated?)`);
+      const out = new Uint8Array(await blob.slice(start, end).arrayBuffer());
+      onProgress?.(out.byteLength, out.byteLength);
+      return out;
+    },
+  };
+}
+
+/** A local file, read in pieces (the 1B checkpoint is 2.4 GB: never read it whole). */
+export function fileSource(path: string): ByteSource {
+  const fsp = import(/* @vite-ignore */ 'node:' + 'fs/promises') as Promise<typeof import('node:fs/promises')>;
+  return {
+    name: path,
+    size: async () => {
+      try { return (await (await fsp).stat(path)).size; } catch (e) { throw new FormatError('open', `${path}: ${(e as Error).message}`); }
+    },
+    read: async (start, end, onProgress) => {
+      const fh = await (await fsp).open(path, 'r');
+      try {
+        const out = new Uint8Array(end - start);
+        let done = 0;
+        while (done < out.byteLength) {
+          const n = Math.min(64 << 20, out.byteLength - done);
+          const { bytesRead } = await fh.read(out, done, n, start + done);
+          if (bytesRead === 0) throw new FormatError('read', `${path}: ended at byte ${start + done}, wanted ${end} (truncated?)`);
+          done += bytesRead;
+          onProgress?.(done, out.byteLength);
+        }
+        return out;
+      } finally {
+        await fh.close();
+      }
+    },
+  };
+}
+
+/** A URL. Uses Range requests; a server that ignores them is downloaded once, streamed, and kept in memory. */
+export function urlSource(url: string, init: { fetch?: typeof fetch } = {}): ByteSource {
+  const f = init.fetch ?? fetch;
+  let whole: Promise<Uint8Array> | null = null;
+  let total: number | null = null;
+  const download = async (onProgress?: Progress): Promise<Uint8Array> => {
+    const res = await f(url);
+    if (!res.ok) throw new FormatError('fetch', `${url}: HTTP ${res.status} ${res.statusText}`);
+    return streamBody(url, res, onProgress);
+  };
+  return {
+    name: url,
+    async size() {
+      if (total !== null) return total;
+      const res = await f(url, { method: 'HEAD' });
+      const len = Number(res.headers.get('content-length'));
+      if (res.ok && Number.isFinite(len) && len > 0) return (total = len);
+      whole ??= download();
+      return (total = (await whole).byteLength);
+    },
+    async read(start, end, onProgress) {
+      if (!whole) {
+        const res = await f(url, { headers: { Range: `bytes=${start}-${end - 1}` } });
+        if (res.status === 206) return streamBody(url, res, onProgress, end - start);
+        if (!res.ok) throw new FormatError('fetch', `${url}: HTTP ${res.status} ${res.statusText}`);
+        whole = streamBody(url, res, onProgress);
+      }
+      const all = await whole;
+      if (end > all.byteLength) throw new FormatError('read', `${url}: wanted bytes ${start}..${end}, got ${all.byteLength} (truncated?)`);
+      onProgress?.(end - start, end - start);
+      return all.subarray(start, end);
+    },
+  };
+}
+
+async function streamBody(name: string, res: Response, onProgress?: Progress, expected?: number): Promise<Uint8Array> {
+  const total = expected ?? (Number(res.headers.get('content-length')) || 0);
+  if (!res.body) return new Uint8Array(await res.arrayBuffer());
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    loaded += value.byteLength;
+    onProgress?.(loaded, total || loaded);
+  }
+  if (expected !== undefined && loaded !== expected) throw new FormatError('fetch', `${name}: got ${loaded} bytes, wanted ${expected} (connection cut?)`);
+  const out = new Uint8Array(loaded);
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.byteLength; }
+  return out;
+}
