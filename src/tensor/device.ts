@@ -21,6 +21,11 @@ export interface DeviceOptions {
   f16?: boolean;
   subgroups?: boolean;
   timestamps?: boolean;
+  /**
+   * Treat storage bindings above this many bytes as too large, below the adapter's own limit. Lets tests and
+   * users exercise the tensor-splitting paths with small tensors.
+   */
+  bindingLimit?: number;
 }
 
 const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'] as const;

@@ -31,12 +31,12 @@ export class Gpu {
   /** Dispatches recorded since creation: a cheap counter for benchmarks. */
   dispatchCount = 0;
 
-  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary) {
+  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number) {
     this.watch = new DeviceWatch(device);
     this.f16 = device.features.has('shader-f16');
     this.subgroups = device.features.has('subgroups');
     this.timestamps = device.features.has('timestamp-query');
-    this.maxBinding = device.limits.maxStorageBufferBindingSize;
+    this.maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, bindingLimit ?? Infinity);
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
   }
@@ -44,7 +44,7 @@ export class Gpu {
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
   static async create(opts: DeviceOptions = {}): Promise<Gpu> {
     const { device, adapter, summary } = await requestDevice(opts);
-    return new Gpu(device, adapter, summary);
+    return new Gpu(device, adapter, summary, opts.bindingLimit);
   }
 
   /** A storage buffer of exactly `bytes` bytes, from the pool when one is free. */
