@@ -44,6 +44,8 @@ export function runtimeName(): string {
   return 'unknown';
 }
 
+const dawnInstances: GPU[] = [];
+
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
 async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
@@ -55,11 +57,14 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   const env = (globalThis as unknown as { process: { env: Record<string, string | undefined> } }).process.env;
   // First whatever Vulkan driver the system has (a real GPU, or a recent lavapipe); then SwiftShader, which
   // Debian's chromium package ships, for machines whose system driver Dawn cannot use.
-  const attempts: Array<() => Promise<GPUAdapter | null>> = [() => mod.create([]).requestAdapter({ powerPreference: 'high-performance' })];
+  // Dawn instances are kept alive for the life of the process: letting a failed one be garbage-collected
+  // crashes Dawn (std::system_error from a destructor thread).
+  const instance = (): GPU => { const g = mod.create([]); dawnInstances.push(g); return g; };
+  const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
   const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
   if (!env.VK_ICD_FILENAMES && fs.existsSync(swiftshader)) {
-    attempts.push(() => { env.VK_ICD_FILENAMES = swiftshader; return mod.create([]).requestAdapter(); });
+    attempts.push(() => { env.VK_ICD_FILENAMES = swiftshader; return instance().requestAdapter(); });
   }
   return attempts;
 }

@@ -1,0 +1,46 @@
+// The same smoke test (tests/runtimes/smoke.ts: device, an add kernel, a reduction, checked against the CPU)
+// in Node (Dawn), Deno (wgpu) and headless Chromium (Dawn in the browser).
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { smoke, type SmokeResult } from './smoke.ts';
+import { launch, serve, watchConsole } from '../helpers/browser.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function check(r: SmokeResult, runtime: string) {
+  expect(r.runtime).toBe(runtime);
+  expect(r.n).toBe(1000);
+  expect(r.addMaxErr).toBe(0); // f32 add is exact against Math.fround(a + b)
+  expect(r.sumMaxErr).toBeLessThan(1e-4); // 100-term f32 sums of values in [-3, 3]: order error ~1e-5
+}
+
+describe('runtimes', () => {
+  it('Node (Dawn) runs the smoke test', async () => {
+    check(await smoke(), 'node');
+  });
+
+  it('Deno (wgpu) runs the smoke test', async () => {
+    const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-smoke.ts'], { cwd: root, timeout: 110_000 });
+    check(JSON.parse(stdout.trim().split('\n').pop()!), 'deno');
+  });
+
+  it('headless Chromium runs the smoke test', async () => {
+    const { server, url } = await serve({ root });
+    const browser = await launch();
+    try {
+      const page = await browser.newPage();
+      const log = watchConsole(page);
+      await page.goto(`${url}/tests/runtimes/smoke.html`);
+      await page.waitForFunction('window.__result !== undefined', { timeout: 90_000 });
+      const r = (await page.evaluate('window.__result')) as SmokeResult & { error?: string };
+      expect(r.error, log.join('\n')).toBeUndefined();
+      check(r, 'browser');
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  });
+});
