@@ -1,0 +1,122 @@
+// The recurrent KV cache: one slot per (stack invocation, layer), H*(L+1)*layers slots, all advancing together.
+// Each side (K, V) of a slot is full precision (f32, or packed bf16 in bf16 mode) or group-64 affine quantized
+// with its own bits. Two quantization modes, as the spec names them:
+//  - 'before-pass': every attention, the prefill's included, reads quantized K/V (REFRACT's KLD candidate);
+//  - 'after-prefill': mlx-lm generation: the first forward attends to full-precision K/V, the cache then holds
+//    only quantized K/V (quantizing at append time equals mlx-lm's conversion: groups are per position).
+import { InputError } from '../tensor/errors.ts';
+import type { Gpu } from '../tensor/gpu.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { storageBytes } from '../tensor/dtype.ts';
+import type { FullKV, KVSide, QuantKV } from '../kernels/attention/types.ts';
+import { cacheSlots, type HrmConfig } from './config.ts';
+
+/** Bits per side; null = full precision. */
+export interface KvSpec { k: number | null; v: number | null }
+export type QuantMode = 'before-pass' | 'after-prefill';
+export type ActDtype = 'f32' | 'bf16';
+
+export const FULL_KV: KvSpec = { k: null, v: null };
+export const QUANT_BITS = [2, 3, 4, 5, 6, 8];
+const GROUP = 64;
+
+export interface CacheOptions {
+  /** Positions the cache can hold (prompt + generated tokens). */
+  capacity: number;
+  dtype: ActDtype;
+  kv?: KvSpec;
+  mode?: QuantMode;
+}
+
+export interface Slot { k: KVSide; v: KVSide }
+
+export class HrmCache {
+  /** Number of cached positions (the RoPE and mask offset of the next forward). */
+  offset = 0;
+  readonly slots: Slot[] = [];
+  /** Token type (1 = prefix block) of every cached position. */
+  readonly tokenTypes: number[] = [];
+  readonly kv: KvSpec;
+  readonly mode: QuantMode;
+  private prefillDone = false;
+
+  constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly opts: CacheOptions) {
+    this.kv = opts.kv ?? FULL_KV;
+    this.mode = opts.mode ?? 'before-pass';
+    for (const [side, bits] of [['K', this.kv.k], ['V', this.kv.v]] as const) {
+      if (bits !== null && !QUANT_BITS.includes(bits)) throw new InputError('cache', `${side} bits ${bits} not supported (use ${QUANT_BITS.join(', ')} or full precision)`);
+    }
+    if (config.head_dim % GROUP !== 0 && (this.kv.k !== null || this.kv.v !== null)) {
+      throw new InputError('cache', `head_dim ${config.head_dim} is not a multiple of the quantization group ${GROUP}`);
+    }
+    if (!Number.isInteger(opts.capacity) || opts.capacity < 1) throw new InputError('cache', `capacity must be a positive integer (got ${opts.capacity})`);
+    if (opts.capacity > config.max_position_embeddings) {
+      throw new InputError('cache', `capacity ${opts.capacity} exceeds max_position_embeddings ${config.max_position_embeddings}`);
+    }
+    for (let s = 0; s < cacheSlots(config); s++) {
+      this.slots.push({ k: this.side(this.kv.k, `slot${s}.k`), v: this.side(this.kv.v, `slot${s}.v`) });
+    }
+  }
+
+  get capacity(): number { return this.opts.capacity; }
+
+  /** Whether the coming forward attends to full precision for a quantized side ('after-prefill', first pass). */
+  get fullPrecisionPass(): boolean {
+    return this.mode === 'after-prefill' && !this.prefillDone;
+  }
+
+  /** Record S new positions after a forward. */
+  advance(tokenTypes: number[]): void {
+    this.offset += tokenTypes.length;
+    this.tokenTypes.push(...tokenTypes);
+    this.prefillDone = true;
+  }
+
+  /** Check room for S more positions. */
+  reserve(S: number): void {
+    if (this.offset + S > this.capacity) {
+      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger context`);
+    }
+  }
+
+  /** GPU bytes held by the cache. */
+  get bytes(): number {
+    let n = 0;
+    for (const s of this.slots) for (const side of [s.k, s.v]) n += sideBytes(side);
+    return n;
+  }
+
+  dispose(): void {
+    for (const s of this.slots) {
+      for (const side of [s.k, s.v]) {
+        if (side.kind === 'full') side.data.dispose();
+        else { side.q.dispose(); side.scales.dispose(); side.biases.dispose(); }
+      }
+    }
+    this.slots.length = 0;
+  }
+
+  private side(bits: number | null, label: string): KVSide {
+    const { num_attention_heads: h, head_dim: d } = this.config;
+    const cap = this.capacity;
+    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [h, cap, d], this.opts.dtype, label) } satisfies FullKV;
+    return {
+      kind: 'quant', bits,
+      q: Tensor.empty(this.gpu, [h, cap, (d * bits) / 32], 'u32', `${label}.q`),
+      scales: Tensor.empty(this.gpu, [h, cap, d / GROUP], 'f32', `${label}.scales`),
+      biases: Tensor.empty(this.gpu, [h, cap, d / GROUP], 'f32', `${label}.biases`),
+    } satisfies QuantKV;
+  }
+}
+
+function sideBytes(s: KVSide): number {
+  return s.kind === 'full' ? s.data.byteLength : s.q.byteLength + s.scales.byteLength + s.biases.byteLength;
+}
+
+/** Cache bytes for `capacity` positions without allocating (for "will it fit" checks). */
+export function cacheBytes(c: HrmConfig, capacity: number, dtype: ActDtype, kv: KvSpec = FULL_KV): number {
+  const per = (bits: number | null) => bits === null
+    ? storageBytes(dtype, c.num_attention_heads * capacity * c.head_dim)
+    : c.num_attention_heads * capacity * ((c.head_dim * bits) / 8 + (2 * 4 * c.head_dim) / GROUP);
+  return cacheSlots(c) * (per(kv.k) + per(kv.v));
+}

@@ -1,0 +1,182 @@
+// Checkpoint -> GPU tensors. Reads the HF fused layout (gqkv_proj rows gate|q|k|v, gate_up_proj rows gate|up),
+// which is also what the seed's MLX converter writes to model_mlx.safetensors (minus model.z_L_init). bf16, f16
+// and f32 tensors are uploaded as stored; a tensor larger than the adapter binds at once is split into row
+// chunks (the 1B model's 192 MiB lm_head on an adapter that binds 128 MiB). Every tensor is checked by name and
+// shape before anything is uploaded.
+import { FormatError } from '../tensor/errors.ts';
+import type { Gpu } from '../tensor/gpu.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import type { DType } from '../tensor/dtype.ts';
+import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safetensors.ts';
+import type { Progress } from '../tensor/sources.ts';
+import type { HrmConfig } from './config.ts';
+import { fillRandom } from '../kernels/init/random.ts';
+
+/** A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. */
+export interface Weight { rows: number; cols: number; dtype: DType; chunks: Tensor[] }
+
+export interface LayerWeights { gqkv: Weight; o: Weight; gateUp: Weight; down: Weight }
+
+export interface HrmWeights {
+  embed: Weight;
+  lmHead: Weight;
+  /** model.z_L_init as stored (zeros when the checkpoint has none). */
+  zLInit: Float32Array;
+  L: LayerWeights[];
+  H: LayerWeights[];
+  /** Bytes uploaded to the GPU. */
+  bytes: number;
+}
+
+const DTYPE: Partial<Record<StDType, DType>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
+
+/** Names and shapes the checkpoint must hold for this config. */
+export function expectedTensors(c: HrmConfig): Map<string, number[]> {
+  const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
+  const m = new Map<string, number[]>([['model.embed_tokens.weight', [c.vocab_size, h]]]);
+  if (!c.tie_word_embeddings) m.set('lm_head.weight', [c.vocab_size, h]);
+  for (const stack of ['L', 'H']) {
+    for (let l = 0; l < c.num_layers_per_stack; l++) {
+      const p = `model.${stack}_module.layers.${l}`;
+      m.set(`${p}.attn.gqkv_proj.weight`, [4 * a, h]);
+      m.set(`${p}.attn.o_proj.weight`, [h, a]);
+      m.set(`${p}.mlp.gate_up_proj.weight`, [2 * i, h]);
+      m.set(`${p}.mlp.down_proj.weight`, [h, i]);
+    }
+  }
+  return m;
+}
+
+/** Check names, shapes and dtypes against the config; throws one error listing every problem. */
+export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string): void {
+  const problems: string[] = [];
+  for (const stack of ['L', 'H']) {
+    const layers = new Set(ck.names.map((n) => n.match(new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`))?.[1]).filter((x) => x !== undefined));
+    if (layers.size && layers.size !== c.num_layers_per_stack) {
+      problems.push(`the ${stack} stack has ${layers.size} layers in the tensors but the config says ${c.num_layers_per_stack} per stack ` +
+        `(legacy configs give the per-stack count in num_hidden_layers; transformers-style ones add num_layers_per_stack)`);
+    }
+  }
+  const want = expectedTensors(c);
+  for (const [name, shape] of want) {
+    if (!ck.has(name)) { problems.push(`missing tensor '${name}' [${shape.join(', ')}]`); continue; }
+    const e = ck.entry(name);
+    if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
+    if (!DTYPE[e.dtype]) problems.push(`tensor '${name}' has dtype ${e.dtype}; weights must be BF16, F16 or F32`);
+  }
+  if (ck.has('model.z_L_init')) {
+    const e = ck.entry('model.z_L_init');
+    const n = e.shape.reduce((x, d) => x * d, 1);
+    if (n !== c.hidden_size) problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
+  }
+  const extra = ck.names.filter((n) => !want.has(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && n === 'lm_head.weight'));
+  if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
+  if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
+}
+
+/** Rows per chunk so that each chunk fits one binding. */
+export function chunkRows(gpu: Gpu, rows: number, rowBytes: number): number {
+  const per = Math.floor(gpu.maxBinding / rowBytes);
+  if (per < 1) throw new FormatError('checkpoint', `one row of ${rowBytes} bytes exceeds the adapter's binding limit ${gpu.maxBinding}`);
+  return Math.min(rows, per);
+}
+
+/** Upload a [rows, cols] matrix from raw bytes, split into bindable row chunks. */
+export function uploadWeight(gpu: Gpu, name: string, bytes: Uint8Array, rows: number, cols: number, dtype: DType): Weight {
+  const rowBytes = (bytes.byteLength / rows) | 0;
+  const per = chunkRows(gpu, rows, rowBytes);
+  const chunks: Tensor[] = [];
+  for (let r = 0; r < rows; r += per) {
+    const n = Math.min(per, rows - r);
+    chunks.push(Tensor.from(gpu, bytes.subarray(r * rowBytes, (r + n) * rowBytes), [n, cols], dtype, chunks.length ? `${name}#${chunks.length}` : name));
+  }
+  return { rows, cols, dtype, chunks };
+}
+
+export interface LoadOptions {
+  /** Bytes read so far of the whole checkpoint, and its total. */
+  onProgress?: Progress;
+  /** Label used in errors (the checkpoint's path or URL). */
+  where?: string;
+}
+
+/** Validate and upload a checkpoint. */
+export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: LoadOptions = {}): Promise<HrmWeights> {
+  const where = opts.where ?? 'checkpoint';
+  validateCheckpoint(ck, c, where);
+  const total = ck.bytes;
+  let done = 0;
+  let bytes = 0;
+  const load = async (name: string): Promise<Weight> => {
+    const e = ck.entry(name);
+    let raw = await readEntry(e, (l) => opts.onProgress?.(done + l, total));
+    done += raw.byteLength;
+    let dtype = DTYPE[e.dtype]!;
+    if (name === 'model.embed_tokens.weight' && dtype === 'f16') {
+      // The gather kernel reads bf16 or f32 tables; f16 widens to f32 exactly.
+      raw = new Uint8Array((decode(e, raw) as Float32Array).buffer);
+      dtype = 'f32';
+    }
+    const w = uploadWeight(gpu, name, raw, e.shape[0], e.shape[1], dtype);
+    bytes += raw.byteLength;
+    return w;
+  };
+  const layers = async (stack: 'L' | 'H'): Promise<LayerWeights[]> => {
+    const out: LayerWeights[] = [];
+    for (let l = 0; l < c.num_layers_per_stack; l++) {
+      const p = `model.${stack}_module.layers.${l}`;
+      out.push({
+        gqkv: await load(`${p}.attn.gqkv_proj.weight`), o: await load(`${p}.attn.o_proj.weight`),
+        gateUp: await load(`${p}.mlp.gate_up_proj.weight`), down: await load(`${p}.mlp.down_proj.weight`),
+      });
+    }
+    return out;
+  };
+  const embed = await load('model.embed_tokens.weight');
+  const lmHead = c.tie_word_embeddings ? embed : await load('lm_head.weight');
+  let zLInit: Float32Array = new Float32Array(c.hidden_size);
+  if (ck.has('model.z_L_init')) {
+    const e = ck.entry('model.z_L_init');
+    zLInit = decode(e, await readEntry(e)) as Float32Array;
+  }
+  const L = await layers('L');
+  const H = await layers('H');
+  await gpu.flush('load weights');
+  opts.onProgress?.(total, total);
+  return { embed, lmHead, zLInit, L, H, bytes };
+}
+
+export function disposeWeights(w: HrmWeights): void {
+  const all = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
+  for (const x of new Set(all)) for (const t of x.chunks) t.dispose();
+}
+
+/**
+ * Random bf16 weights of a config's shape, made on the GPU (no file): uniform in +-1/sqrt(fan_in), embeddings
+ * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint.
+ */
+export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0): Promise<HrmWeights> {
+  let bytes = 0;
+  let n = 0;
+  const make = (name: string, rows: number, cols: number, scale: number): Weight => {
+    const per = chunkRows(gpu, rows, cols * 2);
+    const chunks: Tensor[] = [];
+    for (let r = 0; r < rows; r += per) {
+      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'bf16', chunks.length ? `${name}#${chunks.length}` : name);
+      fillRandom(t, { seed: seed * 1000003 + n++, scale });
+      chunks.push(t);
+      bytes += t.byteLength;
+    }
+    return { rows, cols, dtype: 'bf16', chunks };
+  };
+  const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
+  const layers = (stack: string): LayerWeights[] => Array.from({ length: c.num_layers_per_stack }, (_, l) => ({
+    gqkv: make(`${stack}.${l}.gqkv`, 4 * a, h, 1 / Math.sqrt(h)), o: make(`${stack}.${l}.o`, h, a, 1 / Math.sqrt(a)),
+    gateUp: make(`${stack}.${l}.gate_up`, 2 * i, h, 1 / Math.sqrt(h)), down: make(`${stack}.${l}.down`, h, i, 1 / Math.sqrt(i)),
+  }));
+  const embed = make('embed', c.vocab_size, h, 0.02);
+  const lmHead = c.tie_word_embeddings ? embed : make('lm_head', c.vocab_size, h, 1 / Math.sqrt(h));
+  const w: HrmWeights = { embed, lmHead, zLInit: new Float32Array(h), L: layers('L'), H: layers('H'), bytes };
+  await gpu.flush('random weights');
+  return w;
+}
