@@ -1,0 +1,114 @@
+// Model-side helpers between the fused gqkv projection and attention: RoPE'd queries and keys as head-major
+// tensors, and writes of new keys/values into a full-precision cache slot (f32 or packed bf16).
+import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { checkRopeArgs } from '../rope/rope.ts';
+import type { FullKV, Round } from './types.ts';
+
+const HEADS_F32 = new Kernel('attention/kvcache.wgsl', 'heads_f32');
+const HEADS_BF16 = new Kernel('attention/kvcache.wgsl', 'heads_bf16');
+const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
+
+/** Which column block of gqkv [S, 4*H*D] holds what. */
+const BLOCK = { gate: 0, q: 1, k: 2, v: 3 } as const;
+
+export interface HeadsOptions {
+  heads: number;
+  headDim: number;
+  /** RoPE base (theta). */
+  base: number;
+  /** Absolute position of the first of the S rows (the cache offset). */
+  offset: number;
+  round?: Round;
+}
+
+/** Where element (s, h, d) of a source lives: src[s * sStride + col0 + h * hStride + d]. */
+interface Layout { seq: number; heads: number; dim: number; sStride: number; hStride: number; col0: number }
+
+/** q[h, s, :] = RoPE(gqkv[s, q block, head h], position offset + s); f32 [H, S, D], rounded once per `round`. */
+export function ropeQ(gqkv: Tensor, opts: HeadsOptions): Tensor {
+  return headsOf('ropeQ', gqkv, BLOCK.q, true, opts);
+}
+
+/** k[h, s, :] = RoPE(gqkv[s, k block, head h], position offset + s); f32 [H, S, D] (the quantized cache's input). */
+export function ropeK(gqkv: Tensor, opts: HeadsOptions): Tensor {
+  return headsOf('ropeK', gqkv, BLOCK.k, true, opts);
+}
+
+/** v[h, s, :] = gqkv[s, v block, head h]; f32 [H, S, D] (the quantized cache's input). */
+export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
+  return headsOf('takeV', gqkv, BLOCK.v, false, opts);
+}
+
+/**
+ * cache[h, offset + s, :] = RoPE(k block) into `k` and the raw v block into `v`, for the S rows of gqkv. A bf16 cache
+ * stores the bf16 rounding; an f32 cache stores f32 values rounded per `round` (bf16 mode keeps bf16 values).
+ */
+export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
+  const layout = gqkvLayout('appendKV', gqkv, opts);
+  checkCache('appendKV', 'k', k, layout, opts.offset, opts.round);
+  checkCache('appendKV', 'v', v, layout, opts.offset, opts.round);
+  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset, true, opts);
+  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset, false, opts);
+}
+
+/** cache[h, offset + s, :] = src[h, s, :] for src f32 [H, S, D] (stored as bf16 rounding in a bf16 cache). */
+export function writeFull(src: Tensor, dst: FullKV, { offset, round = 'none' }: { offset: number; round?: Round }): void {
+  const op = 'writeFull';
+  if (src.dtype !== 'f32') throw new DTypeError(op, `src '${src.label}' is ${src.dtype}; expected f32`);
+  if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
+  const [heads, seq, dim] = src.shape;
+  const layout: Layout = { seq, heads, dim, sStride: dim, hStride: seq * dim, col0: 0 };
+  if (!Number.isInteger(offset) || offset < 0) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  checkCache(op, 'dst', dst, layout, offset, round);
+  writeHeads(op, src, layout, dst.data, offset, false, { heads, headDim: dim, base: 2, offset, round });
+}
+
+function headsOf(op: string, gqkv: Tensor, block: number, rope: boolean, opts: HeadsOptions): Tensor {
+  const layout = gqkvLayout(op, gqkv, opts);
+  const out = Tensor.empty(gqkv.gpu, [layout.heads, layout.seq, layout.dim], 'f32', `${op}.out`);
+  writeHeads(op, gqkv, { ...layout, col0: block * layout.heads * layout.dim }, out, 0, rope, opts);
+  return out;
+}
+
+function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: HeadsOptions): Layout {
+  if (gqkv.dtype !== 'f32') throw new DTypeError(op, `gqkv '${gqkv.label}' is ${gqkv.dtype}; expected f32`);
+  if (!(Number.isInteger(heads) && heads > 0 && Number.isInteger(headDim) && headDim > 0 && headDim % 2 === 0)) {
+    throw new ShapeError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
+  }
+  if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * headDim) {
+    throw new ShapeError(op, `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);
+  }
+  checkRopeArgs(op, base, 1, offset, offset + gqkv.shape[0]);
+  return { seq: gqkv.shape[0], heads, dim: headDim, sStride: 4 * heads * headDim, hStride: headDim, col0: 0 };
+}
+
+function checkCache(op: string, name: string, side: FullKV, l: Layout, offset: number, round: Round | undefined): void {
+  const t = side.data;
+  if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op, `${name} cache '${t.label}' is ${t.dtype}; expected f32 or bf16`);
+  if (t.rank !== 3 || t.shape[0] !== l.heads || t.shape[2] !== l.dim) {
+    throw new ShapeError(op, `${name} cache '${t.label}' is [${t.shape.join(', ')}]; expected [${l.heads}, capacity, ${l.dim}]`);
+  }
+  if (offset + l.seq > t.shape[1]) {
+    throw new ShapeError(op, `writing positions ${offset}..${offset + l.seq} overflows ${name} cache '${t.label}' [${t.shape.join(', ')}]`);
+  }
+  // Packed words hold two values of one position only when D is even.
+  if (t.dtype === 'bf16' && l.dim % 2 !== 0) throw new ShapeError(op, `a bf16 ${name} cache needs an even headDim, got ${l.dim}`);
+  if (t.dtype === 'bf16' && round === 'f16') throw new DTypeError(op, `round 'f16' with a bf16 ${name} cache would round twice`);
+}
+
+function writeHeads(op: string, src: Tensor, l: Layout, dst: Tensor, pos0: number, rope: boolean, o: HeadsOptions): void {
+  const bf16 = dst.dtype === 'bf16';
+  const n = l.heads * l.seq * l.dim;
+  (bf16 ? HEADS_BF16 : HEADS_F32).dispatch(src.gpu, {
+    label: `${op}.${bf16 ? 'heads_bf16' : 'heads_f32'}`,
+    bindings: { src, dst },
+    uniforms: {
+      n, seq: l.seq, hd: l.dim, col0: l.col0, s_stride: l.sStride, h_stride: l.hStride, cap: dst.shape[1], pos0,
+      rope_off: o.offset, scale: 1, log2_base: Math.log2(o.base),
+    },
+    overrides: { ROPE: rope ? 1 : 0, ...(bf16 ? {} : { ROUND: ROUND_CODE[o.round ?? 'none'] }) },
+    workgroups: grid(src.gpu, bf16 ? n / 2 : n, 64),
+  });
+}

@@ -1,0 +1,98 @@
+// Head-major copies [H, cap, D] at positions pos0..pos0+S-1, optionally with RoPE (rotate-half) at absolute
+// positions rope_off + s, from a source addressed as src[s * s_stride + col0 + h * h_stride + d]: a column block of
+// the fused projection gqkv [S, 4*H*D] (gate | q | k | v, head-major inside a block), or a [H, S, D] tensor.
+// Serves ropeQ / ropeK / takeV (cap = S, pos0 = 0), appendKV and writeFull (the cache, pos0 = offset).
+// Entry heads_f32: one thread per element, f32 destination, output rounded once (ROUND).
+// Entry heads_bf16: one thread per destination u32 word (two bf16 values); D is even, so a word never
+//   straddles positions and no two threads write one word.
+// The angle and sin/cos code is rope.wgsl's, kept identical (the tests compare ropeQ with rope()).
+
+struct Params {
+  n: u32, seq: u32, hd: u32, col0: u32, s_stride: u32, h_stride: u32, cap: u32, pos0: u32, rope_off: u32,
+  scale: f32, log2_base: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;   // f32 bits (heads_f32) or packed bf16 (heads_bf16)
+
+override WG: u32 = 64;
+override ROPE: bool = true;
+override ROUND: u32 = 0;
+
+fn to_bf16(v: f32) -> f32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return v; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(v: f32) -> f32 {
+  if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(v);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+fn round_out(v: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(v); }
+  if (ROUND == 2u) { return to_f16(v); }
+  return v;
+}
+
+fn sincos(t: f32) -> vec2f {
+  let k = round(t * 0.636619772367581343);
+  let r = ((t - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
+  let z = r * r;
+  let s = ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+  let c = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+  switch (i32(k) & 3) {
+    case 0: { return vec2f(s, c); }
+    case 1: { return vec2f(c, -s); }
+    case 2: { return vec2f(-s, -c); }
+    default: { return vec2f(-c, s); }
+  }
+}
+
+fn angle(i: u32, half: u32, pos: u32, scale: f32, log2_base: f32) -> f32 {
+  let inv_freq = exp2(-(f32(i) / f32(half)) * log2_base);
+  return (scale * f32(pos)) * inv_freq;
+}
+
+// Element e of the new block in [H, S, D] order: its (possibly roped) value, unrounded.
+fn value(e: u32) -> f32 {
+  let d = e % p.hd;
+  let hs = e / p.hd;
+  let s = hs % p.seq;
+  let h = hs / p.seq;
+  let row = s * p.s_stride + p.col0 + h * p.h_stride;
+  let x = src[row + d];
+  if (!ROPE) { return x; }
+  let half = p.hd / 2u;
+  let i = d % half;
+  let sc = sincos(angle(i, half, p.rope_off + s, p.scale, p.log2_base));
+  if (d < half) { return x * sc.y - src[row + d + half] * sc.x; }
+  return src[row + i] * sc.x + x * sc.y;
+}
+
+// Destination element index of new-block element e.
+fn dest(e: u32) -> u32 {
+  let hs = e / p.hd;
+  return ((hs / p.seq) * p.cap + p.pos0 + hs % p.seq) * p.hd + e % p.hd;
+}
+
+@compute @workgroup_size(WG)
+fn heads_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let e = gid.x + gid.y * nwg.x * WG;
+  if (e >= p.n) { return; }
+  dst[dest(e)] = bitcast<u32>(round_out(value(e)));
+}
+
+@compute @workgroup_size(WG)
+fn heads_bf16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let w = gid.x + gid.y * nwg.x * WG;
+  if (w >= p.n / 2u) { return; }
+  let lo = bitcast<u32>(to_bf16(value(2u * w)));
+  let hi = bitcast<u32>(to_bf16(value(2u * w + 1u)));
+  dst[dest(2u * w) / 2u] = (lo >> 16u) | (hi & 0xffff0000u);
+}

@@ -1,0 +1,127 @@
+// Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16).
+import { Kernel } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
+import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import type { AttnMask, FullKV, KVSide, Round } from './types.ts';
+
+const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
+const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
+const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
+const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
+const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
+
+/** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
+export const DECODE_MAX_QUERIES = 4;
+const DECODE_WG = 64;
+
+export interface SdpaOptions {
+  /** Keys to attend over: cache positions [0, kvLen). */
+  kvLen: number;
+  /** Absolute position of query 0 (the cache offset before these S tokens were appended). */
+  offset: number;
+  mask: AttnMask;
+  scale: number;
+  round?: Round;
+  /** Force a path (tests, benchmarks); by default decode for S <= DECODE_MAX_QUERIES, else prefill. */
+  path?: 'prefill' | 'decode';
+  /** Decode: keys per workgroup, a multiple of 64; by default chosen to give ~256 workgroups. */
+  chunk?: number;
+}
+
+/** out[s, h*D:(h+1)*D] = softmax(scale * q[h,s] k[h,:kvLen]^T + mask) v[h,:kvLen]; f32 inside, rounded once. */
+export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor {
+  const { heads, seq, dim, kvBf16 } = validate(q, k, v, opts);
+  const kd = (k as FullKV).data, vd = (v as FullKV).data;
+  const gpu = q.gpu;
+  const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'sdpa.out');
+  if (seq === 0) return out;
+  const mask = maskTensor(gpu, opts.mask);
+  const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
+  const base = { seq, heads, kv_len: opts.kvLen, cap: kd.shape[1], offset: opts.offset, scale: opts.scale };
+  const round = ROUND_CODE[opts.round ?? 'none'];
+  const path = opts.path ?? (seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
+
+  if (path === 'prefill') {
+    // Shared memory (BQ + BK) * (D + 1) + BQ * BK floats stays under 16 KiB, WebGPU's default limit.
+    const [bq, tpq, bk] = dim <= 128 ? [8, 8, 16] : [4, 16, 8];
+    PREFILL.dispatch(gpu, {
+      bindings: { q, k: kd, v: vd, mask, out },
+      uniforms: base,
+      overrides: { ...common, WGS: bq * tpq, BQ: bq, BK: bk, ROUND: round },
+      workgroups: [Math.ceil(seq / bq), heads],
+    });
+    return out;
+  }
+  const chunk = opts.chunk ?? defaultChunk(opts.kvLen, heads * seq);
+  if (!(Number.isInteger(chunk) && chunk > 0 && chunk % DECODE_WG === 0)) throw new ShapeError('sdpa', `decode chunk ${chunk} must be a positive multiple of ${DECODE_WG}`);
+  const nChunks = Math.max(1, Math.ceil(opts.kvLen / chunk));
+  const partO = Tensor.empty(gpu, [seq, heads, nChunks, dim], 'f32', 'sdpa.part_o');
+  const partMl = Tensor.empty(gpu, [seq, heads, nChunks, 2], 'f32', 'sdpa.part_ml');
+  const uniforms = { ...base, chunk, n_chunks: nChunks };
+  SPLIT.dispatch(gpu, {
+    bindings: { q, k: kd, v: vd, mask, part_o: partO, part_ml: partMl },
+    uniforms, overrides: { ...common, WG: DECODE_WG }, workgroups: [nChunks, heads, seq],
+  });
+  COMBINE.dispatch(gpu, {
+    bindings: { part_o: partO, part_ml: partMl, out },
+    uniforms, overrides: { HD: dim, WG: DECODE_WG, ROUND: round }, workgroups: [heads, seq],
+  });
+  // Recorded dispatches keep reading them in order; the pool may hand them out again.
+  partO.dispose();
+  partMl.dispose();
+  return out;
+}
+
+/** Keys per decode workgroup: enough chunks for ~256 workgroups in all, at least 64 keys each. */
+function defaultChunk(kvLen: number, pairs: number): number {
+  const splits = Math.max(1, Math.ceil(256 / pairs));
+  return Math.max(DECODE_WG, Math.ceil(kvLen / splits / DECODE_WG) * DECODE_WG);
+}
+
+function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean } {
+  const op = 'sdpa';
+  if (q.dtype !== 'f32') throw new DTypeError(op, `q '${q.label}' is ${q.dtype}; expected f32`);
+  if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
+  const [heads, seq, dim] = q.shape;
+  if (k.kind !== 'full' || v.kind !== 'full') throw new DTypeError(op, `K/V are ${k.kind}/${v.kind}; sdpa reads full-precision caches (quantized caches have their own kernel)`);
+  const kd = k.data, vd = v.data;
+  for (const [name, t] of [['k', kd], ['v', vd]] as const) {
+    if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op, `${name} '${t.label}' is ${t.dtype}; expected f32 or bf16`);
+    if (t.rank !== 3 || t.shape[0] !== heads || t.shape[2] !== dim) {
+      throw new ShapeError(op, `${name} '${t.label}' is [${t.shape.join(', ')}]; q [${q.shape.join(', ')}] needs [${heads}, capacity, ${dim}]`);
+    }
+  }
+  if (kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1]) {
+    throw new DTypeError(op, `k [${kd.shape.join(', ')}] ${kd.dtype} and v [${vd.shape.join(', ')}] ${vd.dtype} must share dtype and capacity`);
+  }
+  if (dim === 0 || dim > 256) throw new ShapeError(op, `headDim ${dim} must be in 1..256`);
+  if (!Number.isInteger(o.kvLen) || o.kvLen < 0 || o.kvLen > kd.shape[1]) {
+    throw new ShapeError(op, `kvLen ${o.kvLen} must be an integer in [0, capacity ${kd.shape[1]}]`);
+  }
+  if (!Number.isInteger(o.offset) || o.offset < 0) throw new ShapeError(op, `offset ${o.offset} must be an integer >= 0`);
+  if (!Number.isFinite(o.scale)) throw new ShapeError(op, `scale ${o.scale} must be finite`);
+  const m = o.mask;
+  if (m.kind === 'prefix') {
+    const need = Math.max(o.kvLen, o.offset + seq);
+    if (m.tokenTypes.dtype !== 'u32' || m.tokenTypes.size < need) {
+      throw new ShapeError(op, `prefix tokenTypes '${m.tokenTypes.label}' [${m.tokenTypes.shape.join(', ')}] ${m.tokenTypes.dtype} must be u32 with >= ${need} entries`);
+    }
+  } else if (m.kind === 'explicit') {
+    if (m.mask.dtype !== 'u32' || m.mask.size !== seq * o.kvLen) {
+      throw new ShapeError(op, `explicit mask '${m.mask.label}' [${m.mask.shape.join(', ')}] ${m.mask.dtype} must be u32 [${seq}, ${o.kvLen}]`);
+    }
+  }
+  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16' };
+}
+
+const dummies = new WeakMap<Gpu, Tensor>();
+
+/** The tensor bound as `mask`: token types, the explicit mask, or a one-word placeholder the kernel never reads. */
+function maskTensor(gpu: Gpu, m: AttnMask): Tensor {
+  if (m.kind === 'prefix') return m.tokenTypes;
+  if (m.kind === 'explicit') return m.mask;
+  let d = dummies.get(gpu);
+  if (!d) dummies.set(gpu, (d = Tensor.from(gpu, [0], [1], 'u32', 'sdpa.no_mask')));
+  return d;
+}

@@ -1,0 +1,157 @@
+// Attention for few queries over long caches (flash-decoding): the key axis is split into chunks of `chunk` keys,
+// one workgroup per (chunk, head, query) computes that chunk's running max m, sum l and unnormalised accumulator
+// o[D] in f32 (sdpa_split); sdpa_combine then merges the chunks of each (query, head):
+// M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L), or 0 when no key is visible.
+// Same math, masks and K/V storage as sdpa_prefill.wgsl (see there).
+// Variant 1, pass 1 (sdpa_split): keys in blocks of WG; thread t scores key b + t (a full dot product against q in
+//   shared memory), every thread reads the block's max, writes its own p = e^(s - m), then owns dims t + r*WG of o.
+// Variant 1, pass 2 (sdpa_combine): a workgroup per (query, head); every thread reads all (m_c, l_c) and merges
+//   its dims (t + r*WG) over the chunks, then rounds once (ROUND).
+
+struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32, chunk: u32, n_chunks: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;        // [H, S, D]
+@group(0) @binding(2) var<storage, read> k: array<u32>;        // [H, cap, D] f32 bits or packed bf16
+@group(0) @binding(3) var<storage, read> v: array<u32>;
+@group(0) @binding(4) var<storage, read> mask: array<u32>;
+@group(0) @binding(5) var<storage, read_write> part_o: array<f32>;  // [S, H, n_chunks, D]
+@group(0) @binding(6) var<storage, read_write> part_ml: array<f32>; // [S, H, n_chunks, 2]
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;     // [S, H * D] (sdpa_combine)
+
+override HD: u32 = 128;
+override WG: u32 = 64;
+override KV_BF16: bool = false;
+override MASK: u32 = 0;
+override ROUND: u32 = 0;
+
+const MAXC: u32 = 8u;          // HD <= WG * MAXC
+const NEG: f32 = -1.0e30;
+
+var<workgroup> qs: array<f32, HD>;
+var<workgroup> sc: array<f32, WG>;
+var<workgroup> pr: array<f32, WG>;
+
+fn to_bf16(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(x: f32) -> f32 {
+  if (abs(x) < 6.103515625e-05) { return round(x * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(x);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+fn round_out(x: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(x); }
+  if (ROUND == 2u) { return to_f16(x); }
+  return x;
+}
+
+fn k_at(i: u32) -> f32 {
+  if (KV_BF16) { let w = k[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
+  return bitcast<f32>(k[i]);
+}
+
+fn v_at(i: u32) -> f32 {
+  if (KV_BF16) { let w = v[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
+  return bitcast<f32>(v[i]);
+}
+
+fn visible(i: u32, j: u32) -> bool {
+  if (MASK == 1u) { return j <= p.offset + i; }
+  if (MASK == 2u) { let a = p.offset + i; return j <= a || (mask[a] == 1u && mask[j] == 1u); }
+  if (MASK == 3u) { return mask[i * p.kv_len + j] != 0u; }
+  return true;
+}
+
+@compute @workgroup_size(WG)
+fn sdpa_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let chunk = wid.x;
+  let h = wid.y;
+  let row = wid.z;
+  let nc = (HD + WG - 1u) / WG;
+  for (var d = t; d < HD; d += WG) { qs[d] = q[(h * p.seq + row) * HD + d] * p.scale; }
+  var k_end = p.kv_len;
+  if (MASK == 1u) { k_end = min(k_end, p.offset + row + 1u); }
+  let c0 = chunk * p.chunk;
+  let c1 = min(c0 + p.chunk, k_end);
+
+  var m = NEG;
+  var l = 0.0;
+  var acc: array<f32, MAXC>;
+  for (var b = c0; b < c1; b += WG) {
+    workgroupBarrier();   // q loaded / last block's readers of sc and pr done
+    let j = b + t;
+    var s = NEG;
+    if (j < c1 && visible(row, j)) {
+      var d = 0.0;
+      let base = (h * p.cap + j) * HD;
+      for (var x = 0u; x < HD; x++) { d += qs[x] * k_at(base + x); }
+      s = d;
+    }
+    sc[t] = s;
+    workgroupBarrier();
+    var bm = NEG;
+    for (var c = 0u; c < WG; c++) { bm = max(bm, sc[c]); }
+    let m_new = max(m, bm);
+    var pj = 0.0;
+    if (s > NEG) { pj = exp(s - m_new); }
+    pr[t] = pj;
+    workgroupBarrier();
+    if (bm > NEG) {
+      let alpha = exp(m - m_new);
+      l *= alpha;
+      for (var r = 0u; r < nc; r++) { acc[r] *= alpha; }
+      let cnt = min(WG, c1 - b);
+      for (var c = 0u; c < cnt; c++) {
+        let w = pr[c];
+        if (w > 0.0) {
+          l += w;
+          let base = (h * p.cap + b + c) * HD;
+          for (var r = 0u; r < nc; r++) {
+            let d = t + r * WG;
+            if (d < HD) { acc[r] += w * v_at(base + d); }
+          }
+        }
+      }
+      m = m_new;
+    }
+  }
+  let slot = (row * p.heads + h) * p.n_chunks + chunk;
+  for (var r = 0u; r < nc; r++) {
+    let d = t + r * WG;
+    if (d < HD) { part_o[slot * HD + d] = acc[r]; }
+  }
+  if (t == 0u) { part_ml[2u * slot] = m; part_ml[2u * slot + 1u] = l; }
+}
+
+@compute @workgroup_size(WG)
+fn sdpa_combine(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let h = wid.x;
+  let row = wid.y;
+  let first = (row * p.heads + h) * p.n_chunks;
+  var mx = NEG;
+  for (var c = 0u; c < p.n_chunks; c++) {
+    if (part_ml[2u * (first + c) + 1u] > 0.0) { mx = max(mx, part_ml[2u * (first + c)]); }
+  }
+  var l = 0.0;
+  for (var c = 0u; c < p.n_chunks; c++) {
+    let lc = part_ml[2u * (first + c) + 1u];
+    if (lc > 0.0) { l += lc * exp(part_ml[2u * (first + c)] - mx); }
+  }
+  for (var d = t; d < HD; d += WG) {
+    var o = 0.0;
+    for (var c = 0u; c < p.n_chunks; c++) {
+      let lc = part_ml[2u * (first + c) + 1u];
+      if (lc > 0.0) { o += part_o[(first + c) * HD + d] * exp(part_ml[2u * (first + c)] - mx); }
+    }
+    var y = 0.0;
+    if (l > 0.0) { y = round_out(o / l); }
+    out[(row * p.heads + h) * HD + d] = y;
+  }
+}

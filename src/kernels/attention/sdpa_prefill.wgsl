@@ -1,0 +1,158 @@
+// Fused attention for many queries: out[s, h*D + :] = softmax(scale * q[h, s] . k[h, j] + mask) v[h, j] over the
+// first kv_len cached keys, with scores, running max and sum in f32 (online softmax) and one rounding at the output
+// (ROUND), as MLX's Metal SDPA. Masked keys contribute nothing; a query with no visible key outputs 0.
+// Variant 1 (sdpa_prefill): a workgroup per (query block of BQ, head), TPQ threads per query. Keys stream in
+// tiles of BK through shared memory: K tile -> scores of the tile (each thread a few full dot products) -> V tile
+// -> every thread updates its query's max/sum and its strided slice of the accumulator (dims lane + r*TPQ).
+// Shared memory: (BQ + BK) * (D + 1) + BQ * BK floats; rows padded by one float so the lanes of a query, which
+// read different key rows at the same column, hit different banks.
+// K and V are bound as u32 words: f32 bits, or two bf16 per word (KV_BF16) as the packed cache stores them.
+// Masks (MASK): 0 none, 1 causal (key j visible to query i when j <= offset + i), 2 prefix (causal, or both
+// token types 1; types read from `mask`), 3 explicit (mask[i * kv_len + j] != 0).
+
+struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;        // [H, S, D]
+@group(0) @binding(2) var<storage, read> k: array<u32>;        // [H, cap, D]
+@group(0) @binding(3) var<storage, read> v: array<u32>;        // [H, cap, D]
+@group(0) @binding(4) var<storage, read> mask: array<u32>;     // see MASK
+@group(0) @binding(5) var<storage, read_write> out: array<f32>; // [S, H * D]
+
+override HD: u32 = 128;
+override WGS: u32 = 64;          // threads per workgroup
+override BQ: u32 = 8;            // queries per workgroup
+override TPQ: u32 = WGS / BQ;    // threads per query
+override BK: u32 = 16;
+override KV_BF16: bool = false;
+override MASK: u32 = 0;
+override ROUND: u32 = 0;
+
+const MAXC: u32 = 32u;          // accumulator slots per thread: HD <= TPQ * MAXC
+const NEG: f32 = -1.0e30;       // "no score": WGSL does not promise infinities
+
+var<workgroup> qs: array<f32, BQ * (HD + 1u)>;
+var<workgroup> kv: array<f32, BK * (HD + 1u)>;
+var<workgroup> sc: array<f32, BQ * BK>;
+
+fn to_bf16(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(x: f32) -> f32 {
+  if (abs(x) < 6.103515625e-05) { return round(x * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(x);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+fn round_out(x: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(x); }
+  if (ROUND == 2u) { return to_f16(x); }
+  return x;
+}
+
+fn k_at(i: u32) -> f32 {
+  if (KV_BF16) { let w = k[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
+  return bitcast<f32>(k[i]);
+}
+
+fn v_at(i: u32) -> f32 {
+  if (KV_BF16) { let w = v[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
+  return bitcast<f32>(v[i]);
+}
+
+// May query i (of this call) attend key j?
+fn visible(i: u32, j: u32) -> bool {
+  if (MASK == 1u) { return j <= p.offset + i; }
+  if (MASK == 2u) { let a = p.offset + i; return j <= a || (mask[a] == 1u && mask[j] == 1u); }
+  if (MASK == 3u) { return mask[i * p.kv_len + j] != 0u; }
+  return true;
+}
+
+@compute @workgroup_size(WGS)
+fn sdpa_prefill(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let h = wid.y;
+  let q0 = wid.x * BQ;
+  let qi = t / TPQ;
+  let lane = t % TPQ;
+  let row = q0 + qi;
+  let live = row < p.seq;
+  let KS = HD + 1u;
+  let nthreads = WGS;
+  let nc = (HD + TPQ - 1u) / TPQ;
+
+  for (var e = t; e < BQ * HD; e += nthreads) {
+    let r = q0 + e / HD;
+    var x = 0.0;
+    if (r < p.seq) { x = q[(h * p.seq + r) * HD + e % HD] * p.scale; }
+    qs[(e / HD) * KS + e % HD] = x;
+  }
+  // Causal: no query of this block sees past offset + its last query.
+  var k_end = p.kv_len;
+  if (MASK == 1u) { k_end = min(k_end, p.offset + min(q0 + BQ, p.seq)); }
+
+  var m = NEG;
+  var l = 0.0;
+  var acc: array<f32, MAXC>;
+  for (var k0 = 0u; k0 < k_end; k0 += BK) {
+    workgroupBarrier();   // Q loaded / last tile's readers of kv and sc done
+    for (var e = t; e < BK * HD; e += nthreads) {
+      let j = k0 + e / HD;
+      var x = 0.0;
+      if (j < k_end) { x = k_at((h * p.cap + j) * HD + e % HD); }
+      kv[(e / HD) * KS + e % HD] = x;
+    }
+    workgroupBarrier();
+    for (var c = lane; c < BK; c += TPQ) {
+      let j = k0 + c;
+      var s = NEG;
+      if (live && j < k_end && visible(row, j)) {
+        var d = 0.0;
+        for (var x = 0u; x < HD; x++) { d += qs[qi * KS + x] * kv[c * KS + x]; }
+        s = d;
+      }
+      sc[qi * BK + c] = s;
+    }
+    workgroupBarrier();
+    for (var e = t; e < BK * HD; e += nthreads) {
+      let j = k0 + e / HD;
+      var x = 0.0;
+      if (j < k_end) { x = v_at((h * p.cap + j) * HD + e % HD); }
+      kv[(e / HD) * KS + e % HD] = x;
+    }
+    workgroupBarrier();
+    var bm = NEG;
+    for (var c = 0u; c < BK; c++) { bm = max(bm, sc[qi * BK + c]); }
+    if (bm > NEG) {
+      let m_new = max(m, bm);
+      let alpha = exp(m - m_new);
+      l *= alpha;
+      for (var r = 0u; r < nc; r++) { acc[r] *= alpha; }
+      for (var c = 0u; c < BK; c++) {
+        let s = sc[qi * BK + c];
+        if (s > NEG) {
+          let pj = exp(s - m_new);
+          l += pj;
+          for (var r = 0u; r < nc; r++) {
+            let d = lane + r * TPQ;
+            if (d < HD) { acc[r] += pj * kv[c * KS + d]; }
+          }
+        }
+      }
+      m = m_new;
+    }
+  }
+  if (!live) { return; }
+  for (var r = 0u; r < nc; r++) {
+    let d = lane + r * TPQ;
+    if (d < HD) {
+      var o = 0.0;
+      if (l > 0.0) { o = round_out(acc[r] / l); }
+      out[(row * p.heads + h) * HD + d] = o;
+    }
+  }
+}
