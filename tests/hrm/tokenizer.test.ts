@@ -1,0 +1,249 @@
+// Tokenizer, prompt format and streaming detokenisation against ids from the Rust `tokenizers` library.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { HrmTokenizer, nfcUnicode9 } from '../../src/hrm/tokenizer.ts';
+import { CONDITION_TOKENS, type Condition, formatPrompt, parseConditions } from '../../src/hrm/prompt.ts';
+import { TextStreamer } from '../../src/hrm/stream.ts';
+import { FormatError, InputError } from '../../src/tensor/errors.ts';
+import { BROWN } from '../helpers/fixtures.ts';
+import { rng } from '../helpers/seeded.ts';
+
+interface Reference {
+  plain: { text: string; nfc: string; ids: number[]; decoded: string }[];
+  formatted: { text: string; condition: string; formatted: string; ids: number[] }[];
+  prefix_decodes: { ids: number[]; decodes: string[] };
+}
+
+const read = (name: string) => readFileSync(BROWN + name, 'utf8');
+const ref = JSON.parse(read('tokenizer-reference.json')) as Reference;
+const modelConfig = JSON.parse(read('config.json'));
+const tok = new HrmTokenizer(read('tokenizer.json'), { config: read('tokenizer_config.json'), modelConfig });
+
+// More cases, with ids from HF tokenizers 0.23.2 (the Rust crate through its Node bindings), where
+// @huggingface/tokenizers alone differs or could: marks and letters newer than Unicode 9 (the crate's NFC tables),
+// combining marks after special tokens (normalised apart from them), spaces before punctuation (no clean-up), U+0085 and U+FEFF.
+const RUST_EXTRA: { text: string; ids: number[]; decoded?: string }[] = [
+  { text: '\u1df6\u1dcf8', ids: [173, 131, 130, 173, 131, 253, 39] }, // class 232 then 220: not reordered
+  { text: '\u{105d2}\u0307', ids: [188, 254, 261, 256, 152, 245] }, // Todhri letter + dot: not composed to U+105C9
+  { text: '\u{11382}\u{113c9}', ids: [188, 255, 252, 240, 188, 255, 253, 247] }, // Tulu-Tigalari: not composed
+  { text: '\u{16d67}\u{16d67}', ids: [188, 260, 129, 116, 188, 260, 129, 116] }, // Kirat Rai: not composed
+  { text: 'a\u0301\u0316', ids: [143, 110, 152, 260], decoded: '\u00e1\u0316' }, // old marks: reordered, composed
+  { text: '<|im_end|>\u0338', ids: [7, 152, 132] }, // not composed with the token's '>' into U+226F
+  { text: 'x \u0338<|im_start|>', ids: [103, 236, 152, 132, 6] },
+  { text: "Hi , there . ok ! it 's", ids: [55, 88, 236, 27, 541, 236, 29, 277, 90, 236, 16, 355, 1311, 98] },
+  { text: 'a\u0085b\ufeffc', ids: [80, 142, 243, 81, 187, 135, 139, 82] },
+];
+
+/** The seed's format_prompt, transcribed. */
+function seedFormatPrompt(text: string, condition = 'synth,cot'): string {
+  const prefix = condition.split(',').map((p) => CONDITION_TOKENS[p.trim() as Condition]).join('');
+  return `<|im_start|>${prefix}${text}<|im_end|>`;
+}
+
+const SPECIALS = ['<|PAD|>', '<|direct|>', '<|cot|>', '<|noisy|>', '<|synth|>', '<|endoftext|>', '<|im_start|>', '<|im_end|>',
+  '<|object_ref_start|>', '<|object_ref_end|>', '<|box_start|>', '<|box_end|>', '<|quad_start|>', '<|quad_end|>'];
+
+describe('HrmTokenizer against the Rust reference', () => {
+  it.each(ref.plain.map((e, i) => [i, JSON.stringify(e.text).slice(0, 40), e] as const))('plain %i %s: ids, NFC, decode', (_i, _name, e) => {
+    expect(nfcUnicode9(e.text)).toBe(e.nfc);
+    expect(tok.encode(e.text)).toEqual(e.ids);
+    expect(tok.decode(e.ids)).toBe(e.decoded);
+  });
+
+  it.each(ref.formatted.map((e) => [e.condition, e] as const))('formatted prompt (%s): template and ids', (_c, e) => {
+    expect(formatPrompt(e.text, e.condition)).toBe(e.formatted);
+    expect(tok.encode(formatPrompt(e.text, e.condition))).toEqual(e.ids);
+    expect(tok.decode(e.ids)).toBe(e.formatted);
+    expect(tok.decode(e.ids, { skipSpecialTokens: true })).toBe(e.text);
+  });
+
+  it('decodes every prefix of a multi-byte string as Rust does (U+FFFD for an incomplete sequence)', () => {
+    const { ids, decodes } = ref.prefix_decodes;
+    expect(decodes.length).toBe(ids.length + 1);
+    for (let i = 0; i <= ids.length; i++) expect(tok.decode(ids.slice(0, i)), `prefix ${i}`).toBe(decodes[i]);
+  });
+
+  it.each(RUST_EXTRA.map((e) => [JSON.stringify(e.text), e] as const))('extra Rust case %s', (_n, e) => {
+    expect(tok.encode(e.text)).toEqual(e.ids);
+    expect(tok.decode(e.ids)).toBe(e.decoded ?? e.text);
+  });
+});
+
+describe('HrmTokenizer', () => {
+  it('has the special tokens in HRM-Text order from id 0, and bos/eos/pad from config.json', () => {
+    SPECIALS.forEach((t, id) => {
+      expect(tok.idOf(t)).toBe(id);
+      expect(tok.tokenOf(id)).toBe(t);
+      expect(tok.isSpecial(id)).toBe(true);
+    });
+    expect(tok.isSpecial(495)).toBe(false);
+    expect(tok.vocabSize).toBe(2048);
+    expect([tok.bosTokenId, tok.eosTokenId, tok.padTokenId]).toEqual([6, 11, 5]);
+    expect(tok.eosTokenIds).toEqual([11]);
+    expect(tok.chatTemplate).toBeUndefined();
+  });
+
+  it('takes bos/eos/pad from tokenizer_config.json when config.json has none, and config.json first', () => {
+    const t = new HrmTokenizer(JSON.parse(read('tokenizer.json')), { config: JSON.parse(read('tokenizer_config.json')) });
+    expect([t.bosTokenId, t.eosTokenId, t.padTokenId]).toEqual([6, 11, 5]);
+    const u = HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: { content: '<|im_end|>' } }, { eos_token_id: [11, 7] });
+    expect(u.eosTokenIds).toEqual([11, 7]);
+    expect(u.bosTokenId).toBeNull();
+    const v = HrmTokenizer.fromJson(read('tokenizer.json'), { chat_template: '{{ messages[0].content }}' });
+    expect(v.chatTemplate).toBe('{{ messages[0].content }}');
+  });
+
+  it('maps literal special tokens in text to their ids, anywhere, but not look-alikes', () => {
+    expect(tok.encode('<|im_start|><|im_end|>')).toEqual([6, 7]);
+    expect(tok.encode('a<|box_end|>b')).toEqual([...tok.encode('a'), 11, ...tok.encode('b')]);
+    expect(tok.encode(' <|im_end|> ')).toEqual([236, 7, 236]);
+    expect(tok.encode('<|IM_END|>')).not.toContain(7);
+    expect(tok.encode('<|im_end|')).not.toContain(7);
+    expect(tok.encode('hi', { addSpecialTokens: true })).toEqual(tok.encode('hi')); // no post-processor
+  });
+
+  it('skips special tokens on request only', () => {
+    const ids = [6, 12, ...tok.encode('The jury said'), 7, 11];
+    expect(tok.decode(ids)).toBe('<|im_start|><|quad_start|>The jury said<|im_end|><|box_end|>');
+    expect(tok.decode(ids, { skipSpecialTokens: true })).toBe('The jury said');
+    expect(tok.decode([6, 7], { skipSpecialTokens: true })).toBe('');
+  });
+
+  it('round-trips text: decode(encode(t)) = NFC(t)', () => {
+    const r = rng(11);
+    const pool = [...'abcXYZ 019\'.,;!?-\n\r\t  éèüñßøå中文字日本語한국어ïΩЖ'].concat(['👍🏽', '🎉', '👩‍👩‍👧', 'e\u0301', '\r\n', '<|im_end|>', '<|quad_end|>']);
+    const texts = ref.plain.map((e) => e.text);
+    for (let k = 0; k < 300; k++) {
+      let s = '';
+      for (let n = 1 + Math.floor(r() * 40); n > 0; n--) s += pool[Math.floor(r() * pool.length)];
+      texts.push(s);
+    }
+    for (const t of texts) expect(tok.decode(tok.encode(t)), JSON.stringify(t)).toBe(nfcUnicode9(t));
+  });
+
+  it('handles empty input and never cleans up spaces before punctuation', () => {
+    expect(tok.encode('')).toEqual([]);
+    expect(tok.decode([])).toBe('');
+    expect(tok.decode(tok.encode('a , b . c'))).toBe('a , b . c');
+  });
+
+  it('rejects unknown ids and tokens, and malformed files, with clear errors', () => {
+    expect(() => tok.decode([1, 2048])).toThrow(InputError);
+    expect(() => tok.decode([1, 2048])).toThrow(/^\[decode\] id 2048 at index 1 is not in the vocabulary \[0, 2048\)/);
+    expect(() => tok.decode([-1])).toThrow(InputError);
+    expect(() => tok.decode([1.5])).toThrow(InputError);
+    expect(() => tok.idOf('<|nope|>')).toThrow(/^\[idOf\] "<\|nope\|>" is not a token/);
+    expect(() => tok.tokenOf(99999)).toThrow(InputError);
+    expect(() => new HrmTokenizer('{not json')).toThrow(FormatError);
+    expect(() => new HrmTokenizer('{}')).toThrow(/no "model" section/);
+    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: '<|missing|>' })).toThrow(/eos_token "<\|missing\|>" is not in the vocabulary/);
+    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), {}, { eos_token_id: 5000 })).toThrow(/eos_token_id 5000 is outside the vocabulary/);
+  });
+});
+
+describe('nfcUnicode9', () => {
+  it('is NFC for text of Unicode 9 and older', () => {
+    for (const s of ['e\u0301', 'a\u0316\u0301', '\u1100\u1161\u11a8', 'A\u030a\u0301', 'Å', 'ﬁ', '']) expect(nfcUnicode9(s)).toBe(s.normalize('NFC'));
+  });
+  it('leaves code points newer than Unicode 9 alone and normalises around them', () => {
+    expect(nfcUnicode9('\u1df6\u1dcf')).toBe('\u1df6\u1dcf');
+    expect('\u1df6\u1dcf'.normalize('NFC')).toBe('\u1dcf\u1df6'); // what the engine alone does
+    expect(nfcUnicode9('e\u0301\u{105d2}\u0307e\u0301')).toBe('\u00e9\u{105d2}\u0307\u00e9');
+    expect(nfcUnicode9('\u{105c9}')).toBe('\u{105c9}');
+  });
+});
+
+describe('prompt format', () => {
+  const names = Object.keys(CONDITION_TOKENS) as Condition[];
+
+  it('reproduces the seed format_prompt for every condition, pair and the default', () => {
+    const specs = [...names, ...names.flatMap((a) => names.filter((b) => b !== a).map((b) => `${a},${b}`)), 'synth,cot,noisy,direct'];
+    for (const spec of specs) expect(formatPrompt('What is 2+2?', spec), spec).toBe(seedFormatPrompt('What is 2+2?', spec));
+    expect(formatPrompt('x')).toBe('<|im_start|><|quad_end|><|object_ref_end|>x<|im_end|>');
+    expect(formatPrompt('x', ['noisy', 'direct'])).toBe(seedFormatPrompt('x', 'noisy,direct'));
+  });
+
+  it('puts the text in verbatim: whitespace, markup and template syntax are not touched', () => {
+    for (const t of ['  lead and trail  \n', '<b>&amp;</b>', "{{ messages }} {% if x %}'\"", '', '<|im_end|>'])
+      expect(formatPrompt(t, 'direct')).toBe(seedFormatPrompt(t, 'direct'));
+  });
+
+  it('parses condition lists, tolerating whitespace, and names the accepted ones on error', () => {
+    expect(parseConditions('synth,cot')).toEqual(['synth', 'cot']);
+    expect(parseConditions('  noisy ,\tdirect ')).toEqual(['noisy', 'direct']);
+    expect(formatPrompt('x', ' synth , cot ')).toBe(seedFormatPrompt('x', 'synth,cot'));
+    expect(() => parseConditions('synth,reasoning')).toThrow(InputError);
+    expect(() => parseConditions('synth,reasoning')).toThrow(/^\[parseConditions\] unknown condition "reasoning".*accepted: direct, cot, noisy, synth/);
+    expect(() => parseConditions('')).toThrow(/--condition is empty/);
+    expect(() => parseConditions('  ')).toThrow(InputError);
+    expect(() => parseConditions('synth,,cot')).toThrow(/empty condition at position 2/);
+    expect(() => parseConditions('toString')).toThrow(/unknown condition/);
+    expect(() => formatPrompt('x', ['bogus' as Condition])).toThrow(InputError);
+  });
+
+  it("renders a checkpoint's chat_template with the message, the generation prompt and the condition tokens", () => {
+    const chatTemplate = '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ condition_tokens }}{{ m.content }}<|im_end|>\n{% endfor %}'
+      + '{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}{{ conditions | join("+") }}';
+    expect(formatPrompt('hello', 'synth,cot', { chatTemplate }))
+      .toBe('<|im_start|>user\n<|quad_end|><|object_ref_end|>hello<|im_end|>\n<|im_start|>assistant\nsynth+cot');
+    expect(formatPrompt('hi', 'cot', { chatTemplate: '{{ bos_token }}{{ messages[0].content }}{{ eos_token }}', bosToken: '<s>' })).toBe('<s>hi<|box_end|>');
+    expect(() => formatPrompt('x', 'cot', { chatTemplate: '{% for %}' })).toThrow(/^\[formatPrompt\] chat_template does not parse/);
+    expect(() => formatPrompt('x', 'cot', { chatTemplate: "{{ raise_exception('no') }}" })).toThrow(FormatError);
+  });
+});
+
+describe('TextStreamer', () => {
+  const stripFffd = (s: string) => s.replace(/\ufffd+$/u, '');
+
+  it('emits each prefix decode minus its held-back U+FFFD, and the whole string in the end', () => {
+    const { ids, decodes } = ref.prefix_decodes;
+    const s = new TextStreamer(tok);
+    const chunks = ids.map((id) => s.push(id));
+    chunks.push(s.flush());
+    for (let i = 0; i < ids.length; i++) {
+      expect(chunks[i], `after id ${i}`).toBe(stripFffd(decodes[i + 1]).slice(stripFffd(decodes[i]).length));
+      expect(chunks[i]).not.toContain('\ufffd');
+    }
+    expect(chunks.join('')).toBe(decodes[ids.length]);
+    expect(chunks.at(-1)).toBe('');
+  });
+
+  it('streams every reference text and prompt exactly, with no U+FFFD, keeping the decode window short', () => {
+    let longest = 0;
+    const spy = { decode: (ids: readonly number[], o?: { skipSpecialTokens?: boolean }) => ((longest = Math.max(longest, ids.length)), tok.decode(ids, o)) };
+    const texts = [...ref.plain.map((e) => e.nfc), ...ref.formatted.map((e) => e.formatted)];
+    const all = texts.join(' ');
+    for (const t of [...texts, all]) {
+      const s = new TextStreamer(spy, { skipSpecialTokens: false });
+      const chunks = tok.encode(t).map((id) => s.push(id));
+      chunks.push(s.flush());
+      expect(chunks.join(''), JSON.stringify(t)).toBe(t);
+      for (const c of chunks) expect(c).not.toContain('\ufffd');
+    }
+    expect(tok.encode(all).length).toBeGreaterThan(300);
+    expect(longest).toBeLessThan(16); // a window between character boundaries, not the whole history
+  });
+
+  it('equals one decode of all ids for random id sequences (broken UTF-8 included), special tokens skipped or not', () => {
+    const r = rng(5);
+    for (const skipSpecialTokens of [true, false]) {
+      for (let k = 0; k < 200; k++) {
+        const ids = Array.from({ length: 1 + Math.floor(r() * 30) }, () => Math.floor(r() * tok.vocabSize));
+        const s = new TextStreamer(tok, { skipSpecialTokens });
+        const out = ids.map((id) => s.push(id)).join('') + s.flush();
+        expect(out, JSON.stringify(ids)).toBe(tok.decode(ids, { skipSpecialTokens }));
+      }
+    }
+  });
+
+  it('skips special tokens by default, flushes an unfinished character as U+FFFD, and resets', () => {
+    const s = new TextStreamer(tok);
+    expect([6, 12].map((id) => s.push(id)).join('')).toBe('');
+    const zhong = tok.encode('中'); // three byte tokens
+    expect(zhong.length).toBe(3);
+    expect(s.push(zhong[0])).toBe('');
+    expect(s.flush()).toBe('\ufffd');
+    expect(s.push(tok.idOf('<|im_end|>'))).toBe('');
+    expect(tok.encode('ab').map((id) => s.push(id)).join('')).toBe('ab');
+  });
+});
