@@ -1,0 +1,101 @@
+// The Backend interface REFRACT's axes run against (REFRACT `backends/base.py`, in TypeScript).
+// A backend wraps an inference engine; axes only see these five primitives. Option objects mirror the
+// Python keyword arguments (kv_config_str -> kvConfig, n_predict -> nPredict, ...).
+import { HrmError } from '../tensor/errors.ts';
+
+/** Raised when a backend cannot do what an axis asks (say which backend or axis to use instead). */
+export class BackendCapabilityError extends HrmError {}
+
+/** Raised by REFRACT itself when a run cannot produce a trustworthy score (empty trajectories, floor failure). */
+export class RefractError extends HrmError {}
+
+export type Metadata = Record<string, unknown>;
+
+export interface CompletionOptions {
+  model: string;
+  prompt: string;
+  /** llama.cpp-style KV string, e.g. `ctk=q8_0,ctv=q4_0` (see kvconfig.ts). */
+  kvConfig: string;
+  nPredict?: number; // default 128
+  ctx?: number; // default 512
+  seed?: number; // default 42
+  temperature?: number; // default 0 (greedy)
+  applyChatTemplate?: boolean; // default true
+  system?: string | null;
+  reasoning?: 'off' | 'on'; // default 'off'
+  signal?: AbortSignal;
+}
+
+export type TrajectoryOptions = Omit<CompletionOptions, 'reasoning'>;
+
+export interface KldOptions {
+  model: string;
+  /** The corpus text (not a path: browsers have no files). */
+  corpus: string;
+  refKv: string;
+  candKv: string;
+  chunks?: number; // default 32
+  ctx?: number; // default 512
+  /** Ask for the kept per-position KL values (for plots); a backend may ignore it. */
+  perPosition?: boolean;
+  /** Called after each chunk. */
+  onChunk?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+export interface TokenizeOptions {
+  model: string;
+  text: string;
+}
+
+export interface ModelMetadataOptions {
+  model: string;
+}
+
+export interface DecodeTokensOptions {
+  model: string;
+  ids: readonly number[];
+}
+
+export interface CompletionResult {
+  /** The generated text only (no prompt echo). */
+  text: string;
+  /** Tokens actually decoded (REFRACT's MLX backend reports 0 here; report real counts). */
+  nTokens: number;
+  metadata: Metadata;
+}
+
+export interface TrajectoryResult {
+  /** Token ids as sampled at decode time (no detokenize round trip). */
+  tokenIds: number[];
+  metadata: Metadata;
+}
+
+export interface KLDResult {
+  /** Mean KL(P_ref || P_cand) in nats over all kept positions. */
+  meanKld: number;
+  ppl: number | null;
+  rmsDpPct?: number | null;
+  sameToppPct?: number | null;
+  chunks: number;
+  ctx: number;
+  metadata: Metadata;
+  /** Per-position KL in corpus order (chunk-major), NaN where a position was dropped; when asked for. */
+  perPosition?: ArrayLike<number>;
+}
+
+/** REFRACT backend. Methods are async: engines in browsers cannot block. */
+export interface Backend {
+  readonly name: string;
+  runCompletion(opts: CompletionOptions): Promise<CompletionResult>;
+  runCompletionTrajectory(opts: TrajectoryOptions): Promise<TrajectoryResult>;
+  runKld(opts: KldOptions): Promise<KLDResult>;
+  tokenizeToIds(opts: TokenizeOptions): Promise<number[]>;
+  /** Backend name, versions, and `context_length` (tokens) when known: R-NIAH skips longer cells. */
+  modelMetadata(opts: ModelMetadataOptions): Promise<Metadata>;
+  /** Optional: one display string per token id, for the HTML token diff. */
+  decodeTokens?(opts: DecodeTokensOptions): Promise<string[]>;
+}
+
+/** Defaults shared by the axes, as in REFRACT's CLI. */
+export const DEFAULTS = { nPredict: 128, ctx: 512, seed: 42, chunks: 32 } as const;

@@ -1,0 +1,78 @@
+// KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
+// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ.
+import { InputError } from '../tensor/errors.ts';
+
+/** Group size of the affine KV quantization (MLX `kv_group_size`). */
+export const KV_GROUP_SIZE = 64;
+
+/** REFRACT's default reference: full-precision K and V. */
+export const DEFAULT_REFERENCE_KV = 'ctk=f16,ctv=f16';
+
+/** Accepted cache types: canonical name -> bits (null = full precision). Lookup is case-insensitive. */
+export const KV_TYPES: Readonly<Record<string, number | null>> = {
+  f16: null, fp16: null, f32: null, bf16: null,
+  q8_0: 8, q8: 8,
+  q6_K: 6, q6: 6,
+  q5_0: 5, q5_1: 5, q5_K: 5, q5: 5,
+  q4_0: 4, q4_1: 4, q4_K: 4, q4: 4,
+  q3_K: 3, q3: 3,
+  q2_K: 2, q2: 2,
+};
+
+const KEYS = ['ctk', 'ctv'] as const;
+const byLower = new Map(Object.keys(KV_TYPES).map((name) => [name.toLowerCase(), name]));
+
+/** One side (K or V) of a cache config. */
+export interface KvSide {
+  /** Quantization bits, or null for full precision. */
+  bits: number | null;
+  /** Canonical type name, e.g. `q4_K`. */
+  name: string;
+}
+
+/** A parsed KV config. `label` is the canonical `ctk=..,ctv=..` string (REFRACT's `KVConfig.label()`). */
+export interface KvConfig {
+  k: KvSide;
+  v: KvSide;
+  groupSize: number;
+  label: string;
+}
+
+function accepted(): string {
+  return `accepted types: ${Object.keys(KV_TYPES).join(', ')}; keys: ${KEYS.join(', ')}; form: "ctk=q8_0,ctv=q4_0"`;
+}
+
+function side(key: string, value: string, spec: string): KvSide {
+  if (value.toLowerCase().startsWith('turbo')) {
+    throw new InputError('kvconfig', `${key}=${value} in "${spec}": TurboQuant schemes are not implemented here; ${accepted()}`);
+  }
+  const name = byLower.get(value.toLowerCase());
+  if (name === undefined) throw new InputError('kvconfig', `unknown cache type ${key}=${value} in "${spec}"; ${accepted()}`);
+  return { bits: KV_TYPES[name], name };
+}
+
+/** Parse `ctk=X,ctv=Y`; a missing key defaults to f16 (as llama.cpp does). Throws InputError on anything else. */
+export function parseKvConfig(spec: string): KvConfig {
+  if (typeof spec !== 'string' || spec.trim() === '') throw new InputError('kvconfig', `empty KV config; ${accepted()}`);
+  const seen = new Map<string, string>();
+  for (const raw of spec.split(',')) {
+    const part = raw.trim();
+    const eq = part.indexOf('=');
+    if (eq <= 0 || eq === part.length - 1) {
+      throw new InputError('kvconfig', `malformed part "${part}" in "${spec}" (need key=value); ${accepted()}`);
+    }
+    const key = part.slice(0, eq).trim();
+    const value = part.slice(eq + 1).trim();
+    if (!(KEYS as readonly string[]).includes(key)) throw new InputError('kvconfig', `unknown key "${key}" in "${spec}"; ${accepted()}`);
+    if (seen.has(key)) throw new InputError('kvconfig', `key "${key}" given twice in "${spec}"`);
+    seen.set(key, value);
+  }
+  const k = side('ctk', seen.get('ctk') ?? 'f16', spec);
+  const v = side('ctv', seen.get('ctv') ?? 'f16', spec);
+  return { k, v, groupSize: KV_GROUP_SIZE, label: `ctk=${k.name},ctv=${v.name}` };
+}
+
+/** True when neither K nor V is quantized. */
+export function isFullPrecision(cfg: KvConfig): boolean {
+  return cfg.k.bits === null && cfg.v.bits === null;
+}

@@ -1,0 +1,149 @@
+// Self-contained HTML report: one file, no script, no network. Everything in the JSON report (the raw JSON is
+// embedded at the end), plots rendered by Vega to inline SVG, a per-prompt divergence view with token diffs.
+// All model and prompt text goes through esc(); the markup is well-formed XML (void elements self-closed).
+import type { TrajectoryPromptRecord } from '../axes/trajectory.ts';
+import { axisScoresSpec, BAND_COLORS, divergenceSpec, klSpecs, pladSpec, renderSvg, rniahSpec } from './charts.ts';
+import { toJsonString, type RefractReport } from './json.ts';
+
+/** Escape text for HTML element content and attribute values. */
+export function esc(s: unknown): string {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+const n2 = (x: number | null | undefined, d = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(d));
+
+function table(rows: Array<[string, unknown]>): string {
+  return `<table class="kv">${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v ?? 'n/a')}</td></tr>`).join('')}</table>`;
+}
+
+function grid(head: string[], rows: unknown[][]): string {
+  const th = head.map((h) => `<th>${esc(h)}</th>`).join('');
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('');
+  return `<table class="grid"><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function notes(list: readonly string[]): string {
+  return list.length ? `<ul class="notes">${list.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : '';
+}
+
+function figure(svg: string, caption: string): string {
+  return `<figure>${svg}<figcaption>${esc(caption)}</figcaption></figure>`;
+}
+
+function tokenText(rec: TrajectoryPromptRecord, side: 'ref' | 'cand', i: number): string {
+  const strs = side === 'ref' ? rec.ref_tokens : rec.cand_tokens;
+  const ids = side === 'ref' ? rec.ref_token_ids : rec.cand_token_ids;
+  return strs ? strs[i].replace(/\n/g, '↵').replace(/ /g, '·') : String(ids[i]);
+}
+
+/** One prompt's diff: shared prefix, then each side's remainder token by token. */
+function tokenDiff(rec: TrajectoryPromptRecord): string {
+  const k = rec.prefix_agreement_length;
+  const row = (side: 'ref' | 'cand') => {
+    const n = side === 'ref' ? rec.ref_length : rec.cand_length;
+    const same = Array.from({ length: k }, (_, i) => tokenText(rec, side, i)).join(' ');
+    const rest = Array.from({ length: n - k }, (_, j) => `<span class="tok ${side}">${esc(tokenText(rec, side, k + j))}</span>`).join(' ');
+    return `<div class="seq"><span class="who">${side}</span><span class="same">${esc(same)}</span> ${rest}</div>`;
+  };
+  const status = rec.matched ? 'identical' : `diverges at token ${rec.first_divergence}`;
+  return (
+    `<details class="prompt${rec.matched ? '' : ' diverged'}"><summary><code>${esc(rec.id)}</code> ` +
+    `<span class="cat">${esc(rec.category ?? '')}</span> ${esc(status)} (prefix ${k} / cand ${rec.cand_length} / ref ${rec.ref_length})</summary>` +
+    `<pre class="ptext">${esc(rec.prompt)}</pre>${row('ref')}${row('cand')}</details>`
+  );
+}
+
+const CSS = `
+:root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--muted:#59636e;--line:#d0d7de;--card:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#9198a1;--line:#3d444d;--card:#151b23}}
+body{font:14px/1.45 system-ui,sans-serif;color:var(--fg);background:var(--bg);max-width:1000px;margin:2em auto;padding:0 1em}
+h1{margin:0 0 .2em}h2{border-bottom:1px solid var(--line);padding-bottom:.2em;margin-top:2em}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:1em 1.2em;margin:1em 0}
+.big{font-size:42px;font-weight:700}.badge{display:inline-block;color:#fff;border-radius:4px;padding:.1em .5em;font-weight:600;vertical-align:middle}
+.diag{border-left:4px solid #bf8700;padding:.2em 1em}
+table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid var(--line);padding:.2em .6em;text-align:left;vertical-align:top}
+table.kv th{color:var(--muted);font-weight:500}table.grid td{font-variant-numeric:tabular-nums}
+figure{margin:1em 0}figcaption{color:var(--muted);font-size:12px}svg{max-width:100%;height:auto;background:#fff;border-radius:4px}
+details.prompt{border:1px solid var(--line);border-radius:6px;margin:.3em 0;padding:.3em .6em}details.prompt.diverged summary{color:#bf8700}
+.seq{font:12px/1.6 ui-monospace,monospace;margin:.2em 0;word-break:break-all}.who{display:inline-block;width:3em;color:var(--muted)}
+.same{color:var(--muted)}.tok{border-radius:3px;padding:0 2px}.tok.ref{background:#ffebe9;color:#82071e}.tok.cand{background:#dafbe1;color:#116329}
+pre{background:var(--card);padding:.6em;border-radius:6px;overflow:auto;white-space:pre-wrap}.cat{color:var(--muted)}.notes li{color:#9a6700}
+`;
+
+export interface HtmlOptions {
+  /** Page title (default "REFRACT: model / candidate"). */
+  title?: string;
+}
+
+/** Render the whole report as one self-contained HTML page. */
+export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {}): Promise<string> {
+  const d = r.composite_detail;
+  const g = r.axes.gtm;
+  const k = r.axes.kld;
+  const kl = klSpecs(r);
+  const [axesSvg, divSvg, klCorpus, klChunk, rnSvg, plSvg] = await Promise.all([
+    renderSvg(axisScoresSpec(r)),
+    renderSvg(divergenceSpec(r)),
+    kl ? renderSvg(kl.corpus) : null,
+    kl ? renderSvg(kl.inChunk) : null,
+    (async () => { const s = rniahSpec(r); return s ? renderSvg(s) : null; })(),
+    (async () => { const s = pladSpec(r); return s ? renderSvg(s) : null; })(),
+  ]);
+  const title = opts.title ?? `REFRACT: ${r.model} / ${r.candidate}`;
+  const badge = (b: keyof typeof BAND_COLORS) => `<span class="badge" style="background:${BAND_COLORS[b]}">${esc(b)}</span>`;
+  const S: string[] = [];
+
+  S.push(`<h1>REFRACT report</h1>`, table([['model', r.model], ['reference', r.reference], ['candidate', r.candidate], ['timestamp', r.timestamp], ['framework', `REFRACT ${r.framework_version} (${r.schema})`], ['score', `${r.score_direction}, range ${r.score_range.join('..')}`]]));
+  S.push(`<div class="card"><span class="big">${n2(r.composite)}</span> ${badge(r.band)}<p>${esc(r.summary)}</p>`);
+  S.push(d.floor_score !== null ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured.</p>');
+  if (r.diagnosis.length) S.push(`<div class="diag"><strong>Diagnosis</strong>${r.diagnosis.map((x) => `<p>${esc(x)}</p>`).join('')}</div>`);
+  S.push(`${notes(d.notes)}</div>`);
+  S.push(figure(axesSvg, 'Composite = harmonic mean of the axes that ran; dashed lines: band edges 60 / 80 / 90.'));
+  const axisRows: unknown[][] = [['A Trajectory (gtm)', n2(d.gtm_score), g.band, g.description], ['B KLD@D', n2(d.kld_score), k.band, k.description]];
+  if (r.axes.rniah) axisRows.push(['C R-NIAH', n2(d.rniah_score), r.axes.rniah.band, r.axes.rniah.description]);
+  if (r.axes.plad) axisRows.push(['D PLAD', n2(d.plad_score), r.axes.plad.band, r.axes.plad.description]);
+  S.push(grid(['axis', 'score', 'band', 'measures'], axisRows));
+
+  S.push('<h2>Axis A: trajectory</h2>', table([
+    ['score', n2(g.score)], ['prompts', g.n_prompts], ['tokens decoded each', g.n_tokens_each], ['full match rate', `${n2(g.full_match_rate * 100, 1)} %`],
+    ['median first divergence', g.median_first_divergence ?? '(all matched)'], ['mean prefix agreement', n2(g.mean_prefix_agreement_length, 1)],
+    ['mean cand / ref length', `${n2(g.mean_cand_length, 1)} / ${n2(g.mean_ref_length, 1)}`],
+  ]), notes(g.notes));
+  S.push(figure(divSvg, 'Per prompt: agreed prefix (first divergence index) over the decoded length.'));
+  S.push(`<h3>Token diff per prompt</h3>`, g.per_prompt.map(tokenDiff).join(''));
+
+  S.push('<h2>Axis B: KLD@D</h2>', table([
+    ['score', n2(k.score)], ['mean KLD (nats)', k.mean_kld.toFixed(6)], ['candidate PPL', n2(k.ppl, 4)], ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`],
+    ['same top token', k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`], ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention],
+    ['self reference', k.is_self_reference], ['corpus', k.corpus.path], ['corpus bytes', k.corpus.size_bytes], ['corpus sha256 (head)', `${k.corpus.sha256_head ?? 'n/a'} (${k.corpus.sha256_head_bytes} bytes)`],
+  ]));
+  if (klCorpus && klChunk) {
+    S.push(figure(klCorpus, 'Per-position KL(P_ref || P_cand) across the corpus, binned means; non-finite positions dropped.'));
+    S.push(figure(klChunk, 'Mean KL by position within a chunk.'));
+  } else {
+    S.push('<p>The backend did not report per-position KL.</p>');
+  }
+
+  const rn = r.axes.rniah;
+  if (rn) {
+    S.push('<h2>Axis C: R-NIAH</h2>', table([['score', n2(rn.score)], ['needle', rn.needle], ['keyword', rn.password_keyword], ['cells run', rn.n_cells], ['confidence', `${rn.confidence} (base accuracy ${n2(rn.base_acc_avg)})`]]));
+    if (rnSvg) S.push(figure(rnSvg, 'Degradation max(0, base_acc - cand_acc) per cell; labels: base / cand accuracy.'));
+    S.push(grid(['length', 'position', 'trials', 'base_acc', 'cand_acc', 'degradation'], rn.cells.map((c) => [c.length, c.position.toFixed(2), c.n_trials, n2(c.base_acc), n2(c.cand_acc), n2(c.degradation)])));
+    if (rn.skipped_cells.length) S.push(`<p>Skipped cells: ${esc(rn.skipped_cells.map(([l, p]) => `(${l}, ${p.toFixed(2)})`).join(' '))}</p>`);
+    S.push(notes(rn.notes));
+  }
+  const pl = r.axes.plad;
+  if (pl) {
+    S.push('<h2>Axis D: PLAD</h2>', table([['score', n2(pl.score)], ['prompts × perturbations', `${pl.n_prompts} × ${pl.n_perturbations}`], ['token ids', pl.token_source], ['confidence', pl.confidence], ['skipped perturbations', pl.skipped_perturbations.join(', ') || 'none']]));
+    if (plSvg) S.push(figure(plSvg, 'Mean 100·exp(-5·excess drift) per perturbation.'));
+    S.push(grid(['prompt', 'perturbation', 'perturbed prompt', 'ref drift', 'cand drift', 'excess', 'plad_pp'], pl.per_prompt.map((x) => [x.prompt_id, x.perturbation, x.perturbed_prompt, n2(x.ref_drift, 3), n2(x.cand_drift, 3), n2(x.excess_drift, 3), n2(x.plad_pp)])));
+    S.push(notes(pl.notes));
+  }
+
+  S.push('<h2>Run details</h2>', table(Object.entries(r.environment).map(([key, v]) => [key, typeof v === 'string' ? v : JSON.stringify(v)])));
+  S.push(`<h3>Repro command</h3><pre>${esc(r.repro_command || '(not recorded)')}</pre>`);
+  if (Object.keys(r.extras).length) S.push('<h3>Extras</h3>', table(Object.entries(r.extras).map(([key, v]) => [key, typeof v === 'string' ? v : JSON.stringify(v)])));
+  S.push(`<details><summary>Raw JSON report</summary><pre>${toJsonString(r, 0).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</pre></details>`);
+
+  return `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/><title>${esc(title)}</title><style>${CSS}</style></head><body>\n${S.join('\n')}\n</body></html>\n`;
+}

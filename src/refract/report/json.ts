@@ -1,0 +1,122 @@
+// The JSON report, schema refract.report.v0.3.1 (REFRACT report.json_report), as a plain object.
+import type { KldAxisResult } from '../axes/kld.ts';
+import type { PladAxisResult } from '../axes/plad.ts';
+import type { RniahAxisResult } from '../axes/rniah.ts';
+import type { TrajectoryAxisResult } from '../axes/trajectory.ts';
+import { AXIS_PROSE, BAND_PROSE, interpretPattern } from '../diagnosis.ts';
+import { band, type Band, type CompositeScore } from '../score.ts';
+import { InputError } from '../../tensor/errors.ts';
+
+export const REPORT_SCHEMA = 'refract.report.v0.3.1';
+/** The REFRACT version whose definitions this port follows. */
+export const REFRACT_VERSION = '0.3.2';
+
+interface AxisTail {
+  band: Band;
+  description: string;
+}
+
+export type GtmBlock = TrajectoryAxisResult & AxisTail;
+export type KldBlock = KldAxisResult & AxisTail;
+export type RniahBlock = RniahAxisResult & AxisTail & { confidence: 'ok' | 'low'; base_acc_avg: number };
+export type PladBlock = PladAxisResult & AxisTail & { skipped_perturbations: string[]; confidence: 'ok' | 'partial' };
+
+export interface RefractReport {
+  schema: typeof REPORT_SCHEMA;
+  framework_version: string;
+  environment: Record<string, unknown>;
+  repro_command: string;
+  timestamp: string;
+  score_direction: 'higher_is_better';
+  score_range: [number, number];
+  model: string;
+  reference: string;
+  candidate: string;
+  composite: number;
+  band: Band;
+  summary: string;
+  diagnosis: string[];
+  composite_detail: Omit<CompositeScore, 'composite' | 'band'>;
+  axes: { gtm: GtmBlock; kld: KldBlock; rniah?: RniahBlock; plad?: PladBlock };
+  extras: Record<string, unknown>;
+}
+
+export interface BuildReportInput {
+  model: string;
+  reference: string;
+  candidate: string;
+  composite: CompositeScore;
+  gtm: TrajectoryAxisResult;
+  kld: KldAxisResult;
+  rniah?: RniahAxisResult | null;
+  plad?: PladAxisResult | null;
+  environment?: Record<string, unknown>;
+  reproCommand?: string;
+  extras?: Record<string, unknown>;
+  /** Default: now, local time, seconds (Python isoformat(timespec='seconds')). */
+  timestamp?: string;
+}
+
+/** Local time as `YYYY-MM-DDTHH:MM:SS`. */
+export function isoSeconds(d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** Assemble the report; axis bands use the composite's per-axis scores, as the original does. */
+export function buildReport(i: BuildReportInput): RefractReport {
+  const c = i.composite;
+  const { composite, band: compositeBand, ...detail } = c;
+  const axes: RefractReport['axes'] = {
+    gtm: { ...i.gtm, band: band(c.gtm_score ?? i.gtm.score), description: AXIS_PROSE.gtm },
+    kld: { ...i.kld, band: band(c.kld_score ?? i.kld.score), description: AXIS_PROSE.kld },
+  };
+  if (i.rniah && c.rniah_score !== null) {
+    const cells = i.rniah.cells;
+    const baseAvg = cells.length ? cells.reduce((s, x) => s + x.base_acc, 0) / cells.length : 0;
+    axes.rniah = { ...i.rniah, confidence: baseAvg < 0.2 ? 'low' : 'ok', base_acc_avg: baseAvg, band: band(c.rniah_score), description: AXIS_PROSE.rniah };
+  }
+  if (i.plad && c.plad_score !== null) {
+    const skipped = Object.entries(i.plad.per_perturbation_score).filter(([, v]) => !Number.isFinite(v)).map(([k]) => k);
+    axes.plad = { ...i.plad, skipped_perturbations: skipped, confidence: skipped.length ? 'partial' : 'ok', band: band(c.plad_score), description: AXIS_PROSE.plad };
+  }
+  return {
+    schema: REPORT_SCHEMA,
+    framework_version: REFRACT_VERSION,
+    environment: i.environment ?? {},
+    repro_command: i.reproCommand ?? '',
+    timestamp: i.timestamp ?? isoSeconds(),
+    score_direction: 'higher_is_better',
+    score_range: [0, 100],
+    model: i.model,
+    reference: i.reference,
+    candidate: i.candidate,
+    composite,
+    band: compositeBand,
+    summary: BAND_PROSE[compositeBand],
+    diagnosis: interpretPattern({ gtm: c.gtm_score, kld: c.kld_score, rniah: c.rniah_score, plad: c.plad_score }),
+    composite_detail: detail,
+    axes,
+    extras: i.extras ?? {},
+  };
+}
+
+/** JSON text (2-space indent, as the original). NaN and infinities become null (Python writes a bare NaN). */
+export function toJsonString(report: RefractReport, indent = 2): string {
+  return JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), indent || undefined);
+}
+
+/** Parse a report JSON file's text, checking the fields compare/repeatability rely on. */
+export function parseReport(text: string): RefractReport {
+  let d: unknown;
+  try {
+    d = JSON.parse(text.replace(/([:[,]\s*)-?(?:NaN|Infinity)\b/g, '$1null'));
+  } catch (e) {
+    throw new InputError('report', `not JSON: ${(e as Error).message}`);
+  }
+  const r = d as Partial<RefractReport>;
+  if (typeof r !== 'object' || r === null || typeof r.composite !== 'number' || typeof r.axes !== 'object' || r.axes === null) {
+    throw new InputError('report', 'not a REFRACT report: needs a numeric "composite" and an "axes" object');
+  }
+  return r as RefractReport;
+}

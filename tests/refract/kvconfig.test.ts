@@ -1,0 +1,44 @@
+// KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, parseKvConfig } from '../../src/refract/kvconfig.ts';
+import { InputError } from '../../src/tensor/errors.ts';
+
+describe('parseKvConfig', () => {
+  it('parses the default reference as full precision', () => {
+    const c = parseKvConfig(DEFAULT_REFERENCE_KV);
+    expect(c).toEqual({ k: { bits: null, name: 'f16' }, v: { bits: null, name: 'f16' }, groupSize: 64, label: 'ctk=f16,ctv=f16' });
+    expect(isFullPrecision(c)).toBe(true);
+    expect(KV_GROUP_SIZE).toBe(64);
+  });
+  it.each([
+    ['f16', null], ['fp16', null], ['f32', null], ['bf16', null], ['q8_0', 8], ['q8', 8], ['q6_K', 6], ['q6', 6], ['q5_0', 5], ['q5_1', 5],
+    ['q5_K', 5], ['q5', 5], ['q4_0', 4], ['q4_1', 4], ['q4_K', 4], ['q4', 4], ['q3_K', 3], ['q3', 3], ['q2_K', 2], ['q2', 2],
+  ] as const)('%s -> %s bits', (name, bits) => {
+    const c = parseKvConfig(`ctk=${name},ctv=${name}`);
+    expect([c.k.bits, c.v.bits, c.k.name]).toEqual([bits, bits, name]);
+  });
+  it('supports asymmetric K/V and canonicalises names and spacing', () => {
+    const c = parseKvConfig(' ctk = q8_0 , ctv=Q4_k ');
+    expect([c.k.bits, c.v.bits, c.label]).toEqual([8, 4, 'ctk=q8_0,ctv=q4_K']);
+    expect(isFullPrecision(c)).toBe(false);
+  });
+  it('defaults a missing side to f16', () => {
+    expect(parseKvConfig('ctv=q4_0').label).toBe('ctk=f16,ctv=q4_0');
+    expect(parseKvConfig('ctk=q8').label).toBe('ctk=q8,ctv=f16');
+  });
+  it.each([
+    ['ctk=q7_0,ctv=f16', /^\[kvconfig\] unknown cache type ctk=q7_0.*accepted types: f16, fp16/],
+    ['ctk=f16,foo=1', /^\[kvconfig\] unknown key "foo".*keys: ctk, ctv/],
+    ['ctk=turbo4,ctv=f16', /TurboQuant schemes are not implemented here/],
+    ['ctk', /malformed part "ctk".*need key=value/],
+    ['ctk=', /malformed part "ctk="/],
+    ['=q8_0', /malformed part "=q8_0"/],
+    ['ctk=f16,,ctv=f16', /malformed part ""/],
+    ['ctk=f16,ctk=q8_0', /key "ctk" given twice/],
+    ['', /empty KV config; accepted types/],
+    ['   ', /empty KV config/],
+  ])('%j -> InputError', (spec, msg) => {
+    expect(() => parseKvConfig(spec)).toThrow(InputError);
+    expect(() => parseKvConfig(spec)).toThrow(msg);
+  });
+});
