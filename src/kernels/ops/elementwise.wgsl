@@ -1,0 +1,95 @@
+// HRM's small elementwise ops, f32 in and out, one thread per output element (2-D grid past 65535 workgroups:
+// i = gid.x + gid.y * num_workgroups.x * WG). ROUND (0 none, 1 bf16, 2 f16) rounds every op's output as MLX
+// does in that dtype; computation between roundings is f32.
+//   embed         out[s, h] = r(table[id, h] * scale), id = min(ids[s], vocab - 1); table f32 or packed bf16/f16
+//                 (WDT) holding rows row0 .. row0 + rows of the whole [vocab, H] table: one dispatch per row-chunk,
+//                 each writing only the positions whose id falls in its rows
+//   add           out = r(a + b)
+//   silu_mul      out[s, i] = r(r(g * r(sigmoid(g))) * u), g = a[s, i], u = a[s, cols + i], a row stride lda
+//   sigmoid_gate  out[s, i] = r(r(sigmoid(g)) * b[s, i]),  g = a[s, i], a row stride lda
+// sigmoid is MLX's form: y = 1 / (1 + exp(|v|)); v < 0 ? y : 1 - y.
+
+struct Params { n: u32, cols: u32, lda: u32, vocab: u32, row0: u32, rows: u32, scale: f32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> ids: array<u32>;
+@group(0) @binding(5) var<storage, read> table: array<u32>;
+
+override WG: u32 = 64u;
+override ROUND: u32 = 0u;
+override WDT: u32 = 1u;
+
+fn round_bf16(v: f32) -> f32 {
+  let bits = bitcast<u32>(v);
+  if ((bits & 0x7f800000u) == 0x7f800000u) { return v; }
+  return bitcast<f32>((bits + 0x7fffu + ((bits >> 16u) & 1u)) & 0xffff0000u);
+}
+
+// Round to nearest even f16 without relying on pack2x16float's rounding (WGSL leaves it to the implementation).
+fn round_f16(v: f32) -> f32 {
+  let bits = bitcast<u32>(v);
+  let m = bits & 0x7fffffffu;
+  let s = bits & 0x80000000u;
+  if (m >= 0x7f800000u) { return v; }
+  if (m >= 0x477ff000u) { return bitcast<f32>(s | 0x7f800000u); }
+  if (m >= 0x38800000u) { return bitcast<f32>(s | ((m + 0xfffu + ((m >> 13u) & 1u)) & 0xffffe000u)); }
+  return bitcast<f32>(s | bitcast<u32>(round(bitcast<f32>(m) * 16777216.0) / 16777216.0));
+}
+
+fn r(v: f32) -> f32 {
+  if (ROUND == 1u) { return round_bf16(v); }
+  if (ROUND == 2u) { return round_f16(v); }
+  return v;
+}
+
+fn sigmoid(v: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(v)));
+  return select(1.0 - y, y, v < 0.0);
+}
+
+fn flat_index(gid: vec3u, nwg: vec3u) -> u32 { return gid.x + gid.y * nwg.x * WG; }
+
+@compute @workgroup_size(WG)
+fn embed(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = flat_index(gid, nwg);
+  if (i >= p.n) { return; }
+  let id = min(ids[i / p.cols], p.vocab - 1u);
+  if (id < p.row0 || id - p.row0 >= p.rows) { return; }
+  let e = (id - p.row0) * p.cols + i % p.cols;
+  var t: f32;
+  if (WDT == 0u) {
+    t = bitcast<f32>(table[e]);
+  } else {
+    let word = table[e >> 1u];
+    var h = vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+    if (WDT == 2u) { h = unpack2x16float(word); }
+    t = select(h.x, h.y, (e & 1u) == 1u);
+  }
+  out[i] = r(t * p.scale);
+}
+
+@compute @workgroup_size(WG)
+fn add(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = flat_index(gid, nwg);
+  if (i >= p.n) { return; }
+  out[i] = r(a[i] + b[i]);
+}
+
+@compute @workgroup_size(WG)
+fn silu_mul(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = flat_index(gid, nwg);
+  if (i >= p.n) { return; }
+  let at = (i / p.cols) * p.lda + i % p.cols;
+  let g = a[at];
+  out[i] = r(r(g * r(sigmoid(g))) * a[at + p.cols]);
+}
+
+@compute @workgroup_size(WG)
+fn sigmoid_gate(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = flat_index(gid, nwg);
+  if (i >= p.n) { return; }
+  out[i] = r(r(sigmoid(a[(i / p.cols) * p.lda + i % p.cols])) * b[i]);
+}
