@@ -19,6 +19,8 @@ export class Gpu {
   readonly maxBinding: number;
   readonly maxBuffer: number;
   readonly storageAlign: number;
+  /** A CPU implementation of WebGPU (SwiftShader, llvmpipe/lavapipe, WARP): kernels pick barrier-free variants. */
+  readonly cpu: boolean;
   private readonly pool = new Map<number, GPUBuffer[]>();
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
@@ -39,6 +41,7 @@ export class Gpu {
     this.maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, bindingLimit ?? Infinity);
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
+    this.cpu = /swiftshader|llvmpipe|lavapipe|basic render|warp/i.test(`${summary.vendor} ${summary.architecture} ${summary.device} ${summary.description}`);
   }
 
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
@@ -100,7 +103,7 @@ export class Gpu {
   }
 
   /** Profile the next flush: every dispatch gets its own pass with timestamps (slower; for benchmarks). */
-  profileNext(capacity = 4096): void {
+  profileNext(capacity = 2048): void {
     if (!this.timestamps) throw new GpuValidationError('profile', 'this adapter does not offer timestamp-query');
     this.endPass();
     this.profile = { querySet: this.device.createQuerySet({ type: 'timestamp', count: capacity * 2 }), labels: [], capacity };

@@ -11,7 +11,7 @@ import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts'
 import type { Gpu } from '../../src/tensor/gpu.ts';
 
 type WDType = 'f32' | 'bf16' | 'f16';
-const PATHS = ['gemv', 'tiled'] as const;
+const PATHS = ['gemv', 'tiled', 'rows'] as const;
 const U = 2 ** -24; // f32 unit roundoff
 
 /** Values as stored in `dtype` (what the GPU multiplies). */

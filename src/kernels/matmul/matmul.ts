@@ -1,6 +1,6 @@
 // x @ W^T (nn.Linear) over f32 activations and f32 / bf16 / f16 weights, f32 accumulation, one output rounding
 // (MLX rounds the f32 accumulator once to the output dtype). Variants are described in matmul.wgsl.
-import { Kernel } from '../../tensor/kernel.ts';
+import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
@@ -10,6 +10,7 @@ const FILE = 'matmul/matmul.wgsl';
 const GEMV_VEC4 = new Kernel(FILE, 'gemv_vec4');
 const GEMV_WORD = new Kernel(FILE, 'gemv_word');
 const TILED = new Kernel(FILE, 'matmul_tiled');
+const GEMV_ROWS = new Kernel(FILE, 'gemv_rows');
 
 export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
@@ -25,8 +26,8 @@ const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
   round?: Round;
-  /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv). */
-  path?: 'auto' | 'gemv' | 'tiled';
+  /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters. */
+  path?: 'auto' | 'gemv' | 'tiled' | 'rows';
 }
 
 /**
@@ -44,13 +45,16 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const round = ROUND_CODE[opts.round ?? 'none'];
   if (round === undefined) throw new DTypeError('matmul', `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
   const out = Tensor.empty(gpu, [...x.shape.slice(0, -1), N], 'f32', 'matmul.out');
-  const path = opts.path ?? 'auto';
-  const gemv = path === 'gemv' || (path === 'auto' && preferGemv(M, N));
+  const path = opts.path === 'auto' || !opts.path ? (gpu.cpu ? 'rows' : preferGemv(M, N) ? 'gemv' : 'tiled') : opts.path;
   let col0 = 0;
   for (const c of chunks) {
     const uniforms = { M, N: c.shape[0], K, ldo: N, col0 };
     const WDT = WEIGHT_CODE[c.dtype as keyof typeof WEIGHT_CODE];
-    if (gemv) dispatchGemv(gpu, x, c, out, uniforms, WDT, round);
+    if (path === 'rows') {
+      const [gx, gy] = grid(gpu, c.shape[0], 64);
+      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
+      GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides: { WDT, ROUND: round, WG: 64 }, workgroups: [gx, gy, M], label: 'matmul.rows' });
+    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, WDT, round);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {

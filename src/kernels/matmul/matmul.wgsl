@@ -17,6 +17,8 @@
 //     (rows ty + i*TY, columns tx + j*TX: conflict-free shared reads, coalesced writes); K walked in BK slices
 //     staged through shared memory with the weights widened to f32 once. Any M, N, K. On an H200 with
 //     16x16 threads, 4x4 outputs and BK 8: 5-7 TFLOP/s at M = 64, 9-17 at M = 512 (4x8 outputs: up to 20).
+//  4. gemv_rows    (CPU drivers, any M): one thread per output, a plain loop over K; chosen when the adapter is a
+//     CPU implementation (Gpu.cpu), where barriers dominate: 30-100x faster than 1-3 there.
 // Subgroup reductions are not used: `enable subgroups` cannot sit behind an override (it would fail to compile
 // where the feature is absent), and the reduction is a small part of the work next to streaming the weights.
 
@@ -168,6 +170,31 @@ fn gemv_word(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
     }
   }
   reduce_store(acc, lid, n0, m0);
+}
+
+// One thread per output (row n of the weight, row m of x, m = workgroup z): a plain loop over K, no shared
+// memory and no barriers. Slow on GPUs (lanes read different rows), fast on CPU drivers (SwiftShader,
+// llvmpipe), where a workgroup barrier costs more than the arithmetic of a small matrix-vector product.
+@compute @workgroup_size(WG)
+fn gemv_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = gid.x + gid.y * nwg.x * WG;
+  let m = gid.z;
+  if (n >= p.N || m >= p.M) { return; }
+  let e0 = n * p.K;
+  let xr = m * p.K;
+  var acc = 0.0;
+  if (WDT != 0u && (e0 & 1u) == 0u) {
+    let w0 = e0 >> 1u;
+    let pairs = p.K >> 1u;
+    for (var j = 0u; j < pairs; j++) {
+      let h = halves(w[w0 + j]);
+      acc += h.x * x[xr + 2u * j] + h.y * x[xr + 2u * j + 1u];
+    }
+    if ((p.K & 1u) == 1u) { acc += weight(e0 + p.K - 1u) * x[xr + p.K - 1u]; }
+  } else {
+    for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * x[xr + k]; }
+  }
+  out[m * p.ldo + p.col0 + n] = round_out(acc);
 }
 
 @compute @workgroup_size(TX, TY)
