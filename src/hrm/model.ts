@@ -1,0 +1,208 @@
+// HRM-Text forward pass, read top to bottom like the math (HRM-TEXT.md):
+//   z_H = embed(ids) * embedding_scale;  z_L = z_L_init
+//   for h < H: (for l < L: z_L = L_stack(z_L + z_H));  z_H = H_stack(z_H + z_L)
+//   logits = lm_head(z_H)
+//   stack(x) = rms(for each layer: x += attn(rms(x)); x += mlp(rms(x)))
+// Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
+// All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
+import { InputError } from '../tensor/errors.ts';
+import type { Gpu } from '../tensor/gpu.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { roundBf16 } from '../tensor/dtype.ts';
+import type { AttnMask, FullKV, KVSide, Round } from '../kernels/attention/types.ts';
+import { add, embed, matmul, sigmoidGate, siluMul } from '../kernels/ops/ops.ts';
+import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
+import { appendKV, ropeK, ropeQ, takeV, writeFull } from '../kernels/attention/kvcache.ts';
+import { sdpa } from '../kernels/attention/sdpa.ts';
+import { appendQuantized, dequantize } from '../kernels/quant/quant.ts';
+import { qsdpa } from '../kernels/quant/qsdpa.ts';
+import { stackCalls, type HrmConfig } from './config.ts';
+import { HrmCache, type ActDtype, type CacheOptions, type Slot } from './cache.ts';
+import type { HrmWeights, LayerWeights } from './weights.ts';
+
+/** How the new positions attend: the prompt as one bidirectional block, causal, or per-token types (1 = block). */
+export type MaskSpec = 'prefix' | 'causal' | number[];
+
+export interface ForwardOptions {
+  mask: MaskSpec;
+  /** Logits for every position, or only the last (generation). Default 'all'. */
+  logits?: 'all' | 'last';
+}
+
+/** Per-forward state shared by every layer. */
+interface Pass {
+  S: number;
+  offset: number;
+  mask: AttnMask;
+  /** 'after-prefill' first pass: quantized sides also keep full-precision copies to attend to. */
+  shadow: Map<KVSide, FullKV> | null;
+  temps: Tensor[];
+}
+
+export class HrmModel {
+  readonly round: Round;
+
+  constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly weights: HrmWeights, readonly dtype: ActDtype = 'f32') {
+    this.round = dtype === 'bf16' ? 'bf16' : 'none';
+  }
+
+  newCache(opts: Omit<CacheOptions, 'dtype'>): HrmCache {
+    return new HrmCache(this.gpu, this.config, { ...opts, dtype: this.dtype });
+  }
+
+  /** Run S new tokens through the model at the cache's offset; returns f32 logits [S or 1, vocab]. */
+  forward(ids: number[], cache: HrmCache, opts: ForwardOptions): Tensor {
+    const c = this.config;
+    const S = ids.length;
+    if (S === 0) throw new InputError('forward', 'no input ids');
+    const bad = ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
+    if (bad !== undefined) throw new InputError('forward', `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
+    cache.reserve(S);
+    const tokenTypes = opts.mask === 'prefix' ? ids.map(() => 1) : opts.mask === 'causal' ? ids.map(() => 0) : opts.mask;
+    if (tokenTypes.length !== S) throw new InputError('forward', `mask has ${tokenTypes.length} token types for ${S} ids`);
+
+    const pass: Pass = { S, offset: cache.offset, mask: this.attnMask(cache, tokenTypes), shadow: cache.fullPrecisionPass ? new Map() : null, temps: [] };
+    if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
+    const idsT = Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
+    const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
+    let zH = embed(idsT, this.weights.embed.chunks, { scale, round: this.round });
+    let zL = this.zLInit(S);
+    const per = c.num_layers_per_stack;
+    for (let h = 0; h < c.H_cycles; h++) {
+      for (let l = 0; l < c.L_cycles; l++) {
+        zL = this.stack(this.weights.L, this.residual(zL, zH), cache.slots, (h * (c.L_cycles + 1) + l) * per, pass);
+      }
+      zH = this.stack(this.weights.H, this.residual(zH, zL), cache.slots, (h * (c.L_cycles + 1) + c.L_cycles) * per, pass);
+    }
+    zL.dispose();
+    idsT.dispose();
+    const last = opts.logits === 'last' && S > 1 ? this.lastRow(zH) : zH;
+    const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
+    if (last !== zH) last.dispose();
+    zH.dispose();
+    for (const t of pass.temps) t.dispose();
+    for (const f of pass.shadow?.values() ?? []) f.data.dispose();
+    cache.advance(tokenTypes);
+    return logits;
+  }
+
+  /** x + y, disposing x (the recurrent state it replaces). */
+  private residual(x: Tensor, y: Tensor): Tensor {
+    const out = add(x, y, { round: this.round });
+    x.dispose();
+    return out;
+  }
+
+  private stack(layers: LayerWeights[], x: Tensor, slots: Slot[], base: number, pass: Pass): Tensor {
+    const eps = this.config.rms_norm_eps;
+    for (let i = 0; i < layers.length; i++) {
+      const a = this.attention(rmsNorm(x, { eps, round: this.round }), layers[i], slots[base + i], pass);
+      x = this.residual(x, a);
+      const m = this.mlp(rmsNorm(x, { eps, round: this.round }), layers[i]);
+      x = this.residual(x, m);
+    }
+    const out = rmsNorm(x, { eps, round: this.round });
+    x.dispose();
+    return out;
+  }
+
+  private attention(xn: Tensor, w: LayerWeights, slot: Slot, pass: Pass): Tensor {
+    const c = this.config;
+    const round = this.round;
+    const geo = { heads: c.num_attention_heads, headDim: c.head_dim, base: c.rope_theta, offset: pass.offset, round };
+    const gqkv = matmul(xn, w.gqkv.chunks, { round });
+    xn.dispose();
+    const q = ropeQ(gqkv, geo);
+    let k = slot.k, v = slot.v;
+    if (k.kind === 'full' && v.kind === 'full') {
+      appendKV(gqkv, k, v, geo);
+    } else {
+      const kNew = ropeK(gqkv, geo);
+      const vNew = takeV(gqkv, geo);
+      k = this.append(kNew, k, pass);
+      v = this.append(vNew, v, pass);
+      kNew.dispose();
+      vNew.dispose();
+    }
+    const kvLen = pass.offset + pass.S;
+    const opts = { kvLen, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(c.head_dim), round };
+    let o: Tensor;
+    if (k.kind === 'quant' && v.kind === 'quant') o = qsdpa(q, k, v, opts);
+    else {
+      // One side quantized, the other full (asymmetric configs MLX cannot express): attend to the dequantized side.
+      const kf = k.kind === 'quant' ? this.dequantized(k, pass) : k;
+      const vf = v.kind === 'quant' ? this.dequantized(v, pass) : v;
+      o = sdpa(q, kf, vf, opts);
+    }
+    q.dispose();
+    const gated = sigmoidGate(gqkv, o, { round });
+    gqkv.dispose();
+    o.dispose();
+    const out = matmul(gated, w.o.chunks, { round });
+    gated.dispose();
+    return out;
+  }
+
+  /** Write new K or V ([H, S, D]) into a cache side; returns the side attention should read this pass. */
+  private append(src: Tensor, side: KVSide, pass: Pass): KVSide {
+    if (side.kind === 'full') {
+      writeFull(src, side, { offset: pass.offset });
+      return side;
+    }
+    appendQuantized(src, side, { offset: pass.offset, round: this.round });
+    if (!pass.shadow) return side;
+    const full: FullKV = { kind: 'full', data: Tensor.empty(this.gpu, [this.config.num_attention_heads, pass.S, this.config.head_dim], this.dtype, 'prefill.kv') };
+    writeFull(src, full, { offset: 0 });
+    pass.shadow.set(side, full);
+    return full;
+  }
+
+  private dequantized(side: Extract<KVSide, { kind: 'quant' }>, pass: Pass): FullKV {
+    const [h, cap] = side.q.shape;
+    const rows = h * cap;
+    const flat = dequantize(side.q.reshape([rows, side.q.shape[2]]), side.scales.reshape([rows, side.scales.shape[2]]),
+      side.biases.reshape([rows, side.biases.shape[2]]), { bits: side.bits, round: this.round });
+    pass.temps.push(flat);
+    return { kind: 'full', data: flat.reshape([h, cap, this.config.head_dim]) };
+  }
+
+  private mlp(xn: Tensor, w: LayerWeights): Tensor {
+    const gu = matmul(xn, w.gateUp.chunks, { round: this.round });
+    xn.dispose();
+    const a = siluMul(gu, { round: this.round });
+    gu.dispose();
+    const out = matmul(a, w.down.chunks, { round: this.round });
+    a.dispose();
+    return out;
+  }
+
+  private zLInit(S: number): Tensor {
+    const h = this.config.hidden_size;
+    const rows = new Float32Array(S * h);
+    for (let s = 0; s < S; s++) rows.set(this.weights.zLInit, s * h);
+    return Tensor.from(this.gpu, rows, [S, h], 'f32', 'z_L');
+  }
+
+  private lastRow(x: Tensor): Tensor {
+    const [S, h] = x.shape;
+    const out = Tensor.empty(this.gpu, [1, h], 'f32', 'last');
+    this.gpu.copy({ buffer: x.buffer, offset: x.offset + (S - 1) * h * 4, size: h * 4 }, out.binding('lastRow'));
+    return out;
+  }
+
+  /** The attention mask of this forward, in kernel terms. */
+  private attnMask(cache: HrmCache, newTypes: number[]): AttnMask {
+    const S = newTypes.length;
+    const allPrefix = newTypes.every((t) => t === 1);
+    if (S === 1 && newTypes[0] === 0) return { kind: 'none' }; // one causal query sees every cached key
+    if (allPrefix && cache.offset === 0) return { kind: 'none' }; // the whole prompt is one bidirectional block
+    if (newTypes.every((t) => t === 0)) return { kind: 'causal' };
+    const types = [...cache.tokenTypes, ...newTypes];
+    return { kind: 'prefix', tokenTypes: Tensor.from(this.gpu, types, [types.length], 'u32', 'token_types') };
+  }
+
+  /** Stack invocations per token times layers: dispatch-count and cache-slot bookkeeping for benchmarks. */
+  get layerCalls(): number {
+    return stackCalls(this.config) * this.config.num_layers_per_stack;
+  }
+}

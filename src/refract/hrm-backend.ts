@@ -1,0 +1,129 @@
+// REFRACT's Backend on the WebGPU HRM-Text model. Completions use mlx-lm's generation semantics for a quantized
+// cache (full-precision prefill, then quantized); KLD@D quantizes the candidate cache before the pass, so every
+// attention reads quantized K/V, and compares per position in float64 (the MLX backend does this in the model
+// dtype: f32 here is the more precise choice).
+import { generate } from '../hrm/generate.ts';
+import type { LoadedModel } from '../hrm/load.ts';
+import type { KvSpec } from '../hrm/cache.ts';
+import { formatPrompt } from '../hrm/prompt.ts';
+import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions, type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
+import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks } from './axes/kld.ts';
+import { parseKvConfig } from './kvconfig.ts';
+
+export interface HrmBackendOptions {
+  /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */
+  condition?: string;
+}
+
+function spec(kv: string): KvSpec {
+  const c = parseKvConfig(kv);
+  return { k: c.k.bits, v: c.v.bits };
+}
+
+export class HrmBackend implements Backend {
+  readonly name = 'hrm-webgpu';
+  private readonly condition: string;
+
+  constructor(readonly lm: LoadedModel, opts: HrmBackendOptions = {}) {
+    this.condition = opts.condition ?? 'synth,cot';
+  }
+
+  private tokenizer() {
+    if (!this.lm.tokenizer) throw new BackendCapabilityError('hrm-backend', `${this.lm.name} has no tokenizer.json; text axes need one`);
+    return this.lm.tokenizer;
+  }
+
+  private promptIds(prompt: string, applyTemplate: boolean): number[] {
+    const text = applyTemplate ? formatPrompt(prompt, this.condition, { chatTemplate: this.lm.chatTemplate }) : prompt;
+    return this.tokenizer().encode(text);
+  }
+
+  private async complete(o: CompletionOptions): Promise<{ text: string; ids: number[]; meta: Metadata }> {
+    const promptIds = this.promptIds(o.prompt, o.applyChatTemplate ?? true);
+    const room = this.lm.config.max_position_embeddings - promptIds.length;
+    if (room < 1) throw new BackendCapabilityError('hrm-backend', `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
+    let text = '';
+    let ids: number[] = [];
+    let meta: Metadata = {};
+    for await (const ev of generate(this.lm.model, this.tokenizer(), '', {
+      promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), temperature: o.temperature ?? 0, seed: o.seed ?? 42,
+      kv: spec(o.kvConfig), kvMode: 'after-prefill', signal: o.signal,
+    })) {
+      if (ev.type === 'done') {
+        text = ev.text;
+        ids = ev.stats.ids;
+        meta = { prompt_tokens: ev.stats.promptTokens, stop_reason: ev.stats.stopReason, kv: parseKvConfig(o.kvConfig).label };
+      }
+    }
+    return { text, ids, meta };
+  }
+
+  async runCompletion(o: CompletionOptions): Promise<CompletionResult> {
+    const r = await this.complete(o);
+    return { text: r.text, nTokens: r.ids.length, metadata: r.meta };
+  }
+
+  async runCompletionTrajectory(o: TrajectoryOptions): Promise<TrajectoryResult> {
+    const r = await this.complete({ ...o, temperature: 0 });
+    return { tokenIds: r.ids, metadata: { ...r.meta, n_tokens: r.ids.length } };
+  }
+
+  /** Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. */
+  async logits(ids: number[], kv: string): Promise<Float32Array> {
+    const cache = this.lm.model.newCache({ capacity: ids.length, kv: spec(kv), mode: 'before-pass' });
+    try {
+      const t = this.lm.model.forward(ids, cache, { mask: 'causal' });
+      try { return await t.readF32(); } finally { t.dispose(); }
+    } finally {
+      cache.dispose();
+    }
+  }
+
+  /** KL(P_ref || P_cand) per position of one token sequence, plus the accumulated statistics. */
+  async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal): Promise<KldAccumulator> {
+    const V = this.lm.config.vocab_size;
+    const acc = new KldAccumulator();
+    for (let c = 0; c < chunksOfIds.length; c++) {
+      signal?.throwIfAborted();
+      const ids = chunksOfIds[c];
+      const ref = await this.logits(ids, refKv);
+      const cand = await this.logits(ids, candKv);
+      for (let i = 0; i < ids.length; i++) acc.add(comparePosition(ref, cand, V, i * V, ids[i + 1]));
+      onChunk?.(c + 1, chunksOfIds.length);
+    }
+    return acc;
+  }
+
+  async runKld(o: KldOptions): Promise<KLDResult> {
+    const ctx = o.ctx ?? 512;
+    if (ctx > this.lm.config.max_position_embeddings) {
+      throw new BackendCapabilityError('hrm-backend', `ctx ${ctx} exceeds the model's context ${this.lm.config.max_position_embeddings}`);
+    }
+    const tokens = this.tokenizer().encode(o.corpus);
+    const chunks = kldChunks(tokens, o.chunks ?? 32, ctx);
+    const acc = await this.kldOnIds(chunks, o.refKv, o.candKv, o.onChunk, o.signal);
+    const r = acc.result();
+    return {
+      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, chunks: chunks.length, ctx,
+      metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped, ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL' },
+      perPosition: o.perPosition ? acc.perPosition : undefined,
+    };
+  }
+
+  async tokenizeToIds(o: { text: string }): Promise<number[]> {
+    return o.text ? this.tokenizer().encode(o.text) : [];
+  }
+
+  async decodeTokens(o: DecodeTokensOptions): Promise<string[]> {
+    const t = this.tokenizer();
+    return o.ids.map((id) => t.decode([id]));
+  }
+
+  async modelMetadata(): Promise<Metadata> {
+    const g = this.lm.model.gpu.summary;
+    return {
+      backend: this.name, model: this.lm.name, checkpoint: this.lm.checkpoint, context_length: this.lm.config.max_position_embeddings,
+      dtype: this.lm.model.dtype, condition: this.condition, adapter: g.description || `${g.vendor} ${g.architecture}`.trim(), runtime: g.runtime,
+    };
+  }
+}

@@ -1,0 +1,72 @@
+// Load test models from the repository (fixtures and the embedded model) and run teacher-forced passes.
+import { dirFiles } from '../../src/hrm/files.ts';
+import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
+import type { ActDtype, KvSpec, QuantMode } from '../../src/hrm/cache.ts';
+import { compareLogits } from '../../src/hrm/compare.ts';
+import type { Gpu } from '../../src/tensor/gpu.ts';
+import { BROWN, FIXTURES } from './fixtures.ts';
+
+export function fixtureDir(name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown'): string {
+  return name === 'brown' ? BROWN : `${FIXTURES}${name}/`;
+}
+
+const loaded = new Map<string, Promise<LoadedModel>>();
+
+/** A model loaded once per worker and dtype. */
+export function model(gpu: Gpu, name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown', dtype: ActDtype): Promise<LoadedModel> {
+  const key = `${name}:${dtype}`;
+  let m = loaded.get(key);
+  if (!m) loaded.set(key, (m = loadModel(gpu, dirFiles(fixtureDir(name)), { dtype })));
+  return m;
+}
+
+/** Logits of one forward over `ids` from an empty cache. */
+export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 'causal', kv?: KvSpec, mode: QuantMode = 'before-pass'): Promise<Float32Array> {
+  const cache = lm.model.newCache({ capacity: ids.length, kv, mode });
+  const t = lm.model.forward(ids, cache, { mask });
+  const out = await t.readF32();
+  t.dispose();
+  cache.dispose();
+  return out;
+}
+
+/**
+ * Teacher-forced generation: prefill `prompt` as one prefix block, then feed `gen[0..n-2]` one token at a time.
+ * Returns the logits each generated token was picked from ([n, V]) and our own greedy picks.
+ */
+export async function teacherForced(lm: LoadedModel, prompt: number[], gen: number[], kv?: KvSpec): Promise<{ logits: Float32Array; picks: number[] }> {
+  const V = lm.config.vocab_size;
+  const cache = lm.model.newCache({ capacity: prompt.length + gen.length, kv, mode: 'after-prefill' });
+  const logits = new Float32Array(gen.length * V);
+  const picks: number[] = [];
+  for (let i = 0; i < gen.length; i++) {
+    const t = i === 0 ? lm.model.forward(prompt, cache, { mask: 'prefix', logits: 'last' }) : lm.model.forward([gen[i - 1]], cache, { mask: 'causal' });
+    const row = await t.readF32();
+    t.dispose();
+    logits.set(row, i * V);
+    let best = 0;
+    for (let v = 1; v < V; v++) if (row[v] > row[best]) best = v;
+    picks.push(best);
+  }
+  cache.dispose();
+  return { logits, picks };
+}
+
+/** Mean per-position KL(ref || ours). */
+export function meanKl(ref: Float32Array, ours: Float32Array, V: number): number {
+  return compareLogits(ref, ours, [ref.length / V, V]).meanKl;
+}
+
+/** Positions where the reference's top-2 margin exceeds `margin` (safe to demand the same argmax). */
+export function clearMargins(ref: Float32Array, V: number, margin: number): boolean[] {
+  const out: boolean[] = [];
+  for (let s = 0; s < ref.length / V; s++) {
+    let a = -Infinity, b = -Infinity;
+    for (let v = 0; v < V; v++) {
+      const x = ref[s * V + v];
+      if (x > a) { b = a; a = x; } else if (x > b) b = x;
+    }
+    out.push(a - b > margin);
+  }
+  return out;
+}
