@@ -1,0 +1,54 @@
+// Dequantization of group-64 affine quantized rows (packing as in quant.wgsl), as mx.dequantize computes it:
+//   w' = round(round(level * scale) + bias)     with the stored scale/bias, each op rounded to the dtype (ROUND)
+// (MLX multiplies and adds in the input dtype, so a half dtype rounds twice; in f32 the two f32 roundings are kept
+// apart by `keep`, which stops a compiler from contracting them into one fma).
+// Variant 1 (dequantize): one thread per output element.
+
+struct Params { n: u32, cols: u32, zero: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<f32>;
+@group(0) @binding(3) var<storage, read> biases: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+override BITS: u32 = 4;
+override ROUND: u32 = 0;
+override WG: u32 = 64;
+
+fn to_bf16(v: f32) -> f32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return v; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(v: f32) -> f32 {
+  if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(v);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+// Rounds to the dtype; in f32 an opaque no-op (p.zero is 0) that pins the f32 rounding of v.
+fn round_op(v: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(v); }
+  if (ROUND == 2u) { return to_f16(v); }
+  return bitcast<f32>(bitcast<u32>(v) | p.zero);
+}
+
+@compute @workgroup_size(WG)
+fn dequantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.n) { return; }
+  let row = i / p.cols;
+  let c = i % p.cols;
+  let bit = c * BITS;
+  let base = row * (p.cols / 32u) * BITS + (bit >> 5u);
+  let s = bit & 31u;
+  var lv = q[base] >> s;
+  if (s + BITS > 32u) { lv |= q[base + 1u] << (32u - s); }
+  lv &= (1u << BITS) - 1u;
+  let g = row * (p.cols / 64u) + c / 64u;
+  out[i] = round_op(round_op(f32(lv) * scales[g]) + biases[g]);
+}

@@ -1,0 +1,119 @@
+// Attention over a quantized KV cache (mlx-lm's quantized_scaled_dot_product_attention), see qsdpa.wgsl.
+import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
+import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import type { AttnMask, QuantKV, Round } from '../attention/types.ts';
+import { ROUND_CODE, checkQuantKV, requireDtype } from './quant.ts';
+import { ACC_CODE, type Accumulate } from './qmm.ts';
+
+const SCORES = new Kernel('quant/qsdpa.wgsl', 'qsdpa_scores');
+const SOFTMAX = new Kernel('quant/qsdpa.wgsl', 'qsdpa_softmax');
+const PV = new Kernel('quant/qsdpa.wgsl', 'qsdpa_pv');
+const COMBINE = new Kernel('quant/qsdpa.wgsl', 'qsdpa_combine');
+const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
+/** Scores of one chunk of queries stay under this many bytes (and under the adapter's binding limit). */
+const SCORE_BUDGET = 64 << 20;
+const dummies = new WeakMap<Gpu, { mask: Tensor; part: Tensor }>();
+/** Below this many pass-3 workgroups, long key ranges are split into chunks combined by a fourth pass. */
+const SPLIT_BELOW = 512;
+
+export interface QsdpaOptions {
+  /** Keys to attend over: cache positions [0, kvLen). */
+  kvLen: number;
+  /** Absolute position of query 0 (the cache offset before these S tokens were appended). */
+  offset: number;
+  mask: AttnMask;
+  /** Softmax scale (1/sqrt(D)); like MLX's `queries *= scale`, it is rounded to the dtype first. */
+  scale: number;
+  round?: Round;
+  /** 'f32' (default): MLX's Metal quantized matmuls; 'dtype': MLX's CPU backend (every op rounded). */
+  accumulate?: Accumulate;
+  /** Queries per chunk of scores (tests); by default as many as the score budget allows. */
+  chunkRows?: number;
+}
+
+/**
+ * out[s, h*D:(h+1)*D] = r(qmm(r(softmax(mask(r(qmm(r(q[h,s] * scale), K'^T))))), V')) over cache positions
+ * [0, kvLen), K' and V' quantized (their own bits); f32 inside, rounded (r) where mlx-lm's ops round.
+ */
+export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Tensor {
+  const op = 'qsdpa';
+  requireDtype(op, q, 'f32');
+  if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
+  const [heads, seq, dim] = q.shape;
+  const kvHeads = k.q.rank === 3 ? k.q.shape[0] : 0;
+  const cap = checkQuantKV(op, k, kvHeads, dim);
+  if (checkQuantKV(op, v, kvHeads, dim) !== cap) throw new ShapeError(op, `K and V caches differ in capacity ([${k.q.shape.join(', ')}] vs [${v.q.shape.join(', ')}])`);
+  if (dim > 1024) throw new ShapeError(op, `head dim ${dim} is above the 1024 this kernel stages per query`);
+  if (!(kvHeads > 0 && heads % kvHeads === 0)) throw new ShapeError(op, `${heads} query heads is not a multiple of ${kvHeads} cache heads`);
+  const { kvLen, offset, mask, scale, round = 'none', accumulate = 'f32' } = opts;
+  if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op, `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
+  if (!(Number.isInteger(offset) && offset >= 0)) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op, `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
+  const gpu = q.gpu;
+  const aux = maskTensor(op, gpu, mask, seq, kvLen);
+  const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'qsdpa.out');
+  if (seq === 0) return out;
+
+  const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
+  const budget = Math.min(SCORE_BUDGET, gpu.maxBinding);
+  const rows = Math.max(1, Math.min(seq, maxWg, opts.chunkRows ?? seq, Math.floor(budget / (heads * kvLen * 4))));
+  if (heads * rows * kvLen * 4 > gpu.maxBinding) throw new ShapeError(op, `one query over ${kvLen} keys and ${heads} heads needs more score memory than one binding holds`);
+  const scores = Tensor.empty(gpu, [heads, rows, kvLen], 'f32', 'qsdpa.scores');
+  // Queries per thread: each key row (pass 1) and value column (pass 3) is decoded once for tq queries.
+  const tq = seq === 1 ? 1 : Math.max(1, Math.min(8, Math.floor(1024 / dim)));
+  // Few queries over a long cache (decode): split the keys into chunks so that pass 3 fills the GPU.
+  // MLX's CPU order (accumulate 'dtype') is sequential: one chunk, one slice.
+  const seqOrder = accumulate === 'dtype';
+  const pvGroups = Math.ceil(dim / 64) * Math.ceil(rows / tq) * heads;
+  const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(kvLen / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
+  const chunk = Math.ceil(kvLen / splits);
+  const ks = seqOrder || chunk < 256 ? 1 : 4;
+  const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : dummy(gpu).part;
+  const roundCode = ROUND_CODE[round];
+  const common = { ROUND: roundCode, ACC: ACC_CODE[accumulate] };
+  const softWg = kvLen >= 1024 ? 256 : 64;
+  for (let q0 = 0; q0 < seq; q0 += rows) {
+    const n = Math.min(rows, seq - q0);
+    const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, chunk, zero: 0 };
+    SCORES.dispatch(gpu, {
+      bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, aux, scores }, uniforms,
+      overrides: { ...common, BITS: k.bits, MASK: MASK_CODE[mask.kind], TQ: tq, WG: 64 },
+      workgroups: [Math.ceil(kvLen / 64), heads, Math.ceil(n / tq)],
+    });
+    SOFTMAX.dispatch(gpu, { bindings: { scores }, uniforms, overrides: { ROUND: roundCode, WG: softWg }, workgroups: [n, heads] });
+    PV.dispatch(gpu, {
+      bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, part }, uniforms,
+      overrides: { ...common, BITS: v.bits, KS: ks, TQ: tq },
+      workgroups: [Math.ceil(dim / 64), Math.ceil(n / tq), heads * splits],
+    });
+    if (splits > 1) {
+      COMBINE.dispatch(gpu, { bindings: { part, out }, uniforms, overrides: { ROUND: roundCode, WG: 64 }, workgroups: grid(gpu, n * heads * dim, 64) });
+    }
+  }
+  if (splits > 1) part.dispose();
+  scores.dispose();
+  return out;
+}
+
+function maskTensor(op: string, gpu: Gpu, mask: AttnMask, seq: number, kvLen: number): Tensor {
+  if (mask.kind === 'prefix' || mask.kind === 'explicit') {
+    const t = mask.kind === 'prefix' ? mask.tokenTypes : mask.mask;
+    const need = mask.kind === 'prefix' ? kvLen : seq * kvLen;
+    if (t.dtype !== 'u32') throw new DTypeError(op, `${mask.kind} mask '${t.label}' is ${t.dtype}; expected u32`);
+    if (t.size < need) throw new ShapeError(op, `${mask.kind} mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; ${need} needed (S ${seq}, kvLen ${kvLen})`);
+    return t;
+  }
+  return dummy(gpu).mask;
+}
+
+/** Placeholders bound where a pass declares a buffer the chosen options do not use. */
+function dummy(gpu: Gpu): { mask: Tensor; part: Tensor } {
+  let d = dummies.get(gpu);
+  if (!d) {
+    d = { mask: Tensor.from(gpu, [0], [1], 'u32', 'qsdpa.no_mask'), part: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_part') };
+    dummies.set(gpu, d);
+  }
+  return d;
+}

@@ -1,0 +1,242 @@
+// Attention over a quantized KV cache, as mlx-lm's quantized_scaled_dot_product_attention (unfused, with its
+// rounding points; r() rounds to the dtype, ROUND):
+//   qs = r(q * r(scale)); s_j = r(qmm(qs, K_j)); masked s_j = dtype min; p = r(softmax_f32(s)); out = r(qmm(p, V)).
+// Queries come in chunks of `rows` rows starting at query q0; the scores of a chunk live in `scores`
+// [heads, rows, kv_len]. ACC as in qmm.wgsl (0 Metal: f32 sums per run of 32 values; 1 MLX CPU: every op
+// rounded, sequential). Query head h reads cache head h / (heads / kv_heads). Loops over the TQ queries of a
+// thread have constant bounds (rows past the chunk repeat its last row and are not written), so their
+// accumulators stay in registers.
+// Variant 1, pass 1 (qsdpa_scores): a workgroup scales and rounds TQ query rows into shared memory once; then
+//   one thread per key j walks the key's packed row (each word loaded once) against those rows.
+// Variant 1, pass 2 (qsdpa_softmax): one workgroup per score row: max and sum by tree reductions, then
+//   p = r(e^(s - max) * (1 / sum)) in place.
+// Variant 1, pass 3 (qsdpa_pv): workgroup (64 dims, KS key slices) per (TQ queries, head, 64 dims, key chunk):
+//   each thread dequantizes its dim over a contiguous slice of the chunk's keys once and sums p_j * value for TQ
+//   queries; the slices are added in order. With one chunk (splits = 1) the sum is rounded into `out`; with
+//   several (long caches, few queries) each chunk writes its f32 partial to `part` [splits, rows, heads * dim]
+//   and qsdpa_combine adds the chunks in order and rounds. KS = 1 and one chunk keep the sequential order ACC 1
+//   needs.
+
+struct Params {
+  seq: u32, heads: u32, kv_heads: u32, kv_len: u32, cap: u32, offset: u32, q0: u32, rows: u32, dim: u32, scale: f32,
+  splits: u32, chunk: u32, zero: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;        // [heads, seq, dim]
+@group(0) @binding(2) var<storage, read> cq: array<u32>;       // K (pass 1) or V (pass 3): [kv_heads, cap, dim*BITS/32]
+@group(0) @binding(3) var<storage, read> cs: array<f32>;       // [kv_heads, cap, dim/64]
+@group(0) @binding(4) var<storage, read> cb: array<f32>;
+@group(0) @binding(5) var<storage, read> aux: array<u32>;      // prefix: token types [kv_len]; explicit: mask [seq, kv_len]
+@group(0) @binding(6) var<storage, read_write> scores: array<f32>;  // [heads, rows, kv_len]
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;     // [seq, heads * dim]
+@group(0) @binding(8) var<storage, read_write> part: array<f32>;    // [splits, rows, heads * dim]
+
+override BITS: u32 = 4;
+override ROUND: u32 = 0;
+override ACC: u32 = 0;
+override MASK: u32 = 0;    // 0 none, 1 causal, 2 prefix, 3 explicit
+override TQ: u32 = 1;      // queries per thread (passes 1 and 3), <= 8, TQ * dim <= 1024
+override KS: u32 = 1;      // key slices per workgroup in pass 3, 64 * KS <= 256
+override WG: u32 = 64;     // threads of passes 1 and 2 (and of the combine), <= 256
+
+const MAXTQ: u32 = 8u;
+
+var<workgroup> red: array<f32, 2048>;   // pass 2: [WG]; pass 3: [KS * 64][MAXTQ]
+var<workgroup> qsh: array<f32, 1024>;   // pass 1: [TQ][dim] scaled queries
+
+fn to_bf16(v: f32) -> f32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return v; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(v: f32) -> f32 {
+  if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(v);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+fn round_out(v: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(v); }
+  if (ROUND == 2u) { return to_f16(v); }
+  return v;
+}
+
+fn round_op(v: f32) -> f32 {
+  if (ROUND == 0u) { return bitcast<f32>(bitcast<u32>(v) | p.zero); }
+  return round_out(v);
+}
+
+// Most negative finite value of the dtype: what mlx-lm writes into masked scores.
+fn dtype_min() -> f32 {
+  if (ROUND == 1u) { return -3.3895313892515355e38; }
+  if (ROUND == 2u) { return -65504.0; }
+  return -3.4028234663852886e38;
+}
+
+fn visible(i: u32, j: u32) -> bool {
+  let pos = p.offset + i;
+  if (MASK == 1u) { return j <= pos; }
+  if (MASK == 2u) { return j <= pos || (aux[pos] == 1u && aux[j] == 1u); }
+  if (MASK == 3u) { return aux[i * p.kv_len + j] != 0u; }
+  return true;
+}
+
+// Level of value e of the packed cache row starting at word `base` (it may straddle two words for 3/5/6 bits).
+fn level(base: u32, e: u32) -> f32 {
+  let bit = e * BITS;
+  let s = bit & 31u;
+  var v = cq[base + (bit >> 5u)] >> s;
+  if (s + BITS > 32u) { v |= cq[base + (bit >> 5u) + 1u] << (32u - s); }
+  return f32(v & ((1u << BITS) - 1u));
+}
+
+@compute @workgroup_size(WG)
+fn qsdpa_scores(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let j = gid.x;
+  let h = wid.y;
+  let i0 = wid.z * TQ;
+  let last = min(TQ, p.rows - i0) - 1u;
+  let sc = round_op(p.scale);
+  for (var e = lid; e < TQ * p.dim; e += WG) {
+    let t = min(e / p.dim, last);
+    qsh[e] = round_op(q[(h * p.seq + p.q0 + i0 + t) * p.dim + e % p.dim] * sc);
+  }
+  workgroupBarrier();
+  if (j >= p.kv_len) { return; }
+  let kvh = h / (p.heads / p.kv_heads);
+  let groups = p.dim / 64u;
+  let krow = kvh * p.cap + j;
+  let base = krow * groups * 2u * BITS;
+  var acc: array<f32, MAXTQ>;
+  var dot: array<f32, MAXTQ>;
+  var xs: array<f32, MAXTQ>;
+  for (var t = 0u; t < TQ; t++) { acc[t] = 0.0; }
+  for (var pk = 0u; pk < 2u * groups; pk++) {
+    let s = cs[krow * groups + pk / 2u];
+    let b = cb[krow * groups + pk / 2u];
+    for (var t = 0u; t < TQ; t++) { dot[t] = 0.0; xs[t] = 0.0; }
+    // The pack's BITS words pass through a two-word window (lo, hi): each word is loaded once.
+    let wb = base + pk * BITS;
+    var lo = cq[wb];
+    var hi = cq[wb + 1u];  // BITS >= 2: a pack has at least two words
+    var wi = 0u;
+    for (var e = 0u; e < 32u; e++) {
+      let bit = e * BITS;
+      if ((bit >> 5u) != wi) {
+        wi = bit >> 5u;
+        lo = hi;
+        if (wi + 1u < BITS) { hi = cq[wb + wi + 1u]; }
+      }
+      let sh = bit & 31u;
+      var v = lo >> sh;
+      if (sh + BITS > 32u) { v |= hi << (32u - sh); }
+      let lv = f32(v & ((1u << BITS) - 1u));
+      for (var t = 0u; t < TQ; t++) {
+        let qv = qsh[t * p.dim + pk * 32u + e];
+        if (ACC == 1u) {
+          acc[t] = round_op(acc[t] + round_op(qv * round_op(round_op(s * lv) + b)));
+        } else {
+          dot[t] += qv * lv;
+          xs[t] += qv;
+        }
+      }
+    }
+    if (ACC == 0u) {
+      for (var t = 0u; t < TQ; t++) { acc[t] += s * dot[t] + b * xs[t]; }
+    }
+  }
+  for (var t = 0u; t < TQ; t++) {
+    let i = i0 + t;
+    if (t <= last) { scores[(h * p.rows + i) * p.kv_len + j] = select(dtype_min(), round_out(acc[t]), visible(p.q0 + i, j)); }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qsdpa_softmax(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let row = (wid.y * p.rows + wid.x) * p.kv_len;
+  var mx = -3.4028234663852886e38;
+  for (var j = t; j < p.kv_len; j += WG) { mx = max(mx, scores[row + j]); }
+  red[t] = mx;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) { red[t] = max(red[t], red[t + s]); }
+    workgroupBarrier();
+  }
+  mx = red[0];
+  workgroupBarrier();
+  var sum = 0.0;
+  for (var j = t; j < p.kv_len; j += WG) { sum += exp(scores[row + j] - mx); }
+  red[t] = sum;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) { red[t] += red[t + s]; }
+    workgroupBarrier();
+  }
+  let inv = 1.0 / red[0];
+  for (var j = t; j < p.kv_len; j += WG) { scores[row + j] = round_out(exp(scores[row + j] - mx) * inv); }
+}
+
+@compute @workgroup_size(64, KS)
+fn qsdpa_pv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let d = wid.x * 64u + lid.x;
+  let i0 = wid.y * TQ;
+  let last = min(TQ, p.rows - i0) - 1u;
+  let h = wid.z % p.heads;
+  let c = wid.z / p.heads;
+  let kvh = h / (p.heads / p.kv_heads);
+  let groups = p.dim / 64u;
+  let wpr = groups * 2u * BITS;
+  let c0 = c * p.chunk;
+  let c1 = min(p.kv_len, c0 + p.chunk);
+  let per = (c1 - c0 + KS - 1u) / KS;
+  let j1 = min(c1, c0 + (lid.y + 1u) * per);
+  var acc: array<f32, MAXTQ>;
+  for (var t = 0u; t < TQ; t++) { acc[t] = 0.0; }
+  if (d < p.dim) {
+    for (var j = c0 + lid.y * per; j < j1; j++) {
+      let vrow = kvh * p.cap + j;
+      let lv = level(vrow * wpr, d);
+      let s = cs[vrow * groups + d / 64u];
+      let b = cb[vrow * groups + d / 64u];
+      if (ACC == 1u) {
+        let w = round_op(round_op(s * lv) + b);
+        for (var t = 0u; t < TQ; t++) { acc[t] = round_op(acc[t] + round_op(scores[(h * p.rows + i0 + min(t, last)) * p.kv_len + j] * w)); }
+      } else {
+        let w = s * lv + b;
+        for (var t = 0u; t < TQ; t++) { acc[t] += scores[(h * p.rows + i0 + min(t, last)) * p.kv_len + j] * w; }
+      }
+    }
+  }
+  if (KS > 1u) {
+    for (var t = 0u; t < TQ; t++) { red[(lid.y * 64u + lid.x) * MAXTQ + t] = acc[t]; }
+    workgroupBarrier();
+    if (lid.y != 0u) { return; }
+    for (var t = 0u; t < TQ; t++) {
+      var total = 0.0;
+      for (var k = 0u; k < KS; k++) { total += red[(k * 64u + lid.x) * MAXTQ + t]; }
+      acc[t] = total;
+    }
+  }
+  if (d >= p.dim) { return; }
+  let width = p.heads * p.dim;
+  for (var t = 0u; t < TQ; t++) {
+    if (t <= last) {
+      let at = (i0 + t) * width + h * p.dim + d;
+      if (p.splits == 1u) { out[p.q0 * width + at] = round_out(acc[t]); } else { part[c * p.rows * width + at] = acc[t]; }
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qsdpa_combine(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  let n = p.rows * p.heads * p.dim;
+  if (i >= n) { return; }
+  var total = 0.0;
+  for (var c = 0u; c < p.splits; c++) { total += part[c * n + i]; }
+  out[p.q0 * p.heads * p.dim + i] = round_out(total);
+}

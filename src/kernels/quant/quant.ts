@@ -1,0 +1,147 @@
+// Group-64 affine quantization as mx.quantize / mx.dequantize (Metal rules), and the quantized KV-cache append.
+import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
+import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import type { QuantKV, Round } from '../attention/types.ts';
+import { GROUP, QUANT_BITS, type QuantRules } from './quant.ref.ts';
+
+export { GROUP, QUANT_BITS, type QuantRules };
+
+const QUANTIZE = new Kernel('quant/quant.wgsl', 'quantize');
+const DEQUANTIZE = new Kernel('quant/dequant.wgsl', 'dequantize');
+export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
+const RULES_CODE: Record<QuantRules, number> = { metal: 0, cpu: 1 };
+const WG = 64;
+
+export interface QuantizeOptions {
+  bits: number;
+  /** Only 64 is supported (MLX's default and the KV cache's). */
+  groupSize?: number;
+  /** Dtype the scales/biases are stored in (rounded, kept as f32). */
+  round?: Round;
+  /** 'metal' (default): MLX's GPU kernel; 'cpu': MLX's CPU backend (true max, halves to even). */
+  rules?: QuantRules;
+}
+
+/** Packed levels u32 [..., cols*bits/32] with scales and biases f32 [..., cols/64]. */
+export interface Quantized { q: Tensor; scales: Tensor; biases: Tensor }
+
+/** Validates bits and group size; `cols` (values per row) must be a multiple of 64. */
+export function checkQuant(op: string, bits: number, cols: number, groupSize = GROUP): void {
+  if (groupSize !== GROUP) throw new ShapeError(op, `group size ${groupSize} is not supported; only ${GROUP}`);
+  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  if (!(cols > 0 && cols % GROUP === 0)) throw new ShapeError(op, `${cols} values per row is not a positive multiple of the group size ${GROUP}`);
+}
+
+export function requireDtype(op: string, t: Tensor, dtype: 'f32' | 'u32'): void {
+  if (t.dtype !== dtype) throw new DTypeError(op, `'${t.label}' is ${t.dtype}; expected ${dtype}`);
+}
+
+/** Values per row of a packed tensor (its last axis holds cols*bits/32 words), checked against scales/biases. */
+export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tensor, bits: number): number {
+  requireDtype(op, q, 'u32');
+  requireDtype(op, scales, 'f32');
+  requireDtype(op, biases, 'f32');
+  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  const words = q.shape[q.rank - 1];
+  const cols = (words * 32) / bits;
+  const lead = q.shape.slice(0, -1);
+  const want = [...lead, cols / GROUP];
+  if (!Number.isInteger(cols) || cols % GROUP !== 0) {
+    throw new ShapeError(op, `packed '${q.label}' [${q.shape.join(', ')}] holds ${words} words per row, not a whole number of ${bits}-bit groups of ${GROUP}`);
+  }
+  for (const t of [scales, biases]) {
+    if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
+      throw new ShapeError(op, `'${t.label}' is [${t.shape.join(', ')}]; packed [${q.shape.join(', ')}] at ${bits} bits needs [${want.join(', ')}]`);
+    }
+  }
+  return cols;
+}
+
+/** mx.quantize(w, 64, bits): per group of 64 along the last axis, level = round((w - bias) / scale) (Metal rules). */
+export function quantize(w: Tensor, { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantizeOptions): Quantized {
+  const op = 'quantize';
+  requireDtype(op, w, 'f32');
+  if (w.rank < 1) throw new ShapeError(op, `w '${w.label}' is a scalar; expected [..., cols]`);
+  const cols = w.shape[w.rank - 1];
+  checkQuant(op, bits, cols, groupSize);
+  const rows = w.size / cols;
+  const lead = w.shape.slice(0, -1);
+  const gpu = w.gpu;
+  const out: Quantized = {
+    q: Tensor.empty(gpu, [...lead, (cols * bits) / 32], 'u32', 'quantize.q'),
+    scales: Tensor.empty(gpu, [...lead, cols / GROUP], 'f32', 'quantize.scales'),
+    biases: Tensor.empty(gpu, [...lead, cols / GROUP], 'f32', 'quantize.biases'),
+  };
+  dispatchQuantize(gpu, w, out, { rows, cols, srcRows: Math.max(rows, 1), dstRows: Math.max(rows, 1), dstRow0: 0, bits, round, rules });
+  return out;
+}
+
+export interface DequantizeOptions { bits: number; round?: Round }
+
+/** mx.dequantize: w' = level * scale + bias with the stored scale/bias, each op rounded to the dtype. */
+export function dequantize(q: Tensor, scales: Tensor, biases: Tensor, { bits, round = 'none' }: DequantizeOptions): Tensor {
+  const op = 'dequantize';
+  const cols = checkPacked(op, q, scales, biases, bits);
+  const shape = [...q.shape.slice(0, -1), cols];
+  const out = Tensor.empty(q.gpu, shape, 'f32', 'dequantize.out');
+  const n = out.size;
+  DEQUANTIZE.dispatch(q.gpu, {
+    bindings: { q, scales, biases, out },
+    uniforms: { n, cols, zero: 0 },
+    overrides: { BITS: bits, ROUND: ROUND_CODE[round], WG },
+    workgroups: grid(q.gpu, n, WG),
+  });
+  return out;
+}
+
+export interface AppendOptions { offset: number; round?: Round; rules?: QuantRules }
+
+/** cache[h, offset + s] = quantize(src[h, s, :]) for src f32 [H, S, D], as mlx-lm's QuantizedKVCache stores K/V. */
+export function appendQuantized(src: Tensor, side: QuantKV, { offset, round = 'none', rules = 'metal' }: AppendOptions): void {
+  const op = 'appendQuantized';
+  requireDtype(op, src, 'f32');
+  if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
+  const [heads, seq, dim] = src.shape;
+  const cap = checkQuantKV(op, side, heads, dim);
+  if (!(Number.isInteger(offset) && offset >= 0 && offset + seq <= cap)) {
+    throw new ShapeError(op, `positions ${offset}..${offset + seq} do not fit the cache capacity ${cap}`);
+  }
+  if (seq === 0) return;
+  const target: Quantized = { q: side.q, scales: side.scales, biases: side.biases };
+  dispatchQuantize(src.gpu, src, target, { rows: heads * seq, cols: dim, srcRows: seq, dstRows: cap, dstRow0: offset, bits: side.bits, round, rules });
+}
+
+/** An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32 [heads, capacity, headDim/64]. */
+export function quantKV(gpu: Gpu, { heads, capacity, headDim, bits }: { heads: number; capacity: number; headDim: number; bits: number }): QuantKV {
+  checkQuant('quantKV', bits, headDim);
+  return {
+    kind: 'quant', bits,
+    q: Tensor.empty(gpu, [heads, capacity, (headDim * bits) / 32], 'u32', 'quantKV.q'),
+    scales: Tensor.empty(gpu, [heads, capacity, headDim / GROUP], 'f32', 'quantKV.scales'),
+    biases: Tensor.empty(gpu, [heads, capacity, headDim / GROUP], 'f32', 'quantKV.biases'),
+  };
+}
+
+/** Validates a quantized cache side against [heads, *, headDim]; returns its capacity. */
+export function checkQuantKV(op: string, side: QuantKV, heads: number, headDim: number): number {
+  if (side.kind !== 'quant') throw new ShapeError(op, `cache side is '${(side as { kind: string }).kind}'; expected 'quant'`);
+  const cols = checkPacked(op, side.q, side.scales, side.biases, side.bits);
+  if (side.q.rank !== 3 || side.q.shape[0] !== heads || cols !== headDim) {
+    throw new ShapeError(op, `cache '${side.q.label}' [${side.q.shape.join(', ')}] at ${side.bits} bits does not hold ${heads} heads of ${headDim} values`);
+  }
+  return side.q.shape[1];
+}
+
+interface QuantizeLayout { rows: number; cols: number; srcRows: number; dstRows: number; dstRow0: number; bits: number; round: Round; rules: QuantRules }
+
+function dispatchQuantize(gpu: Gpu, w: Tensor, out: Quantized, l: QuantizeLayout): void {
+  const groups = (l.rows * l.cols) / GROUP;
+  QUANTIZE.dispatch(gpu, {
+    bindings: { w, q: out.q, scales: out.scales, biases: out.biases },
+    uniforms: { groups, gpr: l.cols / GROUP, src_rows: l.srcRows, dst_rows: l.dstRows, dst_row0: l.dstRow0 },
+    overrides: { BITS: l.bits, ROUND: ROUND_CODE[l.round], RULES: RULES_CODE[l.rules], WG },
+    workgroups: grid(gpu, groups, WG),
+  });
+}

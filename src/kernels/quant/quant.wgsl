@@ -1,0 +1,126 @@
+// Group-wise affine quantization (group 64 along the last axis), as MLX's Metal `affine_quantize`.
+// Variant 1 (quantize): one thread per group. Pass 1 finds w_min and w_max (RULES 0, Metal: the running max starts
+// at 0; RULES 1, MLX's CPU backend: the true max); then, in f32,
+//   scale = max((w_max - w_min) / n_bins, 1e-7); side = |w_min| > |w_max|; scale = side ? scale : -scale;
+//   edge = side ? w_min : w_max; q0 = round(edge / scale); q0 != 0: scale = edge / q0, bias = edge; else bias = 0;
+//   level = min(round((w - bias) / scale), n_bins)         (round: Metal halves away from zero; CPU halves to even)
+// Levels use the f32 scale/bias; the stored scale/bias are rounded to the activation dtype (ROUND). Every division
+// is the correctly rounded IEEE quotient (div_rn), because WGSL's `/` may be 2.5 ulp off and levels often sit on
+// exact halves. Levels are packed as a little-endian bit stream: value j of a row occupies bits
+// [j*BITS, (j+1)*BITS), so a group is exactly 2*BITS words and 3/5/6-bit values may straddle two words.
+// The destination row of source row r = head*src_rows + s is head*dst_rows + dst_row0 + s: plain quantization
+// uses src_rows = dst_rows, dst_row0 = 0; a KV-cache append writes S new positions at a cache offset.
+
+struct Params { groups: u32, gpr: u32, src_rows: u32, dst_rows: u32, dst_row0: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> q: array<u32>;
+@group(0) @binding(3) var<storage, read_write> scales: array<f32>;
+@group(0) @binding(4) var<storage, read_write> biases: array<f32>;
+
+override BITS: u32 = 4;
+override ROUND: u32 = 0;   // 0 f32, 1 bf16, 2 f16
+override RULES: u32 = 0;   // 0 Metal, 1 MLX CPU backend
+override WG: u32 = 64;
+
+const GROUP: u32 = 64u;
+
+fn to_bf16(v: f32) -> f32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return v; }
+  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}
+
+fn to_f16(v: f32) -> f32 {
+  if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
+  let b = bitcast<u32>(v);
+  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
+  return r;
+}
+
+fn round_out(v: f32) -> f32 {
+  if (ROUND == 1u) { return to_bf16(v); }
+  if (ROUND == 2u) { return to_f16(v); }
+  return v;
+}
+
+// Correctly rounded a / b for finite a and nonzero b, by long division of the 24-bit significands (24 quotient
+// bits, a guard bit and a sticky remainder). Results below the normal range fall back to `/`.
+fn div_rn(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let sign = (ua ^ ub) & 0x80000000u;
+  var ea = i32((ua >> 23u) & 0xffu);
+  var eb = i32((ub >> 23u) & 0xffu);
+  var ma = ua & 0x7fffffu;
+  var mb = ub & 0x7fffffu;
+  if (ea == 255 || eb == 255 || (eb == 0 && mb == 0)) { return a / b; }
+  if (ea == 0 && ma == 0) { return bitcast<f32>(sign); }
+  if (ea == 0) { let sh = countLeadingZeros(ma) - 8u; ma <<= sh; ea = 1 - i32(sh); } else { ma |= 0x800000u; }
+  if (eb == 0) { let sh = countLeadingZeros(mb) - 8u; mb <<= sh; eb = 1 - i32(sh); } else { mb |= 0x800000u; }
+  var e = ea - eb + 127;
+  if (ma < mb) { ma <<= 1u; e -= 1; }
+  var qt = 0u;
+  var r = ma;
+  for (var i = 0u; i < 25u; i++) {
+    qt <<= 1u;
+    if (r >= mb) { r -= mb; qt |= 1u; }
+    r <<= 1u;
+  }
+  if (e <= 0) { return a / b; }
+  var m = qt >> 1u;
+  if ((qt & 1u) == 1u && (r != 0u || (m & 1u) == 1u)) {
+    m += 1u;
+    if (m == 0x1000000u) { m >>= 1u; e += 1; }
+  }
+  if (e >= 255) { return bitcast<f32>(sign | 0x7f800000u); }
+  return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
+}
+
+fn round_rule(x: f32) -> f32 {
+  if (RULES == 1u) { return round(x); }  // WGSL round: halves to even, as C rint
+  let t = trunc(x);
+  return select(t, t + sign(x), abs(x - t) >= 0.5);
+}
+
+@compute @workgroup_size(WG)
+fn quantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let gi = gid.x + gid.y * nwg.x * WG;
+  if (gi >= p.groups) { return; }
+  let row = gi / p.gpr;
+  let g = gi % p.gpr;
+  let src = row * p.gpr * GROUP + g * GROUP;
+  let drow = (row / p.src_rows) * p.dst_rows + p.dst_row0 + row % p.src_rows;
+
+  var w_min = 3.4028234663852886e38;
+  var w_max = select(0.0, -3.4028234663852886e38, RULES == 1u);  // the CPU's -inf start, for finite inputs
+  for (var i = 0u; i < GROUP; i++) {
+    let v = w[src + i];
+    w_min = min(w_min, v);
+    w_max = max(w_max, v);
+  }
+  let n_bins = f32((1u << BITS) - 1u);
+  var scale = max(div_rn(w_max - w_min, n_bins), 1e-7);
+  let side = abs(w_min) > abs(w_max);
+  scale = select(-scale, scale, side);
+  let edge = select(w_max, w_min, side);
+  let q0 = round_rule(div_rn(edge, scale));
+  var bias = 0.0;
+  if (q0 != 0.0) { scale = div_rn(edge, q0); bias = edge; }
+  scales[drow * p.gpr + g] = round_out(scale);
+  biases[drow * p.gpr + g] = round_out(bias);
+
+  var words: array<u32, 16>;  // 2 * BITS <= 16 words per group
+  for (var i = 0u; i < 2u * BITS; i++) { words[i] = 0u; }
+  for (var i = 0u; i < GROUP; i++) {
+    let lv = u32(clamp(round_rule(div_rn(w[src + i] - bias, scale)), 0.0, n_bins));
+    let bit = i * BITS;
+    let s = bit & 31u;
+    words[bit >> 5u] |= lv << s;
+    if (s + BITS > 32u) { words[(bit >> 5u) + 1u] |= lv >> (32u - s); }
+  }
+  let dst = drow * p.gpr * 2u * BITS + g * 2u * BITS;
+  for (var i = 0u; i < 2u * BITS; i++) { q[dst + i] = words[i]; }
+}
