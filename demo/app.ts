@@ -1,0 +1,121 @@
+// The demo's shared state: the GPU, the loaded model (one HrmModel per activation dtype over the same weights),
+// one GPU job at a time (load, generate or REFRACT) with its AbortController, and the error banner.
+import type { Gpu } from '../src/tensor/gpu.ts';
+import type { Tensor } from '../src/tensor/tensor.ts';
+import { DeviceLostError, InputError } from '../src/tensor/errors.ts';
+import type { LoadedModel } from '../src/hrm/load.ts';
+import { HrmModel } from '../src/hrm/model.ts';
+import type { ActDtype, KvSpec } from '../src/hrm/cache.ts';
+import type { HrmWeights } from '../src/hrm/weights.ts';
+import { parseKvConfig } from '../src/refract/kvconfig.ts';
+import { explain } from './errors.ts';
+import { $ } from './dom.ts';
+
+export type Job = 'load' | 'generate' | 'refract';
+
+/** Cache types offered for K and V (llama.cpp names; f16 = full precision). */
+export const KV_CHOICES: ReadonlyArray<[string, string]> = [
+  ['f16', 'full precision (f16)'], ['q8_0', 'q8 (8-bit)'], ['q6_K', 'q6 (6-bit)'], ['q5_0', 'q5 (5-bit)'],
+  ['q4_0', 'q4 (4-bit)'], ['q3_K', 'q3 (3-bit)'], ['q2_K', 'q2 (2-bit)'],
+];
+
+export class App {
+  gpu: Gpu | null = null;
+  lm: LoadedModel | null = null;
+  job: Job | null = null;
+  private abort: AbortController | null = null;
+  private readonly variants = new Map<ActDtype, HrmModel>();
+  private readonly listeners: Array<() => void> = [];
+
+  /** Called whenever the model or the running job changes (panels enable and disable their buttons). */
+  onChange(f: () => void): void {
+    this.listeners.push(f);
+  }
+
+  changed(): void {
+    for (const f of this.listeners) f();
+  }
+
+  /** The loaded model with activations in `dtype` (the weights are shared). */
+  model(dtype: ActDtype): { lm: LoadedModel; model: HrmModel } {
+    const lm = this.lm;
+    if (!lm) throw new InputError('demo', 'no model is loaded yet');
+    if (lm.model.dtype === dtype) return { lm, model: lm.model };
+    let m = this.variants.get(dtype);
+    if (!m) { m = new HrmModel(lm.model.gpu, lm.config, lm.model.weights, dtype); this.variants.set(dtype, m); }
+    return { lm, model: m };
+  }
+
+  /** Make `lm` the current model and free the previous one's weights. */
+  setModel(lm: LoadedModel): void {
+    const old = this.lm;
+    this.lm = lm;
+    this.variants.clear();
+    if (old && old.model.weights !== lm.model.weights) disposeWeights(old.model.weights);
+    this.changed();
+  }
+
+  /** Run one GPU job; errors go to the banner. Returns undefined when it failed. */
+  async run<T>(job: Job, f: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+    if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`)); return undefined; }
+    this.job = job;
+    this.abort = new AbortController();
+    this.hideBanner();
+    this.changed();
+    try {
+      return await f(this.abort.signal);
+    } catch (e) {
+      this.showError(this.gpu?.watch.lost ? new DeviceLostError(job, `${this.gpu.watch.lost.reason}: ${this.gpu.watch.lost.message}`) : e);
+      return undefined;
+    } finally {
+      this.job = null;
+      this.abort = null;
+      this.changed();
+    }
+  }
+
+  stop(): void {
+    this.abort?.abort(new DOMException('stopped by the user', 'AbortError'));
+  }
+
+  /** Watch for a lost device: offer to reload. */
+  watchDevice(gpu: Gpu): void {
+    gpu.device.lost.then((info) => {
+      if (info.reason === 'destroyed' && this.gpu !== gpu) return;
+      this.showError(new DeviceLostError('device', `${info.reason}: ${info.message || 'no message'}`));
+      this.lm = null;
+      this.changed();
+    });
+  }
+
+  showError(e: unknown): void {
+    const x = explain(e);
+    if (x.kind === 'aborted') return;
+    if (x.kind === 'other') console.error(e);
+    const banner = $('banner');
+    banner.dataset.kind = x.kind;
+    $('banner-title').textContent = x.title;
+    $('banner-detail').textContent = x.detail;
+    $('banner-reload').hidden = !x.reload;
+    banner.hidden = false;
+    if (x.reload) $('banner-reload').focus();
+  }
+
+  hideBanner(): void {
+    $('banner').hidden = true;
+  }
+}
+
+/** The KV spec of two selects holding llama.cpp cache type names. */
+export function kvFromSelects(kId: string, vId: string): { spec: KvSpec; label: string } {
+  const label = `ctk=${$<HTMLSelectElement>(kId).value},ctv=${$<HTMLSelectElement>(vId).value}`;
+  const c = parseKvConfig(label);
+  return { spec: { k: c.k.bits, v: c.v.bits }, label: c.label };
+}
+
+/** Free every GPU tensor of a model's weights (tied embeddings are freed once). */
+export function disposeWeights(w: HrmWeights): void {
+  const all = new Set<Tensor>([...w.embed.chunks, ...w.lmHead.chunks]);
+  for (const layer of [...w.L, ...w.H]) for (const m of [layer.gqkv, layer.o, layer.gateUp, layer.down]) for (const t of m.chunks) all.add(t);
+  for (const t of all) t.dispose();
+}

@@ -1,0 +1,155 @@
+// Downloads kept in the browser's Cache Storage, so a reload does not fetch a checkpoint again.
+// `prefetch` streams one whole file into the cache with byte progress; `cachedFetch` is the `fetch` handed to
+// urlFiles: it answers GET (whole or one byte range) and HEAD from a cached file, and otherwise goes to the
+// network (caching whole 200 GET responses of small files such as config.json on the way).
+const CACHE_NAME = 'hrm-webgpu-files-v1';
+
+export type Progress = (loaded: number, total: number) => void;
+
+/** Cache Storage exists only in secure contexts (https, localhost, 127.0.0.1). */
+export function cacheAvailable(): boolean {
+  return typeof caches !== 'undefined' && globalThis.isSecureContext !== false;
+}
+
+const blobs = new Map<string, Promise<Blob | null>>();
+
+function urlOf(input: RequestInfo | URL): string {
+  if (typeof input === 'string') return new URL(input, globalThis.location?.href).href;
+  return input instanceof URL ? input.href : input.url;
+}
+
+/** The cached body of `url`, or null. Memoised: Chrome's blobs from the cache point at the disk entry. */
+function cachedBlob(url: string): Promise<Blob | null> {
+  if (!cacheAvailable()) return Promise.resolve(null);
+  let p = blobs.get(url);
+  if (!p) {
+    p = caches.open(CACHE_NAME).then((c) => c.match(url)).then((r) => (r ? r.blob() : null), () => null);
+    blobs.set(url, p);
+    // Forget misses so a later prefetch's entry is seen.
+    p.then((b) => { if (!b) blobs.delete(url); });
+  }
+  return p;
+}
+
+/** Parse `bytes=a-b` (one range) against a size; null when absent or unsatisfiable. */
+function parseRange(header: string | null, size: number): [number, number] | null {
+  const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!m || (!m[1] && !m[2])) return null;
+  const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
+  const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
+  return start <= end && start < size ? [start, end] : null;
+}
+
+/**
+ * fetch, with one fix: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
+ * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one.
+ */
+export const strictFetch: typeof fetch = async (input, init) => {
+  const res = await fetch(input, init);
+  const type = res.headers.get('content-type') ?? '';
+  if (res.ok && type.startsWith('text/html') && !/\.html?(\?|$)/.test(urlOf(input))) {
+    await res.body?.cancel();
+    return new Response(null, { status: 404, statusText: 'Not Found (the server sent an HTML page)' });
+  }
+  return res;
+};
+
+/** A fetch that serves cached files first (HEAD, GET, GET with one Range). */
+export const cachedFetch: typeof fetch = async (input, init) => {
+  const url = urlOf(input);
+  const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+  const rangeHeader = headers.get('range');
+  const blob = method === 'GET' || method === 'HEAD' ? await cachedBlob(url) : null;
+  if (blob) {
+    const size = blob.size;
+    if (method === 'HEAD') return new Response(null, { status: 200, headers: { 'content-length': String(size), 'accept-ranges': 'bytes' } });
+    const range = parseRange(rangeHeader, size);
+    if (rangeHeader && range) {
+      const [a, b] = range;
+      return new Response(blob.slice(a, b + 1), {
+        status: 206, headers: { 'content-range': `bytes ${a}-${b}/${size}`, 'content-length': String(b - a + 1) },
+      });
+    }
+    return new Response(blob, { status: 200, headers: { 'content-length': String(size) } });
+  }
+  const res = await strictFetch(input, init);
+  if (method === 'GET' && !rangeHeader && res.status === 200 && cacheAvailable()) {
+    const len = Number(res.headers.get('content-length'));
+    // Small files only here; checkpoints go through prefetch, which reports progress.
+    if (!(len > 64 << 20)) {
+      try { await (await caches.open(CACHE_NAME)).put(url, res.clone()); } catch { /* quota or opaque response: serve uncached */ }
+    }
+  }
+  return res;
+};
+
+/**
+ * Download `url` whole into the cache unless it is there. Returns its size, or null on HTTP 404.
+ * When the cache refuses the file (quota), returns the size anyway: reads then go to the network.
+ */
+export async function prefetch(url: string, onProgress: Progress, signal?: AbortSignal): Promise<number | null> {
+  const hit = await cachedBlob(url);
+  if (hit) { onProgress(hit.size, hit.size); return hit.size; }
+  const res = await strictFetch(url, { signal });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new DownloadError(url, `HTTP ${res.status} ${res.statusText}`.trim());
+  const total = Number(res.headers.get('content-length')) || 0;
+  let loaded = 0;
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, ctl) {
+      loaded += chunk.byteLength;
+      onProgress(loaded, Math.max(total, loaded));
+      ctl.enqueue(chunk);
+    },
+  });
+  const body = res.body ? res.body.pipeThrough(counter) : await res.arrayBuffer();
+  if (!cacheAvailable()) {
+    // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.
+    if (body instanceof ReadableStream) await body.pipeTo(new WritableStream());
+    return loaded || total;
+  }
+  const type = res.headers.get('content-type') ?? 'application/octet-stream';
+  try {
+    await (await caches.open(CACHE_NAME)).put(url, new Response(body, { headers: { 'content-type': type } }));
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    console.warn(`[cache] could not keep ${url}: ${(e as Error).message}`);
+    return loaded || total;
+  }
+  blobs.delete(url);
+  if (total && loaded !== total && !res.headers.get('content-encoding')) {
+    await (await caches.open(CACHE_NAME)).delete(url);
+    throw new DownloadError(url, `got ${loaded} bytes of ${total} (connection cut?)`);
+  }
+  return loaded;
+}
+
+/** A download that failed for a network or HTTP reason. */
+export class DownloadError extends Error {
+  constructor(readonly url: string, detail: string) {
+    super(`[download] ${url}: ${detail}`);
+    this.name = 'DownloadError';
+  }
+}
+
+/** Drop every cached download. */
+export async function clearCache(): Promise<void> {
+  blobs.clear();
+  if (cacheAvailable()) await caches.delete(CACHE_NAME);
+}
+
+/** Bytes held by the cached downloads (sum of entry sizes), and the origin's storage quota when known. */
+export async function cacheUsage(): Promise<{ files: number; bytes: number; quota: number | null; usage: number | null }> {
+  let files = 0;
+  let bytes = 0;
+  if (cacheAvailable() && (await caches.has(CACHE_NAME))) {
+    const c = await caches.open(CACHE_NAME);
+    for (const req of await c.keys()) {
+      const b = await cachedBlob(req.url);
+      if (b) { files++; bytes += b.size; }
+    }
+  }
+  const est = await navigator.storage?.estimate?.().catch(() => null);
+  return { files, bytes, quota: est?.quota ?? null, usage: est?.usage ?? null };
+}

@@ -1,0 +1,68 @@
+// Small DOM helpers shared by the panels.
+import { InputError } from '../src/tensor/errors.ts';
+import { fmtBytes } from './memory.ts';
+
+export function $<T extends HTMLElement = HTMLElement>(id: string): T {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`[demo] no element #${id}`);
+  return el as T;
+}
+
+/** A <dl> of label/value rows (values as text: never HTML); an optional third item is the value's id. */
+export function fillKv(dl: HTMLElement, rows: Array<[string, string] | [string, string, string]>): void {
+  dl.replaceChildren(...rows.flatMap(([k, v, id]) => {
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v;
+    if (id) dd.id = id;
+    return [dt, dd];
+  }));
+}
+
+/** A table body of label/value rows. */
+export function fillTable(table: HTMLTableElement, rows: Array<[string, string]>): void {
+  const body = table.tBodies[0] ?? table.createTBody();
+  body.replaceChildren(...rows.map(([k, v]) => {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = k;
+    const td = document.createElement('td');
+    td.textContent = v;
+    tr.append(th, td);
+    return tr;
+  }));
+}
+
+/** A byte-level progress bar and its text ("12.3 MiB / 40.0 MiB"). */
+export function setProgress(bar: HTMLProgressElement, text: HTMLElement, loaded: number, total: number, unit: 'bytes' | 'steps' = 'bytes'): void {
+  bar.max = Math.max(total, 1);
+  bar.value = Math.min(loaded, bar.max);
+  const f = unit === 'bytes' ? fmtBytes : String;
+  text.textContent = total > 0 ? `${f(loaded)} / ${f(total)}` : '–';
+}
+
+export function intInput(id: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const el = $<HTMLInputElement>(id);
+  const n = Number(el.value);
+  if (el.value.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+    el.focus();
+    throw new InputError('settings', `${labelOf(el)} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'} (got "${el.value}")`);
+  }
+  return n;
+}
+
+export function numInput(id: string, min: number, max: number): number {
+  const el = $<HTMLInputElement>(id);
+  const n = Number(el.value);
+  if (el.value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+    el.focus();
+    throw new InputError('settings', `${labelOf(el)} must be a number from ${min} to ${max} (got "${el.value}")`);
+  }
+  return n;
+}
+
+function labelOf(el: HTMLInputElement): string {
+  return (el.labels?.[0]?.textContent ?? el.getAttribute('aria-label') ?? el.id).trim().split('\n')[0].trim();
+}

@@ -1,0 +1,58 @@
+// Turn what the library (typed errors), the browser (DOMException, TypeError from fetch) and the download code
+// throw into a message a person can act on: a title, the detail, and whether reloading the page is the way out.
+import {
+  BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NoWebGpuError,
+} from '../src/tensor/errors.ts';
+import { BackendCapabilityError } from '../src/refract/backend.ts';
+import { DownloadError } from './cached-fetch.ts';
+import { WontFitError } from './memory.ts';
+
+export interface Explained {
+  /** Short class of problem, also set as data-kind on the banner (tests read it). */
+  kind: 'no-webgpu' | 'feature' | 'oom' | 'device-lost' | 'bad-files' | 'input' | 'download' | 'too-large' | 'aborted' | 'quota' | 'gpu' | 'other';
+  title: string;
+  detail: string;
+  reload: boolean;
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export function explain(e: unknown): Explained {
+  const detail = message(e);
+  if (e instanceof DOMException && e.name === 'AbortError') return { kind: 'aborted', title: 'Stopped.', detail: '', reload: false };
+  if (e instanceof DeviceLostError) {
+    return { kind: 'device-lost', title: 'The GPU device was lost', detail: `${detail}. The driver was reset or the tab lost its GPU; reload the page to continue.`, reload: true };
+  }
+  if (e instanceof NoWebGpuError) {
+    if (/feature/i.test(detail)) return { kind: 'feature', title: 'This GPU lacks a WebGPU feature the model needs', detail, reload: false };
+    return {
+      kind: 'no-webgpu', title: 'WebGPU is not available',
+      detail: `${detail}. Use a browser with WebGPU (Chrome or Edge 113+, Safari 26, Firefox 141+ on Windows), served over https or ` +
+        'from localhost; on Linux, Chrome needs --enable-unsafe-webgpu (and Vulkan) for now.',
+      reload: false,
+    };
+  }
+  if (e instanceof GpuOutOfMemoryError) {
+    return { kind: 'oom', title: 'Out of GPU memory', detail: `${detail}. Try a shorter context or fewer tokens, a quantized KV cache, or a smaller model; closing other GPU-heavy tabs can help.`, reload: false };
+  }
+  if (e instanceof WontFitError) {
+    return { kind: 'too-large', title: 'This model will not fit this GPU', detail: `${e.reasons.join('; ')}. Nothing was downloaded. Lower the context, quantize the KV cache, or tick "Load even if…" to try anyway.`, reload: false };
+  }
+  if (e instanceof BindingSizeError) return { kind: 'too-large', title: 'Too large for this GPU', detail, reload: false };
+  if (e instanceof FormatError) return { kind: 'bad-files', title: 'These files are not a usable HRM-Text model', detail, reload: false };
+  if (e instanceof InputError || e instanceof DTypeError || e instanceof BackendCapabilityError) return { kind: 'input', title: 'Check the settings', detail, reload: false };
+  if (e instanceof GpuValidationError) {
+    if (/feature/i.test(detail)) return { kind: 'feature', title: 'This GPU lacks a WebGPU feature the model needs', detail, reload: false };
+    return { kind: 'gpu', title: 'The GPU rejected a command', detail: `${detail}. This is a bug in hrm-webgpu or the browser; please report it with the adapter details.`, reload: false };
+  }
+  if (e instanceof DownloadError) {
+    return { kind: 'download', title: 'Download failed', detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
+  }
+  if (e instanceof TypeError && /fetch|network|load failed/i.test(detail)) {
+    return { kind: 'download', title: 'Download failed', detail: `${detail}. Offline, a wrong URL, or the server does not allow cross-origin requests (CORS).`, reload: false };
+  }
+  if (e instanceof DOMException && e.name === 'QuotaExceededError') {
+    return { kind: 'quota', title: 'Browser storage is full', detail: `${detail}. Clear the download cache or free disk space.`, reload: false };
+  }
+  return { kind: 'other', title: 'Something went wrong', detail: e instanceof Error && e.stack ? `${detail}\n${e.stack}` : detail, reload: false };
+}

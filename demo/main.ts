@@ -1,0 +1,50 @@
+// The demo page: open the GPU, show the adapter, load the embedded hrm-text-brown-6m, wire the three panels.
+// `window.__demo` exposes the state to the end-to-end test (tests/demo/demo.test.ts).
+import { Gpu } from '../src/tensor/gpu.ts';
+import { App, KV_CHOICES } from './app.ts';
+import { $ } from './dom.ts';
+import { initModelPanel, isSoftwareAdapter, openModel, refreshCacheUsage, showAdapter, updateMemory } from './model-panel.ts';
+import { initGeneratePanel } from './generate-panel.ts';
+import { initRefractPanel } from './refract-panel.ts';
+import { embeddedSource } from './sources.ts';
+
+function fillKvSelects(): void {
+  for (const sel of document.querySelectorAll<HTMLSelectElement>('select.kv-select')) {
+    const dflt = sel.dataset.default ?? 'f16';
+    for (const [value, label] of KV_CHOICES) sel.add(new Option(label, value, value === dflt, value === dflt));
+  }
+}
+
+async function main(): Promise<void> {
+  const app = new App();
+  (window as unknown as { __demo: App }).__demo = app;
+  fillKvSelects();
+  $('banner-close').addEventListener('click', () => app.hideBanner());
+  $('banner-reload').addEventListener('click', () => location.reload());
+  initModelPanel(app);
+  initGeneratePanel(app);
+  initRefractPanel(app);
+  app.changed();
+  void refreshCacheUsage();
+  try {
+    app.gpu = await Gpu.create();
+  } catch (e) {
+    const status = $('model-status');
+    status.textContent = 'No GPU: the demo cannot run here.';
+    status.dataset.state = 'error';
+    app.showError(e);
+    return;
+  }
+  app.watchDevice(app.gpu);
+  showAdapter(app.gpu);
+  if (isSoftwareAdapter(app.gpu)) {
+    $<HTMLInputElement>('kld-chunks').value = '1';
+    $<HTMLInputElement>('kld-ctx').value = '64';
+    $('refract-cpu').hidden = false;
+  }
+  await openModel(app, embeddedSource());
+  updateMemory(app);
+  $('prompt').focus();
+}
+
+void main();

