@@ -1,0 +1,70 @@
+// Headless-Chromium runner: serves bench/index.html with Vite on 127.0.0.1, opens it in Debian's chromium through
+// puppeteer-core (flags as in tests/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns off
+// Chrome's 100 us timestamp quantization), relays the page's log and writes the same files as the Node runner.
+// usage: npx tsx bench/browser.ts [the options of bench/run.ts]
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+import { CHROMIUM, serve } from '../tests/helpers/browser.ts';
+import type { BenchResult } from './harness.ts';
+import type { Rendered } from './report.ts';
+import { saveAll, saveJson } from './output.ts';
+import { parseArgs, USAGE } from './settings.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function commit(): string | null {
+  try {
+    const git = (...a: string[]) => execFileSync('git', a, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+dirty' : '');
+  } catch {
+    return null;
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const s = parseArgs(argv);
+  if (s.help) { console.log(USAGE); return 0; }
+  const { server, url } = await serve({ root, optimizeDeps: { include: ['vega', 'vega-lite'] } });
+  const profile = mkdtempSync(join(tmpdir(), 'hrm-bench-chrome-'));
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM, headless: true, protocolTimeout: 0,
+    args: ['--no-sandbox', '--enable-unsafe-webgpu', '--enable-webgpu-developer-features', '--disable-dev-shm-usage',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+      '--disable-renderer-backgrounding', '--disable-background-timer-throttling', `--user-data-dir=${profile}`],
+  });
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => console.log(m.type() === 'log' ? m.text() : `[page ${m.type()}] ${m.text()}`));
+    page.on('pageerror', (e) => console.error(`[page error] ${e instanceof Error ? e.message : String(e)}`));
+    const q = new URLSearchParams();
+    for (const a of argv) q.append('arg', a);
+    const c = commit();
+    if (c) q.set('commit', c);
+    q.set('timestamps', 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)');
+    await page.goto(`${url}/bench/index.html?${q}`);
+    const deadline = Date.now() + (s.budget + 600) * 1000;
+    for (;;) {
+      const state = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
+      if (state.partial) saveJson(s.out, state.partial);
+      if (state.done?.error) { console.error(state.done.error); return 1; }
+      if (state.done?.rendered) {
+        const paths = saveAll(s.out, state.done.rendered);
+        console.log('\n' + state.done.rendered.md);
+        console.log(`wrote ${paths.join(', ')}`);
+        return 0;
+      }
+      if (Date.now() > deadline) { console.error('[bench] the page did not finish in time'); return 1; }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+main(process.argv.slice(2)).then((code) => process.exit(code), (e) => { console.error(e); process.exit(1); });

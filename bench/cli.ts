@@ -1,0 +1,45 @@
+// The command line shared by the Node and Deno entries: parse flags, run the harness, write JSON / Markdown / SVG
+// into --out, print the summary. Returns the exit code.
+import { runBench } from './harness.ts';
+import { render } from './report.ts';
+import { saveAll, saveJson } from './output.ts';
+import { parseArgs, USAGE } from './settings.ts';
+import { exactDawnTimestamps } from './dawn.ts';
+
+/** Set by bench/pack.sh when it bundles (the machine that runs the bundle has no git checkout). */
+declare const __BENCH_COMMIT__: string | undefined;
+
+async function commit(): Promise<string | null> {
+  if (typeof __BENCH_COMMIT__ === 'string') return __BENCH_COMMIT__;
+  try {
+    const { execFileSync } = await import('node:child_process');
+    const git = (...a: string[]) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+dirty' : '');
+  } catch {
+    return null;
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let s;
+  try {
+    s = parseArgs(argv);
+  } catch (e) {
+    console.error((e as Error).message);
+    return 2;
+  }
+  if (s.help) { console.log(USAGE); return 0; }
+  const { help: _, ...settings } = s;
+  const timestamps = await exactDawnTimestamps();
+  const result = await runBench(settings, {
+    log: (m) => console.log(m),
+    update: (r) => { saveJson(settings.out, r); },
+    commit: await commit(),
+    timestamps,
+  });
+  const out = await render(result);
+  const paths = saveAll(settings.out, out);
+  console.log('\n' + out.md);
+  console.log(`wrote ${paths.join(', ')}`);
+  return 0;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one command for the H200 benchmark machine: `bash bench/h200.sh [bench options]`, run in the repository root
+# there, with the pack(s) bench/pack.sh built here carried along (nothing can be downloaded there):
+#   Dawn (node):  carry [".h200/bench"]        <- bash bench/pack.sh
+#   wgpu (Deno):  carry [".h200/bench-deno"]   <- bash bench/pack.sh deno   (a second call: both do not fit in one)
+# Every pack present is run in turn. Results (JSON, Markdown, SVG), logs and nvidia-smi's view go to $OUT
+# (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3 minutes of
+# measurement; a 420 s budget skips what has not started by then, so the files land inside a 600 s limit).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/results}
+mkdir -p "$out"
+{ nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv; } > "$out/nvidia-smi.txt" 2>&1 || true
+status=0
+ran=0
+for dir in .h200/bench .h200/bench-deno; do
+  [ -f "$dir/enter.sh" ] || continue
+  ran=1
+  name=${dir##*/}
+  echo "== $dir"
+  (
+    # shellcheck disable=SC1091
+    source "$dir/enter.sh"
+    if [ -f "$dir/bench-bundle.mjs.xz" ]; then
+      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" "$dir/bench-bundle.mjs" --out "$out" "$@"
+    elif [ -f "$dir/bench-deno.mjs.xz" ]; then
+      xz -dc "$dir/bench-deno.mjs.xz" > "$dir/bench-deno.mjs" && "$dir/deno" run -A "$dir/bench-deno.mjs" --out "$out" "$@"
+    else
+      echo "$dir has no bench bundle: run bench/pack.sh here first"; exit 1
+    fi
+  ) 2>&1 | tee "$out/$name.log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || { echo "== $dir exited with $rc"; status=$rc; }
+done
+[ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }
+ls -la "$out"
+exit "$status"

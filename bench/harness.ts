@@ -1,0 +1,138 @@
+// The measurement code every runner (Node/Dawn, Deno/wgpu, headless Chromium) executes: open the device, measure
+// the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
+// one JSON-able result. Nothing here touches files or the command line; the runners do.
+import { Gpu } from '../src/tensor/gpu.ts';
+import type { AdapterSummary } from '../src/tensor/device.ts';
+import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
+import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
+import { HrmModel } from '../src/hrm/model.ts';
+import pkg from '../package.json' with { type: 'json' };
+import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
+import { dispatchCost, gemv, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
+import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model.ts';
+import type { Settings } from './settings.ts';
+import { now } from './stats.ts';
+
+export const SCHEMA = 'hrm-webgpu-bench/1';
+
+export interface BenchEnv {
+  runtime: string;
+  runtimeVersion: string;
+  adapter: AdapterSummary;
+  /** hrm-webgpu's version and the pinned versions of its dependencies (package.json). */
+  packages: Record<string, string>;
+  commit: string | null;
+  /** How GPU timestamps were obtained (Dawn quantizes them to 65.5 us unless a toggle turns that off). */
+  timestamps: string;
+}
+
+export interface BenchResult {
+  schema: typeof SCHEMA;
+  date: string;
+  env: BenchEnv;
+  settings: Settings;
+  model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
+  kernels: KernelResults;
+  caches: CacheResult[];
+  errors: string[];
+  skipped: string[];
+  elapsedS: number;
+  /** False while the run is in progress (partial results are written after each section). */
+  complete: boolean;
+}
+
+export interface Hooks {
+  log(message: string): void;
+  /** Called after each section with the result so far (runners write it, so a killed run leaves figures). */
+  update?(r: BenchResult): void | Promise<void>;
+  commit?: string | null;
+  timestamps?: string;
+}
+
+function runtimeVersion(runtime: string): string {
+  const g = globalThis as { Deno?: { version: { deno: string; v8: string } }; process?: { version: string; versions: { v8: string } }; navigator?: { userAgent?: string } };
+  if (runtime === 'deno' && g.Deno) return `deno ${g.Deno.version.deno} (v8 ${g.Deno.version.v8})`;
+  if (runtime === 'node' && g.process) return `node ${g.process.version} (v8 ${g.process.versions.v8})`;
+  return g.navigator?.userAgent ?? 'unknown';
+}
+
+export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
+  return s.config === '1b'
+    ? { name: 'HRM-Text-1B', config: HRM_TEXT_1B }
+    : { name: 'hrm-text-brown-6m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-6m/config.json') };
+}
+
+/** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */
+export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {
+  const t0 = now();
+  const clock = { left: () => s.budget - (now() - t0) / 1000 };
+  const log = hooks.log;
+  const gpu = await Gpu.create();
+  const r: BenchResult = {
+    schema: SCHEMA, date: new Date().toISOString(),
+    env: {
+      runtime: gpu.summary.runtime, runtimeVersion: runtimeVersion(gpu.summary.runtime), adapter: gpu.summary,
+      packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
+      commit: hooks.commit ?? null,
+      timestamps: gpu.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
+    },
+    settings: s, model: null, kernels: { stream: null, gemv: [], matmul: null, dispatch: null },
+    caches: [], errors: [], skipped: [], elapsedS: 0, complete: false,
+  };
+  const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
+  const a = gpu.summary;
+  log(`adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ')} (${r.env.runtimeVersion})`);
+  const { name, config } = benchConfig(s);
+  const section = async (what: string, f: () => Promise<void>) => {
+    if (clock.left() <= 0) { r.skipped.push(`${what}: time budget spent`); return; }
+    const ts = now();
+    try {
+      await f();
+      log(`${what}: ${((now() - ts) / 1000).toFixed(1)} s`);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      r.errors.push(`${what}: ${msg}`);
+      log(`${what}: ERROR ${msg.split('\n')[0]}`);
+      await gpu.sync().catch(() => undefined);
+    }
+    await update();
+  };
+
+  try {
+    const h = config.hidden_size, qkv = 4 * config.num_attention_heads * config.head_dim;
+    await section('stream read', async () => { r.kernels.stream = await streamRead(gpu, s); });
+    const streamGBps = r.kernels.stream?.GBps.median ?? null;
+    if (s.only !== 'model') {
+      await section(`gemv ${qkv}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });
+      await section(`gemv ${config.vocab_size}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, config.vocab_size, h, s, streamGBps)); });
+      await section(`matmul ${s.matmulRows} rows`, async () => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
+      await section('dispatch chain', async () => { r.kernels.dispatch = await dispatchCost(gpu, s); });
+    }
+    gpu.trimPool();
+    if (s.only !== 'kernels') {
+      await section(`model ${name}`, async () => {
+        const ts = now();
+        const weights = await randomWeights(gpu, config, s.seed);
+        await gpu.sync();
+        const weightsMs = now() - ts;
+        const info = modelInfo(name, config, parameterCount(config));
+        r.model = { ...info, dtype: s.dtype, weightsMs };
+        log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
+        const bench = new ModelBench(gpu, new HrmModel(gpu, config, weights, s.dtype), info, s, clock, log);
+        try {
+          for (const c of s.caches) {
+            r.caches.push(await bench.run(c, streamGBps));
+            await update();
+          }
+        } finally {
+          disposeWeights(weights);
+        }
+      });
+    }
+  } finally {
+    r.elapsedS = (now() - t0) / 1000;
+    r.complete = true;
+    gpu.destroy();
+  }
+  return r;
+}

@@ -1,0 +1,253 @@
+// Kernel microbenchmarks: the device's streaming-read bandwidth (the ceiling every decode figure is held
+// against), the library's bf16 matrix-vector product on the model's two characteristic shapes, the prefill-shaped
+// matmul in TFLOP/s, and the cost of one small dependent dispatch.
+//
+// Timing. A "call" is recorded `batch` times into one command buffer, then submitted and awaited: wall time per
+// call = (submit -> GPU done) / batch, recording excluded, so the fixed submit/readback latency is spread over
+// >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one pass per dispatch)
+// for the kernel's own GPU time; the wall figure also contains the barrier between dependent dispatches, which is
+// what the model pays.
+import type { Gpu } from '../src/tensor/gpu.ts';
+import { Tensor } from '../src/tensor/tensor.ts';
+import { fillRandom } from '../src/kernels/init/random.ts';
+import { matmul } from '../src/kernels/matmul/matmul.ts';
+import { add } from '../src/kernels/ops/ops.ts';
+import { chunkRows } from '../src/hrm/weights.ts';
+import type { Settings } from './settings.ts';
+import { now, stats, type Stats } from './stats.ts';
+import { STREAM_READ } from './wgsl.ts';
+
+/** HBM bandwidth of an H200 as the CUDA device copy measures it (PERFORMANCE.md): the shares' reference. */
+export const H200_BYTES_PER_S = 4.27e12;
+/** Dawn quantizes timestamps to 2^16 ns unless told not to: timings that are all multiples of it are suspect. */
+const QUANTUM_MS = 65536 / 1e6;
+
+export interface Timing {
+  /** Kernel labels dispatched by one call. */
+  labels: string[];
+  dispatchesPerCall: number;
+  batch: number;
+  /** Milliseconds per call: wall clock over a batch (submit to done). */
+  wallMs: Stats;
+  /** Milliseconds per call from GPU timestamps (null without timestamp-query). */
+  gpuMs: Stats | null;
+  /** The timestamps were all multiples of Dawn's 65.5 us quantum (per-dispatch values are then unreliable). */
+  quantized: boolean;
+}
+
+export interface BandwidthFigure extends Timing {
+  name: string;
+  bytes: number;
+  /** Bytes per second from the wall time, and from the GPU time where there is one. */
+  GBps: Stats;
+  kernelGBps: Stats | null;
+  /** Median GB/s as a share of the measured streaming read, and of the H200's 4.27 TB/s. */
+  shareOfStream: number | null;
+  shareOfH200: number;
+}
+
+export interface MatmulFigure extends Timing {
+  name: string;
+  flops: number;
+  TFLOPs: Stats;
+  kernelTFLOPs: Stats | null;
+}
+
+export interface DispatchFigure {
+  chain: number;
+  /** Microseconds per dependent dispatch: JS recording, and submit -> GPU done. */
+  encodeUs: Stats;
+  gpuUs: Stats;
+}
+
+export interface KernelResults {
+  stream: BandwidthFigure | null;
+  gemv: BandwidthFigure[];
+  matmul: MatmulFigure | null;
+  dispatch: DispatchFigure | null;
+}
+
+/** Time `record` (which records one call into the open batch) as described at the top. */
+export async function timeCalls(gpu: Gpu, record: () => void, s: Settings): Promise<Timing> {
+  record();
+  await gpu.sync(); // compile and first touch
+  const d0 = gpu.dispatchCount;
+  let t0 = now();
+  record();
+  const dispatchesPerCall = gpu.dispatchCount - d0;
+  await gpu.sync();
+  const est = Math.max(now() - t0, 1e-3);
+  const batch = Math.max(2, Math.min(1000, Math.ceil(25 / est)));
+  const wall: number[] = [];
+  for (let i = 0; i < s.samples; i++) {
+    for (let b = 0; b < batch; b++) record();
+    t0 = now();
+    await gpu.sync();
+    wall.push((now() - t0) / batch);
+  }
+  let gpuMs: Stats | null = null;
+  let labels: string[] = [];
+  let quantized = false;
+  if (gpu.timestamps) {
+    const calls = Math.max(1, Math.min(batch, Math.floor(2048 / dispatchesPerCall)));
+    gpu.profileNext(calls * dispatchesPerCall);
+    for (let b = 0; b < calls; b++) record();
+    await gpu.sync();
+    const t = gpu.lastTimings;
+    const per: number[] = [];
+    for (let c = 0; c + dispatchesPerCall <= t.length; c += dispatchesPerCall) {
+      per.push(t.slice(c, c + dispatchesPerCall).reduce((a, x) => a + x.ms, 0));
+    }
+    labels = [...new Set(t.slice(0, dispatchesPerCall).map((x) => x.label))];
+    quantized = t.length > 1 && t.every((x) => Math.abs(x.ms / QUANTUM_MS - Math.round(x.ms / QUANTUM_MS)) < 1e-6);
+    if (per.length) gpuMs = stats(per);
+  }
+  return { labels, dispatchesPerCall, batch, wallMs: stats(wall), gpuMs, quantized };
+}
+
+function bandwidth(name: string, bytes: number, t: Timing, streamGBps: number | null): BandwidthFigure {
+  const GBps = stats(t.wallMs.samples.map((ms) => bytes / ms / 1e6));
+  const kernelGBps = t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => bytes / ms / 1e6)) : null;
+  return {
+    name, bytes, ...t, GBps, kernelGBps,
+    shareOfStream: streamGBps ? GBps.median / streamGBps : null,
+    shareOfH200: (GBps.median * 1e9) / H200_BYTES_PER_S,
+  };
+}
+
+/** A storage buffer outside the pool, or null when the device is out of memory for it. */
+async function tryBuffer(gpu: Gpu, size: number, label: string): Promise<GPUBuffer | null> {
+  gpu.device.pushErrorScope('out-of-memory');
+  const b = gpu.device.createBuffer({ size, label, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  if (!(await gpu.device.popErrorScope())) return b;
+  b.destroy();
+  return null;
+}
+
+/**
+ * Streaming read of min(streamBytes, binding limit) bytes of random data; halves the size while the device cannot
+ * allocate it (software drivers cap their memory), down to 16 MiB.
+ */
+export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure> {
+  let bytes = Math.floor(Math.min(s.streamBytes, gpu.maxBinding, gpu.maxBuffer) / 16) * 16;
+  let buffer = await tryBuffer(gpu, bytes, 'stream.src');
+  while (!buffer && bytes > 16 * 2 ** 20) {
+    bytes = Math.floor(bytes / 32) * 16;
+    buffer = await tryBuffer(gpu, bytes, 'stream.src');
+  }
+  if (!buffer) throw new Error(`[stream read] out of GPU memory for a ${bytes}-byte buffer`);
+  const src = new Tensor(gpu, buffer, [bytes / 4], 'f32', 'stream.src', 0, false);
+  const sink = Tensor.empty(gpu, [64 * 4], 'u32', 'stream.sink');
+  const device = gpu.device;
+  const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'stream.params' });
+  try {
+    fillRandom(src, { seed: s.seed, scale: 1 });
+    const WG = 256;
+    const n4 = bytes / 16;
+    const groups = Math.min(device.limits.maxComputeWorkgroupsPerDimension, Math.ceil(n4 / (WG * 8)));
+    const module = device.createShaderModule({ code: STREAM_READ, label: 'bench/wgsl.ts stream_read' });
+    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'stream_read', constants: { WG } }, label: 'stream_read' });
+    device.queue.writeBuffer(params, 0, new Uint32Array([n4, groups * WG, 0, 0]));
+    const bindGroup = device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0), label: 'stream_read',
+      entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: src.binding('stream') }, { binding: 2, resource: sink.binding('stream') }],
+    });
+    const t = await timeCalls(gpu, () => {
+      const pass = gpu.computePass('stream_read');
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(groups);
+      gpu.dispatchCount++;
+    }, s);
+    return bandwidth(`stream read ${(bytes / 2 ** 20).toFixed(0)} MiB`, bytes, t, null);
+  } finally {
+    await gpu.sync().catch(() => undefined);
+    buffer.destroy();
+    sink.dispose();
+    params.destroy();
+  }
+}
+
+/** A bf16 [rows, cols] weight split like a checkpoint into bindable row chunks, filled on the GPU. */
+function randomWeight(gpu: Gpu, rows: number, cols: number, seed: number, label: string): Tensor[] {
+  const per = chunkRows(gpu, rows, cols * 2);
+  const chunks: Tensor[] = [];
+  for (let r = 0; r < rows; r += per) {
+    const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'bf16', label);
+    fillRandom(t, { seed: seed + r, scale: 1 / Math.sqrt(cols) });
+    chunks.push(t);
+  }
+  return chunks;
+}
+
+function randomX(gpu: Gpu, rows: number, cols: number, seed: number): Tensor {
+  const x = Tensor.empty(gpu, [rows, cols], 'f32', 'bench.x');
+  fillRandom(x, { seed, scale: 1 });
+  return x;
+}
+
+/**
+ * x[1, cols] @ W[rows, cols]^T with bf16 W through the library's matmul (its matrix-vector path). Bytes = the
+ * weights + x + out. Cycles through enough copies of W to exceed `cacheBust` bytes, as the model's layers do.
+ */
+export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, streamGBps: number | null): Promise<BandwidthFigure> {
+  const wBytes = rows * cols * 2;
+  const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
+  const ws = Array.from({ length: copies }, (_, i) => randomWeight(gpu, rows, cols, s.seed * 7919 + i * 104729, `gemv.w${i}`));
+  const x = randomX(gpu, 1, cols, s.seed);
+  let i = 0;
+  try {
+    const t = await timeCalls(gpu, () => matmul(x, ws[i++ % copies]).dispose(), s);
+    const fig = bandwidth(`bf16 GEMV ${rows}x${cols}`, wBytes + cols * 4 + rows * 4, t, streamGBps);
+    return { ...fig, name: `${fig.name} (${copies} cop${copies > 1 ? 'ies' : 'y'})` };
+  } finally {
+    x.dispose();
+    for (const w of ws) for (const c of w) c.dispose();
+  }
+}
+
+/** x[m, k] @ W[n, k]^T, bf16 W, f32 x: 2mnk FLOP per call. */
+export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: Settings): Promise<MatmulFigure> {
+  const w = randomWeight(gpu, n, k, s.seed * 31, 'mm.w');
+  const x = randomX(gpu, m, k, s.seed + 1);
+  try {
+    const t = await timeCalls(gpu, () => matmul(x, w).dispose(), s);
+    const flops = 2 * m * n * k;
+    return {
+      name: `matmul ${m}x${k} @ ${n}x${k}^T (bf16 weights)`, flops, ...t,
+      TFLOPs: stats(t.wallMs.samples.map((ms) => flops / ms / 1e9)),
+      kernelTFLOPs: t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => flops / ms / 1e9)) : null,
+    };
+  } finally {
+    x.dispose();
+    for (const c of w) c.dispose();
+  }
+}
+
+/** `chain` dependent adds of 256 floats (each reads the previous output): the per-dispatch price, recording and GPU. */
+export async function dispatchCost(gpu: Gpu, s: Settings): Promise<DispatchFigure> {
+  const b = randomX(gpu, 1, 256, s.seed + 2);
+  const run = async (): Promise<{ enc: number; gpu: number }> => {
+    let x = randomX(gpu, 1, 256, s.seed + 3);
+    await gpu.sync();
+    const t0 = now();
+    for (let i = 0; i < s.dispatchChain; i++) {
+      const y = add(x, b);
+      x.dispose();
+      x = y;
+    }
+    const t1 = now();
+    await gpu.sync();
+    const t2 = now();
+    x.dispose();
+    return { enc: ((t1 - t0) * 1000) / s.dispatchChain, gpu: ((t2 - t1) * 1000) / s.dispatchChain };
+  };
+  try {
+    await run();
+    const runs = [];
+    for (let i = 0; i < s.samples; i++) runs.push(await run());
+    return { chain: s.dispatchChain, encodeUs: stats(runs.map((r) => r.enc)), gpuUs: stats(runs.map((r) => r.gpu)) };
+  } finally {
+    b.dispose();
+  }
+}

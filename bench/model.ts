@@ -1,0 +1,270 @@
+// End-to-end figures of the HRM model with random bf16 weights: prefill tok/s, decode tok/s after a prompt (one
+// token at a time, the logits read back and the next token picked on the CPU, as generation does), and where a
+// decode step's time goes (dispatches, JS recording, GPU time per kernel label from one profiled step), per
+// KV-cache configuration. Also the bytes a decode token must read, which turn a bandwidth into a ceiling.
+import type { Gpu } from '../src/tensor/gpu.ts';
+import type { Tensor } from '../src/tensor/tensor.ts';
+import { HrmModel } from '../src/hrm/model.ts';
+import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
+import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
+import { CACHES, type CacheName, type Settings } from './settings.ts';
+import { now, stats, type Stats } from './stats.ts';
+
+export interface PrefillFigure {
+  tokens: number;
+  tokPerS: Stats;
+  /** Whole forward, recording to logits on the CPU. */
+  ms: Stats;
+  /** JS time to record the forward (before anything is submitted). */
+  encodeMs: Stats;
+  dispatches: number;
+}
+
+export interface DecodeFigure {
+  prompt: number;
+  tokens: number;
+  /** Tokens / decode time of each repetition. */
+  tokPerS: Stats;
+  /** Every decoded token's step: record, submit, read the logits back, pick the next token. */
+  stepMs: Stats;
+  encodeMs: Stats;
+  dispatchesPerToken: number;
+  /** Mean positions attended per decoded token. */
+  meanContext: number;
+}
+
+export interface LabelTime { label: string; count: number; ms: number; share: number }
+
+export interface ProfileFigure {
+  context: number;
+  dispatches: number;
+  /** Dispatches that got timestamps (the profiler holds at most 2048 per step). */
+  profiled: number;
+  kernelMs: number;
+  byLabel: LabelTime[];
+  quantized: boolean;
+}
+
+/** Bytes one decode token reads at the decode's mean context, and the tok/s they allow at a bandwidth. */
+export interface Ceiling {
+  weightBytes: number;
+  kvBytes: number;
+  bytesPerToken: number;
+  /** At the streaming bandwidth measured on this device (null if it was not measured). */
+  tokPerS: number | null;
+  /** At the H200's 4.27 TB/s. */
+  tokPerSH200: number;
+}
+
+export interface CacheResult {
+  name: CacheName;
+  kv: { k: number | null; v: number | null };
+  mode: 'after-prefill';
+  /** Cache bytes per cached position, all slots, K and V. */
+  bytesPerPosition: number;
+  prefill: PrefillFigure[];
+  decode: DecodeFigure | null;
+  profile: ProfileFigure | null;
+  ceiling: Ceiling;
+  /** Bytes per token x median tok/s: the bandwidth decode achieves, and its share of the streaming read. */
+  decodeGBps: number | null;
+  shareOfStream: number | null;
+  errors: string[];
+  skipped: string[];
+}
+
+export interface ModelInfo {
+  name: string;
+  config: HrmConfig;
+  parameters: number;
+  /** bf16 bytes of one stack (all layers), of lm_head, and read per decode token (stack calls x stack + lm_head). */
+  stackBytes: number;
+  lmHeadBytes: number;
+  weightBytesPerToken: number;
+  stackCalls: number;
+}
+
+export function modelInfo(name: string, c: HrmConfig, parameters: number): ModelInfo {
+  const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
+  const layer = 4 * a * h + h * a + 2 * i * h + h * i;
+  const stackBytes = 2 * layer * c.num_layers_per_stack;
+  const lmHeadBytes = 2 * c.vocab_size * h;
+  return { name, config: c, parameters, stackBytes, lmHeadBytes, weightBytesPerToken: stackCalls(c) * stackBytes + lmHeadBytes, stackCalls: stackCalls(c) };
+}
+
+export function ceiling(info: ModelInfo, bytesPerPosition: number, context: number, streamGBps: number | null): Ceiling {
+  const kvBytes = bytesPerPosition * context;
+  const bytesPerToken = info.weightBytesPerToken + kvBytes;
+  return {
+    weightBytes: info.weightBytesPerToken, kvBytes, bytesPerToken,
+    tokPerS: streamGBps ? (streamGBps * 1e9) / bytesPerToken : null,
+    tokPerSH200: 4.27e12 / bytesPerToken,
+  };
+}
+
+/** Deterministic prompt ids in [16, vocab) (a small LCG; any ids serve, the weights are random). */
+export function promptIds(n: number, vocab: number, seed: number): number[] {
+  let x = (seed * 2654435761 + 12345) >>> 0;
+  return Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return 16 + (x % (vocab - 16));
+  });
+}
+
+function argmax(row: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+}
+
+async function readRow(t: Tensor): Promise<Float32Array> {
+  try { return await t.readF32(); } finally { t.dispose(); }
+}
+
+export interface Clock { left(): number }
+
+/** Runs the prefill, decode and profile measurements of one cache configuration. */
+export class ModelBench {
+  constructor(readonly gpu: Gpu, readonly model: HrmModel, readonly info: ModelInfo, readonly s: Settings, readonly clock: Clock, readonly log: (m: string) => void) {}
+
+  private cache(name: CacheName, capacity: number): HrmCache {
+    return this.model.newCache({ capacity, kv: CACHES[name], mode: 'after-prefill' });
+  }
+
+  /** One prefill of `n` tokens into a fresh cache; times and dispatch count. */
+  private async prefillOnce(name: CacheName, n: number, seed: number): Promise<{ ms: number; encodeMs: number; dispatches: number }> {
+    const cache = this.cache(name, n);
+    try {
+      const ids = promptIds(n, this.info.config.vocab_size, seed);
+      await this.gpu.sync();
+      const d0 = this.gpu.dispatchCount;
+      const t0 = now();
+      const logits = this.model.forward(ids, cache, { mask: 'prefix', logits: 'last' });
+      const t1 = now();
+      argmax(await readRow(logits));
+      return { ms: now() - t0, encodeMs: t1 - t0, dispatches: this.gpu.dispatchCount - d0 };
+    } finally {
+      cache.dispose();
+    }
+  }
+
+  async prefill(name: CacheName, n: number): Promise<PrefillFigure> {
+    for (let w = 0; w < this.s.warmup; w++) await this.prefillOnce(name, n, this.s.seed + 100 + w);
+    const runs = [];
+    for (let r = 0; r < this.s.reps; r++) {
+      if (r > 0 && this.clock.left() <= 0) break;
+      runs.push(await this.prefillOnce(name, n, this.s.seed + r));
+    }
+    return {
+      tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),
+      encodeMs: stats(runs.map((r) => r.encodeMs)), dispatches: runs[0].dispatches,
+    };
+  }
+
+  /**
+   * Prefill `prompt` tokens, then decode `tokens` tokens; returns per-step times. With `profile`, one more step
+   * is recorded with per-dispatch timestamps (outside the timed steps: profiling opens a pass per dispatch).
+   */
+  private async decodeOnce(name: CacheName, tokens: number, seed: number, profile: boolean): Promise<{ steps: Array<{ ms: number; encodeMs: number; dispatches: number }>; profile: ProfileFigure | null }> {
+    const { prompt } = this.s;
+    const cache = this.cache(name, prompt + tokens + 1);
+    try {
+      let tok = argmax(await readRow(this.model.forward(promptIds(prompt, this.info.config.vocab_size, seed), cache, { mask: 'prefix', logits: 'last' })));
+      const steps = [];
+      for (let i = 0; i < tokens; i++) {
+        const d0 = this.gpu.dispatchCount;
+        const t0 = now();
+        const logits = this.model.forward([tok], cache, { mask: 'causal', logits: 'last' });
+        const t1 = now();
+        tok = argmax(await readRow(logits));
+        steps.push({ ms: now() - t0, encodeMs: t1 - t0, dispatches: this.gpu.dispatchCount - d0 });
+      }
+      let prof: ProfileFigure | null = null;
+      if (profile && this.gpu.timestamps && steps.length) {
+        const dispatches = steps[steps.length - 1].dispatches;
+        const context = cache.offset + 1;
+        this.gpu.profileNext(Math.min(2048, dispatches));
+        await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
+        prof = summarizeProfile(this.gpu.lastTimings, dispatches, context);
+      }
+      return { steps, profile: prof };
+    } finally {
+      cache.dispose();
+    }
+  }
+
+  async decode(name: CacheName): Promise<{ decode: DecodeFigure; profile: ProfileFigure | null }> {
+    const { decodeTokens, prompt } = this.s;
+    if (this.s.warmup > 0) await this.decodeOnce(name, Math.min(4, decodeTokens), this.s.seed + 200, false);
+    const reps: Array<Awaited<ReturnType<ModelBench['decodeOnce']>>> = [];
+    for (let r = 0; r < this.s.decodeReps; r++) {
+      if (r > 0 && this.clock.left() <= 0) break;
+      reps.push(await this.decodeOnce(name, decodeTokens, this.s.seed + r, r === 0));
+    }
+    const steps = reps.flatMap((r) => r.steps);
+    const decode: DecodeFigure = {
+      prompt, tokens: decodeTokens,
+      tokPerS: stats(reps.map((r) => (r.steps.length * 1000) / r.steps.reduce((a, x) => a + x.ms, 0))),
+      stepMs: stats(steps.map((x) => x.ms)),
+      encodeMs: stats(steps.map((x) => x.encodeMs)),
+      dispatchesPerToken: steps[steps.length - 1].dispatches,
+      meanContext: prompt + (decodeTokens + 1) / 2,
+    };
+    return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
+  }
+
+  /** Every measurement of one cache configuration; errors are recorded, not thrown. */
+  async run(name: CacheName, streamGBps: number | null): Promise<CacheResult> {
+    const c = this.info.config;
+    const bytesPerPosition = cacheBytes(c, 1, this.s.dtype, CACHES[name]);
+    const res: CacheResult = {
+      name, kv: CACHES[name], mode: 'after-prefill', bytesPerPosition, prefill: [], decode: null, profile: null,
+      ceiling: ceiling(this.info, bytesPerPosition, this.s.prompt + (this.s.decodeTokens + 1) / 2, streamGBps),
+      decodeGBps: null, shareOfStream: null, errors: [], skipped: [],
+    };
+    const attempt = async (what: string, f: () => Promise<void>): Promise<boolean> => {
+      if (this.clock.left() <= 0) { res.skipped.push(`${what}: time budget spent`); return false; }
+      const t0 = now();
+      try {
+        await f();
+        this.log(`  ${name} ${what}: ${((now() - t0) / 1000).toFixed(1)} s`);
+        return true;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        res.errors.push(`${what}: ${msg}`);
+        this.log(`  ${name} ${what}: ERROR ${msg.split('\n')[0]}`);
+        await this.gpu.sync().catch(() => undefined); // submit (and so drop) whatever the failed forward recorded
+        return false;
+      }
+    };
+    await attempt(`decode ${this.s.decodeTokens} after ${this.s.prompt}`, async () => {
+      const r = await this.decode(name);
+      res.decode = r.decode;
+      res.profile = r.profile;
+      res.decodeGBps = (res.ceiling.bytesPerToken * r.decode.tokPerS.median) / 1e9;
+      res.shareOfStream = streamGBps ? res.decodeGBps / streamGBps : null;
+    });
+    for (const n of this.s.prefill) {
+      await attempt(`prefill ${n}`, async () => { res.prefill.push(await this.prefill(name, n)); });
+    }
+    return res;
+  }
+}
+
+/** Per-label totals of one profiled step, largest first. */
+export function summarizeProfile(t: Array<{ label: string; ms: number }>, dispatches: number, context: number): ProfileFigure {
+  const by = new Map<string, { count: number; ms: number }>();
+  for (const x of t) {
+    const e = by.get(x.label) ?? { count: 0, ms: 0 };
+    e.count++;
+    e.ms += x.ms;
+    by.set(x.label, e);
+  }
+  const kernelMs = t.reduce((a, x) => a + x.ms, 0);
+  const q = 65536 / 1e6;
+  return {
+    context, dispatches, profiled: t.length, kernelMs,
+    byLabel: [...by].map(([label, e]) => ({ label, count: e.count, ms: e.ms, share: kernelMs ? e.ms / kernelMs : 0 })).sort((a, b) => b.ms - a.ms),
+    quantized: t.length > 1 && t.every((x) => Math.abs(x.ms / q - Math.round(x.ms / q)) < 1e-6),
+  };
+}

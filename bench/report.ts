@@ -1,0 +1,150 @@
+// What a run leaves behind: the JSON (every figure and setting), a Markdown summary table, and an SVG plot of
+// decode tok/s per KV-cache configuration next to the ceiling the measured streaming bandwidth allows. Pure
+// functions of the result (Vega renders the SVG without a DOM), so every runner produces identical files.
+import * as vega from 'vega';
+import * as vl from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
+import { benchConfig, type BenchResult } from './harness.ts';
+import type { Stats } from './stats.ts';
+
+export interface Rendered { base: string; json: string; md: string; svg: string }
+
+/** The adapter's most telling name: its device name, unless that is a bare PCI id (Chrome, wgpu), then its description. */
+export function adapterLabel(r: BenchResult): string {
+  const a = r.env.adapter;
+  const device = /[g-z]/i.test(a.device.replace(/^0x/i, '')) ? a.device : '';
+  return device || a.description || [a.vendor, a.architecture].filter(Boolean).join(' ') || 'unknown adapter';
+}
+
+/** File name stem: adapter, runtime, model shape and UTC date, e.g. `nvidia-h200_node_1b_20250102-030405Z`. */
+export function baseName(r: BenchResult): string {
+  const slug = adapterLabel(r).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 48) || 'adapter';
+  const d = r.date.replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '').replace('T', '-');
+  return `${slug}_${r.env.runtime}_${r.settings.config}_${d}`;
+}
+
+/** 3 significant digits, thousands grouped from 10 000 up (4 210, 0.0123). */
+function f(v: number | null | undefined, digits = 3): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—';
+  if (Math.abs(v) >= 10000) return Math.round(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+  return Math.abs(v) >= 10 ** digits ? Math.round(v).toString() : String(Number(v.toPrecision(digits)));
+}
+const pct = (v: number | null | undefined): string => (v === null || v === undefined ? '—' : `${f(v * 100, 2)} %`);
+const range = (s: Stats | null | undefined, scale = 1): string => (s ? `${f(s.min * scale)}–${f(s.max * scale)}` : '—');
+const esc = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function adapterName(r: BenchResult): string {
+  const a = r.env.adapter;
+  return [adapterLabel(r), a.vendor && !/^\d+$/.test(a.vendor) ? a.vendor : ''].filter(Boolean).join(', ');
+}
+
+/** The Markdown summary. */
+export function markdown(r: BenchResult): string {
+  const s = r.settings;
+  const L: string[] = [];
+  L.push(`# hrm-webgpu benchmark: ${benchConfig(s).name}, ${adapterName(r)}`, '');
+  L.push(`${r.env.runtimeVersion}; ${r.date}${r.env.commit ? `; commit ${r.env.commit}` : ''}; timestamps: ${r.env.timestamps}.`);
+  if (s.only !== 'kernels') {
+    L.push(`Random bf16 weights, ${s.dtype} activations; prefill ${s.prefill.join(' and ')} tokens (${s.warmup} warm-up, ${s.reps} timed); ` +
+      `decode ${s.decodeTokens} tokens after a ${s.prompt}-token prompt (${s.decodeReps} timed); KV caches ${s.caches.join(', ')}.`);
+  }
+  L.push(`Medians, with min–max; kernel figures over ${s.samples} timed batches each.`, '');
+  const k = r.kernels;
+  if (k.stream || k.gemv.length || k.matmul || k.dispatch) L.push('## Kernels', '', '| kernel | median | min–max | of stream read | of 4.27 TB/s | GPU time / call (timestamps) | kernel |', '|---|---|---|---|---|---|---|');
+  for (const b of [k.stream, ...k.gemv].filter((x) => x)) {
+    L.push(`| ${b!.name} | ${f(b!.GBps.median)} GB/s | ${range(b!.GBps)} | ${pct(b!.shareOfStream)} | ${pct(b!.shareOfH200)} | ${f(b!.gpuMs?.median)} ms${b!.kernelGBps ? ` (${f(b!.kernelGBps.median)} GB/s)` : ''} | ${b!.labels.join(', ')} |`);
+  }
+  if (k.matmul) L.push(`| ${k.matmul.name} | ${f(k.matmul.TFLOPs.median)} TFLOP/s | ${range(k.matmul.TFLOPs)} | | | ${f(k.matmul.gpuMs?.median)} ms | ${k.matmul.labels.join(', ')} |`);
+  if (k.dispatch) L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
+  L.push('');
+  if (r.caches.length) {
+    const lens = s.prefill;
+    L.push('## Model, per KV cache', '');
+    L.push(`| cache | ${lens.map((n) => `prefill ${n} tok/s`).join(' | ')} | decode tok/s | min–max | ceiling tok/s (stream) | decode / ceiling | bytes / token | dispatches / token | record ms / token | step ms |`);
+    L.push(`|---|${lens.map(() => '---|').join('')}---|---|---|---|---|---|---|---|`);
+    for (const c of r.caches) {
+      const pre = lens.map((n) => f(c.prefill.find((p) => p.tokens === n)?.tokPerS.median));
+      const d = c.decode;
+      L.push(`| ${c.name} | ${pre.join(' | ')} | ${f(d?.tokPerS.median)} | ${range(d?.tokPerS)} | ${f(c.ceiling.tokPerS)} | ${d && c.ceiling.tokPerS ? pct(d.tokPerS.median / c.ceiling.tokPerS) : '—'} | ${f(c.ceiling.bytesPerToken / 1e9)} GB | ${d?.dispatchesPerToken ?? '—'} | ${f(d?.encodeMs.median)} | ${f(d?.stepMs.median)} |`);
+    }
+    L.push('');
+    for (const c of r.caches) for (const e of c.errors) L.push(`- **${c.name}**: error in ${esc(e).slice(0, 300)}`);
+    for (const c of r.caches) for (const e of c.skipped) L.push(`- **${c.name}**: skipped ${esc(e)}`);
+    L.push('');
+    const p = r.caches.find((c) => c.profile && c.decode);
+    if (p?.profile && p.decode) {
+      const pr = p.profile;
+      const step = p.decode.stepMs.median, rec = p.decode.encodeMs.median;
+      const rest = step - rec - pr.kernelMs;
+      L.push(`## Where a decode step goes (${p.name} cache, context ${pr.context})`, '');
+      L.push(`Step ${f(step)} ms = recording ${f(rec)} ms (JS) + GPU kernels ${f(pr.kernelMs)} ms (sum of per-dispatch timestamps, ` +
+        `${pr.profiled} of ${pr.dispatches} dispatches) + a remainder of ${f(rest)} ms ` +
+        `(${f((rest * 1000) / pr.dispatches)} us per dispatch: submission, the gaps between dependent dispatches, the readback; approximate, since ` +
+        `the profiled step runs one pass per dispatch).` +
+        (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
+        `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
+      L.push('| kernel label | dispatches | GPU ms | share |', '|---|---|---|---|');
+      for (const x of pr.byLabel.slice(0, 16)) L.push(`| ${x.label} | ${x.count} | ${f(x.ms)} | ${pct(x.share)} |`);
+      L.push('');
+    }
+  }
+  if (s.config === '1b') {
+    L.push('Anchors on an H200 (PERFORMANCE.md, transformers, bf16): prefill 1127 tok/s (128) and 2714 (512); decode 10.2 tok/s (eager), ' +
+      '~55 (static cache + torch.compile); bf16 decode ceiling at 4.27 TB/s ~530 tok/s.', '');
+  }
+  for (const e of r.errors) L.push(`- error: ${esc(e).slice(0, 300)}`);
+  for (const e of r.skipped) L.push(`- skipped: ${esc(e)}`);
+  L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
+  return L.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** Vega-Lite: measured decode tok/s (median, min–max whisker) and the stream-bandwidth ceiling, per cache. */
+export function decodePlotSpec(r: BenchResult): TopLevelSpec {
+  const MEAS = 'decode, measured (median; whisker min–max)';
+  const CEIL = 'ceiling = stream read / bytes per token';
+  const rows: Array<Record<string, unknown>> = [];
+  for (const c of r.caches) {
+    const d = c.decode;
+    rows.push({ cache: c.name, series: MEAS, value: d?.tokPerS.median ?? 0, lo: d?.tokPerS.min ?? null, hi: d?.tokPerS.max ?? null, label: d ? f(d.tokPerS.median) : c.errors.length ? 'error' : 'not run' });
+    if (c.ceiling.tokPerS !== null) rows.push({ cache: c.name, series: CEIL, value: c.ceiling.tokPerS, lo: null, hi: null, label: f(c.ceiling.tokPerS) });
+  }
+  const s = r.settings;
+  const stream = r.kernels.stream;
+  return {
+    title: {
+      text: `Decode tok/s per KV cache: ${benchConfig(s).name}`,
+      subtitle: [`${adapterName(r)}, ${r.env.runtimeVersion.split(' (')[0]}; ${s.decodeTokens} tokens after a ${s.prompt}-token prompt`,
+        `stream read ${f(stream?.GBps.median)} GB/s measured on this device`],
+      anchor: 'start',
+    },
+    width: { step: 70 },
+    height: 280,
+    data: { values: rows },
+    encoding: {
+      x: { field: 'cache', type: 'nominal', title: 'KV cache', sort: s.caches, axis: { labelAngle: 0 } },
+      xOffset: { field: 'series', type: 'nominal', sort: [MEAS, CEIL] },
+    },
+    layer: [
+      {
+        mark: { type: 'bar' },
+        encoding: {
+          y: { field: 'value', type: 'quantitative', title: 'tokens / s' },
+          color: { field: 'series', type: 'nominal', sort: [MEAS, CEIL], scale: { range: ['#1f6feb', '#bbbbbb'] }, legend: { orient: 'bottom', title: null, labelLimit: 400, direction: 'vertical' } },
+        },
+      },
+      { transform: [{ filter: 'datum.lo != null' }], mark: { type: 'rule', color: '#222' }, encoding: { y: { field: 'lo', type: 'quantitative' }, y2: { field: 'hi' } } },
+      { mark: { type: 'text', dy: -6, fontSize: 10 }, encoding: { y: { field: 'value', type: 'quantitative' }, text: { field: 'label' } } },
+    ],
+    config: { view: { stroke: null }, font: 'sans-serif' },
+  } as TopLevelSpec;
+}
+
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
+  try { return await view.toSVG(); } finally { view.finalize(); }
+}
+
+/** Everything a runner writes, as strings. */
+export async function render(r: BenchResult): Promise<Rendered> {
+  return { base: baseName(r), json: JSON.stringify(r, null, 1) + '\n', md: markdown(r), svg: await renderSvg(decodePlotSpec(r)) };
+}

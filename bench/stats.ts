@@ -1,0 +1,34 @@
+// Summaries of repeated measurements: median with min/max and the interquartile range, plus the raw samples
+// (a handful per figure) so a reader can judge the spread without re-running anything.
+
+export interface Stats {
+  median: number;
+  min: number;
+  max: number;
+  /** First and third quartiles (linear interpolation between order statistics). */
+  q1: number;
+  q3: number;
+  n: number;
+  samples: number[];
+}
+
+/** The q-quantile (0..1) of sorted values, linearly interpolated. */
+function quantile(sorted: number[], q: number): number {
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+/** median, min, max, quartiles of a non-empty list. */
+export function stats(values: number[]): Stats {
+  if (values.length === 0) throw new Error('[stats] no samples');
+  const s = [...values].sort((a, b) => a - b);
+  return { median: quantile(s, 0.5), min: s[0], max: s[s.length - 1], q1: quantile(s, 0.25), q3: quantile(s, 0.75), n: s.length, samples: values.map(round4) };
+}
+
+/** 4 significant digits: keeps the JSON readable without losing anything a benchmark can resolve. */
+export function round4(v: number): number {
+  return Number.isFinite(v) && v !== 0 ? Number(v.toPrecision(4)) : v;
+}
+
+export const now = (): number => (globalThis.performance ?? Date).now();
