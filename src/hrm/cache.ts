@@ -38,6 +38,8 @@ export class HrmCache {
   readonly tokenTypes: number[] = [];
   readonly kv: KvSpec;
   readonly mode: QuantMode;
+  /** Storage dtype of full-precision sides. */
+  readonly fullDtype: ActDtype;
   private prefillDone = false;
 
   constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly opts: CacheOptions) {
@@ -53,6 +55,10 @@ export class HrmCache {
     if (opts.capacity > config.max_position_embeddings) {
       throw new InputError('cache', `capacity ${opts.capacity} exceeds max_position_embeddings ${config.max_position_embeddings}`);
     }
+    // With one side quantized and the other not, attention reads the quantized side dequantized to f32: keep the
+    // full side in f32 too (its values still rounded to the activation dtype), so both sides share a dtype.
+    const mixed = (this.kv.k === null) !== (this.kv.v === null);
+    this.fullDtype = mixed ? 'f32' : opts.dtype;
     for (let s = 0; s < cacheSlots(config); s++) {
       this.slots.push({ k: this.side(this.kv.k, `slot${s}.k`), v: this.side(this.kv.v, `slot${s}.v`) });
     }
@@ -99,7 +105,7 @@ export class HrmCache {
   private side(bits: number | null, label: string): KVSide {
     const { num_attention_heads: h, head_dim: d } = this.config;
     const cap = this.capacity;
-    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [h, cap, d], this.opts.dtype, label) } satisfies FullKV;
+    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [h, cap, d], this.fullDtype, label) } satisfies FullKV;
     return {
       kind: 'quant', bits,
       q: Tensor.empty(this.gpu, [h, cap, (d * bits) / 32], 'u32', `${label}.q`),
@@ -115,8 +121,9 @@ function sideBytes(s: KVSide): number {
 
 /** Cache bytes for `capacity` positions without allocating (for "will it fit" checks). */
 export function cacheBytes(c: HrmConfig, capacity: number, dtype: ActDtype, kv: KvSpec = FULL_KV): number {
+  const full = (kv.k === null) !== (kv.v === null) ? 'f32' : dtype;
   const per = (bits: number | null) => bits === null
-    ? storageBytes(dtype, c.num_attention_heads * capacity * c.head_dim)
+    ? storageBytes(full, c.num_attention_heads * capacity * c.head_dim)
     : c.num_attention_heads * capacity * ((c.head_dim * bits) / 8 + (2 * 4 * c.head_dim) / GROUP);
   return cacheSlots(c) * (per(kv.k) + per(kv.v));
 }

@@ -18,7 +18,7 @@ import { appendQuantized, dequantize } from '../kernels/quant/quant.ts';
 import { qsdpa } from '../kernels/quant/qsdpa.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
 import { HrmCache, type ActDtype, type CacheOptions, type Slot } from './cache.ts';
-import type { HrmWeights, LayerWeights } from './weights.ts';
+import { disposeWeights, type HrmWeights, type LayerWeights } from './weights.ts';
 
 /** How the new positions attend: the prompt as one bidirectional block, causal, or per-token types (1 = block). */
 export type MaskSpec = 'prefix' | 'causal' | number[];
@@ -33,6 +33,7 @@ export interface ForwardOptions {
 interface Pass {
   S: number;
   offset: number;
+  capacity: number;
   mask: AttnMask;
   /** 'after-prefill' first pass: quantized sides also keep full-precision copies to attend to. */
   shadow: Map<KVSide, FullKV> | null;
@@ -61,7 +62,7 @@ export class HrmModel {
     const tokenTypes = opts.mask === 'prefix' ? ids.map(() => 1) : opts.mask === 'causal' ? ids.map(() => 0) : opts.mask;
     if (tokenTypes.length !== S) throw new InputError('forward', `mask has ${tokenTypes.length} token types for ${S} ids`);
 
-    const pass: Pass = { S, offset: cache.offset, mask: this.attnMask(cache, tokenTypes), shadow: cache.fullPrecisionPass ? new Map() : null, temps: [] };
+    const pass: Pass = { S, offset: cache.offset, capacity: cache.capacity, mask: this.attnMask(cache, tokenTypes), shadow: cache.fullPrecisionPass ? new Map() : null, temps: [] };
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
     const idsT = Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
     const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
@@ -146,13 +147,14 @@ export class HrmModel {
   /** Write new K or V ([H, S, D]) into a cache side; returns the side attention should read this pass. */
   private append(src: Tensor, side: KVSide, pass: Pass): KVSide {
     if (side.kind === 'full') {
-      writeFull(src, side, { offset: pass.offset });
+      writeFull(src, side, { offset: pass.offset, round: this.round });
       return side;
     }
     appendQuantized(src, side, { offset: pass.offset, round: this.round });
     if (!pass.shadow) return side;
-    const full: FullKV = { kind: 'full', data: Tensor.empty(this.gpu, [this.config.num_attention_heads, pass.S, this.config.head_dim], this.dtype, 'prefill.kv') };
-    writeFull(src, full, { offset: 0 });
+    // The first pass attends to full precision: an f32 copy shaped like the cache (the other side may be a cache side).
+    const full: FullKV = { kind: 'full', data: Tensor.empty(this.gpu, [this.config.num_attention_heads, pass.capacity, this.config.head_dim], 'f32', 'prefill.kv') };
+    writeFull(src, full, { offset: pass.offset, round: this.round });
     pass.shadow.set(side, full);
     return full;
   }
@@ -199,6 +201,11 @@ export class HrmModel {
     if (newTypes.every((t) => t === 0)) return { kind: 'causal' };
     const types = [...cache.tokenTypes, ...newTypes];
     return { kind: 'prefix', tokenTypes: Tensor.from(this.gpu, types, [types.length], 'u32', 'token_types') };
+  }
+
+  /** Free the weights' GPU memory (the model is unusable afterwards). */
+  dispose(): void {
+    disposeWeights(this.weights);
   }
 
   /** Stack invocations per token times layers: dispatch-count and cache-slot bookkeeping for benchmarks. */

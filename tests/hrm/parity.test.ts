@@ -106,3 +106,28 @@ for (const name of ['hrm-tiny-a', 'hrm-tiny-b'] as const) {
     });
   });
 }
+
+// Asymmetric caches with one side full precision (MLX cannot express these): attention reads the quantized side
+// dequantized. The quantized side alone must move the distribution, monotonically in its bits.
+describe('asymmetric K/V caches', () => {
+  it('K-only and V-only quantization: zero drift for f16/f16, more drift at 4 bits than at 8, both modes run', async () => {
+    const ids = [...await (await fixture('hrm-tiny-a/reference.safetensors')).array('kld_ids')].slice(0, 24);
+    for (const dtype of ['f32', 'bf16'] as const) {
+      const lm = await model(await getGpu(), 'hrm-tiny-a', dtype);
+      const V = lm.config.vocab_size;
+      const full = await logitsOf(lm, ids, 'causal');
+      const kl = async (kv: { k: number | null; v: number | null }, mode: 'before-pass' | 'after-prefill' = 'before-pass') =>
+        meanKl(full, await logitsOf(lm, ids, 'causal', kv, mode), V);
+      expect(await kl({ k: null, v: null })).toBe(0);
+      for (const side of ['k', 'v'] as const) {
+        const other = side === 'k' ? 'v' : 'k';
+        const k8 = await kl({ [side]: 8, [other]: null } as { k: number | null; v: number | null });
+        const k4 = await kl({ [side]: 4, [other]: null } as { k: number | null; v: number | null });
+        expect(k8, `${dtype} ${side}8`).toBeGreaterThan(0);
+        expect(k4, `${dtype} ${side}4 vs ${side}8`).toBeGreaterThan(k8);
+        // The first pass of 'after-prefill' attends to full precision: identical to the full cache.
+        expect(await kl({ [side]: 4, [other]: null } as { k: number | null; v: number | null }, 'after-prefill')).toBe(0);
+      }
+    }
+  });
+});
