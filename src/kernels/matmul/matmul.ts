@@ -11,6 +11,7 @@ const GEMV_VEC4 = new Kernel(FILE, 'gemv_vec4');
 const GEMV_WORD = new Kernel(FILE, 'gemv_word');
 const TILED = new Kernel(FILE, 'matmul_tiled');
 const GEMV_ROWS = new Kernel(FILE, 'gemv_rows');
+const GEMV_ROWS4 = new Kernel(FILE, 'gemv_rows4');
 
 export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
@@ -53,7 +54,9 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
     if (path === 'rows') {
       const [gx, gy] = grid(gpu, c.shape[0], 64);
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
-      GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides: { WDT, ROUND: round, WG: 64 }, workgroups: [gx, gy, M], label: 'matmul.rows' });
+      const overrides = { WDT, ROUND: round, WG: 64 };
+      if (wideRows(x, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
+      else GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
     } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, WDT, round);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
@@ -88,13 +91,17 @@ function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Rec
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
   const overrides = { WDT, ROUND, WG: GEMV.WG, ROWS: GEMV.ROWS, MB };
-  // 16-byte rows and bases let every lane load a whole vec4<u32>; otherwise read word by word.
-  const rowBytes = K * (c.dtype === 'f32' ? 4 : 2);
-  if (rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 16 === 0) {
+  if (wideRows(x, c, K)) {
     GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
   } else {
     GEMV_WORD.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_word' });
   }
+}
+
+/** 16-byte weight rows and bases let every lane load a whole vec4<u32>; otherwise kernels read word by word. */
+function wideRows(x: Tensor, c: Tensor, K: number): boolean {
+  const rowBytes = K * (c.dtype === 'f32' ? 4 : 2);
+  return rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 16 === 0;
 }
 
 function shapeOf(t: Tensor): string {

@@ -18,7 +18,8 @@
 //     staged through shared memory with the weights widened to f32 once. Any M, N, K. On an H200 with
 //     16x16 threads, 4x4 outputs and BK 8: 5-7 TFLOP/s at M = 64, 9-17 at M = 512 (4x8 outputs: up to 20).
 //  4. gemv_rows    (CPU drivers, any M): one thread per output, a plain loop over K; chosen when the adapter is a
-//     CPU implementation (Gpu.cpu), where barriers dominate: 30-100x faster than 1-3 there.
+//     CPU implementation (Gpu.cpu), where barriers dominate: 30-100x faster than 1-3 there. gemv_rows4 is the
+//     same with one vec4<u32> load per step, for 16-byte rows.
 // Subgroup reductions are not used: `enable subgroups` cannot sit behind an override (it would fail to compile
 // where the feature is absent), and the reduction is a small part of the work next to streaming the weights.
 
@@ -194,6 +195,22 @@ fn gemv_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   } else {
     for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * x[xr + k]; }
   }
+  out[m * p.ldo + p.col0 + n] = round_out(acc);
+}
+
+// gemv_rows with one vec4<u32> of weights per step (8 halves or 4 f32): a quarter of the loads, for 16-byte rows.
+@compute @workgroup_size(WG)
+fn gemv_rows4(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = gid.x + gid.y * nwg.x * WG;
+  let m = gid.z;
+  if (n >= p.N || m >= p.M) { return; }
+  let per = select(8u, 4u, WDT == 0u);
+  let upr = p.K / per;
+  let xstep = select(2u, 1u, WDT == 0u);
+  let w0 = n * upr;
+  let x0 = m * (p.K / 4u);
+  var acc = 0.0;
+  for (var u = 0u; u < upr; u++) { acc += dot_unit(w4[w0 + u], x0 + u * xstep); }
   out[m * p.ldo + p.col0 + n] = round_out(acc);
 }
 
