@@ -6,6 +6,15 @@ import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type Dev
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
 
+const bufferIds = new WeakMap<GPUBuffer, number>();
+let nextBufferId = 1;
+/** A stable small id per buffer (creation order), for cache keys and deterministic pool order. */
+export function bufferId(b: GPUBuffer): number {
+  let id = bufferIds.get(b);
+  if (id === undefined) bufferIds.set(b, (id = nextBufferId++));
+  return id;
+}
+
 const UNIFORM_CHUNK = 64 * 1024;
 
 /** GPU time of each labelled dispatch of one profiled batch, in milliseconds. */
@@ -59,16 +68,29 @@ export class Gpu {
     }
     const free = this.pool.get(size);
     if (free?.length) return free.pop()!;
-    return this.device.createBuffer({
+    return this.createStorage(size, label);
+  }
+
+  private createStorage(size: number, label: string): GPUBuffer {
+    const b = this.device.createBuffer({
       size, label,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     });
+    bufferId(b);
+    return b;
   }
 
-  /** Give a buffer back to the pool; commands already recorded keep reading it in order. */
+  /**
+   * Give a buffer back to the pool; commands already recorded keep reading it in order. Free lists are kept
+   * sorted so `allocate` hands out the oldest free buffer: the same sequence of allocations then gets the same
+   * buffers every decode step, which keeps cached bind groups valid.
+   */
   release(buffer: GPUBuffer): void {
     const list = this.pool.get(buffer.size) ?? [];
-    list.push(buffer);
+    const id = bufferId(buffer);
+    let i = list.length;
+    while (i > 0 && bufferId(list[i - 1]) < id) i--;
+    list.splice(i, 0, buffer);
     this.pool.set(buffer.size, list);
   }
 

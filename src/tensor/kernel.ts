@@ -5,13 +5,17 @@
 import { WgslReflect } from 'wgsl_reflect/wgsl_reflect.module.js';
 import { SHADERS } from '../kernels/shaders.gen.ts';
 import { BindingSizeError, HrmError, ShapeError } from './errors.ts';
-import type { BufferView, Gpu } from './gpu.ts';
+import { bufferId, type BufferView, type Gpu } from './gpu.ts';
 import { Tensor } from './tensor.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
 interface UniformField { name: string; offset: number; type: 'u32' | 'i32' | 'f32' }
 export type Overrides = Record<string, number>;
+
+/** Bind groups kept per pipeline before the cache starts over. */
+const BIND_GROUP_CACHE = 4096;
+
 export type Bindable = Tensor | BufferView;
 
 export interface DispatchArgs {
@@ -30,7 +34,8 @@ export class Kernel {
   readonly uniformSize: number = 0;
   readonly uniformFields: UniformField[] = [];
   readonly overrideNames: string[];
-  private readonly layouts = new WeakMap<GPUDevice, GPUPipelineLayout>();
+  private readonly layouts = new WeakMap<GPUDevice, { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>();
+  private readonly bindGroups = new WeakMap<GPUComputePipeline, Map<string, GPUBindGroup>>();
   private readonly modules = new WeakMap<GPUDevice, GPUShaderModule>();
   private readonly pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
@@ -86,12 +91,34 @@ export class Kernel {
       throw new ShapeError(label, `workgroup count [${wg.join(', ')}] outside 0..${maxWg}`);
     }
     if (wg[0] * wg[1] * wg[2] === 0) return;
-    const bindGroup = gpu.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    const bindGroup = this.bindGroup(gpu.device, pipeline, entries, label);
     const pass = gpu.computePass(label);
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(wg[0], wg[1], wg[2]);
     gpu.dispatchCount++;
+  }
+
+  /**
+   * Bind groups are cached by the exact buffers, offsets and sizes they bind: a decode step re-binds the same pooled
+   * buffers and uniform slots every token, and creating a bind group costs more than the rest of a dispatch's
+   * recording. A destroyed buffer never matches again (new buffers get new ids).
+   */
+  private bindGroup(device: GPUDevice, pipeline: GPUComputePipeline, entries: GPUBindGroupEntry[], label: string): GPUBindGroup {
+    let cache = this.bindGroups.get(pipeline);
+    if (!cache) this.bindGroups.set(pipeline, (cache = new Map()));
+    let key = '';
+    for (const e of entries) {
+      const r = e.resource as GPUBufferBinding;
+      key += `${bufferId(r.buffer)}:${r.offset}:${r.size},`;
+    }
+    let bg = cache.get(key);
+    if (!bg) {
+      if (cache.size >= BIND_GROUP_CACHE) cache.clear();
+      bg = device.createBindGroup({ layout: this.layout(device).bindGroupLayout, entries, label });
+      cache.set(key, bg);
+    }
+    return bg;
   }
 
   private storageNames(): string[] {
@@ -131,14 +158,14 @@ export class Kernel {
     if (!module) this.modules.set(device, (module = device.createShaderModule({ code: this.source, label: this.file })));
     p = device.createComputePipeline({
       label: `${this.name}${key ? `{${key}}` : ''}`,
-      layout: this.layout(device),
+      layout: this.layout(device).pipelineLayout,
       compute: { module, entryPoint: this.entry, constants: overrides },
     });
     cache.set(key, p);
     return p;
   }
 
-  private layout(device: GPUDevice): GPUPipelineLayout {
+  private layout(device: GPUDevice): { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout } {
     let l = this.layouts.get(device);
     if (l) return l;
     const bgl = device.createBindGroupLayout({
@@ -148,7 +175,7 @@ export class Kernel {
         buffer: { type: b.access === 'uniform' ? 'uniform' : b.access },
       })),
     });
-    l = device.createPipelineLayout({ bindGroupLayouts: [bgl], label: this.name });
+    l = { pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [bgl], label: this.name }), bindGroupLayout: bgl };
     this.layouts.set(device, l);
     return l;
   }
