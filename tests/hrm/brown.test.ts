@@ -35,14 +35,16 @@ describe('hrm-text-brown-6m against MLX', () => {
 
   // On this trained model MLX's own bf16 logits differ from its f32 ones by a mean KL of 0.8e-4 to 1.1e-4 per prompt
   // (reference.safetensors, positions where both trajectories agree): bf16 rounding noise, not a semantic gap.
-  // Two bf16 implementations differing in summation order land at that size too, so the bound is 2e-4.
-  it('bf16 trajectories teacher-forced: mean KL <= 2e-4 and the same token where MLX\'s margin is clear', async () => {
+  // Our bf16 run carries independent noise of the same size, so the two bf16 runs sit ~2x that apart: measured
+  // 1.2e-4 to 2.2e-4 depending on the summation order of the adapter's matmul variant. The bound is 3e-4; the
+  // rounding points themselves are proven op by op in tests/kernels (1 ulp of MLX on >= 99.9 % of elements).
+  it('bf16 trajectories teacher-forced: mean KL <= 3e-4 and the same token where MLX\'s margin is clear', async () => {
     const lm = await model(await getGpu(), 'brown', 'bf16');
     const V = lm.config.vocab_size;
     for (const [i, p] of prompts.entries()) {
       const want = (await (await ref).array(`prompt${i}.bf16.gen_logits`)) as Float32Array;
       const { logits, picks } = await teacherForced(lm, p.ids, p.bf16_gen_ids);
-      expect(meanKl(want, logits, V), p.text).toBeLessThanOrEqual(2e-4);
+      expect(meanKl(want, logits, V), p.text).toBeLessThanOrEqual(3e-4);
       // bf16 logits are quantized to ~0.03 at magnitude 10: demand equality only past a 0.1 margin.
       const safe = clearMargins(want, V, 0.1);
       picks.forEach((t, s) => { if (safe[s]) expect(t, `${p.text} step ${s}`).toBe(p.bf16_gen_ids[s]); });
