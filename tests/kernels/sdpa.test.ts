@@ -119,7 +119,7 @@ describe('sdpa vs the f64 reference', () => {
   it('a long cache (1100 keys) through the decode split, S=1 causal, and the same on the prefill path', async () => {
     const gpu = await getGpu();
     const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1200, kvLen: 1100, offset: 1099, mask: { kind: 'causal' }, seed: 21, qScale: 4 };
-    for (const extra of [{}, { chunk: 256 }, { chunk: 2048 }, { path: 'prefill' as const }]) {
+    for (const extra of [{}, { chunk: 256 }, { chunk: 2048 }, { parts: 1 }, { parts: 2 }, { path: 'prefill' as const }]) {
       const { got, ref } = await run(gpu, c, extra);
       expectClose(got, ref, F32_TOL, 0, `long cache ${JSON.stringify(extra)}`);
     }

@@ -27,6 +27,8 @@ export interface SdpaOptions {
   path?: 'prefill' | 'decode';
   /** Decode: keys per workgroup, a multiple of 64; by default chosen to give ~256 workgroups. */
   chunk?: number;
+  /** Decode: threads per key in the score step (1, 2, 4 or 8, dividing the head dim); default the largest. */
+  parts?: number;
 }
 
 /** out[s, h*D:(h+1)*D] = softmax(scale * q[h,s] k[h,:kvLen]^T + mask) v[h,:kvLen]; f32 inside, rounded once. */
@@ -61,7 +63,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const uniforms = { ...base, chunk, n_chunks: nChunks };
   SPLIT.dispatch(gpu, {
     bindings: { q, k: kd, v: vd, mask, part_o: partO, part_ml: partMl },
-    uniforms, overrides: { ...common, WG: DECODE_WG }, workgroups: [nChunks, heads, seq],
+    uniforms, overrides: { ...common, WG: DECODE_WG, PARTS: opts.parts ?? [8, 4, 2, 1].find((n) => dim % n === 0)! }, workgroups: [nChunks, heads, seq],
   });
   COMBINE.dispatch(gpu, {
     bindings: { part_o: partO, part_ml: partMl, out },

@@ -3,8 +3,10 @@
 // o[D] in f32 (sdpa_split); sdpa_combine then merges the chunks of each (query, head):
 // M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L), or 0 when no key is visible.
 // Same math, masks and K/V storage as sdpa_prefill.wgsl (see there).
-// Variant 1, pass 1 (sdpa_split): keys in blocks of WG; thread t scores key b + t (a full dot product against q in
-//   shared memory), every thread reads the block's max, writes its own p = e^(s - m), then owns dims t + r*WG of o.
+// Variant 1, pass 1 (sdpa_split): keys in blocks of WG; PARTS neighbouring threads share each key's dot product
+//   (contiguous slices of its row: coalesced reads), thread t then sums key b + t's parts, every thread reads the
+//   block's max, writes its own p = e^(s - m), then owns dims t + r*WG of o. PARTS = 1 is one thread per key
+//   (uncoalesced: 64 threads read 64 rows at once); the wrapper takes the largest of 8, 4, 2 dividing D.
 // Variant 1, pass 2 (sdpa_combine): a workgroup per (query, head); every thread reads all (m_c, l_c) and merges
 //   its dims (t + r*WG) over the chunks, then rounds once (ROUND).
 
@@ -24,6 +26,8 @@ override WG: u32 = 64;
 override KV_BF16: bool = false;
 override MASK: u32 = 0;
 override ROUND: u32 = 0;
+// Threads per key in sdpa_split's scores (divides HD and WG).
+override PARTS: u32 = 1;
 
 const MAXC: u32 = 8u;          // HD <= WG * MAXC
 const NEG: f32 = -1.0e30;
@@ -31,6 +35,7 @@ const NEG: f32 = -1.0e30;
 var<workgroup> qs: array<f32, HD>;
 var<workgroup> sc: array<f32, WG>;
 var<workgroup> pr: array<f32, WG>;
+var<workgroup> scp: array<f32, WG * PARTS>;
 
 fn to_bf16(x: f32) -> f32 {
   let b = bitcast<u32>(x);
@@ -84,14 +89,27 @@ fn sdpa_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index
   var m = NEG;
   var l = 0.0;
   var acc: array<f32, MAXC>;
+  let per = HD / PARTS;            // dims of one key each of its PARTS threads multiplies
+  let part = t % PARTS;
   for (var b = c0; b < c1; b += WG) {
-    workgroupBarrier();   // q loaded / last block's readers of sc and pr done
+    workgroupBarrier();   // q loaded / last block's readers of sc, pr and scp done
+    // PARTS neighbouring threads share a key and read contiguous slices of its row (coalesced loads).
+    for (var i = 0u; i < PARTS; i++) {
+      let kk = t / PARTS + i * (WG / PARTS);
+      let jj = b + kk;
+      var d = 0.0;
+      if (jj < c1) {
+        let base = (h * p.cap + jj) * HD + part * per;
+        for (var x = 0u; x < per; x++) { d += qs[part * per + x] * k_at(base + x); }
+      }
+      scp[kk * PARTS + part] = d;
+    }
+    workgroupBarrier();
     let j = b + t;
     var s = NEG;
     if (j < c1 && visible(row, j)) {
       var d = 0.0;
-      let base = (h * p.cap + j) * HD;
-      for (var x = 0u; x < HD; x++) { d += qs[x] * k_at(base + x); }
+      for (var i = 0u; i < PARTS; i++) { d += scp[t * PARTS + i]; }
       s = d;
     }
     sc[t] = s;
