@@ -1,4 +1,4 @@
-// Paths of the fixtures copied into the repository (tests never read ../shared).
+// Paths of the fixtures copied into the repository (tests read nothing outside it).
 import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
 import { fileSource } from '../../src/tensor/sources.ts';
 

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
 import { launch, serve, watchConsole } from '../helpers/browser.ts';
 
@@ -26,6 +28,17 @@ describe('runtimes', () => {
     const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-smoke.ts'], { cwd: root, timeout: 110_000 });
     check(JSON.parse(stdout.trim().split('\n').pop()!), 'deno');
   });
+
+  it('Deno generates with the embedded model: the same greedy ids as MLX', async () => {
+    const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-generate.ts'], { cwd: root, timeout: 110_000 });
+    const r = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; ids: number[]; text: string };
+    const ref = JSON.parse(readFileSync(join(root, 'models/hrm-text-brown-6m/reference.json'), 'utf8')).prompts[0];
+    expect(r.runtime).toBe('deno');
+    expect(ref.text).toBe('The jury said');
+    expect(r.ids).toEqual(ref.f32_gen_ids.slice(0, 6));
+    expect(r.text.length).toBeGreaterThan(0);
+  }, 120_000);
 
   it('headless Chromium runs the smoke test', async () => {
     const { server, url } = await serve({ root });
