@@ -7,7 +7,7 @@ export default defineConfig({
     include: ['tests/**/*.test.ts'],
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 120_000,
+    testTimeout: 300_000,
     hookTimeout: 120_000,
     reporters: ['default'],
   },
