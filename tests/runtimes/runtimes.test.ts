@@ -1,4 +1,4 @@
-// The same smoke test (tests/runtimes/smoke.ts: device, an add kernel, a reduction, checked against the CPU)
+// The same smoke test (tests/runtimes/smoke.ts: device, an add kernel, a row reduction, checked against the CPU)
 // in Node (Dawn), Deno (wgpu) and headless Chromium (Dawn in the browser).
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
@@ -15,7 +15,7 @@ function check(r: SmokeResult, runtime: string) {
   expect(r.runtime).toBe(runtime);
   expect(r.n).toBe(1000);
   expect(r.addMaxErr).toBe(0); // f32 add is exact against Math.fround(a + b)
-  expect(r.sumMaxErr).toBeLessThan(1e-4); // 100-term f32 sums of values in [-3, 3]: order error ~1e-5
+  expect(r.sumMaxErr).toBeLessThan(1e-5); // f32 log-sum-exp of 100 values in [-3, 3] (result ~4): a few f32 ulps
 }
 
 describe('runtimes', () => {

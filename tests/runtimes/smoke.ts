@@ -1,8 +1,8 @@
-// The runtime smoke test: opens a device, runs two kernels, checks them against the CPU and returns a
+// The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU and returns a
 // summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code.
 import { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { add, sumRows } from '../../src/kernels/elementwise/elementwise.ts';
+import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 
 export interface SmokeResult { runtime: string; adapter: string; features: string[]; addMaxErr: number; sumMaxErr: number; n: number }
 
@@ -15,12 +15,12 @@ export async function smoke(): Promise<SmokeResult> {
   const sum = await add(ta, Tensor.from(gpu, b, [n], 'f32', 'b')).read();
   let addMaxErr = 0;
   for (let i = 0; i < n; i++) addMaxErr = Math.max(addMaxErr, Math.abs(sum[i] - Math.fround(a[i] + b[i])));
-  const rows = await sumRows(ta.reshape([10, 100])).read();
+  const rows = await logSumExpRows(ta.reshape([10, 100])).read();
   let sumMaxErr = 0;
   for (let r = 0; r < 10; r++) {
     let s = 0;
-    for (let j = 0; j < 100; j++) s += a[r * 100 + j];
-    sumMaxErr = Math.max(sumMaxErr, Math.abs(rows[r] - s));
+    for (let j = 0; j < 100; j++) s += Math.exp(a[r * 100 + j]);
+    sumMaxErr = Math.max(sumMaxErr, Math.abs(rows[r] - Math.log(s)));
   }
   const out = { runtime: gpu.summary.runtime, adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features, addMaxErr, sumMaxErr, n };
   gpu.destroy();

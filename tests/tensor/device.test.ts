@@ -3,11 +3,14 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { add, sumRows } from '../../src/kernels/elementwise/elementwise.ts';
-import { addRef, sumRowsRef } from '../../src/kernels/elementwise/elementwise.ref.ts';
+import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
+import { addRef, logSumExpRowsRef } from '../../src/kernels/ops/ops.ref.ts';
 import { Kernel } from '../../src/tensor/kernel.ts';
 import { BindingSizeError, ShapeError } from '../../src/tensor/errors.ts';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/tensor/dtype.ts';
+
+// Every uniform of ops/elementwise.wgsl, for dispatching its `add` entry by hand.
+const U = { n: 2, cols: 1, lda: 1, vocab: 0, row0: 0, rows: 0, scale: 1 };
 
 describe('device', () => {
   it('opens an adapter and reports it', async () => {
@@ -30,9 +33,9 @@ describe('device', () => {
     const gpu = await getGpu();
     const rows = 5, cols = 1000;
     const a = randn(3, rows * cols);
-    const out = sumRows(Tensor.from(gpu, a, [rows, cols], 'f32', 'a'));
-    // f32 accumulation of 1000 values in [-1,1): order error well under 1e-4.
-    expectClose(await out.read(), sumRowsRef(a, cols), 1e-4, 0, 'sumRows');
+    const out = logSumExpRows(Tensor.from(gpu, a, [rows, cols], 'f32', 'a'));
+    // f32 log-sum-exp of 1000 values in [-1, 1) (result ~7): a few ulps of 7.
+    expectClose(await out.read(), logSumExpRowsRef(a, cols), 5e-6, 0, 'logSumExpRows');
   });
 
   it('reads back every dtype', async () => {
@@ -47,21 +50,21 @@ describe('device', () => {
 
   it('names a missing binding, an unknown uniform and an oversized tensor', async () => {
     const gpu = await getGpu();
-    const k = new Kernel('elementwise/elementwise.wgsl', 'add');
+    const k = new Kernel('ops/elementwise.wgsl', 'add');
     const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
-    expect(() => k.dispatch(gpu, { bindings: { a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 })).toThrow(/missing binding 'b'/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: 2, cols: 0, eps: 1 }, workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: -1, cols: 0 }, workgroups: 1 })).toThrow(ShapeError);
+    expect(() => k.dispatch(gpu, { bindings: { a, out: a }, uniforms: U, workgroups: 1 })).toThrow(/missing binding 'b'/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, eps: 1 }, workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, n: -1 }, workgroups: 1 })).toThrow(ShapeError);
     const fake = { buffer: a.buffer, offset: 0, size: gpu.maxBinding + 4 };
-    expect(() => k.dispatch(gpu, { bindings: { a: fake, b: a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 })).toThrow(BindingSizeError);
+    expect(() => k.dispatch(gpu, { bindings: { a: fake, b: a, out: a }, uniforms: U, workgroups: 1 })).toThrow(BindingSizeError);
   });
 
   it('turns a WebGPU validation error into a typed error at flush', async () => {
     const gpu = await getGpu();
-    const k = new Kernel('elementwise/elementwise.wgsl', 'add');
+    const k = new Kernel('ops/elementwise.wgsl', 'add');
     const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
     // Binding the same buffer as read-only and writable in one dispatch is invalid in WebGPU.
-    k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { n: 2, cols: 0 }, workgroups: 1 });
+    k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: U, workgroups: 1 });
     await expect(gpu.flush('aliasing')).rejects.toThrow(/\[aliasing\] WebGPU validation failed/);
     // The device stays usable afterwards.
     const out = add(a, Tensor.from(gpu, [10, 20], [2], 'f32', 'b'));
