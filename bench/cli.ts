@@ -4,7 +4,7 @@ import { runBench } from './harness.ts';
 import { render } from './report.ts';
 import { saveAll, saveJson } from './output.ts';
 import { parseArgs, USAGE } from './settings.ts';
-import { exactDawnTimestamps } from './dawn.ts';
+import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/tensor/device.ts';
 
 /** Set by bench/pack.sh when it bundles (the machine that runs the bundle has no git checkout). */
 declare const __BENCH_COMMIT__: string | undefined;
@@ -30,7 +30,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (s.help) { console.log(USAGE); return 0; }
   const { help: _, ...settings } = s;
-  const timestamps = await exactDawnTimestamps();
+  const timestamps = runtimeName() === 'node' ? `timestamp-query, Dawn toggle ${DAWN_EXACT_TIMESTAMPS} (ns resolution)` : undefined;
   const result = await runBench(settings, {
     log: (m) => console.log(m),
     update: (r) => { saveJson(settings.out, r); },

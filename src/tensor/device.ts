@@ -45,6 +45,8 @@ export function runtimeName(): string {
 }
 
 const dawnInstances: GPU[] = [];
+/** The Dawn toggle that keeps timestamp queries at nanosecond resolution (Node only). */
+export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantization';
 
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
 async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
@@ -59,7 +61,8 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   // Debian's chromium package ships, for machines whose system driver Dawn cannot use.
   // Dawn instances are kept alive for the life of the process: letting a failed one be garbage-collected
   // crashes Dawn (std::system_error from a destructor thread).
-  const instance = (): GPU => { const g = mod.create([]); dawnInstances.push(g); return g; };
+  // Dawn rounds GPU timestamps to 65.5 us by default, which erases per-dispatch timings: ask for nanoseconds.
+  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS]); dawnInstances.push(g); return g; };
   const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
   const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
