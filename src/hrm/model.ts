@@ -51,20 +51,27 @@ export class HrmModel {
     return new HrmCache(this.gpu, this.config, { ...opts, dtype: this.dtype });
   }
 
-  /** Run S new tokens through the model at the cache's offset; returns f32 logits [S or 1, vocab]. */
-  forward(ids: number[], cache: HrmCache, opts: ForwardOptions): Tensor {
+  /**
+   * Run S new tokens through the model at the cache's offset; returns f32 logits [S or 1, vocab]. `ids` may be a
+   * u32 tensor already on the GPU (a captured decode step feeds back its own argmax); its values are then not
+   * checked here (the embedding clamps them to the vocabulary).
+   */
+  forward(ids: number[] | Tensor, cache: HrmCache, opts: ForwardOptions): Tensor {
     const c = this.config;
-    const S = ids.length;
+    const S = ids instanceof Tensor ? ids.size : ids.length;
     if (S === 0) throw new InputError('forward', 'no input ids');
-    const bad = ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
+    if (ids instanceof Tensor && (ids.dtype !== 'u32' || ids.rank !== 1)) {
+      throw new InputError('forward', `ids tensor '${ids.label}' is [${ids.shape.join(', ')}] ${ids.dtype}; expected u32 [S]`);
+    }
+    const bad = ids instanceof Tensor ? undefined : ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
     if (bad !== undefined) throw new InputError('forward', `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
     cache.reserve(S);
-    const tokenTypes = opts.mask === 'prefix' ? ids.map(() => 1) : opts.mask === 'causal' ? ids.map(() => 0) : opts.mask;
+    const tokenTypes = opts.mask === 'prefix' ? new Array<number>(S).fill(1) : opts.mask === 'causal' ? new Array<number>(S).fill(0) : opts.mask;
     if (tokenTypes.length !== S) throw new InputError('forward', `mask has ${tokenTypes.length} token types for ${S} ids`);
 
     const pass: Pass = { S, offset: cache.offset, capacity: cache.capacity, mask: this.attnMask(cache, tokenTypes), shadow: cache.fullPrecisionPass ? new Map() : null, temps: [] };
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
-    const idsT = Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
+    const idsT = ids instanceof Tensor ? ids : Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
     const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
     let zH = embed(idsT, this.weights.embed.chunks, { scale, round: this.round });
     let zL = this.zLInit(S);
@@ -76,7 +83,7 @@ export class HrmModel {
       zH = this.stack(this.weights.H, this.residual(zH, zL), cache.slots, (h * (c.L_cycles + 1) + c.L_cycles) * per, pass);
     }
     zL.dispose();
-    idsT.dispose();
+    if (idsT !== ids) idsT.dispose();
     const last = opts.logits === 'last' && S > 1 ? this.lastRow(zH) : zH;
     const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
     if (last !== zH) last.dispose();
@@ -94,13 +101,20 @@ export class HrmModel {
     return out;
   }
 
+  /** x + y, disposing both (a layer's output is only added once). */
+  private addInto(x: Tensor, y: Tensor): Tensor {
+    const out = this.residual(x, y);
+    y.dispose();
+    return out;
+  }
+
   private stack(layers: LayerWeights[], x: Tensor, slots: Slot[], base: number, pass: Pass): Tensor {
     const eps = this.config.rms_norm_eps;
     for (let i = 0; i < layers.length; i++) {
       const a = this.attention(rmsNorm(x, { eps, round: this.round }), layers[i], slots[base + i], pass);
-      x = this.residual(x, a);
+      x = this.addInto(x, a);
       const m = this.mlp(rmsNorm(x, { eps, round: this.round }), layers[i]);
-      x = this.residual(x, m);
+      x = this.addInto(x, m);
     }
     const out = rmsNorm(x, { eps, round: this.round });
     x.dispose();
