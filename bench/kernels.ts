@@ -1,5 +1,6 @@
 // Kernel microbenchmarks: the device's streaming-read bandwidth (the ceiling every decode figure is held
-// against), the library's bf16 matrix-vector product on the model's two characteristic shapes, the prefill-shaped
+// against), the library's bf16 matrix-vector product on the model's two characteristic shapes (f32 x, and f16 x
+// where the device has shader-f16), the prefill-shaped
 // matmul in TFLOP/s, and the cost of one small dependent dispatch.
 //
 // Timing. A "call" is recorded `batch` times into one command buffer, then submitted and awaited: wall time per
@@ -11,6 +12,7 @@ import type { Gpu } from '../src/tensor/gpu.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
+import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
 import { add } from '../src/kernels/ops/ops.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
@@ -152,13 +154,7 @@ export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure
       layout: pipeline.getBindGroupLayout(0), label: 'stream_read',
       entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: src.binding('stream') }, { binding: 2, resource: sink.binding('stream') }],
     });
-    const t = await timeCalls(gpu, () => {
-      const pass = gpu.computePass('stream_read');
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, bindGroup);
-      pass.dispatchWorkgroups(groups);
-      gpu.dispatchCount++;
-    }, s);
+    const t = await timeCalls(gpu, () => gpu.dispatch({ pipeline, bindGroup, key: 'stream_read', workgroups: [groups, 1, 1], label: 'stream_read' }), s);
     return bandwidth(`stream read ${(bytes / 2 ** 20).toFixed(0)} MiB`, bytes, t, null);
   } finally {
     await gpu.sync().catch(() => undefined);
@@ -187,18 +183,24 @@ function randomX(gpu: Gpu, rows: number, cols: number, seed: number): Tensor {
 }
 
 /**
- * x[1, cols] @ W[rows, cols]^T with bf16 W through the library's matmul (its matrix-vector path). Bytes = the
- * weights + x + out. Cycles through enough copies of W to exceed `cacheBust` bytes, as the model's layers do.
+ * x[1, cols] @ W[rows, cols]^T with bf16 W through the library's matrix-vector path: matmul with f32 x and output,
+ * or (xDtype 'f16', devices with shader-f16) matmulF16 with f16 x and output. Bytes = the weights + x + out.
+ * Cycles through enough copies of W to exceed `cacheBust` bytes, as the model's layers do.
  */
-export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, streamGBps: number | null): Promise<BandwidthFigure> {
+export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, streamGBps: number | null, xDtype: 'f32' | 'f16' = 'f32'): Promise<BandwidthFigure> {
   const wBytes = rows * cols * 2;
   const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
   const ws = Array.from({ length: copies }, (_, i) => randomWeight(gpu, rows, cols, s.seed * 7919 + i * 104729, `gemv.w${i}`));
-  const x = randomX(gpu, 1, cols, s.seed);
+  // fillRandom writes f32 / bf16 only; one row of f16 x is small enough to upload.
+  const x = xDtype === 'f16'
+    ? Tensor.from(gpu, Float32Array.from({ length: cols }, (_, k) => Math.sin(s.seed + k)), [1, cols], 'f16', 'bench.x16')
+    : randomX(gpu, 1, cols, s.seed);
+  const call = xDtype === 'f16' ? (w: Tensor[]) => matmulF16(x, w) : (w: Tensor[]) => matmul(x, w);
   let i = 0;
   try {
-    const t = await timeCalls(gpu, () => matmul(x, ws[i++ % copies]).dispose(), s);
-    const fig = bandwidth(`bf16 GEMV ${rows}x${cols}`, wBytes + cols * 4 + rows * 4, t, streamGBps);
+    const t = await timeCalls(gpu, () => call(ws[i++ % copies]).dispose(), s);
+    const io = xDtype === 'f16' ? 2 : 4;
+    const fig = bandwidth(`bf16 GEMV ${rows}x${cols}${xDtype === 'f16' ? ', f16 x' : ''}`, wBytes + (cols + rows) * io, t, streamGBps);
     return { ...fig, name: `${fig.name} (${copies} cop${copies > 1 ? 'ies' : 'y'})` };
   } finally {
     x.dispose();

@@ -1,10 +1,12 @@
-// End-to-end figures of the HRM model with random bf16 weights: prefill tok/s, decode tok/s after a prompt (one
-// token at a time, the logits read back and the next token picked on the CPU, as generation does), and where a
-// decode step's time goes (dispatches, JS recording, GPU time per kernel label from one profiled step), per
-// KV-cache configuration. Also the bytes a decode token must read, which turn a bandwidth into a ceiling.
+// End-to-end figures of the HRM model with random bf16 weights: prefill tok/s, decode tok/s after a prompt (greedy,
+// as generation runs it: one captured step replayed per token, the argmax fed back on the GPU, a few steps queued
+// ahead of the token being read), and where a decode step's time goes (dispatches, JS time, GPU time per kernel
+// label from one profiled step), per KV-cache configuration. Also the bytes a decode token must read, which turn
+// a bandwidth into a ceiling.
 import type { Gpu } from '../src/tensor/gpu.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
+import { AHEAD, DecodeGraph } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
@@ -25,10 +27,13 @@ export interface DecodeFigure {
   tokens: number;
   /** Tokens / decode time of each repetition. */
   tokPerS: Stats;
-  /** Every decoded token's step: record, submit, read the logits back, pick the next token. */
+  /** Decode time per token (steps overlap: this is the throughput, not one step's latency). */
   stepMs: Stats;
+  /** JavaScript time to record (or replay) and submit one step. */
   encodeMs: Stats;
   dispatchesPerToken: number;
+  /** Dispatches of the replayed step, or why each step was recorded instead. */
+  path: { replayed: number } | { recorded: string };
   /** Mean positions attended per decoded token. */
   meanContext: number;
 }
@@ -165,30 +170,58 @@ export class ModelBench {
    * Prefill `prompt` tokens, then decode `tokens` tokens; returns per-step times. With `profile`, one more step
    * is recorded with per-dispatch timestamps (outside the timed steps: profiling opens a pass per dispatch).
    */
-  private async decodeOnce(name: CacheName, tokens: number, seed: number, profile: boolean): Promise<{ steps: Array<{ ms: number; encodeMs: number; dispatches: number }>; profile: ProfileFigure | null }> {
+  private async decodeOnce(name: CacheName, tokens: number, seed: number, profile: boolean): Promise<{ steps: Array<{ ms: number; encodeMs: number; dispatches: number }>; path: DecodeFigure['path']; profile: ProfileFigure | null }> {
     const { prompt } = this.s;
     const cache = this.cache(name, prompt + tokens + 1);
+    let graph: DecodeGraph | null = null;
     try {
       let tok = argmax(await readRow(this.model.forward(promptIds(prompt, this.info.config.vocab_size, seed), cache, { mask: 'prefix', logits: 'last' })));
+      const built = DecodeGraph.tryBuild(this.model, cache, 'greedy');
+      graph = built instanceof DecodeGraph ? built : null;
       const steps = [];
-      for (let i = 0; i < tokens; i++) {
-        const d0 = this.gpu.dispatchCount;
-        const t0 = now();
-        const logits = this.model.forward([tok], cache, { mask: 'causal', logits: 'last' });
-        const t1 = now();
-        tok = argmax(await readRow(logits));
-        steps.push({ ms: now() - t0, encodeMs: t1 - t0, dispatches: this.gpu.dispatchCount - d0 });
+      if (graph) {
+        // As generate() runs it: AHEAD steps queued, each token read while later steps run.
+        graph.feed(tok);
+        const queued: Array<{ t0: number; encodeMs: number; token: Promise<number> }> = [];
+        let left = tokens, last = now();
+        while (left > 0 || queued.length) {
+          while (left > 0 && queued.length < AHEAD) {
+            const t0 = now();
+            const token = graph.next();
+            queued.push({ t0, encodeMs: now() - t0, token });
+            left--;
+          }
+          const q = queued.shift()!;
+          tok = await q.token;
+          const t = now();
+          steps.push({ ms: t - last, encodeMs: q.encodeMs, dispatches: graph.size });
+          last = t;
+        }
+      } else {
+        for (let i = 0; i < tokens; i++) {
+          const d0 = this.gpu.dispatchCount;
+          const t0 = now();
+          const logits = this.model.forward([tok], cache, { mask: 'causal', logits: 'last' });
+          const t1 = now();
+          tok = argmax(await readRow(logits));
+          steps.push({ ms: now() - t0, encodeMs: t1 - t0, dispatches: this.gpu.dispatchCount - d0 });
+        }
       }
+      const path: DecodeFigure['path'] = graph ? { replayed: graph.size } : { recorded: (built as { reason: string }).reason };
+      graph?.dispose();
+      graph = null;
       let prof: ProfileFigure | null = null;
       if (profile && this.gpu.timestamps && steps.length) {
-        const dispatches = steps[steps.length - 1].dispatches;
+        // The same forward recorded with a pass per dispatch (a replayed greedy step adds one argmax).
         const context = cache.offset + 1;
-        this.gpu.profileNext(Math.min(2048, dispatches));
+        this.gpu.profileNext(2048);
+        const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
-        prof = summarizeProfile(this.gpu.lastTimings, dispatches, context);
+        prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
       }
-      return { steps, profile: prof };
+      return { steps, path, profile: prof };
     } finally {
+      graph?.dispose();
       cache.dispose();
     }
   }
@@ -208,6 +241,7 @@ export class ModelBench {
       stepMs: stats(steps.map((x) => x.ms)),
       encodeMs: stats(steps.map((x) => x.encodeMs)),
       dispatchesPerToken: steps[steps.length - 1].dispatches,
+      path: reps[0].path,
       meanContext: prompt + (decodeTokens + 1) / 2,
     };
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };

@@ -6,6 +6,7 @@ import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
 import type { Stats } from './stats.ts';
+import { AHEAD } from '../src/hrm/decode.ts';
 
 export interface Rendered { base: string; json: string; md: string; svg: string }
 
@@ -60,12 +61,17 @@ export function markdown(r: BenchResult): string {
   if (r.caches.length) {
     const lens = s.prefill;
     L.push('## Model, per KV cache', '');
-    L.push(`| cache | ${lens.map((n) => `prefill ${n} tok/s`).join(' | ')} | decode tok/s | min–max | ceiling tok/s (stream) | decode / ceiling | bytes / token | dispatches / token | record ms / token | step ms |`);
+    L.push(`| cache | ${lens.map((n) => `prefill ${n} tok/s`).join(' | ')} | decode tok/s | min–max | ceiling tok/s (stream) | decode / ceiling | bytes / token | dispatches / token | JS ms / token | ms / token |`);
     L.push(`|---|${lens.map(() => '---|').join('')}---|---|---|---|---|---|---|---|`);
     for (const c of r.caches) {
       const pre = lens.map((n) => f(c.prefill.find((p) => p.tokens === n)?.tokPerS.median));
       const d = c.decode;
       L.push(`| ${c.name} | ${pre.join(' | ')} | ${f(d?.tokPerS.median)} | ${range(d?.tokPerS)} | ${f(c.ceiling.tokPerS)} | ${d && c.ceiling.tokPerS ? pct(d.tokPerS.median / c.ceiling.tokPerS) : '—'} | ${f(c.ceiling.bytesPerToken / 1e9)} GB | ${d?.dispatchesPerToken ?? '—'} | ${f(d?.encodeMs.median)} | ${f(d?.stepMs.median)} |`);
+    }
+    L.push('');
+    for (const c of r.caches) {
+      const path = c.decode?.path;
+      if (path) L.push(`- **${c.name}** decode: ${'replayed' in path ? `one captured step of ${path.replayed} dispatches replayed per token, greedy tokens fed back on the GPU, ${AHEAD} steps queued ahead` : `each step recorded (${esc(path.recorded)})`}`);
     }
     L.push('');
     for (const c of r.caches) for (const e of c.errors) L.push(`- **${c.name}**: error in ${esc(e).slice(0, 300)}`);
@@ -75,11 +81,12 @@ export function markdown(r: BenchResult): string {
     if (p?.profile && p.decode) {
       const pr = p.profile;
       const step = p.decode.stepMs.median, rec = p.decode.encodeMs.median;
-      const rest = step - rec - pr.kernelMs;
+      const rest = step - ('replayed' in p.decode.path ? 0 : rec) - pr.kernelMs;
       L.push(`## Where a decode step goes (${p.name} cache, context ${pr.context})`, '');
-      L.push(`Step ${f(step)} ms = recording ${f(rec)} ms (JS) + GPU kernels ${f(pr.kernelMs)} ms (sum of per-dispatch timestamps, ` +
-        `${pr.profiled} of ${pr.dispatches} dispatches) + a remainder of ${f(rest)} ms ` +
-        `(${f((rest * 1000) / pr.dispatches)} us per dispatch: submission, the gaps between dependent dispatches, the readback; approximate, since ` +
+      L.push(`A token takes ${f(step)} ms: JavaScript spends ${f(rec)} ms on a step (recording it, or replaying the captured one; with replay ` +
+        `this overlaps the GPU running earlier steps), the GPU kernels ${f(pr.kernelMs)} ms (sum of per-dispatch timestamps of one recorded step, ` +
+        `${pr.profiled} of ${pr.dispatches} dispatches); the remaining ${f(rest)} ms ` +
+        `(${f((rest * 1000) / pr.dispatches)} us per dispatch) are the gaps between dependent dispatches, submission and readback (approximate: ` +
         `the profiled step runs one pass per dispatch).` +
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');

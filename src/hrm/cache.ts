@@ -78,6 +78,21 @@ export class HrmCache {
     this.prefillDone = true;
   }
 
+  /**
+   * Run `fn` as if `pos` positions were cached (a decode step is captured at several positions without running
+   * it), then restore the offset and token types.
+   */
+  at<T>(pos: number, fn: () => T): T {
+    const offset = this.offset, types = this.tokenTypes.length;
+    this.offset = pos;
+    try {
+      return fn();
+    } finally {
+      this.offset = offset;
+      this.tokenTypes.length = types;
+    }
+  }
+
   /** Check room for S more positions. */
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {

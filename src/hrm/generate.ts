@@ -1,6 +1,8 @@
 // Generation: format the prompt (HRM envelope or the checkpoint's chat template), prefill it as one
 // bidirectional block, then decode token by token (causal) with greedy / temperature / top-p sampling, stopping
 // at eos, max tokens or a stop string. Text streams as whole characters. Timing separates prompt and decode.
+// Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
+// token being streamed (those past a stop are computed and dropped).
 import { InputError } from '../tensor/errors.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { HrmModel } from './model.ts';
@@ -8,7 +10,8 @@ import type { HrmTokenizer } from './tokenizer.ts';
 import { formatPrompt } from './prompt.ts';
 import { Sampler } from './sampling.ts';
 import { TextStreamer } from './stream.ts';
-import type { KvSpec, QuantMode } from './cache.ts';
+import type { HrmCache, KvSpec, QuantMode } from './cache.ts';
+import { DecodeGraph, greedySteps } from './decode.ts';
 
 export interface GenerateOptions {
   /** Comma-separated condition tags: direct, cot, synth, noisy. Default 'synth,cot'. */
@@ -26,6 +29,8 @@ export interface GenerateOptions {
   promptIds?: number[];
   chatTemplate?: string | null;
   signal?: AbortSignal;
+  /** Record every decode step instead of replaying a captured one (comparisons, debugging). */
+  noGraph?: boolean;
 }
 
 export interface GenerateStats {
@@ -36,6 +41,8 @@ export interface GenerateStats {
   ids: number[];
   stopReason: 'eos' | 'max_tokens' | 'stop_string' | 'aborted';
   cacheBytes: number;
+  /** Dispatches a replayed decode step runs, or why steps were recorded one by one. */
+  decodePath: { replayed: number } | { recorded: string };
 }
 
 export type GenerateEvent = { type: 'text'; text: string } | { type: 'done'; stats: GenerateStats; text: string };
@@ -63,15 +70,17 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
   const out: number[] = [];
   let text = '';
   let stopReason: GenerateStats['stopReason'] = 'max_tokens';
+  let steps: Stepper | null = null;
   try {
     const t0 = now();
-    let logits = await readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' }));
+    const first = await readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' }));
     const t1 = now();
+    let tok = sampler.sample(first);
+    steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok, maxTokens - 1);
     let tDecode = t1;
     let decodeForwards = 0;
     for (;;) {
       if (opts.signal?.aborted) { stopReason = 'aborted'; break; }
-      const tok = sampler.sample(logits);
       if (eos !== null && tok === eos) { stopReason = 'eos'; break; }
       out.push(tok);
       const piece = streamer.push(tok);
@@ -88,9 +97,9 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
         }
         yield { type: 'text', text: piece };
       }
-      if (out.length >= maxTokens || cache.offset >= cache.capacity) break;
+      if (out.length >= maxTokens || ids.length + decodeForwards >= cache.capacity) break;
       if (out.length === 1) tDecode = now();
-      logits = await readAndDispose(model.forward([tok], cache, { mask: 'causal' }));
+      tok = await steps.next();
       decodeForwards++;
     }
     if (stopReason !== 'stop_string') {
@@ -102,10 +111,47 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
       type: 'done', text,
       stats: {
         promptTokens: ids.length, promptMs: t1 - t0, decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
-        ids: out, stopReason, cacheBytes: cache.bytes,
+        ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps.path,
       },
     };
   } finally {
+    await steps?.close();
     cache.dispose();
+  }
+}
+
+/** The next token of each decode step: replayed (greedy chained on the GPU, or sampled from logits) or recorded. */
+class Stepper {
+  private readonly graph: DecodeGraph | null;
+  private readonly chain: AsyncGenerator<number> | null = null;
+  readonly path: GenerateStats['decodePath'];
+
+  constructor(private readonly model: HrmModel, private readonly cache: HrmCache, private readonly sampler: Sampler,
+    disabled: string | null, private last: number, steps: number) {
+    const left = Math.min(steps, cache.capacity - cache.offset);
+    const built = disabled ?? (left < 1 ? 'no decode step' : DecodeGraph.tryBuild(model, cache, sampler.greedy ? 'greedy' : 'logits'));
+    this.graph = built instanceof DecodeGraph ? built : null;
+    this.path = built instanceof DecodeGraph ? { replayed: built.size } : { recorded: typeof built === 'string' ? built : built.reason };
+    if (this.graph?.mode === 'greedy') this.chain = greedySteps(this.graph, last, left);
+  }
+
+  /** The token after the last one returned (or the prefill's). */
+  async next(): Promise<number> {
+    if (this.chain) {
+      const r = await this.chain.next();
+      if (r.done) throw new InputError('generate', 'asked for more decode steps than the cache holds');
+      return (this.last = r.value);
+    }
+    if (this.graph) {
+      this.graph.feed(this.last);
+      return (this.last = this.sampler.sample(await this.graph.nextLogits()));
+    }
+    return (this.last = this.sampler.sample(await readAndDispose(this.model.forward([this.last], this.cache, { mask: 'causal' }))));
+  }
+
+  /** Wait for steps still queued, then free the graph. */
+  async close(): Promise<void> {
+    await this.chain?.return(undefined);
+    this.graph?.dispose();
   }
 }

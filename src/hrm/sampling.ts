@@ -205,6 +205,9 @@ export class Sampler {
     this.rng = new Xoshiro128ss(seed);
   }
 
+  /** Temperature 0: the pick is the first maximum, which the GPU's argmax computes the same way. */
+  get greedy(): boolean { return this.temperature === 0; }
+
   /** Next token id: argmax at temperature 0, else a draw from topPFilter(softmax(logits / T), topP). */
   sample(logits: ArrayLike<number>): number {
     if (this.temperature === 0) return argmax(logits);

@@ -1,7 +1,7 @@
 // The GPU context: device, buffer pool, one command encoder per batch of work (a forward pass), uniform
 // arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
 // submits it and turns anything WebGPU complained about into a typed error.
-import { BindingSizeError, GpuValidationError } from './errors.ts';
+import { BindingSizeError, GpuValidationError, HrmError } from './errors.ts';
 import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
@@ -20,6 +20,31 @@ const UNIFORM_CHUNK = 64 * 1024;
 /** GPU time of each labelled dispatch of one profiled batch, in milliseconds. */
 export interface DispatchTiming { label: string; ms: number }
 
+/** One dispatch as a capture holds it. `key` names the bound buffer ranges (equal keys bind the same bytes). */
+export interface CapturedDispatch {
+  pipeline: GPUComputePipeline;
+  bindGroup: GPUBindGroup;
+  key: string;
+  workgroups: [number, number, number];
+  label: string;
+}
+
+/** Bytes for the queue to write into a buffer before a batch. */
+export interface Upload { buffer: GPUBuffer; offset: number; data: Uint8Array<ArrayBuffer> }
+
+/**
+ * What `capture` recorded: the dispatches, the uploads made meanwhile (they are redone on every replay: a
+ * captured step may upload into a pooled buffer that a later dispatch of the same step overwrites), the uniform
+ * bytes the dispatches read, and every buffer allocated meanwhile.
+ */
+export interface Capture<T> {
+  result: T;
+  dispatches: CapturedDispatch[];
+  uploads: Upload[];
+  uniforms: Upload[];
+  allocated: Set<GPUBuffer>;
+}
+
 export class Gpu {
   readonly watch: DeviceWatch;
   readonly f16: boolean;
@@ -37,6 +62,7 @@ export class Gpu {
   private uniformChunks: Array<{ buffer: GPUBuffer; data: Uint8Array<ArrayBuffer>; used: number }> = [];
   private uniformIndex = 0;
   private profile: { querySet: GPUQuerySet; labels: string[]; capacity: number } | null = null;
+  private capturing: { dispatches: CapturedDispatch[]; uploads: Upload[]; allocated: Set<GPUBuffer> } | null = null;
   /** Timings of the last profiled flush (see `profileNext`). */
   lastTimings: DispatchTiming[] = [];
   /** Dispatches recorded since creation: a cheap counter for benchmarks. */
@@ -67,8 +93,23 @@ export class Gpu {
       throw new BindingSizeError(label, `needs a buffer of ${size} bytes, but this adapter's maxBufferSize is ${this.maxBuffer}`);
     }
     const free = this.pool.get(size);
-    if (free?.length) return free.pop()!;
-    return this.createStorage(size, label);
+    const b = free?.length ? free.pop()! : this.createStorage(size, label);
+    this.capturing?.allocated.add(b);
+    return b;
+  }
+
+  /**
+   * Take buffers out of the pool for good (a captured step keeps binding them); `release` gives them back.
+   * Buffers not in the pool (held by live tensors) are left alone.
+   */
+  claim(buffers: Iterable<GPUBuffer>): GPUBuffer[] {
+    const taken: GPUBuffer[] = [];
+    for (const b of buffers) {
+      const list = this.pool.get(b.size);
+      const i = list?.indexOf(b) ?? -1;
+      if (i >= 0) { list!.splice(i, 1); taken.push(b); }
+    }
+    return taken;
   }
 
   private createStorage(size: number, label: string): GPUBuffer {
@@ -104,6 +145,7 @@ export class Gpu {
   write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void {
     this.watch.check(buffer.label);
     const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+    this.capturing?.uploads.push({ buffer, offset, data: bytes.slice() });
     if (!this.encoder) {
       this.device.queue.writeBuffer(buffer, offset, bytes);
       return;
@@ -120,6 +162,7 @@ export class Gpu {
 
   /** Copy between buffers inside the open encoder. */
   copy(src: BufferView, dst: BufferView): void {
+    if (this.capturing) throw new HrmError('capture', 'a buffer copy cannot be captured (only dispatches replay)');
     this.endPass();
     this.commandEncoder().copyBufferToBuffer(src.buffer, src.offset, dst.buffer, dst.offset, src.size);
   }
@@ -131,8 +174,76 @@ export class Gpu {
     this.profile = { querySet: this.device.createQuerySet({ type: 'timestamp', count: capacity * 2 }), labels: [], capacity };
   }
 
+  /** Record one dispatch into the open batch, or into the capture in progress. */
+  dispatch(d: CapturedDispatch): void {
+    if (this.capturing) {
+      this.capturing.dispatches.push(d);
+      return;
+    }
+    const pass = this.computePass(d.label);
+    pass.setPipeline(d.pipeline);
+    pass.setBindGroup(0, d.bindGroup);
+    pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    this.dispatchCount++;
+  }
+
+  /**
+   * Run `fn` recording its dispatches instead of encoding them; nothing is submitted. Data uploads still happen
+   * (on the queue, in order). Needs an empty batch: the uniform arena then holds exactly the capture's blocks,
+   * which are copied out and the arena reset. Replaying is `replay`'s job.
+   */
+  capture<T>(fn: () => T): Capture<T> {
+    if (this.encoder || this.capturing || this.profile) {
+      throw new HrmError('capture', 'flush the open batch (and any profiled one) before capturing');
+    }
+    this.capturing = { dispatches: [], uploads: [], allocated: new Set() };
+    let result: T;
+    const c = this.capturing;
+    try {
+      result = fn();
+    } finally {
+      this.capturing = null;
+    }
+    const uniforms: Upload[] = [];
+    for (let i = 0; i <= this.uniformIndex && i < this.uniformChunks.length; i++) {
+      const ch = this.uniformChunks[i];
+      if (ch.used) uniforms.push({ buffer: ch.buffer, offset: 0, data: ch.data.slice(0, ch.used) });
+      ch.used = 0;
+    }
+    this.uniformIndex = 0;
+    return { result, dispatches: c.dispatches, uploads: c.uploads, uniforms, allocated: c.allocated };
+  }
+
+  /**
+   * Encode captured dispatches as one batch of their own: redo the uploads (uniform blocks included), one compute
+   * pass, then `after` (copies out), submit. Returns the error scopes' verdict.
+   */
+  replay(dispatches: readonly CapturedDispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void): Promise<void> {
+    this.watch.check('replay');
+    if (this.encoder || this.capturing) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
+    const q = this.device.queue;
+    for (const u of uploads) q.writeBuffer(u.buffer, u.offset, u.data);
+    this.device.pushErrorScope('internal');
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    const enc = this.device.createCommandEncoder({ label: 'replay' });
+    const pass = enc.beginComputePass({ label: 'replay' });
+    let last: GPUComputePipeline | null = null;
+    for (const d of dispatches) {
+      if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
+      pass.setBindGroup(0, d.bindGroup);
+      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    }
+    pass.end();
+    after?.(enc);
+    q.submit([enc.finish()]);
+    this.dispatchCount += dispatches.length;
+    const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
+    return this.settle('replay', errors);
+  }
+
   /** The compute pass dispatches go into (opened on demand; a profiled batch opens one per dispatch). */
-  computePass(label: string): GPUComputePassEncoder {
+  private computePass(label: string): GPUComputePassEncoder {
     this.watch.check(label);
     const p = this.profile;
     if (p && p.labels.length < p.capacity) {

@@ -91,12 +91,8 @@ export class Kernel {
       throw new ShapeError(label, `workgroup count [${wg.join(', ')}] outside 0..${maxWg}`);
     }
     if (wg[0] * wg[1] * wg[2] === 0) return;
-    const bindGroup = this.bindGroup(gpu.device, pipeline, entries, label);
-    const pass = gpu.computePass(label);
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(wg[0], wg[1], wg[2]);
-    gpu.dispatchCount++;
+    const [bindGroup, key] = this.bindGroup(gpu.device, pipeline, entries, label);
+    gpu.dispatch({ pipeline, bindGroup, key, workgroups: wg as [number, number, number], label });
   }
 
   /**
@@ -104,7 +100,7 @@ export class Kernel {
    * buffers and uniform slots every token, and creating a bind group costs more than the rest of a dispatch's
    * recording. A destroyed buffer never matches again (new buffers get new ids).
    */
-  private bindGroup(device: GPUDevice, pipeline: GPUComputePipeline, entries: GPUBindGroupEntry[], label: string): GPUBindGroup {
+  private bindGroup(device: GPUDevice, pipeline: GPUComputePipeline, entries: GPUBindGroupEntry[], label: string): [GPUBindGroup, string] {
     let cache = this.bindGroups.get(pipeline);
     if (!cache) this.bindGroups.set(pipeline, (cache = new Map()));
     let key = '';
@@ -118,7 +114,7 @@ export class Kernel {
       bg = device.createBindGroup({ layout: this.layout(device).bindGroupLayout, entries, label });
       cache.set(key, bg);
     }
-    return bg;
+    return [bg, key];
   }
 
   private storageNames(): string[] {

@@ -45,6 +45,7 @@ function checkCache(c: CacheResult, mustMeasure: boolean): void {
   positive(d.tokPerS, `${c.name} decode tok/s`);
   positive(d.stepMs, `${c.name} decode step`);
   positive(d.encodeMs, `${c.name} decode encode`);
+  if (c.name === 'full') expect(d.path, 'the full-precision cache decodes by replay').toEqual({ replayed: d.dispatchesPerToken });
   expect(d.dispatchesPerToken).toBeGreaterThan(0);
   expect(c.decodeGBps).toBeGreaterThan(0);
 }
@@ -55,7 +56,7 @@ describe('bench harness', () => {
     try {
       const tsx = join(root, 'node_modules/.bin/tsx');
       const args = ['bench/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4', '--prompt', '4',
-        '--decode-tokens', '1', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
+        '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
       await promisify(execFile)(tsx, args, { cwd: root, timeout: 110_000, maxBuffer: 1 << 24 });
       const files = readdirSync(out);
       const base = files.find((f) => f.endsWith('.json'))!.slice(0, -5);

@@ -2,7 +2,7 @@
 // row ops of the head (softmax, log-softmax, log-sum-exp, KL, argmax). Activations are f32; `round` rounds each
 // op's output where an MLX model in bf16 / f16 would (elementwise.wgsl); the row ops are f32 throughout (rows.wgsl).
 import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
+import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import type { Round } from '../attention/types.ts';
@@ -186,11 +186,15 @@ export function klRows(p: Tensor, q: Tensor): Tensor {
   return out;
 }
 
-/** out[r] = first index of the maximum of x[r, :] (mx.argmax), u32. */
-export function argmaxRows(x: Tensor): Tensor {
+/** out[r] = first index of the maximum of x[r, :] (mx.argmax), u32; into `out` when given (u32, one per row). */
+export function argmaxRows(x: Tensor, out?: Tensor): Tensor {
   requireF32('argmaxRows', x);
   lastAxis('argmaxRows', x);
-  const idx = Tensor.empty(x.gpu, x.shape.slice(0, -1), 'u32', 'argmaxRows.out');
+  const rows = x.shape.slice(0, -1);
+  if (out && (out.dtype !== 'u32' || out.size !== numel(rows))) {
+    throw new ShapeError('argmaxRows', `out ${desc(out)} must be u32 with one entry per row of x ${desc(x)}`);
+  }
+  const idx = out ?? Tensor.empty(x.gpu, rows, 'u32', 'argmaxRows.out');
   rowDispatch(K.argmax, x, { idx });
   return idx;
 }

@@ -1,0 +1,197 @@
+// A decode step recorded once and replayed every token. Recording a forward costs tens of microseconds of
+// JavaScript per dispatch, as much as the GPU needs to run it, but one decode step differs from the next only in
+// the position: the same pipelines, bind groups and workgroup counts, with a few uniform words (offset, kv_len,
+// pos0) one larger. So the step is captured at the next position, the one after and the last the cache holds;
+// if the three agree on everything but words that move linearly with the position, replaying is exact for every
+// position in between, and a token costs three calls per dispatch plus one write of the uniform blocks.
+// Greedy decoding also keeps the token on the GPU: the step ends with argmax written into its own input, so
+// several steps can be queued before any is read back.
+import { HrmError } from '../tensor/errors.ts';
+import type { Capture, CapturedDispatch, Upload } from '../tensor/gpu.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { argmaxRows } from '../kernels/ops/ops.ts';
+import type { HrmCache } from './cache.ts';
+import type { HrmModel } from './model.ts';
+
+/** 'greedy': the step feeds its argmax back and reports the token; 'logits': the caller samples from the logits. */
+export type DecodeMode = 'greedy' | 'logits';
+
+interface Patch { chunk: number; word: number; base: number; slope: number }
+
+export class DecodeGraph {
+  private readonly words: Uint32Array[];
+  private readonly staging: GPUBuffer[] = [];
+  private disposed = false;
+
+  private constructor(
+    private readonly cache: HrmCache,
+    readonly mode: DecodeMode,
+    private readonly ids: Tensor,
+    private readonly logits: Tensor,
+    private readonly dispatches: CapturedDispatch[],
+    private readonly uploads: Upload[],
+    private readonly patches: Patch[],
+    private readonly origin: number,
+    private readonly claimed: GPUBuffer[],
+  ) {
+    this.words = uploads.map((u) => new Uint32Array(u.data.buffer, u.data.byteOffset, u.data.byteLength >> 2));
+  }
+
+  /** Dispatches one replayed step runs. */
+  get size(): number { return this.dispatches.length; }
+
+  /**
+   * Capture the next decode step of `cache` (one causal token at cache.offset). Returns the reason instead when
+   * the step cannot be replayed: too few positions left, a full-precision first pass pending, or a structure
+   * that changes with the position.
+   */
+  static tryBuild(model: HrmModel, cache: HrmCache, mode: DecodeMode): DecodeGraph | { reason: string } {
+    const gpu = model.gpu;
+    const origin = cache.offset;
+    const last = cache.capacity - 1;
+    if (last - origin < 2) return { reason: `only ${cache.capacity - origin} positions left in the cache` };
+    if (cache.fullPrecisionPass) return { reason: 'the first forward of an after-prefill cache attends to full precision' };
+    const ids = Tensor.from(gpu, [0], [1], 'u32', 'decode.ids');
+    const step = () => {
+      const logits = model.forward(ids, cache, { mask: 'causal', logits: 'last' });
+      if (mode === 'greedy') argmaxRows(logits, ids);
+      return logits;
+    };
+    const at = (pos: number) => gpu.capture(() => cache.at(pos, step));
+    let c0: Capture<Tensor> | null = null;
+    try {
+      // The first capture settles the buffer pool and compiles pipelines; the next three must then agree.
+      at(origin).result.dispose();
+      const far = at(last);
+      far.result.dispose();
+      const near = at(origin + 1);
+      near.result.dispose();
+      c0 = at(origin);
+      const reason = sameStructure(c0, near) ?? sameStructure(c0, far);
+      if (reason) throw new HrmError('decode graph', reason);
+      const patches = linearPatches(c0, near, far, last - origin);
+      if (typeof patches === 'string') throw new HrmError('decode graph', patches);
+      // Uniform blocks after the uploads: patches index the blocks.
+      return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, gpu.claim(c0.allocated));
+    } catch (e) {
+      ids.dispose();
+      c0?.result.dispose();
+      if (e instanceof HrmError) return { reason: e.message };
+      throw e;
+    }
+  }
+
+  /** The token the next step reads (greedy: only before the first step; later steps feed themselves). */
+  feed(token: number): void {
+    const c = this.cache.config;
+    if (!Number.isInteger(token) || token < 0 || token >= c.vocab_size) {
+      throw new HrmError('decode graph', `token id ${token} is outside the vocabulary [0, ${c.vocab_size})`);
+    }
+    this.ids.gpu.write(this.ids.buffer, 0, new Uint32Array([token]));
+  }
+
+  /** Queue one step at the cache's offset; resolves to the token it picked (greedy mode). */
+  async next(): Promise<number> {
+    if (this.mode !== 'greedy') throw new HrmError('decode graph', 'next() needs a greedy graph; use nextLogits()');
+    const bytes = await this.run(this.ids);
+    return new Uint32Array(bytes)[0];
+  }
+
+  /** Queue one step at the cache's offset; resolves to its logits [vocab]. */
+  async nextLogits(): Promise<Float32Array> {
+    return new Float32Array(await this.run(this.logits));
+  }
+
+  private async run(out: Tensor): Promise<ArrayBuffer> {
+    if (this.disposed) throw new HrmError('decode graph', 'used after dispose()');
+    const pos = this.cache.offset;
+    this.cache.reserve(1);
+    for (const p of this.patches) this.words[p.chunk][p.word] = p.base + p.slope * (pos - this.origin);
+    const size = out.byteLength;
+    const staging = this.takeStaging(size);
+    const done = this.ids.gpu.replay(this.dispatches, this.uploads, (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
+    this.cache.advance([0]);
+    try {
+      await done;
+      await staging.mapAsync(GPUMapMode.READ);
+      const bytes = staging.getMappedRange().slice(0);
+      staging.unmap();
+      return bytes;
+    } finally {
+      this.staging.push(staging);
+    }
+  }
+
+  private takeStaging(size: number): GPUBuffer {
+    const i = this.staging.findIndex((b) => b.size === size);
+    if (i >= 0) return this.staging.splice(i, 1)[0];
+    return this.ids.gpu.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'decode.readback' });
+  }
+
+  /** Give the captured buffers back to the pool (the cache itself stays usable by ordinary forwards). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    const gpu = this.ids.gpu;
+    for (const b of this.claimed) gpu.release(b);
+    this.ids.dispose();
+    this.logits.dispose();
+    for (const b of this.staging) b.destroy();
+  }
+}
+
+/** Why two captures of a step differ in anything but uniform values, or null. */
+function sameStructure(a: Capture<unknown>, b: Capture<unknown>): string | null {
+  if (a.dispatches.length !== b.dispatches.length) return `the step has ${a.dispatches.length} dispatches at one position and ${b.dispatches.length} at another`;
+  for (let i = 0; i < a.dispatches.length; i++) {
+    const x = a.dispatches[i], y = b.dispatches[i];
+    if (x.pipeline !== y.pipeline || x.key !== y.key || x.workgroups.join() !== y.workgroups.join()) {
+      return `dispatch ${i} (${x.label}) changes its pipeline, buffers or workgroups with the position`;
+    }
+  }
+  if (a.uniforms.length !== b.uniforms.length || a.uniforms.some((u, i) => u.buffer !== b.uniforms[i].buffer || u.data.byteLength !== b.uniforms[i].data.byteLength)) {
+    return 'the uniform blocks differ in layout between positions';
+  }
+  const up = (c: Capture<unknown>) => c.uploads.map((u) => `${u.offset}:${u.data.join()}`).join(';');
+  if (a.uploads.length !== b.uploads.length || a.uploads.some((u, i) => u.buffer !== b.uploads[i].buffer) || up(a) !== up(b)) {
+    return 'the step uploads different data at different positions';
+  }
+  return null;
+}
+
+/** Uniform words as base + slope * (position - origin), checked at origin, origin + 1 and origin + span. */
+function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<unknown>, span: number): Patch[] | string {
+  const patches: Patch[] = [];
+  const view = (c: Capture<unknown>, i: number) => new Uint32Array(c.uniforms[i].data.buffer, c.uniforms[i].data.byteOffset, c.uniforms[i].data.byteLength / 4);
+  for (let i = 0; i < c0.uniforms.length; i++) {
+    const a = view(c0, i), b = view(c1, i), z = view(far, i);
+    for (let w = 0; w < a.length; w++) {
+      const slope = (b[w] - a[w]) | 0;
+      if (((a[w] + slope * span) >>> 0) !== z[w]) return `uniform word ${w} of block ${i} does not move linearly with the position`;
+      if (slope !== 0) patches.push({ chunk: i, word: w, base: a[w], slope });
+    }
+  }
+  return patches;
+}
+
+/** Greedy steps queued ahead of the token being read: enough to cover reading one back and handling it. */
+export const AHEAD = 4;
+
+/**
+ * Greedy tokens after `first`, `count` of them, from a greedy graph: up to `ahead` steps are queued before the
+ * oldest is awaited, so the GPU has the next steps while JavaScript handles a token. Closing the generator early
+ * waits for the steps still queued (their tokens are dropped).
+ */
+export async function* greedySteps(graph: DecodeGraph, first: number, count: number, ahead = AHEAD): AsyncGenerator<number> {
+  graph.feed(first);
+  const queued: Array<Promise<number>> = [];
+  let left = count;
+  try {
+    while (left > 0 || queued.length) {
+      while (left > 0 && queued.length < ahead) { queued.push(graph.next()); left--; }
+      yield await queued.shift()!;
+    }
+  } finally {
+    await Promise.allSettled(queued);
+  }
+}

@@ -1,0 +1,101 @@
+// A captured decode step replayed per token must be the recorded step, bit for bit, at every position.
+import { describe, expect, it } from 'vitest';
+import { DecodeGraph } from '../../src/hrm/decode.ts';
+import { generate } from '../../src/hrm/generate.ts';
+import type { KvSpec } from '../../src/hrm/cache.ts';
+import type { LoadedModel } from '../../src/hrm/load.ts';
+import { getGpu } from '../helpers/gpu.ts';
+import { model } from '../helpers/model.ts';
+
+const PROMPT = [5, 9, 100, 7, 31];
+const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
+
+/** Prefill PROMPT into a fresh cache holding `extra` more positions. */
+async function prefilled(lm: LoadedModel, extra: number, kv?: KvSpec) {
+  const cache = lm.model.newCache({ capacity: PROMPT.length + extra, kv, mode: 'after-prefill' });
+  (await lm.model.forward(PROMPT, cache, { mask: 'prefix', logits: 'last' }).readF32());
+  return cache;
+}
+
+function build(lm: LoadedModel, cache: Awaited<ReturnType<typeof prefilled>>, mode: 'greedy' | 'logits'): DecodeGraph {
+  const g = DecodeGraph.tryBuild(lm.model, cache, mode);
+  if (!(g instanceof DecodeGraph)) throw new Error(`no graph: ${g.reason}`);
+  return g;
+}
+
+describe('decode graph', { timeout: 300_000 }, () => {
+  const cases: Array<[string, 'brown' | 'hrm-tiny-a', 'f32' | 'bf16', KvSpec | undefined]> = [
+    ['brown f32, full cache', 'brown', 'f32', undefined],
+    ['tiny-a bf16, full cache', 'hrm-tiny-a', 'bf16', undefined],
+  ];
+  for (const [name, which, dtype, kv] of cases) {
+    it(`${name}: replayed logits equal recorded ones at every position`, async () => {
+      const lm = await model(await getGpu(), which, dtype);
+      const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
+      const g = build(lm, b, 'logits');
+      for (const t of FEED) {
+        const want = await lm.model.forward([t], a, { mask: 'causal' }).readF32();
+        g.feed(t);
+        expect(await g.nextLogits()).toEqual(want);
+        expect(b.offset).toBe(a.offset);
+      }
+      g.dispose();
+      a.dispose(); b.dispose();
+    });
+
+    it(`${name}: greedy steps chain on the GPU and pick the recorded path's tokens`, async () => {
+      const lm = await model(await getGpu(), which, dtype);
+      const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
+      const want: number[] = [];
+      let tok = FEED[0];
+      for (let i = 0; i < FEED.length; i++) {
+        const row = await lm.model.forward([tok], a, { mask: 'causal' }).readF32();
+        tok = row.indexOf(Math.max(...row));
+        want.push(tok);
+      }
+      const g = build(lm, b, 'greedy');
+      g.feed(FEED[0]);
+      // All steps queued before the first is read: each reads the token the previous one wrote.
+      const got = await Promise.all(FEED.map(() => g.next()));
+      expect(got).toEqual(want);
+      g.dispose();
+      // The cache stays usable by ordinary forwards after the graph is gone.
+      expect(b.offset).toBe(PROMPT.length + FEED.length);
+      a.dispose(); b.dispose();
+    });
+  }
+
+  it('refuses, with the reason, when fewer than three positions are left', async () => {
+    const lm = await model(await getGpu(), 'hrm-tiny-a', 'f32');
+    const cache = await prefilled(lm, 2);
+    const g = DecodeGraph.tryBuild(lm.model, cache, 'greedy');
+    expect(g).toEqual({ reason: 'only 2 positions left in the cache' });
+    cache.dispose();
+  });
+
+  it('rejects a token outside the vocabulary', async () => {
+    const lm = await model(await getGpu(), 'hrm-tiny-a', 'f32');
+    const cache = await prefilled(lm, 4);
+    const g = build(lm, cache, 'logits');
+    expect(() => g.feed(lm.config.vocab_size)).toThrow(/outside the vocabulary/);
+    g.dispose();
+    cache.dispose();
+  });
+
+  it('generate() replays by default and gives the recorded path\'s text, greedy and sampled', async () => {
+    const lm = await model(await getGpu(), 'brown', 'f32');
+    for (const temperature of [0, 0.9]) {
+      const run = async (noGraph: boolean) => {
+        for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 12, temperature, seed: 7, noGraph })) {
+          if (ev.type === 'done') return ev;
+        }
+        throw new Error('no done event');
+      };
+      const [replayed, recorded] = [await run(false), await run(true)];
+      expect(replayed.stats.decodePath).toHaveProperty('replayed');
+      expect(recorded.stats.decodePath).toEqual({ recorded: 'disabled by noGraph' });
+      expect(replayed.stats.ids).toEqual(recorded.stats.ids);
+      expect(replayed.text).toBe(recorded.text);
+    }
+  });
+});
