@@ -105,6 +105,9 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     if (s.only !== 'model') {
       await section(`gemv ${qkv}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });
       await section(`gemv ${config.vocab_size}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, config.vocab_size, h, s, streamGBps)); });
+      if (gpu.f16) {
+        for (const n of [qkv, config.vocab_size]) await section(`gemv ${n}x${h} f16 x`, async () => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16')); });
+      } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
       await section(`matmul ${s.matmulRows} rows`, async () => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
       await section('dispatch chain', async () => { r.kernels.dispatch = await dispatchCost(gpu, s); });
     }

@@ -1,0 +1,269 @@
+enable f16;
+// out[m, col0 + n] = round(sum_k x[m, k] * w[n, k])   (x @ W^T, as nn.Linear, with f16 activations)
+// A shader of its own because `enable f16` fails to compile where shader-f16 is absent, so it cannot sit behind
+// an override in matmul.wgsl. x: f16 [M, K], native f16 storage (the same bytes as a packed 'f16' tensor).
+// w: one row-chunk [N, K] of the weight, f32 or bf16/f16 packed two per u32 (element e in word e >> 1, low half
+// when e is even). Products and sums in f32 (exact for f16 x bf16/f16 weights), rounded once at the output, as
+// MLX's half matmul does: entries ending _to_f16 store f16 (round to nearest even), _to_f32 store f32 (ROUND).
+// out: [M, ldo]; a chunk writes columns col0 .. col0 + N.
+// WDT picks the weight dtype (0 f32, 1 bf16, 2 f16) and ROUND the f32 output's rounding (0 none, 1 bf16, 2 f16).
+//
+// Variants (matmul.wgsl's, reading x as f16: half the bytes of x):
+//  1. gemv_vec4 (few rows): a workgroup owns ROWS weight rows and MB <= 4 x rows; its WG lanes stride along K
+//     reading one vec4<u32> of weights (8 halves or 4 f32) and the vec4<f16> of x they multiply (2 or 1) per row
+//     per step, then reduce across the workgroup in shared memory. Needs 16-byte weight rows (K % 8 == 0 for
+//     halves, K % 4 == 0 for f32) and K % 4 == 0 for x; tensors at 16-byte offsets.
+//  2. gemv_word (few rows, any K): the same work, one u32 word of weights and scalar f16 x per lane per step; the
+//     first and last word of a row may straddle a neighbouring row when K is odd, so those halves are masked.
+//  3. tiled (many rows): BM x BN output tiles (BM = TY*TM, BN = TX*TN), each thread a TM x TN register block,
+//     K walked in BK slices staged through shared memory with x and the weights widened to f32 once. Any M, N, K.
+
+// #include "common/half.inc.wgsl"
+
+struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f16>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> outh: array<f16>;
+// Wide views used only by gemv_vec4.
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f16>>;
+@group(0) @binding(6) var<storage, read> w4: array<vec4<u32>>;
+
+override WDT: u32 = 1u;
+override ROUND: u32 = 0u;
+// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= 16).
+override WG: u32 = 32u;
+override ROWS: u32 = 2u;
+override MB: u32 = 1u;
+// tiled: threads per workgroup along N (TX) and M (TY), outputs per thread (TM x TN <= MAXT x MAXT), K slice.
+override TX: u32 = 16u;
+override TY: u32 = 16u;
+override TM: u32 = 4u;
+override TN: u32 = 4u;
+override BK: u32 = 8u;
+
+const MAXACC: u32 = 16u;
+const MAXT: u32 = 8u;
+// A lane or thread with no output to write.
+const NONE: u32 = 0xffffffffu;
+
+// A gemv lane's partial sums (ROWS * MB used), a tiled thread's TM x TN register block (the rest folds away).
+alias Sums = array<f32, MAXACC>;
+alias Block = array<array<f32, MAXT>, MAXT>;
+
+var<workgroup> red: array<f32, WG * ROWS * MB>;
+var<workgroup> As: array<f32, BK * TY * TM>;
+var<workgroup> Bs: array<f32, BK * TX * TN>;
+
+fn round_out(v: f32) -> f32 {
+  if (ROUND == 1u) { return round_bf16(v); }
+  if (ROUND == 2u) { return round_f16(v); }
+  return v;
+}
+
+// round_f16 leaves a value f16 holds exactly, so the conversion does not round again.
+fn to_f16(v: f32) -> f16 {
+  return f16(round_f16(v));
+}
+
+// Both halves of a packed weight word, (element 2i, element 2i + 1).
+fn halves(word: u32) -> vec2<f32> {
+  if (WDT == 2u) { return unpack2x16float(word); }
+  return unpack2x16bf16(word);
+}
+
+// Weight element e of the chunk, widened to f32.
+fn weight(e: u32) -> f32 {
+  if (WDT == 0u) { return bitcast<f32>(w[e]); }
+  let h = halves(w[e >> 1u]);
+  return select(h.x, h.y, (e & 1u) == 1u);
+}
+
+// dot of one vec4<u32> of weights with the x values it multiplies (x4 index xi: 2 vec4 for halves, 1 for f32).
+fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {
+  let a = vec4<f32>(x4[xi]);
+  if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
+  let b = vec4<f32>(x4[xi + 1u]);
+  let h0 = halves(wv.x);
+  let h1 = halves(wv.y);
+  let h2 = halves(wv.z);
+  let h3 = halves(wv.w);
+  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
+       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+}
+
+// gemv_vec4's per-lane partial sums of the ROWS x MB outputs of the block at weight row n0, x row m0.
+fn gemv_vec4_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, Sums>) {
+  let per = select(8u, 4u, WDT == 0u);
+  let upr = p.K / per;            // vec4<u32> units per weight row
+  let xpr = p.K / 4u;             // vec4<f16> per x row
+  let xstep = select(2u, 1u, WDT == 0u);
+  var wv: array<vec4<u32>, 4>;    // ROWS <= 4 for this variant
+  for (var u = lid; u < upr; u += WG) {
+    for (var r = 0u; r < ROWS; r++) { wv[r] = w4[min(n0 + r, p.N - 1u) * upr + u]; }
+    for (var m = 0u; m < MB; m++) {
+      let xi = min(m0 + m, p.M - 1u) * xpr + u * xstep;
+      for (var r = 0u; r < ROWS; r++) { (*acc)[m * ROWS + r] += dot_unit(wv[r], xi); }
+    }
+  }
+}
+
+// gemv_word's per-lane partial sums, as gemv_vec4_acc.
+fn gemv_word_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, Sums>) {
+  for (var r = 0u; r < ROWS; r++) {
+    let e0 = min(n0 + r, p.N - 1u) * p.K;   // first element of the row
+    if (WDT == 0u) {
+      for (var k = lid; k < p.K; k += WG) {
+        let wk = bitcast<f32>(w[e0 + k]);
+        for (var m = 0u; m < MB; m++) { (*acc)[m * ROWS + r] += wk * f32(x[min(m0 + m, p.M - 1u) * p.K + k]); }
+      }
+    } else {
+      let first = e0 >> 1u;
+      let words = ((e0 + p.K + 1u) >> 1u) - first;
+      for (var j = lid; j < words; j += WG) {
+        let h = halves(w[first + j]);
+        let k = i32(2u * (first + j)) - i32(e0);   // row position of the low half; -1 when the row starts odd
+        let lo = k >= 0;
+        let hi = u32(k + 1) < p.K;
+        for (var m = 0u; m < MB; m++) {
+          let xr = min(m0 + m, p.M - 1u) * p.K;
+          var s = 0.0;
+          if (lo) { s += h.x * f32(x[xr + u32(k)]); }
+          if (hi) { s += h.y * f32(x[xr + u32(k + 1)]); }
+          (*acc)[m * ROWS + r] += s;
+        }
+      }
+    }
+  }
+}
+
+// Sums acc over the workgroup's lanes; lane o < ROWS * MB gets output o's sum, the others a copy of one.
+fn reduce(acc: ptr<function, Sums>, lid: u32) -> f32 {
+  let outs = ROWS * MB;
+  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = (*acc)[o]; }
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      for (var o = 0u; o < outs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  return red[min(lid, outs - 1u) * WG];
+}
+
+// Output index of lane lid after reduce (x row m0 + lid / ROWS, weight row n0 + lid % ROWS), or NONE.
+fn gemv_dest(n0: u32, m0: u32, lid: u32) -> u32 {
+  let m = m0 + lid / ROWS;
+  let n = n0 + lid % ROWS;
+  if (lid >= ROWS * MB || m >= p.M || n >= p.N) { return NONE; }
+  return m * p.ldo + p.col0 + n;
+}
+
+@compute @workgroup_size(WG)
+fn gemv_vec4_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  var acc: Sums;
+  gemv_vec4_acc(n0, wid.z * MB, lid, &acc);
+  let v = reduce(&acc, lid);
+  let i = gemv_dest(n0, wid.z * MB, lid);
+  if (i != NONE) { out[i] = round_out(v); }
+}
+
+@compute @workgroup_size(WG)
+fn gemv_vec4_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  var acc: Sums;
+  gemv_vec4_acc(n0, wid.z * MB, lid, &acc);
+  let v = reduce(&acc, lid);
+  let i = gemv_dest(n0, wid.z * MB, lid);
+  if (i != NONE) { outh[i] = to_f16(v); }
+}
+
+@compute @workgroup_size(WG)
+fn gemv_word_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  var acc: Sums;
+  gemv_word_acc(n0, wid.z * MB, lid, &acc);
+  let v = reduce(&acc, lid);
+  let i = gemv_dest(n0, wid.z * MB, lid);
+  if (i != NONE) { out[i] = round_out(v); }
+}
+
+@compute @workgroup_size(WG)
+fn gemv_word_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  var acc: Sums;
+  gemv_word_acc(n0, wid.z * MB, lid, &acc);
+  let v = reduce(&acc, lid);
+  let i = gemv_dest(n0, wid.z * MB, lid);
+  if (i != NONE) { outh[i] = to_f16(v); }
+}
+
+// The tiled variant's register block of thread l in the tile at workgroup wid: acc[i][j] is output (row
+// m0 + l.y + i * TY, column n0 + l.x + j * TX): conflict-free shared reads, coalesced writes.
+fn tiled_acc(wid: vec3u, l: vec3u, acc: ptr<function, Block>) {
+  let BM = TY * TM;
+  let BN = TX * TN;
+  let n0 = wid.x * BN;
+  let m0 = wid.y * BM;
+  let tid = l.y * TX + l.x;
+  let threads = TX * TY;
+  for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    // Stage x[m0.., k0..] and w[n0.., k0..]; consecutive threads take consecutive k (contiguous in memory).
+    for (var idx = tid; idx < BM * BK; idx += threads) {
+      let m = m0 + idx / BK;
+      let k = k0 + idx % BK;
+      As[(idx % BK) * BM + idx / BK] = select(0.0, f32(x[min(m, p.M - 1u) * p.K + min(k, p.K - 1u)]), m < p.M && k < p.K);
+    }
+    for (var idx = tid; idx < BN * BK; idx += threads) {
+      let n = n0 + idx / BK;
+      let k = k0 + idx % BK;
+      Bs[(idx % BK) * BN + idx / BK] = select(0.0, weight(min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk++) {
+      var a: array<f32, MAXT>;
+      var b: array<f32, MAXT>;
+      for (var i = 0u; i < TM; i++) { a[i] = As[kk * BM + l.y + i * TY]; }
+      for (var j = 0u; j < TN; j++) { b[j] = Bs[kk * BN + l.x + j * TX]; }
+      for (var i = 0u; i < TM; i++) {
+        for (var j = 0u; j < TN; j++) { (*acc)[i][j] += a[i] * b[j]; }
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// Output index of tiled_acc's acc[i][j], or NONE outside [M, N].
+fn tiled_dest(wid: vec3u, l: vec3u, i: u32, j: u32) -> u32 {
+  let m = wid.y * TY * TM + l.y + i * TY;
+  let n = wid.x * TX * TN + l.x + j * TX;
+  if (m >= p.M || n >= p.N) { return NONE; }
+  return m * p.ldo + p.col0 + n;
+}
+
+@compute @workgroup_size(TX, TY)
+fn tiled_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  var acc: Block;
+  tiled_acc(wid, l, &acc);
+  for (var i = 0u; i < TM; i++) {
+    for (var j = 0u; j < TN; j++) {
+      let o = tiled_dest(wid, l, i, j);
+      if (o != NONE) { out[o] = round_out(acc[i][j]); }
+    }
+  }
+}
+
+@compute @workgroup_size(TX, TY)
+fn tiled_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  var acc: Block;
+  tiled_acc(wid, l, &acc);
+  for (var i = 0u; i < TM; i++) {
+    for (var j = 0u; j < TN; j++) {
+      let o = tiled_dest(wid, l, i, j);
+      if (o != NONE) { outh[o] = to_f16(acc[i][j]); }
+    }
+  }
+}

@@ -1,0 +1,11 @@
+// Deno entry of the f16-activation matmul check (Deno's wgpu offers shader-f16 on lavapipe; Node's SwiftShader does
+// not): prints the report of matmul_f16.check.ts as one JSON line, or { f16: false } with the adapter's features.
+import { Gpu } from '../../src/tensor/gpu.ts';
+import { checkMatmulF16 } from './matmul_f16.check.ts';
+
+const gpu = await Gpu.create();
+const a = gpu.summary;
+const adapter = [a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ');
+const head = { runtime: a.runtime, adapter, f16: gpu.f16 };
+console.log(JSON.stringify(gpu.f16 ? { ...head, report: await checkMatmulF16(gpu) } : { ...head, features: a.features }));
+gpu.destroy();
