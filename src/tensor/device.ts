@@ -67,7 +67,15 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
   if (!env.VK_ICD_FILENAMES && fs.existsSync(swiftshader)) {
-    attempts.push(() => { env.VK_ICD_FILENAMES = swiftshader; return instance().requestAdapter(); });
+    // Only while Dawn loads the driver: child processes (a Deno test, a tool) keep the system's driver.
+    attempts.push(async () => {
+      env.VK_ICD_FILENAMES = swiftshader;
+      try {
+        return await instance().requestAdapter();
+      } finally {
+        delete env.VK_ICD_FILENAMES;
+      }
+    });
   }
   return attempts;
 }
