@@ -3,11 +3,17 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
+import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
+import { matmulAbsRef, matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
+import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
+import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
+import { add, siluMul } from '../../src/kernels/ops/ops.ts';
+import { sigmoidRef } from '../../src/kernels/ops/ops.ref.ts';
+import type { Round } from '../../src/kernels/attention/types.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 
 type WDType = 'f32' | 'bf16' | 'f16';
@@ -152,5 +158,225 @@ describe('matmul errors', async () => {
     expect(() => matmul(x, wu)).toThrow(/\[matmul\] weight 'wu' \[4, 8\] u32 must be f32, bf16 or f16/);
     expect(() => matmul(x, [wb, wf])).toThrow(/weight chunk 1 'wf' \[4, 8\] f32 differs in dtype/);
     expect(() => matmul(x, [])).toThrow(ShapeError);
+  });
+  it('rejects fusion options that do not fit x and the weight, naming the tensors', () => {
+    const w = Tensor.from(gpu, new Float32Array(4 * 8), [4, 8], 'bf16', 'w');
+    const w3 = Tensor.from(gpu, new Float32Array(3 * 8), [3, 8], 'bf16', 'w3');
+    const acc = Tensor.from(gpu, new Float32Array(6 * 4), [6, 4], 'f32', 'acc');
+    const wide = Tensor.from(gpu, new Float32Array(6 * 5), [6, 5], 'f32', 'wide');
+    const accb = Tensor.from(gpu, new Float32Array(6 * 4), [6, 4], 'bf16', 'accb');
+    expect(() => matmul(x, w, { accumulate: wide })).toThrow(ShapeError);
+    expect(() => matmul(x, w, { accumulate: wide })).toThrow(/accumulate 'wide' \[6, 5\] f32 must be \[6, 4\], the output of x 'x' \[6, 8\] f32 @ weight 'w' \[4, 8\] bf16\^T/);
+    expect(() => matmul(x, w, { accumulate: accb })).toThrow(DTypeError);
+    expect(() => matmul(x, w, { accumulate: accb })).toThrow(/accumulate 'accb' \[6, 4\] bf16 must be f32/);
+    expect(() => matmul(x, w3, { swiglu: true })).toThrow(ShapeError);
+    expect(() => matmul(x, w3, { swiglu: true })).toThrow(/swiglu: weight 'w3' \[3, 8\] bf16 has 3 rows; it must be \[2I, K\]/);
+    expect(() => matmul(x, [w, w3], { swiglu: true })).toThrow(/swiglu: weight chunks 'w' \[4, 8\] bf16, 'w3' \[3, 8\] bf16 has 7 rows/);
+    expect(() => matmul(x, w, { swiglu: true, accumulate: acc })).toThrow(InputError);
+    expect(() => matmul(x, w, { norm: { eps: -1 } })).toThrow(/norm.eps -1 must be a finite number >= 0/);
+    expect(() => matmul(x, w, { norm: { eps: NaN } })).toThrow(InputError);
+    // Written while x is read: WebGPU would reject the dispatch, so say why first.
+    const xy = Tensor.from(gpu, new Float32Array(6 * 8), [6, 8], 'f32', 'xy');
+    expect(() => matmul(xy, Tensor.from(gpu, new Float32Array(8 * 8), [8, 8], 'f32', 'sq'), { accumulate: xy })).toThrow(/accumulate 'xy' \[6, 8\] f32 overlaps x 'xy'/);
+  });
+});
+
+// ---- Fusions: norm (rmsNorm prologue), swiglu (gate/up pairs), accumulate (residual epilogue) ----
+
+const EPS = 1e-6; // HRM's rms_norm_eps
+// Weight dtype with the output rounding a model in that dtype uses.
+const MODES = [['f32', 'none'], ['bf16', 'bf16'], ['f16', 'f16']] as const;
+// Every kernel: on 'gemv' K % 8 == 0 takes gemv_vec4 and odd K gemv_word, on 'rows' gemv_rows4 / gemv_rows; M = 6
+// is two gemv blocks of MB = 4 (the second with two rows). N is even for swiglu, with I = N / 2 odd.
+const FUSED_SHAPES: Array<[number, number, number]> = [[1, 262, 264], [3, 262, 257], [6, 198, 96], [2, 202, 33]];
+
+async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number) {
+  const base = await upload(gpu, M, N, K, dtype, seed);
+  // x well away from unit RMS, so a missing norm shows; a residual holding values of the activation dtype.
+  const xv = base.xv.map((v) => 3 * v);
+  const accv = asRound(round, randn(seed + 2, M * N, 2));
+  return { ...base, xv, x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), accv };
+}
+
+function asRound(round: Round, v: Float32Array): Float32Array {
+  return round === 'none' ? v : asDtype(round, v);
+}
+
+/** |got - want| <= rel * scale (per element); names the first element outside. */
+function expectRel(got: ArrayLike<number>, want: ArrayLike<number>, scale: ArrayLike<number>, rel: number, what: string): void {
+  for (let i = 0; i < want.length; i++) {
+    const d = Math.abs(got[i] - want[i]);
+    if (!(d <= rel * scale[i] + 1e-30)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${rel} * ${scale[i]})`);
+  }
+}
+
+/**
+ * Scale of an f32 swiglu output's error: g and u each off by up to `eg` and `eu` (f32 sums), silu'(g) is at most
+ * 1.1 in magnitude, sigmoid's exp within (3 + 2|g|) ulp (WGSL) and four roundings of the products.
+ */
+function swigluTol(g: number, u: number, eg: number, eu: number): number {
+  const silu = g * sigmoidRef(g);
+  return 1.1 * Math.abs(u) * eg + Math.abs(silu) * eu + (8 + 2 * Math.abs(g)) * U * Math.abs(g * u) + 1e-30;
+}
+
+describe('matmul fusions against the composed ops', async () => {
+  const gpu = await getGpu();
+  for (const [dtype, round] of MODES) {
+    for (const path of PATHS) {
+      it(`accumulate ${dtype} (${path}): in place, bit for bit add(acc, matmul(x, w))`, async () => {
+        for (const [M, N, K] of FUSED_SHAPES) {
+          const { x, w, accv } = await uploadFused(gpu, M, N, K, dtype, round, M * 31 + K);
+          const acc = Tensor.from(gpu, accv, [M, N], 'f32', 'acc');
+          const want = await add(Tensor.from(gpu, accv, [M, N], 'f32', 'acc0'), matmul(x, w, { round, path }), { round }).read();
+          const got = matmul(x, w, { round, path, accumulate: acc });
+          expect(got).toBe(acc);
+          expectBitExact(await acc.read(), want, `${M}x${N}x${K}`);
+        }
+      });
+
+      it(`swiglu ${dtype} (${path}): bit for bit siluMul(matmul(x, w))`, async () => {
+        for (const [M, N, K] of FUSED_SHAPES) {
+          const { x, w } = await uploadFused(gpu, M, N, K, dtype, round, M * 37 + K);
+          const want = await siluMul(matmul(x, w, { round, path }), { round }).read();
+          const got = matmul(x, w, { round, path, swiglu: true });
+          expect(got.shape).toEqual([M, N / 2]);
+          expectBitExact(await got.read(), want, `${M}x${N}x${K}`);
+        }
+      });
+
+      for (const swiglu of [false, true]) {
+        const what = swiglu ? 'norm + swiglu' : 'norm';
+        const like = swiglu ? 'siluMul(matmul(rmsNorm(x), w))' : 'matmul(rmsNorm(x), w)';
+        it(`${what} ${dtype} (${path}): ${like} up to the order of the sum of squares`, async () => {
+          let total = 0, same = 0;
+          for (const [M, N, K] of FUSED_SHAPES) {
+            const { x, w, xv, wv } = await uploadFused(gpu, M, N, K, dtype, round, M * 41 + K);
+            const composed = matmul(rmsNorm(x, { eps: EPS, round }), w, { round, path });
+            const want = await (swiglu ? siluMul(composed, { round }) : composed).read();
+            const got = await matmul(x, w, { round, path, norm: { eps: EPS }, swiglu }).read();
+            if (round === 'none') {
+              // f32: the inverse RMS may differ by a few ulp; 1e-5 of each output's scale (sum |xn w|, through silu).
+              const xn = rmsNormRef(xv, K, EPS);
+              const abs = matmulAbsRef(xn, wv, M, N, K);
+              const y = matmulRef(xn, wv, M, N, K);
+              const scale = swiglu ? Float64Array.from({ length: M * N / 2 }, (_, j) => {
+                const [m, i] = [Math.floor(j / (N / 2)), j % (N / 2)];
+                return swigluTol(y[m * N + i], y[m * N + N / 2 + i], abs[m * N + i], abs[m * N + N / 2 + i]);
+              }) : abs;
+              expectRel(got, want, scale, 1e-5, `${what} ${M}x${N}x${K}`);
+            } else {
+              // A different sum order may flip the rounding of an xn value: rare, and then one ulp in the output.
+              const s = ulpStats(round, got, want);
+              expect(s.worst, `${M}x${N}x${K} ${JSON.stringify(s)}`).toBeLessThanOrEqual(1);
+              total += want.length;
+              same += Math.round(s.exact * want.length);
+            }
+          }
+          if (round !== 'none') expect(same / total, `${same} of ${total} identical`).toBeGreaterThanOrEqual(0.999);
+        });
+      }
+    }
+  }
+});
+
+describe('matmul fusions over row-chunks of the weight', async () => {
+  const gpu = await getGpu();
+  for (const [dtype, round] of MODES) {
+    for (const path of PATHS) {
+      it(`${dtype} (${path}): chunks of 40, 33, 27 rows give the whole weight's results, bit for bit`, async () => {
+        const N = 100;
+        for (const [M, K] of [[3, 33], [5, 96]] as const) {
+          const { x, w, wv, accv } = await uploadFused(gpu, M, N, K, dtype, round, 700 + M + K);
+          const chunks = [[0, 40], [40, 73], [73, 100]].map(([a, b], i) => Tensor.from(gpu, wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+          // Each chunk adds into its own columns.
+          const whole = Tensor.from(gpu, accv, [M, N], 'f32', 'acc.whole');
+          const split = Tensor.from(gpu, accv, [M, N], 'f32', 'acc.split');
+          matmul(x, w, { round, path, accumulate: whole });
+          matmul(x, chunks, { round, path, accumulate: split });
+          expectBitExact(await split.read(), await whole.read(), `accumulate M=${M} K=${K}`);
+          // swiglu over chunks is matmul then siluMul; every chunk's kernel finds the same inverse RMS.
+          for (const o of [{ swiglu: true }, { norm: { eps: EPS } }, { norm: { eps: EPS }, swiglu: true }]) {
+            const got = await matmul(x, chunks, { round, path, ...o }).read();
+            expectBitExact(got, await matmul(x, w, { round, path, ...o }).read(), `${JSON.stringify(o)} M=${M} K=${K}`);
+          }
+        }
+      });
+    }
+  }
+});
+
+describe('matmul fusions against the float64 reference', async () => {
+  const gpu = await getGpu();
+  const CASES = [
+    { name: 'norm', norm: true, swiglu: false, acc: false },
+    { name: 'swiglu', norm: false, swiglu: true, acc: false },
+    { name: 'accumulate', norm: false, swiglu: false, acc: true },
+    { name: 'norm + swiglu', norm: true, swiglu: true, acc: false },
+  ];
+  for (const c of CASES) {
+    for (const path of PATHS) {
+      it(`${c.name} (${path}): f32 within the error bound, bf16 / f16 rounded as the reference rounds`, async () => {
+        let total = 0, same = 0;
+        for (const [M, N, K] of [[3, 70, 257], [5, 38, 264]] as const) {
+          for (const [dtype, round] of MODES) {
+            const { x, w, xv, wv, accv } = await uploadFused(gpu, M, N, K, dtype, round, M + N + K);
+            const accumulate = c.acc ? Tensor.from(gpu, accv, [M, N], 'f32', 'acc') : undefined;
+            const got = await matmul(x, w, { round, path, norm: c.norm ? { eps: EPS } : undefined, swiglu: c.swiglu, accumulate }).read();
+            const want = matmulFusedRef(xv, wv, M, N, K, { round, norm: c.norm ? EPS : undefined, swiglu: c.swiglu, accumulate: c.acc ? accv : undefined });
+            const what = `${c.name} ${dtype} ${M}x${N}x${K}`;
+            if (round === 'none') {
+              expectRel(got, want, fusedTol(xv, wv, M, N, K, c.norm, c.swiglu, c.acc ? want : null), 1, what);
+              continue;
+            }
+            // Only the f32 sums differ from the exact ones: a rounding flips near a midpoint, by one ulp, which the
+            // three roundings of siluMul can stretch to two.
+            const s = ulpStats(round, got, want);
+            expect(s.worst, `${what} ${JSON.stringify(s)}`).toBeLessThanOrEqual(c.swiglu ? 2 : 1);
+            total += want.length;
+            same += Math.round(s.exact * want.length);
+          }
+        }
+        expect(same / total, `${same} of ${total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+      });
+    }
+  }
+});
+
+/**
+ * Error bound of a fused f32 result: each sum within (K + 1) u sum |xn w| of the exact one (Higham 3.1); with norm
+ * xn itself within (K / 2 + 9) u relative (the sum of squares' error halved by the square root, the division,
+ * eps, inverseSqrt's 2 ulp and the product); swiglu through swigluTol; with `sum` (the result of a residual add)
+ * one more rounding of it.
+ */
+function fusedTol(xv: Float32Array, wv: Float32Array, M: number, N: number, K: number, norm: boolean, swiglu: boolean, sum: ArrayLike<number> | null): Float64Array {
+  const xn = norm ? rmsNormRef(xv, K, EPS) : xv;
+  const y = matmulRef(xn, wv, M, N, K);
+  const e = matmulAbsRef(xn, wv, M, N, K).map((a) => (K + 1 + (norm ? K / 2 + 9 : 0)) * U * a);
+  if (swiglu) {
+    const I = N / 2;
+    return Float64Array.from({ length: M * I }, (_, j) => {
+      const g = Math.floor(j / I) * N + (j % I);
+      return swigluTol(y[g], y[g + I], e[g], e[g + I]);
+    });
+  }
+  return sum ? e.map((v, j) => v + U * Math.abs(sum[j])) : e;
+}
+
+describe('matmul fusions as HRM uses them', async () => {
+  const gpu = await getGpu();
+  it('one MLP block in place on [1, S, H] (auto path): x += down(swiglu(gate_up(rmsNorm(x)))), bf16', async () => {
+    const [S, H, I] = [3, 96, 70];
+    const xv = asDtype('bf16', randn(11, S * H, 3));
+    const gu = Tensor.from(gpu, asDtype('bf16', randn(12, 2 * I * H)), [2 * I, H], 'bf16', 'gate_up');
+    const down = Tensor.from(gpu, asDtype('bf16', randn(13, H * I)), [H, I], 'bf16', 'down');
+    const round = 'bf16';
+    const x = Tensor.from(gpu, xv, [1, S, H], 'f32', 'x');
+    const a = matmul(x, gu, { round, norm: { eps: EPS }, swiglu: true });
+    expect(a.shape).toEqual([1, S, I]);
+    expect(matmul(a, down, { round, accumulate: x })).toBe(x);
+    const x0 = Tensor.from(gpu, xv, [1, S, H], 'f32', 'x0');
+    const want = add(x0, matmul(siluMul(matmul(rmsNorm(x0, { eps: EPS, round }), gu, { round }), { round }), down, { round }), { round });
+    // As the norm test: only the sum of squares' order differs, which rarely flips an xn rounding.
+    expect(ulpStats(round, await x.read(), await want.read()).exact).toBeGreaterThanOrEqual(0.999);
   });
 });

@@ -1,6 +1,7 @@
 // float64 reference for matmul.ts, in plain loops.
 import type { Round } from '../attention/types.ts';
-import { roundAs } from '../ops/ops.ref.ts';
+import { addRef, roundAs, siluMulRef } from '../ops/ops.ref.ts';
+import { rmsNormRef } from '../rmsnorm/rmsnorm.ref.ts';
 
 /**
  * out[m, n] = round(sum_k x[m, k] * w[n, k]) with x [M, K], w [N, K] row-major; the sum in float64, then
@@ -29,4 +30,23 @@ export function matmulAbsRef(x: ArrayLike<number>, w: ArrayLike<number>, M: numb
     }
   }
   return out;
+}
+
+export interface FusedRefOptions {
+  round?: Round;
+  /** rmsNorm's eps: x rows normalised first, each value rounded as rmsNorm rounds its output. */
+  norm?: number;
+  /** w is [gate; up] ([2I, K]): siluMul of the two halves, output [M, I]. */
+  swiglu?: boolean;
+  /** The residual [M, N] the result is added to (each op's output rounded). */
+  accumulate?: ArrayLike<number>;
+}
+
+/** matmul with its fusions (matmul.ts MatmulOptions), composed from the float64 references of each op. */
+export function matmulFusedRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number, o: FusedRefOptions = {}): Float64Array {
+  const round = o.round ?? 'none';
+  const xn = o.norm === undefined ? x : rmsNormRef(x, K, o.norm).map((v) => roundAs(round, v));
+  const y = matmulRef(xn, w, M, N, K, round);
+  const s = o.swiglu ? siluMulRef(y, M, N / 2, round) : y;
+  return o.accumulate ? addRef(o.accumulate, s, round) : s;
 }

@@ -1,10 +1,14 @@
 // x @ W^T (nn.Linear) over f32 activations and f32 / bf16 / f16 weights, f32 accumulation, one output rounding
-// (MLX rounds the f32 accumulator once to the output dtype). Variants are described in matmul.wgsl.
-import { Kernel, grid } from '../../tensor/kernel.ts';
+// (MLX rounds the f32 accumulator once to the output dtype), optionally fused with the RMSNorm before it, the
+// SwiGLU after it or the residual add (MatmulOptions). Variants and fusions are described in matmul.wgsl.
+import { Kernel, grid, type Overrides } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import type { Round } from '../attention/types.ts';
+import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
+// ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
+import { siluMul } from '../ops/ops.ts';
 
 const FILE = 'matmul/matmul.wgsl';
 const GEMV_VEC4 = new Kernel(FILE, 'gemv_vec4');
@@ -22,6 +26,10 @@ export const GEMV_MAX_M = 4;
 // (lm_head at M = 1: 0.066 ms, 3.0 TB/s; the 4.7-25 MB layer matrices 7-12 us, launch-bound); 16x16 threads of
 // 4x4 outputs with K slices of 8 gave 5-17 TFLOP/s f32 (M = 64 to 512).
 const GEMV = { WG: 32, ROWS: 2 };
+// With the norm prologue every workgroup normalises the x it reads, so more weight rows per workgroup spread that
+// work thinner. H200, bf16, HRM-1B's gqkv and gate_up (norm + swiglu), GPU time over the plain kernel: 4 rows
+// +1.7 us at M = 1 and +3.7-4 at M = 2 (2 rows: +1.9-2.1 and +4.8-6.6); a separate rmsNorm dispatch costs 9.5 us.
+const GEMV_NORM_ROWS = 4;
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 
 export interface MatmulOptions {
@@ -29,45 +37,75 @@ export interface MatmulOptions {
   round?: Round;
   /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters. */
   path?: 'auto' | 'gemv' | 'tiled' | 'rows';
+  /**
+   * RMS-normalise the rows of x first, as rmsNorm(x, { eps, round }) does (the same rounding as the output), so
+   * the result is matmul(rmsNorm(x), w) up to the summation order of mean(x^2). Fused into the matrix-vector
+   * kernels; the tiled path runs rmsNorm first.
+   */
+  norm?: { eps: number };
+  /**
+   * w is [2I, K], gate rows then up rows (HRM's gate_up_proj), and the output [..., I] is siluMul(x @ W^T) bit for
+   * bit. Fused into the matrix-vector kernels for a single weight tensor; row-chunked weights and the tiled path
+   * run matmul then siluMul. Not combinable with `accumulate`.
+   */
+  swiglu?: boolean;
+  /**
+   * Residual: out = r(accumulate + r(x @ W^T)), bit for bit add(accumulate, matmul(x, w)), written into
+   * `accumulate` (f32 [..., N]) in place; that tensor is returned. Fused on every path.
+   */
+  accumulate?: Tensor;
 }
 
 /**
- * out[..., n] = sum_k x[..., k] * W[n, k].
+ * out[..., n] = sum_k x[..., k] * W[n, k], with the fusions of MatmulOptions.
  * x: f32 [..., K]. w: W [N, K] (f32, bf16 or f16), or W as row-chunks [N_0, K], [N_1, K], ... (N = sum N_i) for
  * weights larger than one storage binding: chunk i fills output columns N_0 + ... + N_{i-1} onwards.
- * Any M, N, K (K odd included, every weight dtype). Returns f32 [..., N].
+ * Any M, N, K (K odd included, every weight dtype). Returns f32 [..., N] ([..., N / 2] with swiglu).
  */
 export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOptions = {}): Tensor {
   const chunks = Array.isArray(w) ? (w as readonly Tensor[]) : [w as Tensor];
   const K = x.shape[x.rank - 1];
   const N = validate(x, chunks, K);
+  const cols = validateFusions(x, chunks, N, opts);
   const M = x.size / K;
   const gpu = x.gpu;
   const round = ROUND_CODE[opts.round ?? 'none'];
   if (round === undefined) throw new DTypeError('matmul', `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
-  const out = Tensor.empty(gpu, [...x.shape.slice(0, -1), N], 'f32', 'matmul.out');
   const path = opts.path === 'auto' || !opts.path ? (gpu.cpu ? 'rows' : preferGemv(M, N) ? 'gemv' : 'tiled') : opts.path;
+  if (opts.swiglu && (chunks.length > 1 || path === 'tiled')) {
+    // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
+    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm });
+    const out = siluMul(gu, { round: opts.round });
+    gu.dispose();
+    return out;
+  }
+  // Prefill is compute-bound: one rmsNorm dispatch costs little next to the tiled matmul.
+  const xin = opts.norm && path === 'tiled' ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
+  const out = opts.accumulate ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'matmul.out');
+  const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
+  const eps = opts.norm?.eps ?? 0;
   let col0 = 0;
   for (const c of chunks) {
-    const uniforms = { M, N: c.shape[0], K, ldo: N, col0 };
+    const uniforms = { M, N: c.shape[0], K, ldo: cols, col0, eps };
     const WDT = WEIGHT_CODE[c.dtype as keyof typeof WEIGHT_CODE];
     if (path === 'rows') {
-      const [gx, gy] = grid(gpu, c.shape[0], 64);
+      const [gx, gy] = grid(gpu, opts.swiglu ? c.shape[0] / 2 : c.shape[0], 64);
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
-      const overrides = { WDT, ROUND: round, WG: 64 };
+      const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
       if (wideRows(x, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
       else GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
-    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, WDT, round);
+    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse });
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {
-        bindings: { x, w: c, out }, uniforms, label: 'matmul.tiled',
-        overrides: { WDT, ROUND: round, ...TILE },
+        bindings: { x: xin, w: c, out }, uniforms, label: 'matmul.tiled',
+        overrides: { WDT, ROUND: round, ACC: fuse.ACC, ...TILE },
         workgroups: [Math.ceil(c.shape[0] / BN), Math.ceil(M / BM)],
       });
     }
     col0 += c.shape[0];
   }
+  if (xin !== x) xin.dispose();
   return out;
 }
 
@@ -83,14 +121,16 @@ function preferGemv(M: number, N: number): boolean {
   return M <= 64 && tiles < 64;
 }
 
-function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, WDT: number, ROUND: number): void {
+function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides): void {
   const { M, K } = uniforms;
   const MB = Math.min(M, GEMV_MAX_M);
-  const blocks = Math.ceil(c.shape[0] / GEMV.ROWS);
+  const ROWS = fixed.NORM ? GEMV_NORM_ROWS : GEMV.ROWS;
+  // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
+  const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
-  const overrides = { WDT, ROUND, WG: GEMV.WG, ROWS: GEMV.ROWS, MB };
+  const overrides = { ...fixed, WG: GEMV.WG, ROWS, MB };
   if (wideRows(x, c, K)) {
     GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
   } else {
@@ -126,4 +166,28 @@ function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
   }
   if (N === 0) throw new ShapeError('matmul', `weights for x ${shapeOf(x)} have no rows`);
   return N;
+}
+
+/** Checks the fusion options against x and the weights; returns the output's last axis. */
+function validateFusions(x: Tensor, chunks: readonly Tensor[], N: number, o: MatmulOptions): number {
+  const weight = chunks.length > 1 ? `weight chunks ${chunks.map(shapeOf).join(', ')}` : `weight ${shapeOf(chunks[0])}`;
+  if (o.norm && !(o.norm.eps >= 0 && Number.isFinite(o.norm.eps))) throw new InputError('matmul', `norm.eps ${o.norm.eps} must be a finite number >= 0`);
+  if (o.swiglu && o.accumulate) {
+    throw new InputError('matmul', `swiglu and accumulate cannot be combined (x ${shapeOf(x)}); add the residual with add()`);
+  }
+  if (o.swiglu && N % 2) throw new ShapeError('matmul', `swiglu: ${weight} has ${N} rows; it must be [2I, K], gate rows then up rows`);
+  const cols = o.swiglu ? N / 2 : N;
+  const a = o.accumulate;
+  if (a) {
+    const want = [...x.shape.slice(0, -1), cols];
+    if (a.dtype !== 'f32') throw new DTypeError('matmul', `accumulate ${shapeOf(a)} must be f32 (the residual of x ${shapeOf(x)} @ ${weight}^T)`);
+    if (a.shape.join() !== want.join()) {
+      throw new ShapeError('matmul', `accumulate ${shapeOf(a)} must be [${want.join(', ')}], the output of x ${shapeOf(x)} @ ${weight}^T`);
+    }
+    if (a.gpu !== x.gpu) throw new ShapeError('matmul', `accumulate ${shapeOf(a)} lives on another device than x ${shapeOf(x)}`);
+    if (a.buffer === x.buffer && a.offset < x.offset + x.byteLength && x.offset < a.offset + a.byteLength) {
+      throw new ShapeError('matmul', `accumulate ${shapeOf(a)} overlaps x ${shapeOf(x)}; it is written while x is read`);
+    }
+  }
+  return cols;
 }

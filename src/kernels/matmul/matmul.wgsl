@@ -20,16 +20,26 @@
 //  4. gemv_rows    (CPU drivers, any M): one thread per output, a plain loop over K; chosen when the adapter is a
 //     CPU implementation (Gpu.cpu), where barriers dominate: 30-100x faster than 1-3 there. gemv_rows4 is the
 //     same with one vec4<u32> load per step, for 16-byte rows.
+//
+// Fusions (pipeline constants, so a decode layer needs no separate norm, activation or residual dispatch; matmul.ts
+// says which paths use them):
+//  NORM   (1, 2, 4) x rows are scaled as rmsNorm does first, xn = round(x * inverseSqrt(mean(x^2) + eps)): a
+//         prologue finds each x row's inverse RMS (a workgroup reduction in 1-2, the thread's own loop in 4: no
+//         barriers there) and the dot product multiplies round(x * inv). x is tiny and stays in cache.
+//  SWIGLU (1, 2, 4) w is [gate; up], [2I, K], and out[m, i] = r(r(g * r(sigmoid(g))) * u), g and u the rounded
+//         sums of rows i and I + i, which one workgroup (one thread in 4) computes side by side.
+//  ACC    (all) residual epilogue out = round(out + round(sum)), in place; the old value is read through `out`
+//         itself (one buffer cannot be bound read-only and read-write in the same dispatch).
 // Subgroup reductions are not used: `enable subgroups` cannot sit behind an override (it would fail to compile
 // where the feature is absent), and the reduction is a small part of the work next to streaming the weights.
 
-struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32 }
+struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-// Wide views used only by gemv_vec4.
+// Wide views used only by gemv_vec4 and gemv_rows4.
 @group(0) @binding(4) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> w4: array<vec4<u32>>;
 
@@ -45,6 +55,10 @@ override TY: u32 = 16u;
 override TM: u32 = 4u;
 override TN: u32 = 4u;
 override BK: u32 = 16u;
+// Fusions (above).
+override NORM: bool = false;
+override SWIGLU: bool = false;   // needs an even ROWS in the workgroup kernels
+override ACC: bool = false;
 
 const MAXACC: u32 = 16u;
 const MAXT: u32 = 8u;
@@ -76,6 +90,39 @@ fn round_out(v: f32) -> f32 {
   return v;
 }
 
+// sigmoid in MLX's form, as ops/elementwise.wgsl computes it: y = 1 / (1 + exp(|v|)); v < 0 ? y : 1 - y.
+fn sigmoid(v: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(v)));
+  return select(1.0 - y, y, v < 0.0);
+}
+
+// siluMul's formula on the rounded gate and up outputs.
+fn silu_mul(g: f32, u: f32) -> f32 {
+  return round_out(round_out(g * round_out(sigmoid(g))) * u);
+}
+
+// Output (m, n) of this chunk; with ACC added to the value already there, as add() rounds it.
+fn store(m: u32, n: u32, v: f32) {
+  let i = m * p.ldo + p.col0 + n;
+  if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
+}
+
+// An x value as the dot product uses it: rms-normalised and rounded with NORM (inv = the row's inverse RMS).
+fn xn(v: f32, inv: f32) -> f32 {
+  if (NORM) { return round_out(v * inv); }
+  return v;
+}
+
+fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
+  if (NORM) { return vec4<f32>(round_out(v.x * inv), round_out(v.y * inv), round_out(v.z * inv), round_out(v.w * inv)); }
+  return v;
+}
+
+// rmsNorm's scale from a row's sum of squares.
+fn inv_rms(ss: f32) -> f32 {
+  return inverseSqrt(ss / f32(p.K) + p.eps);
+}
+
 // Both halves of a packed word, (element 2i, element 2i + 1).
 fn halves(word: u32) -> vec2<f32> {
   if (WDT == 2u) { return unpack2x16float(word); }
@@ -89,11 +136,9 @@ fn weight(e: u32) -> f32 {
   return select(h.x, h.y, (e & 1u) == 1u);
 }
 
-// dot of one vec4<u32> of weights with the x values it multiplies (x4 index xi: 2 vec4 for halves, 1 for f32).
-fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {
-  if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), x4[xi]); }
-  let a = x4[xi];
-  let b = x4[xi + 1u];
+// dot of one vec4<u32> of weights with the x values it multiplies: a (f32 weights), or a then b (halves).
+fn dot_unit(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
+  if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
   let h0 = halves(wv.x);
   let h1 = halves(wv.y);
   let h2 = halves(wv.z);
@@ -102,55 +147,134 @@ fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {
        + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
 }
 
-// Sum acc over the workgroup's lanes and write the ROWS x MB outputs.
-fn reduce_store(acc: array<f32, MAXACC>, lid: u32, n0: u32, m0: u32) {
-  let outs = ROWS * MB;
-  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = acc[o]; }
+// The (normalised) x values one weight unit of x4 row position xi multiplies: a, and b for halves.
+fn x_unit(xi: u32, inv: f32) -> array<vec4<f32>, 2> {
+  let a = xn4(x4[xi], inv);
+  if (WDT == 0u) { return array<vec4<f32>, 2>(a, a); }
+  return array<vec4<f32>, 2>(a, xn4(x4[xi + 1u], inv));
+}
+
+// Weight row in row slot r of gemv block blk: ROWS consecutive rows, or with SWIGLU ROWS / 2 gate rows followed by
+// their up rows N / 2 further on, so one workgroup sees both halves of its outputs. Slots past the end repeat the
+// last row (computed, never stored).
+fn wrow(blk: u32, r: u32) -> u32 {
+  if (SWIGLU) {
+    let half = p.N / 2u;
+    let i = min(blk * (ROWS / 2u) + r % (ROWS / 2u), half - 1u);
+    return select(i, half + i, r >= ROWS / 2u);
+  }
+  return min(blk * ROWS + r, p.N - 1u);
+}
+
+// Sum segments 0 .. segs - 1 of red (WG partial sums each, lane order) into their first element.
+fn tree_sum(segs: u32, lid: u32) {
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (lid < s) {
-      for (var o = 0u; o < outs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
+      for (var o = 0u; o < segs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
     }
     workgroupBarrier();
   }
-  if (lid < outs) {
+}
+
+// x[i]^2 (x4[i] squared) for i < end, else 0: the workgroup kernels' NORM prologue takes four strides of a row per
+// step, all rows at once, so that the loads are in flight together (x comes from cache: the loop waits on its
+// latency, not on bandwidth).
+fn sq(i: u32, end: u32) -> f32 {
+  let v = x[min(i, end - 1u)];
+  return select(0.0, v * v, i < end);
+}
+
+fn sq4(i: u32, end: u32) -> vec4<f32> {
+  let v = x4[min(i, end - 1u)];
+  return select(vec4<f32>(), v * v, i < end);
+}
+
+// NORM prologue of the workgroup kernels: part[m] is this lane's share of the sum of squares of block row m;
+// returns each block row's inverse RMS, the same in every lane.
+fn block_inv(part: array<f32, 4>, lid: u32) -> array<f32, 4> {
+  for (var m = 0u; m < MB; m++) { red[m * WG + lid] = part[m]; }
+  tree_sum(MB, lid);
+  var inv: array<f32, 4>;
+  for (var m = 0u; m < MB; m++) { inv[m] = inv_rms(red[m * WG]); }
+  workgroupBarrier();   // every lane has read red before reduce_store overwrites it
+  return inv;
+}
+
+// Sum acc over the workgroup's lanes and write the block's outputs: ROWS x MB, or with SWIGLU ROWS / 2 x MB.
+fn reduce_store(acc: array<f32, MAXACC>, lid: u32, blk: u32, m0: u32) {
+  let outs = ROWS * MB;
+  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = acc[o]; }
+  tree_sum(outs, lid);
+  if (SWIGLU) {
+    let P = ROWS / 2u;
+    let m = m0 + lid / P;
+    let i = blk * P + lid % P;
+    let g = (lid / P) * ROWS + lid % P;   // segment of the gate sum; the up sum is P segments on
+    if (lid < P * MB && m < p.M && i < p.N / 2u) { store(m, i, silu_mul(round_out(red[g * WG]), round_out(red[(g + P) * WG]))); }
+  } else if (lid < outs) {
     let m = m0 + lid / ROWS;
-    let n = n0 + lid % ROWS;
-    if (m < p.M && n < p.N) { out[m * p.ldo + p.col0 + n] = round_out(red[lid * WG]); }
+    let n = blk * ROWS + lid % ROWS;
+    if (m < p.M && n < p.N) { store(m, n, round_out(red[lid * WG])); }
   }
 }
 
 @compute @workgroup_size(WG)
 fn gemv_vec4(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  let blk = wid.x + wid.y * nwg.x;
   let m0 = wid.z * MB;
   let per = select(8u, 4u, WDT == 0u);
   let upr = p.K / per;            // vec4 units per weight row
   let xpr = p.K / 4u;             // vec4 per x row
   let xstep = select(2u, 1u, WDT == 0u);
+  var inv: array<f32, 4>;
+  if (NORM) {
+    var part: array<f32, 4>;
+    for (var j = lid; j < xpr; j += 4u * WG) {
+      for (var m = 0u; m < MB; m++) {
+        let e = (min(m0 + m, p.M - 1u) + 1u) * xpr;   // end of the row
+        let s = sq4(e - xpr + j, e) + sq4(e - xpr + j + WG, e) + sq4(e - xpr + j + 2u * WG, e) + sq4(e - xpr + j + 3u * WG, e);
+        part[m] += s.x + s.y + s.z + s.w;
+      }
+    }
+    inv = block_inv(part, lid);
+  }
+  var base: array<u32, 4>;        // ROWS <= 4 for this variant
+  for (var r = 0u; r < ROWS; r++) { base[r] = wrow(blk, r) * upr; }
   var acc: array<f32, MAXACC>;
-  var wv: array<vec4<u32>, 4>;    // ROWS <= 4 for this variant
+  var wv: array<vec4<u32>, 4>;
   for (var u = lid; u < upr; u += WG) {
-    for (var r = 0u; r < ROWS; r++) { wv[r] = w4[min(n0 + r, p.N - 1u) * upr + u]; }
+    for (var r = 0u; r < ROWS; r++) { wv[r] = w4[base[r] + u]; }
     for (var m = 0u; m < MB; m++) {
-      let xi = min(m0 + m, p.M - 1u) * xpr + u * xstep;
-      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += dot_unit(wv[r], xi); }
+      let xs = x_unit(min(m0 + m, p.M - 1u) * xpr + u * xstep, inv[m]);
+      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += dot_unit(wv[r], xs[0], xs[1]); }
     }
   }
-  reduce_store(acc, lid, n0, m0);
+  reduce_store(acc, lid, blk, m0);
 }
 
 @compute @workgroup_size(WG)
 fn gemv_word(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  let blk = wid.x + wid.y * nwg.x;
   let m0 = wid.z * MB;
+  var inv: array<f32, 4>;
+  if (NORM) {
+    var part: array<f32, 4>;
+    for (var k = lid; k < p.K; k += 4u * WG) {
+      for (var m = 0u; m < MB; m++) {
+        let e = (min(m0 + m, p.M - 1u) + 1u) * p.K;
+        part[m] += sq(e - p.K + k, e) + sq(e - p.K + k + WG, e) + sq(e - p.K + k + 2u * WG, e) + sq(e - p.K + k + 3u * WG, e);
+      }
+    }
+    inv = block_inv(part, lid);
+  }
   var acc: array<f32, MAXACC>;
   for (var r = 0u; r < ROWS; r++) {
-    let e0 = min(n0 + r, p.N - 1u) * p.K;   // first element of the row
+    let e0 = wrow(blk, r) * p.K;   // first element of the row
     if (WDT == 0u) {
       for (var k = lid; k < p.K; k += WG) {
         let wk = bitcast<f32>(w[e0 + k]);
-        for (var m = 0u; m < MB; m++) { acc[m * ROWS + r] += wk * x[min(m0 + m, p.M - 1u) * p.K + k]; }
+        for (var m = 0u; m < MB; m++) { acc[m * ROWS + r] += wk * xn(x[min(m0 + m, p.M - 1u) * p.K + k], inv[m]); }
       }
     } else {
       let first = e0 >> 1u;
@@ -163,55 +287,84 @@ fn gemv_word(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
         for (var m = 0u; m < MB; m++) {
           let xr = min(m0 + m, p.M - 1u) * p.K;
           var s = 0.0;
-          if (lo) { s += h.x * x[xr + u32(k)]; }
-          if (hi) { s += h.y * x[xr + u32(k + 1)]; }
+          if (lo) { s += h.x * xn(x[xr + u32(k)], inv[m]); }
+          if (hi) { s += h.y * xn(x[xr + u32(k + 1)], inv[m]); }
           acc[m * ROWS + r] += s;
         }
       }
     }
   }
-  reduce_store(acc, lid, n0, m0);
+  reduce_store(acc, lid, blk, m0);
 }
 
-// One thread per output (row n of the weight, row m of x, m = workgroup z): a plain loop over K, no shared
-// memory and no barriers. Slow on GPUs (lanes read different rows), fast on CPU drivers (SwiftShader,
-// llvmpipe), where a workgroup barrier costs more than the arithmetic of a small matrix-vector product.
-@compute @workgroup_size(WG)
-fn gemv_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let n = gid.x + gid.y * nwg.x * WG;
-  let m = gid.z;
-  if (n >= p.N || m >= p.M) { return; }
+// Dot product of weight row n of the chunk with the x row starting at xr, a plain loop over K (gemv_rows).
+fn row_dot(n: u32, xr: u32, inv: f32) -> f32 {
   let e0 = n * p.K;
-  let xr = m * p.K;
   var acc = 0.0;
   if (WDT != 0u && (e0 & 1u) == 0u) {
     let w0 = e0 >> 1u;
     let pairs = p.K >> 1u;
     for (var j = 0u; j < pairs; j++) {
       let h = halves(w[w0 + j]);
-      acc += h.x * x[xr + 2u * j] + h.y * x[xr + 2u * j + 1u];
+      acc += h.x * xn(x[xr + 2u * j], inv) + h.y * xn(x[xr + 2u * j + 1u], inv);
     }
-    if ((p.K & 1u) == 1u) { acc += weight(e0 + p.K - 1u) * x[xr + p.K - 1u]; }
+    if ((p.K & 1u) == 1u) { acc += weight(e0 + p.K - 1u) * xn(x[xr + p.K - 1u], inv); }
   } else {
-    for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * x[xr + k]; }
+    for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * xn(x[xr + k], inv); }
   }
-  out[m * p.ldo + p.col0 + n] = round_out(acc);
+  return acc;
 }
 
-// gemv_rows with one vec4<u32> of weights per step (8 halves or 4 f32): a quarter of the loads, for 16-byte rows.
+// One thread per output (row n of the weight, row m of x, m = workgroup z): a plain loop over K, no shared
+// memory and no barriers. Slow on GPUs (lanes read different rows), fast on CPU drivers (SwiftShader,
+// llvmpipe), where a workgroup barrier costs more than the arithmetic of a small matrix-vector product.
+// With NORM each thread sums its x row's squares itself, for the same reason.
+@compute @workgroup_size(WG)
+fn gemv_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = gid.x + gid.y * nwg.x * WG;
+  let m = gid.z;
+  if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
+  let xr = m * p.K;
+  var inv = 1.0;
+  if (NORM) {
+    var ss = 0.0;
+    for (var k = 0u; k < p.K; k++) { let v = x[xr + k]; ss += v * v; }
+    inv = inv_rms(ss);
+  }
+  var v = round_out(row_dot(n, xr, inv));
+  if (SWIGLU) { v = silu_mul(v, round_out(row_dot(p.N / 2u + n, xr, inv))); }
+  store(m, n, v);
+}
+
+// row_dot with one vec4<u32> of weights per step (8 halves or 4 f32), for 16-byte rows; x0 is in vec4 units.
+fn row_dot4(n: u32, x0: u32, inv: f32) -> f32 {
+  let per = select(8u, 4u, WDT == 0u);
+  let upr = p.K / per;
+  let xstep = select(2u, 1u, WDT == 0u);
+  var acc = 0.0;
+  for (var u = 0u; u < upr; u++) {
+    let xs = x_unit(x0 + u * xstep, inv);
+    acc += dot_unit(w4[n * upr + u], xs[0], xs[1]);
+  }
+  return acc;
+}
+
+// gemv_rows with vec4 loads (row_dot4): a quarter of the loads.
 @compute @workgroup_size(WG)
 fn gemv_rows4(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let n = gid.x + gid.y * nwg.x * WG;
   let m = gid.z;
-  if (n >= p.N || m >= p.M) { return; }
-  let per = select(8u, 4u, WDT == 0u);
-  let upr = p.K / per;
-  let xstep = select(2u, 1u, WDT == 0u);
-  let w0 = n * upr;
+  if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
   let x0 = m * (p.K / 4u);
-  var acc = 0.0;
-  for (var u = 0u; u < upr; u++) { acc += dot_unit(w4[w0 + u], x0 + u * xstep); }
-  out[m * p.ldo + p.col0 + n] = round_out(acc);
+  var inv = 1.0;
+  if (NORM) {
+    var ss = 0.0;
+    for (var j = 0u; j < p.K / 4u; j++) { let v = x4[x0 + j]; ss += dot(v, v); }
+    inv = inv_rms(ss);
+  }
+  var v = round_out(row_dot4(n, x0, inv));
+  if (SWIGLU) { v = silu_mul(v, round_out(row_dot4(p.N / 2u + n, x0, inv))); }
+  store(m, n, v);
 }
 
 @compute @workgroup_size(TX, TY)
@@ -255,7 +408,7 @@ fn matmul_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
     let m = m0 + l.y + i * TY;
     for (var j = 0u; j < TN; j++) {
       let n = n0 + l.x + j * TX;
-      if (m < p.M && n < p.N) { out[m * p.ldo + p.col0 + n] = round_out(acc[i][j]); }
+      if (m < p.M && n < p.N) { store(m, n, round_out(acc[i][j])); }
     }
   }
 }
