@@ -16,3 +16,10 @@ export function randn(seed: number, n: number, scale = 1): Float32Array {
   const r = rng(seed);
   return Float32Array.from({ length: n }, () => (r() * 2 - 1) * scale);
 }
+
+/** n attention-gate logits: uniform in [-6, 6) with saturating (+-100), zero and tiny values mixed in. */
+export function gateLogits(seed: number, n: number): Float32Array {
+  const g = randn(seed, n, 6);
+  for (let i = 0; i < n; i += 37) g[i] = [100, -100, 0, 1e-30, -3e-8][(i / 37) % 5];
+  return g;
+}

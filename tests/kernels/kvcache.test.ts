@@ -3,14 +3,18 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectWithin, ropeBound } from '../helpers/attn-parity.ts';
+import { expectBitExact } from '../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
+import type { Gpu } from '../../src/tensor/gpu.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { appendKV, ropeK, ropeQ, takeV, writeFull } from '../../src/kernels/attention/kvcache.ts';
+import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../src/kernels/attention/kvcache.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/quant/quant.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { headsRef, sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { rope } from '../../src/kernels/rope/rope.ts';
-import type { FullKV } from '../../src/kernels/attention/types.ts';
+import type { FullKV, KVSide, Round } from '../../src/kernels/attention/types.ts';
 
 const SENTINEL = 7.5;   // exactly representable in bf16: untouched cache positions must keep it
 
@@ -146,5 +150,96 @@ describe('appendKV / writeFull', () => {
     expect(() => ropeQ(Tensor.empty(gpu, [3, 60], 'f32', 'g'), o)).toThrow(ShapeError);
     expect(() => appendKV(gt, cache('bf16'), cache('bf16'), { ...o, offset: 0, round: 'f16' })).toThrow(DTypeError);
     expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'), { offset: 6 })).toThrow(ShapeError);
+  });
+});
+
+/** A cache side: f32 or packed bf16 storage, or quantized at `bits`. */
+type SideKind = 'f32' | 'bf16' | { bits: number };
+const kindName = (k: SideKind) => (typeof k === 'string' ? k : `q${k.bits}`);
+
+/** A side of [H, cap, D] filled with seeded junk (sentinels for full sides, random words/scales for quantized ones). */
+function makeSide(gpu: Gpu, kind: SideKind, H: number, cap: number, D: number, seed: number): KVSide {
+  if (typeof kind === 'string') return { kind: 'full', data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], kind, 'side') };
+  const side = quantKV(gpu, { heads: H, capacity: cap, headDim: D, bits: kind.bits });
+  const words = Uint32Array.from(randn(seed, side.q.size), (x) => Math.floor((x + 1) * 2 ** 31));
+  return {
+    ...side,
+    q: Tensor.from(gpu, words, side.q.shape, 'u32', 'q'),
+    scales: Tensor.from(gpu, randn(seed + 1, side.scales.size), side.scales.shape, 'f32', 'scales'),
+    biases: Tensor.from(gpu, randn(seed + 2, side.biases.size), side.biases.shape, 'f32', 'biases'),
+  };
+}
+
+async function readSide(side: KVSide): Promise<ArrayLike<number>[]> {
+  return side.kind === 'full' ? [await side.data.read()] : Promise.all([side.q.read(), side.scales.read(), side.biases.read()]);
+}
+
+/** What the model did before ropeAppend: appendKV for two full sides, else ropeK / takeV into writeFull / appendQuantized. */
+function composedAppend(gqkv: Tensor, slot: KVSlot, o: { heads: number; headDim: number; base: number; offset: number; round: Round }): void {
+  const { k, v } = slot;
+  if (k.kind === 'full' && v.kind === 'full') { appendKV(gqkv, k, v, o); return; }
+  for (const [side, src] of [[k, ropeK(gqkv, o)], [v, takeV(gqkv, o)]] as const) {
+    if (side.kind === 'full') writeFull(src, side, { offset: o.offset, round: o.round });
+    else appendQuantized(src, side, { offset: o.offset, round: o.round });
+    src.dispose();
+  }
+}
+
+describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed ops', () => {
+  const SIDES: Array<[SideKind, SideKind]> = [
+    ['f32', 'f32'], ['bf16', 'bf16'], ['f32', 'bf16'], [{ bits: 8 }, { bits: 4 }], [{ bits: 3 }, { bits: 6 }],
+    [{ bits: 4 }, 'f32'], ['f32', { bits: 8 }], ['bf16', { bits: 2 }],
+  ];
+  for (const [kk, vk] of SIDES) {
+    const anyQuant = typeof kk !== 'string' || typeof vk !== 'string';
+    const anyBf16 = kk === 'bf16' || vk === 'bf16';
+    it(`K ${kindName(kk)} / V ${kindName(vk)}: q and both sides bit for bit, one dispatch, every rounding`, async () => {
+      const gpu = await getGpu();
+      // [H, D, cap, offset, S]: odd head counts, S = 1 and S > 1, zero and nonzero offsets; D = 6 (pairs straddling
+      // half-head words) where no side is quantized (groups of 64 need D % 64 == 0).
+      const shapes = [[3, 64, 12, 5, 1], [3, 128, 20, 9, 4], [1, 64, 3, 0, 3], ...(anyQuant ? [] : [[3, 6, 9, 3, 5]])];
+      const rounds: Round[] = anyBf16 ? ['none', 'bf16'] : ['none', 'bf16', 'f16'];
+      for (const [H, D, cap, offset, S] of shapes) {
+        for (const round of rounds) {
+          const what = `H=${H} D=${D} S=${S} offset ${offset} round ${round}`;
+          const o = { heads: H, headDim: D, base: 1e4, offset, round };
+          const gt = Tensor.from(gpu, randn(H * D + S + offset, S * 4 * H * D, 3), [S, 4 * H * D], 'f32', 'gqkv');
+          const mk = (seed: number): KVSlot => ({ k: makeSide(gpu, kk, H, cap, D, seed), v: makeSide(gpu, vk, H, cap, D, seed + 7) });
+          const fused = mk(40), composed = mk(40);
+          const before = gpu.dispatchCount;
+          const q = ropeAppend(gt, fused, o);
+          expect(gpu.dispatchCount - before, `${what}: dispatches`).toBe(1);
+          composedAppend(gt, composed, o);
+          expectBitExact(await q.read(), await ropeQ(gt, o).read(), `${what}: q vs ropeQ`);
+          for (const name of ['k', 'v'] as const) {
+            const [got, want] = [await readSide(fused[name]), await readSide(composed[name])];
+            for (let i = 0; i < got.length; i++) expectBitExact(got[i], want[i], `${what}: ${name} side, buffer ${i}`);
+          }
+        }
+      }
+    });
+  }
+
+  it('only the offset uniform differs between decode steps', async () => {
+    const gpu = await getGpu();
+    const H = 3, D = 64, cap = 16;
+    const slot: KVSlot = { k: makeSide(gpu, { bits: 8 }, H, cap, D, 1), v: makeSide(gpu, 'f32', H, cap, D, 2) };
+    const gt = Tensor.from(gpu, randn(3, 4 * H * D), [1, 4 * H * D], 'f32', 'gqkv');
+    const at = (offset: number) => recordDispatches(() => ropeAppend(gt, slot, { heads: H, headDim: D, base: 1e4, offset, round: 'bf16' }));
+    expectSameStructure(at(0), at(cap - 1), ['offset'], 'ropeAppend at offsets 0 and 15');
+  });
+
+  it('names the side and shapes of bad input', async () => {
+    const gpu = await getGpu();
+    const o = { heads: 2, headDim: 64, base: 1e4, offset: 6 };
+    const gt = Tensor.empty(gpu, [3, 512], 'f32', 'gqkv');
+    const full = (dtype: 'f32' | 'bf16' = 'f32'): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, [2, 16, 64], dtype, 'c') });
+    const quant = (capacity: number, heads = 2) => quantKV(gpu, { heads, capacity, headDim: 64, bits: 4 });
+    expect(() => ropeAppend(gt, { k: full(), v: quant(8) }, o)).toThrow(/\[ropeAppend\] writing positions 6\.\.9 overflows quantized v cache 'quantKV\.q' \[2, 8, 8\]/);
+    expect(() => ropeAppend(gt, { k: full(), v: full() }, { ...o, offset: 14 })).toThrow(/\[ropeAppend\] writing positions 14\.\.17 overflows k cache/);
+    expect(() => ropeAppend(gt, { k: quant(16, 3), v: full() }, o)).toThrow(ShapeError);
+    expect(() => ropeAppend(gt, { k: full('bf16'), v: quant(16) }, { ...o, round: 'f16' })).toThrow(DTypeError);
+    expect(() => ropeAppend(Tensor.empty(gpu, [3, 500], 'f32', 'g'), { k: full(), v: full() }, o)).toThrow(/gqkv 'g' is \[3, 500\]/);
+    expect(() => ropeAppend(Tensor.empty(gpu, [3, 512], 'u32', 'g'), { k: full(), v: full() }, o)).toThrow(DTypeError);
   });
 });

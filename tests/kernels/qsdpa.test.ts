@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { gateLogits, randn, rng } from '../helpers/seeded.ts';
 import { expectBitExact, expectUlps } from '../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import type { AttnMask, QuantKV, Round } from '../../src/kernels/attention/types.ts';
 import { appendQuantized, dequantize, quantKV } from '../../src/kernels/quant/quant.ts';
-import { qsdpa } from '../../src/kernels/quant/qsdpa.ts';
+import { qsdpa, type QsdpaOptions } from '../../src/kernels/quant/qsdpa.ts';
+import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
 import type { Accumulate } from '../../src/kernels/quant/qmm.ts';
 import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
 import { kvAccess, qsdpaRef, type MaskRef, type QuantSideRef } from '../../src/kernels/quant/qsdpa.ref.ts';
@@ -43,8 +45,10 @@ function fill(gpu: Gpu, c: Case, bits: number, seed: number): QuantKV {
   return side;
 }
 
-async function run(c: Case): Promise<{ got: Float32Array; want: Float64Array }> {
-  const gpu = await getGpu();
+interface Inputs { q: Tensor; qx: Float32Array; k: QuantKV; v: QuantKV; maskRef: MaskRef; opts: QsdpaOptions }
+
+/** The cache sides, queries, mask and options of one case. */
+function inputs(gpu: Gpu, c: Case): Inputs {
   const kvLen = c.offset + c.seq;
   const k = fill(gpu, c, c.kBits, c.seed * 10), v = fill(gpu, c, c.vBits, c.seed * 10 + 5);
   const qx = randn(c.seed + 3, c.heads * c.seq * c.dim, 2).map((x) => roundTo(c.round, x));
@@ -61,10 +65,17 @@ async function run(c: Case): Promise<{ got: Float32Array; want: Float64Array }> 
     mask = { kind: c.mask };
     maskRef = { kind: c.mask };
   }
-  const scale = 1 / Math.sqrt(c.dim);
-  const out = qsdpa(Tensor.from(gpu, qx, [c.heads, c.seq, c.dim], 'f32', 'q'), k, v, {
-    kvLen, offset: c.offset, mask, scale, round: c.round, accumulate: c.accumulate, chunkRows: c.chunkRows,
-  });
+  const opts: QsdpaOptions = {
+    kvLen, offset: c.offset, mask, scale: 1 / Math.sqrt(c.dim), round: c.round, accumulate: c.accumulate, chunkRows: c.chunkRows,
+  };
+  return { q: Tensor.from(gpu, qx, [c.heads, c.seq, c.dim], 'f32', 'q'), qx, k, v, maskRef, opts };
+}
+
+async function run(c: Case): Promise<{ got: Float32Array; want: Float64Array }> {
+  const gpu = await getGpu();
+  const { q, qx, k, v, maskRef, opts } = inputs(gpu, c);
+  const { kvLen, scale } = opts;
+  const out = qsdpa(q, k, v, opts);
   expect(out.shape).toEqual([c.seq, c.heads * c.dim]);
   const got = await out.readF32();
   const want = qsdpaRef(qx, kvAccess(await readSide(k), await readSide(v), c.cap, c.dim, c.round), {
@@ -126,6 +137,75 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
     const whole = await run({ ...BASE, seq: 9, offset: 3 });
     const chunked = await run({ ...BASE, seq: 9, offset: 3, chunkRows: 2 });
     expectBitExact(chunked.got, whole.got, 'chunkRows 2 vs all rows');
+  });
+});
+
+/** A gqkv-shaped gate source [S, 4*H*D] (the gate block is its first H*D columns). */
+const gateSource = (gpu: Gpu, S: number, width: number, seed: number) => Tensor.from(gpu, gateLogits(seed, S * 4 * width), [S, 4 * width], 'f32', 'gqkv');
+
+const kernels = (r: DispatchRecord[]) => r.map((d) => d.kernel.split('#')[1]);
+
+describe('qsdpa gate (sigmoidGate fused into the pass that writes the output)', () => {
+  it('is sigmoidGate(gqkv, qsdpa(...)) bit for bit, split and unsplit, query chunks, every rounding', async () => {
+    const gpu = await getGpu();
+    const cases: Array<[string, Case, boolean]> = [
+      ['decode, split keys', { ...BASE, seq: 1, offset: 599, cap: 600, mask: 'none' }, true],
+      ['decode S=3, split keys', { ...BASE, seq: 3, offset: 420, cap: 600, heads: 4 }, true],
+      ['one chunk', BASE, false],
+      ['query chunks of 2 rows', { ...BASE, seq: 9, offset: 3, chunkRows: 2 }, false],
+      ["accumulate 'dtype'", { ...BASE, seq: 1, offset: 599, cap: 600, accumulate: 'dtype' }, false],
+    ];
+    for (const [name, c0, split] of cases) {
+      for (const round of ['none', 'bf16', 'f16'] as Round[]) {
+        const c = { ...c0, round };
+        const { q, k, v, opts } = inputs(gpu, c);
+        const gate = gateSource(gpu, c.seq, c.heads * c.dim, c.seed + 9);
+        const want = sigmoidGate(gate, qsdpa(q, k, v, opts), { round });
+        let got: Tensor | undefined;
+        const rec = recordDispatches(() => { got = qsdpa(q, k, v, { ...opts, gate }); });
+        expect(kernels(rec).includes('qsdpa_combine'), `${name}: split`).toBe(split);
+        expectBitExact(await got!.read(), await want.read(), `${name} ${round}`);
+      }
+    }
+  });
+
+  it('rejects a gate that is not f32 [S, >= H*D]', async () => {
+    const gpu = await getGpu();
+    const { q, k, v, opts } = inputs(gpu, BASE);
+    expect(() => qsdpa(q, k, v, { ...opts, gate: Tensor.empty(gpu, [5, 100], 'f32', 'g') })).toThrow(/\[qsdpa\] gate 'g' is \[5, 100\]; expected \[5, >= 128\]/);
+    expect(() => qsdpa(q, k, v, { ...opts, gate: Tensor.empty(gpu, [5, 512], 'u32', 'g') })).toThrow(DTypeError);
+  });
+});
+
+describe('qsdpa decode structure', () => {
+  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity', async () => {
+    const gpu = await getGpu();
+    // [name, case, key chunks (splits), key slices (KS)]
+    const variants: Array<[string, Partial<Case>, number, number]> = [
+      ['split keys, 4 slices', { cap: 1024, dim: 128, kBits: 8, vBits: 4 }, 4, 4],
+      ['split keys, 1 slice', { cap: 300 }, 2, 1],
+      ['one chunk', { cap: 200 }, 1, 1],
+      ["accumulate 'dtype', bf16", { cap: 300, accumulate: 'dtype', round: 'bf16' }, 1, 1],
+      ['S=3, grouped heads', { cap: 600, seq: 3, heads: 4 }, 3, 1],
+    ];
+    for (const [name, v, splits, ks] of variants) {
+      for (const mask of ['none', 'causal'] as const) {
+        const base: Case = { ...BASE, seq: 1, mask, ...v, offset: 0 };
+        const full = inputs(gpu, { ...base, offset: base.cap - base.seq });   // the cache filled to capacity
+        const gate = gateSource(gpu, base.seq, base.heads * base.dim, 5);
+        const records: DispatchRecord[][] = [];
+        for (const kvLen of [base.seq, Math.floor(base.cap / 2) + 1, base.cap]) {
+          records.push(recordDispatches(() => qsdpa(full.q, full.k, full.v, { ...full.opts, kvLen, offset: kvLen - base.seq, gate })));
+          // Correct at this length (its own cache, filled up to kvLen, against the f64 reference).
+          await check({ ...base, offset: kvLen - base.seq });
+        }
+        const what = `${name} ${mask}`;
+        expect(kernels(records[0]), what).toEqual(['qsdpa_scores', 'qsdpa_softmax', 'qsdpa_pv', ...(splits > 1 ? ['qsdpa_combine'] : [])]);
+        expect([records[0][2].uniforms.splits, records[0][2].overrides.KS], what).toEqual([splits, ks]);
+        expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `${what}: kvLen ${base.seq} vs mid`);
+        expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `${what}: kvLen ${base.seq} vs capacity`);
+      }
+    }
   });
 });
 

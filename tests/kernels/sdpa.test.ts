@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { gateLogits, randn, rng } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectUlp } from '../helpers/attn-parity.ts';
 import { fixture } from '../helpers/fixtures.ts';
+import { expectBitExact } from '../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
 import { sdpaRef, type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
-import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
+import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
+import type { AttnMask, FullKV, Round } from '../../src/kernels/attention/types.ts';
 
 const PATHS = ['prefill', 'decode'] as const;
 
@@ -119,7 +122,10 @@ describe('sdpa vs the f64 reference', () => {
   it('a long cache (1100 keys) through the decode split, S=1 causal, and the same on the prefill path', async () => {
     const gpu = await getGpu();
     const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1200, kvLen: 1100, offset: 1099, mask: { kind: 'causal' }, seed: 21, qScale: 4 };
-    for (const extra of [{}, { chunk: 256 }, { chunk: 2048 }, { parts: 1 }, { parts: 2 }, { path: 'prefill' as const }]) {
+    // chunks 5: 256 keys each; 1: one chunk; 3, 7: a short last chunk (7: and an empty one); 40: 64 keys each and
+    // 22 empty chunks past kvLen.
+    const chunkings = [{ chunks: 5 }, { chunks: 1 }, { chunks: 3 }, { chunks: 7 }, { chunks: 40 }];
+    for (const extra of [{}, ...chunkings, { parts: 1 }, { parts: 2 }, { path: 'prefill' as const }]) {
       const { got, ref } = await run(gpu, c, extra);
       expectClose(got, ref, F32_TOL, 0, `long cache ${JSON.stringify(extra)}`);
     }
@@ -185,6 +191,75 @@ describe('sdpa vs the f64 reference', () => {
   });
 });
 
+/** A gqkv-shaped gate source [S, 4*H*D] (the gate block is its first H*D columns). */
+const gateSource = (gpu: Gpu, S: number, width: number, seed: number) => Tensor.from(gpu, gateLogits(seed, S * 4 * width), [S, 4 * width], 'f32', 'gqkv');
+
+describe('sdpa gate (sigmoidGate fused into the output write)', () => {
+  it('is sigmoidGate(gqkv, sdpa(...)) bit for bit on both paths and every rounding, with no extra dispatch', async () => {
+    const gpu = await getGpu();
+    const cases: Case[] = [
+      { heads: 2, seq: 3, dim: 64, cap: 80, kvLen: 73, offset: 70, mask: { kind: 'causal' }, seed: 81 },
+      { heads: 3, seq: 1, dim: 40, cap: 300, kvLen: 290, offset: 289, mask: { kind: 'none' }, seed: 82 },
+      { heads: 2, seq: 9, dim: 64, cap: 20, kvLen: 20, offset: 11, mask: { kind: 'causal' }, seed: 83 },
+    ];
+    for (const c of cases) {
+      const { heads: H, seq: S, dim: D, cap } = c;
+      const q = Tensor.from(gpu, randn(c.seed, H * S * D, 2), [H, S, D], 'f32', 'q');
+      const k = full(gpu, randn(c.seed + 1, H * cap * D), [H, cap, D], 'f32', 'k');
+      const v = full(gpu, randn(c.seed + 2, H * cap * D), [H, cap, D], 'f32', 'v');
+      const gate = gateSource(gpu, S, H * D, c.seed + 3);
+      for (const round of ['none', 'bf16', 'f16'] as Round[]) {
+        for (const path of PATHS) {
+          const o: SdpaOptions = { kvLen: c.kvLen, offset: c.offset, mask: c.mask as AttnMask, scale: 1 / Math.sqrt(D), round, path };
+          const want = sigmoidGate(gate, sdpa(q, k, v, o), { round });
+          const before = gpu.dispatchCount;
+          const got = sdpa(q, k, v, { ...o, gate });
+          expect(gpu.dispatchCount - before).toBe(path === 'decode' ? 2 : 1);
+          expectBitExact(await got.read(), await want.read(), `S=${S} ${round} ${path}`);
+        }
+      }
+    }
+  });
+
+  it('rejects a gate that is not f32 [S, >= H*D]', async () => {
+    const gpu = await getGpu();
+    const q = Tensor.empty(gpu, [2, 3, 64], 'f32', 'q');
+    const kv: FullKV = { kind: 'full', data: Tensor.empty(gpu, [2, 8, 64], 'f32', 'kv') };
+    const o = { kvLen: 5, offset: 2, mask: { kind: 'causal' } as AttnMask, scale: 0.125 };
+    expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [3, 100], 'f32', 'g') })).toThrow(/\[sdpa\] gate 'g' is \[3, 100\]; expected \[3, >= 128\]/);
+    expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [2, 512], 'f32', 'g') })).toThrow(ShapeError);
+    expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [3, 512], 'u32', 'g') })).toThrow(DTypeError);
+  });
+});
+
+describe('sdpa decode structure', () => {
+  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity', async () => {
+    const gpu = await getGpu();
+    for (const [H, S, D, cap, dtype] of [[2, 1, 64, 1200, 'f32'], [3, 3, 40, 300, 'bf16'], [16, 1, 128, 70, 'f32']] as const) {
+      const q = randn(91, H * S * D, 2);
+      const k = randn(92, H * cap * D).map(roundBf16), v = randn(93, H * cap * D).map(roundBf16);
+      const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q');
+      const kt = full(gpu, k, [H, cap, D], dtype, 'k'), vt = full(gpu, v, [H, cap, D], dtype, 'v');
+      const gate = gateSource(gpu, S, H * D, 94);
+      for (const mask of [{ kind: 'none' }, { kind: 'causal' }] as const) {
+        const records: DispatchRecord[][] = [];
+        for (const kvLen of [S, Math.floor(cap / 2) + 1, cap]) {
+          const what = `H=${H} S=${S} cap ${cap} ${dtype} ${mask.kind} kvLen ${kvLen}`;
+          const o: SdpaOptions = { kvLen, offset: kvLen - S, mask, scale: 1 / Math.sqrt(D) };
+          let gated: Tensor | undefined;
+          records.push(recordDispatches(() => { gated = sdpa(qt, kt, vt, { ...o, gate }); }));
+          const out = sdpa(qt, kt, vt, o);
+          expectClose(await out.read(), sdpaRef(q, k, v, { heads: H, seq: S, dim: D, cap, kvLen, offset: kvLen - S, mask, scale: o.scale }), F32_TOL, 0, what);
+          expectBitExact(await gated!.read(), await sigmoidGate(gate, out).read(), `${what} gated`);
+        }
+        expect(records[0].map((r) => r.kernel)).toEqual(['attention/sdpa_decode.wgsl#sdpa_split', 'attention/sdpa_decode.wgsl#sdpa_combine']);
+        expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs mid`);
+        expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs capacity`);
+      }
+    }
+  });
+});
+
 describe('sdpa argument checks', () => {
   it('names the bad argument and the shapes', async () => {
     const gpu = await getGpu();
@@ -199,5 +274,6 @@ describe('sdpa argument checks', () => {
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, mask: { kind: 'prefix', tokenTypes: tt } })).toThrow(/tokenTypes/);
     const quant = { kind: 'quant', bits: 8, q: tt, scales: tt, biases: tt } as const;
     expect(() => sdpa(q, quant, quant, o)).toThrow(/quantized/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(/decode chunks 0 must be a positive integer/);
   });
 });

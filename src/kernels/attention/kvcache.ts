@@ -1,13 +1,17 @@
 // Model-side helpers between the fused gqkv projection and attention: RoPE'd queries and keys as head-major
-// tensors, and writes of new keys/values into a full-precision cache slot (f32 or packed bf16).
+// tensors, writes of new keys/values into a full-precision cache slot (f32 or packed bf16), and ropeAppend, which
+// does a step's queries and cache writes (full or quantized sides) in one dispatch.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
-import type { FullKV, Round } from './types.ts';
+import { checkQuantKV } from '../quant/quant.ts';
+import type { FullKV, KVSide, Round } from './types.ts';
 
 const HEADS_F32 = new Kernel('attention/kvcache.wgsl', 'heads_f32');
 const HEADS_BF16 = new Kernel('attention/kvcache.wgsl', 'heads_bf16');
+const ROPE_APPEND = new Kernel('attention/rope_append.wgsl', 'rope_append');
 const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 /** Which column block of gqkv [S, 4*H*D] holds what. */
@@ -51,6 +55,74 @@ export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions)
   checkCache('appendKV', 'v', v, layout, opts.offset, opts.round);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset, true, opts);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset, false, opts);
+}
+
+/** Both sides of one cache slot. */
+export interface KVSlot { k: KVSide; v: KVSide }
+
+/**
+ * One step's RoPE and cache append in one dispatch: returns ropeQ(gqkv, opts) and writes positions
+ * offset..offset+S-1 of both sides exactly as the composed ops would, bit for bit: appendKV for full sides (f32 or
+ * packed bf16), ropeK / takeV (rounded per `round`) then appendQuantized (Metal rules, scales/biases rounded per
+ * `round`) for quantized sides; any mix of the two. Only the uniform `offset` changes from step to step.
+ */
+export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tensor {
+  const op = 'ropeAppend';
+  const l = gqkvLayout(op, gqkv, opts);
+  const k = appendSide(op, 'k', slot.k, l, opts);
+  const v = appendSide(op, 'v', slot.v, l, opts);
+  const gpu = gqkv.gpu;
+  const q = Tensor.empty(gpu, [l.heads, l.seq, l.dim], 'f32', `${op}.q`);
+  const n = l.heads * l.seq * l.dim;
+  const groups = (side: AppendSide) => (side.bits ? n / 64 : 0);
+  const none = placeholders(gpu);
+  // Workgroups of 64: pairs of elements first, then one per quantized group.
+  const workgroups = Math.ceil(n / 2 / 64) + groups(k) + groups(v);
+  ROPE_APPEND.dispatch(gpu, {
+    bindings: {
+      src: gqkv, q_out: q,
+      kd: k.data, ks: k.scales ?? none.ks, kb: k.biases ?? none.kb,
+      vd: v.data, vs: v.scales ?? none.vs, vb: v.biases ?? none.vb,
+    },
+    uniforms: {
+      n_pairs: n / 2, k_groups: groups(k), v_groups: groups(v), seq: l.seq, hd: l.dim, width: l.heads * l.dim,
+      k_cap: k.cap, v_cap: v.cap, offset: opts.offset, log2_base: Math.log2(opts.base),
+    },
+    overrides: {
+      ROUND: ROUND_CODE[opts.round ?? 'none'], KM: k.mode, VM: v.mode,
+      ...(k.bits ? { K_BITS: k.bits } : {}), ...(v.bits ? { V_BITS: v.bits } : {}),
+    },
+    workgroups: grid(gpu, workgroups * 64, 64),
+  });
+  return q;
+}
+
+/** A cache side as rope_append.wgsl binds it: mode 0 f32, 1 packed bf16, 2 quantized (bits > 0). */
+interface AppendSide { mode: number; data: Tensor; scales?: Tensor; biases?: Tensor; bits: number; cap: number }
+
+function appendSide(op: string, name: 'k' | 'v', side: KVSide, l: Layout, o: HeadsOptions): AppendSide {
+  if (side.kind === 'full') {
+    checkCache(op, name, side, l, o.offset, o.round);
+    return { mode: side.data.dtype === 'bf16' ? 1 : 0, data: side.data, bits: 0, cap: side.data.shape[1] };
+  }
+  if (side.kind !== 'quant') throw new ShapeError(op, `${name} cache side is '${(side as { kind: string }).kind}'; expected 'full' or 'quant'`);
+  const cap = checkQuantKV(op, side, l.heads, l.dim);
+  if (o.offset + l.seq > cap) {
+    throw new ShapeError(op, `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache '${side.q.label}' [${side.q.shape.join(', ')}]`);
+  }
+  return { mode: 2, data: side.q, scales: side.scales, biases: side.biases, bits: side.bits, cap };
+}
+
+const dummies = new WeakMap<Gpu, Record<'ks' | 'kb' | 'vs' | 'vb', Tensor>>();
+
+/** Distinct one-word stand-ins for a full side's scales/biases (writable bindings, never touched). */
+function placeholders(gpu: Gpu): Record<'ks' | 'kb' | 'vs' | 'vb', Tensor> {
+  let d = dummies.get(gpu);
+  if (!d) {
+    const one = (name: string) => Tensor.from(gpu, [0], [1], 'f32', `ropeAppend.no_${name}`);
+    dummies.set(gpu, (d = { ks: one('ks'), kb: one('kb'), vs: one('vs'), vb: one('vb') }));
+  }
+  return d;
 }
 
 /** cache[h, offset + s, :] = src[h, s, :] for src f32 [H, S, D] (stored as bf16 rounding in a bf16 cache). */

@@ -5,7 +5,7 @@
 // Entry heads_f32: one thread per element, f32 destination, output rounded once (ROUND).
 // Entry heads_bf16: one thread per destination u32 word (two bf16 values); D is even, so a word never
 //   straddles positions and no two threads write one word.
-// The angle and sin/cos code is rope.wgsl's, kept identical (the tests compare ropeQ with rope()).
+// The angle and sin/cos code is rope.wgsl's (rope/angle.inc.wgsl; the tests compare ropeQ with rope()).
 
 struct Params {
   n: u32, seq: u32, hd: u32, col0: u32, s_stride: u32, h_stride: u32, cap: u32, pos0: u32, rope_off: u32,
@@ -40,24 +40,7 @@ fn round_out(v: f32) -> f32 {
   return v;
 }
 
-fn sincos(t: f32) -> vec2f {
-  let k = round(t * 0.636619772367581343);
-  let r = ((t - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
-  let z = r * r;
-  let s = ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
-  let c = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
-  switch (i32(k) & 3) {
-    case 0: { return vec2f(s, c); }
-    case 1: { return vec2f(c, -s); }
-    case 2: { return vec2f(-s, -c); }
-    default: { return vec2f(-c, s); }
-  }
-}
-
-fn angle(i: u32, half: u32, pos: u32, scale: f32, log2_base: f32) -> f32 {
-  let inv_freq = exp2(-(f32(i) / f32(half)) * log2_base);
-  return (scale * f32(pos)) * inv_freq;
-}
+// #include "rope/angle.inc.wgsl"
 
 // Element e of the new block in [H, S, D] order: its (possibly roped) value, unrounded.
 fn value(e: u32) -> f32 {

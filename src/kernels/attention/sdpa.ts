@@ -25,49 +25,66 @@ export interface SdpaOptions {
   round?: Round;
   /** Force a path (tests, benchmarks); by default decode for S <= DECODE_MAX_QUERIES, else prefill. */
   path?: 'prefill' | 'decode';
-  /** Decode: keys per workgroup, a multiple of 64; by default chosen to give ~256 workgroups. */
-  chunk?: number;
+  /**
+   * Decode: chunks the key axis is split into (one workgroup each per head and query); by default enough for ~256
+   * workgroups over the cache capacity, at least 64 keys each. Each chunk takes ceil(kvLen / chunks) keys rounded
+   * up to a multiple of 64; chunks past kvLen are empty.
+   */
+  chunks?: number;
   /** Decode: threads per key in the score step (1, 2, 4 or 8, dividing the head dim); default the largest. */
   parts?: number;
+  /**
+   * Gate the output as ops' sigmoidGate(gate, out) would, bit for bit, inside the kernel that writes it: out[s, i] =
+   * r(r(sigmoid(gate[s, i])) * out[s, i]) for i < H*D (HRM's gqkv [S, 4*H*D], whose first H*D columns are the gate).
+   */
+  gate?: Tensor;
 }
 
-/** out[s, h*D:(h+1)*D] = softmax(scale * q[h,s] k[h,:kvLen]^T + mask) v[h,:kvLen]; f32 inside, rounded once. */
+/**
+ * out[s, h*D:(h+1)*D] = softmax(scale * q[h,s] k[h,:kvLen]^T + mask) v[h,:kvLen]; f32 inside, rounded once (then
+ * gated when `gate` is given).
+ * The decode path's dispatches (pipelines, workgroup counts, temporaries) depend only on the shapes and the cache
+ * capacity: kvLen and offset are uniform values, so a recorded decode step replays at any position.
+ */
 export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor {
-  const { heads, seq, dim, kvBf16 } = validate(q, k, v, opts);
+  const { heads, seq, dim, kvBf16, gateStride } = validate(q, k, v, opts);
   const kd = (k as FullKV).data, vd = (v as FullKV).data;
   const gpu = q.gpu;
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'sdpa.out');
   if (seq === 0) return out;
-  const mask = maskTensor(gpu, opts.mask);
+  const none = placeholders(gpu);
+  const m = opts.mask;
+  const mask = m.kind === 'prefix' ? m.tokenTypes : m.kind === 'explicit' ? m.mask : none.mask;
+  const gate = opts.gate ?? none.gate;
+  const cap = kd.shape[1];
   const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
-  const base = { seq, heads, kv_len: opts.kvLen, cap: kd.shape[1], offset: opts.offset, scale: opts.scale };
-  const round = ROUND_CODE[opts.round ?? 'none'];
+  const base = { seq, heads, kv_len: opts.kvLen, cap, offset: opts.offset, scale: opts.scale, gate_stride: gateStride };
+  const store = { ROUND: ROUND_CODE[opts.round ?? 'none'], GATE: opts.gate ? 1 : 0 };   // of the kernel writing out
   const path = opts.path ?? (seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
 
   if (path === 'prefill') {
     // Shared memory (BQ + BK) * (D + 1) + BQ * BK floats stays under 16 KiB, WebGPU's default limit.
     const [bq, tpq, bk] = dim <= 128 ? [8, 8, 16] : [4, 16, 8];
     PREFILL.dispatch(gpu, {
-      bindings: { q, k: kd, v: vd, mask, out },
+      bindings: { q, k: kd, v: vd, mask, out, gate },
       uniforms: base,
-      overrides: { ...common, WGS: bq * tpq, BQ: bq, BK: bk, ROUND: round },
+      overrides: { ...common, ...store, WGS: bq * tpq, BQ: bq, BK: bk },
       workgroups: [Math.ceil(seq / bq), heads],
     });
     return out;
   }
-  const chunk = opts.chunk ?? defaultChunk(opts.kvLen, heads * seq);
-  if (!(Number.isInteger(chunk) && chunk > 0 && chunk % DECODE_WG === 0)) throw new ShapeError('sdpa', `decode chunk ${chunk} must be a positive multiple of ${DECODE_WG}`);
-  const nChunks = Math.max(1, Math.ceil(opts.kvLen / chunk));
+  const nChunks = opts.chunks ?? defaultChunks(cap, heads * seq);
+  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new ShapeError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
   const partO = Tensor.empty(gpu, [seq, heads, nChunks, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [seq, heads, nChunks, 2], 'f32', 'sdpa.part_ml');
-  const uniforms = { ...base, chunk, n_chunks: nChunks };
+  const uniforms = { ...base, n_chunks: nChunks };
   SPLIT.dispatch(gpu, {
     bindings: { q, k: kd, v: vd, mask, part_o: partO, part_ml: partMl },
     uniforms, overrides: { ...common, WG: DECODE_WG, PARTS: opts.parts ?? [8, 4, 2, 1].find((n) => dim % n === 0)! }, workgroups: [nChunks, heads, seq],
   });
   COMBINE.dispatch(gpu, {
-    bindings: { part_o: partO, part_ml: partMl, out },
-    uniforms, overrides: { HD: dim, WG: DECODE_WG, ROUND: round }, workgroups: [heads, seq],
+    bindings: { part_o: partO, part_ml: partMl, out, gate },
+    uniforms, overrides: { HD: dim, WG: DECODE_WG, ...store }, workgroups: [heads, seq],
   });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   partO.dispose();
@@ -75,13 +92,17 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   return out;
 }
 
-/** Keys per decode workgroup: enough chunks for ~256 workgroups in all, at least 64 keys each. */
-function defaultChunk(kvLen: number, pairs: number): number {
+/**
+ * Decode chunks for a cache of `cap` positions: enough for ~256 workgroups in all, at least 64 keys each. From the
+ * capacity, not kvLen, so the dispatches of a decode step are the same at every position.
+ */
+function defaultChunks(cap: number, pairs: number): number {
   const splits = Math.max(1, Math.ceil(256 / pairs));
-  return Math.max(DECODE_WG, Math.ceil(kvLen / splits / DECODE_WG) * DECODE_WG);
+  const chunk = Math.max(DECODE_WG, Math.ceil(cap / splits / DECODE_WG) * DECODE_WG);
+  return Math.max(1, Math.ceil(cap / chunk));
 }
 
-function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean } {
+function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number } {
   const op = 'sdpa';
   if (q.dtype !== 'f32') throw new DTypeError(op, `q '${q.label}' is ${q.dtype}; expected f32`);
   if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
@@ -114,16 +135,24 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
       throw new ShapeError(op, `explicit mask '${m.mask.label}' [${m.mask.shape.join(', ')}] ${m.mask.dtype} must be u32 [${seq}, ${o.kvLen}]`);
     }
   }
-  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16' };
+  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 
-const dummies = new WeakMap<Gpu, Tensor>();
+/** Validates an attention gate (f32 rows of S, the gate block in the first `width` columns); returns its row stride. */
+export function checkGate(op: string, gate: Tensor, seq: number, width: number): number {
+  if (gate.dtype !== 'f32') throw new DTypeError(op, `gate '${gate.label}' is ${gate.dtype}; expected f32`);
+  const stride = gate.rank ? gate.shape[gate.rank - 1] : 0;
+  if (gate.rank !== 2 || gate.shape[0] !== seq || stride < width) {
+    throw new ShapeError(op, `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] (S rows holding the H*D gate columns first)`);
+  }
+  return stride;
+}
 
-/** The tensor bound as `mask`: token types, the explicit mask, or a one-word placeholder the kernel never reads. */
-function maskTensor(gpu: Gpu, m: AttnMask): Tensor {
-  if (m.kind === 'prefix') return m.tokenTypes;
-  if (m.kind === 'explicit') return m.mask;
+const dummies = new WeakMap<Gpu, { mask: Tensor; gate: Tensor }>();
+
+/** One-word tensors bound as `mask` / `gate` where the kernel never reads them (no mask tensor, no gate). */
+function placeholders(gpu: Gpu): { mask: Tensor; gate: Tensor } {
   let d = dummies.get(gpu);
-  if (!d) dummies.set(gpu, (d = Tensor.from(gpu, [0], [1], 'u32', 'sdpa.no_mask')));
+  if (!d) dummies.set(gpu, (d = { mask: Tensor.from(gpu, [0], [1], 'u32', 'sdpa.no_mask'), gate: Tensor.from(gpu, [0], [1], 'f32', 'sdpa.no_gate') }));
   return d;
 }

@@ -1,8 +1,11 @@
-// Attention for few queries over long caches (flash-decoding): the key axis is split into chunks of `chunk` keys,
-// one workgroup per (chunk, head, query) computes that chunk's running max m, sum l and unnormalised accumulator
+// Attention for few queries over long caches (flash-decoding): the key axis is split into n_chunks chunks, one
+// workgroup per (chunk, head, query) computes that chunk's running max m, sum l and unnormalised accumulator
 // o[D] in f32 (sdpa_split); sdpa_combine then merges the chunks of each (query, head):
 // M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L), or 0 when no key is visible.
-// Same math, masks and K/V storage as sdpa_prefill.wgsl (see there).
+// Same math, masks, K/V storage and gate as sdpa_prefill.wgsl (see there).
+// n_chunks is fixed by the cache capacity, not kv_len, so that one recorded decode step replays at any position
+// with only kv_len / offset patched: each chunk takes ceil(kv_len / n_chunks) keys rounded up to a multiple of WG,
+// and chunks past kv_len report l = 0, which the combine skips.
 // Variant 1, pass 1 (sdpa_split): keys in blocks of WG; PARTS neighbouring threads share each key's dot product
 //   (contiguous slices of its row: coalesced reads), thread t then sums key b + t's parts, every thread reads the
 //   block's max, writes its own p = e^(s - m), then owns dims t + r*WG of o. PARTS = 1 is one thread per key
@@ -10,7 +13,7 @@
 // Variant 1, pass 2 (sdpa_combine): a workgroup per (query, head); every thread reads all (m_c, l_c) and merges
 //   its dims (t + r*WG) over the chunks, then rounds once (ROUND).
 
-struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32, chunk: u32, n_chunks: u32 }
+struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32, n_chunks: u32, gate_stride: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;        // [H, S, D]
@@ -20,12 +23,14 @@ struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale:
 @group(0) @binding(5) var<storage, read_write> part_o: array<f32>;  // [S, H, n_chunks, D]
 @group(0) @binding(6) var<storage, read_write> part_ml: array<f32>; // [S, H, n_chunks, 2]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;     // [S, H * D] (sdpa_combine)
+@group(0) @binding(8) var<storage, read> gate: array<f32>;          // [S, gate_stride], block [0, H * D) (GATE)
 
 override HD: u32 = 128;
 override WG: u32 = 64;
 override KV_BF16: bool = false;
 override MASK: u32 = 0;
 override ROUND: u32 = 0;
+override GATE: bool = false;
 // Threads per key in sdpa_split's scores (divides HD and WG).
 override PARTS: u32 = 1;
 
@@ -57,6 +62,19 @@ fn round_out(x: f32) -> f32 {
   return x;
 }
 
+// MLX's sigmoid (as elementwise.wgsl): y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y. (Not `v`: the binding reflection
+// would take a parameter v for the global v.)
+fn sigmoid(x: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(x)));
+  return select(1.0 - y, y, x < 0.0);
+}
+
+// Output element (row, col) of a rounded attention value y, gated as ops' sigmoidGate: r(r(sigmoid(g)) * y).
+fn gated(y: f32, row: u32, col: u32) -> f32 {
+  if (!GATE) { return y; }
+  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
+}
+
 fn k_at(i: u32) -> f32 {
   if (KV_BF16) { let w = k[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
   return bitcast<f32>(k[i]);
@@ -83,8 +101,9 @@ fn sdpa_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index
   for (var d = t; d < HD; d += WG) { qs[d] = q[(h * p.seq + row) * HD + d] * p.scale; }
   var k_end = p.kv_len;
   if (MASK == 1u) { k_end = min(k_end, p.offset + row + 1u); }
-  let c0 = chunk * p.chunk;
-  let c1 = min(c0 + p.chunk, k_end);
+  let len = ((p.kv_len + p.n_chunks - 1u) / p.n_chunks + WG - 1u) / WG * WG;
+  let c0 = chunk * len;
+  let c1 = min(c0 + len, k_end);
 
   var m = NEG;
   var l = 0.0;
@@ -170,6 +189,6 @@ fn sdpa_combine(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     }
     var y = 0.0;
     if (l > 0.0) { y = round_out(o / l); }
-    out[(row * p.heads + h) * HD + d] = y;
+    out[(row * p.heads + h) * HD + d] = gated(y, row, h * HD + d);
   }
 }

@@ -7,10 +7,12 @@
 // Shared memory: (BQ + BK) * (D + 1) + BQ * BK floats; rows padded by one float so the lanes of a query, which
 // read different key rows at the same column, hit different banks.
 // K and V are bound as u32 words: f32 bits, or two bf16 per word (KV_BF16) as the packed cache stores them.
+// GATE: the stored value y becomes r(r(sigmoid(g)) * y), g = gate[row * gate_stride + h*D + d], exactly ops'
+// sigmoidGate on the output (HRM's attention gate, the first H*D columns of gqkv), without its own dispatch.
 // Masks (MASK): 0 none, 1 causal (key j visible to query i when j <= offset + i), 2 prefix (causal, or both
 // token types 1; types read from `mask`), 3 explicit (mask[i * kv_len + j] != 0).
 
-struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32 }
+struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale: f32, gate_stride: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;        // [H, S, D]
@@ -18,6 +20,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, cap: u32, offset: u32, scale:
 @group(0) @binding(3) var<storage, read> v: array<u32>;        // [H, cap, D]
 @group(0) @binding(4) var<storage, read> mask: array<u32>;     // see MASK
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // [S, H * D]
+@group(0) @binding(6) var<storage, read> gate: array<f32>;      // [S, gate_stride] (GATE)
 
 override HD: u32 = 128;
 override WGS: u32 = 64;          // threads per workgroup
@@ -27,6 +30,7 @@ override BK: u32 = 16;
 override KV_BF16: bool = false;
 override MASK: u32 = 0;
 override ROUND: u32 = 0;
+override GATE: bool = false;
 
 const MAXC: u32 = 32u;          // accumulator slots per thread: HD <= TPQ * MAXC
 const NEG: f32 = -1.0e30;       // "no score": WGSL does not promise infinities
@@ -53,6 +57,18 @@ fn round_out(x: f32) -> f32 {
   if (ROUND == 1u) { return to_bf16(x); }
   if (ROUND == 2u) { return to_f16(x); }
   return x;
+}
+
+// MLX's sigmoid (as elementwise.wgsl): y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y. (Not `v`: the binding reflection
+// would take a parameter v for the global v.)
+fn sigmoid(x: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(x)));
+  return select(1.0 - y, y, x < 0.0);
+}
+
+fn gated(y: f32, row: u32, col: u32) -> f32 {
+  if (!GATE) { return y; }
+  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
 }
 
 fn k_at(i: u32) -> f32 {
@@ -152,7 +168,7 @@ fn sdpa_prefill(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     if (d < HD) {
       var o = 0.0;
       if (l > 0.0) { o = round_out(acc[r] / l); }
-      out[(row * p.heads + h) * HD + d] = o;
+      out[(row * p.heads + h) * HD + d] = gated(o, row, h * HD + d);
     }
   }
 }

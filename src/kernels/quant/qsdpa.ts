@@ -6,6 +6,7 @@ import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import type { AttnMask, QuantKV, Round } from '../attention/types.ts';
 import { ROUND_CODE, checkQuantKV, requireDtype } from './quant.ts';
 import { ACC_CODE, type Accumulate } from './qmm.ts';
+import { DECODE_MAX_QUERIES, checkGate } from '../attention/sdpa.ts';
 
 const SCORES = new Kernel('quant/qsdpa.wgsl', 'qsdpa_scores');
 const SOFTMAX = new Kernel('quant/qsdpa.wgsl', 'qsdpa_softmax');
@@ -14,7 +15,7 @@ const COMBINE = new Kernel('quant/qsdpa.wgsl', 'qsdpa_combine');
 const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
 /** Scores of one chunk of queries stay under this many bytes (and under the adapter's binding limit). */
 const SCORE_BUDGET = 64 << 20;
-const dummies = new WeakMap<Gpu, { mask: Tensor; part: Tensor }>();
+const dummies = new WeakMap<Gpu, { mask: Tensor; part: Tensor; gate: Tensor }>();
 /** Below this many pass-3 workgroups, long key ranges are split into chunks combined by a fourth pass. */
 const SPLIT_BELOW = 512;
 
@@ -31,11 +32,20 @@ export interface QsdpaOptions {
   accumulate?: Accumulate;
   /** Queries per chunk of scores (tests); by default as many as the score budget allows. */
   chunkRows?: number;
+  /**
+   * Gate the output as ops' sigmoidGate(gate, out) would, bit for bit, in the pass that writes it: out[s, i] =
+   * r(r(sigmoid(gate[s, i])) * out[s, i]) for i < H*D (HRM's gqkv [S, 4*H*D], whose first H*D columns are the gate).
+   */
+  gate?: Tensor;
 }
 
 /**
  * out[s, h*D:(h+1)*D] = r(qmm(r(softmax(mask(r(qmm(r(q[h,s] * scale), K'^T))))), V')) over cache positions
- * [0, kvLen), K' and V' quantized (their own bits); f32 inside, rounded (r) where mlx-lm's ops round.
+ * [0, kvLen), K' and V' quantized (their own bits); f32 inside, rounded (r) where mlx-lm's ops round; then gated
+ * when `gate` is given.
+ * With few queries (S <= DECODE_MAX_QUERIES, decode) the dispatches (pipelines, workgroup counts, temporaries) depend
+ * only on the shapes and the cache capacity: kvLen and offset are uniform values, so a recorded decode step replays
+ * at any position. Many queries size the scores by kvLen.
  */
 export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Tensor {
   const op = 'qsdpa';
@@ -51,45 +61,49 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op, `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
   if (!(Number.isInteger(offset) && offset >= 0)) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
   if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op, `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
+  const gateStride = opts.gate ? checkGate(op, opts.gate, seq, heads * dim) : 0;
   const gpu = q.gpu;
   const aux = maskTensor(op, gpu, mask, seq, kvLen);
+  const gate = opts.gate ?? dummy(gpu).gate;
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'qsdpa.out');
   if (seq === 0) return out;
 
   const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const budget = Math.min(SCORE_BUDGET, gpu.maxBinding);
-  const rows = Math.max(1, Math.min(seq, maxWg, opts.chunkRows ?? seq, Math.floor(budget / (heads * kvLen * 4))));
-  if (heads * rows * kvLen * 4 > gpu.maxBinding) throw new ShapeError(op, `one query over ${kvLen} keys and ${heads} heads needs more score memory than one binding holds`);
-  const scores = Tensor.empty(gpu, [heads, rows, kvLen], 'f32', 'qsdpa.scores');
+  // Keys the structure is sized for: the capacity when decoding (position-independent), else kvLen.
+  const span = seq <= DECODE_MAX_QUERIES ? cap : kvLen;
+  const rows = Math.max(1, Math.min(seq, maxWg, opts.chunkRows ?? seq, Math.floor(budget / (heads * span * 4))));
+  if (heads * rows * span * 4 > gpu.maxBinding) throw new ShapeError(op, `one query over ${span} keys and ${heads} heads needs more score memory than one binding holds`);
+  const scores = Tensor.empty(gpu, [heads, rows, span], 'f32', 'qsdpa.scores');
   // Queries per thread: each key row (pass 1) and value column (pass 3) is decoded once for tq queries.
   const tq = seq === 1 ? 1 : Math.max(1, Math.min(8, Math.floor(1024 / dim)));
   // Few queries over a long cache (decode): split the keys into chunks so that pass 3 fills the GPU.
   // MLX's CPU order (accumulate 'dtype') is sequential: one chunk, one slice.
   const seqOrder = accumulate === 'dtype';
   const pvGroups = Math.ceil(dim / 64) * Math.ceil(rows / tq) * heads;
-  const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(kvLen / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
-  const chunk = Math.ceil(kvLen / splits);
-  const ks = seqOrder || chunk < 256 ? 1 : 4;
+  const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(span / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
+  const ks = seqOrder || Math.ceil(span / splits) < 256 ? 1 : 4;
   const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : dummy(gpu).part;
   const roundCode = ROUND_CODE[round];
+  const gated = opts.gate ? 1 : 0;
   const common = { ROUND: roundCode, ACC: ACC_CODE[accumulate] };
-  const softWg = kvLen >= 1024 ? 256 : 64;
+  const softWg = span >= 1024 ? 256 : 64;
   for (let q0 = 0; q0 < seq; q0 += rows) {
     const n = Math.min(rows, seq - q0);
-    const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, chunk, zero: 0 };
+    const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, stride: span, gate_stride: gateStride, zero: 0 };
     SCORES.dispatch(gpu, {
       bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, aux, scores }, uniforms,
       overrides: { ...common, BITS: k.bits, MASK: MASK_CODE[mask.kind], TQ: tq, WG: 64 },
-      workgroups: [Math.ceil(kvLen / 64), heads, Math.ceil(n / tq)],
+      workgroups: [Math.ceil(span / 64), heads, Math.ceil(n / tq)],
     });
     SOFTMAX.dispatch(gpu, { bindings: { scores }, uniforms, overrides: { ROUND: roundCode, WG: softWg }, workgroups: [n, heads] });
     PV.dispatch(gpu, {
-      bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, part }, uniforms,
-      overrides: { ...common, BITS: v.bits, KS: ks, TQ: tq },
+      bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, part, gate }, uniforms,
+      overrides: { ...common, BITS: v.bits, KS: ks, TQ: tq, GATE: gated },
       workgroups: [Math.ceil(dim / 64), Math.ceil(n / tq), heads * splits],
     });
     if (splits > 1) {
-      COMBINE.dispatch(gpu, { bindings: { part, out }, uniforms, overrides: { ROUND: roundCode, WG: 64 }, workgroups: grid(gpu, n * heads * dim, 64) });
+      COMBINE.dispatch(gpu, { bindings: { part, out, gate }, uniforms, overrides: { ROUND: roundCode, WG: 64, GATE: gated }, workgroups: grid(gpu, n * heads * dim, 64) });
     }
   }
   if (splits > 1) part.dispose();
@@ -109,10 +123,13 @@ function maskTensor(op: string, gpu: Gpu, mask: AttnMask, seq: number, kvLen: nu
 }
 
 /** Placeholders bound where a pass declares a buffer the chosen options do not use. */
-function dummy(gpu: Gpu): { mask: Tensor; part: Tensor } {
+function dummy(gpu: Gpu): { mask: Tensor; part: Tensor; gate: Tensor } {
   let d = dummies.get(gpu);
   if (!d) {
-    d = { mask: Tensor.from(gpu, [0], [1], 'u32', 'qsdpa.no_mask'), part: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_part') };
+    d = {
+      mask: Tensor.from(gpu, [0], [1], 'u32', 'qsdpa.no_mask'), part: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_part'),
+      gate: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_gate'),
+    };
     dummies.set(gpu, d);
   }
   return d;

@@ -2,10 +2,11 @@
 // rounding points; r() rounds to the dtype, ROUND):
 //   qs = r(q * r(scale)); s_j = r(qmm(qs, K_j)); masked s_j = dtype min; p = r(softmax_f32(s)); out = r(qmm(p, V)).
 // Queries come in chunks of `rows` rows starting at query q0; the scores of a chunk live in `scores`
-// [heads, rows, kv_len]. ACC as in qmm.wgsl (0 Metal: f32 sums per run of 32 values; 1 MLX CPU: every op
-// rounded, sequential). Query head h reads cache head h / (heads / kv_heads). Loops over the TQ queries of a
-// thread have constant bounds (rows past the chunk repeat its last row and are not written), so their
-// accumulators stay in registers.
+// [heads, rows, stride] (stride >= kv_len: the cache capacity for few queries, so that the buffer, like every
+// workgroup count, does not depend on kv_len and a recorded decode step replays at any position).
+// ACC as in qmm.wgsl (0 Metal: f32 sums per run of 32 values; 1 MLX CPU: every op rounded, sequential). Query
+// head h reads cache head h / (heads / kv_heads). Loops over the TQ queries of a thread have constant bounds (rows
+// past the chunk repeat its last row and are not written), so their accumulators stay in registers.
 // Variant 1, pass 1 (qsdpa_scores): a workgroup scales and rounds TQ query rows into shared memory once; then
 //   one thread per key j walks the key's packed row (each word loaded once) against those rows.
 // Variant 1, pass 2 (qsdpa_softmax): one workgroup per score row: max and sum by tree reductions, then
@@ -15,11 +16,13 @@
 //   queries; the slices are added in order. With one chunk (splits = 1) the sum is rounded into `out`; with
 //   several (long caches, few queries) each chunk writes its f32 partial to `part` [splits, rows, heads * dim]
 //   and qsdpa_combine adds the chunks in order and rounds. KS = 1 and one chunk keep the sequential order ACC 1
-//   needs.
+//   needs. A chunk is ceil(kv_len / splits) keys (chunks past kv_len are empty and add zeros).
+// GATE (the pass that writes `out`): y becomes r(r(sigmoid(g)) * y), g = gate[row * gate_stride + h*dim + d], exactly
+//   ops' sigmoidGate on the output (HRM's attention gate, the first heads*dim columns of gqkv).
 
 struct Params {
   seq: u32, heads: u32, kv_heads: u32, kv_len: u32, cap: u32, offset: u32, q0: u32, rows: u32, dim: u32, scale: f32,
-  splits: u32, chunk: u32, zero: u32,
+  splits: u32, stride: u32, gate_stride: u32, zero: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -28,9 +31,10 @@ struct Params {
 @group(0) @binding(3) var<storage, read> cs: array<f32>;       // [kv_heads, cap, dim/64]
 @group(0) @binding(4) var<storage, read> cb: array<f32>;
 @group(0) @binding(5) var<storage, read> aux: array<u32>;      // prefix: token types [kv_len]; explicit: mask [seq, kv_len]
-@group(0) @binding(6) var<storage, read_write> scores: array<f32>;  // [heads, rows, kv_len]
+@group(0) @binding(6) var<storage, read_write> scores: array<f32>;  // [heads, rows, stride]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;     // [seq, heads * dim]
 @group(0) @binding(8) var<storage, read_write> part: array<f32>;    // [splits, rows, heads * dim]
+@group(0) @binding(9) var<storage, read> gate: array<f32>;          // [seq, gate_stride] (GATE)
 
 override BITS: u32 = 4;
 override ROUND: u32 = 0;
@@ -39,6 +43,7 @@ override MASK: u32 = 0;    // 0 none, 1 causal, 2 prefix, 3 explicit
 override TQ: u32 = 1;      // queries per thread (passes 1 and 3), <= 8, TQ * dim <= 1024
 override KS: u32 = 1;      // key slices per workgroup in pass 3, 64 * KS <= 256
 override WG: u32 = 64;     // threads of passes 1 and 2 (and of the combine), <= 256
+override GATE: bool = false;
 
 const MAXTQ: u32 = 8u;
 
@@ -68,6 +73,19 @@ fn round_out(v: f32) -> f32 {
 fn round_op(v: f32) -> f32 {
   if (ROUND == 0u) { return bitcast<f32>(bitcast<u32>(v) | p.zero); }
   return round_out(v);
+}
+
+// MLX's sigmoid (as elementwise.wgsl): y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y. (Not `v`: the binding reflection
+// would take a parameter v for the global v.)
+fn sigmoid(x: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(x)));
+  return select(1.0 - y, y, x < 0.0);
+}
+
+// Output element (row, col) of a rounded attention value y, gated as ops' sigmoidGate: r(r(sigmoid(g)) * y).
+fn gated(y: f32, row: u32, col: u32) -> f32 {
+  if (!GATE) { return y; }
+  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
 }
 
 // Most negative finite value of the dtype: what mlx-lm writes into masked scores.
@@ -151,13 +169,13 @@ fn qsdpa_scores(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id
   }
   for (var t = 0u; t < TQ; t++) {
     let i = i0 + t;
-    if (t <= last) { scores[(h * p.rows + i) * p.kv_len + j] = select(dtype_min(), round_out(acc[t]), visible(p.q0 + i, j)); }
+    if (t <= last) { scores[(h * p.rows + i) * p.stride + j] = select(dtype_min(), round_out(acc[t]), visible(p.q0 + i, j)); }
   }
 }
 
 @compute @workgroup_size(WG)
 fn qsdpa_softmax(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  let row = (wid.y * p.rows + wid.x) * p.kv_len;
+  let row = (wid.y * p.rows + wid.x) * p.stride;
   var mx = -3.4028234663852886e38;
   for (var j = t; j < p.kv_len; j += WG) { mx = max(mx, scores[row + j]); }
   red[t] = mx;
@@ -190,8 +208,9 @@ fn qsdpa_pv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid
   let kvh = h / (p.heads / p.kv_heads);
   let groups = p.dim / 64u;
   let wpr = groups * 2u * BITS;
-  let c0 = c * p.chunk;
-  let c1 = min(p.kv_len, c0 + p.chunk);
+  let chunk = (p.kv_len + p.splits - 1u) / p.splits;
+  let c0 = c * chunk;
+  let c1 = clamp(p.kv_len, c0, c0 + chunk);   // empty past kv_len
   let per = (c1 - c0 + KS - 1u) / KS;
   let j1 = min(c1, c0 + (lid.y + 1u) * per);
   var acc: array<f32, MAXTQ>;
@@ -204,10 +223,10 @@ fn qsdpa_pv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid
       let b = cb[vrow * groups + d / 64u];
       if (ACC == 1u) {
         let w = round_op(round_op(s * lv) + b);
-        for (var t = 0u; t < TQ; t++) { acc[t] = round_op(acc[t] + round_op(scores[(h * p.rows + i0 + min(t, last)) * p.kv_len + j] * w)); }
+        for (var t = 0u; t < TQ; t++) { acc[t] = round_op(acc[t] + round_op(scores[(h * p.rows + i0 + min(t, last)) * p.stride + j] * w)); }
       } else {
         let w = s * lv + b;
-        for (var t = 0u; t < TQ; t++) { acc[t] += scores[(h * p.rows + i0 + min(t, last)) * p.kv_len + j] * w; }
+        for (var t = 0u; t < TQ; t++) { acc[t] += scores[(h * p.rows + i0 + min(t, last)) * p.stride + j] * w; }
       }
     }
   }
@@ -226,7 +245,11 @@ fn qsdpa_pv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid
   for (var t = 0u; t < TQ; t++) {
     if (t <= last) {
       let at = (i0 + t) * width + h * p.dim + d;
-      if (p.splits == 1u) { out[p.q0 * width + at] = round_out(acc[t]); } else { part[c * p.rows * width + at] = acc[t]; }
+      if (p.splits == 1u) {
+        out[p.q0 * width + at] = gated(round_out(acc[t]), p.q0 + i0 + t, h * p.dim + d);
+      } else {
+        part[c * p.rows * width + at] = acc[t];
+      }
     }
   }
 }
@@ -238,5 +261,5 @@ fn qsdpa_combine(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgro
   if (i >= n) { return; }
   var total = 0.0;
   for (var c = 0u; c < p.splits; c++) { total += part[c * n + i]; }
-  out[p.q0 * p.heads * p.dim + i] = round_out(total);
+  out[p.q0 * p.heads * p.dim + i] = gated(round_out(total), p.q0 + i / (p.heads * p.dim), i % (p.heads * p.dim));
 }

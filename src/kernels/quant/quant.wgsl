@@ -10,6 +10,7 @@
 // [j*BITS, (j+1)*BITS), so a group is exactly 2*BITS words and 3/5/6-bit values may straddle two words.
 // The destination row of source row r = head*src_rows + s is head*dst_rows + dst_row0 + s: plain quantization
 // uses src_rows = dst_rows, dst_row0 = 0; a KV-cache append writes S new positions at a cache offset.
+// The scale/bias and level math is affine.inc.wgsl's (rope_append.wgsl quantizes with the same code).
 
 struct Params { groups: u32, gpr: u32, src_rows: u32, dst_rows: u32, dst_row0: u32 }
 
@@ -23,8 +24,6 @@ override BITS: u32 = 4;
 override ROUND: u32 = 0;   // 0 f32, 1 bf16, 2 f16
 override RULES: u32 = 0;   // 0 Metal, 1 MLX CPU backend
 override WG: u32 = 64;
-
-const GROUP: u32 = 64u;
 
 fn to_bf16(v: f32) -> f32 {
   let b = bitcast<u32>(v);
@@ -46,44 +45,7 @@ fn round_out(v: f32) -> f32 {
   return v;
 }
 
-// Correctly rounded a / b for finite a and nonzero b, by long division of the 24-bit significands (24 quotient
-// bits, a guard bit and a sticky remainder). Results below the normal range fall back to `/`.
-fn div_rn(a: f32, b: f32) -> f32 {
-  let ua = bitcast<u32>(a);
-  let ub = bitcast<u32>(b);
-  let sign = (ua ^ ub) & 0x80000000u;
-  var ea = i32((ua >> 23u) & 0xffu);
-  var eb = i32((ub >> 23u) & 0xffu);
-  var ma = ua & 0x7fffffu;
-  var mb = ub & 0x7fffffu;
-  if (ea == 255 || eb == 255 || (eb == 0 && mb == 0)) { return a / b; }
-  if (ea == 0 && ma == 0) { return bitcast<f32>(sign); }
-  if (ea == 0) { let sh = countLeadingZeros(ma) - 8u; ma <<= sh; ea = 1 - i32(sh); } else { ma |= 0x800000u; }
-  if (eb == 0) { let sh = countLeadingZeros(mb) - 8u; mb <<= sh; eb = 1 - i32(sh); } else { mb |= 0x800000u; }
-  var e = ea - eb + 127;
-  if (ma < mb) { ma <<= 1u; e -= 1; }
-  var qt = 0u;
-  var r = ma;
-  for (var i = 0u; i < 25u; i++) {
-    qt <<= 1u;
-    if (r >= mb) { r -= mb; qt |= 1u; }
-    r <<= 1u;
-  }
-  if (e <= 0) { return a / b; }
-  var m = qt >> 1u;
-  if ((qt & 1u) == 1u && (r != 0u || (m & 1u) == 1u)) {
-    m += 1u;
-    if (m == 0x1000000u) { m >>= 1u; e += 1; }
-  }
-  if (e >= 255) { return bitcast<f32>(sign | 0x7f800000u); }
-  return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
-}
-
-fn round_rule(x: f32) -> f32 {
-  if (RULES == 1u) { return round(x); }  // WGSL round: halves to even, as C rint
-  let t = trunc(x);
-  return select(t, t + sign(x), abs(x - t) >= 0.5);
-}
+// #include "quant/affine.inc.wgsl"
 
 @compute @workgroup_size(WG)
 fn quantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -101,21 +63,14 @@ fn quantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) 
     w_min = min(w_min, v);
     w_max = max(w_max, v);
   }
-  let n_bins = f32((1u << BITS) - 1u);
-  var scale = max(div_rn(w_max - w_min, n_bins), 1e-7);
-  let side = abs(w_min) > abs(w_max);
-  scale = select(-scale, scale, side);
-  let edge = select(w_max, w_min, side);
-  let q0 = round_rule(div_rn(edge, scale));
-  var bias = 0.0;
-  if (q0 != 0.0) { scale = div_rn(edge, q0); bias = edge; }
-  scales[drow * p.gpr + g] = round_out(scale);
-  biases[drow * p.gpr + g] = round_out(bias);
+  let a = affine_of(w_min, w_max, BITS, RULES == 1u);
+  scales[drow * p.gpr + g] = round_out(a.scale);
+  biases[drow * p.gpr + g] = round_out(a.bias);
 
   var words: array<u32, 16>;  // 2 * BITS <= 16 words per group
   for (var i = 0u; i < 2u * BITS; i++) { words[i] = 0u; }
   for (var i = 0u; i < GROUP; i++) {
-    let lv = u32(clamp(round_rule(div_rn(w[src + i] - bias, scale)), 0.0, n_bins));
+    let lv = level_of(w[src + i], a, BITS, RULES == 1u);
     let bit = i * BITS;
     let s = bit & 31u;
     words[bit >> 5u] |= lv << s;
