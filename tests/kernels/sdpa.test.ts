@@ -124,8 +124,9 @@ describe('sdpa vs the f64 reference', () => {
     const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1200, kvLen: 1100, offset: 1099, mask: { kind: 'causal' }, seed: 21, qScale: 4 };
     // chunks 5: 256 keys each; 1: one chunk; 3, 7: a short last chunk (7: and an empty one); 40: 64 keys each and
     // 22 empty chunks past kvLen.
-    const chunkings = [{ chunks: 5 }, { chunks: 1 }, { chunks: 3 }, { chunks: 7 }, { chunks: 40 }];
-    for (const extra of [{}, ...chunkings, { parts: 1 }, { parts: 2 }, { path: 'prefill' as const }]) {
+    const chunkings = [{ chunks: 5 }, { chunks: 1 }, { chunks: 3 }, { chunks: 7 }, { chunks: 40 }, { parts: 1 }, { parts: 2 }];
+    const split = chunkings.map((x) => ({ ...x, path: 'decode' as const }));
+    for (const extra of [{}, ...split, { path: 'decode' as const }, { path: 'prefill' as const }]) {
       const { got, ref } = await run(gpu, c, extra);
       expectClose(got, ref, F32_TOL, 0, `long cache ${JSON.stringify(extra)}`);
     }
@@ -245,7 +246,7 @@ describe('sdpa decode structure', () => {
         const records: DispatchRecord[][] = [];
         for (const kvLen of [S, Math.floor(cap / 2) + 1, cap]) {
           const what = `H=${H} S=${S} cap ${cap} ${dtype} ${mask.kind} kvLen ${kvLen}`;
-          const o: SdpaOptions = { kvLen, offset: kvLen - S, mask, scale: 1 / Math.sqrt(D) };
+          const o: SdpaOptions = { kvLen, offset: kvLen - S, mask, scale: 1 / Math.sqrt(D), path: 'decode' };
           let gated: Tensor | undefined;
           records.push(recordDispatches(() => { gated = sdpa(qt, kt, vt, { ...o, gate }); }));
           const out = sdpa(qt, kt, vt, o);
@@ -257,6 +258,61 @@ describe('sdpa decode structure', () => {
         expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs capacity`);
       }
     }
+  });
+});
+
+describe('sdpa one-query path (sdpa_one: one workgroup per head, one dispatch)', () => {
+  // kvLen 1; 700 in one tile; 1500 and 2000 over two tiles of 1024 keys (the running max and sum rescaled).
+  const lens = [1, 700, 1500, 2000];
+  for (const kv of ['f32', 'bf16'] as const) {
+    for (const [H, D] of [[3, 64], [2, 128], [1, 256]]) {
+      it(`${kv} cache, ${H} heads of ${D}: none and causal masks at kvLen ${lens.join(', ')} against f64`, async () => {
+        const gpu = await getGpu();
+        for (const kvLen of lens) {
+          for (const mask of [{ kind: 'none' }, { kind: 'causal' }] as const) {
+            const c: Case = { heads: H, seq: 1, dim: D, cap: 2000, kvLen, offset: kvLen - 1, mask, seed: 100 + kvLen, qScale: 4 };
+            const { got, ref } = await run(gpu, c, { path: 'one' }, kv);
+            expectClose(got, ref, F32_TOL, 0, `${kv} H=${H} D=${D} kvLen ${kvLen} ${mask.kind}`);
+          }
+        }
+      });
+    }
+  }
+
+  it('is the default for one query over a cache of <= 2048 positions: one dispatch, same structure at every kvLen', async () => {
+    const gpu = await getGpu();
+    const H = 2, D = 64;
+    for (const [cap, kernels] of [[2048, ['attention/sdpa_one.wgsl#sdpa_one']], [2049, ['attention/sdpa_decode.wgsl#sdpa_split', 'attention/sdpa_decode.wgsl#sdpa_combine']]] as const) {
+      const q = Tensor.from(gpu, randn(1, H * D), [H, 1, D], 'f32', 'q');
+      const kv = full(gpu, randn(2, H * cap * D), [H, cap, D], 'bf16', 'kv');
+      const records = [1, 900, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125 })));
+      expect(records[0].map((r) => r.kernel)).toEqual(kernels);
+      expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs 900`);
+      expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs capacity`);
+    }
+  });
+
+  it('rounds once and gates bit for bit like sigmoidGate; kvLen 0 gives zeros; refuses what it cannot do', async () => {
+    const gpu = await getGpu();
+    const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1300, kvLen: 1100, offset: 1099, mask: { kind: 'none' }, seed: 131 };
+    const exact = await run(gpu, c, { path: 'one' });
+    expect([...(await run(gpu, c, { path: 'one', round: 'bf16' })).got]).toEqual([...exact.got].map(roundBf16));
+    const q = Tensor.from(gpu, randn(5, 2 * 64, 2), [2, 1, 64], 'f32', 'q');
+    const k = full(gpu, randn(6, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'k');
+    const v = full(gpu, randn(7, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'v');
+    const gate = gateSource(gpu, 1, 128, 8);
+    for (const round of ['none', 'bf16', 'f16'] as Round[]) {
+      const o: SdpaOptions = { kvLen: 1100, offset: 1099, mask: { kind: 'none' }, scale: 0.125, round, path: 'one' };
+      expectBitExact(await sdpa(q, k, v, { ...o, gate }).read(), await sigmoidGate(gate, sdpa(q, k, v, o), { round }).read(), `gate ${round}`);
+    }
+    const empty = await run(gpu, { ...c, kvLen: 0, offset: 0 }, { path: 'one' });
+    expect([...empty.got]).toEqual(new Array(2 * 64).fill(0));
+    const o = { kvLen: 5, offset: 4, scale: 0.125, path: 'one' as const };
+    expect(() => sdpa(Tensor.empty(gpu, [2, 2, 64], 'f32', 'q2'), k, v, { ...o, mask: { kind: 'none' } })).toThrow(/path 'one' needs one query \(got 2\)/);
+    const tt = Tensor.from(gpu, [1, 1, 1, 1, 1], [5], 'u32', 'tt');
+    expect(() => sdpa(q, k, v, { ...o, mask: { kind: 'prefix', tokenTypes: tt } })).toThrow(/mask prefix/);
+    const k40 = full(gpu, randn(9, 2 * 8 * 40), [2, 8, 40], 'f32', 'k40');
+    expect(() => sdpa(Tensor.empty(gpu, [2, 1, 40], 'f32', 'q40'), k40, k40, { ...o, mask: { kind: 'none' } })).toThrow(/head dim .* \(got 40\)/);
   });
 });
 

@@ -8,12 +8,20 @@ import type { AttnMask, FullKV, KVSide, Round } from './types.ts';
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
+const ONE = new Kernel('attention/sdpa_one.wgsl', 'sdpa_one');
 const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;
 const DECODE_WG = 64;
+/** Threads of sdpa_one's workgroup (a constant of the shader). */
+const ONE_WG = 256;
+/**
+ * One query over every key: up to this cache capacity one workgroup per head (sdpa_one, one dispatch) rather than
+ * the split path (two). Chosen by capacity, not kvLen, so a recorded decode step keeps its shape at every position.
+ */
+export const ONE_MAX_CAPACITY = 2048;
 
 export interface SdpaOptions {
   /** Keys to attend over: cache positions [0, kvLen). */
@@ -23,8 +31,12 @@ export interface SdpaOptions {
   mask: AttnMask;
   scale: number;
   round?: Round;
-  /** Force a path (tests, benchmarks); by default decode for S <= DECODE_MAX_QUERIES, else prefill. */
-  path?: 'prefill' | 'decode';
+  /**
+   * Force a path (tests, benchmarks). By default: 'one' for a single query that sees every key over a cache of at
+   * most ONE_MAX_CAPACITY positions (when the head dim suits it), else 'decode' (split keys) for
+   * S <= DECODE_MAX_QUERIES, else 'prefill'.
+   */
+  path?: 'prefill' | 'decode' | 'one';
   /**
    * Decode: chunks the key axis is split into (one workgroup each per head and query); by default enough for ~256
    * workgroups over the cache capacity, at least 64 keys each. Each chunk takes ceil(kvLen / chunks) keys rounded
@@ -60,7 +72,22 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
   const base = { seq, heads, kv_len: opts.kvLen, cap, offset: opts.offset, scale: opts.scale, gate_stride: gateStride };
   const store = { ROUND: ROUND_CODE[opts.round ?? 'none'], GATE: opts.gate ? 1 : 0 };   // of the kernel writing out
-  const path = opts.path ?? (seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
+  const oneFits = seq === 1 && (m.kind === 'none' || m.kind === 'causal') && oneShape(dim, kvBf16) && kd.offset % 16 === 0 && vd.offset % 16 === 0;
+  if (opts.path === 'one' && !oneFits) {
+    throw new ShapeError('sdpa', `path 'one' needs one query (got ${seq}) seeing every key (mask ${m.kind}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${dim}) and 16-byte aligned K/V`);
+  }
+  const path = opts.path ?? (oneFits && cap <= ONE_MAX_CAPACITY ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
+
+  if (path === 'one') {
+    // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
+    ONE.dispatch(gpu, {
+      bindings: { q, k4: kd, v4: vd, out, gate },
+      uniforms: { kv_len: opts.kvLen, cap, scale: opts.scale },
+      overrides: { HD: dim, KV_BF16: kvBf16 ? 1 : 0, ...store },
+      workgroups: heads,
+    });
+    return out;
+  }
 
   if (path === 'prefill') {
     // Shared memory (BQ + BK) * (D + 1) + BQ * BK floats stays under 16 KiB, WebGPU's default limit.
@@ -96,6 +123,13 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
  * Decode chunks for a cache of `cap` positions: enough for ~256 workgroups in all, at least 64 keys each. From the
  * capacity, not kvLen, so the dispatches of a decode step are the same at every position.
  */
+/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup. */
+function oneShape(dim: number, bf16: boolean): boolean {
+  const per = bf16 ? 8 : 4;
+  const units = dim / per;
+  return Number.isInteger(units) && ONE_WG % units === 0;
+}
+
 function defaultChunks(cap: number, pairs: number): number {
   const splits = Math.max(1, Math.ceil(256 / pairs));
   const chunk = Math.max(DECODE_WG, Math.ceil(cap / splits / DECODE_WG) * DECODE_WG);
