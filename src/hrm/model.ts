@@ -3,6 +3,9 @@
 //   for h < H: (for l < L: z_L = L_stack(z_L + z_H));  z_H = H_stack(z_H + z_L)
 //   logits = lm_head(z_H)
 //   stack(x) = rms(for each layer: x += attn(rms(x)); x += mlp(rms(x)))
+// Fused where it saves dispatches without changing a bit (tests/kernels prove each fusion against the composed
+// ops): rms into the projection after it, the sigmoid gate into attention's output, SwiGLU into gate_up, the
+// residual adds into o_proj and down_proj, RoPE and the cache append into one step. A decode layer is 6 dispatches.
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../tensor/errors.ts';
@@ -10,9 +13,9 @@ import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { roundBf16 } from '../tensor/dtype.ts';
 import type { AttnMask, FullKV, KVSide, Round } from '../kernels/attention/types.ts';
-import { add, embed, matmul, sigmoidGate, siluMul } from '../kernels/ops/ops.ts';
+import { add, embed, matmul } from '../kernels/ops/ops.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
-import { appendKV, ropeK, ropeQ, takeV, writeFull } from '../kernels/attention/kvcache.ts';
+import { ropeAppend, ropeK, ropeQ, takeV, writeFull } from '../kernels/attention/kvcache.ts';
 import { sdpa } from '../kernels/attention/sdpa.ts';
 import { appendQuantized, dequantize } from '../kernels/quant/quant.ts';
 import { qsdpa } from '../kernels/quant/qsdpa.ts';
@@ -101,46 +104,43 @@ export class HrmModel {
     return out;
   }
 
-  /** x + y, disposing both (a layer's output is only added once). */
-  private addInto(x: Tensor, y: Tensor): Tensor {
-    const out = this.residual(x, y);
-    y.dispose();
-    return out;
-  }
-
   private stack(layers: LayerWeights[], x: Tensor, slots: Slot[], base: number, pass: Pass): Tensor {
-    const eps = this.config.rms_norm_eps;
+    const norm = { eps: this.config.rms_norm_eps };
+    const round = this.round;
+    // The residual stream x is this stack's own tensor: the output projections add into it in place.
     for (let i = 0; i < layers.length; i++) {
-      const a = this.attention(rmsNorm(x, { eps, round: this.round }), layers[i], slots[base + i], pass);
-      x = this.addInto(x, a);
-      const m = this.mlp(rmsNorm(x, { eps, round: this.round }), layers[i]);
-      x = this.addInto(x, m);
+      const w = layers[i];
+      const gated = this.attention(matmul(x, w.gqkv.chunks, { round, norm }), slots[base + i], pass);
+      matmul(gated, w.o.chunks, { round, accumulate: x });
+      gated.dispose();
+      this.mlp(x, w, norm);
     }
-    const out = rmsNorm(x, { eps, round: this.round });
+    const out = rmsNorm(x, { eps: norm.eps, round });
     x.dispose();
     return out;
   }
 
-  private attention(xn: Tensor, w: LayerWeights, slot: Slot, pass: Pass): Tensor {
+  /** Attention of one layer from its fused projection gqkv (consumed): the gated output, before o_proj. */
+  private attention(gqkv: Tensor, slot: Slot, pass: Pass): Tensor {
     const c = this.config;
     const round = this.round;
     const geo = { heads: c.num_attention_heads, headDim: c.head_dim, base: c.rope_theta, offset: pass.offset, round };
-    const gqkv = matmul(xn, w.gqkv.chunks, { round });
-    xn.dispose();
-    const q = ropeQ(gqkv, geo);
+    let q: Tensor;
     let k = slot.k, v = slot.v;
-    if (k.kind === 'full' && v.kind === 'full') {
-      appendKV(gqkv, k, v, geo);
-    } else {
+    if (pass.shadow && (k.kind === 'quant' || v.kind === 'quant')) {
+      // mlx-lm's first pass: the cache keeps quantized K/V, this pass attends to them at full precision.
+      q = ropeQ(gqkv, geo);
       const kNew = ropeK(gqkv, geo);
       const vNew = takeV(gqkv, geo);
       k = this.append(kNew, k, pass);
       v = this.append(vNew, v, pass);
       kNew.dispose();
       vNew.dispose();
+    } else {
+      q = ropeAppend(gqkv, slot, geo);
     }
     const kvLen = pass.offset + pass.S;
-    const opts = { kvLen, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(c.head_dim), round };
+    const opts = { kvLen, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(c.head_dim), round, gate: gqkv };
     let o: Tensor;
     if (k.kind === 'quant' && v.kind === 'quant') o = qsdpa(q, k, v, opts);
     else {
@@ -150,12 +150,8 @@ export class HrmModel {
       o = sdpa(q, kf, vf, opts);
     }
     q.dispose();
-    const gated = sigmoidGate(gqkv, o, { round });
     gqkv.dispose();
-    o.dispose();
-    const out = matmul(gated, w.o.chunks, { round });
-    gated.dispose();
-    return out;
+    return o;
   }
 
   /** Write new K or V ([H, S, D]) into a cache side; returns the side attention should read this pass. */
@@ -182,14 +178,11 @@ export class HrmModel {
     return { kind: 'full', data: flat.reshape([h, cap, this.config.head_dim]) };
   }
 
-  private mlp(xn: Tensor, w: LayerWeights): Tensor {
-    const gu = matmul(xn, w.gateUp.chunks, { round: this.round });
-    xn.dispose();
-    const a = siluMul(gu, { round: this.round });
-    gu.dispose();
-    const out = matmul(a, w.down.chunks, { round: this.round });
+  /** x += down(silu(gate(rms(x))) * up(rms(x))), in place. */
+  private mlp(x: Tensor, w: LayerWeights, norm: { eps: number }): void {
+    const a = matmul(x, w.gateUp.chunks, { round: this.round, norm, swiglu: true });
+    matmul(a, w.down.chunks, { round: this.round, accumulate: x });
     a.dispose();
-    return out;
   }
 
   private zLInit(S: number): Tensor {

@@ -24,9 +24,12 @@ function build(lm: LoadedModel, cache: Awaited<ReturnType<typeof prefilled>>, mo
 }
 
 describe('decode graph', { timeout: 300_000 }, () => {
-  const cases: Array<[string, 'brown' | 'hrm-tiny-a', 'f32' | 'bf16', KvSpec | undefined]> = [
+  const cases: Array<[string, 'brown' | 'hrm-tiny-a' | 'hrm-tiny-b', 'f32' | 'bf16', KvSpec | undefined]> = [
     ['brown f32, full cache', 'brown', 'f32', undefined],
     ['tiny-a bf16, full cache', 'hrm-tiny-a', 'bf16', undefined],
+    ['tiny-a f32, kv8', 'hrm-tiny-a', 'f32', { k: 8, v: 8 }],
+    ['tiny-b bf16, kv4', 'hrm-tiny-b', 'bf16', { k: 4, v: 4 }],
+    ['tiny-a bf16, K 8 bits and V full', 'hrm-tiny-a', 'bf16', { k: 8, v: null }],
   ];
   for (const [name, which, dtype, kv] of cases) {
     it(`${name}: replayed logits equal recorded ones at every position`, async () => {
