@@ -8,7 +8,7 @@ import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import pkg from '../package.json' with { type: 'json' };
 import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
-import { dispatchCost, gemv, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
+import { attentionSweep, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
 import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
@@ -76,7 +76,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       commit: hooks.commit ?? null,
       timestamps: gpu.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
-    settings: s, model: null, kernels: { stream: null, gemv: [], matmul: null, dispatch: null },
+    settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: null, dispatch: null },
     caches: [], errors: [], skipped: [], elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
@@ -110,6 +110,10 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
       await section(`matmul ${s.matmulRows} rows`, async () => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
       await section('dispatch chain', async () => { r.kernels.dispatch = await dispatchCost(gpu, s); });
+      if (s.sweepGemv) {
+        await section('gemv sweep', async () => { r.kernels.sweep = await gemvSweep(gpu, h, config.intermediate_size, qkv, s); });
+        await section('attention sweep', async () => { r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s); });
+      }
     }
     gpu.trimPool();
     if (s.only !== 'kernels') {

@@ -14,6 +14,7 @@ import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
 import { add } from '../src/kernels/ops/ops.ts';
+import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
@@ -62,9 +63,17 @@ export interface DispatchFigure {
   gpuUs: Stats;
 }
 
+/** One decode projection (fusions as the model runs them) at one matrix-vector workgroup shape. */
+export interface SweepPoint { layer: string; wg: number; rows: number; bytes: number; wallUs: number; GBps: number }
+
+/** Decode attention (one query, bf16 cache full to its capacity) on one path. */
+export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'decode'; wallUs: number }
+
 export interface KernelResults {
   stream: BandwidthFigure | null;
   gemv: BandwidthFigure[];
+  sweep: SweepPoint[];
+  attention: AttnPoint[];
   matmul: MatmulFigure | null;
   dispatch: DispatchFigure | null;
 }
@@ -206,6 +215,66 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
     x.dispose();
     for (const w of ws) for (const c of w) c.dispose();
   }
+}
+
+/**
+ * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
+ * o and down), one x row, over workgroup shapes: wall time per call, barrier included, as a replayed step pays it.
+ */
+export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: number, s: Settings): Promise<SweepPoint[]> {
+  const layers = [
+    { layer: 'gqkv (norm)', n: qkv, k: hidden, norm: true, swiglu: false, acc: false },
+    { layer: 'o_proj (residual)', n: hidden, k: hidden, norm: false, swiglu: false, acc: true },
+    { layer: 'gate_up (norm, swiglu)', n: 2 * inter, k: hidden, norm: true, swiglu: true, acc: false },
+    { layer: 'down_proj (residual)', n: hidden, k: inter, norm: false, swiglu: false, acc: true },
+  ];
+  const out: SweepPoint[] = [];
+  for (const L of layers) {
+    const wBytes = L.n * L.k * 2;
+    const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
+    const ws = Array.from({ length: copies }, (_, i) => randomWeight(gpu, L.n, L.k, s.seed * 13 + i * 7, `sweep.w${i}`));
+    const x = randomX(gpu, 1, L.k, s.seed + 5);
+    const acc = randomX(gpu, 1, L.n, s.seed + 6);
+    try {
+      for (const wg of [32, 64, 128, 256]) {
+        for (const rows of [2, 4]) {
+          let i = 0;
+          const t = await timeCalls(gpu, () => {
+            const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv: { wg, rows }, path: 'gemv' });
+            if (!L.acc) y.dispose();
+          }, { ...s, samples: Math.min(s.samples, 3) });
+          const us = t.wallMs.median * 1000;
+          out.push({ layer: `${L.layer} ${L.n}x${L.k}`, wg, rows, bytes: wBytes, wallUs: us, GBps: wBytes / us / 1e3 });
+        }
+      }
+    } finally {
+      x.dispose();
+      acc.dispose();
+      for (const w of ws) for (const c of w) c.dispose();
+    }
+  }
+  return out;
+}
+
+/** Decode attention with the gate, single-workgroup path vs split keys, over cache lengths: wall time per call. */
+export async function attentionSweep(gpu: Gpu, heads: number, dim: number, s: Settings): Promise<AttnPoint[]> {
+  const out: AttnPoint[] = [];
+  for (const keys of [256, 641, 1024, 2048, 4096]) {
+    const q = randomX(gpu, heads, dim, s.seed + 7).reshape([heads, 1, dim]);
+    const kv = Tensor.empty(gpu, [heads, keys, dim], 'bf16', 'attn.kv');
+    fillRandom(kv, { seed: s.seed + 8, scale: 1 });
+    const gate = randomX(gpu, 1, 4 * heads * dim, s.seed + 9);
+    try {
+      for (const path of ['one', 'decode'] as const) {
+        const side = { kind: 'full' as const, data: kv };
+        const t = await timeCalls(gpu, () => sdpa(q, side, side, { kvLen: keys, offset: keys - 1, mask: { kind: 'none' }, scale: 1 / Math.sqrt(dim), round: 'bf16', gate, path }).dispose(), { ...s, samples: Math.min(s.samples, 3) });
+        out.push({ heads, dim, keys, path, wallUs: t.wallMs.median * 1000 });
+      }
+    } finally {
+      q.dispose(); kv.dispose(); gate.dispose();
+    }
+  }
+  return out;
 }
 
 /** x[m, k] @ W[n, k]^T, bf16 W, f32 x: 2mnk FLOP per call. */

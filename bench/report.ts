@@ -58,6 +58,24 @@ export function markdown(r: BenchResult): string {
   if (k.matmul) L.push(`| ${k.matmul.name} | ${f(k.matmul.TFLOPs.median)} TFLOP/s | ${range(k.matmul.TFLOPs)} | | | ${f(k.matmul.gpuMs?.median)} ms | ${k.matmul.labels.join(', ')} |`);
   if (k.dispatch) L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
   L.push('');
+  if (k.sweep?.length) {
+    L.push('## Matrix-vector workgroup shapes (decode projections, fused as the model runs them)', '');
+    L.push('| projection | lanes x rows: wall us per call (GB/s) |', '|---|---|');
+    for (const layer of [...new Set(k.sweep.map((p) => p.layer))]) {
+      const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => a.wallUs - b.wallUs);
+      L.push(`| ${layer} | ${pts.map((p) => `${p.wg}x${p.rows}: ${f(p.wallUs)} (${f(p.GBps)})`).join(', ')} |`);
+    }
+    L.push('');
+  }
+  if (k.attention?.length) {
+    L.push('## Decode attention: one workgroup per head vs split keys (bf16 cache, gate fused)', '');
+    L.push('| keys | one (us) | split + combine (us) |', '|---|---|---|');
+    for (const keys of [...new Set(k.attention.map((p) => p.keys))]) {
+      const at = (path: string) => k.attention.find((p) => p.keys === keys && p.path === path)?.wallUs;
+      L.push(`| ${keys} | ${f(at('one'))} | ${f(at('decode'))} |`);
+    }
+    L.push('');
+  }
   if (r.caches.length) {
     const lens = s.prefill;
     L.push('## Model, per KV cache', '');

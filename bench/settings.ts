@@ -35,6 +35,8 @@ export interface Settings {
   /** Dependent tiny dispatches in the dispatch-overhead measurement. */
   dispatchChain: number;
   seed: number;
+  /** Also time the matrix-vector kernel over a grid of workgroup shapes on the decode layer's four projections. */
+  sweepGemv: boolean;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
   budget: number;
   /** Output folder (runners that write files). */
@@ -45,7 +47,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
+  const base = { config, quick, sweepGemv: false, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -73,7 +75,8 @@ export const USAGE = `usage: bench [options]
   --matmul-rows N        rows of x in the matmul microbenchmark (default 512)
   --dtype bf16|f32       activation mode (default bf16)
   --budget S             skip what has not started after S seconds (default 420)
-  --seed N               seed of the random weights and prompts`;
+  --seed N               seed of the random weights and prompts
+  --sweep-gemv           also time the decode projections' matrix-vector kernel over workgroup shapes`;
 
 /** Parse flags ('--name value' or '--name=value'); throws with the usage on anything unknown. */
 export function parseArgs(argv: string[]): Settings & { help: boolean } {
@@ -83,6 +86,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
     const a = argv[i];
     if (a === '--help' || a === '-h') { help = true; continue; }
     if (a === '--quick') { flags.set('quick', '1'); continue; }
+    if (a === '--sweep-gemv') { flags.set('sweep-gemv', '1'); continue; }
     if (!a.startsWith('--')) throw new Error(`[bench] unexpected argument '${a}'\n${USAGE}`);
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
@@ -125,6 +129,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'matmul-rows': s.matmulRows = int(name, v, 1); break;
       case 'budget': s.budget = int(name, v, 1); break;
       case 'seed': s.seed = int(name, v); break;
+      case 'sweep-gemv': s.sweepGemv = true; break;
       default: throw new Error(`[bench] unknown option --${name}\n${USAGE}`);
     }
   }

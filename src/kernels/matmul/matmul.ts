@@ -54,6 +54,8 @@ export interface MatmulOptions {
    * `accumulate` (f32 [..., N]) in place; that tensor is returned. Fused on every path.
    */
   accumulate?: Tensor;
+  /** Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, <= 256) and weight rows (2 or 4). */
+  gemv?: { wg: number; rows: number };
 }
 
 /**
@@ -94,7 +96,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
       if (wideRows(x, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
       else GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
-    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse });
+    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {
@@ -121,16 +123,20 @@ function preferGemv(M: number, N: number): boolean {
   return M <= 64 && tiles < 64;
 }
 
-function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides): void {
+function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: MatmulOptions['gemv']): void {
   const { M, K } = uniforms;
   const MB = Math.min(M, GEMV_MAX_M);
-  const ROWS = fixed.NORM ? GEMV_NORM_ROWS : GEMV.ROWS;
+  const ROWS = shape?.rows ?? (fixed.NORM ? GEMV_NORM_ROWS : GEMV.ROWS);
+  const WG = shape?.wg ?? GEMV.WG;
+  if (shape && !(WG >= 1 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
+    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two <= 256 and rows 2 or 4`);
+  }
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
-  const overrides = { ...fixed, WG: GEMV.WG, ROWS, MB };
+  const overrides = { ...fixed, WG, ROWS, MB };
   if (wideRows(x, c, K)) {
     GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
   } else {
