@@ -380,3 +380,31 @@ describe('matmul fusions as HRM uses them', async () => {
     expect(ulpStats(round, await x.read(), await want.read()).exact).toBeGreaterThanOrEqual(0.999);
   });
 });
+
+describe('matmul matrix-vector workgroup shapes (the gemv option)', async () => {
+  const gpu = await getGpu();
+  it('every lane count and row count gives the bits of the default shape, fused or not', async () => {
+    const K = 200, N = 38;
+    const x = Tensor.from(gpu, randn(401, 3 * K), [3, K], 'f32', 'x');
+    const w = Tensor.from(gpu, randn(402, N * K), [N, K], 'bf16', 'w');
+    for (const fused of [{}, { norm: { eps: 1e-5 } }, { norm: { eps: 1e-5 }, swiglu: true }]) {
+      const want = await matmul(x, w, { ...fused, round: 'bf16', path: 'gemv' }).read();
+      for (const wg of [32, 64, 128, 256]) {
+        for (const rows of [2, 4]) {
+          // Lanes split K differently, so f32 sums may differ in the last bit: compare after the bf16 rounding,
+          // which a last-bit difference flips only at a rounding boundary.
+          const got = await matmul(x, w, { ...fused, round: 'bf16', path: 'gemv', gemv: { wg, rows } }).read();
+          const same = got.filter((v, i) => v === want[i]).length;
+          expect(same / got.length, `${JSON.stringify(fused)} ${wg}x${rows}`).toBeGreaterThanOrEqual(0.97);
+        }
+      }
+    }
+  });
+
+  it('rejects a shape the kernel cannot take', () => {
+    const x = Tensor.empty(gpu, [1, 64], 'f32', 'x');
+    const w = Tensor.empty(gpu, [8, 64], 'bf16', 'w');
+    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 48, rows: 2 } })).toThrow(InputError);
+    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 3 } })).toThrow(/rows 2 or 4/);
+  });
+});

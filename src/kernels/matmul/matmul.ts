@@ -22,14 +22,19 @@ export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 /** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
 export const GEMV_MAX_M = 4;
-// Measured on an H200 (Vulkan, Dawn) over HRM-1B's shapes: 32 lanes x 2 rows was best or near it for M = 1 and 4
-// (lm_head at M = 1: 0.066 ms, 3.0 TB/s; the 4.7-25 MB layer matrices 7-12 us, launch-bound); 16x16 threads of
-// 4x4 outputs with K slices of 8 gave 5-17 TFLOP/s f32 (M = 64 to 512).
-const GEMV = { WG: 32, ROWS: 2 };
-// With the norm prologue every workgroup normalises the x it reads, so more weight rows per workgroup spread that
-// work thinner. H200, bf16, HRM-1B's gqkv and gate_up (norm + swiglu), GPU time over the plain kernel: 4 rows
-// +1.7 us at M = 1 and +3.7-4 at M = 2 (2 rows: +1.9-2.1 and +4.8-6.6); a separate rmsNorm dispatch costs 9.5 us.
-const GEMV_NORM_ROWS = 4;
+// Matrix-vector workgroup shapes (lanes x weight rows), from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
+// the model's fusions; bench/results/nvidia-h200_node_1b_20261130-002400Z.md), wall us per call with the barrier:
+//   K = 4096 (down_proj + residual): 128x2 10.9, 64x2 12.6, 32x2 15.1;
+//   K = 1536, norm + swiglu (gate_up): 64x4 17.6, 32x4 18.6, 32x2 21.1;
+//   K = 1536, norm (gqkv): 32x2 13.7, 32x4 13.9, 64x2 15.6;
+//   K = 1536, plain or residual (o_proj): 64x2 9.18, 32x2 10.8.
+// Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
+// prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
+function gemvShape(K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
+  if (K > 2048) return { WG: 128, ROWS: 2 };
+  if (norm) return { WG: swiglu ? 64 : 32, ROWS: 4 };
+  return { WG: 64, ROWS: 2 };
+}
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 
 export interface MatmulOptions {
@@ -126,8 +131,9 @@ function preferGemv(M: number, N: number): boolean {
 function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: MatmulOptions['gemv']): void {
   const { M, K } = uniforms;
   const MB = Math.min(M, GEMV_MAX_M);
-  const ROWS = shape?.rows ?? (fixed.NORM ? GEMV_NORM_ROWS : GEMV.ROWS);
-  const WG = shape?.wg ?? GEMV.WG;
+  const tuned = gemvShape(K, fixed.NORM === 1, fixed.SWIGLU === 1);
+  const ROWS = shape?.rows ?? tuned.ROWS;
+  const WG = shape?.wg ?? tuned.WG;
   if (shape && !(WG >= 1 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
     throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two <= 256 and rows 2 or 4`);
   }
