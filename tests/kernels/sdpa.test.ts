@@ -215,7 +215,7 @@ describe('sdpa gate (sigmoidGate fused into the output write)', () => {
           const want = sigmoidGate(gate, sdpa(q, k, v, o), { round });
           const before = gpu.dispatchCount;
           const got = sdpa(q, k, v, { ...o, gate });
-          expect(gpu.dispatchCount - before).toBe(path === 'decode' ? 2 : 1);
+          expect(gpu.dispatchCount - before, `${path} S=${S}`).toBe(path === 'decode' ? 2 : 1);
           expectBitExact(await got.read(), await want.read(), `S=${S} ${round} ${path}`);
         }
       }
@@ -261,9 +261,9 @@ describe('sdpa decode structure', () => {
   });
 });
 
-describe('sdpa one-query path (sdpa_one: one workgroup per head, one dispatch)', () => {
-  // kvLen 1; 700 in one tile; 1500 and 2000 over two tiles of 1024 keys (the running max and sum rescaled).
-  const lens = [1, 700, 1500, 2000];
+describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge)', () => {
+  // kvLen 1; 31, 32 and 33 around a chunk boundary; 700; 2000 (63 chunks, the last one partial).
+  const lens = [1, 31, 32, 33, 700, 2000];
   for (const kv of ['f32', 'bf16'] as const) {
     for (const [H, D] of [[3, 64], [2, 128], [1, 256]]) {
       it(`${kv} cache, ${H} heads of ${D}: none and causal masks at kvLen ${lens.join(', ')} against f64`, async () => {
@@ -279,15 +279,15 @@ describe('sdpa one-query path (sdpa_one: one workgroup per head, one dispatch)',
     }
   }
 
-  it('is the default for one query over a cache of <= 2048 positions: one dispatch, same structure at every kvLen', async () => {
+  it('is the default for one query seeing every key: two dispatches, the same at every kvLen of a capacity', async () => {
     const gpu = await getGpu();
     const H = 2, D = 64;
-    for (const [cap, kernels] of [[2048, ['attention/sdpa_one.wgsl#sdpa_one']], [2049, ['attention/sdpa_decode.wgsl#sdpa_split', 'attention/sdpa_decode.wgsl#sdpa_combine']]] as const) {
+    for (const cap of [70, 4100]) {
       const q = Tensor.from(gpu, randn(1, H * D), [H, 1, D], 'f32', 'q');
       const kv = full(gpu, randn(2, H * cap * D), [H, cap, D], 'bf16', 'kv');
-      const records = [1, 900, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125 })));
-      expect(records[0].map((r) => r.kernel)).toEqual(kernels);
-      expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs 900`);
+      const records = [1, 33, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125 })));
+      expect(records[0].map((r) => r.kernel)).toEqual(['attention/sdpa_one.wgsl#one_split', 'attention/sdpa_one.wgsl#one_merge']);
+      expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs 33`);
       expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs capacity`);
     }
   });

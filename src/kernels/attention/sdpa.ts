@@ -8,20 +8,17 @@ import type { AttnMask, FullKV, KVSide, Round } from './types.ts';
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
-const ONE = new Kernel('attention/sdpa_one.wgsl', 'sdpa_one');
+const ONE_SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
+const ONE_MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
 const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;
 const DECODE_WG = 64;
-/** Threads of sdpa_one's workgroup (a constant of the shader). */
+/** Threads of sdpa_one's workgroups and keys per chunk (constants of the shader). */
 const ONE_WG = 256;
-/**
- * One query over every key: up to this cache capacity one workgroup per head (sdpa_one, one dispatch) rather than
- * the split path (two). Chosen by capacity, not kvLen, so a recorded decode step keeps its shape at every position.
- */
-export const ONE_MAX_CAPACITY = 2048;
+const ONE_CHUNK = 32;
 
 export interface SdpaOptions {
   /** Keys to attend over: cache positions [0, kvLen). */
@@ -32,9 +29,8 @@ export interface SdpaOptions {
   scale: number;
   round?: Round;
   /**
-   * Force a path (tests, benchmarks). By default: 'one' for a single query that sees every key over a cache of at
-   * most ONE_MAX_CAPACITY positions (when the head dim suits it), else 'decode' (split keys) for
-   * S <= DECODE_MAX_QUERIES, else 'prefill'.
+   * Force a path (tests, benchmarks). By default: 'one' (sdpa_one.wgsl) for a single query that sees every key
+   * when the head dim suits it, else 'decode' (split keys) for S <= DECODE_MAX_QUERIES, else 'prefill'.
    */
   path?: 'prefill' | 'decode' | 'one';
   /**
@@ -76,16 +72,19 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   if (opts.path === 'one' && !oneFits) {
     throw new ShapeError('sdpa', `path 'one' needs one query (got ${seq}) seeing every key (mask ${m.kind}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${dim}) and 16-byte aligned K/V`);
   }
-  const path = opts.path ?? (oneFits && cap <= ONE_MAX_CAPACITY ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
+  const path = opts.path ?? (oneFits ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    ONE.dispatch(gpu, {
-      bindings: { q, k4: kd, v4: vd, out, gate },
-      uniforms: { kv_len: opts.kvLen, cap, scale: opts.scale },
-      overrides: { HD: dim, KV_BF16: kvBf16 ? 1 : 0, ...store },
-      workgroups: heads,
-    });
+    const nChunks = Math.ceil(cap / ONE_CHUNK);
+    const partO = Tensor.empty(gpu, [heads, nChunks, dim], 'f32', 'sdpa.part_o');
+    const partMl = Tensor.empty(gpu, [heads, nChunks, 2], 'f32', 'sdpa.part_ml');
+    const uniforms = { kv_len: opts.kvLen, cap, scale: opts.scale, n_chunks: nChunks };
+    const overrides = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, ...store };
+    ONE_SPLIT.dispatch(gpu, { bindings: { q, k4: kd, v4: vd, part_o: partO, part_ml: partMl }, uniforms, overrides, workgroups: [nChunks, heads] });
+    ONE_MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
+    partO.dispose();
+    partMl.dispose();
     return out;
   }
 
@@ -123,7 +122,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
  * Decode chunks for a cache of `cap` positions: enough for ~256 workgroups in all, at least 64 keys each. From the
  * capacity, not kvLen, so the dispatches of a decode step are the same at every position.
  */
-/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup. */
+/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256. */
 function oneShape(dim: number, bf16: boolean): boolean {
   const per = bf16 ? 8 : 4;
   const units = dim / per;
