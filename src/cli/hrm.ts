@@ -53,7 +53,9 @@ async function cmdGenerate(args: string[]): Promise<void> {
       out('\n');
       err(`prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +
         `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-'} tok/s); ` +
-        `stop: ${s.stopReason}; cache ${fmtBytes(s.cacheBytes)}; ${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`);
+        `stop: ${s.stopReason}; cache ${fmtBytes(s.cacheBytes)}; ` +
+        `${'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches` : `steps recorded one by one (${s.decodePath.recorded})`}; ` +
+        `${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`);
     }
   }
   gpu.destroy();

@@ -27,11 +27,13 @@ export const GEMV_MAX_M = 4;
 //   K = 4096 (down_proj + residual): 128x2 10.9, 64x2 12.6, 32x2 15.1;
 //   K = 1536, norm + swiglu (gate_up): 64x4 17.6, 32x4 18.6, 32x2 21.1;
 //   K = 1536, norm (gqkv): 32x2 13.7, 32x4 13.9, 64x2 15.6;
-//   K = 1536, plain or residual (o_proj): 64x2 9.18, 32x2 10.8.
+//   K = 1536, plain or residual (o_proj): 64x2 9.18, 32x2 10.8;
+//   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
 // Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
 // prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
-function gemvShape(K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
+function gemvShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
   if (K > 2048) return { WG: 128, ROWS: 2 };
+  if (N >= 16384) return { WG: 32, ROWS: 2 };
   if (norm) return { WG: swiglu ? 64 : 32, ROWS: 4 };
   return { WG: 64, ROWS: 2 };
 }
@@ -131,7 +133,7 @@ function preferGemv(M: number, N: number): boolean {
 function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: MatmulOptions['gemv']): void {
   const { M, K } = uniforms;
   const MB = Math.min(M, GEMV_MAX_M);
-  const tuned = gemvShape(K, fixed.NORM === 1, fixed.SWIGLU === 1);
+  const tuned = gemvShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
   if (shape && !(WG >= 1 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
