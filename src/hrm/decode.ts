@@ -71,7 +71,7 @@ export class DecodeGraph {
       if (reason) throw new HrmError('decode graph', reason);
       const patches = linearPatches(c0, near, far, last - origin);
       if (typeof patches === 'string') throw new HrmError('decode graph', patches);
-      // Uniform blocks after the uploads: patches index the blocks.
+      // Uniform blocks first: the patches index them.
       return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, gpu.claim(c0.allocated));
     } catch (e) {
       ids.dispose();
@@ -93,8 +93,9 @@ export class DecodeGraph {
   /** Queue one step at the cache's offset; resolves to the token it picked (greedy mode). */
   async next(): Promise<number> {
     if (this.mode !== 'greedy') throw new HrmError('decode graph', 'next() needs a greedy graph; use nextLogits()');
-    const bytes = await this.run(this.ids);
-    return new Uint32Array(bytes)[0];
+    const token = new Uint32Array(await this.run(this.ids))[0];
+    if (token >= this.cache.config.vocab_size) throw new HrmError('decode graph', 'the step\'s logits hold a NaN (argmax found no token)');
+    return token;
   }
 
   /** Queue one step at the cache's offset; resolves to its logits [vocab]. */

@@ -5,7 +5,9 @@ import { generate } from '../../src/hrm/generate.ts';
 import type { KvSpec } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { model } from '../helpers/model.ts';
+import { fixtureDir, model } from '../helpers/model.ts';
+import { dirFiles } from '../../src/hrm/files.ts';
+import { loadModel } from '../../src/hrm/load.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -74,6 +76,22 @@ describe('decode graph', { timeout: 300_000 }, () => {
     const g = DecodeGraph.tryBuild(lm.model, cache, 'greedy');
     expect(g).toEqual({ reason: 'only 2 positions left in the cache' });
     cache.dispose();
+  });
+
+  it('a greedy step whose logits hold a NaN fails with a clear error instead of feeding a token on', async () => {
+    const gpu = await getGpu();
+    const lm = await loadModel(gpu, dirFiles(fixtureDir('hrm-tiny-a')), { dtype: 'f32' });
+    const head = lm.model.weights.lmHead.chunks[0];
+    // One lm_head row of NaN (f32 or bf16 bits) makes that logit NaN at every position.
+    const bytes = head.dtype === 'f32' ? new Uint32Array(head.shape[1]).fill(0x7fc00000) : new Uint16Array(head.shape[1] + (head.shape[1] % 2)).fill(0x7fc0);
+    gpu.write(head.buffer, head.offset, bytes);
+    const cache = await prefilled(lm, 4);
+    const g = build(lm, cache, 'greedy');
+    g.feed(1);
+    await expect(g.next()).rejects.toThrow(/logits hold a NaN/);
+    g.dispose();
+    cache.dispose();
+    lm.model.dispose();
   });
 
   it('rejects a token outside the vocabulary', async () => {

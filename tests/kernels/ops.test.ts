@@ -212,6 +212,12 @@ describe('row ops (f32 inside)', () => {
     expect([...got]).toEqual([...argmaxRowsRef(xv, V)]);
     // Width 1 and an odd small width.
     expect([...await argmaxRows(f32([3, -1, 7], [3, 1])).read()]).toEqual([0, 0, 0]);
+    // A NaN anywhere in a row (first, middle past the maximum, last) gives no index.
+    const withNan = randn(8, 4 * 300);
+    withNan[0] = NaN; withNan[300 + 150] = NaN; withNan[900 - 1] = NaN;
+    const want = [0xffffffff, 0xffffffff, 0xffffffff, argmaxRowsRef(withNan.subarray(900), 300)[0]];
+    expect([...await argmaxRows(f32(withNan, [4, 300])).read()]).toEqual(want);
+    expect([...argmaxRowsRef(withNan, 300)]).toEqual(want);
     const small = randn(7, 4 * 31);
     expect([...await argmaxRows(f32(small, [4, 31])).read()]).toEqual([...argmaxRowsRef(small, 31)]);
   });

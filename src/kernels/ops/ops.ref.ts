@@ -90,13 +90,15 @@ export function klRowsRef(p: ArrayLike<number>, q: ArrayLike<number>, cols: numb
   return out;
 }
 
-/** out[r] = first j with x[r, j] = max_j x[r, j] (mx.argmax). */
+/** out[r] = first j with x[r, j] = max_j x[r, j] (mx.argmax); 0xffffffff for a row holding a NaN. */
 export function argmaxRowsRef(x: ArrayLike<number>, cols: number): Uint32Array {
   const out = new Uint32Array(x.length / cols);
   for (let r = 0; r < out.length; r++) {
     let best = 0;
     for (let j = 1; j < cols; j++) if (x[r * cols + j] > x[r * cols + best]) best = j;
-    out[r] = best;
+    let nan = false;
+    for (let j = 0; j < cols; j++) nan ||= Number.isNaN(x[r * cols + j]);
+    out[r] = nan ? 0xffffffff : best;
   }
   return out;
 }

@@ -186,7 +186,10 @@ export function klRows(p: Tensor, q: Tensor): Tensor {
   return out;
 }
 
-/** out[r] = first index of the maximum of x[r, :] (mx.argmax), u32; into `out` when given (u32, one per row). */
+/**
+ * out[r] = first index of the maximum of x[r, :] (mx.argmax), u32, or 0xffffffff when the row holds a NaN; into
+ * `out` when given (u32, one per row).
+ */
 export function argmaxRows(x: Tensor, out?: Tensor): Tensor {
   requireF32('argmaxRows', x);
   lastAxis('argmaxRows', x);

@@ -5,7 +5,8 @@
 //   log_softmax_rows  out = (v - max) - log(sum)
 //   logsumexp_rows    out[r] = max + log(sum)
 //   kl_rows           out[r] = sum_j P_j (lp_j - lq_j), lp/lq log-softmax of rows of x (P) and y (Q)
-//   argmax_rows       idx[r] = first j with x[r, j] = max_j x[r, j]
+//   argmax_rows       idx[r] = first j with x[r, j] = max_j x[r, j]; 0xffffffff when the row holds a NaN (no
+//                     index is right then: the CPU sampler refuses such logits, and a GPU-chained decode must too)
 // Every lane starts its max at -FLT_MAX (not -inf) so merging lanes that saw no column gives exp(-inf) = 0, never
 // NaN; a row of only -inf therefore gives NaN for softmax, as MLX does.
 
@@ -25,6 +26,7 @@ const NONE: u32 = 0xffffffffu;
 var<workgroup> sm: array<f32, WG>;
 var<workgroup> ss: array<f32, WG>;
 var<workgroup> si: array<u32, WG>;
+var<workgroup> sn: array<u32, WG>;
 
 // Running (max, sum of exp(v - max)) after one more value.
 fn push(st: vec2<f32>, v: f32) -> vec2<f32> {
@@ -135,13 +137,17 @@ fn argmax_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   let base = row * p.cols;
   var best = LOWEST;
   var at = NONE;
-  // Lanes visit increasing columns, so a strict > keeps each lane's first maximum.
+  var nan = 0u;
+  // Lanes visit increasing columns, so a strict > keeps each lane's first maximum. NaN is found by its bits
+  // (compilers may assume comparisons never see one).
   for (var j = lid; j < p.cols; j += WG) {
     let v = x[base + j];
+    if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { nan = 1u; }
     if (at == NONE || v > best) { best = v; at = j; }
   }
   sm[lid] = best;
   si[lid] = at;
+  sn[lid] = nan;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (lid < s) {
@@ -149,8 +155,9 @@ fn argmax_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
       let i = si[lid + s];
       let take = i != NONE && (si[lid] == NONE || v > sm[lid] || (v == sm[lid] && i < si[lid]));
       if (take) { sm[lid] = v; si[lid] = i; }
+      sn[lid] |= sn[lid + s];
     }
     workgroupBarrier();
   }
-  if (lid == 0u) { idx[row] = select(si[0], 0u, si[0] == NONE); }
+  if (lid == 0u) { idx[row] = select(select(si[0], 0u, si[0] == NONE), NONE, sn[0] != 0u); }
 }
