@@ -35,12 +35,10 @@ override VM: u32 = 0;
 override K_BITS: u32 = 4;
 override V_BITS: u32 = 4;
 
-fn to_bf16(x: f32) -> f32 {
-  let b = bitcast<u32>(x);
-  if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }
-  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
-}
+// #include "common/half.inc.wgsl"
 
+// to_f16 stays here rather than common/half.inc.wgsl's round_f16: equal on every f32 but NaN, whose payload it
+// rounds like a mantissa (0x7fffffff, NVIDIA's NaN, gives -0.0; 0x7f800001 +inf) where round_f16 returns it as is.
 fn to_f16(x: f32) -> f32 {
   if (abs(x) < 6.103515625e-05) { return round(x * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
   let b = bitcast<u32>(x);
@@ -50,7 +48,7 @@ fn to_f16(x: f32) -> f32 {
 }
 
 fn round_out(x: f32) -> f32 {
-  if (ROUND == 1u) { return to_bf16(x); }
+  if (ROUND == 1u) { return round_bf16(x); }
   if (ROUND == 2u) { return to_f16(x); }
   return x;
 }
@@ -72,7 +70,7 @@ fn elem(col0: u32, h: u32, s: u32, d: u32, rope: bool) -> f32 {
 // #include "quant/affine.inc.wgsl"
 
 fn pack_bf16(lo: f32, hi: f32) -> u32 {
-  return (bitcast<u32>(to_bf16(lo)) >> 16u) | (bitcast<u32>(to_bf16(hi)) & 0xffff0000u);
+  return (bitcast<u32>(round_bf16(lo)) >> 16u) | (bitcast<u32>(round_bf16(hi)) & 0xffff0000u);
 }
 
 // Pair thread t: elements 2t and 2t + 1 of [H, S, D] into q_out and every full side.

@@ -67,22 +67,7 @@ var<workgroup> red: array<f32, WG * ROWS * MB>;
 var<workgroup> As: array<f32, BK * TY * TM>;
 var<workgroup> Bs: array<f32, BK * TX * TN>;
 
-fn round_bf16(v: f32) -> f32 {
-  let b = bitcast<u32>(v);
-  if ((b & 0x7f800000u) == 0x7f800000u) { return v; }
-  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
-}
-
-// Round to nearest even f16 without relying on pack2x16float's rounding (WGSL leaves it to the implementation).
-fn round_f16(v: f32) -> f32 {
-  let b = bitcast<u32>(v);
-  let a = b & 0x7fffffffu;
-  let s = b & 0x80000000u;
-  if (a >= 0x7f800000u) { return v; }
-  if (a >= 0x477ff000u) { return bitcast<f32>(s | 0x7f800000u); }
-  if (a >= 0x38800000u) { return bitcast<f32>(s | ((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u)); }
-  return bitcast<f32>(s | bitcast<u32>(round(bitcast<f32>(a) * 16777216.0) / 16777216.0));
-}
+// #include "common/half.inc.wgsl"
 
 fn round_out(v: f32) -> f32 {
   if (ROUND == 1u) { return round_bf16(v); }

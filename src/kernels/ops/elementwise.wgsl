@@ -22,22 +22,7 @@ override WG: u32 = 64u;
 override ROUND: u32 = 0u;
 override WDT: u32 = 1u;
 
-fn round_bf16(v: f32) -> f32 {
-  let bits = bitcast<u32>(v);
-  if ((bits & 0x7f800000u) == 0x7f800000u) { return v; }
-  return bitcast<f32>((bits + 0x7fffu + ((bits >> 16u) & 1u)) & 0xffff0000u);
-}
-
-// Round to nearest even f16 without relying on pack2x16float's rounding (WGSL leaves it to the implementation).
-fn round_f16(v: f32) -> f32 {
-  let bits = bitcast<u32>(v);
-  let m = bits & 0x7fffffffu;
-  let s = bits & 0x80000000u;
-  if (m >= 0x7f800000u) { return v; }
-  if (m >= 0x477ff000u) { return bitcast<f32>(s | 0x7f800000u); }
-  if (m >= 0x38800000u) { return bitcast<f32>(s | ((m + 0xfffu + ((m >> 13u) & 1u)) & 0xffffe000u)); }
-  return bitcast<f32>(s | bitcast<u32>(round(bitcast<f32>(m) * 16777216.0) / 16777216.0));
-}
+// #include "common/half.inc.wgsl"
 
 fn r(v: f32) -> f32 {
   if (ROUND == 1u) { return round_bf16(v); }

@@ -16,12 +16,10 @@ override BITS: u32 = 4;
 override ROUND: u32 = 0;
 override WG: u32 = 64;
 
-fn to_bf16(v: f32) -> f32 {
-  let b = bitcast<u32>(v);
-  if ((b & 0x7fffffffu) > 0x7f800000u) { return v; }
-  return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
-}
+// #include "common/half.inc.wgsl"
 
+// to_f16 stays here rather than common/half.inc.wgsl's round_f16: equal on every f32 but NaN, whose payload it
+// rounds like a mantissa (0x7fffffff, NVIDIA's NaN, gives -0.0; 0x7f800001 +inf) where round_f16 returns it as is.
 fn to_f16(v: f32) -> f32 {
   if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
   let b = bitcast<u32>(v);
@@ -32,7 +30,7 @@ fn to_f16(v: f32) -> f32 {
 
 // Rounds to the dtype; in f32 an opaque no-op (p.zero is 0) that pins the f32 rounding of v.
 fn round_op(v: f32) -> f32 {
-  if (ROUND == 1u) { return to_bf16(v); }
+  if (ROUND == 1u) { return round_bf16(v); }
   if (ROUND == 2u) { return to_f16(v); }
   return bitcast<f32>(bitcast<u32>(v) | p.zero);
 }
