@@ -5,7 +5,7 @@
 //   stack(x) = rms(for each layer: x += attn(rms(x)); x += mlp(rms(x)))
 // Fused where it saves dispatches without changing a bit (tests/kernels prove each fusion against the composed
 // ops): rms into the projection after it, the sigmoid gate into attention's output, SwiGLU into gate_up, the
-// residual adds into o_proj and down_proj, RoPE and the cache append into one step. A decode layer is 6 dispatches.
+// residual adds into o_proj and down_proj, RoPE and the cache append into one step. A decode layer is 7 dispatches.
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../tensor/errors.ts';
