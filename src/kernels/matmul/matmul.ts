@@ -47,7 +47,7 @@ export interface MatmulOptions {
   /**
    * RMS-normalise the rows of x first, as rmsNorm(x, { eps, round }) does (the same rounding as the output), so
    * the result is matmul(rmsNorm(x), w) up to the summation order of mean(x^2). Fused into the matrix-vector
-   * kernels; the tiled path runs rmsNorm first.
+   * kernels; the tiled and CPU-driver (rows) paths run rmsNorm first.
    */
   norm?: { eps: number };
   /**
@@ -88,8 +88,9 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
     gu.dispose();
     return out;
   }
-  // Prefill is compute-bound: one rmsNorm dispatch costs little next to the tiled matmul.
-  const xin = opts.norm && path === 'tiled' ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
+  // Prefill is compute-bound: one rmsNorm dispatch costs little next to the tiled matmul. On CPU drivers (rows) a
+  // thread per output would redo its row's norm for every output: the separate dispatch is cheaper there too.
+  const xin = opts.norm && (path === 'tiled' || path === 'rows') ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
   const out = opts.accumulate ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'matmul.out');
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
@@ -101,8 +102,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       const [gx, gy] = grid(gpu, opts.swiglu ? c.shape[0] / 2 : c.shape[0], 64);
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
-      if (wideRows(x, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
-      else GEMV_ROWS.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
+      if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
+      else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
     } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;

@@ -23,9 +23,10 @@
 //
 // Fusions (pipeline constants, so a decode layer needs no separate norm, activation or residual dispatch; matmul.ts
 // says which paths use them):
-//  NORM   (1, 2, 4) x rows are scaled as rmsNorm does first, xn = round(x * inverseSqrt(mean(x^2) + eps)): a
-//         prologue finds each x row's inverse RMS (a workgroup reduction in 1-2, the thread's own loop in 4: no
-//         barriers there) and the dot product multiplies round(x * inv). x is tiny and stays in cache.
+//  NORM   (1, 2) x rows are scaled as rmsNorm does first, xn = round(x * inverseSqrt(mean(x^2) + eps)): a
+//         prologue finds each x row's inverse RMS (a workgroup reduction) and the dot product multiplies
+//         round(x * inv). x is tiny and stays in cache. Not in 4: a thread per output would redo the row's norm
+//         for every output, which on a CPU driver costs more than the separate rmsNorm dispatch matmul.ts runs.
 //  SWIGLU (1, 2, 4) w is [gate; up], [2I, K], and out[m, i] = r(r(g * r(sigmoid(g))) * u), g and u the rounded
 //         sums of rows i and I + i, which one workgroup (one thread in 4) computes side by side.
 //  ACC    (all) residual epilogue out = round(out + round(sum)), in place; the old value is read through `out`
@@ -283,7 +284,7 @@ fn gemv_word(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
 }
 
 // Dot product of weight row n of the chunk with the x row starting at xr, a plain loop over K (gemv_rows).
-fn row_dot(n: u32, xr: u32, inv: f32) -> f32 {
+fn row_dot(n: u32, xr: u32) -> f32 {
   let e0 = n * p.K;
   var acc = 0.0;
   if (WDT != 0u && (e0 & 1u) == 0u) {
@@ -291,11 +292,11 @@ fn row_dot(n: u32, xr: u32, inv: f32) -> f32 {
     let pairs = p.K >> 1u;
     for (var j = 0u; j < pairs; j++) {
       let h = halves(w[w0 + j]);
-      acc += h.x * xn(x[xr + 2u * j], inv) + h.y * xn(x[xr + 2u * j + 1u], inv);
+      acc += h.x * x[xr + 2u * j] + h.y * x[xr + 2u * j + 1u];
     }
-    if ((p.K & 1u) == 1u) { acc += weight(e0 + p.K - 1u) * xn(x[xr + p.K - 1u], inv); }
+    if ((p.K & 1u) == 1u) { acc += weight(e0 + p.K - 1u) * x[xr + p.K - 1u]; }
   } else {
-    for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * xn(x[xr + k], inv); }
+    for (var k = 0u; k < p.K; k++) { acc += weight(e0 + k) * x[xr + k]; }
   }
   return acc;
 }
@@ -303,32 +304,25 @@ fn row_dot(n: u32, xr: u32, inv: f32) -> f32 {
 // One thread per output (row n of the weight, row m of x, m = workgroup z): a plain loop over K, no shared
 // memory and no barriers. Slow on GPUs (lanes read different rows), fast on CPU drivers (SwiftShader,
 // llvmpipe), where a workgroup barrier costs more than the arithmetic of a small matrix-vector product.
-// With NORM each thread sums its x row's squares itself, for the same reason.
 @compute @workgroup_size(WG)
 fn gemv_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let n = gid.x + gid.y * nwg.x * WG;
   let m = gid.z;
   if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
   let xr = m * p.K;
-  var inv = 1.0;
-  if (NORM) {
-    var ss = 0.0;
-    for (var k = 0u; k < p.K; k++) { let v = x[xr + k]; ss += v * v; }
-    inv = inv_rms(ss);
-  }
-  var v = round_out(row_dot(n, xr, inv));
-  if (SWIGLU) { v = silu_mul(v, round_out(row_dot(p.N / 2u + n, xr, inv))); }
+  var v = round_out(row_dot(n, xr));
+  if (SWIGLU) { v = silu_mul(v, round_out(row_dot(p.N / 2u + n, xr))); }
   store(m, n, v);
 }
 
 // row_dot with one vec4<u32> of weights per step (8 halves or 4 f32), for 16-byte rows; x0 is in vec4 units.
-fn row_dot4(n: u32, x0: u32, inv: f32) -> f32 {
+fn row_dot4(n: u32, x0: u32) -> f32 {
   let per = select(8u, 4u, WDT == 0u);
   let upr = p.K / per;
   let xstep = select(2u, 1u, WDT == 0u);
   var acc = 0.0;
   for (var u = 0u; u < upr; u++) {
-    let xs = x_unit(x0 + u * xstep, inv);
+    let xs = x_unit(x0 + u * xstep, 1.0);   // NORM is never set here (matmul.ts normalises first)
     acc += dot_unit(w4[n * upr + u], xs[0], xs[1]);
   }
   return acc;
@@ -341,14 +335,8 @@ fn gemv_rows4(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   let m = gid.z;
   if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
   let x0 = m * (p.K / 4u);
-  var inv = 1.0;
-  if (NORM) {
-    var ss = 0.0;
-    for (var j = 0u; j < p.K / 4u; j++) { let v = x4[x0 + j]; ss += dot(v, v); }
-    inv = inv_rms(ss);
-  }
-  var v = round_out(row_dot4(n, x0, inv));
-  if (SWIGLU) { v = silu_mul(v, round_out(row_dot4(p.N / 2u + n, x0, inv))); }
+  var v = round_out(row_dot4(n, x0));
+  if (SWIGLU) { v = silu_mul(v, round_out(row_dot4(p.N / 2u + n, x0))); }
   store(m, n, v);
 }
 
