@@ -16,19 +16,9 @@ override ROUND: u32 = 0;
 
 // #include "common/half.inc.wgsl"
 
-// to_f16 stays here rather than common/half.inc.wgsl's round_f16: equal on every f32 but NaN, whose payload it
-// rounds like a mantissa (0x7fffffff, NVIDIA's NaN, gives -0.0; 0x7f800001 +inf) where round_f16 returns it as is.
-fn to_f16(v: f32) -> f32 {
-  if (abs(v) < 6.103515625e-05) { return round(v * 16777216.0) * 5.9604644775390625e-08; }  // subnormal grid 2^-24
-  let b = bitcast<u32>(v);
-  let r = bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
-  if (abs(r) > 65504.0) { return bitcast<f32>((b & 0x80000000u) | 0x7f800000u); }
-  return r;
-}
-
 fn round_out(v: f32) -> f32 {
   if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return to_f16(v); }
+  if (ROUND == 2u) { return round_f16(v); }
   return v;
 }
 
