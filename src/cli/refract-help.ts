@@ -36,15 +36,15 @@ export const SCORE_HELP = `refract score [flags]: score a KV-cache config agains
 Returns a 0-100 composite and a band (EXCELLENT >= 90, PASS >= 80, DEGRADED >= 60, else FAIL) with per-axis bands.
 
 Axes (A and B run by default; C and D are opt-in):
-  A  Trajectory  greedy-decode --n-predict tokens from each prompt under both configs and compare the decode-time
+  A  Trajectory  (GTM, Greedy Trajectory Match) greedy-decode --n-predict tokens from each prompt under both configs and compare the decode-time
                  token ids: score = 100 * mean agreed prefix / mean candidate length.
-  B  KLD@D       KL(P_ref || P_cand) per position over the corpus (chunks x ctx, quantized cache before the pass):
+  B  KLD@D       (KL Divergence at the Decoder) KL(P_ref || P_cand) per position over the corpus (chunks x ctx, quantized cache before the pass):
                  score = 100 * exp(-mean KL). The report adds llama.cpp's --kl-divergence statistics: KL
                  percentiles, same top-1 with a 95 % Wilson interval, delta-p of the next token, PPL ref / cand and
                  PPL ratio with uncertainties.
-  C  R-NIAH      a needle sentence hidden at relative positions of haystack contexts; recall with the candidate vs
+  C  R-NIAH      (Retrieval Needle-In-A-Haystack) a needle sentence hidden at relative positions of haystack contexts; recall with the candidate vs
                  the reference per (length, position) cell: score = 100 * (1 - mean degradation).
-  D  PLAD        typo / case / punctuation / paraphrase perturbations of each prompt: the candidate's extra drift
+  D  PLAD        (Perturbation-Locality Aware Drift) typo / case / punctuation / paraphrase perturbations of each prompt: the candidate's extra drift
                  (token edit distance) over the reference's: score = mean of 100 * exp(-5 * excess).
 Composite = harmonic mean of the axes that ran: one broken axis drops it hard.
 
