@@ -77,6 +77,7 @@ export class FakeBackend implements Backend {
   }
 
   private greedy(o: CompletionOptions | TrajectoryOptions): number[] {
+    o.signal?.throwIfAborted();
     const ids = this.tokenize(this.render(o));
     const amp = this.amplitude(o.kvConfig);
     const topic = this.tokenize(o.prompt).reduce((s, x) => s + x, 0) % 31;
@@ -119,6 +120,7 @@ export class FakeBackend implements Backend {
     const acc = state.acc;
     chunks.forEach((chunk, i) => {
       if (i < state.done) return;
+      o.signal?.throwIfAborted();
       if (this.o.loseDeviceAtChunk === i && !this.lost) { this.lost = true; throw new DeviceLostError('fake', 'device lost (test)'); }
       for (let t = 0; t < ctx; t++) {
         const ref = this.logits(chunk, t, ampRef);

@@ -89,7 +89,8 @@ export function wilsonInterval(k: number, n: number, z = 1.959963984540054): [nu
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
-  return [Math.max(0, centre - half), Math.min(1, centre + half)];
+  // At k = 0 or k = n the bound is exactly 0 or 1; floating point would leave it an ulp away.
+  return [k === 0 ? 0 : Math.max(0, centre - half), k === n ? 1 : Math.min(1, centre + half)];
 }
 
 type Pct<K extends readonly string[]> = Record<K[number], number>;
