@@ -39,6 +39,12 @@ export function parseFlags<O extends Options>(cmd: string, args: string[], optio
   }
 }
 
+/** Flags a subcommand parses with the score flags but has no use for are refused, not silently ignored. */
+export function refuse(cmd: string, v: Record<string, unknown>, flags: readonly string[], why: string): void {
+  const given = flags.find((f) => v[f] !== undefined);
+  if (given) throw new UsageError(`refract ${cmd}`, `--${given} is not a ${cmd} flag (${why})`);
+}
+
 /** Run `f`, turning the flag checks of common.ts (InputError 'cli') into usage errors of `cmd`. */
 export async function asUsage<T>(cmd: string, f: () => Promise<T> | T): Promise<T> {
   try {
@@ -113,7 +119,7 @@ export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'>
       nPredict: number('n-predict', v['n-predict'], DEFAULTS.nPredict, positive),
       seed: number('seed', v.seed, DEFAULTS.seed, Number.isInteger),
       measureFloor: v['measure-floor'] ?? false, skipGtm: v['skip-gtm'] ?? false, skipKld: v['skip-kld'] ?? false,
-      axes: { rniah: rniah && { ...rniah, haystack: rniah.haystack ?? undefined }, plad },
+      axes: { rniah, plad },
       reproCommand: reproCommand(),
     };
   });

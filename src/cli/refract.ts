@@ -10,7 +10,7 @@ import {
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
 import { choice, err, modelFiles, out, proc, readFile, run } from './common.ts';
-import { asUsage, checkOutputs, parseFlags, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
+import { asUsage, checkOutputs, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
 import { COMPARE_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP } from './refract-help.ts';
 
 type Fs = typeof import('node:fs/promises');
@@ -39,11 +39,12 @@ function progress(enabled: boolean): ProgressFn | undefined {
 /** Ctrl-C: the first stops the run after its current unit (the finished axes are written), the second quits. */
 function interruptSignal(): AbortSignal {
   const ac = new AbortController();
-  const p = globalThis as unknown as { process: { once(ev: string, f: () => void): void; exit(code: number): never } };
+  const p = globalThis as unknown as { process?: { once?(ev: string, f: () => void): void; exit(code: number): never } };
+  if (!p.process?.once) return ac.signal;
   p.process.once('SIGINT', () => {
     err('\ninterrupted: stopping after the current unit, then writing what has finished (Ctrl-C again quits now)\n');
     ac.abort();
-    p.process.once('SIGINT', () => p.process.exit(130));
+    p.process!.once!('SIGINT', () => p.process!.exit(130));
   });
   return ac.signal;
 }
@@ -106,6 +107,7 @@ async function cmdScore(args: string[]): Promise<void> {
 async function cmdRepeatability(args: string[]): Promise<void> {
   const { values: v } = parseFlags('repeatability', args, REPEATABILITY_OPTIONS);
   if (v.help) { out(REPEATABILITY_HELP); return; }
+  refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
   const runs = Number(v.runs ?? 4);
   if (!Number.isInteger(runs) || runs < 2) throw new UsageError('refract repeatability', `--runs ${JSON.stringify(v.runs)} is not valid (an integer >= 2)`);
   const fs = await fsp();
@@ -132,6 +134,7 @@ async function cmdRepeatability(args: string[]): Promise<void> {
 async function cmdSweep(args: string[]): Promise<void> {
   const { values: v } = parseFlags('sweep', args, SWEEP_OPTIONS);
   if (v.help) { out(SWEEP_HELP); return; }
+  refuse('sweep', v, ['json-out'], 'the sweep writes DIR/sweep.json and one report per candidate in --out-dir');
   const dir = v['out-dir'];
   if (!dir) throw new UsageError('refract sweep', '--out-dir DIR is required (each candidate\'s report is kept there, so the sweep can resume)');
   await asUsage('sweep', () => { for (const c of v.candidate ?? []) checkKv({ candidate: c, reference: v.reference }); });
