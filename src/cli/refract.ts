@@ -77,6 +77,18 @@ async function runOptions(cmd: string, v: ScoreFlags, s: Session, signal?: Abort
   return { ...o, backend: s.backend, model: s.lm().name, onProgress: progress(!v['no-progress']), signal };
 }
 
+/** Run `f`; when Ctrl-C stopped it, say what is left (exit 130) and give null. */
+async function interrupted<T>(signal: AbortSignal, what: string, f: () => Promise<T>): Promise<T | null> {
+  try {
+    return await f();
+  } catch (e) {
+    if (!signal.aborted) throw e;
+    err(`interrupted: ${what}\n`);
+    proc.exitCode = 130;
+    return null;
+  }
+}
+
 /** Say where a stopped run's report went and exit non-zero (130 for Ctrl-C). */
 function finishPartial(r: RefractReport, signal: AbortSignal, written: string[]): void {
   if (!r.partial) return;
@@ -92,7 +104,8 @@ async function cmdScore(args: string[]): Promise<void> {
   const s = await asUsage('score', () => session(v));
   try {
     const signal = interruptSignal();
-    const report = await runRefract(await runOptions('score', v, s, signal));
+    const report = await interrupted(signal, 'no axis had finished, nothing was written', async () => runRefract(await runOptions('score', v, s, signal)));
+    if (!report) return;
     out(renderTextReport(report, { color: false }) + '\n');
     const written: string[] = [];
     if (v['json-out']) { await writeAtomic(v['json-out'], toJsonString(report) + '\n'); written.push(v['json-out']); }
@@ -151,7 +164,7 @@ async function cmdSweep(args: string[]): Promise<void> {
     const signal = interruptSignal();
     const base = await runOptions('sweep', { ...v, candidate: candidates[0] }, s, signal);
     const cfg = s.lm().config;
-    const sweep = await runSweep({
+    const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
       bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpecOf(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
@@ -160,7 +173,8 @@ async function cmdSweep(args: string[]): Promise<void> {
         read: async (name) => fs.readFile(`${dir}/${name}`, 'utf8').catch(() => null),
         write: (name, t) => writeAtomic(`${dir}/${name}`, t),
       },
-    });
+    }));
+    if (!sweep) return;
     out(renderSweepTable(sweep) + '\n');
     await writeAtomic(`${dir}/sweep.json`, JSON.stringify(sweep, null, 2) + '\n');
     await writeAtomic(html, await renderSweepHtml(sweep));
