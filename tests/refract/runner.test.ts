@@ -3,11 +3,12 @@
 // self run, and `refract sweep` (grid, resume, Pareto front).
 import { describe, expect, it } from 'vitest';
 import {
-  candidateFile, gridCandidates, markPareto, PROMPTS_V01, renderSweepHtml, renderSweepTable, ResilientBackend, runRefract, runSweep, toJsonString,
+  candidateFile, gridCandidates, markPareto, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract, runSweep, toJsonString,
   type RunRefractOptions, type SweepRow,
 } from '../../src/refract/index.ts';
 import { InputError } from '../../src/tensor/errors.ts';
 import { FakeBackend } from './fake-backend.ts';
+import { wellFormedProblem } from './wellformed.ts';
 
 const model = 'fake-model';
 const REF = 'ctk=f16,ctv=f16';
@@ -44,6 +45,8 @@ describe('partial reports', () => {
     expect(r.composite).toBe(r.axes.gtm.score);
     expect(r.composite_detail.notes.at(-1)).toBe('Partial report (interrupted): kld did not finish; the composite covers gtm only.');
     expect(JSON.parse(toJsonString(r)).partial.unfinished).toEqual(['kld']);
+    expect(renderTextReport(r)).toContain(' PARTIAL REPORT (interrupted): not finished: kld');
+    expect(renderTextReport(r)).not.toContain('KLD diagnostics');
   });
   it('an abort before any axis finished is an error (nothing to keep)', async () => {
     const ac = new AbortController();
@@ -134,6 +137,7 @@ describe('refract sweep', () => {
     expect(t.split('\n').filter((l) => l.startsWith('* '))).toHaveLength(again.rows.filter((r) => r.pareto).length);
     const html = await renderSweepHtml(again);
     expect(html).toMatch(/<svg[\s\S]*<\/svg>/);
+    expect(wellFormedProblem(html)).toBeNull();
   });
   it('Pareto front: smaller and at least as good dominates', () => {
     const row = (candidate: string, bytes: number, composite: number | null): SweepRow => ({ candidate, file: '', bytes_per_token: bytes, composite, band: null, gtm: null, kld: null, rniah: null, plad: null, resumed: false, pareto: false });
