@@ -7,7 +7,7 @@ import type { LoadedModel } from '../src/hrm/load.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import type { ActDtype, KvSpec } from '../src/hrm/cache.ts';
 import type { HrmWeights } from '../src/hrm/weights.ts';
-import { parseKvConfig } from '../src/refract/kvconfig.ts';
+import { parseKvConfig } from '../src/hrm/kv-string.ts';
 import { explain } from './errors.ts';
 import { $ } from './dom.ts';
 

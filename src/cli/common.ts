@@ -1,7 +1,7 @@
 // Pieces both CLIs share (Node and Deno): model location, flag parsing helpers, the GPU, file output.
 import { InputError } from '../tensor/errors.ts';
 import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
-import { parseKvConfig } from '../refract/kvconfig.ts';
+import { parseKvConfig } from '../hrm/kv-string.ts';
 import type { KvSpec } from '../hrm/cache.ts';
 
 /** The embedded default model, next to src/ (and dist/) in the package. */

@@ -1,37 +1,28 @@
-// `refract`: score, compare, repeatability, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { parseArgs } from 'node:util';
+// `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
 import { Gpu } from '../tensor/gpu.ts';
-import { InputError } from '../tensor/errors.ts';
+import { InputError, UsageError } from '../tensor/errors.ts';
 import { loadModel, type LoadedModel } from '../hrm/load.ts';
+import { cacheBytes } from '../hrm/cache.ts';
+import { kvSpecOf } from '../hrm/kv-string.ts';
 import { HrmBackend } from '../refract/hrm-backend.ts';
 import {
-  DEFAULT_REFERENCE_KV, DEFAULTS, parsePromptsJsonl, parseReport, renderCompareTable, renderHtmlReport, renderRepeatability,
-  renderTextReport, runRefract, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
+  compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
+  renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, modelFiles, number, out, proc, readFile, run, writeFile } from './common.ts';
+import { choice, err, modelFiles, out, proc, readFile, run } from './common.ts';
+import { asUsage, checkOutputs, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
+import { COMPARE_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP } from './refract-help.ts';
 
-const HELP = `refract: KV-cache quantization drift score for HRM-Text on WebGPU
+type Fs = typeof import('node:fs/promises');
+const fsp = async (): Promise<Fs> => (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as Fs;
 
-  refract score [--model DIR|URL] --candidate ctk=q8_0,ctv=q4_0 [--reference ctk=f16,ctv=f16]
-                [--prompts FILE.jsonl] [--corpus FILE.txt] [--chunks 32] [-c|--ctx 512] [--n-predict 128] [--seed 42]
-                [--axis-rniah] [--axis-plad] [--condition synth,cot] [--dtype f32|bf16]
-                [--json-out FILE] [--html-out FILE] [--no-progress]
-  refract compare A.json B.json ...
-  refract repeatability --runs N <score flags>
-  refract selftest [--model DIR|URL]       (reference against itself must score 100 on every axis)
-
-Defaults that need no files: the embedded model, REFRACT's 30 CC0 prompts, a corpus from the Brown corpus.
-`;
-
-const SCORE_OPTIONS = {
-  model: { type: 'string' }, reference: { type: 'string' }, candidate: { type: 'string' }, prompts: { type: 'string' },
-  corpus: { type: 'string' }, chunks: { type: 'string' }, ctx: { type: 'string', short: 'c' }, 'n-predict': { type: 'string' },
-  seed: { type: 'string' }, 'axis-rniah': { type: 'boolean' }, 'axis-plad': { type: 'boolean' }, condition: { type: 'string' },
-  dtype: { type: 'string' }, 'json-out': { type: 'string' }, 'html-out': { type: 'string' }, 'no-progress': { type: 'boolean' },
-  runs: { type: 'string' },
-} as const;
-
-type ScoreFlags = ReturnType<typeof parseArgs<{ options: typeof SCORE_OPTIONS }>>['values'];
+/** Write through a temporary file and a rename: a reader never sees half a report. */
+async function writeAtomic(path: string, data: string): Promise<void> {
+  const fs = await fsp();
+  const tmp = `${path}.partial-${Date.now()}`;
+  await fs.writeFile(tmp, data);
+  await fs.rename(tmp, path);
+}
 
 /** Progress on stderr: one rewritten line per stage with an ETA. */
 function progress(enabled: boolean): ProgressFn | undefined {
@@ -45,81 +36,198 @@ function progress(enabled: boolean): ProgressFn | undefined {
   };
 }
 
-async function setup(v: ScoreFlags): Promise<{ gpu: Gpu; lm: LoadedModel; backend: HrmBackend }> {
-  const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype: choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32') });
-  return { gpu, lm, backend: new HrmBackend(lm, { condition: v.condition }) };
+/** Ctrl-C: the first stops the run after its current unit (the finished axes are written), the second quits. */
+function interruptSignal(): AbortSignal {
+  const ac = new AbortController();
+  const p = globalThis as unknown as { process?: { once?(ev: string, f: () => void): void; exit(code: number): never } };
+  if (!p.process?.once) return ac.signal;
+  p.process.once('SIGINT', () => {
+    err('\ninterrupted: stopping after the current unit, then writing what has finished (Ctrl-C again quits now)\n');
+    ac.abort();
+    p.process!.once!('SIGINT', () => p.process!.exit(130));
+  });
+  return ac.signal;
 }
 
-async function runOptions(v: ScoreFlags, backend: HrmBackend, lm: LoadedModel): Promise<RunRefractOptions> {
-  if (!v.candidate) throw new InputError('refract', '--candidate is required (e.g. ctk=q8_0,ctv=q4_0)');
-  const text = async (p: string) => new TextDecoder().decode(await readFile(p));
-  return {
-    backend, model: lm.name, reference: v.reference ?? DEFAULT_REFERENCE_KV, candidate: v.candidate,
-    prompts: v.prompts ? parsePromptsJsonl(await text(v.prompts)) : undefined,
-    corpus: v.corpus ? { text: await text(v.corpus), label: v.corpus } : undefined,
-    chunks: number('chunks', v.chunks, DEFAULTS.chunks, (n) => Number.isInteger(n) && n > 0),
-    ctx: number('ctx', v.ctx, Math.min(DEFAULTS.ctx, lm.config.max_position_embeddings), (n) => Number.isInteger(n) && n > 0),
-    nPredict: number('n-predict', v['n-predict'], DEFAULTS.nPredict, (n) => Number.isInteger(n) && n > 0),
-    seed: number('seed', v.seed, DEFAULTS.seed, Number.isInteger),
-    axes: { rniah: v['axis-rniah'] ?? false, plad: v['axis-plad'] ?? false },
-    onProgress: progress(!v['no-progress']),
-    reproCommand: ['refract', ...proc.argv.slice(2)].map((a) => (/^[\w.,=/:-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' '),
+/** The KV strings parse (and --candidate is given) before the model loads. */
+function checkKv(v: { candidate?: string; reference?: string }): void {
+  if (!v.candidate) throw new InputError('cli', '--candidate is required (e.g. --candidate ctk=q8_0,ctv=q4_0)');
+  parseKvConfig(v.candidate, '--candidate');
+  parseKvConfig(v.reference ?? DEFAULT_REFERENCE_KV, '--reference');
+}
+
+interface Session { backend: ResilientBackend; lm: () => LoadedModel; close(): void }
+
+/** The GPU, the model and a backend that is rebuilt (new device, model reloaded) when the device is lost. */
+async function session(v: Pick<ScoreFlags, 'model' | 'dtype' | 'condition'>): Promise<Session> {
+  const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
+  let gpu: Gpu | null = null;
+  let lm: LoadedModel | null = null;
+  const make = async () => {
+    gpu = await Gpu.create();
+    lm = await loadModel(gpu, modelFiles(v.model), { dtype });
+    return new HrmBackend(lm, { condition: v.condition });
   };
+  const backend = new ResilientBackend(await make(), make, { log: (line) => err(`${line}\n`) });
+  return { backend, lm: () => lm!, close: () => (gpu as Gpu | null)?.destroy() };
 }
 
-async function emit(report: RefractReport, v: ScoreFlags): Promise<void> {
-  out(renderTextReport(report, { color: false }) + '\n');
-  if (v['json-out']) { await writeFile(v['json-out'], toJsonString(report) + '\n'); err(`wrote ${v['json-out']}\n`); }
-  if (v['html-out']) { await writeFile(v['html-out'], await renderHtmlReport(report)); err(`wrote ${v['html-out']}\n`); }
+async function runOptions(cmd: string, v: ScoreFlags, s: Session, signal?: AbortSignal): Promise<RunRefractOptions> {
+  const o = await scoreOptions(cmd, v, s.lm().config.max_position_embeddings);
+  return { ...o, backend: s.backend, model: s.lm().name, onProgress: progress(!v['no-progress']), signal };
+}
+
+/** Run `f`; when Ctrl-C stopped it, say what is left (exit 130) and give null. */
+async function interrupted<T>(signal: AbortSignal, what: string, f: () => Promise<T>): Promise<T | null> {
+  try {
+    return await f();
+  } catch (e) {
+    if (!signal.aborted) throw e;
+    err(`interrupted: ${what}\n`);
+    proc.exitCode = 130;
+    return null;
+  }
+}
+
+/** Say where a stopped run's report went and exit non-zero (130 for Ctrl-C). */
+function finishPartial(r: RefractReport, signal: AbortSignal, written: string[]): void {
+  if (!r.partial) return;
+  err(`partial report (${r.partial.reason}; not finished: ${r.partial.unfinished.join(', ')})${written.length ? ` written to ${written.join(', ')}` : ' (no --json-out/--html-out given: shown above only)'}\n`);
+  proc.exitCode = signal.aborted ? 130 : 1;
 }
 
 async function cmdScore(args: string[]): Promise<void> {
-  const { values: v } = parseArgs({ args, options: SCORE_OPTIONS });
-  const { gpu, lm, backend } = await setup(v);
-  await emit(await runRefract(await runOptions(v, backend, lm)), v);
-  gpu.destroy();
+  const { values: v } = parseFlags('score', args, SCORE_OPTIONS);
+  if (v.help) { out(SCORE_HELP); return; }
+  await checkOutputs({ 'json-out': v['json-out'], 'html-out': v['html-out'] });
+  await asUsage('score', () => checkKv(v));
+  const s = await asUsage('score', () => session(v));
+  try {
+    const signal = interruptSignal();
+    const report = await interrupted(signal, 'no axis had finished, nothing was written', async () => runRefract(await runOptions('score', v, s, signal)));
+    if (!report) return;
+    out(renderTextReport(report, { color: false }) + '\n');
+    const written: string[] = [];
+    if (v['json-out']) { await writeAtomic(v['json-out'], toJsonString(report) + '\n'); written.push(v['json-out']); }
+    if (v['html-out']) { await writeAtomic(v['html-out'], await renderHtmlReport(report)); written.push(v['html-out']); }
+    if (!report.partial) for (const w of written) err(`wrote ${w}\n`);
+    finishPartial(report, signal, written);
+  } finally {
+    s.close();
+  }
 }
 
 async function cmdRepeatability(args: string[]): Promise<void> {
-  const { values: v } = parseArgs({ args, options: SCORE_OPTIONS });
-  const runs = number('runs', v.runs, 3, (n) => Number.isInteger(n) && n >= 2);
-  const { gpu, lm, backend } = await setup(v);
-  const reports: RefractReport[] = [];
-  for (let i = 0; i < runs; i++) {
-    err(`run ${i + 1}/${runs}\n`);
-    reports.push(await runRefract(await runOptions(v, backend, lm)));
+  const { values: v } = parseFlags('repeatability', args, REPEATABILITY_OPTIONS);
+  if (v.help) { out(REPEATABILITY_HELP); return; }
+  refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
+  const runs = Number(v.runs ?? 4);
+  if (!Number.isInteger(runs) || runs < 2) throw new UsageError('refract repeatability', `--runs ${JSON.stringify(v.runs)} is not valid (an integer >= 2)`);
+  const fs = await fsp();
+  const dir = v['out-dir'] ?? (await fs.mkdtemp(`${(await import(/* @vite-ignore */ 'node:' + 'os')).tmpdir()}/refract-repeatability-`));
+  await fs.mkdir(dir, { recursive: true });
+  await asUsage('repeatability', () => checkKv(v));
+  const s = await asUsage('repeatability', () => session(v));
+  try {
+    const opts = await runOptions('repeatability', { ...v, 'n-predict': v['n-predict'] ?? '50' }, s);
+    const reports: RefractReport[] = [];
+    for (let i = 1; i <= runs; i++) {
+      const file = `${dir}/run-${String(i).padStart(2, '0')}.json`;
+      err(`=== run ${i}/${runs} -> ${file} ===\n`);
+      const r = await runRefract(opts);
+      await writeAtomic(file, toJsonString(r) + '\n');
+      reports.push(r);
+    }
+    out(renderRepeatability(reports) + '\n');
+  } finally {
+    s.close();
   }
-  out(renderRepeatability(reports) + '\n');
-  gpu.destroy();
+}
+
+async function cmdSweep(args: string[]): Promise<void> {
+  const { values: v } = parseFlags('sweep', args, SWEEP_OPTIONS);
+  if (v.help) { out(SWEEP_HELP); return; }
+  refuse('sweep', v, ['json-out'], 'the sweep writes DIR/sweep.json and one report per candidate in --out-dir');
+  const dir = v['out-dir'];
+  if (!dir) throw new UsageError('refract sweep', '--out-dir DIR is required (each candidate\'s report is kept there, so the sweep can resume)');
+  await asUsage('sweep', () => { for (const c of v.candidate ?? []) checkKv({ candidate: c, reference: v.reference }); });
+  const types = (flag: string | undefined) => (flag ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+  const grid = v['k-types'] || v['v-types'] ? await asUsage('sweep', () => gridCandidates(types(v['k-types']), types(v['v-types']))) : [];
+  const candidates = [...(v.candidate ?? []), ...grid];
+  if (candidates.length === 0) throw new UsageError('refract sweep', 'no candidates: give --candidate KV (repeatable) or --k-types with --v-types');
+  const fs = await fsp();
+  await fs.mkdir(dir, { recursive: true });
+  const html = v['html-out'] ?? `${dir}/sweep.html`;
+  await checkOutputs({ 'html-out': html });
+  const s = await asUsage('sweep', () => session(v));
+  try {
+    const signal = interruptSignal();
+    const base = await runOptions('sweep', { ...v, candidate: candidates[0] }, s, signal);
+    const cfg = s.lm().config;
+    const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
+      reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
+      bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpecOf(kv)),
+      score: (candidate) => runRefract({ ...base, candidate }),
+      serialize: (r) => toJsonString(r) + '\n',
+      store: {
+        read: async (name) => fs.readFile(`${dir}/${name}`, 'utf8').catch(() => null),
+        write: (name, t) => writeAtomic(`${dir}/${name}`, t),
+      },
+    }));
+    if (!sweep) return;
+    out(renderSweepTable(sweep) + '\n');
+    await writeAtomic(`${dir}/sweep.json`, JSON.stringify(sweep, null, 2) + '\n');
+    await writeAtomic(html, await renderSweepHtml(sweep));
+    err(`wrote ${dir}/sweep.json and ${html}\n`);
+  } finally {
+    s.close();
+  }
 }
 
 async function cmdSelftest(args: string[]): Promise<void> {
-  const { values: v } = parseArgs({ args, options: SCORE_OPTIONS });
-  const { gpu, lm, backend } = await setup(v);
-  const opts = await runOptions({ ...v, candidate: v.reference ?? DEFAULT_REFERENCE_KV, chunks: v.chunks ?? '2', 'n-predict': v['n-predict'] ?? '16' }, backend, lm);
-  const report = await runRefract({ ...opts, prompts: (opts.prompts ?? (await import('../refract/prompts.ts')).PROMPTS_V01).slice(0, 6) });
-  const scores = Object.entries(report.axes).map(([k, a]) => [k, (a as { score: number }).score] as const);
-  for (const [k, s] of scores) out(`${k.padEnd(6)} ${s.toFixed(4)}\n`);
-  out(`composite ${report.composite.toFixed(4)} ${report.band}\n`);
-  gpu.destroy();
-  if (report.composite !== 100 || scores.some(([, s]) => s !== 100)) throw new InputError('selftest', 'reference against itself did not score 100 on every axis');
-  out('selftest passed\n');
+  const { values: v } = parseFlags('selftest', args, SCORE_OPTIONS);
+  if (v.help) { out(SELFTEST_HELP); return; }
+  const s = await asUsage('selftest', () => session(v));
+  try {
+    const opts = await runOptions('selftest', { ...v, candidate: v.reference ?? DEFAULT_REFERENCE_KV, chunks: v.chunks ?? '2', 'n-predict': v['n-predict'] ?? '16' }, s);
+    const report = await runRefract({ ...opts, prompts: (opts.prompts ?? PROMPTS_V01).slice(0, 6) });
+    const scores = Object.entries(report.axes).map(([k, a]) => [k, (a as { score: number | null }).score] as const);
+    for (const [k, sc] of scores) out(`${k.padEnd(6)} ${sc === null ? 'skipped' : sc.toFixed(4)}\n`);
+    out(`composite ${report.composite.toFixed(4)} ${report.band}\n`);
+    if (report.composite !== 100 || scores.some(([, sc]) => sc !== 100)) throw new InputError('selftest', 'reference against itself did not score 100 on every axis');
+    out('selftest passed\n');
+  } finally {
+    s.close();
+  }
 }
 
 async function cmdCompare(args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
-  if (positionals.length < 1) throw new InputError('compare', 'give one or more report .json files');
-  const rows = await Promise.all(positionals.map(async (p) => ({ label: p.replace(/^.*\//, ''), report: parseReport(new TextDecoder().decode(await readFile(p))) })));
+  const { values, positionals } = parseFlags('compare', args, { help: { type: 'boolean', short: 'h' } }, true);
+  if (values.help) { out(COMPARE_HELP); return; }
+  if (positionals.length < 1) throw new UsageError('refract compare', 'give one or more report .json files');
+  const inputs = await Promise.all(positionals.map(async (path) => ({ path, text: await readFile(path).then((b) => new TextDecoder().decode(b), (e: Error) => new Error(e.message.replace(/^\[cli\] /, ''))) })));
+  const { rows, notes } = compareRows(inputs);
+  for (const n of notes) out(`${n}\n`);
+  if (rows.length === 0) { out('no reports parsed\n'); proc.exitCode = 1; return; }
   out(renderCompareTable(rows) + '\n');
 }
 
-const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { score: cmdScore, compare: cmdCompare, repeatability: cmdRepeatability, selftest: cmdSelftest };
+const COMMANDS: Record<string, [(a: string[]) => Promise<void>, string]> = {
+  score: [cmdScore, SCORE_HELP], compare: [cmdCompare, COMPARE_HELP], repeatability: [cmdRepeatability, REPEATABILITY_HELP],
+  sweep: [cmdSweep, SWEEP_HELP], selftest: [cmdSelftest, SELFTEST_HELP],
+};
 
 await run(async (argv) => {
   const [cmd, ...rest] = argv;
-  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') { out(HELP); return; }
-  const f = COMMANDS[cmd];
-  if (!f) throw new InputError('refract', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})\n\n${HELP}`);
-  await f(rest);
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') { out(TOP_HELP); return; }
+  const entry = COMMANDS[cmd];
+  try {
+    if (!entry) throw new UsageError('refract', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    await entry[0](rest);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    // One line naming the flag, then the command's usage; exit 2 as argparse does.
+    err(`${e.message}\n\n${entry ? entry[1] : TOP_HELP}`);
+    proc.exitCode = 2;
+  }
 });

@@ -18,14 +18,19 @@ export type Condition = keyof typeof CONDITION_TOKENS;
 export const DEFAULT_CONDITION = 'synth,cot';
 
 /**
- * The default template. Variables: messages (one user message), condition_tokens (the tags' tokens, concatenated),
- * conditions (the tag names), add_generation_prompt, bos_token, eos_token. HRM has no assistant header: the
- * answer follows `<|im_end|>` directly, so add_generation_prompt adds nothing.
+ * The default template. Variables: messages (an optional system message, then one user message),
+ * condition_tokens (the tags' tokens, concatenated), conditions (the tag names), add_generation_prompt, bos_token,
+ * eos_token. HRM has no roles and no assistant header: every message's content goes, in order and separated by a
+ * blank line, into the one bidirectional block, and the answer follows `<|im_end|>` directly (so a system text,
+ * e.g. R-NIAH's haystack, is part of what the model reads; add_generation_prompt adds nothing).
  */
 export const HRM_PROMPT_TEMPLATE =
+  "{{- '<|im_start|>' + condition_tokens -}}" +
   "{%- for message in messages -%}" +
-  "{{- '<|im_start|>' + condition_tokens + message['content'] + '<|im_end|>' -}}" +
-  '{%- endfor -%}';
+  "{%- if not loop.first -%}{{- '\n\n' -}}{%- endif -%}" +
+  "{{- message['content'] -}}" +
+  '{%- endfor -%}' +
+  "{{- '<|im_end|>' -}}";
 
 /** "synth, cot" -> ['synth', 'cot']: comma-separated tags, whitespace around each ignored, order kept. */
 export function parseConditions(spec: string): Condition[] {
@@ -51,6 +56,8 @@ export function conditionTokens(conditions: readonly Condition[]): string {
 export interface FormatPromptOptions {
   /** A checkpoint's chat_template (tokenizer_config.json); the HRM envelope when absent or null. */
   chatTemplate?: string | null;
+  /** A system message before the user's (a checkpoint template gets it as role "system"). Empty = none. */
+  system?: string | null;
   /** Passed to a custom template as bos_token / eos_token. */
   bosToken?: string;
   eosToken?: string;
@@ -74,10 +81,14 @@ function compile(source: string): Template {
 
 /**
  * The prompt string for `text` under `condition` (a spec like "synth,cot" or parsed tags):
- * `<|im_start|>` + conditionTokens + text + `<|im_end|>` with the default template.
+ * `<|im_start|>` + conditionTokens + text + `<|im_end|>` with the default template, and
+ * `<|im_start|>` + conditionTokens + system + "\n\n" + text + `<|im_end|>` with a system message.
  */
 export function formatPrompt(text: string, condition: string | readonly Condition[] = DEFAULT_CONDITION, opts: FormatPromptOptions = {}): string {
   if (typeof text !== 'string') throw new InputError('formatPrompt', `text must be a string, got ${typeof text}`);
+  if (opts.system !== undefined && opts.system !== null && typeof opts.system !== 'string') {
+    throw new InputError('formatPrompt', `system must be a string, got ${typeof opts.system}`);
+  }
   const conditions = typeof condition === 'string' ? parseConditions(condition) : [...condition];
   for (const c of conditions) {
     if (!Object.hasOwn(CONDITION_TOKENS, c)) throw new InputError('formatPrompt', `unknown condition ${JSON.stringify(c)}; accepted: ${Object.keys(CONDITION_TOKENS).join(', ')}`);
@@ -85,7 +96,7 @@ export function formatPrompt(text: string, condition: string | readonly Conditio
   const template = compile(opts.chatTemplate ?? HRM_PROMPT_TEMPLATE);
   try {
     return template.render({
-      messages: [{ role: 'user', content: text }],
+      messages: [...(opts.system ? [{ role: 'system', content: opts.system }] : []), { role: 'user', content: text }],
       add_generation_prompt: true,
       condition_tokens: conditionTokens(conditions),
       conditions,

@@ -2,6 +2,7 @@
 // A backend wraps an inference engine; axes only see these five primitives. Option objects mirror the
 // Python keyword arguments (kv_config_str -> kvConfig, n_predict -> nPredict, ...).
 import { HrmError } from '../tensor/errors.ts';
+import type { KldProgress, KldStatistics } from './axes/kld-stats.ts';
 
 /** Raised when a backend cannot do what an axis asks (say which backend or axis to use instead). */
 export class BackendCapabilityError extends HrmError {}
@@ -14,7 +15,7 @@ export type Metadata = Record<string, unknown>;
 export interface CompletionOptions {
   model: string;
   prompt: string;
-  /** llama.cpp-style KV string, e.g. `ctk=q8_0,ctv=q4_0` (see kvconfig.ts). */
+  /** llama.cpp-style KV string, e.g. `ctk=q8_0,ctv=q4_0` (see src/hrm/kv-string.ts). */
   kvConfig: string;
   nPredict?: number; // default 128
   ctx?: number; // default 512
@@ -40,6 +41,8 @@ export interface KldOptions {
   perPosition?: boolean;
   /** Called after each chunk. */
   onChunk?: (done: number, total: number) => void;
+  /** Chunks already scored and their statistics: a backend continues from `done` (device-loss recovery). */
+  resume?: KldProgress;
   signal?: AbortSignal;
 }
 
@@ -77,6 +80,8 @@ export interface KLDResult {
   ppl: number | null;
   rmsDpPct?: number | null;
   sameToppPct?: number | null;
+  /** llama.cpp's --kl-divergence statistics (KldAccumulator.result().stats), when the backend computes them. */
+  stats?: KldStatistics;
   chunks: number;
   ctx: number;
   metadata: Metadata;
@@ -93,6 +98,8 @@ export interface Backend {
   tokenizeToIds(opts: TokenizeOptions): Promise<number[]>;
   /** Backend name, versions, and `context_length` (tokens) when known: R-NIAH skips longer cells. */
   modelMetadata(opts: ModelMetadataOptions): Promise<Metadata>;
+  /** Optional: true once the backend's device is gone, so a failed call is retried on a new one (resilient.ts). */
+  deviceLost?(): boolean;
   /** Optional: one display string per token id, for the HTML token diff. */
   decodeTokens?(opts: DecodeTokensOptions): Promise<string[]>;
 }

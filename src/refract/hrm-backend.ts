@@ -4,20 +4,14 @@
 // dtype: f32 here is the more precise choice).
 import { generate } from '../hrm/generate.ts';
 import type { LoadedModel } from '../hrm/load.ts';
-import type { KvSpec } from '../hrm/cache.ts';
 import { formatPrompt } from '../hrm/prompt.ts';
 import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions, type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
-import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks } from './axes/kld.ts';
-import { parseKvConfig } from './kvconfig.ts';
+import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
+import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
 
 export interface HrmBackendOptions {
   /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */
   condition?: string;
-}
-
-function spec(kv: string): KvSpec {
-  const c = parseKvConfig(kv);
-  return { k: c.k.bits, v: c.v.bits };
 }
 
 export class HrmBackend implements Backend {
@@ -33,13 +27,17 @@ export class HrmBackend implements Backend {
     return this.lm.tokenizer;
   }
 
-  private promptIds(prompt: string, applyTemplate: boolean): number[] {
-    const text = applyTemplate ? formatPrompt(prompt, this.condition, { chatTemplate: this.lm.chatTemplate }) : prompt;
+  /** The ids a completion feeds the model: system + user rendered by the chat template (formatPrompt), or the raw
+   *  prompt (a system text is then prepended with a blank line, so it is never dropped). */
+  promptIds(o: Pick<CompletionOptions, 'prompt' | 'system' | 'applyChatTemplate'>): number[] {
+    const text = (o.applyChatTemplate ?? true)
+      ? formatPrompt(o.prompt, this.condition, { chatTemplate: this.lm.chatTemplate, system: o.system })
+      : o.system ? `${o.system}\n\n${o.prompt}` : o.prompt;
     return this.tokenizer().encode(text);
   }
 
   private async complete(o: CompletionOptions): Promise<{ text: string; ids: number[]; meta: Metadata }> {
-    const promptIds = this.promptIds(o.prompt, o.applyChatTemplate ?? true);
+    const promptIds = this.promptIds(o);
     const room = this.lm.config.max_position_embeddings - promptIds.length;
     if (room < 1) throw new BackendCapabilityError('hrm-backend', `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
     let text = '';
@@ -47,7 +45,7 @@ export class HrmBackend implements Backend {
     let meta: Metadata = {};
     for await (const ev of generate(this.lm.model, this.tokenizer(), '', {
       promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), temperature: o.temperature ?? 0, seed: o.seed ?? 42,
-      kv: spec(o.kvConfig), kvMode: 'after-prefill', signal: o.signal,
+      kv: kvSpecOf(o.kvConfig), kvMode: 'after-prefill', signal: o.signal,
     })) {
       if (ev.type === 'done') {
         text = ev.text;
@@ -70,7 +68,7 @@ export class HrmBackend implements Backend {
 
   /** Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. */
   async logits(ids: number[], kv: string): Promise<Float32Array> {
-    const cache = this.lm.model.newCache({ capacity: ids.length, kv: spec(kv), mode: 'before-pass' });
+    const cache = this.lm.model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
     try {
       const t = this.lm.model.forward(ids, cache, { mask: 'causal' });
       try { return await t.readF32(); } finally { t.dispose(); }
@@ -79,19 +77,20 @@ export class HrmBackend implements Backend {
     }
   }
 
-  /** KL(P_ref || P_cand) per position of one token sequence, plus the accumulated statistics. */
-  async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal): Promise<KldAccumulator> {
+  /** KL(P_ref || P_cand) per position of token chunks, accumulated into `state` from chunk `state.done` on (so a
+   *  run interrupted by a lost device continues where it stopped; see resilient.ts). */
+  async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal, state: KldProgress = newKldProgress()): Promise<KldAccumulator> {
     const V = this.lm.config.vocab_size;
-    const acc = new KldAccumulator();
-    for (let c = 0; c < chunksOfIds.length; c++) {
+    for (let c = state.done; c < chunksOfIds.length; c++) {
       signal?.throwIfAborted();
       const ids = chunksOfIds[c];
       const ref = await this.logits(ids, refKv);
       const cand = await this.logits(ids, candKv);
-      for (let i = 0; i < ids.length; i++) acc.add(comparePosition(ref, cand, V, i * V, ids[i + 1]));
+      for (let i = 0; i < ids.length; i++) state.acc.add(comparePosition(ref, cand, V, i * V, ids[i + 1]));
+      state.done = c + 1;
       onChunk?.(c + 1, chunksOfIds.length);
     }
-    return acc;
+    return state.acc;
   }
 
   async runKld(o: KldOptions): Promise<KLDResult> {
@@ -101,13 +100,18 @@ export class HrmBackend implements Backend {
     }
     const tokens = this.tokenizer().encode(o.corpus);
     const chunks = kldChunks(tokens, o.chunks ?? 32, ctx);
-    const acc = await this.kldOnIds(chunks, o.refKv, o.candKv, o.onChunk, o.signal);
+    const acc = await this.kldOnIds(chunks, o.refKv, o.candKv, o.onChunk, o.signal, o.resume);
     const r = acc.result();
     return {
-      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, chunks: chunks.length, ctx,
-      metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped, ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL' },
+      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats, chunks: chunks.length, ctx,
+      metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped, ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL', base_path: null },
       perPosition: o.perPosition ? acc.perPosition : undefined,
     };
+  }
+
+  /** True once the GPU device is gone (destroyed, driver reset): the model must be reloaded on a new one. */
+  deviceLost(): boolean {
+    return this.lm.model.gpu.watch.lost !== null;
   }
 
   async tokenizeToIds(o: { text: string }): Promise<number[]> {

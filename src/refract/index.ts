@@ -1,6 +1,6 @@
 // REFRACT in TypeScript: everything except the model backend (hrm-backend.ts) and the CLI.
 export * from './backend.ts';
-export * from './kvconfig.ts';
+export * from '../hrm/kv-string.ts';
 export * from './prompts.ts';
 export { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, DEFAULT_CORPUS_LABEL, brownCorpus, defaultCorpus, defaultHaystack, untagBrownDocument, untagSentence, type BrownOptions } from './corpus.ts';
 export * from './score.ts';
@@ -15,3 +15,7 @@ export { renderTextReport, type TextOptions } from './report/text.ts';
 export { renderCompareTable, renderRepeatability, type CompareRow } from './report/compare.ts';
 export { renderHtmlReport, esc, type HtmlOptions } from './report/html.ts';
 export { runRefract, type RunRefractOptions, type ProgressFn, type Stage } from './runner.ts';
+export { ResilientBackend, type ResilientOptions } from './resilient.ts';
+export * from './sweep.ts';
+export { renderSweepHtml } from './report/sweep-html.ts';
+export { compareRows, fileStem, type CompareInput } from './report/compare.ts';

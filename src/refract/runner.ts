@@ -1,12 +1,13 @@
 // One REFRACT score run (the original `refract score`): optional noise floor, axes A and B, opt-in C and D,
 // composite, report object. The CLI and the browser demo call runRefract and render the report.
 import { DEFAULTS, RefractError, type Backend } from './backend.ts';
+import { InputError } from '../tensor/errors.ts';
 import { runKld, type KldAxisResult } from './axes/kld.ts';
 import { runPlad, type PladAxisResult, type PladOptions } from './axes/plad.ts';
 import { runRniah, type RniahAxisResult, type RniahOptions } from './axes/rniah.ts';
 import { runTrajectory, type TrajectoryAxisResult } from './axes/trajectory.ts';
 import { DEFAULT_CORPUS_LABEL, defaultCorpus, defaultHaystack } from './corpus.ts';
-import { DEFAULT_REFERENCE_KV, parseKvConfig } from './kvconfig.ts';
+import { DEFAULT_REFERENCE_KV, parseKvConfig } from '../hrm/kv-string.ts';
 import { PROMPTS_V01, type Prompt } from './prompts.ts';
 import { buildReport, type RefractReport } from './report/json.ts';
 import { compositeScore, MIN_FLOOR } from './score.ts';
@@ -35,6 +36,9 @@ export interface RunRefractOptions {
     rniah?: boolean | (Partial<Omit<RniahOptions, 'model' | 'reference' | 'candidate' | 'onProgress' | 'signal'>>);
     plad?: boolean | (Partial<Omit<PladOptions, 'model' | 'reference' | 'candidate' | 'prompts' | 'onProgress' | 'signal'>>);
   };
+  /** Leave out axis A or B (the composite drops it; the report marks it skipped), as the original's --skip-*. */
+  skipGtm?: boolean;
+  skipKld?: boolean;
   /** Measure REFRACT(ref, ref) first and stop unless it reaches MIN_FLOOR with identical trajectories. */
   measureFloor?: boolean;
   /** Store per-token strings in trajectory records when the backend can decode (default true). */
@@ -61,10 +65,38 @@ function tracker(onProgress: ProgressFn | undefined, stage: Stage): (done: numbe
   };
 }
 
-/** Run REFRACT and return the JSON report object (schema refract.report.v0.3.1). */
+/** Names of the axes a run with these options would run, in order. */
+function plannedAxes(o: RunRefractOptions): string[] {
+  return [...(o.skipGtm ? [] : ['gtm']), ...(o.skipKld ? [] : ['kld']), ...(o.axes?.rniah ? ['rniah'] : []), ...(o.axes?.plad ? ['plad'] : [])];
+}
+
+/** Before any axis: ctx within the model's context_length, and a corpus of at least ctx tokens (when KLD runs). */
+async function preflight(o: RunRefractOptions, ctx: number, corpus: string): Promise<void> {
+  const meta = await o.backend.modelMetadata({ model: o.model });
+  const limit = typeof meta.context_length === 'number' && meta.context_length > 0 ? meta.context_length : Infinity;
+  if (ctx > limit) throw new InputError('refract', `ctx ${ctx} exceeds the model's context_length ${limit}; pass -c/--ctx ${limit} or less`);
+  if (o.skipKld) return;
+  const n = (await o.backend.tokenizeToIds({ model: o.model, text: corpus })).length;
+  if (n < ctx) throw new InputError('refract', `the KLD corpus has ${n} tokens, fewer than ctx ${ctx}; give a longer --corpus or a smaller -c/--ctx`);
+}
+
+/** Environment metadata for the report; a failure there keeps the report (empty environment plus a note). */
+async function environmentOf(o: RunRefractOptions): Promise<{ env: Record<string, unknown>; note: string | null }> {
+  try {
+    return { env: { backend: o.backend.name, ...(await o.backend.modelMetadata({ model: o.model })), implementation: 'hrm-webgpu (TypeScript)', ...runtimeInfo() }, note: null };
+  } catch (e) {
+    return { env: {}, note: `environment metadata unavailable: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * Run REFRACT and return the JSON report object (schema refract.report.v0.3.1). When the run is aborted (signal)
+ * or an axis fails after others finished, the report of the finished axes comes back with `partial` set (the
+ * composite over those axes); an error before any axis finished is thrown.
+ */
 export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
-  const reference = parseKvConfig(o.reference ?? DEFAULT_REFERENCE_KV).label;
-  const candidate = parseKvConfig(o.candidate).label;
+  const reference = parseKvConfig(o.reference ?? DEFAULT_REFERENCE_KV, 'reference').label;
+  const candidate = parseKvConfig(o.candidate, 'candidate').label;
   const prompts = o.prompts ?? PROMPTS_V01;
   const ctx = o.ctx ?? DEFAULTS.ctx;
   const chunks = o.chunks ?? DEFAULTS.chunks;
@@ -72,6 +104,9 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
   const seed = o.seed ?? DEFAULTS.seed;
   const corpus = o.corpus === undefined ? { text: await defaultCorpus(), label: DEFAULT_CORPUS_LABEL } : typeof o.corpus === 'string' ? { text: o.corpus, label: '(in-memory corpus)' } : o.corpus;
   const { backend, model, signal } = o;
+  const planned = plannedAxes(o);
+  if (planned.length === 0) throw new InputError('refract', 'no axis to run: --skip-gtm and --skip-kld leave nothing unless --axis-rniah or --axis-plad is given');
+  await preflight(o, ctx, corpus.text);
   const traj = (ref: string, cand: string, stage: Stage): Promise<TrajectoryAxisResult> =>
     runTrajectory(backend, { model, reference: ref, candidate: cand, prompts, nPredict, ctx, seed, decodeTokens: o.decodeTokens ?? true, onProgress: tracker(o.onProgress, stage), signal });
   const kld = (ref: string, cand: string, stage: Stage): Promise<KldAxisResult> =>
@@ -79,33 +114,52 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
 
   let floorScore: number | null = null;
   if (o.measureFloor) {
-    const ft = await traj(reference, reference, 'floor-trajectory');
-    const fk = await kld(reference, reference, 'floor-kld');
-    floorScore = compositeScore({ gtm: ft.score, kld: fk.score }).composite;
+    const ft = o.skipGtm ? null : await traj(reference, reference, 'floor-trajectory');
+    const fk = o.skipKld ? null : await kld(reference, reference, 'floor-kld');
+    floorScore = compositeScore({ gtm: ft?.score ?? null, kld: fk?.score ?? null }).composite;
     if (floorScore < MIN_FLOOR) {
-      throw new RefractError('refract', `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft.score.toFixed(2)}, KLD ${fk.mean_kld.toFixed(6)} nats): the reference is non-deterministic on this build`);
+      throw new RefractError('refract', `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft?.score.toFixed(2) ?? 'skipped'}, KLD ${fk?.mean_kld.toFixed(6) ?? 'skipped'} nats): the reference is non-deterministic on this build`);
     }
-    if (Math.abs(ft.full_match_rate - 1) > 1e-9) {
+    if (ft && Math.abs(ft.full_match_rate - 1) > 1e-9) {
       throw new RefractError('refract', `reference-vs-reference trajectories are not token-identical (full_match_rate ${ft.full_match_rate.toFixed(6)})`);
     }
   }
 
-  const gtm = await traj(reference, candidate, 'trajectory');
-  const kldResult = await kld(reference, candidate, 'kld');
-
-  let rniah: RniahAxisResult | null = null;
-  if (o.axes?.rniah) {
-    const extra = o.axes.rniah === true ? {} : o.axes.rniah;
-    const haystack = extra.haystack ?? (await defaultHaystack());
-    rniah = await runRniah(backend, { seed, ...extra, haystack, model, reference, candidate, onProgress: tracker(o.onProgress, 'rniah'), signal });
+  const done: { gtm: TrajectoryAxisResult | null; kld: KldAxisResult | null; rniah: RniahAxisResult | null; plad: PladAxisResult | null } = { gtm: null, kld: null, rniah: null, plad: null };
+  let stopped: string | null = null;
+  const axisRuns: Record<string, () => Promise<void>> = {
+    gtm: async () => { done.gtm = await traj(reference, candidate, 'trajectory'); },
+    kld: async () => { done.kld = await kld(reference, candidate, 'kld'); },
+    rniah: async () => {
+      const extra = o.axes?.rniah === true || !o.axes?.rniah ? {} : o.axes.rniah;
+      const haystack = extra.haystack ?? (await defaultHaystack());
+      done.rniah = await runRniah(backend, { seed, ...extra, haystack, model, reference, candidate, onProgress: tracker(o.onProgress, 'rniah'), signal });
+    },
+    plad: async () => {
+      const extra = o.axes?.plad === true || !o.axes?.plad ? {} : o.axes.plad;
+      done.plad = await runPlad(backend, { nPredict, ctx, seed, ...extra, model, reference, candidate, prompts, onProgress: tracker(o.onProgress, 'plad'), signal });
+    },
+  };
+  const finished: string[] = [];
+  for (const axis of planned) {
+    try {
+      await axisRuns[axis]();
+      finished.push(axis);
+    } catch (e) {
+      // Nothing finished yet: nothing to keep, the caller gets the error itself.
+      if (finished.length === 0) throw e;
+      stopped = signal?.aborted ? 'interrupted' : `${axis} failed: ${(e as Error).message}`;
+      break;
+    }
   }
-  let plad: PladAxisResult | null = null;
-  if (o.axes?.plad) {
-    const extra = o.axes.plad === true ? {} : o.axes.plad;
-    plad = await runPlad(backend, { nPredict, ctx, seed, ...extra, model, reference, candidate, prompts, onProgress: tracker(o.onProgress, 'plad'), signal });
-  }
 
-  const composite = compositeScore({ gtm: gtm.score, kld: kldResult.score, rniah: rniah?.score ?? null, plad: plad?.score ?? null }, floorScore);
-  const environment = { backend: backend.name, ...(await backend.modelMetadata({ model })), implementation: 'hrm-webgpu (TypeScript)', ...runtimeInfo() };
-  return buildReport({ model, reference, candidate, composite, gtm, kld: kldResult, rniah, plad, environment, reproCommand: o.reproCommand, extras: o.extras });
+  const composite = compositeScore({ gtm: done.gtm?.score ?? null, kld: done.kld?.score ?? null, rniah: done.rniah?.score ?? null, plad: done.plad?.score ?? null }, floorScore);
+  const { env, note } = await environmentOf(o);
+  if (note) composite.notes.push(note);
+  const unfinished = planned.filter((a) => !finished.includes(a));
+  if (stopped) composite.notes.push(`Partial report (${stopped}): ${unfinished.join(', ')} did not finish; the composite covers ${finished.join(', ')} only.`);
+  return buildReport({
+    model, reference, candidate, composite, ...done, environment: env, reproCommand: o.reproCommand, extras: o.extras, chunks, ctx,
+    partial: stopped ? { reason: stopped, unfinished } : undefined,
+  });
 }

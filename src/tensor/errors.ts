@@ -34,3 +34,6 @@ export class FormatError extends HrmError {}
 
 /** Bad user input: a flag, a config key, a KV string. */
 export class InputError extends HrmError {}
+
+/** A command line that does not parse (unknown flag, missing value): the CLI prints it with the usage, exit 2. */
+export class UsageError extends InputError {}

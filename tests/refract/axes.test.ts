@@ -39,8 +39,8 @@ describe('quantized candidates', () => {
       expect(r.axes.kld.score).toBeLessThan(100);
       expect(r.composite).toBeLessThan(100);
     }
-    expect(q8.axes.gtm.score).toBeGreaterThan(q4.axes.gtm.score);
-    expect(q4.axes.gtm.score).toBeGreaterThan(q2.axes.gtm.score);
+    expect(q8.axes.gtm.score!).toBeGreaterThan(q4.axes.gtm.score!);
+    expect(q4.axes.gtm.score!).toBeGreaterThan(q2.axes.gtm.score!);
     expect(q8.axes.kld.mean_kld).toBeLessThan(q4.axes.kld.mean_kld);
     expect(q4.axes.kld.mean_kld).toBeLessThan(q2.axes.kld.mean_kld);
     expect(q8.axes.rniah!.score).toBe(100);

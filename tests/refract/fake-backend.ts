@@ -4,8 +4,9 @@
 // exactly; fewer bits drift more. R-NIAH retrieval is emulated: the answer names the needle's keyword unless
 // the noise amplitude times the haystack length is too large.
 import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOptions, TrajectoryOptions, TrajectoryResult } from '../../src/refract/backend.ts';
-import { comparePosition, KldAccumulator, kldChunks } from '../../src/refract/axes/kld.ts';
-import { parseKvConfig } from '../../src/refract/kvconfig.ts';
+import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
+import { DeviceLostError } from '../../src/tensor/errors.ts';
+import { parseKvConfig } from '../../src/hrm/kv-string.ts';
 import { rng } from '../helpers/seeded.ts';
 
 export const V = 128;
@@ -16,6 +17,8 @@ export interface FakeOptions {
   nanPositions?: number[];
   /** Logit bias of EOS (default -4: generations rarely stop early). */
   eosBias?: number;
+  /** Throw DeviceLostError once, before scoring this KLD chunk (device-loss recovery tests). */
+  loseDeviceAtChunk?: number;
 }
 
 function hash01(x: number): number {
@@ -29,6 +32,7 @@ function hash01(x: number): number {
 export class FakeBackend implements Backend {
   readonly name = 'fake-bigram';
   readonly calls = { completion: 0, trajectory: 0, kld: 0, tokenize: 0 };
+  lost = false;
   private readonly bigram: Float32Array;
   private readonly skip: Float32Array;
   private readonly topic: Float32Array;
@@ -73,6 +77,7 @@ export class FakeBackend implements Backend {
   }
 
   private greedy(o: CompletionOptions | TrajectoryOptions): number[] {
+    o.signal?.throwIfAborted();
     const ids = this.tokenize(this.render(o));
     const amp = this.amplitude(o.kvConfig);
     const topic = this.tokenize(o.prompt).reduce((s, x) => s + x, 0) % 31;
@@ -111,19 +116,24 @@ export class FakeBackend implements Backend {
     const ampRef = this.amplitude(o.refKv);
     const ampCand = this.amplitude(o.candKv);
     const nan = new Set(this.o.nanPositions ?? []);
-    const acc = new KldAccumulator();
+    const state = o.resume ?? newKldProgress();
+    const acc = state.acc;
     chunks.forEach((chunk, i) => {
+      if (i < state.done) return;
+      o.signal?.throwIfAborted();
+      if (this.o.loseDeviceAtChunk === i && !this.lost) { this.lost = true; throw new DeviceLostError('fake', 'device lost (test)'); }
       for (let t = 0; t < ctx; t++) {
         const ref = this.logits(chunk, t, ampRef);
         const cand = this.logits(chunk, t, ampCand);
         if (nan.has(i * ctx + t)) cand.fill(Number.NaN);
         acc.add(comparePosition(ref, cand, V, 0, t + 1 < ctx ? chunk[t + 1] : undefined));
       }
+      state.done = i + 1;
       o.onChunk?.(i + 1, chunks.length);
     });
     const r = acc.result();
     return {
-      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, chunks: chunks.length, ctx,
+      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats, chunks: chunks.length, ctx,
       metadata: { kept: r.kept, dropped: r.dropped }, ...(o.perPosition ? { perPosition: acc.perPosition } : {}),
     };
   }

@@ -1,6 +1,7 @@
 // KLD@D building blocks: chunking rules, per-position KL, dropping non-finite positions, corpus identity.
 import { describe, expect, it } from 'vitest';
-import { comparePosition, corpusIdentity, KldAccumulator, kldChunks, kldToScore } from '../../src/refract/axes/kld.ts';
+import { comparePosition, corpusIdentity, KLD_PERCENTILES, KldAccumulator, kldChunks, kldToScore, meanAndUncertainty, percentile, percentiles, wilsonInterval } from '../../src/refract/axes/kld.ts';
+import { rng } from '../helpers/seeded.ts';
 import { BackendCapabilityError } from '../../src/refract/backend.ts';
 
 describe('kldChunks', () => {
@@ -47,7 +48,7 @@ describe('comparePosition', () => {
 describe('KldAccumulator', () => {
   it('drops non-finite positions from the mean but keeps them (NaN) per position', () => {
     const a = new KldAccumulator();
-    for (const v of [0.1, Number.NaN, 0.3, Infinity, 0.2]) a.add(v);
+    for (const v of [0.1, Number.NaN, 0.3, Infinity, 0.2]) a.add({ kl: v, sameTop: true });
     const r = a.result();
     expect(r.meanKld).toBeCloseTo(0.2, 14);
     expect([r.kept, r.dropped]).toEqual([3, 2]);
@@ -56,17 +57,95 @@ describe('KldAccumulator', () => {
   });
   it('throws when every position is non-finite', () => {
     const a = new KldAccumulator();
-    a.add(Number.NaN);
+    a.add({ kl: Number.NaN, sameTop: true });
     expect(() => a.result()).toThrow(BackendCapabilityError);
   });
   it('PPL, RMS dp and same-top from position stats', () => {
     const a = new KldAccumulator();
-    a.add({ kl: 0, sameTop: true, dp: 0.1, nllCand: Math.log(2) });
-    a.add({ kl: 0, sameTop: false, dp: -0.1, nllCand: Math.log(8) });
+    a.add({ kl: 0, sameTop: true, dp: 0.1, nllCand: Math.log(2), nllRef: Math.log(2) });
+    a.add({ kl: 0, sameTop: false, dp: -0.1, nllCand: Math.log(8), nllRef: Math.log(2) });
     const r = a.result();
     expect(r.ppl).toBeCloseTo(4, 12);
     expect(r.rmsDpPct).toBeCloseTo(10, 12);
     expect(r.sameToppPct).toBe(50);
+    // ln ratio per position: 0 and ln 4 -> exp(mean) = 2, error = 2 * sqrt(var / (n - 1)) with var = (ln 4 / 2)^2.
+    expect(r.stats.ppl_ref).toBeCloseTo(2, 12);
+    expect(r.stats.ppl_ratio).toBeCloseTo(2, 12);
+    expect(r.stats.ppl_ratio_unc).toBeCloseTo(2 * Math.log(4) / 2, 12);
+    expect(r.stats.ppl_cand_unc).toBeCloseTo(4 * Math.log(4) / 2, 12);
+  });
+});
+
+describe("llama.cpp's --kl-divergence statistics", () => {
+  it('percentiles interpolate at fraction * (n - 1), with the exact keys; 50 is the median', () => {
+    const v = [5, 1, 4, 2, 3]; // sorted 1..5
+    const p = percentiles(v, KLD_PERCENTILES);
+    // JavaScript lists integer-like keys first, so compare the key sets.
+    expect(Object.keys(p).sort()).toEqual(['min', '0.1', '1', '5', '10', '50', '90', '95', '99', '99.9', 'max'].sort());
+    expect(p.min).toBe(1);
+    expect(p.max).toBe(5);
+    expect(p['50']).toBe(3);
+    expect(p['10']).toBeCloseTo(1 + 0.1 * 4, 12);
+    expect(p['99.9']).toBeCloseTo(1 + 0.999 * 4, 12);
+    expect(percentile([1, 2, 3, 4], 0.5)).toBe(2.5); // even count: mean of the middle two, as llama.cpp's median
+  });
+  it('Wilson 95 % interval: textbook values', () => {
+    const [lo, hi] = wilsonInterval(8, 10);
+    expect(lo).toBeCloseTo(0.4902, 4);
+    expect(hi).toBeCloseTo(0.9433, 4);
+    const [lo1, hi1] = wilsonInterval(100, 100);
+    expect(lo1).toBeCloseTo(0.96301, 4);
+    expect(hi1).toBe(1);
+  });
+  it('mean and uncertainty: sqrt(var / (n - 1)) with the population variance', () => {
+    const [m, u] = meanAndUncertainty([1, 2, 3, 4]);
+    expect(m).toBe(2.5);
+    expect(u).toBeCloseTo(Math.sqrt(1.25 / 3), 14);
+  });
+  it('statistics against a float64 reference over random logits', () => {
+    const r = rng(9);
+    const V = 7;
+    const n = 40;
+    const a = new KldAccumulator();
+    const kls: number[] = [];
+    const dps: number[] = [];
+    let same = 0;
+    for (let t = 0; t < n; t++) {
+      const ref = Array.from({ length: V }, () => r() * 4);
+      const cand = ref.map((x) => x + (r() - 0.5));
+      const next = t % V;
+      const st = comparePosition(ref, cand, V, 0, next);
+      a.add(st);
+      // Reference: softmax by definition.
+      const sm = (l: number[]) => { const e = l.map(Math.exp); const z = e.reduce((x, y) => x + y, 0); return e.map((x) => x / z); };
+      const p = sm(ref);
+      const q = sm(cand);
+      kls.push(p.reduce((s, pi, i) => s + pi * Math.log(pi / q[i]), 0));
+      dps.push(q[next] - p[next]);
+      if (p.indexOf(Math.max(...p)) === q.indexOf(Math.max(...q))) same++;
+    }
+    const s = a.result().stats;
+    const sorted = [...kls].sort((x, y) => x - y);
+    expect(s.kld_percentiles.max).toBeCloseTo(sorted[n - 1], 12);
+    expect(s.kld_percentiles['50']).toBeCloseTo((sorted[19] + sorted[20]) / 2, 12);
+    expect(s.same_top1).toBe(same / n);
+    expect(s.delta_p!.mean).toBeCloseTo(dps.reduce((x, y) => x + y, 0) / n, 12);
+    expect(s.delta_p!.rms).toBeCloseTo(Math.sqrt(dps.reduce((x, y) => x + y * y, 0) / n), 12);
+    expect(s.n_next).toBe(n);
+  });
+  it('self reference: KL 0 everywhere, same_top1 1, ppl_ratio exactly 1', () => {
+    const a = new KldAccumulator();
+    for (let t = 0; t < 20; t++) {
+      const l = Array.from({ length: 5 }, (_, i) => Math.sin(t * 5 + i));
+      a.add(comparePosition(l, l, 5, 0, t % 5));
+    }
+    const s = a.result().stats;
+    expect(Object.values(s.kld_percentiles).every((v) => v === 0)).toBe(true);
+    expect(s.same_top1).toBe(1);
+    expect(s.same_top1_ci95[1]).toBe(1);
+    expect(s.ppl_ratio).toBe(1);
+    expect(s.ppl_ratio_unc).toBe(0);
+    expect(s.ppl_ref).toBe(s.ppl_cand);
   });
 });
 

@@ -1,6 +1,6 @@
 // KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, parseKvConfig } from '../../src/refract/kvconfig.ts';
+import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvSpecOf, parseKvConfig } from '../../src/hrm/kv-string.ts';
 import { InputError } from '../../src/tensor/errors.ts';
 
 describe('parseKvConfig', () => {
@@ -22,6 +22,15 @@ describe('parseKvConfig', () => {
     expect([c.k.bits, c.v.bits, c.label]).toEqual([8, 4, 'ctk=q8_0,ctv=q4_K']);
     expect(isFullPrecision(c)).toBe(false);
   });
+  it('skips empty fragments, as REFRACT does', () => {
+    expect(parseKvConfig('ctk=q8_0,,ctv=q4_0').label).toBe('ctk=q8_0,ctv=q4_0');
+    expect(parseKvConfig(',ctv=q4_0,').label).toBe('ctk=f16,ctv=q4_0');
+  });
+  it('names the option in its errors', () => {
+    expect(() => parseKvConfig('', '--candidate')).toThrow(/^\[kvconfig\] --candidate is empty/);
+    expect(() => parseKvConfig('ctk=q9', '--kv')).toThrow(/unknown cache type ctk=q9 in --kv "ctk=q9"/);
+    expect(kvSpecOf('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
+  });
   it('defaults a missing side to f16', () => {
     expect(parseKvConfig('ctv=q4_0').label).toBe('ctk=f16,ctv=q4_0');
     expect(parseKvConfig('ctk=q8').label).toBe('ctk=q8,ctv=f16');
@@ -33,10 +42,10 @@ describe('parseKvConfig', () => {
     ['ctk', /malformed part "ctk".*need key=value/],
     ['ctk=', /malformed part "ctk="/],
     ['=q8_0', /malformed part "=q8_0"/],
-    ['ctk=f16,,ctv=f16', /malformed part ""/],
     ['ctk=f16,ctk=q8_0', /key "ctk" given twice/],
-    ['', /empty KV config; accepted types/],
-    ['   ', /empty KV config/],
+    ['', /^\[kvconfig\] KV config is empty \(got ""\); accepted types/],
+    ['   ', /KV config is empty/],
+    [',, ,', /KV config is empty/],
   ])('%j -> InputError', (spec, msg) => {
     expect(() => parseKvConfig(spec)).toThrow(InputError);
     expect(() => parseKvConfig(spec)).toThrow(msg);

@@ -138,6 +138,30 @@ describe('HTML report', () => {
   it('embeds the raw JSON', () => {
     expect(html).toContain('<details><summary>Raw JSON report</summary><pre>{"schema":"refract.report.v0.3.1"');
   });
+  it("has the original's elements: composite label, summary box, model / hardware / environment cards, acronym footer, KL statistics", () => {
+    expect(html).toContain('<div class="label">Composite score</div>');
+    const box = new RegExp(`<div class="summary-box (green|amber|red)"><div class="title">${esc(full.summary)}</div><div class="desc">Composite of ${full.composite.toFixed(2)} falls in the \\w+ band\\. `);
+    expect(html).toMatch(box);
+    for (const h of ['Model', 'Hardware', 'Environment']) expect(html).toContain(`<div class="run-card"><h3>${h}</h3>`);
+    expect(html).toContain('<em>REFerence-anchored Robust Acid-test for Compressed Transformers</em>');
+    for (const a of ['Greedy Trajectory Match', 'KL Divergence at the Decoder', 'Retrieval Needle-In-A-Haystack', 'Perturbation-Locality Aware Drift']) expect(html).toContain(a);
+    expect(html).toContain('KL statistics (as llama-perplexity --kl-divergence)');
+    expect(html).toContain(`<td>${full.axes.kld.kld_percentiles!['99.9'].toFixed(6)}</td>`);
+  });
+  it('low-confidence R-NIAH: headline score suppressed, warning box, n/a where the reference never retrieves; skipped axes n/a', async () => {
+    const rn = full.axes.rniah!;
+    const cells = [{ ...rn.cells[0], base_acc: 0, cand_acc: 0, degradation: 0 }, ...rn.cells.slice(1)];
+    const low = { ...full, axes: { ...full.axes, rniah: { ...rn, cells, confidence: 'low' as const, base_acc_avg: 0.1 } } };
+    const h = await renderHtmlReport(low);
+    expect(h).toContain('<td>C R-NIAH</td><td>—</td><td>Low confidence</td>');
+    expect(h).toContain('Low confidence: the score is a noise floor.');
+    expect(h).toContain(`<td>${cells[0].length}</td><td>${cells[0].position.toFixed(2)}</td><td>1</td><td>n/a</td><td>n/a</td><td>n/a</td>`);
+    const skipped = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0', prompts: PROMPTS_V01.slice(0, 2), nPredict: 8, chunks: 2, skipGtm: true });
+    const hs = await renderHtmlReport(skipped);
+    expect(hs).toContain('<td>A Trajectory (gtm)</td><td>n/a</td><td>Skipped</td>');
+    expect(hs).toContain('<h2>Axis A: trajectory</h2><p>Skipped (not measured).</p>');
+    expect(wellFormedProblem(hs)).toBeNull();
+  });
 });
 
 describe('compare and repeatability text', () => {

@@ -149,7 +149,7 @@ export interface PladOptions {
   seed?: number;
   perturbations?: readonly Perturbation[];
   alpha?: number;
-  /** 'generated' (default): decode-time ids; 'retokenized': runCompletion text through tokenizeToIds, as the original. */
+  /** 'retokenized' (default, as the original): runCompletion text through tokenizeToIds; 'generated': decode-time ids. */
   tokenSource?: 'generated' | 'retokenized';
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
@@ -169,7 +169,7 @@ export async function runPlad(backend: Backend, o: PladOptions): Promise<PladAxi
   if (o.prompts.length === 0) throw new InputError('plad', 'no prompts');
   const seed = o.seed ?? DEFAULTS.seed;
   const alpha = o.alpha ?? DEFAULT_ALPHA;
-  const source = o.tokenSource ?? 'generated';
+  const source = o.tokenSource ?? 'retokenized';
 
   const cells: Cell[] = [];
   let skipped = 0;

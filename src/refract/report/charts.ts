@@ -137,3 +137,20 @@ export function pladSpec(r: RefractReport): TopLevelSpec | null {
     },
   };
 }
+
+/** Sweep: composite against KV-cache bytes per token, one point per candidate, the Pareto front as a line. */
+export function paretoSpec(rows: ReadonlyArray<{ candidate: string; bytes_per_token: number; composite: number | null; band: string | null; pareto: boolean }>): TopLevelSpec {
+  const values = rows.filter((r) => r.composite !== null).map((r) => ({ ...r, front: r.pareto ? 'Pareto front' : 'dominated' }));
+  const x = { field: 'bytes_per_token', type: 'quantitative' as const, title: 'KV-cache bytes per token', scale: { zero: false } };
+  const y = { field: 'composite', type: 'quantitative' as const, title: 'REFRACT composite (higher is better)', scale: { domain: [0, 100] } };
+  return {
+    width: 560,
+    height: 320,
+    data: { values },
+    layer: [
+      { transform: [{ filter: 'datum.pareto' }], mark: { type: 'line', point: false, strokeDash: [4, 3], color: '#59636e' }, encoding: { x, y, order: { field: 'bytes_per_token' } } },
+      { mark: { type: 'point', filled: true, size: 80 }, encoding: { x, y, color: { field: 'band', type: 'nominal', scale: BAND_SCALE, title: 'band' }, shape: { field: 'front', type: 'nominal', title: null } } },
+      { mark: { type: 'text', dy: -10, fontSize: 10 }, encoding: { x, y, text: { field: 'candidate', type: 'nominal' } } },
+    ],
+  };
+}

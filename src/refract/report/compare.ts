@@ -28,6 +28,47 @@ export function renderCompareTable(rows: readonly CompareRow[]): string {
   return L.join('\n');
 }
 
+/** One file given to `compare`: its path and its text, or why it could not be read. */
+export interface CompareInput {
+  path: string;
+  text: string | Error;
+}
+
+/** The file name without folder and extension (the original's Path.stem). */
+export function fileStem(path: string): string {
+  const base = path.replace(/^.*[\\/]/, '');
+  const dot = base.lastIndexOf('.');
+  return dot > 0 ? base.slice(0, dot) : base;
+}
+
+/**
+ * Rows for `compare`, as the original: an unreadable or non-JSON file is skipped with a line naming it; a JSON
+ * file that is not a REFRACT report (no "axes" object) is skipped, named; a report with a missing or null
+ * composite keeps its row (a dash) and gets a line saying why.
+ */
+export function compareRows(inputs: readonly CompareInput[]): { rows: CompareRow[]; notes: string[] } {
+  const rows: CompareRow[] = [];
+  const notes: string[] = [];
+  for (const { path, text } of inputs) {
+    if (text instanceof Error) { notes.push(`skip ${path}: ${text.message}`); continue; }
+    let d: unknown;
+    try {
+      d = JSON.parse(text.replace(/([:[,]\s*)-?(?:NaN|Infinity)\b/g, '$1null'));
+    } catch (e) {
+      notes.push(`skip ${path}: not JSON (${(e as Error).message})`);
+      continue;
+    }
+    const r = d as Partial<ReportScores & { band: unknown }> | null;
+    if (typeof r !== 'object' || r === null || Array.isArray(r) || typeof r.axes !== 'object' || r.axes === null) {
+      notes.push(`skip ${path}: not a REFRACT report (no "axes" object)`);
+      continue;
+    }
+    if (typeof r.composite !== 'number') notes.push(`${path}: composite is ${r.composite === undefined ? 'missing' : JSON.stringify(r.composite)}; shown as —`);
+    rows.push({ label: fileStem(path), report: r as CompareRow['report'] });
+  }
+  return { rows, notes };
+}
+
 function spreadText(s: SpreadStats | null): string {
   if (s === null) return 'no data';
   if (s.n === 1) return `single run: ${s.min.toFixed(2)}`;

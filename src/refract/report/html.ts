@@ -4,6 +4,7 @@
 import type { TrajectoryPromptRecord } from '../axes/trajectory.ts';
 import { axisScoresSpec, BAND_COLORS, divergenceSpec, klSpecs, pladSpec, renderSvg, rniahSpec } from './charts.ts';
 import { toJsonString, type RefractReport } from './json.ts';
+import { DELTA_P_PERCENTILES, KLD_PERCENTILES } from '../axes/kld-stats.ts';
 
 /** Escape text for HTML element content and attribute values. */
 export function esc(s: unknown): string {
@@ -53,6 +54,50 @@ function tokenDiff(rec: TrajectoryPromptRecord): string {
   );
 }
 
+const BAND_PRETTY: Record<string, string> = { EXCELLENT: 'Excellent', PASS: 'Pass', DEGRADED: 'Degraded', FAIL: 'Fail' };
+const BOX_CLASS: Record<string, string> = { EXCELLENT: 'green', PASS: 'green', DEGRADED: 'amber', FAIL: 'red' };
+
+/** The original's summary box: the band's prose and which measured axes fall below PASS. */
+function summaryBox(r: RefractReport): string {
+  const d = r.composite_detail;
+  const low = ([['Trajectory', d.gtm_score], ['KLD', d.kld_score], ['R-NIAH', d.rniah_score], ['PLAD', d.plad_score]] as const)
+    .filter(([, sc]) => sc !== null && sc < 80).map(([name, sc]) => `${name} ${(sc! < 60 ? 'FAIL' : 'DEGRADED').toLowerCase()}`);
+  const desc = `Composite of ${n2(r.composite)} falls in the ${BAND_PRETTY[r.band]} band. ${low.length ? `Surfaces below threshold: ${low.join(', ')}.` : 'All measured axes pass.'}`;
+  return `<div class="summary-box ${BOX_CLASS[r.band]}"><div class="title">${esc(r.summary)}</div><div class="desc">${esc(desc)}</div></div>`;
+}
+
+/** llama.cpp's --kl-divergence statistics, when the backend reported them. */
+function kldStatsHtml(k: RefractReport['axes']['kld']): string {
+  if (!k.kld_percentiles) return '';
+  const pct = (p: Record<string, number>, keys: readonly string[], f: (x: number) => string) => grid([...keys], [keys.map((key) => f(p[key]))]);
+  const rows: Array<[string, unknown]> = [
+    ['same top-1', k.same_top1 === null ? 'n/a' : `${(100 * k.same_top1).toFixed(3)} % (95 % Wilson ${k.same_top1_ci95!.map((x) => (100 * x).toFixed(3)).join(' – ')} %)`],
+    ['PPL ref / cand', k.ppl_ref === null ? 'n/a' : `${n2(k.ppl_ref, 4)} ± ${n2(k.ppl_ref_unc, 4)} / ${n2(k.ppl_cand, 4)} ± ${n2(k.ppl_cand_unc, 4)}`],
+    ['PPL(cand) / PPL(ref)', k.ppl_ratio === null ? 'n/a' : `${n2(k.ppl_ratio, 6)} ± ${n2(k.ppl_ratio_unc, 6)}`],
+    ['Δp of the next token', k.delta_p ? `mean ${(100 * k.delta_p.mean).toFixed(3)} ± ${(100 * k.delta_p.mean_unc).toFixed(3)} %, RMS ${(100 * k.delta_p.rms).toFixed(3)} ± ${(100 * k.delta_p.rms_unc).toFixed(3)} %` : 'n/a'],
+  ];
+  return `<h3>KL statistics (as llama-perplexity --kl-divergence)</h3>${table(rows)}<p>KL percentiles (nats)</p>${pct(k.kld_percentiles, KLD_PERCENTILES, (x) => x.toFixed(6))}` +
+    (k.delta_p ? `<p>Δp percentiles (%)</p>${pct(k.delta_p.percentiles, DELTA_P_PERCENTILES, (x) => (100 * x).toFixed(3))}` : '');
+}
+
+const MODEL_KEYS = ['model', 'checkpoint', 'context_length', 'dtype', 'condition'];
+const HARDWARE_KEYS = ['adapter', 'runtime', 'runtime_version', 'platform', 'user_agent'];
+
+/** Model, hardware and environment cards from the report's environment block (backend metadata). */
+function runDetails(r: RefractReport): string {
+  const env = r.environment;
+  const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  const card = (title: string, rows: Array<[string, unknown]>) => `<div class="run-card"><h3>${esc(title)}</h3>${table(rows)}</div>`;
+  const pick = (keys: string[]) => keys.filter((key) => env[key] !== undefined).map((key) => [key, show(env[key])] as [string, unknown]);
+  const rest = Object.keys(env).filter((key) => !MODEL_KEYS.includes(key) && !HARDWARE_KEYS.includes(key)).map((key) => [key, show(env[key])] as [string, unknown]);
+  return `<div class="run-grid">${card('Model', pick(MODEL_KEYS))}${card('Hardware', pick(HARDWARE_KEYS))}${card('Environment', [...rest, ['reference', r.reference], ['candidate', r.candidate]])}</div>`;
+}
+
+const FOOTER = '<footer class="report-foot"><p><strong>What is this?</strong> REFRACT: <em>REFerence-anchored Robust Acid-test for Compressed Transformers</em>, ' +
+  'scores how faithfully a quantized KV-cache config preserves the model\'s own full-precision behaviour. Axes: ' +
+  '<abbr>GTM</abbr> Greedy Trajectory Match, <abbr>KLD@D</abbr> KL Divergence at the Decoder, <abbr>R-NIAH</abbr> Retrieval Needle-In-A-Haystack, ' +
+  '<abbr>PLAD</abbr> Perturbation-Locality Aware Drift. Original: github.com/TheTom/turboquant_plus (refract/); this report: hrm-webgpu.</p></footer>';
+
 const CSS = `
 :root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--muted:#59636e;--line:#d0d7de;--card:#f6f8fa}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#9198a1;--line:#3d444d;--card:#151b23}}
@@ -67,6 +112,9 @@ figure{margin:1em 0}figcaption{color:var(--muted);font-size:12px}svg{max-width:1
 details.prompt{border:1px solid var(--line);border-radius:6px;margin:.3em 0;padding:.3em .6em}details.prompt.diverged summary{color:#bf8700}
 .seq{font:12px/1.6 ui-monospace,monospace;margin:.2em 0;word-break:break-all}.who{display:inline-block;width:3em;color:var(--muted)}
 .same{color:var(--muted)}.tok{border-radius:3px;padding:0 2px}.tok.ref{background:#ffebe9;color:#82071e}.tok.cand{background:#dafbe1;color:#116329}
+.summary-box{border:1px solid var(--line);border-radius:6px;padding:.5em .8em;margin:.6em 0}.summary-box .title{font-weight:600}
+.summary-box.green{border-color:#1a7f37}.summary-box.amber{border-color:#bf8700}.summary-box.red{border-color:#cf222e}.label{color:var(--muted)}.of{color:var(--muted)}
+.run-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1em}.report-foot{margin-top:3em;color:var(--muted);font-size:12px}.partial{color:#cf222e}
 pre{background:var(--card);padding:.6em;border-radius:6px;overflow:auto;white-space:pre-wrap}.cat{color:var(--muted)}.notes li{color:#9a6700}
 `;
 
@@ -94,41 +142,56 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   const S: string[] = [];
 
   S.push(`<h1>REFRACT report</h1>`, table([['model', r.model], ['reference', r.reference], ['candidate', r.candidate], ['timestamp', r.timestamp], ['framework', `REFRACT ${r.framework_version} (${r.schema})`], ['score', `${r.score_direction}, range ${r.score_range.join('..')}`]]));
-  S.push(`<div class="card"><span class="big">${n2(r.composite)}</span> ${badge(r.band)}<p>${esc(r.summary)}</p>`);
-  S.push(d.floor_score !== null ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured.</p>');
+  S.push(`<div class="card"><div class="label">Composite score</div><span class="big">${n2(r.composite)}</span> <span class="of">/ 100</span> ${badge(r.band)}`);
+  S.push(summaryBox(r));
+  S.push(d.floor_score !== null ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured (pass --measure-floor).</p>');
+  if (r.partial) S.push(`<p class="partial">Partial report (${esc(r.partial.reason)}): not finished: ${esc(r.partial.unfinished.join(', '))}.</p>`);
   if (r.diagnosis.length) S.push(`<div class="diag"><strong>Diagnosis</strong>${r.diagnosis.map((x) => `<p>${esc(x)}</p>`).join('')}</div>`);
   S.push(`${notes(d.notes)}</div>`);
   S.push(figure(axesSvg, 'Composite = harmonic mean of the axes that ran; dashed lines: band edges 60 / 80 / 90.'));
-  const axisRows: unknown[][] = [['A Trajectory (gtm)', n2(d.gtm_score), g.band, g.description], ['B KLD@D', n2(d.kld_score), k.band, k.description]];
-  if (r.axes.rniah) axisRows.push(['C R-NIAH', n2(d.rniah_score), r.axes.rniah.band, r.axes.rniah.description]);
-  if (r.axes.plad) axisRows.push(['D PLAD', n2(d.plad_score), r.axes.plad.band, r.axes.plad.description]);
+  const rnLow = r.axes.rniah?.confidence === 'low';
+  const axisRow = (name: string, score: number | null, b: string, desc: string, low = false) =>
+    score === null ? [name, 'n/a', 'Skipped', 'not measured'] : low ? [name, '—', 'Low confidence', `${desc} (raw ${n2(score)}: the reference itself rarely retrieves)`] : [name, n2(score), b, desc];
+  const axisRows: unknown[][] = [axisRow('A Trajectory (gtm)', d.gtm_score, g.band, g.description), axisRow('B KLD@D', d.kld_score, k.band, k.description)];
+  if (r.axes.rniah) axisRows.push(axisRow('C R-NIAH', d.rniah_score, r.axes.rniah.band, r.axes.rniah.description, rnLow));
+  if (r.axes.plad) axisRows.push(axisRow('D PLAD', d.plad_score, r.axes.plad.band, r.axes.plad.description));
   S.push(grid(['axis', 'score', 'band', 'measures'], axisRows));
 
-  S.push('<h2>Axis A: trajectory</h2>', table([
+  if (g.skipped) S.push('<h2>Axis A: trajectory</h2><p>Skipped (not measured).</p>');
+  else S.push('<h2>Axis A: trajectory</h2>', table([
     ['score', n2(g.score)], ['prompts', g.n_prompts], ['tokens decoded each', g.n_tokens_each], ['full match rate', `${n2(g.full_match_rate * 100, 1)} %`],
     ['median first divergence', g.median_first_divergence ?? '(all matched)'], ['mean prefix agreement', n2(g.mean_prefix_agreement_length, 1)],
     ['mean cand / ref length', `${n2(g.mean_cand_length, 1)} / ${n2(g.mean_ref_length, 1)}`],
   ]), notes(g.notes));
-  S.push(figure(divSvg, 'Per prompt: agreed prefix (first divergence index) over the decoded length.'));
-  S.push(`<h3>Token diff per prompt</h3>`, g.per_prompt.map(tokenDiff).join(''));
+  if (!g.skipped) {
+    S.push(figure(divSvg, 'Per prompt: agreed prefix (first divergence index) over the decoded length.'));
+    S.push(`<h3>Token diff per prompt</h3>`, g.per_prompt.map(tokenDiff).join(''));
+  }
 
-  S.push('<h2>Axis B: KLD@D</h2>', table([
-    ['score', n2(k.score)], ['mean KLD (nats)', k.mean_kld.toFixed(6)], ['candidate PPL', n2(k.ppl, 4)], ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`],
-    ['same top token', k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`], ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention],
-    ['self reference', k.is_self_reference], ['corpus', k.corpus.path], ['corpus bytes', k.corpus.size_bytes], ['corpus sha256 (head)', `${k.corpus.sha256_head ?? 'n/a'} (${k.corpus.sha256_head_bytes} bytes)`],
-  ]));
-  if (klCorpus && klChunk) {
-    S.push(figure(klCorpus, 'Per-position KL(P_ref || P_cand) across the corpus, binned means; non-finite positions dropped.'));
-    S.push(figure(klChunk, 'Mean KL by position within a chunk.'));
-  } else {
-    S.push('<p>The backend did not report per-position KL.</p>');
+  if (k.skipped) S.push('<h2>Axis B: KLD@D</h2><p>Skipped (not measured).</p>');
+  else {
+    S.push('<h2>Axis B: KLD@D</h2>', table([
+      ['score', n2(k.score)], ['mean KLD (nats)', `${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
+      ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`], ['same top token', k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`],
+      ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention], ['self reference', k.is_self_reference], ['corpus', k.corpus.path],
+      ['corpus bytes', k.corpus.size_bytes], ['corpus sha256 (head)', `${k.corpus.sha256_head ?? 'n/a'} (${k.corpus.sha256_head_bytes} bytes)`],
+    ]), kldStatsHtml(k));
+    if (klCorpus && klChunk) {
+      S.push(figure(klCorpus, 'Per-position KL(P_ref || P_cand) across the corpus, binned means; non-finite positions dropped.'));
+      S.push(figure(klChunk, 'Mean KL by position within a chunk.'));
+    } else {
+      S.push('<p>The backend did not report per-position KL.</p>');
+    }
   }
 
   const rn = r.axes.rniah;
   if (rn) {
     S.push('<h2>Axis C: R-NIAH</h2>', table([['score', n2(rn.score)], ['needle', rn.needle], ['keyword', rn.password_keyword], ['cells run', rn.n_cells], ['confidence', `${rn.confidence} (base accuracy ${n2(rn.base_acc_avg)})`]]));
+    if (rnLow) S.push(`<div class="summary-box amber"><div class="title">Low confidence: the score is a noise floor.</div><div class="desc">The reference retrieves at only ${Math.round(100 * rn.base_acc_avg)} % of cells on average, so R-NIAH = ${n2(rn.score)} measures "candidate matches reference" rather than retrieval; it is left out of the headline. Try shorter --rniah-lengths or a model with a longer effective context.</div></div>`);
     if (rnSvg) S.push(figure(rnSvg, 'Degradation max(0, base_acc - cand_acc) per cell; labels: base / cand accuracy.'));
-    S.push(grid(['length', 'position', 'trials', 'base_acc', 'cand_acc', 'degradation'], rn.cells.map((c) => [c.length, c.position.toFixed(2), c.n_trials, n2(c.base_acc), n2(c.cand_acc), n2(c.degradation)])));
+    // A cell where the reference never retrieves says nothing about the candidate: n/a, as the original.
+    S.push(grid(['length', 'position', 'trials', 'base_acc', 'cand_acc', 'degradation'], rn.cells.map((c) => c.base_acc === 0
+      ? [c.length, c.position.toFixed(2), c.n_trials, 'n/a', 'n/a', 'n/a'] : [c.length, c.position.toFixed(2), c.n_trials, n2(c.base_acc), n2(c.cand_acc), n2(c.degradation)])));
     if (rn.skipped_cells.length) S.push(`<p>Skipped cells: ${esc(rn.skipped_cells.map(([l, p]) => `(${l}, ${p.toFixed(2)})`).join(' '))}</p>`);
     S.push(notes(rn.notes));
   }
@@ -140,10 +203,11 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
     S.push(notes(pl.notes));
   }
 
-  S.push('<h2>Run details</h2>', table(Object.entries(r.environment).map(([key, v]) => [key, typeof v === 'string' ? v : JSON.stringify(v)])));
+  S.push('<h2>Run details</h2>', runDetails(r));
   S.push(`<h3>Repro command</h3><pre>${esc(r.repro_command || '(not recorded)')}</pre>`);
   if (Object.keys(r.extras).length) S.push('<h3>Extras</h3>', table(Object.entries(r.extras).map(([key, v]) => [key, typeof v === 'string' ? v : JSON.stringify(v)])));
   S.push(`<details><summary>Raw JSON report</summary><pre>${toJsonString(r, 0).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</pre></details>`);
 
+  S.push(FOOTER);
   return `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/><title>${esc(title)}</title><style>${CSS}</style></head><body>\n${S.join('\n')}\n</body></html>\n`;
 }

@@ -16,8 +16,17 @@ interface AxisTail {
   description: string;
 }
 
-export type GtmBlock = TrajectoryAxisResult & AxisTail;
-export type KldBlock = KldAxisResult & AxisTail;
+/** Axes A and B always have a block; one that did not run (--skip-gtm, --skip-kld, an interrupted run) has
+ *  score null, band "skipped" and skipped true, as the original writes them. */
+interface AbTail {
+  score: number | null;
+  band: Band | 'skipped';
+  skipped: boolean;
+  description: string;
+}
+
+export type GtmBlock = Omit<TrajectoryAxisResult, 'score'> & AbTail;
+export type KldBlock = Omit<KldAxisResult, 'score'> & AbTail;
 export type RniahBlock = RniahAxisResult & AxisTail & { confidence: 'ok' | 'low'; base_acc_avg: number };
 export type PladBlock = PladAxisResult & AxisTail & { skipped_perturbations: string[]; confidence: 'ok' | 'partial' };
 
@@ -39,6 +48,8 @@ export interface RefractReport {
   composite_detail: Omit<CompositeScore, 'composite' | 'band'>;
   axes: { gtm: GtmBlock; kld: KldBlock; rniah?: RniahBlock; plad?: PladBlock };
   extras: Record<string, unknown>;
+  /** Present when the run stopped early (Ctrl-C, an error): the axes that did not finish, and why. */
+  partial?: { reason: string; unfinished: string[] };
 }
 
 export interface BuildReportInput {
@@ -46,8 +57,9 @@ export interface BuildReportInput {
   reference: string;
   candidate: string;
   composite: CompositeScore;
-  gtm: TrajectoryAxisResult;
-  kld: KldAxisResult;
+  /** null: the axis did not run. */
+  gtm: TrajectoryAxisResult | null;
+  kld: KldAxisResult | null;
   rniah?: RniahAxisResult | null;
   plad?: PladAxisResult | null;
   environment?: Record<string, unknown>;
@@ -55,6 +67,29 @@ export interface BuildReportInput {
   extras?: Record<string, unknown>;
   /** Default: now, local time, seconds (Python isoformat(timespec='seconds')). */
   timestamp?: string;
+  partial?: RefractReport['partial'];
+  /** KLD chunks x ctx for a skipped KLD block (the original's stub keeps them). */
+  chunks?: number;
+  ctx?: number;
+}
+
+const SKIPPED_GTM: Omit<TrajectoryAxisResult, 'score'> = {
+  full_match_rate: 1, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
+  n_prompts: 0, n_tokens_each: 0, per_prompt: [], notes: [],
+};
+
+function skippedKld(chunks: number, ctx: number): Omit<KldAxisResult, 'score'> {
+  return {
+    mean_kld: 0, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
+    corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', n_positions: null, mean_kld_unc: null,
+    kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null, ppl_ref: null, ppl_ref_unc: null,
+    ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
+  };
+}
+
+function abBlock<T extends { score: number }>(result: T | null, stub: Omit<T, 'score'>, score: number | null, description: string): Omit<T, 'score'> & AbTail {
+  if (result === null || score === null) return { ...stub, ...(result ?? {}), score: null, band: 'skipped', skipped: true, description };
+  return { ...result, band: band(score), skipped: false, description };
 }
 
 /** Local time as `YYYY-MM-DDTHH:MM:SS`. */
@@ -68,8 +103,8 @@ export function buildReport(i: BuildReportInput): RefractReport {
   const c = i.composite;
   const { composite, band: compositeBand, ...detail } = c;
   const axes: RefractReport['axes'] = {
-    gtm: { ...i.gtm, band: band(c.gtm_score ?? i.gtm.score), description: AXIS_PROSE.gtm },
-    kld: { ...i.kld, band: band(c.kld_score ?? i.kld.score), description: AXIS_PROSE.kld },
+    gtm: abBlock(i.gtm, SKIPPED_GTM, c.gtm_score, AXIS_PROSE.gtm),
+    kld: abBlock(i.kld, skippedKld(i.chunks ?? 0, i.ctx ?? 0), c.kld_score, AXIS_PROSE.kld),
   };
   if (i.rniah && c.rniah_score !== null) {
     const cells = i.rniah.cells;
@@ -98,6 +133,7 @@ export function buildReport(i: BuildReportInput): RefractReport {
     composite_detail: detail,
     axes,
     extras: i.extras ?? {},
+    ...(i.partial ? { partial: i.partial } : {}),
   };
 }
 

@@ -2,7 +2,7 @@
 // diagnosis wrapped at 68 columns, per-axis diagnostics. ANSI colour only when asked for.
 import { BAND_PROSE, AXIS_PROSE } from '../diagnosis.ts';
 import { band, MIN_FLOOR, type Band } from '../score.ts';
-import type { RefractReport } from './json.ts';
+import type { KldBlock, RefractReport } from './json.ts';
 import { wrap } from './wrap.ts';
 
 export interface TextOptions {
@@ -31,6 +31,32 @@ export function fmt(x: number | null | undefined, width: number, digits: number)
   const s = x === null || x === undefined ? 'n/a' : Number.isNaN(x) ? 'nan' : x.toFixed(digits);
   return s.padStart(width);
 }
+
+/** KLD diagnostics: REFRACT's lines, then llama.cpp's --kl-divergence statistics where the backend gave them. */
+function kldLines(k: KldBlock): string[] {
+  const L = [' KLD diagnostics', `   chunks x ctx               : ${k.chunks} x ${k.ctx}`];
+  L.push(`   mean KLD (nats)            : ${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
+  if (k.ppl !== null) L.push(`   candidate PPL              : ${k.ppl.toFixed(4)}`);
+  if (k.rms_dp_pct !== null) L.push(`   RMS Δp (vs reference)      : ${k.rms_dp_pct.toFixed(2)} %`);
+  if (k.same_topp_pct !== null) L.push(`   same top-p (vs reference)  : ${k.same_topp_pct.toFixed(2)} %`);
+  L.push(`   positions scored           : ${k.convention}`);
+  const p = k.kld_percentiles;
+  if (p) {
+    L.push(`   KLD percentiles (nats)     : ${PCT_SHOWN.map((key) => `${key} ${p[key].toFixed(6)}`).join(', ')}`);
+  }
+  if (k.same_top1 != null && k.same_top1_ci95) {
+    L.push(`   same top-1                 : ${(100 * k.same_top1).toFixed(3)} % (95 % CI ${(100 * k.same_top1_ci95[0]).toFixed(3)}-${(100 * k.same_top1_ci95[1]).toFixed(3)} %)`);
+  }
+  const dp = k.delta_p;
+  if (dp) L.push(`   Δp of the next token       : mean ${(100 * dp.mean).toFixed(3)} ± ${(100 * dp.mean_unc).toFixed(3)} %, RMS ${(100 * dp.rms).toFixed(3)} ± ${(100 * dp.rms_unc).toFixed(3)} %`);
+  if (k.ppl_ref != null && k.ppl_cand != null && k.ppl_ratio != null) {
+    L.push(`   PPL ref / cand             : ${k.ppl_ref.toFixed(4)} ± ${k.ppl_ref_unc!.toFixed(4)} / ${k.ppl_cand.toFixed(4)} ± ${k.ppl_cand_unc!.toFixed(4)}`);
+    L.push(`   PPL(cand)/PPL(ref)         : ${k.ppl_ratio.toFixed(6)} ± ${k.ppl_ratio_unc!.toFixed(6)}`);
+  }
+  return L;
+}
+
+const PCT_SHOWN = ['min', '50', '90', '99', '99.9', 'max'] as const;
 
 export function renderTextReport(r: RefractReport, opts: TextOptions = {}): string {
   const c = (code: string, s: string) => (opts.color ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -73,24 +99,18 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   }
 
   const g = r.axes.gtm;
-  L.push(' GTM diagnostics');
-  L.push(`   prompts                    : ${g.n_prompts}`);
-  L.push(`   tokens decoded each        : ${g.n_tokens_each}`);
-  L.push(`   full match rate            : ${fmt(g.full_match_rate * 100, 5, 1)} %`);
-  L.push(g.median_first_divergence !== null ? `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
-  L.push(`   mean prefix agreement      : ${fmt(g.mean_prefix_agreement_length, 5, 1)} tokens`);
-  L.push(`   mean cand / ref length     : ${fmt(g.mean_cand_length, 5, 1)} / ${fmt(g.mean_ref_length, 5, 1)} tokens`);
-  for (const n of g.notes) L.push(c('33', `   NOTE: ${n}`));
-
+  if (!g.skipped) {
+    L.push(' GTM diagnostics');
+    L.push(`   prompts                    : ${g.n_prompts}`);
+    L.push(`   tokens decoded each        : ${g.n_tokens_each}`);
+    L.push(`   full match rate            : ${fmt(g.full_match_rate * 100, 5, 1)} %`);
+    L.push(g.median_first_divergence !== null ? `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
+    L.push(`   mean prefix agreement      : ${fmt(g.mean_prefix_agreement_length, 5, 1)} tokens`);
+    L.push(`   mean cand / ref length     : ${fmt(g.mean_cand_length, 5, 1)} / ${fmt(g.mean_ref_length, 5, 1)} tokens`);
+    for (const n of g.notes) L.push(c('33', `   NOTE: ${n}`));
+  }
   const k = r.axes.kld;
-  L.push('', ' KLD diagnostics');
-  L.push(`   chunks x ctx               : ${k.chunks} x ${k.ctx}`);
-  L.push(`   mean KLD (nats)            : ${k.mean_kld.toFixed(6)}`);
-  if (k.ppl !== null) L.push(`   candidate PPL              : ${k.ppl.toFixed(4)}`);
-  if (k.rms_dp_pct !== null) L.push(`   RMS Δp (vs reference)      : ${k.rms_dp_pct.toFixed(2)} %`);
-  if (k.same_topp_pct !== null) L.push(`   same top-p (vs reference)  : ${k.same_topp_pct.toFixed(2)} %`);
-  L.push(`   positions scored           : ${k.convention}`);
-
+  if (!k.skipped) L.push('', ...kldLines(k));
   const rn = r.axes.rniah;
   if (rn) {
     L.push('', ' R-NIAH diagnostics');
@@ -123,6 +143,9 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   if (extras.length) {
     L.push(dash);
     for (const [key, v] of extras) L.push(` ${key}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  }
+  if (r.partial) {
+    L.push(dash, c('33', ` PARTIAL REPORT (${r.partial.reason}): not finished: ${r.partial.unfinished.join(', ')}`));
   }
   L.push(eq);
   return L.join('\n');

@@ -1,6 +1,8 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
-// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ.
+// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. One parser for the
+// hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo.
 import { InputError } from '../tensor/errors.ts';
+import type { KvSpec } from './cache.ts';
 
 /** Group size of the affine KV quantization (MLX `kv_group_size`). */
 export const KV_GROUP_SIZE = 64;
@@ -42,37 +44,47 @@ function accepted(): string {
   return `accepted types: ${Object.keys(KV_TYPES).join(', ')}; keys: ${KEYS.join(', ')}; form: "ctk=q8_0,ctv=q4_0"`;
 }
 
-function side(key: string, value: string, spec: string): KvSide {
+function side(key: string, value: string, spec: string, option: string): KvSide {
   if (value.toLowerCase().startsWith('turbo')) {
-    throw new InputError('kvconfig', `${key}=${value} in "${spec}": TurboQuant schemes are not implemented here; ${accepted()}`);
+    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": TurboQuant schemes are not implemented here; ${accepted()}`);
   }
   const name = byLower.get(value.toLowerCase());
-  if (name === undefined) throw new InputError('kvconfig', `unknown cache type ${key}=${value} in "${spec}"; ${accepted()}`);
+  if (name === undefined) throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
   return { bits: KV_TYPES[name], name };
 }
 
-/** Parse `ctk=X,ctv=Y`; a missing key defaults to f16 (as llama.cpp does). Throws InputError on anything else. */
-export function parseKvConfig(spec: string): KvConfig {
-  if (typeof spec !== 'string' || spec.trim() === '') throw new InputError('kvconfig', `empty KV config; ${accepted()}`);
+/**
+ * Parse `ctk=X,ctv=Y`; a missing key defaults to f16 (as llama.cpp does). Empty fragments (`ctk=q8_0,,ctv=q4_0`)
+ * are skipped as in REFRACT's KVConfig.parse; a string with no fragment at all is an error naming `option` (the
+ * flag or setting the string came from). Throws InputError on anything else.
+ */
+export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
+  const parts = typeof spec === 'string' ? spec.split(',').map((p) => p.trim()).filter((p) => p !== '') : [];
+  if (parts.length === 0) throw new InputError('kvconfig', `${option} is empty (got ${JSON.stringify(spec)}); ${accepted()}`);
   const seen = new Map<string, string>();
-  for (const raw of spec.split(',')) {
-    const part = raw.trim();
+  for (const part of parts) {
     const eq = part.indexOf('=');
     if (eq <= 0 || eq === part.length - 1) {
-      throw new InputError('kvconfig', `malformed part "${part}" in "${spec}" (need key=value); ${accepted()}`);
+      throw new InputError('kvconfig', `malformed part "${part}" in ${option} "${spec}" (need key=value); ${accepted()}`);
     }
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (!(KEYS as readonly string[]).includes(key)) throw new InputError('kvconfig', `unknown key "${key}" in "${spec}"; ${accepted()}`);
-    if (seen.has(key)) throw new InputError('kvconfig', `key "${key}" given twice in "${spec}"`);
+    if (!(KEYS as readonly string[]).includes(key)) throw new InputError('kvconfig', `unknown key "${key}" in ${option} "${spec}"; ${accepted()}`);
+    if (seen.has(key)) throw new InputError('kvconfig', `key "${key}" given twice in ${option} "${spec}"`);
     seen.set(key, value);
   }
-  const k = side('ctk', seen.get('ctk') ?? 'f16', spec);
-  const v = side('ctv', seen.get('ctv') ?? 'f16', spec);
+  const k = side('ctk', seen.get('ctk') ?? 'f16', spec, option);
+  const v = side('ctv', seen.get('ctv') ?? 'f16', spec, option);
   return { k, v, groupSize: KV_GROUP_SIZE, label: `ctk=${k.name},ctv=${v.name}` };
 }
 
 /** True when neither K nor V is quantized. */
 export function isFullPrecision(cfg: KvConfig): boolean {
   return cfg.k.bits === null && cfg.v.bits === null;
+}
+
+/** The cache's view of a KV string: quantization bits per side (null = full precision). */
+export function kvSpecOf(spec: string, option?: string): KvSpec {
+  const c = parseKvConfig(spec, option);
+  return { k: c.k.bits, v: c.v.bits };
 }

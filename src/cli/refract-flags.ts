@@ -1,0 +1,126 @@
+// `refract` flags: the option tables, parsing with usage errors (one line naming the flag, exit 2), and the
+// mapping of score flags to runRefract's options. Output paths are checked here, before any model work.
+import { parseArgs } from 'node:util';
+import { InputError, UsageError } from '../tensor/errors.ts';
+import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
+import { choice, number, proc, readFile } from './common.ts';
+
+const STRING = { type: 'string' } as const;
+const FLAG = { type: 'boolean' } as const;
+
+export const SCORE_OPTIONS = {
+  model: STRING, reference: STRING, candidate: STRING, prompts: STRING, corpus: STRING, chunks: STRING, ctx: { type: 'string', short: 'c' },
+  'n-predict': STRING, seed: STRING, 'measure-floor': FLAG, 'skip-gtm': FLAG, 'skip-kld': FLAG, 'axis-a': STRING, full: FLAG,
+  'axis-rniah': FLAG, 'rniah-haystack': STRING, 'rniah-up-to': STRING, 'rniah-ctx-max': STRING, 'rniah-lengths': STRING,
+  'rniah-positions': STRING, 'rniah-trials': STRING, 'rniah-n-predict': STRING, 'axis-plad': FLAG, 'plad-ids': STRING,
+  condition: STRING, dtype: STRING, 'json-out': STRING, 'html-out': STRING, 'no-progress': FLAG, help: { type: 'boolean', short: 'h' },
+} as const;
+
+export const REPEATABILITY_OPTIONS = { ...SCORE_OPTIONS, runs: STRING, 'out-dir': STRING } as const;
+export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', multiple: true }, 'k-types': STRING, 'v-types': STRING, 'out-dir': STRING } as const;
+
+type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { options?: infer O } ? NonNullable<O> : never : never;
+export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
+
+/** Parse a subcommand's flags; a parse error becomes a UsageError naming the flag. */
+export function parseFlags<O extends Options>(cmd: string, args: string[], options: O, positionals = false): { values: Values<O>; positionals: string[] } {
+  try {
+    const r = parseArgs({ args, options, allowPositionals: true, strict: true });
+    if (!positionals && r.positionals.length) throw new UsageError(`refract ${cmd}`, `unexpected argument ${JSON.stringify(r.positionals[0])}`);
+    return r as { values: Values<O>; positionals: string[] };
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    const code = (e as { code?: string }).code ?? '';
+    const flag = /'([^' ]+)/.exec((e as Error).message)?.[1] ?? '';
+    const what = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `unknown flag ${flag}`
+      : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `flag ${flag} ${/argument missing/.test((e as Error).message) ? 'needs a value' : 'takes no value'}`
+      : (e as Error).message.split('. ')[0];
+    throw new UsageError(`refract ${cmd}`, what);
+  }
+}
+
+/** Flags a subcommand parses with the score flags but has no use for are refused, not silently ignored. */
+export function refuse(cmd: string, v: Record<string, unknown>, flags: readonly string[], why: string): void {
+  const given = flags.find((f) => v[f] !== undefined);
+  if (given) throw new UsageError(`refract ${cmd}`, `--${given} is not a ${cmd} flag (${why})`);
+}
+
+/** Run `f`, turning the flag checks of common.ts (InputError 'cli') into usage errors of `cmd`. */
+export async function asUsage<T>(cmd: string, f: () => Promise<T> | T): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof InputError && !(e instanceof UsageError) && (e.op === 'cli' || e.op === 'kvconfig')) throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[[^\]]*\] /, ''));
+    throw e;
+  }
+}
+
+const positive = (n: number) => Number.isInteger(n) && n > 0;
+
+function list(flag: string, v: string | undefined, check: (n: number) => boolean): number[] | undefined {
+  if (v === undefined) return undefined;
+  const xs = v.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  if (xs.length === 0 || xs.some((x) => !check(x))) throw new InputError('cli', `--${flag} ${JSON.stringify(v)} is not valid`);
+  return xs;
+}
+
+async function text(flag: string, path: string): Promise<string> {
+  return asUsage(flag, async () => new TextDecoder().decode(await readFile(path)));
+}
+
+/** Every output path must be writable (its folder exists, it is not a folder) before any model work. */
+export async function checkOutputs(outputs: Record<string, string | undefined>): Promise<void> {
+  const fs = (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as typeof import('node:fs/promises');
+  const path = (await import(/* @vite-ignore */ 'node:' + 'path')) as typeof import('node:path');
+  for (const [flag, p] of Object.entries(outputs)) {
+    if (p === undefined) continue;
+    const dir = path.dirname(path.resolve(p));
+    const st = await fs.stat(dir).catch(() => null);
+    if (!st?.isDirectory()) throw new InputError('cli', `--${flag} ${p}: folder ${dir} does not exist`);
+    if ((await fs.stat(p).catch(() => null))?.isDirectory()) throw new InputError('cli', `--${flag} ${p} is a folder, not a file`);
+    await fs.access(dir, fs.constants.W_OK).catch(() => { throw new InputError('cli', `--${flag} ${p}: folder ${dir} is not writable`); });
+  }
+}
+
+/** The command line that produced a run, shell-quoted, the home folder written `~` (as the original). */
+export function reproCommand(argv: readonly string[] = proc.argv.slice(2)): string {
+  const home = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.HOME;
+  return ['refract', ...argv].map((a) => (home && (a === home || a.startsWith(home + '/')) ? '~' + a.slice(home.length) : a))
+    .map((a) => (/^[\w.,=/:~-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+export type ScoreFlags = Values<typeof SCORE_OPTIONS>;
+
+/** Score flags -> runRefract options (without backend, model, progress and signal). */
+export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'> & { candidate?: string }, modelCtx: number): Promise<Omit<RunRefractOptions, 'backend' | 'model'>> {
+  return asUsage(cmd, async () => {
+    if (!v.candidate) throw new InputError('cli', '--candidate is required (e.g. --candidate ctk=q8_0,ctv=q4_0)');
+    const candidate = parseKvConfig(v.candidate, '--candidate').label;
+    const reference = parseKvConfig(v.reference ?? DEFAULT_REFERENCE_KV, '--reference').label;
+    if (choice('axis-a', v['axis-a'], ['trajectory', 'gtm'] as const, 'trajectory') === 'gtm') {
+      throw new InputError('cli', "--axis-a gtm (REFRACT 0.1's retokenized GTM, deprecated upstream) is not ported; use --axis-a trajectory");
+    }
+    const rniah = v['axis-rniah'] || v.full ? {
+      haystack: v['rniah-haystack'] ? await text(cmd, v['rniah-haystack']) : undefined,
+      upTo: number('rniah-up-to', v['rniah-up-to'], 16384, positive),
+      lengths: list('rniah-lengths', v['rniah-lengths'], positive),
+      positions: list('rniah-positions', v['rniah-positions'], (p) => p >= 0 && p <= 1),
+      nTrials: number('rniah-trials', v['rniah-trials'], 1, positive),
+      ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0, positive),
+      nPredict: number('rniah-n-predict', v['rniah-n-predict'], 256, positive),
+    } : false;
+    const plad = v['axis-plad'] || v.full ? { tokenSource: choice('plad-ids', v['plad-ids'], ['retokenized', 'generated'] as const, 'retokenized') } : false;
+    return {
+      reference, candidate,
+      prompts: v.prompts ? parsePromptsJsonl(await text(cmd, v.prompts)) : undefined,
+      corpus: v.corpus ? { text: await text(cmd, v.corpus), label: v.corpus } : undefined,
+      chunks: number('chunks', v.chunks, DEFAULTS.chunks, positive),
+      ctx: number('ctx', v.ctx, Math.min(DEFAULTS.ctx, modelCtx), positive),
+      nPredict: number('n-predict', v['n-predict'], DEFAULTS.nPredict, positive),
+      seed: number('seed', v.seed, DEFAULTS.seed, Number.isInteger),
+      measureFloor: v['measure-floor'] ?? false, skipGtm: v['skip-gtm'] ?? false, skipKld: v['skip-kld'] ?? false,
+      axes: { rniah, plad },
+      reproCommand: reproCommand(),
+    };
+  });
+}
