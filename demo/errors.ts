@@ -18,7 +18,8 @@ export interface Explained {
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function explain(e: unknown): Explained {
-  const detail = message(e);
+  // The library's errors start with the operation's tag ("[load] ..."): useful in logs, noise to a reader.
+  const detail = message(e).replace(/^(\[[\w .-]+\] )+/, '');
   if (e instanceof DOMException && e.name === 'AbortError') return { kind: 'aborted', title: 'Stopped.', detail: '', reload: false };
   if (e instanceof DeviceLostError) {
     return { kind: 'device-lost', title: 'The GPU device was lost', detail: `${detail}. The driver was reset or the tab lost its GPU; reload the page to continue.`, reload: true };
