@@ -234,6 +234,28 @@ describe('demo (built, headless Chromium)', () => {
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=["']?https?:/i); // self-contained
   }, 300_000);
 
+  it('Stop ends a REFRACT run at once: "Stopped.", and the previous result and plot are cleared', async () => {
+    await page.click('#refract-run');
+    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'running', { timeout: 10_000 });
+    const t = await page.evaluate(() => new Promise<{ ms: number; right: string }>((res) => {
+      const result = document.getElementById('refract-result')!;
+      const t0 = performance.now();
+      document.getElementById('refract-stop')!.click();
+      const right = document.getElementById('refract-status')!.textContent ?? '';
+      const poll = () => (result.dataset.state === 'running' ? setTimeout(poll, 5) : res({ ms: performance.now() - t0, right }));
+      poll();
+    }));
+    console.log(`demo: REFRACT Stop took ${t.ms.toFixed(0)} ms`);
+    expect(t.right).toBe('Stopping…');
+    expect(t.ms).toBeLessThan(1500);
+    expect(await page.$eval('#refract-result', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent })))
+      .toEqual({ state: 'stopped', text: '' });
+    expect(await page.$eval('#refract-status', (el) => el.textContent)).toBe('Stopped.');
+    expect(await page.$$eval('#kl-plot svg', (els) => els.length)).toBe(0);
+    expect(await page.$eval('#dl-json', (el) => (el as HTMLButtonElement).disabled)).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('refract-run');
+  }, 30_000);
+
   it('an error raised in the REFRACT panel shows next to its controls, in the viewport', async () => {
     // Passes the field's own check (min 2) but not the model's context.
     await setValue('#kld-ctx', '100000');
@@ -251,8 +273,6 @@ describe('demo (built, headless Chromium)', () => {
     expect(e.live).toBe('assertive');
     expect((await banner()).title).toBe('Check the settings (see REFRACT)');
     expect(await page.$eval('#refract-status', (el) => el.textContent)).toMatch(/^Failed/);
-    // The plot of the previous run is gone, not left next to cleared numbers.
-    expect(await page.$$eval('#kl-plot svg', (els) => els.length)).toBe(0);
     await page.keyboard.press('Escape');
     expect((await banner()).hidden).toBe(true);
     await setValue('#kld-ctx', '32');
