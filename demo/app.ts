@@ -14,8 +14,8 @@ import { $ } from './dom.ts';
 
 export type Job = 'load' | 'generate' | 'refract';
 
-/** Where each job's error is shown in full (the banner names it). */
-const PANEL: Record<Job, string> = { load: 'see Model', generate: 'see Generate', refract: 'see REFRACT' };
+/** The panel where each job's error is shown in full (the banner names it and links there). */
+const PANEL: Record<Job, string> = { load: 'Model', generate: 'Generate', refract: 'REFRACT' };
 
 /** Cache types offered for K and V (llama.cpp names; f16 = full precision). */
 export const KV_CHOICES: ReadonlyArray<[string, string]> = [
@@ -114,11 +114,15 @@ export class App {
       el.replaceChildren(title, document.createTextNode(x.detail ? `: ${x.detail}` : ''));
       el.hidden = false;
     }
+    // The banner summarises a panel's error (and is announced itself only when no panel holds it).
     const banner = $('banner');
     banner.dataset.kind = x.kind;
     banner.setAttribute('role', job ? 'region' : 'alert');
-    $('banner-title').textContent = job ? `${x.title} (${PANEL[job]})` : x.title;
-    $('banner-detail').textContent = x.detail;
+    $('banner-title').textContent = job ? `${x.title} (see ${PANEL[job]})` : x.title;
+    $('banner-detail').textContent = job ? '' : x.detail;
+    const go = $<HTMLAnchorElement>('banner-goto');
+    go.hidden = !job;
+    if (job) { go.href = `#${job}-error`; go.textContent = `Show the message in the ${PANEL[job]} panel`; }
     $('banner-reload').hidden = !x.reload;
     banner.hidden = false;
     if (x.reload) $('banner-reload').focus();

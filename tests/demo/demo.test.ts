@@ -112,6 +112,21 @@ let expected: Promise<string>;
 let expectedReport: Promise<Record<string, unknown>>;
 
 const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
+/**
+ * Click a Stop button, timed inside the page: the status text right after the click, and the milliseconds until
+ * `running`'s data-state leaves 'running'.
+ */
+const timedStop = (stop: string, status: string, running: string) => page.evaluate((ids) => new Promise<{ ms: number; right: string }>((res) => {
+  const el = document.getElementById(ids.running)!;
+  const t0 = performance.now();
+  document.getElementById(ids.stop)!.click();
+  const right = document.getElementById(ids.status)!.textContent ?? '';
+  const poll = () => (el.dataset.state === 'running' ? setTimeout(poll, 5) : res({ ms: performance.now() - t0, right }));
+  poll();
+}), { stop, status, running });
+
+/** The load error shown next to the model controls. */
+const loadError = () => page.$eval('#load-error', (el) => el.textContent ?? '');
 const banner = () => page.$eval('#banner', (el) => ({
   hidden: (el as HTMLElement).hidden, kind: (el as HTMLElement).dataset.kind, title: el.querySelector('#banner-title')?.textContent ?? '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
 }));
@@ -237,14 +252,7 @@ describe('demo (built, headless Chromium)', () => {
   it('Stop ends a REFRACT run at once: "Stopped.", and the previous result and plot are cleared', async () => {
     await page.click('#refract-run');
     await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'running', { timeout: 10_000 });
-    const t = await page.evaluate(() => new Promise<{ ms: number; right: string }>((res) => {
-      const result = document.getElementById('refract-result')!;
-      const t0 = performance.now();
-      document.getElementById('refract-stop')!.click();
-      const right = document.getElementById('refract-status')!.textContent ?? '';
-      const poll = () => (result.dataset.state === 'running' ? setTimeout(poll, 5) : res({ ms: performance.now() - t0, right }));
-      poll();
-    }));
+    const t = await timedStop('refract-stop', 'refract-status', 'refract-result');
     console.log(`demo: REFRACT Stop took ${t.ms.toFixed(0)} ms`);
     expect(t.right).toBe('Stopping…');
     expect(t.ms).toBeLessThan(1500);
@@ -283,15 +291,7 @@ describe('demo (built, headless Chromium)', () => {
     await setValue('#max-tokens', '200');
     await page.click('#generate');
     await page.waitForFunction(() => (document.getElementById('output')?.textContent ?? '').length > 0, { timeout: 60_000 });
-    // Timed inside the page: from the click to the output's end.
-    const t = await page.evaluate(() => new Promise<{ ms: number; right: string }>((res) => {
-      const out = document.getElementById('output')!;
-      const t0 = performance.now();
-      document.getElementById('gen-stop')!.click();
-      const right = document.getElementById('gen-stats')!.textContent ?? '';
-      const poll = () => (out.dataset.state === 'running' ? setTimeout(poll, 5) : res({ ms: performance.now() - t0, right }));
-      poll();
-    }));
+    const t = await timedStop('gen-stop', 'gen-stats', 'output');
     console.log(`demo: Stop took ${t.ms.toFixed(0)} ms`);
     expect(t.right).toBe('Stopping…');
     expect(t.ms).toBeLessThan(1500);
@@ -371,8 +371,9 @@ describe('demo (built, headless Chromium)', () => {
     const b = await banner();
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
     expect(b.title).toBe('These files are not a usable HRM-Text model (see Model)');
-    expect(b.detail).toMatch(/model\.safetensors/);
-    expect(b.detail).toMatch(/truncated/);
+    expect(b.detail).toBe(''); // the banner only summarises: the message is next to the controls
+    expect(await page.$eval('#banner-goto', (el) => (el as HTMLAnchorElement).hash)).toBe('#load-error');
+    expect(await loadError()).toMatch(/model\.safetensors.*truncated/);
     await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 10_000 });
     expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load truncated-model; still using hrm-text-brown-6m (embedded).');
     expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(/^These files are not a usable HRM-Text model: .*model\.safetensors/);
@@ -387,7 +388,7 @@ describe('demo (built, headless Chromium)', () => {
     await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
     const b = await banner();
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
-    expect(b.detail).toMatch(/config\.json: not valid JSON/);
+    expect(await loadError()).toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
   }, 60_000);
 
   it('a model that cannot fit is refused before any weight is read', async () => {
@@ -399,7 +400,7 @@ describe('demo (built, headless Chromium)', () => {
     await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
     const b = await banner();
     expect(b.kind, JSON.stringify(b)).toBe('too-large');
-    expect(b.detail).toMatch(/KV-cache tensor at context 4194304 is 4\.00 GiB, above this adapter's largest storage binding/);
+    expect(await loadError()).toMatch(/KV-cache tensor at context 4194304 is 4\.00 GiB, above this adapter's largest storage binding/);
     expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('–');
     expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load huge-context; still using hrm-text-brown-6m (embedded).');
   }, 60_000);
