@@ -157,8 +157,16 @@ class Stepper {
     if (this.graph?.mode === 'greedy') this.chain = greedySteps(this.graph, last, left);
   }
 
+  /** The step in flight, which close() waits for (a stopped caller stops waiting for it, close() does not). */
+  private pending: Promise<number> | null = null;
+
   /** The token after the last one returned (or the prefill's). */
-  async next(): Promise<number> {
+  next(): Promise<number> {
+    this.pending = this.step();
+    return this.pending;
+  }
+
+  private async step(): Promise<number> {
     if (this.chain) {
       const r = await this.chain.next();
       if (r.done) throw new InputError('generate', 'asked for more decode steps than the cache holds');
@@ -173,6 +181,7 @@ class Stepper {
 
   /** Wait for steps still queued, then free the graph. */
   async close(): Promise<void> {
+    await this.pending?.catch(() => {});
     await this.chain?.return(undefined);
     this.graph?.dispose();
   }
