@@ -16,6 +16,9 @@ import { build, preview, type Plugin, type PreviewServer } from 'vite';
 import { launch, watchConsole } from '../helpers/browser.ts';
 import { sendFile } from '../../vite.config.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
+import { dirFiles } from '../../src/hrm/files.ts';
+import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
+import { formatPrompt } from '../../src/hrm/prompt.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const configFile = join(root, 'vite.config.ts');
@@ -172,6 +175,8 @@ describe('demo (built, headless Chromium)', () => {
     expect(unnamed).toEqual([]);
     // Opening a model probes no missing file (each 404 is a console error).
     expect(log.filter((l) => /404|Failed to load/.test(l))).toEqual([]);
+    // The documentation link works from the built page.
+    expect(await page.evaluate(async () => (await fetch((document.getElementById('docs-link') as HTMLAnchorElement).href)).text())).toMatch(/^# hrm-webgpu/);
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/subgroup matrices.*kernel path/s);
   });
 
@@ -188,6 +193,22 @@ describe('demo (built, headless Chromium)', () => {
     expect(want.length).toBeGreaterThan(0);
     expect(text, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe(want);
     expect(await page.$eval('#gen-stats', (el) => el.textContent)).toMatch(/prompt \d+ tok, [\d.]+ tok\/s · decode 7 tok, [\d.]+ tok\/s · max tokens/);
+
+    // Copy output puts exactly the output on the clipboard.
+    await browser.defaultBrowserContext().overridePermissions(new URL(page.url()).origin, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+    await page.click('#copy-output');
+    await page.waitForFunction(() => document.getElementById('gen-stats')?.textContent === 'Output copied.', { timeout: 5_000 });
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(want);
+
+    // The prompt's tokens: the ids and pieces the Node tokenizer gives for the same formatted prompt.
+    const files = dirFiles(MODEL);
+    const { tokenizer, chatTemplate } = await loadTokenizer(files, await loadConfig(files));
+    const ids = tokenizer!.encode(formatPrompt(PROMPT, 'noisy', { chatTemplate }));
+    await page.click('#tokens-box summary');
+    await page.click('#show-tokens');
+    const shown = await page.$$eval('#tokens li', (els) => els.map((li) => [Number(li.querySelector('.id')?.textContent), li.childNodes[1]?.textContent ?? '']));
+    expect(shown).toEqual(ids.map((id) => [id, tokenizer!.decode([id])]));
+    expect(await page.$eval('#tokens-summary', (el) => el.textContent)).toBe(`${ids.length} tokens.`);
   }, 150_000);
 
   it('runs REFRACT on pasted text: KLD, score, bands, plot; the downloaded JSON report equals the CLI\'s', async () => {
@@ -390,6 +411,17 @@ describe('demo (built, headless Chromium)', () => {
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
     expect(await loadError()).toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
   }, 60_000);
+
+  it('a folder without a model names what it got', async () => {
+    const dir = join(work, 'notes');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'notes.txt'), 'not a model');
+    await page.keyboard.press('Escape');
+    await (await page.$('input#folder-input'))!.uploadFile(dir);
+    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    expect(await loadError()).toMatch(/config\.json: not among the files given \(notes\.txt\)/);
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load notes; still using hrm-text-brown-6m (embedded).');
+  }, 30_000);
 
   it('a model that cannot fit is refused before any weight is read', async () => {
     const config = { ...JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8')), max_position_embeddings: 1 << 22 };
