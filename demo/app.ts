@@ -77,6 +77,8 @@ export class App {
     try {
       return await f(this.abort.signal);
     } catch (e) {
+      // Whatever a stopped job throws on its way out (an aborted fetch, a cut stream) is the stop, not an error.
+      if (this.abort.signal.aborted && !this.gpu?.watch.lost) return undefined;
       this.showError(this.gpu?.watch.lost ? new DeviceLostError(job, `${this.gpu.watch.lost.reason}: ${this.gpu.watch.lost.message}`) : e, job);
       return undefined;
     } finally {

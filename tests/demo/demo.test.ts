@@ -74,9 +74,10 @@ function relDiff(a: Record<string, number>, b: Record<string, number>): Record<s
 
 /**
  * Model files at /flaky/ on the preview server, served whole ('ok'), or model.safetensors cut short: 'short' ends
- * the response early without a Content-Length (it looks complete), 'cut' drops the connection mid-body.
+ * the response early without a Content-Length (it looks complete), 'cut' drops the connection mid-body, 'stall'
+ * sends the first MiB and then nothing (until the page gives up).
  */
-let flakyMode: 'ok' | 'short' | 'cut' = 'ok';
+let flakyMode: 'ok' | 'short' | 'cut' | 'stall' = 'ok';
 const flakyGets: string[] = [];
 const flaky: Plugin = {
   name: 'flaky-model-server',
@@ -89,8 +90,8 @@ const flaky: Plugin = {
       if (m[1] !== 'model.safetensors' || flakyMode === 'ok' || req.method !== 'GET' || req.headers.range) { sendFile(req, res, file); return; }
       const bytes = readFileSync(file);
       res.setHeader('Content-Type', 'application/octet-stream');
-      if (flakyMode === 'cut') res.setHeader('Content-Length', String(bytes.length));
-      res.write(bytes.subarray(0, 1 << 20), () => { if (flakyMode === 'cut') res.destroy(); else res.end(); });
+      if (flakyMode !== 'short') res.setHeader('Content-Length', String(bytes.length));
+      res.write(bytes.subarray(0, 1 << 20), () => { if (flakyMode === 'cut') res.destroy(); else if (flakyMode === 'short') res.end(); });
     });
   },
 };
@@ -335,6 +336,17 @@ describe('demo (built, headless Chromium)', () => {
       expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Could not load .*flaky \(took .*config\.json.* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
       expect(await cached()).toEqual([]);
     }
+    // Cancel download: stops a stalled download, keeps nothing, and says so (not as an error).
+    flakyMode = 'stall';
+    await setValue('#model-url', base);
+    await page.click('#load-url');
+    await page.waitForFunction(() => (document.getElementById('dl-progress') as HTMLProgressElement).value > 0, { timeout: 30_000 });
+    await page.click('#load-cancel');
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 5_000 });
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Cancelled loading .*flaky \(took .* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
+    expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('load-url');
+    expect(await cached()).toEqual([]);
     flakyMode = 'ok';
     await page.reload();
     await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
