@@ -36,6 +36,11 @@ function cachedBlob(url: string): Promise<Blob | null> {
   return p;
 }
 
+/** Whether `url` is in the download cache. */
+export async function isCached(url: string): Promise<boolean> {
+  return (await cachedBlob(url)) !== null;
+}
+
 /** Parse `bytes=a-b` (one range) against a size; null when absent or unsatisfiable. */
 function parseRange(header: string | null, size: number): [number, number] | null {
   const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;

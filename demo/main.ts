@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     $('refract-cpu').hidden = false;
   }
   // The last model loaded from a URL comes back (from the download cache); the embedded one when it cannot.
-  const first = startSource();
+  const first = await startSource();
   await openModel(app, first);
   if (!app.lm && first.kind !== 'embedded') await openModel(app, embeddedSource());
   updateMemory(app);

@@ -7,20 +7,24 @@ import type { ActDtype } from '../src/hrm/cache.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { fmtBytes, memoryPlan, weightFiles, WontFitError } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, prefetch, trackNewEntries } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 
 /** Where the last model loaded from a URL (or "embedded") is remembered across reloads. */
 const LAST_MODEL = 'hrm-webgpu-demo.last-model';
 
-/** The source to open on start: the last URL model loaded, else the embedded one. */
-export function startSource(): ModelSource {
+/**
+ * The source to open on start: the last URL model loaded when it is still in the download cache (a reload must not
+ * start a download of gigabytes), else the embedded one (with the URL filled in, to load it by hand).
+ */
+export async function startSource(): Promise<ModelSource> {
   let url: string | null = null;
   try { url = localStorage.getItem(LAST_MODEL); } catch { /* storage blocked: start on the embedded model */ }
   if (url && url !== 'embedded') {
     try {
       $<HTMLInputElement>('model-url').value = url;
-      return urlSource(url);
+      const src = urlSource(url);
+      if (await isCached(`${src.base}/config.json`)) return src;
     } catch { /* a stale entry: ignore it */ }
   }
   return embeddedSource();

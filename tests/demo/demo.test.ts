@@ -387,11 +387,12 @@ describe('demo (built, headless Chromium)', () => {
     }
     await page.click('#clear-cache');
     await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
-    await page.click('#load-embedded');
-    await page.waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: hrm-text-brown-6m (embedded)', { timeout: 60_000 });
+    // No longer cached: a reload does not download it by itself, it opens the embedded model with the URL filled in.
     await page.reload();
     await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
     expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Ready: hrm-text-brown-6m (embedded)');
+    expect(await page.$eval('#model-url', (el) => (el as HTMLInputElement).value)).toBe(base.replace(/\/$/, ''));
+    await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
   }, 120_000);
 
   it('a folder whose model.safetensors is truncated gives a clear error and keeps the current model', async () => {
