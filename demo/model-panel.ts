@@ -117,8 +117,8 @@ export async function refreshCacheUsage(): Promise<void> {
 /** Check, download (URL sources), upload; the current model stays in place if anything fails. */
 export async function openModel(app: App, source: ModelSource): Promise<void> {
   const before = app.lm?.name;
-  trackNewEntries();
   const ok = await app.run('load', async (signal) => {
+    trackNewEntries();
     const gpu = app.gpu!;
     const files = source.files;
     setProgress($('dl-progress'), $('dl-text'), 0, 0);
@@ -157,8 +157,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     if (source.kind === 'url') void refreshCacheUsage();
     return;
   }
-  const cancelled = cancelling;
-  cancelling = false;
+  const cancelled = app.lastStopped;
   // A failed load keeps nothing it cached: a retry downloads again.
   const evicted = await evictNewEntries().catch(() => []);
   if (evicted.length) void refreshCacheUsage();
@@ -175,9 +174,6 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     status(`${what}.`, 'error');
   }
 }
-
-/** Set when the user cancelled the running load (its status then says so). */
-let cancelling = false;
 
 export function initModelPanel(app: App): void {
   $('url-form').addEventListener('submit', (ev) => {
@@ -208,7 +204,6 @@ export function initModelPanel(app: App): void {
     }, (e) => app.showError(e, 'load'));
   });
   $('load-cancel').addEventListener('click', () => {
-    cancelling = true;
     status('Cancelling…', 'loading');
     app.stop();
   });
