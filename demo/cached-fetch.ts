@@ -2,6 +2,11 @@
 // `prefetch` streams one whole file into the cache with byte progress; `cachedFetch` is the `fetch` handed to
 // urlFiles: it answers GET (whole or one byte range) and HEAD from a cached file, and otherwise goes to the
 // network (caching whole 200 GET responses of small files such as config.json on the way).
+// Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
+// header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
+import { blobSource } from '../src/tensor/sources.ts';
+import { SafetensorsFile } from '../src/tensor/safetensors.ts';
+
 const CACHE_NAME = 'hrm-webgpu-files-v1';
 
 export type Progress = (loaded: number, total: number) => void;
@@ -31,6 +36,11 @@ function cachedBlob(url: string): Promise<Blob | null> {
   return p;
 }
 
+/** Whether `url` is in the download cache. */
+export async function isCached(url: string): Promise<boolean> {
+  return (await cachedBlob(url)) !== null;
+}
+
 /** Parse `bytes=a-b` (one range) against a size; null when absent or unsatisfiable. */
 function parseRange(header: string | null, size: number): [number, number] | null {
   const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
@@ -40,12 +50,24 @@ function parseRange(header: string | null, size: number): [number, number] | nul
   return start <= end && start < size ? [start, end] : null;
 }
 
+/** The file name at the end of a URL (what messages name). */
+export function fileOf(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.split('/').pop() || url);
+}
+
 /**
- * fetch, with one fix: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
- * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one.
+ * fetch, with two fixes: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
+ * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a network
+ * failure names the file.
  */
 export const strictFetch: typeof fetch = async (input, init) => {
-  const res = await fetch(input, init);
+  let res: Response;
+  try {
+    res = await fetch(input, init);
+  } catch (e) {
+    if (e instanceof TypeError) throw new DownloadError(urlOf(input), 'no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)');
+    throw e;
+  }
   const type = res.headers.get('content-type') ?? '';
   if (res.ok && type.startsWith('text/html') && !/\.html?(\?|$)/.test(urlOf(input))) {
     await res.body?.cancel();
@@ -74,19 +96,68 @@ export const cachedFetch: typeof fetch = async (input, init) => {
     return new Response(blob, { status: 200, headers: { 'content-length': String(size) } });
   }
   const res = await strictFetch(input, init);
-  if (method === 'GET' && !rangeHeader && res.status === 200 && cacheAvailable()) {
-    const len = Number(res.headers.get('content-length'));
-    // Small files only here; checkpoints go through prefetch, which reports progress.
-    if (!(len > 64 << 20)) {
-      try { await (await caches.open(CACHE_NAME)).put(url, res.clone()); } catch { /* quota or opaque response: serve uncached */ }
-    }
+  const len = Number(res.headers.get('content-length'));
+  // Small files only here (read whole, checked, then kept); checkpoints go through prefetch, which reports progress.
+  if (method !== 'GET' || rangeHeader || res.status !== 200 || !cacheAvailable() || len > 64 << 20) return res;
+  let body: Blob;
+  try {
+    body = await res.blob();
+  } catch {
+    throw new DownloadError(url, `the connection was cut${len ? ` (expected ${len} bytes)` : ''}`);
   }
-  return res;
+  const problem = await incomplete(url, body, len, res.headers.get('content-encoding') !== null);
+  if (problem) throw new DownloadError(url, problem);
+  await keep(url, new Response(body, { headers: res.headers }));
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 };
 
+/** Why `body` is not the whole of `url`, or null: length against Content-Length, JSON that parses, safetensors extent. */
+async function incomplete(url: string, body: Blob, expected: number, encoded: boolean): Promise<string | null> {
+  if (expected > 0 && !encoded && body.size !== expected) return `got ${body.size} of ${expected} bytes (connection cut?)`;
+  const name = fileOf(url);
+  if (name.endsWith('.json')) {
+    try { JSON.parse(await body.text()); } catch (e) { return `arrived incomplete or is not JSON (${(e as Error).message})`; }
+  } else if (name.endsWith('.safetensors')) {
+    try { await SafetensorsFile.open(blobSource(body, name)); } catch (e) { return `arrived incomplete: ${(e as Error).message.replace(/^\[\w+\] /, '')}`; }
+  }
+  return null;
+}
+
+/** URLs put in the cache since `trackNewEntries`: what a failed load evicts. */
+let fresh = new Set<string>();
+
+/** Put a checked file in the cache; a refusal (quota, opaque response) only means it is served uncached. */
+async function keep(url: string, res: Response): Promise<boolean> {
+  try {
+    await (await caches.open(CACHE_NAME)).put(url, res);
+  } catch (e) {
+    console.warn(`could not keep ${fileOf(url)} in the download cache: ${(e as Error).message}`);
+    return false;
+  }
+  fresh.add(url);
+  blobs.delete(url);
+  return true;
+}
+
+/** Start a load: entries cached from now on can be taken out again by `evictNewEntries`. */
+export function trackNewEntries(): void {
+  fresh = new Set();
+}
+
+/** Take out what the current load cached; returns the file names evicted. */
+export async function evictNewEntries(): Promise<string[]> {
+  const urls = [...fresh];
+  fresh = new Set();
+  if (!urls.length || !cacheAvailable()) return [];
+  const c = await caches.open(CACHE_NAME);
+  for (const u of urls) { blobs.delete(u); await c.delete(u); }
+  return urls.map(fileOf);
+}
+
 /**
- * Download `url` whole into the cache unless it is there. Returns its size, or null on HTTP 404.
- * When the cache refuses the file (quota), returns the size anyway: reads then go to the network.
+ * Download `url` whole into the cache unless it is there. Returns its size, or null on HTTP 404. A file that does
+ * not arrive whole is not kept (DownloadError). When the cache refuses the file (quota), returns the size anyway:
+ * reads then go to the network.
  */
 export async function prefetch(url: string, onProgress: Progress, signal?: AbortSignal): Promise<number | null> {
   const hit = await cachedBlob(url);
@@ -103,32 +174,42 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
       ctl.enqueue(chunk);
     },
   });
-  const body = res.body ? res.body.pipeThrough(counter) : await res.arrayBuffer();
+  const cut = () => new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`);
+  const body = res.body ? res.body.pipeThrough(counter) : null;
   if (!cacheAvailable()) {
     // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.
-    if (body instanceof ReadableStream) await body.pipeTo(new WritableStream());
+    try { await body?.pipeTo(new WritableStream()); } catch (e) { throw signal?.aborted ? e : cut(); }
     return loaded || total;
   }
+  // Streamed into the cache (a checkpoint need not fit in memory), then checked there and taken out if not whole.
   const type = res.headers.get('content-type') ?? 'application/octet-stream';
   try {
     await (await caches.open(CACHE_NAME)).put(url, new Response(body, { headers: { 'content-type': type } }));
   } catch (e) {
     if (signal?.aborted) throw e;
-    console.warn(`[cache] could not keep ${url}: ${(e as Error).message}`);
-    return loaded || total;
+    if (e instanceof DOMException && e.name === 'QuotaExceededError') {
+      console.warn(`the download cache is full; ${fileOf(url)} is read from the network`);
+      return loaded || total;
+    }
+    throw cut();
   }
+  fresh.add(url);
   blobs.delete(url);
-  if (total && loaded !== total && !res.headers.get('content-encoding')) {
+  const kept = await cachedBlob(url);
+  const problem = kept ? await incomplete(url, kept, total, res.headers.get('content-encoding') !== null) : null;
+  if (problem) {
     await (await caches.open(CACHE_NAME)).delete(url);
-    throw new DownloadError(url, `got ${loaded} bytes of ${total} (connection cut?)`);
+    blobs.delete(url);
+    fresh.delete(url);
+    throw new DownloadError(url, problem);
   }
-  return loaded;
+  return kept?.size ?? loaded;
 }
 
 /** A download that failed for a network or HTTP reason. */
 export class DownloadError extends Error {
   constructor(readonly url: string, detail: string) {
-    super(`[download] ${url}: ${detail}`);
+    super(`${fileOf(url)} (${url}): ${detail}`);
     this.name = 'DownloadError';
   }
 }

@@ -18,7 +18,8 @@ export interface Explained {
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function explain(e: unknown): Explained {
-  const detail = message(e);
+  // The library's errors start with the operation's tag ("[load] ..."): useful in logs, noise to a reader.
+  const detail = message(e).replace(/^(\[[\w .-]+\] )+/, '');
   if (e instanceof DOMException && e.name === 'AbortError') return { kind: 'aborted', title: 'Stopped.', detail: '', reload: false };
   if (e instanceof DeviceLostError) {
     return { kind: 'device-lost', title: 'The GPU device was lost', detail: `${detail}. The driver was reset or the tab lost its GPU; reload the page to continue.`, reload: true };
@@ -48,8 +49,9 @@ export function explain(e: unknown): Explained {
   if (e instanceof DownloadError) {
     return { kind: 'download', title: 'Download failed', detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
   }
+  // Requests that got no answer are DownloadErrors naming the file (strictFetch); this is a body cut mid-read.
   if (e instanceof TypeError && /fetch|network|load failed/i.test(detail)) {
-    return { kind: 'download', title: 'Download failed', detail: `${detail}. Offline, a wrong URL, or the server does not allow cross-origin requests (CORS).`, reload: false };
+    return { kind: 'download', title: 'Download failed', detail: `${detail}: the connection failed while reading a file (offline, or the server went away); try again.`, reload: false };
   }
   if (e instanceof DOMException && e.name === 'QuotaExceededError') {
     return { kind: 'quota', title: 'Browser storage is full', detail: `${detail}. Clear the download cache or free disk space.`, reload: false };

@@ -1,6 +1,8 @@
 // The generation panel: prompt, conditions, sampling settings, dtype and KV cache; streams text into a
-// fixed-height output and reports prompt and decode speed. Stop aborts through generate's signal.
+// fixed-height output and reports prompt and decode speed. Stop aborts through generate's signal (generate
+// returns at once, dropping the steps still queued on the GPU). Also: copy the output, list the prompt's tokens.
 import { generate } from '../src/hrm/generate.ts';
+import { formatPrompt } from '../src/hrm/prompt.ts';
 import type { ActDtype } from '../src/hrm/cache.ts';
 import { InputError } from '../src/tensor/errors.ts';
 import { App, kvFromSelects } from './app.ts';
@@ -52,6 +54,7 @@ async function runGeneration(app: App): Promise<void> {
         }
       }
       output.dataset.state = 'done';
+      if (signal.aborted) stats.textContent = stats.textContent.replace(/aborted$/, 'stopped');
     } catch (e) {
       output.dataset.state = 'error';
       stats.textContent = '';
@@ -60,6 +63,42 @@ async function runGeneration(app: App): Promise<void> {
       output.setAttribute('aria-busy', 'false');
     }
   });
+  // Stop's button is disabled now: keep the keyboard user on the panel.
+  if (document.activeElement === document.body || document.activeElement?.id === 'gen-stop') $('generate').focus();
+}
+
+/** The prompt as the model reads it, one token per item: id and text (whitespace shown as is). */
+function showTokens(app: App): void {
+  const list = $('tokens');
+  const summary = $('tokens-summary');
+  try {
+    const lm = app.lm;
+    if (!lm?.tokenizer) throw new InputError('tokens', 'this model has no tokenizer.json');
+    const formatted = formatPrompt($<HTMLTextAreaElement>('prompt').value, conditionString(), { chatTemplate: lm.chatTemplate });
+    const ids = lm.tokenizer.encode(formatted);
+    const shown = ids.slice(0, 2000);
+    list.replaceChildren(...shown.map((id) => {
+      const li = document.createElement('li');
+      const n = document.createElement('span');
+      n.className = 'id';
+      n.textContent = String(id);
+      li.append(n, lm.tokenizer!.decode([id]));
+      return li;
+    }));
+    summary.textContent = `${ids.length} token${ids.length === 1 ? '' : 's'}${ids.length > shown.length ? ` (the first ${shown.length} shown)` : ''}.`;
+    app.clearError('generate');
+  } catch (e) {
+    app.showError(e, 'generate');
+  }
+}
+
+async function copyOutput(app: App): Promise<void> {
+  try {
+    await navigator.clipboard.writeText($('output').textContent ?? '');
+    $('gen-stats').textContent = 'Output copied.';
+  } catch (e) {
+    app.showError(new InputError('copy', `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`), 'generate');
+  }
 }
 
 export function initGeneratePanel(app: App): void {
@@ -71,9 +110,16 @@ export function initGeneratePanel(app: App): void {
   $('prompt').addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); $<HTMLFormElement>('gen-form').requestSubmit(); }
   });
-  $('gen-stop').addEventListener('click', () => app.stop());
+  $('gen-stop').addEventListener('click', () => {
+    $('gen-stats').textContent = 'Stopping…';
+    app.stop();
+  });
+  $('copy-output').addEventListener('click', () => void copyOutput(app));
+  $('show-tokens').addEventListener('click', () => showTokens(app));
   app.onChange(() => {
     $<HTMLButtonElement>('generate').disabled = app.job !== null || app.lm === null;
     $<HTMLButtonElement>('gen-stop').disabled = app.job !== 'generate';
+    $<HTMLButtonElement>('show-tokens').disabled = app.lm === null;
+    $<HTMLButtonElement>('copy-output').disabled = app.job === 'generate' || !$('output').textContent;
   });
 }

@@ -3,7 +3,7 @@
 import { Gpu } from '../src/tensor/gpu.ts';
 import { App, KV_CHOICES } from './app.ts';
 import { $ } from './dom.ts';
-import { initModelPanel, isSoftwareAdapter, openModel, refreshCacheUsage, showAdapter, updateMemory } from './model-panel.ts';
+import { initModelPanel, isSoftwareAdapter, openModel, refreshCacheUsage, showAdapter, startSource, updateMemory } from './model-panel.ts';
 import { initGeneratePanel } from './generate-panel.ts';
 import { initRefractPanel } from './refract-panel.ts';
 import { embeddedSource } from './sources.ts';
@@ -21,6 +21,9 @@ async function main(): Promise<void> {
   fillKvSelects();
   $('banner-close').addEventListener('click', () => app.hideBanner());
   $('banner-reload').addEventListener('click', () => location.reload());
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && !$('banner').hidden) app.hideBanner();
+  });
   initModelPanel(app);
   initGeneratePanel(app);
   initRefractPanel(app);
@@ -42,7 +45,10 @@ async function main(): Promise<void> {
     $<HTMLInputElement>('kld-ctx').value = '64';
     $('refract-cpu').hidden = false;
   }
-  await openModel(app, embeddedSource());
+  // The last model loaded from a URL comes back (from the download cache); the embedded one when it cannot.
+  const first = await startSource();
+  await openModel(app, first);
+  if (!app.lm && first.kind !== 'embedded') await openModel(app, embeddedSource());
   updateMemory(app);
   $('prompt').focus();
 }

@@ -7,8 +7,38 @@ import type { ActDtype } from '../src/hrm/cache.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { fmtBytes, memoryPlan, weightFiles, WontFitError } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, prefetch } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
+
+/** Where the last model loaded from a URL (or "embedded") is remembered across reloads. */
+const LAST_MODEL = 'hrm-webgpu-demo.last-model';
+
+/**
+ * The source to open on start: the last URL model loaded when it is still in the download cache (a reload must not
+ * start a download of gigabytes), else the embedded one (with the URL filled in, to load it by hand).
+ */
+export async function startSource(): Promise<ModelSource> {
+  let url: string | null = null;
+  try { url = localStorage.getItem(LAST_MODEL); } catch { /* storage blocked: start on the embedded model */ }
+  if (url && url !== 'embedded') {
+    try {
+      $<HTMLInputElement>('model-url').value = url;
+      const src = urlSource(url);
+      if (await isCached(`${src.base}/config.json`)) return src;
+    } catch { /* a stale entry: ignore it */ }
+  }
+  return embeddedSource();
+}
+
+function remember(source: ModelSource): void {
+  const v = source.kind === 'url' ? source.base : source.kind === 'embedded' ? 'embedded' : null;
+  try { if (v) localStorage.setItem(LAST_MODEL, v); } catch { /* storage blocked: nothing to remember with */ }
+}
+
+/** Optional WebGPU features the kernels could use, as the adapter offers them and the device got them. */
+const GPU_FEATURES: ReadonlyArray<[string, string]> = [
+  ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
+];
 
 /** What the memory table describes: the loaded model, or one being checked before its download. */
 let sizing: { config: HrmConfig; weights: number; exactWeights: boolean } | null = null;
@@ -22,17 +52,21 @@ export function isSoftwareAdapter(gpu: Gpu): boolean {
 
 export function showAdapter(gpu: Gpu): void {
   const s = gpu.summary;
-  const has = (f: string) => (s.features.includes(f) ? 'yes' : 'no');
+  const offered = new Set<string>(gpu.adapter.features);
+  const enabled = new Set<string>(gpu.device.features);
+  const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : offered.has(f) ? 'offered, not requested' : 'no');
   fillKv($('adapter'), [
     ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
     ['software adapter', isSoftwareAdapter(gpu) ? 'yes (runs on the CPU: slow)' : 'no'],
-    ['shader-f16', has('shader-f16')], ['subgroups', has('subgroups')], ['timestamp-query', has('timestamp-query')],
+    ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
+    // The model's kernels need no optional feature yet: say which path runs rather than imply a faster one.
+    ['kernel path', 'portable f32 kernels (bf16 rounding emulated); no optional feature used', 'gpu-path'],
     ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
   ]);
   fillTable($('limits'), Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
 }
 
-function status(text: string, state: 'loading' | 'ready' | 'error' | 'idle'): void {
+function status(text: string, state: 'loading' | 'ready' | 'kept' | 'error' | 'idle'): void {
   const el = $('model-status');
   el.textContent = text;
   el.dataset.state = state;
@@ -84,6 +118,7 @@ export async function refreshCacheUsage(): Promise<void> {
 export async function openModel(app: App, source: ModelSource): Promise<void> {
   const before = app.lm?.name;
   const ok = await app.run('load', async (signal) => {
+    trackNewEntries();
     const gpu = app.gpu!;
     const files = source.files;
     setProgress($('dl-progress'), $('dl-text'), 0, 0);
@@ -100,7 +135,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
       const total = wf.total;
       let done = 0;
       for (let i = 0; i < wf.names.length; i++) {
-        status(`Downloading ${wf.names[i]} (${i + 1}/${wf.names.length})…`, 'loading');
+        status(`Downloading ${wf.names[i]} (${i + 1}/${wf.names.length})… (Cancel download stops it)`, 'loading');
         await prefetch(`${source.base}/${wf.names[i]}`, (l) => setProgress($('dl-progress'), $('dl-text'), done + l, total), signal);
         done += wf.sizes[i];
       }
@@ -118,16 +153,25 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   });
   if (ok) {
     status(`Ready: ${app.lm!.name}`, 'ready');
+    remember(source);
     if (source.kind === 'url') void refreshCacheUsage();
-  } else if (app.lm) {
+    return;
+  }
+  const cancelled = app.lastStopped;
+  // A failed load keeps nothing it cached: a retry downloads again.
+  const evicted = await evictNewEntries().catch(() => []);
+  if (evicted.length) void refreshCacheUsage();
+  if (cancelled) $('load-url').focus();
+  const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}${evicted.length ? ` (took ${evicted.join(', ')} out of the download cache)` : ''}`;
+  if (app.lm) {
     const lm = app.lm;
     sizing = { config: lm.config, weights: lm.model.weights.bytes, exactWeights: true };
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
     describeModel(lm.name, lm.config);
     updateMemory(app);
-    status(`Could not load ${source.files.name}; still using ${before ?? lm.name}.`, 'ready');
+    status(`${what}; still using ${before ?? lm.name}.`, 'kept');
   } else {
-    status(`Could not load ${source.files.name}.`, 'error');
+    status(`${what}.`, 'error');
   }
 }
 
@@ -137,7 +181,7 @@ export function initModelPanel(app: App): void {
     const raw = $<HTMLInputElement>('model-url').value;
     if (!raw.trim()) { $('model-url').focus(); return; }
     let src: ModelSource;
-    try { src = urlSource(raw); } catch (e) { app.showError(e); return; }
+    try { src = urlSource(raw); } catch (e) { app.showError(e, 'load'); return; }
     void openModel(app, src);
   });
   $('load-embedded').addEventListener('click', () => void openModel(app, embeddedSource()));
@@ -157,10 +201,14 @@ export function initModelPanel(app: App): void {
     if (!ev.dataTransfer || app.job) return;
     droppedFiles(ev.dataTransfer).then(({ files, name }) => {
       if (files.length) void openModel(app, folderSource(files, name));
-    }, (e) => app.showError(e));
+    }, (e) => app.showError(e, 'load'));
+  });
+  $('load-cancel').addEventListener('click', () => {
+    status('Cancelling…', 'loading');
+    app.stop();
   });
   $('clear-cache').addEventListener('click', async () => {
-    try { await clearCache(); } catch (e) { app.showError(e); }
+    try { await clearCache(); } catch (e) { app.showError(e, 'load'); }
     await refreshCacheUsage();
   });
   const ctx = $<HTMLInputElement>('mem-ctx');
@@ -169,5 +217,6 @@ export function initModelPanel(app: App): void {
   app.onChange(() => {
     const busy = app.job !== null;
     for (const id of ['load-url', 'load-embedded', 'folder-input']) ($(id) as HTMLButtonElement | HTMLInputElement).disabled = busy;
+    $<HTMLButtonElement>('load-cancel').disabled = app.job !== 'load';
   });
 }

@@ -1,11 +1,15 @@
 // The REFRACT panel: KLD@D between a reference and a candidate KV cache on the bundled Brown corpus or pasted
-// text (mean KLD, score, band, per-position KL plot), and optionally the trajectory axis on a few bundled prompts.
+// text (mean KLD, score, band, per-position KL plot). With the trajectory axis ticked it is a whole REFRACT score
+// (runRefract, as `refract score` runs it), downloadable as the CLI's JSON and HTML reports.
 import { HrmBackend } from '../src/refract/hrm-backend.ts';
 import { brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from '../src/refract/corpus.ts';
-import { kldToScore } from '../src/refract/axes/kld.ts';
-import { runTrajectory } from '../src/refract/axes/trajectory.ts';
-import { band, compositeScore } from '../src/refract/score.ts';
+import { runKld, type KldAxisResult } from '../src/refract/axes/kld.ts';
+import { runRefract } from '../src/refract/runner.ts';
+import { band } from '../src/refract/score.ts';
 import { PROMPTS_V01 } from '../src/refract/prompts.ts';
+import { toJsonString, type RefractReport } from '../src/refract/report/json.ts';
+import { renderHtmlReport } from '../src/refract/report/html.ts';
+import { ABORTED, orAborted } from '../src/hrm/generate.ts';
 import type { ActDtype } from '../src/hrm/cache.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, intInput, setProgress } from './dom.ts';
@@ -26,12 +30,31 @@ async function brown(tokens: number): Promise<{ text: string; label: string }> {
   return { text, label: `Brown ${BROWN_DOCUMENTS[0]}..${BROWN_DOCUMENTS[docs - 1]}` };
 }
 
+/** The last whole report (trajectory + KLD), for the download buttons. */
+let report: RefractReport | null = null;
+
+const PLOT_PLACEHOLDER = 'The per-position KL plot appears here.';
+
+function clearResult(): void {
+  report = null;
+  $('refract-result').replaceChildren();
+  const plot = $('kl-plot');
+  const p = document.createElement('p');
+  p.className = 'hint';
+  p.textContent = PLOT_PLACEHOLDER;
+  plot.replaceChildren(p);
+  plot.setAttribute('aria-label', 'Per-position KL plot (run REFRACT to draw it)');
+}
+
+/** Seconds as "9 s" / "2 min". */
+const secs = (s: number) => (s < 90 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 60)} min`);
+
 async function runRefractPanel(app: App): Promise<void> {
   const result = $('refract-result');
-  const plot = $('kl-plot');
   const bar = $<HTMLProgressElement>('refract-progress');
   const msg = $('refract-status');
-  await app.run('refract', async (signal) => {
+  clearResult();
+  const ok = await app.run('refract', async (signal) => {
     const chunks = intInput('kld-chunks', 1, 10_000);
     const ctx = intInput('kld-ctx', 2, 1 << 20);
     const ref = kvFromSelects('ref-k', 'ref-v');
@@ -42,56 +65,113 @@ async function runRefractPanel(app: App): Promise<void> {
     const { lm, model } = app.model($<HTMLSelectElement>('dtype').value as ActDtype);
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
     result.dataset.state = 'running';
-    result.replaceChildren();
     msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
     const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' } : await brown(chunks * ctx);
     const steps = chunks + 2 * nPrompts;
     setProgress(bar, msg, 0, steps, 'steps');
     const backend = new HrmBackend({ ...lm, model }, { condition: conditionString() });
-    const r = await backend.runKld({
-      model: lm.name, corpus: corpus.text, refKv: ref.label, candKv: cand.label, chunks, ctx, perPosition: true, signal,
-      onChunk: (d, t) => { setProgress(bar, msg, d, steps, 'steps'); msg.textContent = `KLD chunk ${d}/${t}`; },
-    });
-    const kldScore = kldToScore(r.meanKld);
-    const kldBand = band(kldScore);
+    const t0 = performance.now();
+    let kldStart = 0;
+    let kldDone = 0;
+    const progress = (stage: string, d: number, t: number, eta: number | null, before: number) => {
+      setProgress(bar, msg, before + d, steps, 'steps');
+      msg.textContent = `${stage} ${d}/${t}${eta !== null && d < t ? `, about ${secs(eta)} left` : ''}`;
+    };
+    const work: Promise<RefractReport | KldAxisResult> = traj
+      ? runRefract({
+        backend, model: lm.name, reference: ref.label, candidate: cand.label, prompts: PROMPTS_V01.slice(0, nPrompts), nPredict: nTokens,
+        corpus, chunks, ctx, signal, reproCommand: '(hrm-webgpu demo)',
+        onProgress: (stage, d, t, eta) => {
+          // The KLD stage starts when the last trajectory decode ends.
+          if (stage === 'kld') kldDone = d; else kldStart = performance.now();
+          progress(stage === 'kld' ? 'KLD chunk' : 'trajectory decode', d, t, eta, stage === 'kld' ? 2 * nPrompts : 0);
+        },
+      })
+      : runKld(backend, {
+        model: lm.name, reference: ref.label, candidate: cand.label, corpus: corpus.text, corpusLabel: corpus.label, chunks, ctx, signal,
+        onProgress: (d, t) => {
+          kldDone = d;
+          const pace = (performance.now() - t0) / 1000 / Math.max(d, 1);
+          progress('KLD chunk', d, t, d > 0 ? pace * (t - d) : null, 0);
+        },
+      });
+    // Stop returns at once: the chunk on the GPU finishes by itself and is dropped.
+    const r = await orAborted(work, signal);
+    if (r === ABORTED) throw signal.reason;
+    const full = 'axes' in r ? r : null;
+    const kld = 'axes' in r ? r.axes.kld : r;
+    if (kldDone > 0) noteChunkTime(((performance.now() - (kldStart || t0)) / 1000) / kldDone, ctx);
+    const kldBand = full ? full.axes.kld.band : band(kld.score);
     const rows: Array<[string, string] | [string, string, string]> = [
       ['reference → candidate', `${ref.label} → ${cand.label} (${model.dtype} activations)`],
-      ['text', `${corpus.label}: ${r.chunks} chunk${r.chunks > 1 ? 's' : ''} × ${r.ctx} tokens`],
-      ['mean KLD', `${r.meanKld.toExponential(3)} nats`, 'kld-value'],
-      ['KLD score', kldScore.toFixed(2), 'kld-score'],
-      ['band', kldBand, 'kld-band'],
-      ...(r.sameToppPct != null ? [['same top-1', `${r.sameToppPct.toFixed(2)} %`] as [string, string]] : []),
+      ['text', `${corpus.label}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
+      ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
+      ['KLD score', kld.score.toFixed(2), 'kld-score'],
+      ['KLD band', kldBand, 'kld-band'],
+      ...(kld.same_topp_pct != null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ];
-    const show = (extra: Array<[string, string]>) => {
-      fillKv(result, [...rows, ...extra]);
-      $('kld-band').classList.add('band', `band-${kldBand}`);
-    };
-    show([]);
-    result.dataset.meanKld = String(r.meanKld);
-    if (r.perPosition) await renderKlPlot(plot, r.perPosition, r.ctx);
-    if (traj) {
-      const t = await runTrajectory(backend, {
-        model: lm.name, reference: ref.label, candidate: cand.label, prompts: PROMPTS_V01.slice(0, nPrompts), nPredict: nTokens, signal,
-        onProgress: (d) => { setProgress(bar, msg, chunks + d, steps, 'steps'); msg.textContent = `trajectory decode ${d}/${2 * nPrompts}`; },
-      });
-      const comp = compositeScore({ kld: kldScore, gtm: t.score });
-      show([
+    if (full) {
+      const t = full.axes.gtm;
+      rows.push(
         ['trajectory score', `${t.score.toFixed(2)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`],
-        ['composite', `${comp.composite.toFixed(2)} (${comp.band})`],
-      ]);
+        ['composite score', full.composite.toFixed(2), 'composite-score'],
+        ['composite band', full.band, 'composite-band'],
+      );
     }
-    msg.textContent = 'Done.';
+    fillKv(result, rows);
+    $('kld-band').classList.add('band', `band-${kldBand}`);
+    if (full) $('composite-band').classList.add('band', `band-${full.band}`);
+    result.dataset.meanKld = String(kld.mean_kld);
+    if (kld.per_position_kld) await renderKlPlot($('kl-plot'), kld.per_position_kld.map((x) => x ?? NaN), kld.ctx);
+    report = full;
+    msg.textContent = full ? 'Done.' : 'Done (tick the trajectory axis for a whole REFRACT score and its report files).';
     result.dataset.state = 'done';
     return true;
-  }).then((ok) => { if (!ok) { result.dataset.state = 'error'; msg.textContent = ''; } });
+  });
+  if (!ok) {
+    const stopped = app.lastStopped;
+    result.dataset.state = stopped ? 'stopped' : 'error';
+    msg.textContent = stopped ? 'Stopped.' : 'Failed (see the message below).';
+    clearResult();
+    if (stopped) $('refract-run').focus();
+  }
+  app.changed();
 }
+
+/** On a CPU adapter the hint says what a chunk took here (not a guess). */
+function noteChunkTime(seconds: number, ctx: number): void {
+  const hint = $('refract-cpu');
+  if (hint.hidden) return;
+  hint.textContent = `This adapter runs on the CPU, so the defaults below are smaller; one KLD chunk of ${ctx} tokens took ${seconds.toFixed(1)} s here.`;
+}
+
+function download(name: string, type: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+const fileStem = (r: RefractReport) => `refract-${r.candidate.replace(/[^\w.-]+/g, '_')}`;
 
 export function initRefractPanel(app: App): void {
   $('refract-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     void runRefractPanel(app);
   });
-  $('refract-stop').addEventListener('click', () => app.stop());
+  $('refract-stop').addEventListener('click', () => {
+    $('refract-status').textContent = 'Stopping…';
+    app.stop();
+  });
+  $('dl-json').addEventListener('click', () => { if (report) download(`${fileStem(report)}.json`, 'application/json', toJsonString(report) + '\n'); });
+  $('dl-html').addEventListener('click', () => {
+    const r = report;
+    if (r) renderHtmlReport(r).then((html) => download(`${fileStem(r)}.html`, 'text/html', html), (e) => app.showError(e, 'refract'));
+  });
   // Typing into the text box picks "pasted text".
   $('pasted').addEventListener('input', () => {
     const radio = document.querySelector<HTMLInputElement>('input[name=corpus][value=pasted]');
@@ -100,5 +180,6 @@ export function initRefractPanel(app: App): void {
   app.onChange(() => {
     $<HTMLButtonElement>('refract-run').disabled = app.job !== null || app.lm === null;
     $<HTMLButtonElement>('refract-stop').disabled = app.job !== 'refract';
+    $<HTMLButtonElement>('dl-json').disabled = $<HTMLButtonElement>('dl-html').disabled = report === null || app.job === 'refract';
   });
 }

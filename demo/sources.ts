@@ -1,6 +1,7 @@
 // Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
 import { fileListFiles, urlFiles, type ModelFiles } from '../src/hrm/files.ts';
+import { FormatError } from '../src/tensor/errors.ts';
 import { cachedFetch, strictFetch } from './cached-fetch.ts';
 
 export interface ModelSource {
@@ -13,9 +14,37 @@ export interface ModelSource {
 
 export const EMBEDDED_NAME = 'hrm-text-brown-6m (embedded)';
 
+const INDEX = 'model.safetensors.index.json';
+
+/**
+ * A model's files as the demo reads them: each file asked for once (the memory check and the loader read the
+ * same ones); the sharded index probed only when there is no model.safetensors (a probe that misses is a 404 the
+ * browser logs as an error); a missing config.json said plainly, with where it was looked for.
+ */
+export function probedFiles(files: ModelFiles, missing: string): ModelFiles {
+  const texts = new Map<string, ReturnType<ModelFiles['text']>>();
+  const bytes = new Map<string, ReturnType<ModelFiles['bytes']>>();
+  const memo = <T>(m: Map<string, Promise<T>>, f: string, get: () => Promise<T>) => {
+    let p = m.get(f);
+    if (!p) { p = get(); m.set(f, p); p.catch(() => m.delete(f)); }
+    return p;
+  };
+  const byteSource = (f: string) => memo(bytes, f, () => files.bytes(f));
+  return {
+    name: files.name,
+    text: (f) => memo(texts, f, async () => {
+      if (f === INDEX && (await byteSource('model.safetensors'))) return null;
+      const t = await files.text(f);
+      if (t === null && f === 'config.json') throw new FormatError('load', `${files.name}/config.json: ${missing}`);
+      return t;
+    }),
+    bytes: byteSource,
+  };
+}
+
 export function embeddedSource(): ModelSource {
   const base = new URL('models/hrm-text-brown-6m', document.baseURI).href;
-  return { files: { ...urlFiles(base, { fetch: strictFetch }), name: EMBEDDED_NAME }, kind: 'embedded' };
+  return { files: probedFiles({ ...urlFiles(base, { fetch: strictFetch }), name: EMBEDDED_NAME }, 'not found (404)'), kind: 'embedded' };
 }
 
 /**
@@ -41,7 +70,7 @@ export function normalizeModelUrl(raw: string): string {
 
 export function urlSource(raw: string): ModelSource {
   const base = normalizeModelUrl(raw);
-  return { files: urlFiles(base, { fetch: cachedFetch }), kind: 'url', base };
+  return { files: probedFiles(urlFiles(base, { fetch: cachedFetch }), 'not found (404): is this the folder that holds the model\'s files?'), kind: 'url', base };
 }
 
 /** Files from a picker or a drop; the shallowest file wins when names repeat in sub-folders. */
@@ -49,7 +78,10 @@ export function folderSource(files: File[], name?: string): ModelSource {
   const depth = (f: File) => (f.webkitRelativePath || f.name).split('/').length;
   const sorted = [...files].sort((a, b) => depth(b) - depth(a));
   const top = files.find((f) => f.webkitRelativePath)?.webkitRelativePath.split('/')[0];
-  return { files: fileListFiles(sorted, name ?? top ?? `${files.length} files`), kind: 'folder' };
+  const names = files.map((f) => f.name);
+  const shown = names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ');
+  const label = name ?? top ?? (files.length === 1 ? files[0].name : `${files.length} files`);
+  return { files: probedFiles(fileListFiles(sorted, label), `not among the files given (${shown}); a model folder holds config.json, tokenizer.json and the safetensors`), kind: 'folder' };
 }
 
 /** Every file under the dropped items (folders walked recursively, deepest first), and the first folder's name. */

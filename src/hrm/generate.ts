@@ -53,6 +53,23 @@ async function readAndDispose(t: Tensor): Promise<Float32Array> {
   try { return await t.readF32(); } finally { t.dispose(); }
 }
 
+/** Returned by `orAborted` when the signal fired first. */
+export const ABORTED: unique symbol = Symbol('aborted');
+
+/**
+ * `p`'s value, or ABORTED as soon as `signal` aborts. Submitted GPU work cannot be cancelled, so a stopped caller
+ * returns at once and leaves `p` to finish on its own (its outcome is dropped).
+ */
+export function orAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | typeof ABORTED> {
+  if (!signal) return p;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** Stream a completion. */
 export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null, prompt: string, opts: GenerateOptions = {}): AsyncGenerator<GenerateEvent> {
   if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
@@ -73,10 +90,11 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
   let steps: Stepper | null = null;
   try {
     const t0 = now();
-    const first = await readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' }));
+    const first = await orAborted(readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' })), opts.signal);
     const t1 = now();
-    let tok = sampler.sample(first);
-    steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok, maxTokens - 1);
+    // Stopped during the prefill: the loop below ends at once.
+    let tok = first === ABORTED ? -1 : sampler.sample(first);
+    if (first !== ABORTED) steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok, maxTokens - 1);
     let tDecode = t1;
     let decodeForwards = 0;
     for (;;) {
@@ -99,7 +117,9 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
       }
       if (out.length >= maxTokens || ids.length + decodeForwards >= cache.capacity) break;
       if (out.length === 1) tDecode = now();
-      tok = await steps.next();
+      const next = await orAborted(steps!.next(), opts.signal);
+      if (next === ABORTED) { stopReason = 'aborted'; break; }
+      tok = next;
       decodeForwards++;
     }
     if (stopReason !== 'stop_string') {
@@ -111,12 +131,14 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
       type: 'done', text,
       stats: {
         promptTokens: ids.length, promptMs: t1 - t0, decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
-        ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps.path,
+        ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps?.path ?? { recorded: 'stopped during the prefill' },
       },
     };
   } finally {
-    await steps?.close();
-    cache.dispose();
+    const drained = steps?.close() ?? Promise.resolve();
+    // Stopped: return now and drop the queued steps; they finish on the GPU and the cache is freed after them.
+    if (opts.signal?.aborted) void drained.catch(() => {}).finally(() => cache.dispose());
+    else { await drained; cache.dispose(); }
   }
 }
 
@@ -135,8 +157,16 @@ class Stepper {
     if (this.graph?.mode === 'greedy') this.chain = greedySteps(this.graph, last, left);
   }
 
+  /** The step in flight, which close() waits for (a stopped caller stops waiting for it, close() does not). */
+  private pending: Promise<number> | null = null;
+
   /** The token after the last one returned (or the prefill's). */
-  async next(): Promise<number> {
+  next(): Promise<number> {
+    this.pending = this.step();
+    return this.pending;
+  }
+
+  private async step(): Promise<number> {
     if (this.chain) {
       const r = await this.chain.next();
       if (r.done) throw new InputError('generate', 'asked for more decode steps than the cache holds');
@@ -151,6 +181,7 @@ class Stepper {
 
   /** Wait for steps still queued, then free the graph. */
   async close(): Promise<void> {
+    await this.pending?.catch(() => {});
     await this.chain?.return(undefined);
     this.graph?.dispose();
   }

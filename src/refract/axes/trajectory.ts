@@ -72,9 +72,12 @@ export async function runTrajectory(backend: Backend, o: TrajectoryAxisOptions):
   const decodeAll = async (kv: string): Promise<number[][]> => {
     const out: number[][] = [];
     for (const p of o.prompts) {
+      o.signal?.throwIfAborted();
       const r = await backend.runCompletionTrajectory({
         model: o.model, prompt: p.prompt, kvConfig: kv, nPredict, ctx: o.ctx ?? DEFAULTS.ctx, seed: o.seed ?? DEFAULTS.seed, signal: o.signal,
       });
+      // A stopped completion ends early: its tokens are not a trajectory to score.
+      o.signal?.throwIfAborted();
       out.push([...r.tokenIds]);
       o.onProgress?.(++done, total);
     }
