@@ -10,7 +10,7 @@ import type { Gpu } from '../../src/tensor/gpu.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../src/kernels/attention/kvcache.ts';
-import { appendQuantized, quantKV } from '../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { headsRef, sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { rope } from '../../src/kernels/rope/rope.ts';

@@ -6,7 +6,8 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import type { Round } from '../../src/kernels/attention/types.ts';
-import { appendQuantized, dequantize, quantKV, quantize } from '../../src/kernels/quant/quant.ts';
+import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import {
   QUANT_BITS, dequantizeRef, quantizeGroupRef, quantizeRef, roundTo, unpackLevel, type QuantRules,
 } from '../../src/kernels/quant/quant.ref.ts';

@@ -3,16 +3,16 @@
 // does a step's queries and cache writes (full or quantized sides) in one dispatch.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
-import { checkQuantKV } from '../quant/quant.ts';
-import type { FullKV, KVSide, Round } from './types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
+import { checkQuantKV } from './kvquant.ts';
+import type { FullKV, KVSide } from './types.ts';
 
 const HEADS_F32 = new Kernel('attention/kvcache.wgsl', 'heads_f32');
 const HEADS_BF16 = new Kernel('attention/kvcache.wgsl', 'heads_bf16');
 const ROPE_APPEND = new Kernel('attention/rope_append.wgsl', 'rope_append');
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 /** Which column block of gqkv [S, 4*H*D] holds what. */
 const BLOCK = { gate: 0, q: 1, k: 2, v: 3 } as const;
@@ -75,14 +75,15 @@ export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tens
   const q = Tensor.empty(gpu, [l.heads, l.seq, l.dim], 'f32', `${op}.q`);
   const n = l.heads * l.seq * l.dim;
   const groups = (side: AppendSide) => (side.bits ? n / 64 : 0);
-  const none = placeholders(gpu);
+  // Distinct stand-ins for a full side's scales/biases: writable bindings of one dispatch must not alias.
+  const none = (name: string) => placeholder(gpu, `ropeAppend.no_${name}`, 'f32');
   // Workgroups of 64: pairs of elements first, then one per quantized group.
   const workgroups = Math.ceil(n / 2 / 64) + groups(k) + groups(v);
   ROPE_APPEND.dispatch(gpu, {
     bindings: {
       src: gqkv, q_out: q,
-      kd: k.data, ks: k.scales ?? none.ks, kb: k.biases ?? none.kb,
-      vd: v.data, vs: v.scales ?? none.vs, vb: v.biases ?? none.vb,
+      kd: k.data, ks: k.scales ?? none('ks'), kb: k.biases ?? none('kb'),
+      vd: v.data, vs: v.scales ?? none('vs'), vb: v.biases ?? none('vb'),
     },
     uniforms: {
       n_pairs: n / 2, k_groups: groups(k), v_groups: groups(v), seq: l.seq, hd: l.dim, width: l.heads * l.dim,
@@ -111,18 +112,6 @@ function appendSide(op: string, name: 'k' | 'v', side: KVSide, l: Layout, o: Hea
     throw new ShapeError(op, `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache '${side.q.label}' [${side.q.shape.join(', ')}]`);
   }
   return { mode: 2, data: side.q, scales: side.scales, biases: side.biases, bits: side.bits, cap };
-}
-
-const dummies = new WeakMap<Gpu, Record<'ks' | 'kb' | 'vs' | 'vb', Tensor>>();
-
-/** Distinct one-word stand-ins for a full side's scales/biases (writable bindings, never touched). */
-function placeholders(gpu: Gpu): Record<'ks' | 'kb' | 'vs' | 'vb', Tensor> {
-  let d = dummies.get(gpu);
-  if (!d) {
-    const one = (name: string) => Tensor.from(gpu, [0], [1], 'f32', `ropeAppend.no_${name}`);
-    dummies.set(gpu, (d = { ks: one('ks'), kb: one('kb'), vs: one('vs'), vb: one('vb') }));
-  }
-  return d;
 }
 
 /** cache[h, offset + s, :] = src[h, s, :] for src f32 [H, S, D] (stored as bf16 rounding in a bf16 cache). */

@@ -5,7 +5,7 @@ import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
-import type { Round } from '../attention/types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
 
 // The model imports its linear layers from here too.
 export { matmul, type MatmulOptions } from '../matmul/matmul.ts';
@@ -24,7 +24,6 @@ const K = {
   argmax: new Kernel(ROWS, 'argmax_rows'),
 };
 const WG = 64;
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 const TABLE_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
 export interface RoundOptions { round?: Round }
