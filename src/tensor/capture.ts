@@ -2,24 +2,25 @@
 // (`replay`), without running the JavaScript that recorded it. hrm/decode.ts records a decode step this way and
 // replays it every token.
 //
-// What a replay relies on, and where each is checked:
-//  - Bind groups name exact buffers. A capture keeps every buffer it allocated (`claim` takes them out of the
-//    pool, `release` gives them back), so no later allocation is handed one of them; buffers it did not allocate
-//    belong to live tensors (weights, the cache, the step's input ids) that outlive the capture.
-//    tests/hrm/decode.test.ts "replayed logits equal recorded ones at every position" (also with ordinary
-//    forwards running between replays: the cache test "stays usable by ordinary forwards").
+// What a replay relies on, and where each is checked (tests/hrm/decode.test.ts unless named):
+//  - Buffer identity: bind groups name exact buffers. A capture keeps every buffer it allocated (`Gpu.claim`
+//    takes them out of the pool, `release` gives them back), so no later allocation is handed one; the buffers it
+//    did not allocate belong to live tensors (weights, the cache, the step's ids) that outlive it. Checked by
+//    "replayed logits equal recorded ones at every position" and "greedy steps chain on the GPU" (ordinary
+//    forwards run between and after replays).
 //  - Pool order: `Gpu.allocate` hands out the oldest free buffer of a size, so the same sequence of allocations
-//    gets the same buffers, and two captures of one step bind the same ones (equal `key`s). DecodeGraph.tryBuild
-//    compares the captures at three positions and refuses when they differ.
-//  - Uniform words: only words that move linearly with the position (offset, kv_len, pos0, ...) may differ between
-//    positions; the replaying code patches them (decode.ts `linearPatches`, checked at the next, the one after
-//    and the last position). Pipelines, workgroup counts and uploads must not move at all (`sameStructure`).
+//    gets the same buffers and two captures of one step bind the same ones (equal `key`s). DecodeGraph.tryBuild
+//    captures at three positions and refuses when pipelines, keys or workgroups differ (decode.ts sameStructure).
+//  - Uniform words: only words that move linearly with the position (offset, kv_len, pos0) may differ; the
+//    replaying code patches them (decode.ts linearPatches, checked at the next, the one after and the last
+//    position). The kernels keep everything else fixed by the cache capacity: tests/kernels/sdpa, qsdpa and
+//    kvcache ("depends on the capacity only", expectSameStructure with only kv_len / offset varying).
 //  - Uploads made while capturing (`Gpu.write`) are redone, in order, before every replay: a step may upload into
 //    a pooled buffer that a later dispatch of the same step overwrites.
-//  - Only dispatches replay: a buffer copy while capturing is a NotReplayableError. So is anything else that makes
-//    a step unfit for replay; it is the one error `tryBuild` turns into a reason to record steps one by one.
-//    A device loss or a validation error while capturing propagates as itself (decode.test.ts "a lost device
-//    while capturing is not mistaken for a step that cannot be replayed").
+//  - Only dispatches replay: a buffer copy while capturing is a NotReplayableError ("a step that copies buffers
+//    is refused"). NotReplayableError is the one error tryBuild turns into a reason to record steps one by one; a
+//    lost device or a validation error while capturing propagates as itself ("a lost device or a validation
+//    error while capturing is not mistaken for a step that cannot be replayed").
 import { HrmError } from './errors.ts';
 import type { Dispatch, Gpu, Upload } from './gpu.ts';
 
