@@ -3,7 +3,8 @@
 // does a step's queries and cache writes (full or quantized sides) in one dispatch.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
 import { ROUND_CODE, type Round } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
@@ -48,6 +49,7 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
 /**
  * cache[h, offset + s, :] = RoPE(k block) into `k` and the raw v block into `v`, for the S rows of gqkv. A bf16 cache
  * stores the bf16 rounding; an f32 cache stores f32 values rounded per `round` (bf16 mode keeps bf16 values).
+ * The composed form ropeAppend is tested against (the model appends through ropeAppend).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
   const layout = gqkvLayout('appendKV', gqkv, opts);
@@ -121,7 +123,7 @@ export function writeFull(src: Tensor, dst: FullKV, { offset, round = 'none' }: 
   if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
   const [heads, seq, dim] = src.shape;
   const layout: Layout = { seq, heads, dim, sStride: dim, hStride: seq * dim, col0: 0 };
-  if (!Number.isInteger(offset) || offset < 0) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  checkIndex(op, 'offset', offset);
   checkCache(op, 'dst', dst, layout, offset, round);
   writeHeads(op, src, layout, dst.data, offset, false, { heads, headDim: dim, base: 2, offset, round });
 }
@@ -136,7 +138,7 @@ function headsOf(op: string, gqkv: Tensor, block: number, rope: boolean, opts: H
 function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: HeadsOptions): Layout {
   if (gqkv.dtype !== 'f32') throw new DTypeError(op, `gqkv '${gqkv.label}' is ${gqkv.dtype}; expected f32`);
   if (!(Number.isInteger(heads) && heads > 0 && Number.isInteger(headDim) && headDim > 0 && headDim % 2 === 0)) {
-    throw new ShapeError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
+    throw new InputError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
   }
   if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * headDim) {
     throw new ShapeError(op, `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);

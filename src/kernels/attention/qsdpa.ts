@@ -2,6 +2,7 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { requireDtype } from '../quant/quant.ts';
@@ -60,7 +61,7 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   if (!(kvHeads > 0 && heads % kvHeads === 0)) throw new ShapeError(op, `${heads} query heads is not a multiple of ${kvHeads} cache heads`);
   const { kvLen, offset, mask, scale, round = 'none', accumulate = 'f32' } = opts;
   if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op, `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
-  if (!(Number.isInteger(offset) && offset >= 0)) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  checkIndex(op, 'offset', offset);
   if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op, `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
   const gateStride = opts.gate ? checkGate(op, opts.gate, seq, heads * dim) : 0;
   const gpu = q.gpu;

@@ -2,7 +2,8 @@
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
@@ -100,7 +101,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
     return out;
   }
   const nChunks = opts.chunks ?? defaultChunks(cap, heads * seq);
-  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new ShapeError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
+  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new InputError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
   const partO = Tensor.empty(gpu, [seq, heads, nChunks, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [seq, heads, nChunks, 2], 'f32', 'sdpa.part_ml');
   const uniforms = { ...base, n_chunks: nChunks };
@@ -155,8 +156,8 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   if (!Number.isInteger(o.kvLen) || o.kvLen < 0 || o.kvLen > kd.shape[1]) {
     throw new ShapeError(op, `kvLen ${o.kvLen} must be an integer in [0, capacity ${kd.shape[1]}]`);
   }
-  if (!Number.isInteger(o.offset) || o.offset < 0) throw new ShapeError(op, `offset ${o.offset} must be an integer >= 0`);
-  if (!Number.isFinite(o.scale)) throw new ShapeError(op, `scale ${o.scale} must be finite`);
+  checkIndex(op, 'offset', o.offset);
+  if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
   return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 

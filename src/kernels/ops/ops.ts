@@ -1,6 +1,9 @@
 // HRM's small ops: embedding, residual add, the MLP's silu(gate) * up, attention's sigmoid output gate, and the
 // row ops of the head (softmax, log-softmax, log-sum-exp, KL, argmax). Activations are f32; `round` rounds each
 // op's output where an MLX model in bf16 / f16 would (elementwise.wgsl); the row ops are f32 throughout (rows.wgsl).
+// Without a caller in the model, kept on purpose: siluMul and sigmoidGate are the composed forms the fused kernels
+// (matmul's swiglu, attention's gate) are tested against bit for bit; softmaxRows, logSoftmaxRows and klRows are
+// the library's GPU row ops for scoring logits (tests/kernels/ops.test.ts checks each against ops.ref.ts).
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
