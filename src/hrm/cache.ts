@@ -122,7 +122,7 @@ export class HrmCache {
   /** Check room for S more positions. */
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {
-      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger context`);
+      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger 'capacity' option`);
     }
   }
 
