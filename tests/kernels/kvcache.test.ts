@@ -14,7 +14,8 @@ import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { headsRef, sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { rope } from '../../src/kernels/rope/rope.ts';
-import type { FullKV, KVSide, Round } from '../../src/kernels/attention/types.ts';
+import type { FullKV, KVSide } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 
 const SENTINEL = 7.5;   // exactly representable in bf16: untouched cache positions must keep it
 

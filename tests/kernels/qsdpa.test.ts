@@ -6,7 +6,8 @@ import { expectSameStructure, recordDispatches, type DispatchRecord } from '../h
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
-import type { AttnMask, QuantKV, Round } from '../../src/kernels/attention/types.ts';
+import type { AttnMask, QuantKV } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantize } from '../../src/kernels/quant/quant.ts';
 import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';

@@ -5,7 +5,7 @@ import { randn } from '../helpers/seeded.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
-import type { Round } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
 import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import {

@@ -13,7 +13,8 @@ import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
 import { sdpaRef, type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import type { AttnMask, FullKV, Round } from '../../src/kernels/attention/types.ts';
+import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 
 const PATHS = ['prefill', 'decode'] as const;
 
