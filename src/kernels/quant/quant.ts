@@ -2,7 +2,7 @@
 // (allocation, checks, append) is attention/kvquant.ts, built on `quantizeInto`.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import { ROUND_CODE, type Round } from '../common/codes.ts';
 import { GROUP, QUANT_BITS, type QuantRules } from './quant.ref.ts';
 
@@ -27,10 +27,15 @@ export interface QuantizeOptions {
 /** Packed levels u32 [..., cols*bits/32] with scales and biases f32 [..., cols/64]. */
 export interface Quantized { q: Tensor; scales: Tensor; biases: Tensor }
 
+/** Bits per level: one of QUANT_BITS. */
+export function checkBits(op: string, bits: number): void {
+  if (!QUANT_BITS.includes(bits)) throw new InputError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+}
+
 /** Validates bits and group size; `cols` (values per row) must be a multiple of 64. */
 export function checkQuant(op: string, bits: number, cols: number, groupSize = GROUP): void {
   if (groupSize !== GROUP) throw new ShapeError(op, `group size ${groupSize} is not supported; only ${GROUP}`);
-  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  checkBits(op, bits);
   if (!(cols > 0 && cols % GROUP === 0)) throw new ShapeError(op, `${cols} values per row is not a positive multiple of the group size ${GROUP}`);
 }
 
@@ -43,7 +48,7 @@ export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tenso
   requireDtype(op, q, 'u32');
   requireDtype(op, scales, 'f32');
   requireDtype(op, biases, 'f32');
-  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  checkBits(op, bits);
   const words = q.shape[q.rank - 1];
   const cols = (words * 32) / bits;
   const lead = q.shape.slice(0, -1);
