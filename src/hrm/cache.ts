@@ -86,15 +86,15 @@ export class HrmCache {
   begin(tokenTypes: number[]): CachePass {
     const S = tokenTypes.length;
     this.reserve(S);
-    const pass: CachePass = { S, offset: this.offset, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [] };
+    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [] };
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
     return pass;
   }
 
   /** Finish a forward begun with `begin`: frees its temporaries and records its positions. */
-  end(pass: CachePass, tokenTypes: number[]): void {
+  end(pass: CachePass): void {
     for (const t of pass.temps) t.dispose();
-    this.advance(tokenTypes);
+    this.advance(pass.tokenTypes);
   }
 
   /** Record S new positions after a forward. */

@@ -75,7 +75,7 @@ export class HrmModel {
     const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
     if (last !== zH) last.dispose();
     zH.dispose();
-    cache.end(pass, tokenTypes);
+    cache.end(pass);
     return logits;
   }
 

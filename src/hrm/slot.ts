@@ -15,6 +15,8 @@ export interface CachePass {
   /** New positions and where the first goes (the cache offset before this forward). */
   S: number;
   offset: number;
+  /** Token type of each new position (1 = the prompt's bidirectional block). */
+  tokenTypes: number[];
   mask: AttnMask;
   /**
    * 'after-prefill' first pass: quantized sides also get full-precision copies, which this pass attends to
