@@ -1,6 +1,8 @@
 // The recurrent KV cache: one slot per (stack invocation, layer), H*(L+1)*layers slots, all advancing together.
 // Each side (K, V) of a slot is full precision (f32, or packed bf16 in bf16 mode) or group-64 affine quantized
-// with its own bits. Two quantization modes, as the spec names them:
+// with its own bits; the slots write and attend themselves (slot.ts). A forward is `begin` (the mask and the
+// state every slot shares), the layers' `slot.append` / `slot.attend`, then `end`. Two quantization modes, as the
+// spec names them:
 //  - 'before-pass': every attention, the prefill's included, reads quantized K/V (REFRACT's KLD candidate);
 //  - 'after-prefill': mlx-lm generation: the first forward attends to full-precision K/V, the cache then holds
 //    only quantized K/V (quantizing at append time equals mlx-lm's conversion: groups are per position).
@@ -8,8 +10,12 @@ import { InputError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { storageBytes } from '../tensor/dtype.ts';
-import type { FullKV, KVSide, QuantKV } from '../kernels/attention/types.ts';
+import type { Round } from '../kernels/common/codes.ts';
+import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
+import { quantKV } from '../kernels/attention/kvquant.ts';
+import { GROUP, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { cacheSlots, type HrmConfig } from './config.ts';
+import { CacheSlot, type CachePass } from './slot.ts';
 
 /** Bits per side; null = full precision. */
 export interface KvSpec { k: number | null; v: number | null }
@@ -17,8 +23,11 @@ export type QuantMode = 'before-pass' | 'after-prefill';
 export type ActDtype = 'f32' | 'bf16';
 
 export const FULL_KV: KvSpec = { k: null, v: null };
-export const QUANT_BITS = [2, 3, 4, 5, 6, 8];
-const GROUP = 64;
+
+/** How kernels round activations of this dtype (bf16 mode rounds every op's output as MLX does). */
+export function roundFor(dtype: ActDtype): Round {
+  return dtype === 'bf16' ? 'bf16' : 'none';
+}
 
 export interface CacheOptions {
   /** Positions the cache can hold (prompt + generated tokens). */
@@ -28,12 +37,10 @@ export interface CacheOptions {
   mode?: QuantMode;
 }
 
-export interface Slot { k: KVSide; v: KVSide }
-
 export class HrmCache {
   /** Number of cached positions (the RoPE and mask offset of the next forward). */
   offset = 0;
-  readonly slots: Slot[] = [];
+  readonly slots: CacheSlot[] = [];
   /** Token type (1 = prefix block) of every cached position. */
   readonly tokenTypes: number[] = [];
   readonly kv: KvSpec;
@@ -59,8 +66,9 @@ export class HrmCache {
     // full side in f32 too (its values still rounded to the activation dtype), so both sides share a dtype.
     const mixed = (this.kv.k === null) !== (this.kv.v === null);
     this.fullDtype = mixed ? 'f32' : opts.dtype;
+    const geo = { heads: config.num_attention_heads, headDim: config.head_dim, ropeBase: config.rope_theta, round: roundFor(opts.dtype) };
     for (let s = 0; s < cacheSlots(config); s++) {
-      this.slots.push({ k: this.side(this.kv.k, `slot${s}.k`), v: this.side(this.kv.v, `slot${s}.v`) });
+      this.slots.push(new CacheSlot(this.side(this.kv.k, `slot${s}.k`), this.side(this.kv.v, `slot${s}.v`), geo));
     }
   }
 
@@ -69,6 +77,24 @@ export class HrmCache {
   /** Whether the coming forward attends to full precision for a quantized side ('after-prefill', first pass). */
   get fullPrecisionPass(): boolean {
     return this.mode === 'after-prefill' && !this.prefillDone;
+  }
+
+  /**
+   * Start a forward of `tokenTypes.length` new positions (token type 1 = the prompt's bidirectional block): checks
+   * room, builds the attention mask and the state every slot shares. `end` must follow.
+   */
+  begin(tokenTypes: number[]): CachePass {
+    const S = tokenTypes.length;
+    this.reserve(S);
+    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [] };
+    if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
+    return pass;
+  }
+
+  /** Finish a forward begun with `begin`: frees its temporaries and records its positions. */
+  end(pass: CachePass): void {
+    for (const t of pass.temps) t.dispose();
+    this.advance(pass.tokenTypes);
   }
 
   /** Record S new positions after a forward. */
@@ -96,42 +122,36 @@ export class HrmCache {
   /** Check room for S more positions. */
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {
-      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger context`);
+      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger 'capacity' option`);
     }
   }
 
   /** GPU bytes held by the cache. */
   get bytes(): number {
-    let n = 0;
-    for (const s of this.slots) for (const side of [s.k, s.v]) n += sideBytes(side);
-    return n;
+    return this.slots.reduce((n, s) => n + s.bytes, 0);
   }
 
   dispose(): void {
-    for (const s of this.slots) {
-      for (const side of [s.k, s.v]) {
-        if (side.kind === 'full') side.data.dispose();
-        else { side.q.dispose(); side.scales.dispose(); side.biases.dispose(); }
-      }
-    }
+    for (const s of this.slots) s.dispose();
     this.slots.length = 0;
   }
 
-  private side(bits: number | null, label: string): KVSide {
-    const { num_attention_heads: h, head_dim: d } = this.config;
-    const cap = this.capacity;
-    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [h, cap, d], this.fullDtype, label) } satisfies FullKV;
-    return {
-      kind: 'quant', bits,
-      q: Tensor.empty(this.gpu, [h, cap, (d * bits) / 32], 'u32', `${label}.q`),
-      scales: Tensor.empty(this.gpu, [h, cap, d / GROUP], 'f32', `${label}.scales`),
-      biases: Tensor.empty(this.gpu, [h, cap, d / GROUP], 'f32', `${label}.biases`),
-    } satisfies QuantKV;
+  /** The attention mask of the coming positions, in kernel terms. */
+  private maskFor(newTypes: number[]): AttnMask {
+    const S = newTypes.length;
+    if (S === 1 && newTypes[0] === 0) return { kind: 'none' }; // one causal query sees every cached key
+    if (newTypes.every((t) => t === 1) && this.offset === 0) return { kind: 'none' }; // the prompt as one block
+    if (newTypes.every((t) => t === 0)) return { kind: 'causal' };
+    const types = [...this.tokenTypes, ...newTypes];
+    return { kind: 'prefix', tokenTypes: Tensor.from(this.gpu, types, [types.length], 'u32', 'token_types') };
   }
-}
 
-function sideBytes(s: KVSide): number {
-  return s.kind === 'full' ? s.data.byteLength : s.q.byteLength + s.scales.byteLength + s.biases.byteLength;
+  private side(bits: number | null, label: string): KVSide {
+    const { num_attention_heads: heads, head_dim: headDim } = this.config;
+    const capacity = this.capacity;
+    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [heads, capacity, headDim], this.fullDtype, label) } satisfies FullKV;
+    return quantKV(this.gpu, { heads, capacity, headDim, bits, label });
+  }
 }
 
 /** Cache bytes for `capacity` positions without allocating (for "will it fit" checks). */

@@ -6,8 +6,9 @@
 // position in between, and a token costs three calls per dispatch plus one write of the uniform blocks.
 // Greedy decoding also keeps the token on the GPU: the step ends with argmax written into its own input, so
 // several steps can be queued before any is read back.
-import { HrmError } from '../tensor/errors.ts';
-import type { Capture, CapturedDispatch, Upload } from '../tensor/gpu.ts';
+import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
+import type { Dispatch, Upload } from '../tensor/gpu.ts';
+import { capture, replay, type Capture } from '../tensor/capture.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
@@ -28,7 +29,7 @@ export class DecodeGraph {
     readonly mode: DecodeMode,
     private readonly ids: Tensor,
     private readonly logits: Tensor,
-    private readonly dispatches: CapturedDispatch[],
+    private readonly dispatches: Dispatch[],
     private readonly uploads: Upload[],
     private readonly patches: Patch[],
     private readonly origin: number,
@@ -42,8 +43,8 @@ export class DecodeGraph {
 
   /**
    * Capture the next decode step of `cache` (one causal token at cache.offset). Returns the reason instead when
-   * the step cannot be replayed: too few positions left, a full-precision first pass pending, or a structure
-   * that changes with the position.
+   * the step cannot be replayed (a NotReplayableError: too few positions left, a full-precision first pass
+   * pending, a structure that changes with the position, a buffer copy); any other error propagates.
    */
   static tryBuild(model: HrmModel, cache: HrmCache, mode: DecodeMode): DecodeGraph | { reason: string } {
     const gpu = model.gpu;
@@ -57,7 +58,7 @@ export class DecodeGraph {
       if (mode === 'greedy') argmaxRows(logits, ids);
       return logits;
     };
-    const at = (pos: number) => gpu.capture(() => cache.at(pos, step));
+    const at = (pos: number) => capture(gpu, () => cache.at(pos, step));
     let c0: Capture<Tensor> | null = null;
     try {
       // The first capture settles the buffer pool and compiles pipelines; the next three must then agree.
@@ -68,15 +69,15 @@ export class DecodeGraph {
       near.result.dispose();
       c0 = at(origin);
       const reason = sameStructure(c0, near) ?? sameStructure(c0, far);
-      if (reason) throw new HrmError('decode graph', reason);
+      if (reason) throw new NotReplayableError('decode graph', reason);
       const patches = linearPatches(c0, near, far, last - origin);
-      if (typeof patches === 'string') throw new HrmError('decode graph', patches);
+      if (typeof patches === 'string') throw new NotReplayableError('decode graph', patches);
       // Uniform blocks first: the patches index them.
       return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, gpu.claim(c0.allocated));
     } catch (e) {
       ids.dispose();
       c0?.result.dispose();
-      if (e instanceof HrmError) return { reason: e.message };
+      if (e instanceof NotReplayableError) return { reason: e.message };
       throw e;
     }
   }
@@ -85,14 +86,14 @@ export class DecodeGraph {
   feed(token: number): void {
     const c = this.cache.config;
     if (!Number.isInteger(token) || token < 0 || token >= c.vocab_size) {
-      throw new HrmError('decode graph', `token id ${token} is outside the vocabulary [0, ${c.vocab_size})`);
+      throw new InputError('decode graph', `token id ${token} is outside the vocabulary [0, ${c.vocab_size})`);
     }
     this.ids.gpu.write(this.ids.buffer, 0, new Uint32Array([token]));
   }
 
   /** Queue one step at the cache's offset; resolves to the token it picked (greedy mode). */
   async next(): Promise<number> {
-    if (this.mode !== 'greedy') throw new HrmError('decode graph', 'next() needs a greedy graph; use nextLogits()');
+    if (this.mode !== 'greedy') throw new InputError('decode graph', 'next() needs a greedy graph; use nextLogits()');
     const token = new Uint32Array(await this.run(this.ids))[0];
     if (token >= this.cache.config.vocab_size) throw new HrmError('decode graph', 'the step\'s logits hold a NaN (argmax found no token)');
     return token;
@@ -110,7 +111,7 @@ export class DecodeGraph {
     for (const p of this.patches) this.words[p.chunk][p.word] = p.base + p.slope * (pos - this.origin);
     const size = out.byteLength;
     const staging = this.takeStaging(size);
-    const done = this.ids.gpu.replay(this.dispatches, this.uploads, (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
+    const done = replay(this.ids.gpu, this.dispatches, this.uploads, (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
     this.cache.advance([0]);
     try {
       await done;

@@ -82,7 +82,8 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
     throw new InputError('generate', `the prompt has ${ids.length} tokens; the model's context is ${model.config.max_position_embeddings}`);
   }
   const cache = model.newCache({ capacity, kv: opts.kv, mode: opts.kvMode ?? 'after-prefill' });
-  const eos = model.config.eos_token_id;
+  // Every end-of-sequence id: the config's and all the tokenizer's (a checkpoint may list several).
+  const eos = new Set([...tokenizer.eosTokenIds, ...(model.config.eos_token_id === null ? [] : [model.config.eos_token_id])]);
   const streamer = new TextStreamer(tokenizer, { skipSpecialTokens: true });
   const out: number[] = [];
   let text = '';
@@ -99,7 +100,7 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
     let decodeForwards = 0;
     for (;;) {
       if (opts.signal?.aborted) { stopReason = 'aborted'; break; }
-      if (eos !== null && tok === eos) { stopReason = 'eos'; break; }
+      if (eos.has(tok)) { stopReason = 'eos'; break; }
       out.push(tok);
       const piece = streamer.push(tok);
       if (piece) {

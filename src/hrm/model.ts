@@ -12,16 +12,13 @@ import { InputError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { roundBf16 } from '../tensor/dtype.ts';
-import type { AttnMask, FullKV, KVSide, Round } from '../kernels/attention/types.ts';
+import type { Round } from '../kernels/common/codes.ts';
 import { add, embed, matmul } from '../kernels/ops/ops.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
-import { ropeAppend, ropeK, ropeQ, takeV, writeFull } from '../kernels/attention/kvcache.ts';
-import { sdpa } from '../kernels/attention/sdpa.ts';
-import { appendQuantized, dequantize } from '../kernels/quant/quant.ts';
-import { qsdpa } from '../kernels/quant/qsdpa.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
-import { HrmCache, type ActDtype, type CacheOptions, type Slot } from './cache.ts';
-import { disposeWeights, type HrmWeights, type LayerWeights } from './weights.ts';
+import { HrmCache, roundFor, type ActDtype, type CacheOptions } from './cache.ts';
+import type { CachePass, CacheSlot } from './slot.ts';
+import { disposeWeights, type HrmWeights, type LayerWeights, type Weight } from './weights.ts';
 
 /** How the new positions attend: the prompt as one bidirectional block, causal, or per-token types (1 = block). */
 export type MaskSpec = 'prefix' | 'causal' | number[];
@@ -32,22 +29,11 @@ export interface ForwardOptions {
   logits?: 'all' | 'last';
 }
 
-/** Per-forward state shared by every layer. */
-interface Pass {
-  S: number;
-  offset: number;
-  capacity: number;
-  mask: AttnMask;
-  /** 'after-prefill' first pass: quantized sides also keep full-precision copies to attend to. */
-  shadow: Map<KVSide, FullKV> | null;
-  temps: Tensor[];
-}
-
 export class HrmModel {
   readonly round: Round;
 
   constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly weights: HrmWeights, readonly dtype: ActDtype = 'f32') {
-    this.round = dtype === 'bf16' ? 'bf16' : 'none';
+    this.round = roundFor(dtype);
   }
 
   newCache(opts: Omit<CacheOptions, 'dtype'>): HrmCache {
@@ -68,12 +54,10 @@ export class HrmModel {
     }
     const bad = ids instanceof Tensor ? undefined : ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
     if (bad !== undefined) throw new InputError('forward', `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
-    cache.reserve(S);
     const tokenTypes = opts.mask === 'prefix' ? new Array<number>(S).fill(1) : opts.mask === 'causal' ? new Array<number>(S).fill(0) : opts.mask;
     if (tokenTypes.length !== S) throw new InputError('forward', `mask has ${tokenTypes.length} token types for ${S} ids`);
 
-    const pass: Pass = { S, offset: cache.offset, capacity: cache.capacity, mask: this.attnMask(cache, tokenTypes), shadow: cache.fullPrecisionPass ? new Map() : null, temps: [] };
-    if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
+    const pass = cache.begin(tokenTypes);
     const idsT = ids instanceof Tensor ? ids : Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
     const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
     let zH = embed(idsT, this.weights.embed.chunks, { scale, round: this.round });
@@ -91,9 +75,7 @@ export class HrmModel {
     const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
     if (last !== zH) last.dispose();
     zH.dispose();
-    for (const t of pass.temps) t.dispose();
-    for (const f of pass.shadow?.values() ?? []) f.data.dispose();
-    cache.advance(tokenTypes);
+    cache.end(pass);
     return logits;
   }
 
@@ -104,85 +86,44 @@ export class HrmModel {
     return out;
   }
 
-  private stack(layers: LayerWeights[], x: Tensor, slots: Slot[], base: number, pass: Pass): Tensor {
-    const norm = { eps: this.config.rms_norm_eps };
-    const round = this.round;
+  private stack(layers: LayerWeights[], x: Tensor, slots: CacheSlot[], base: number, pass: CachePass): Tensor {
     // The residual stream x is this stack's own tensor: the output projections add into it in place.
     for (let i = 0; i < layers.length; i++) {
-      const w = layers[i];
-      const gated = this.attention(matmul(x, w.gqkv.chunks, { round, norm }), slots[base + i], pass);
-      matmul(gated, w.o.chunks, { round, accumulate: x });
-      gated.dispose();
-      this.mlp(x, w, norm);
+      x = this.attention(x, layers[i], slots[base + i], pass);
+      x = this.mlp(x, layers[i]);
     }
-    const out = rmsNorm(x, { eps: norm.eps, round });
+    const out = rmsNorm(x, { eps: this.config.rms_norm_eps, round: this.round });
     x.dispose();
     return out;
   }
 
-  /** Attention of one layer from its fused projection gqkv (consumed): the gated output, before o_proj. */
-  private attention(gqkv: Tensor, slot: Slot, pass: Pass): Tensor {
-    const c = this.config;
-    const round = this.round;
-    const geo = { heads: c.num_attention_heads, headDim: c.head_dim, base: c.rope_theta, offset: pass.offset, round };
-    let q: Tensor;
-    let k = slot.k, v = slot.v;
-    if (pass.shadow && (k.kind === 'quant' || v.kind === 'quant')) {
-      // mlx-lm's first pass: the cache keeps quantized K/V, this pass attends to them at full precision.
-      q = ropeQ(gqkv, geo);
-      const kNew = ropeK(gqkv, geo);
-      const vNew = takeV(gqkv, geo);
-      k = this.append(kNew, k, pass);
-      v = this.append(vNew, v, pass);
-      kNew.dispose();
-      vNew.dispose();
-    } else {
-      q = ropeAppend(gqkv, slot, geo);
-    }
-    const kvLen = pass.offset + pass.S;
-    const opts = { kvLen, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(c.head_dim), round, gate: gqkv };
-    let o: Tensor;
-    if (k.kind === 'quant' && v.kind === 'quant') o = qsdpa(q, k, v, opts);
-    else {
-      // One side quantized, the other full (asymmetric configs MLX cannot express): attend to the dequantized side.
-      const kf = k.kind === 'quant' ? this.dequantized(k, pass) : k;
-      const vf = v.kind === 'quant' ? this.dequantized(v, pass) : v;
-      o = sdpa(q, kf, vf, opts);
-    }
+  /** x + o_proj(sigmoid(gate) * sdpa(q, cache.update(k, v))), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd. */
+  private attention(x: Tensor, w: LayerWeights, slot: CacheSlot, pass: CachePass): Tensor {
+    const gqkv = this.proj(x, w.gqkv, { norm: true });
+    const q = slot.append(gqkv, pass);
+    const attn = slot.attend(q, gqkv, pass);
     q.dispose();
     gqkv.dispose();
-    return o;
+    x = this.proj(attn, w.o, { residual: x });
+    attn.dispose();
+    return x;
   }
 
-  /** Write new K or V ([H, S, D]) into a cache side; returns the side attention should read this pass. */
-  private append(src: Tensor, side: KVSide, pass: Pass): KVSide {
-    if (side.kind === 'full') {
-      writeFull(src, side, { offset: pass.offset, round: this.round });
-      return side;
-    }
-    appendQuantized(src, side, { offset: pass.offset, round: this.round });
-    if (!pass.shadow) return side;
-    // The first pass attends to full precision: an f32 copy shaped like the cache (the other side may be a cache side).
-    const full: FullKV = { kind: 'full', data: Tensor.empty(this.gpu, [this.config.num_attention_heads, pass.capacity, this.config.head_dim], 'f32', 'prefill.kv') };
-    writeFull(src, full, { offset: pass.offset, round: this.round });
-    pass.shadow.set(side, full);
-    return full;
-  }
-
-  private dequantized(side: Extract<KVSide, { kind: 'quant' }>, pass: Pass): FullKV {
-    const [h, cap] = side.q.shape;
-    const rows = h * cap;
-    const flat = dequantize(side.q.reshape([rows, side.q.shape[2]]), side.scales.reshape([rows, side.scales.shape[2]]),
-      side.biases.reshape([rows, side.biases.shape[2]]), { bits: side.bits, round: this.round });
-    pass.temps.push(flat);
-    return { kind: 'full', data: flat.reshape([h, cap, this.config.head_dim]) };
-  }
-
-  /** x += down(silu(gate(rms(x))) * up(rms(x))), in place. */
-  private mlp(x: Tensor, w: LayerWeights, norm: { eps: number }): void {
-    const a = matmul(x, w.gateUp.chunks, { round: this.round, norm, swiglu: true });
-    matmul(a, w.down.chunks, { round: this.round, accumulate: x });
+  /** x + down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)). */
+  private mlp(x: Tensor, w: LayerWeights): Tensor {
+    const a = this.proj(x, w.gateUp, { norm: true, swiglu: true });
+    x = this.proj(a, w.down, { residual: x });
     a.dispose();
+    return x;
+  }
+
+  /**
+   * x @ W^T with what surrounds it fused in: `norm` rms(x) first, `swiglu` silu(gate) * up of the two halves,
+   * `residual` the sum added into that tensor in place (it is returned).
+   */
+  private proj(x: Tensor, w: Weight, o: { norm?: boolean; swiglu?: boolean; residual?: Tensor }): Tensor {
+    const norm = o.norm ? { eps: this.config.rms_norm_eps } : undefined;
+    return matmul(x, w.chunks, { round: this.round, norm, swiglu: o.swiglu, accumulate: o.residual });
   }
 
   private zLInit(S: number): Tensor {
@@ -197,17 +138,6 @@ export class HrmModel {
     const out = Tensor.empty(this.gpu, [1, h], 'f32', 'last');
     this.gpu.copy({ buffer: x.buffer, offset: x.offset + (S - 1) * h * 4, size: h * 4 }, out.binding('lastRow'));
     return out;
-  }
-
-  /** The attention mask of this forward, in kernel terms. */
-  private attnMask(cache: HrmCache, newTypes: number[]): AttnMask {
-    const S = newTypes.length;
-    const allPrefix = newTypes.every((t) => t === 1);
-    if (S === 1 && newTypes[0] === 0) return { kind: 'none' }; // one causal query sees every cached key
-    if (allPrefix && cache.offset === 0) return { kind: 'none' }; // the whole prompt is one bidirectional block
-    if (newTypes.every((t) => t === 0)) return { kind: 'causal' };
-    const types = [...cache.tokenTypes, ...newTypes];
-    return { kind: 'prefix', tokenTypes: Tensor.from(this.gpu, types, [types.length], 'u32', 'token_types') };
   }
 
   /** Free the weights' GPU memory (the model is unusable afterwards). */

@@ -146,9 +146,10 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   return { embed, lmHead, zLInit, L, H, bytes };
 }
 
+/** Free every GPU tensor of a model's weights (a tensor shared by two weights, as tied embeddings are, once). */
 export function disposeWeights(w: HrmWeights): void {
   const all = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
-  for (const x of new Set(all)) for (const t of x.chunks) t.dispose();
+  for (const t of new Set(all.flatMap((x) => x.chunks))) t.dispose();
 }
 
 /**

@@ -29,6 +29,12 @@ export class DeviceLostError extends HrmError {}
 /** No WebGPU adapter, or a required feature is missing. */
 export class NoWebGpuError extends HrmError {}
 
+/**
+ * A captured step cannot be replayed (it copies buffers, or its structure moves with the position): the caller
+ * records steps one by one instead. Never a device or validation error (see tensor/capture.ts).
+ */
+export class NotReplayableError extends HrmError {}
+
 /** A checkpoint, safetensors file or config is malformed. */
 export class FormatError extends HrmError {}
 

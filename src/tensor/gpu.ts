@@ -1,7 +1,8 @@
 // The GPU context: device, buffer pool, one command encoder per batch of work (a forward pass), uniform
 // arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
-// submits it and turns anything WebGPU complained about into a typed error.
-import { BindingSizeError, GpuValidationError, HrmError } from './errors.ts';
+// submits it and turns anything WebGPU complained about into a typed error. Capturing a batch for replay is
+// capture.ts; this file only routes dispatches, uploads and allocations to a capture while one runs.
+import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from './errors.ts';
 import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
@@ -20,8 +21,8 @@ const UNIFORM_CHUNK = 64 * 1024;
 /** GPU time of each labelled dispatch of one profiled batch, in milliseconds. */
 export interface DispatchTiming { label: string; ms: number }
 
-/** One dispatch as a capture holds it. `key` names the bound buffer ranges (equal keys bind the same bytes). */
-export interface CapturedDispatch {
+/** One dispatch, encoded or captured. `key` names the bound buffer ranges (equal keys bind the same bytes). */
+export interface Dispatch {
   pipeline: GPUComputePipeline;
   bindGroup: GPUBindGroup;
   key: string;
@@ -32,18 +33,8 @@ export interface CapturedDispatch {
 /** Bytes for the queue to write into a buffer before a batch. */
 export interface Upload { buffer: GPUBuffer; offset: number; data: Uint8Array<ArrayBuffer> }
 
-/**
- * What `capture` recorded: the dispatches, the uploads made meanwhile (they are redone on every replay: a
- * captured step may upload into a pooled buffer that a later dispatch of the same step overwrites), the uniform
- * bytes the dispatches read, and every buffer allocated meanwhile.
- */
-export interface Capture<T> {
-  result: T;
-  dispatches: CapturedDispatch[];
-  uploads: Upload[];
-  uniforms: Upload[];
-  allocated: Set<GPUBuffer>;
-}
+/** Where dispatches, uploads and allocations go while a capture runs (capture.ts). */
+export interface Recorder { dispatches: Dispatch[]; uploads: Upload[]; allocated: Set<GPUBuffer> }
 
 export class Gpu {
   readonly watch: DeviceWatch;
@@ -62,7 +53,9 @@ export class Gpu {
   private uniformChunks: Array<{ buffer: GPUBuffer; data: Uint8Array<ArrayBuffer>; used: number }> = [];
   private uniformIndex = 0;
   private profile: { querySet: GPUQuerySet; labels: string[]; capacity: number } | null = null;
-  private capturing: { dispatches: CapturedDispatch[]; uploads: Upload[]; allocated: Set<GPUBuffer> } | null = null;
+  private capturing: Recorder | null = null;
+  /** Errors of ops' own error scopes (checkLater), reported at the next settle. */
+  private opErrors: Promise<HrmError | null>[] = [];
   /** Timings of the last profiled flush (see `profileNext`). */
   lastTimings: DispatchTiming[] = [];
   /** Dispatches recorded since creation: a cheap counter for benchmarks. */
@@ -162,7 +155,7 @@ export class Gpu {
 
   /** Copy between buffers inside the open encoder. */
   copy(src: BufferView, dst: BufferView): void {
-    if (this.capturing) throw new HrmError('capture', 'a buffer copy cannot be captured (only dispatches replay)');
+    if (this.capturing) throw new NotReplayableError('capture', 'a buffer copy cannot be captured (only dispatches replay)');
     this.endPass();
     this.commandEncoder().copyBufferToBuffer(src.buffer, src.offset, dst.buffer, dst.offset, src.size);
   }
@@ -175,7 +168,7 @@ export class Gpu {
   }
 
   /** Record one dispatch into the open batch, or into the capture in progress. */
-  dispatch(d: CapturedDispatch): void {
+  dispatch(d: Dispatch): void {
     if (this.capturing) {
       this.capturing.dispatches.push(d);
       return;
@@ -187,59 +180,41 @@ export class Gpu {
     this.dispatchCount++;
   }
 
-  /**
-   * Run `fn` recording its dispatches instead of encoding them; nothing is submitted. Data uploads still happen
-   * (on the queue, in order). Needs an empty batch: the uniform arena then holds exactly the capture's blocks,
-   * which are copied out and the arena reset. Replaying is `replay`'s job.
-   */
-  capture<T>(fn: () => T): Capture<T> {
-    if (this.encoder || this.capturing || this.profile) {
-      throw new HrmError('capture', 'flush the open batch (and any profiled one) before capturing');
-    }
-    this.capturing = { dispatches: [], uploads: [], allocated: new Set() };
-    let result: T;
-    const c = this.capturing;
-    try {
-      result = fn();
-    } finally {
-      this.capturing = null;
-    }
-    const uniforms: Upload[] = [];
+  /** No batch open, nothing being captured or profiled: what capture and replay need. */
+  get idle(): boolean {
+    return !this.encoder && !this.capturing && !this.profile;
+  }
+
+  /** Route dispatches, uploads and allocations to `r` instead of the batch (null: back to the batch). */
+  record(r: Recorder | null): void {
+    this.capturing = r;
+  }
+
+  /** The uniform blocks staged since the last submit, copied out; the arena starts over (a capture keeps them). */
+  takeUniforms(): Upload[] {
+    const out: Upload[] = [];
     for (let i = 0; i <= this.uniformIndex && i < this.uniformChunks.length; i++) {
       const ch = this.uniformChunks[i];
-      if (ch.used) uniforms.push({ buffer: ch.buffer, offset: 0, data: ch.data.slice(0, ch.used) });
+      if (ch.used) out.push({ buffer: ch.buffer, offset: 0, data: ch.data.slice(0, ch.used) });
       ch.used = 0;
     }
     this.uniformIndex = 0;
-    return { result, dispatches: c.dispatches, uploads: c.uploads, uniforms, allocated: c.allocated };
+    return out;
   }
 
-  /**
-   * Encode captured dispatches as one batch of their own: redo the uploads (uniform blocks included), one compute
-   * pass, then `after` (copies out), submit. Returns the error scopes' verdict.
-   */
-  replay(dispatches: readonly CapturedDispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void): Promise<void> {
-    this.watch.check('replay');
-    if (this.encoder || this.capturing) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
-    const q = this.device.queue;
-    for (const u of uploads) q.writeBuffer(u.buffer, u.offset, u.data);
+  /** Run `encode` (queue writes and submits of its own) inside error scopes; rejects with WebGPU's first error. */
+  scoped(op: string, encode: () => void): Promise<void> {
+    this.watch.check(op);
     this.device.pushErrorScope('internal');
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
-    const enc = this.device.createCommandEncoder({ label: 'replay' });
-    const pass = enc.beginComputePass({ label: 'replay' });
-    let last: GPUComputePipeline | null = null;
-    for (const d of dispatches) {
-      if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
-      pass.setBindGroup(0, d.bindGroup);
-      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    let errors: Promise<GPUError | null>[];
+    try {
+      encode();
+    } finally {
+      errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
     }
-    pass.end();
-    after?.(enc);
-    q.submit([enc.finish()]);
-    this.dispatchCount += dispatches.length;
-    const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
-    return this.settle('replay', errors);
+    return this.settle(op, errors);
   }
 
   /** The compute pass dispatches go into (opened on demand; a profiled batch opens one per dispatch). */
@@ -290,12 +265,7 @@ export class Gpu {
     this.endPass();
     let timing: Promise<DispatchTiming[]> | null = null;
     if (this.profile) timing = this.resolveTimings(this.encoder, this.profile);
-    for (let i = 0; i <= this.uniformIndex && i < this.uniformChunks.length; i++) {
-      const c = this.uniformChunks[i];
-      if (c.used) this.device.queue.writeBuffer(c.buffer, 0, c.data, 0, c.used);
-      c.used = 0;
-    }
-    this.uniformIndex = 0;
+    for (const u of this.takeUniforms()) this.device.queue.writeBuffer(u.buffer, 0, u.data);
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = null;
     for (const f of this.afterSubmit.splice(0)) f();
@@ -305,9 +275,19 @@ export class Gpu {
     return timing ? [...errors, timing.then(() => null)] : errors;
   }
 
+  /**
+   * Report `error` (an error scope around one op's own WebGPU calls, e.g. creating its pipeline) at the next
+   * settle, named after `op` rather than the batch that used it.
+   */
+  checkLater(op: string, error: Promise<GPUError | null>): void {
+    this.opErrors.push(error.then((e) => (e ? toTypedError(op, e) : null)));
+  }
+
   private async settle(op: string, pending: Promise<GPUError | null>[]): Promise<void> {
     const errors = await Promise.all(pending);
+    const own = (await Promise.all(this.opErrors.splice(0))).find((e) => e);
     this.watch.check(op);
+    if (own) throw own;
     const first = errors.find((e) => e);
     if (first) throw toTypedError(op, first);
   }

@@ -150,6 +150,8 @@ export class Kernel {
     for (const k of Object.keys(overrides)) {
       if (!this.overrideNames.includes(k)) throw new ShapeError(label, `unknown override '${k}' (declared: ${this.overrideNames.join(', ') || 'none'})`);
     }
+    // In an error scope of its own: a shader or override WebGPU rejects is reported at this op, not as the batch's.
+    device.pushErrorScope('validation');
     let module = this.modules.get(device);
     if (!module) this.modules.set(device, (module = device.createShaderModule({ code: this.source, label: this.file })));
     p = device.createComputePipeline({
@@ -157,6 +159,7 @@ export class Kernel {
       layout: this.layout(device).pipelineLayout,
       compute: { module, entryPoint: this.entry, constants: overrides },
     });
+    gpu.checkLater(`${label}: pipeline ${this.file}:${this.entry}${key ? ` {${key}}` : ''}`, device.popErrorScope());
     cache.set(key, p);
     return p;
   }

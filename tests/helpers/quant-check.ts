@@ -1,7 +1,7 @@
 // Comparisons for the quantization tests: bit-exact equality and distances in units in the last place of the
 // activation dtype, each failing with the first bad index.
 import { expect } from 'vitest';
-import type { Round } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

@@ -8,6 +8,8 @@ import { getGpu } from '../helpers/gpu.ts';
 import { fixtureDir, model } from '../helpers/model.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
+import type { HrmModel } from '../../src/hrm/model.ts';
+import { GpuValidationError } from '../../src/tensor/errors.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -78,6 +80,39 @@ describe('decode graph', { timeout: 300_000 }, () => {
     cache.dispose();
   });
 
+  // A model whose forward runs `before` first, then the real forward (the capture records what it does).
+  const wrapped = (m: HrmModel, before: () => void): HrmModel =>
+    Object.create(m, { forward: { value: (...a: Parameters<HrmModel['forward']>) => { before(); return m.forward(...a); } } });
+
+  it('a step that copies buffers is refused with the reason (NotReplayableError)', async () => {
+    const gpu = await getGpu();
+    const lm = await model(gpu, 'hrm-tiny-a', 'f32');
+    const cache = await prefilled(lm, 4);
+    const a = lm.model.weights.lmHead.chunks[0];
+    const g = DecodeGraph.tryBuild(wrapped(lm.model, () => gpu.copy({ buffer: a.buffer, offset: 0, size: 4 }, { buffer: a.buffer, offset: 4, size: 4 })), cache, 'greedy');
+    expect(g).toEqual({ reason: '[capture] a buffer copy cannot be captured (only dispatches replay)' });
+    expect(cache.offset).toBe(PROMPT.length);
+    cache.dispose();
+  });
+
+  it('a lost device or a validation error while capturing is not mistaken for a step that cannot be replayed', async () => {
+    const gpu = await getGpu();
+    const lm = await model(gpu, 'hrm-tiny-a', 'f32');
+    const cache = await prefilled(lm, 4);
+    // A real WebGPU validation error (MAP_READ cannot go with STORAGE), handed to the device watch as if it had
+    // arrived uncaptured while the step was being captured: the next allocation reports it.
+    gpu.device.pushErrorScope('validation');
+    gpu.device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });
+    const err = await gpu.device.popErrorScope();
+    expect(err).not.toBeNull();
+    const m = wrapped(lm.model, () => { gpu.watch.uncaptured ??= err; });
+    expect(() => DecodeGraph.tryBuild(m, cache, 'greedy')).toThrow(GpuValidationError);
+    // The same cache still builds a graph once the device is healthy.
+    const g = build(lm, cache, 'greedy');
+    g.dispose();
+    cache.dispose();
+  });
+
   it('a greedy step whose logits hold a NaN fails with a clear error instead of feeding a token on', async () => {
     const gpu = await getGpu();
     const lm = await loadModel(gpu, dirFiles(fixtureDir('hrm-tiny-a')), { dtype: 'f32' });
@@ -118,5 +153,20 @@ describe('decode graph', { timeout: 300_000 }, () => {
       expect(replayed.stats.ids).toEqual(recorded.stats.ids);
       expect(replayed.text).toBe(recorded.text);
     }
+  });
+
+  it('generate() stops at every eos id the tokenizer lists, not only the config\'s', async () => {
+    const lm = await model(await getGpu(), 'brown', 'f32');
+    const run = async (tokenizer: typeof lm.tokenizer) => {
+      for await (const ev of generate(lm.model, tokenizer, 'The jury said', { maxTokens: 8 })) if (ev.type === 'done') return ev.stats;
+      throw new Error('no done event');
+    };
+    const free = await run(lm.tokenizer);
+    expect(free.stopReason).toBe('max_tokens');
+    // The third token generated becomes a second eos id: generation ends before it.
+    const eosIds = [...lm.tokenizer!.eosTokenIds, free.ids[2]];
+    const stopped = await run(Object.create(lm.tokenizer, { eosTokenIds: { value: eosIds } }));
+    expect(stopped.stopReason).toBe('eos');
+    expect(stopped.ids).toEqual(free.ids.slice(0, free.ids.indexOf(free.ids[2])));
   });
 });

@@ -7,14 +7,15 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../src/kernels/attention/kvcache.ts';
-import { appendQuantized, quantKV } from '../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { headsRef, sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { rope } from '../../src/kernels/rope/rope.ts';
-import type { FullKV, KVSide, Round } from '../../src/kernels/attention/types.ts';
+import type { FullKV, KVSide } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 
 const SENTINEL = 7.5;   // exactly representable in bf16: untouched cache positions must keep it
 
@@ -150,6 +151,7 @@ describe('appendKV / writeFull', () => {
     expect(() => ropeQ(Tensor.empty(gpu, [3, 60], 'f32', 'g'), o)).toThrow(ShapeError);
     expect(() => appendKV(gt, cache('bf16'), cache('bf16'), { ...o, offset: 0, round: 'f16' })).toThrow(DTypeError);
     expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'), { offset: 6 })).toThrow(ShapeError);
+    expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'), { offset: 1.5 })).toThrow(InputError);
   });
 });
 

@@ -4,7 +4,8 @@ import { randn, rng } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, GpuValidationError, ShapeError } from '../../src/tensor/errors.ts';
+import { Kernel } from '../../src/tensor/kernel.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import {
   add, argmaxRows, embed, klRows, logSoftmaxRows, logSumExpRows, sigmoidGate, siluMul, softmaxRows,
@@ -220,5 +221,24 @@ describe('row ops (f32 inside)', () => {
     expect([...argmaxRowsRef(withNan, 300)]).toEqual(want);
     const small = randn(7, 4 * 31);
     expect([...await argmaxRows(f32(small, [4, 31])).read()]).toEqual([...argmaxRowsRef(small, 31)]);
+  });
+});
+
+describe('kernel pipelines', () => {
+  it('a pipeline WebGPU rejects is reported at its op, not as the batch that used it', async () => {
+    const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
+    const out = Tensor.empty(gpu, [2], 'f32', 'out');
+    // workgroup_size(0) is invalid: only pipeline creation can reject it.
+    new Kernel('ops/elementwise.wgsl', 'add').dispatch(gpu, {
+      label: 'bad-add', bindings: { a, b: a, out }, overrides: { WG: 0 }, workgroups: 1,
+      uniforms: { n: 2, cols: 2, lda: 2, vocab: 0, row0: 0, rows: 0, scale: 0 },
+    });
+    const err = await gpu.flush('test').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GpuValidationError);
+    expect((err as Error).message).toMatch(/^\[bad-add: pipeline ops\/elementwise\.wgsl:add \{WG=0\}\] WebGPU validation failed/);
+    // The batch after it is clean again.
+    const sum = add(a, a);
+    expect(Array.from(await sum.read())).toEqual([2, 4]);
+    a.dispose(); out.dispose(); sum.dispose();
   });
 });

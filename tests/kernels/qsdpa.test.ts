@@ -6,13 +6,16 @@ import { expectSameStructure, recordDispatches, type DispatchRecord } from '../h
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
-import type { AttnMask, QuantKV, Round } from '../../src/kernels/attention/types.ts';
-import { appendQuantized, dequantize, quantKV } from '../../src/kernels/quant/quant.ts';
-import { qsdpa, type QsdpaOptions } from '../../src/kernels/quant/qsdpa.ts';
+import type { AttnMask, QuantKV } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
+import { dequantize } from '../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
+import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
 import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
 import type { Accumulate } from '../../src/kernels/quant/qmm.ts';
 import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
-import { kvAccess, qsdpaRef, type MaskRef, type QuantSideRef } from '../../src/kernels/quant/qsdpa.ref.ts';
+import { kvAccess, qsdpaRef, type QuantSideRef } from '../../src/kernels/attention/qsdpa.ref.ts';
+import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 
 interface Case {
   heads: number; kvHeads: number; dim: number; seq: number; offset: number; cap: number;

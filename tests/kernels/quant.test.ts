@@ -4,9 +4,10 @@ import { fixture } from '../helpers/fixtures.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
-import type { Round } from '../../src/kernels/attention/types.ts';
-import { appendQuantized, dequantize, quantKV, quantize } from '../../src/kernels/quant/quant.ts';
+import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
+import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
 import {
   QUANT_BITS, dequantizeRef, quantizeGroupRef, quantizeRef, roundTo, unpackLevel, type QuantRules,
 } from '../../src/kernels/quant/quant.ref.ts';
@@ -169,6 +170,7 @@ describe('argument checks', () => {
     expect(() => quantize(w, { bits: 4 })).toThrow(/\[quantize\] 96 values per row/);
     const w2 = Tensor.from(gpu, new Float32Array(128), [1, 128], 'f32', 'w2');
     expect(() => quantize(w2, { bits: 7 })).toThrow(/bits 7/);
+    expect(() => quantize(w2, { bits: 7 })).toThrow(InputError);
     expect(() => quantize(w2, { bits: 4, groupSize: 32 })).toThrow(/group size 32/);
     expect(() => quantize(Tensor.from(gpu, new Int32Array(128), [1, 128], 'i32', 'wi'), { bits: 4 })).toThrow(DTypeError);
     const r = quantize(w2, { bits: 4 });

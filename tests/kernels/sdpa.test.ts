@@ -8,12 +8,13 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
 import { sdpaRef, type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import type { AttnMask, FullKV, Round } from '../../src/kernels/attention/types.ts';
+import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 
 const PATHS = ['prefill', 'decode'] as const;
 
@@ -331,5 +332,9 @@ describe('sdpa argument checks', () => {
     const quant = { kind: 'quant', bits: 8, q: tt, scales: tt, biases: tt } as const;
     expect(() => sdpa(q, quant, quant, o)).toThrow(/quantized/);
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(/decode chunks 0 must be a positive integer/);
+    // Plain-number arguments are the caller's input, not a shape.
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(InputError);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, offset: -1 })).toThrow(/\[sdpa\] offset -1 must be an integer >= 0/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, scale: NaN })).toThrow(InputError);
   });
 });

@@ -3,16 +3,17 @@
 // does a step's queries and cache writes (full or quantized sides) in one dispatch.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
-import { checkQuantKV } from '../quant/quant.ts';
-import type { FullKV, KVSide, Round } from './types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
+import { checkQuantKV } from './kvquant.ts';
+import type { FullKV, KVSide } from './types.ts';
 
 const HEADS_F32 = new Kernel('attention/kvcache.wgsl', 'heads_f32');
 const HEADS_BF16 = new Kernel('attention/kvcache.wgsl', 'heads_bf16');
 const ROPE_APPEND = new Kernel('attention/rope_append.wgsl', 'rope_append');
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 /** Which column block of gqkv [S, 4*H*D] holds what. */
 const BLOCK = { gate: 0, q: 1, k: 2, v: 3 } as const;
@@ -48,6 +49,7 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
 /**
  * cache[h, offset + s, :] = RoPE(k block) into `k` and the raw v block into `v`, for the S rows of gqkv. A bf16 cache
  * stores the bf16 rounding; an f32 cache stores f32 values rounded per `round` (bf16 mode keeps bf16 values).
+ * The composed form ropeAppend is tested against (the model appends through ropeAppend).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
   const layout = gqkvLayout('appendKV', gqkv, opts);
@@ -75,14 +77,15 @@ export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tens
   const q = Tensor.empty(gpu, [l.heads, l.seq, l.dim], 'f32', `${op}.q`);
   const n = l.heads * l.seq * l.dim;
   const groups = (side: AppendSide) => (side.bits ? n / 64 : 0);
-  const none = placeholders(gpu);
+  // Distinct stand-ins for a full side's scales/biases: writable bindings of one dispatch must not alias.
+  const none = (name: string) => placeholder(gpu, `ropeAppend.no_${name}`, 'f32');
   // Workgroups of 64: pairs of elements first, then one per quantized group.
   const workgroups = Math.ceil(n / 2 / 64) + groups(k) + groups(v);
   ROPE_APPEND.dispatch(gpu, {
     bindings: {
       src: gqkv, q_out: q,
-      kd: k.data, ks: k.scales ?? none.ks, kb: k.biases ?? none.kb,
-      vd: v.data, vs: v.scales ?? none.vs, vb: v.biases ?? none.vb,
+      kd: k.data, ks: k.scales ?? none('ks'), kb: k.biases ?? none('kb'),
+      vd: v.data, vs: v.scales ?? none('vs'), vb: v.biases ?? none('vb'),
     },
     uniforms: {
       n_pairs: n / 2, k_groups: groups(k), v_groups: groups(v), seq: l.seq, hd: l.dim, width: l.heads * l.dim,
@@ -113,18 +116,6 @@ function appendSide(op: string, name: 'k' | 'v', side: KVSide, l: Layout, o: Hea
   return { mode: 2, data: side.q, scales: side.scales, biases: side.biases, bits: side.bits, cap };
 }
 
-const dummies = new WeakMap<Gpu, Record<'ks' | 'kb' | 'vs' | 'vb', Tensor>>();
-
-/** Distinct one-word stand-ins for a full side's scales/biases (writable bindings, never touched). */
-function placeholders(gpu: Gpu): Record<'ks' | 'kb' | 'vs' | 'vb', Tensor> {
-  let d = dummies.get(gpu);
-  if (!d) {
-    const one = (name: string) => Tensor.from(gpu, [0], [1], 'f32', `ropeAppend.no_${name}`);
-    dummies.set(gpu, (d = { ks: one('ks'), kb: one('kb'), vs: one('vs'), vb: one('vb') }));
-  }
-  return d;
-}
-
 /** cache[h, offset + s, :] = src[h, s, :] for src f32 [H, S, D] (stored as bf16 rounding in a bf16 cache). */
 export function writeFull(src: Tensor, dst: FullKV, { offset, round = 'none' }: { offset: number; round?: Round }): void {
   const op = 'writeFull';
@@ -132,7 +123,7 @@ export function writeFull(src: Tensor, dst: FullKV, { offset, round = 'none' }: 
   if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
   const [heads, seq, dim] = src.shape;
   const layout: Layout = { seq, heads, dim, sStride: dim, hStride: seq * dim, col0: 0 };
-  if (!Number.isInteger(offset) || offset < 0) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  checkIndex(op, 'offset', offset);
   checkCache(op, 'dst', dst, layout, offset, round);
   writeHeads(op, src, layout, dst.data, offset, false, { heads, headDim: dim, base: 2, offset, round });
 }
@@ -147,7 +138,7 @@ function headsOf(op: string, gqkv: Tensor, block: number, rope: boolean, opts: H
 function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: HeadsOptions): Layout {
   if (gqkv.dtype !== 'f32') throw new DTypeError(op, `gqkv '${gqkv.label}' is ${gqkv.dtype}; expected f32`);
   if (!(Number.isInteger(heads) && heads > 0 && Number.isInteger(headDim) && headDim > 0 && headDim % 2 === 0)) {
-    throw new ShapeError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
+    throw new InputError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
   }
   if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * headDim) {
     throw new ShapeError(op, `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);

@@ -35,13 +35,7 @@ override VM: u32 = 0;
 override K_BITS: u32 = 4;
 override V_BITS: u32 = 4;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(x: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(x); }
-  if (ROUND == 2u) { return round_f16(x); }
-  return x;
-}
+// #include "common/round.inc.wgsl"
 
 // #include "rope/angle.inc.wgsl"
 

@@ -2,7 +2,11 @@
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
+import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
+import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide, Round } from './types.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
@@ -10,8 +14,6 @@ const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
 const ONE_SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
 const ONE_MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
-const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;
@@ -60,10 +62,9 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const gpu = q.gpu;
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'sdpa.out');
   if (seq === 0) return out;
-  const none = placeholders(gpu);
   const m = opts.mask;
-  const mask = m.kind === 'prefix' ? m.tokenTypes : m.kind === 'explicit' ? m.mask : none.mask;
-  const gate = opts.gate ?? none.gate;
+  const mask = maskBinding('sdpa', gpu, m, { seq, kvLen: opts.kvLen, offset: opts.offset });
+  const gate = opts.gate ?? placeholder(gpu, 'no_gate', 'f32');
   const cap = kd.shape[1];
   const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
   const base = { seq, heads, kv_len: opts.kvLen, cap, offset: opts.offset, scale: opts.scale, gate_stride: gateStride };
@@ -79,7 +80,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
     const nChunks = Math.ceil(cap / ONE_CHUNK);
     const partO = Tensor.empty(gpu, [heads, nChunks, dim], 'f32', 'sdpa.part_o');
     const partMl = Tensor.empty(gpu, [heads, nChunks, 2], 'f32', 'sdpa.part_ml');
-    const uniforms = { kv_len: opts.kvLen, cap, scale: opts.scale, n_chunks: nChunks };
+    const uniforms = { kv_len: opts.kvLen, cap, scale: opts.scale, n_chunks: nChunks, gate_stride: gateStride };
     const overrides = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, ...store };
     ONE_SPLIT.dispatch(gpu, { bindings: { q, k4: kd, v4: vd, part_o: partO, part_ml: partMl }, uniforms, overrides, workgroups: [nChunks, heads] });
     ONE_MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
@@ -100,7 +101,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
     return out;
   }
   const nChunks = opts.chunks ?? defaultChunks(cap, heads * seq);
-  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new ShapeError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
+  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new InputError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
   const partO = Tensor.empty(gpu, [seq, heads, nChunks, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [seq, heads, nChunks, 2], 'f32', 'sdpa.part_ml');
   const uniforms = { ...base, n_chunks: nChunks };
@@ -155,19 +156,8 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   if (!Number.isInteger(o.kvLen) || o.kvLen < 0 || o.kvLen > kd.shape[1]) {
     throw new ShapeError(op, `kvLen ${o.kvLen} must be an integer in [0, capacity ${kd.shape[1]}]`);
   }
-  if (!Number.isInteger(o.offset) || o.offset < 0) throw new ShapeError(op, `offset ${o.offset} must be an integer >= 0`);
-  if (!Number.isFinite(o.scale)) throw new ShapeError(op, `scale ${o.scale} must be finite`);
-  const m = o.mask;
-  if (m.kind === 'prefix') {
-    const need = Math.max(o.kvLen, o.offset + seq);
-    if (m.tokenTypes.dtype !== 'u32' || m.tokenTypes.size < need) {
-      throw new ShapeError(op, `prefix tokenTypes '${m.tokenTypes.label}' [${m.tokenTypes.shape.join(', ')}] ${m.tokenTypes.dtype} must be u32 with >= ${need} entries`);
-    }
-  } else if (m.kind === 'explicit') {
-    if (m.mask.dtype !== 'u32' || m.mask.size !== seq * o.kvLen) {
-      throw new ShapeError(op, `explicit mask '${m.mask.label}' [${m.mask.shape.join(', ')}] ${m.mask.dtype} must be u32 [${seq}, ${o.kvLen}]`);
-    }
-  }
+  checkIndex(op, 'offset', o.offset);
+  if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
   return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 
@@ -179,13 +169,4 @@ export function checkGate(op: string, gate: Tensor, seq: number, width: number):
     throw new ShapeError(op, `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] (S rows holding the H*D gate columns first)`);
   }
   return stride;
-}
-
-const dummies = new WeakMap<Gpu, { mask: Tensor; gate: Tensor }>();
-
-/** One-word tensors bound as `mask` / `gate` where the kernel never reads them (no mask tensor, no gate). */
-function placeholders(gpu: Gpu): { mask: Tensor; gate: Tensor } {
-  let d = dummies.get(gpu);
-  if (!d) dummies.set(gpu, (d = { mask: Tensor.from(gpu, [0], [1], 'u32', 'sdpa.no_mask'), gate: Tensor.from(gpu, [0], [1], 'f32', 'sdpa.no_gate') }));
-  return d;
 }

@@ -11,9 +11,8 @@
 // per head (12 on HRM-1B, on a 132-SM H200) took 119 us at 641 keys, split-key flash decoding with 64-key blocks
 // 82 us. The chunk count comes from the capacity, the live chunks from kv_len (a uniform), so a recorded decode
 // step replays at any position. f32 inside; keys past kv_len read the last key with weight 0.
-// #include "common/half.inc.wgsl"
 
-struct Params { kv_len: u32, cap: u32, scale: f32, n_chunks: u32 }
+struct Params { kv_len: u32, cap: u32, scale: f32, n_chunks: u32, gate_stride: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;               // [H, 1, D]
@@ -41,16 +40,7 @@ var<workgroup> sp: array<f32, WG>;
 var<workgroup> pr: array<f32, CK>;
 var<workgroup> part: array<f32, WG * 8u>;   // groups * HD = WG * elements per unit
 
-fn round_out(x: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(x); }
-  if (ROUND == 2u) { return round_f16(x); }
-  return x;
-}
-
-fn sigmoid(x: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(x)));
-  return select(1.0 - y, y, x < 0.0);
-}
+// #include "common/gate.inc.wgsl"
 
 fn epu() -> u32 { return select(4u, 8u, KV_BF16); }
 
@@ -176,7 +166,7 @@ fn one_merge(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
     for (var s = 0u; s < subsets; s++) { oo += part[s * HD + t]; ll += part[WG + s * HD + t]; }
     var y = 0.0;
     if (ll > 0.0) { y = round_out(oo / ll); }
-    if (GATE) { y = round_out(round_out(sigmoid(gate[h * HD + t])) * y); }
+    y = gated(y, 0u, h * HD + t);
     out[h * HD + t] = y;
   }
 }

@@ -39,43 +39,9 @@ var<workgroup> qs: array<f32, BQ * (HD + 1u)>;
 var<workgroup> kv: array<f32, BK * (HD + 1u)>;
 var<workgroup> sc: array<f32, BQ * BK>;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(x: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(x); }
-  if (ROUND == 2u) { return round_f16(x); }
-  return x;
-}
-
-// MLX's sigmoid (as elementwise.wgsl): y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y. (Not `v`: the binding reflection
-// would take a parameter v for the global v.)
-fn sigmoid(x: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(x)));
-  return select(1.0 - y, y, x < 0.0);
-}
-
-fn gated(y: f32, row: u32, col: u32) -> f32 {
-  if (!GATE) { return y; }
-  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
-}
-
-fn k_at(i: u32) -> f32 {
-  if (KV_BF16) { let w = k[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
-  return bitcast<f32>(k[i]);
-}
-
-fn v_at(i: u32) -> f32 {
-  if (KV_BF16) { let w = v[i >> 1u]; return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u)); }
-  return bitcast<f32>(v[i]);
-}
-
-// May query i (of this call) attend key j?
-fn visible(i: u32, j: u32) -> bool {
-  if (MASK == 1u) { return j <= p.offset + i; }
-  if (MASK == 2u) { let a = p.offset + i; return j <= a || (mask[a] == 1u && mask[j] == 1u); }
-  if (MASK == 3u) { return mask[i * p.kv_len + j] != 0u; }
-  return true;
-}
+// #include "common/gate.inc.wgsl"
+// #include "common/mask.inc.wgsl"
+// #include "attention/kv_load.inc.wgsl"
 
 @compute @workgroup_size(WGS)
 fn sdpa_prefill(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {

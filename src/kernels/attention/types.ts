@@ -1,6 +1,9 @@
 // Shapes shared by the attention kernels (full-precision and quantized) and the model's KV cache.
 import type { Tensor } from '../../tensor/tensor.ts';
 
+// The kernel families outside attention/ (matmul) still import Round from here; its home is common/codes.ts.
+export type { Round } from '../common/codes.ts';
+
 /**
  * Which keys a query may attend to. Queries are the S new positions at cache offset `off`; keys are the
  * `kvLen = off + S` cached positions. Query i (absolute position off + i) may attend key j when:
@@ -26,6 +29,3 @@ export interface FullKV { kind: 'full'; data: Tensor }
 export interface QuantKV { kind: 'quant'; bits: number; q: Tensor; scales: Tensor; biases: Tensor }
 
 export type KVSide = FullKV | QuantKV;
-
-/** Output rounding of a kernel: none (f32 mode), or to bf16 / f16 values kept in f32 storage (MLX-dtype modes). */
-export type Round = 'none' | 'bf16' | 'f16';

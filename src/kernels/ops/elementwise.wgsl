@@ -7,7 +7,7 @@
 //   add           out = r(a + b)
 //   silu_mul      out[s, i] = r(r(g * r(sigmoid(g))) * u), g = a[s, i], u = a[s, cols + i], a row stride lda
 //   sigmoid_gate  out[s, i] = r(r(sigmoid(g)) * b[s, i]),  g = a[s, i], a row stride lda
-// sigmoid is MLX's form: y = 1 / (1 + exp(|v|)); v < 0 ? y : 1 - y.
+// r is round_out (common/round.inc.wgsl), sigmoid MLX's form (common/sigmoid.inc.wgsl).
 
 struct Params { n: u32, cols: u32, lda: u32, vocab: u32, row0: u32, rows: u32, scale: f32 }
 
@@ -22,18 +22,8 @@ override WG: u32 = 64u;
 override ROUND: u32 = 0u;
 override WDT: u32 = 1u;
 
-// #include "common/half.inc.wgsl"
-
-fn r(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
-
-fn sigmoid(v: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(v)));
-  return select(1.0 - y, y, v < 0.0);
-}
+// #include "common/round.inc.wgsl"
+// #include "common/sigmoid.inc.wgsl"
 
 fn flat_index(gid: vec3u, nwg: vec3u) -> u32 { return gid.x + gid.y * nwg.x * WG; }
 
@@ -53,14 +43,14 @@ fn embed(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
     if (WDT == 2u) { h = unpack2x16float(word); }
     t = select(h.x, h.y, (e & 1u) == 1u);
   }
-  out[i] = r(t * p.scale);
+  out[i] = round_out(t * p.scale);
 }
 
 @compute @workgroup_size(WG)
 fn add(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let i = flat_index(gid, nwg);
   if (i >= p.n) { return; }
-  out[i] = r(a[i] + b[i]);
+  out[i] = round_out(a[i] + b[i]);
 }
 
 @compute @workgroup_size(WG)
@@ -69,12 +59,12 @@ fn silu_mul(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) 
   if (i >= p.n) { return; }
   let at = (i / p.cols) * p.lda + i % p.cols;
   let g = a[at];
-  out[i] = r(r(g * r(sigmoid(g))) * a[at + p.cols]);
+  out[i] = round_out(round_out(g * round_out(sigmoid(g))) * a[at + p.cols]);
 }
 
 @compute @workgroup_size(WG)
 fn sigmoid_gate(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let i = flat_index(gid, nwg);
   if (i >= p.n) { return; }
-  out[i] = r(r(sigmoid(a[(i / p.cols) * p.lda + i % p.cols])) * b[i]);
+  out[i] = round_out(round_out(sigmoid(a[(i / p.cols) * p.lda + i % p.cols])) * b[i]);
 }

@@ -1,11 +1,14 @@
 // HRM's small ops: embedding, residual add, the MLP's silu(gate) * up, attention's sigmoid output gate, and the
 // row ops of the head (softmax, log-softmax, log-sum-exp, KL, argmax). Activations are f32; `round` rounds each
 // op's output where an MLX model in bf16 / f16 would (elementwise.wgsl); the row ops are f32 throughout (rows.wgsl).
+// Without a caller in the model, kept on purpose: siluMul and sigmoidGate are the composed forms the fused kernels
+// (matmul's swiglu, attention's gate) are tested against bit for bit; softmaxRows, logSoftmaxRows and klRows are
+// the library's GPU row ops for scoring logits (tests/kernels/ops.test.ts checks each against ops.ref.ts).
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
-import type { Round } from '../attention/types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
 
 // The model imports its linear layers from here too.
 export { matmul, type MatmulOptions } from '../matmul/matmul.ts';
@@ -24,7 +27,6 @@ const K = {
   argmax: new Kernel(ROWS, 'argmax_rows'),
 };
 const WG = 64;
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 const TABLE_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
 export interface RoundOptions { round?: Round }

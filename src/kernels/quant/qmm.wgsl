@@ -34,27 +34,9 @@ const MAXTM: u32 = 8u;
 
 var<workgroup> part: array<f32, 2048>;  // partial sums: [thread][MAXTM]
 
-// #include "common/half.inc.wgsl"
+fn packed_word(i: u32) -> u32 { return wq[i]; }
 
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
-
-fn round_op(v: f32) -> f32 {
-  if (ROUND == 0u) { return bitcast<f32>(bitcast<u32>(v) | p.zero); }
-  return round_out(v);
-}
-
-// Level of value j of the packed row starting at word `base` (it may straddle two words for 3/5/6 bits).
-fn level(base: u32, j: u32) -> f32 {
-  let bit = j * BITS;
-  let s = bit & 31u;
-  var v = wq[base + (bit >> 5u)] >> s;
-  if (s + BITS > 32u) { v |= wq[base + (bit >> 5u) + 1u] << (32u - s); }
-  return f32(v & ((1u << BITS) - 1u));
-}
+// #include "quant/packed.inc.wgsl"
 
 // Loops over the TM rows of a thread have constant bounds (rows past M repeat row M-1 and are not written), so
 // the accumulators stay in registers.
@@ -76,22 +58,9 @@ fn qmm_t(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid
       let s = scales[n * gpr + pk / 2u];
       let b = biases[n * gpr + pk / 2u];
       for (var t = 0u; t < TM; t++) { dot[t] = 0.0; xs[t] = 0.0; }
-      // The pack's BITS words pass through a two-word window (lo, hi): each word is loaded once.
-      let wb = base + pk * BITS;
-      var lo = wq[wb];
-      var hi = wq[wb + 1u];  // BITS >= 2: a pack has at least two words
-      var wi = 0u;
+      var win = pack_window(base + pk * BITS);
       for (var e = 0u; e < 32u; e++) {
-        let bit = e * BITS;
-        if ((bit >> 5u) != wi) {
-          wi = bit >> 5u;
-          lo = hi;
-          if (wi + 1u < BITS) { hi = wq[wb + wi + 1u]; }
-        }
-        let sh = bit & 31u;
-        var v = lo >> sh;
-        if (sh + BITS > 32u) { v |= hi << (32u - sh); }
-        let lv = f32(v & ((1u << BITS) - 1u));
+        let lv = pack_level(&win, e);
         let j = pk * 32u + e;
         for (var t = 0u; t < TM; t++) {
           let xv = x[(m0 + min(t, last)) * p.k + j];

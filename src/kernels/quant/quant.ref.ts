@@ -2,7 +2,7 @@
 // arithmetic (every op rounded with Math.fround, which is the correctly rounded f32 result), bit packing, and
 // dequantization. Usable by other code on the CPU (e.g. quantizing weights at load time without a GPU).
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
-import type { Round } from '../attention/types.ts';
+import type { Round } from '../common/codes.ts';
 
 export const GROUP = 64;
 export const QUANT_BITS: readonly number[] = [2, 3, 4, 5, 6, 8];

@@ -1,16 +1,16 @@
-// Group-64 affine quantization as mx.quantize / mx.dequantize (Metal rules), and the quantized KV-cache append.
+// Group-64 affine quantization as mx.quantize / mx.dequantize (Metal rules). The quantized KV cache's side
+// (allocation, checks, append) is attention/kvquant.ts, built on `quantizeInto`.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import type { QuantKV, Round } from '../attention/types.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
 import { GROUP, QUANT_BITS, type QuantRules } from './quant.ref.ts';
 
-export { GROUP, QUANT_BITS, type QuantRules };
+// qmm.ts takes ROUND_CODE from here (its home is common/codes.ts).
+export { GROUP, QUANT_BITS, ROUND_CODE, type QuantRules };
 
 const QUANTIZE = new Kernel('quant/quant.wgsl', 'quantize');
 const DEQUANTIZE = new Kernel('quant/dequant.wgsl', 'dequantize');
-export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 const RULES_CODE: Record<QuantRules, number> = { metal: 0, cpu: 1 };
 const WG = 64;
 
@@ -27,10 +27,15 @@ export interface QuantizeOptions {
 /** Packed levels u32 [..., cols*bits/32] with scales and biases f32 [..., cols/64]. */
 export interface Quantized { q: Tensor; scales: Tensor; biases: Tensor }
 
+/** Bits per level: one of QUANT_BITS. */
+export function checkBits(op: string, bits: number): void {
+  if (!QUANT_BITS.includes(bits)) throw new InputError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+}
+
 /** Validates bits and group size; `cols` (values per row) must be a multiple of 64. */
 export function checkQuant(op: string, bits: number, cols: number, groupSize = GROUP): void {
   if (groupSize !== GROUP) throw new ShapeError(op, `group size ${groupSize} is not supported; only ${GROUP}`);
-  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  checkBits(op, bits);
   if (!(cols > 0 && cols % GROUP === 0)) throw new ShapeError(op, `${cols} values per row is not a positive multiple of the group size ${GROUP}`);
 }
 
@@ -43,7 +48,7 @@ export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tenso
   requireDtype(op, q, 'u32');
   requireDtype(op, scales, 'f32');
   requireDtype(op, biases, 'f32');
-  if (!QUANT_BITS.includes(bits)) throw new ShapeError(op, `bits ${bits} is not one of ${QUANT_BITS.join(', ')}`);
+  checkBits(op, bits);
   const words = q.shape[q.rank - 1];
   const cols = (words * 32) / bits;
   const lead = q.shape.slice(0, -1);
@@ -74,7 +79,7 @@ export function quantize(w: Tensor, { bits, groupSize = GROUP, round = 'none', r
     scales: Tensor.empty(gpu, [...lead, cols / GROUP], 'f32', 'quantize.scales'),
     biases: Tensor.empty(gpu, [...lead, cols / GROUP], 'f32', 'quantize.biases'),
   };
-  dispatchQuantize(gpu, w, out, { rows, cols, srcRows: Math.max(rows, 1), dstRows: Math.max(rows, 1), dstRow0: 0, bits, round, rules });
+  quantizeInto(w, out, { rows, cols, srcRows: Math.max(rows, 1), dstRows: Math.max(rows, 1), dstRow0: 0, bits, round, rules });
   return out;
 }
 
@@ -96,47 +101,15 @@ export function dequantize(q: Tensor, scales: Tensor, biases: Tensor, { bits, ro
   return out;
 }
 
-export interface AppendOptions { offset: number; round?: Round; rules?: QuantRules }
+/**
+ * Where quantizeInto reads and writes: `rows` rows of `cols` values, read as blocks of `srcRows` rows and written
+ * to the same blocks of `dstRows` rows starting at row `dstRow0` (a cache [H, capacity] takes [H, S] at an offset).
+ */
+export interface QuantizeLayout { rows: number; cols: number; srcRows: number; dstRows: number; dstRow0: number; bits: number; round: Round; rules: QuantRules }
 
-/** cache[h, offset + s] = quantize(src[h, s, :]) for src f32 [H, S, D], as mlx-lm's QuantizedKVCache stores K/V. */
-export function appendQuantized(src: Tensor, side: QuantKV, { offset, round = 'none', rules = 'metal' }: AppendOptions): void {
-  const op = 'appendQuantized';
-  requireDtype(op, src, 'f32');
-  if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
-  const [heads, seq, dim] = src.shape;
-  const cap = checkQuantKV(op, side, heads, dim);
-  if (!(Number.isInteger(offset) && offset >= 0 && offset + seq <= cap)) {
-    throw new ShapeError(op, `positions ${offset}..${offset + seq} do not fit the cache capacity ${cap}`);
-  }
-  if (seq === 0) return;
-  const target: Quantized = { q: side.q, scales: side.scales, biases: side.biases };
-  dispatchQuantize(src.gpu, src, target, { rows: heads * seq, cols: dim, srcRows: seq, dstRows: cap, dstRow0: offset, bits: side.bits, round, rules });
-}
-
-/** An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32 [heads, capacity, headDim/64]. */
-export function quantKV(gpu: Gpu, { heads, capacity, headDim, bits }: { heads: number; capacity: number; headDim: number; bits: number }): QuantKV {
-  checkQuant('quantKV', bits, headDim);
-  return {
-    kind: 'quant', bits,
-    q: Tensor.empty(gpu, [heads, capacity, (headDim * bits) / 32], 'u32', 'quantKV.q'),
-    scales: Tensor.empty(gpu, [heads, capacity, headDim / GROUP], 'f32', 'quantKV.scales'),
-    biases: Tensor.empty(gpu, [heads, capacity, headDim / GROUP], 'f32', 'quantKV.biases'),
-  };
-}
-
-/** Validates a quantized cache side against [heads, *, headDim]; returns its capacity. */
-export function checkQuantKV(op: string, side: QuantKV, heads: number, headDim: number): number {
-  if (side.kind !== 'quant') throw new ShapeError(op, `cache side is '${(side as { kind: string }).kind}'; expected 'quant'`);
-  const cols = checkPacked(op, side.q, side.scales, side.biases, side.bits);
-  if (side.q.rank !== 3 || side.q.shape[0] !== heads || cols !== headDim) {
-    throw new ShapeError(op, `cache '${side.q.label}' [${side.q.shape.join(', ')}] at ${side.bits} bits does not hold ${heads} heads of ${headDim} values`);
-  }
-  return side.q.shape[1];
-}
-
-interface QuantizeLayout { rows: number; cols: number; srcRows: number; dstRows: number; dstRow0: number; bits: number; round: Round; rules: QuantRules }
-
-function dispatchQuantize(gpu: Gpu, w: Tensor, out: Quantized, l: QuantizeLayout): void {
+/** quantize's dispatch into existing q / scales / biases (checked by the caller). */
+export function quantizeInto(w: Tensor, out: Quantized, l: QuantizeLayout): void {
+  const gpu = w.gpu;
   const groups = (l.rows * l.cols) / GROUP;
   QUANTIZE.dispatch(gpu, {
     bindings: { w, q: out.q, scales: out.scales, biases: out.biases },

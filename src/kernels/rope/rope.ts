@@ -2,10 +2,9 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import type { Round } from '../attention/types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
 
 const ROPE = new Kernel('rope/rope.wgsl', 'rope');
-const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 export interface RopeOptions { base: number; scale?: number; offset: number; round?: Round }
 

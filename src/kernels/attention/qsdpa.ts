@@ -1,21 +1,23 @@
 // Attention over a quantized KV cache (mlx-lm's quantized_scaled_dot_product_attention), see qsdpa.wgsl.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import type { AttnMask, QuantKV, Round } from '../attention/types.ts';
-import { ROUND_CODE, checkQuantKV, requireDtype } from './quant.ts';
-import { ACC_CODE, type Accumulate } from './qmm.ts';
-import { DECODE_MAX_QUERIES, checkGate } from '../attention/sdpa.ts';
+import { ShapeError } from '../../tensor/errors.ts';
+import { checkIndex } from '../common/args.ts';
+import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
+import { requireDtype } from '../quant/quant.ts';
+import { ACC_CODE, type Accumulate } from '../quant/qmm.ts';
+import { checkQuantKV } from './kvquant.ts';
+import { maskBinding } from './mask.ts';
+import { DECODE_MAX_QUERIES, checkGate } from './sdpa.ts';
+import type { AttnMask, QuantKV, Round } from './types.ts';
 
-const SCORES = new Kernel('quant/qsdpa.wgsl', 'qsdpa_scores');
-const SOFTMAX = new Kernel('quant/qsdpa.wgsl', 'qsdpa_softmax');
-const PV = new Kernel('quant/qsdpa.wgsl', 'qsdpa_pv');
-const COMBINE = new Kernel('quant/qsdpa.wgsl', 'qsdpa_combine');
-const MASK_CODE: Record<AttnMask['kind'], number> = { none: 0, causal: 1, prefix: 2, explicit: 3 };
+const SCORES = new Kernel('attention/qsdpa.wgsl', 'qsdpa_scores');
+const SOFTMAX = new Kernel('attention/qsdpa.wgsl', 'qsdpa_softmax');
+const PV = new Kernel('attention/qsdpa.wgsl', 'qsdpa_pv');
+const COMBINE = new Kernel('attention/qsdpa.wgsl', 'qsdpa_combine');
 /** Scores of one chunk of queries stay under this many bytes (and under the adapter's binding limit). */
 const SCORE_BUDGET = 64 << 20;
-const dummies = new WeakMap<Gpu, { mask: Tensor; part: Tensor; gate: Tensor }>();
 /** Below this many pass-3 workgroups, long key ranges are split into chunks combined by a fourth pass. */
 const SPLIT_BELOW = 512;
 
@@ -59,12 +61,12 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   if (!(kvHeads > 0 && heads % kvHeads === 0)) throw new ShapeError(op, `${heads} query heads is not a multiple of ${kvHeads} cache heads`);
   const { kvLen, offset, mask, scale, round = 'none', accumulate = 'f32' } = opts;
   if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op, `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
-  if (!(Number.isInteger(offset) && offset >= 0)) throw new ShapeError(op, `offset ${offset} must be an integer >= 0`);
+  checkIndex(op, 'offset', offset);
   if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op, `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
   const gateStride = opts.gate ? checkGate(op, opts.gate, seq, heads * dim) : 0;
   const gpu = q.gpu;
-  const aux = maskTensor(op, gpu, mask, seq, kvLen);
-  const gate = opts.gate ?? dummy(gpu).gate;
+  const maskT = maskBinding(op, gpu, mask, { seq, kvLen, offset });
+  const gate = opts.gate ?? placeholder(gpu, 'no_gate', 'f32');
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'qsdpa.out');
   if (seq === 0) return out;
 
@@ -83,7 +85,7 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const pvGroups = Math.ceil(dim / 64) * Math.ceil(rows / tq) * heads;
   const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(span / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
   const ks = seqOrder || Math.ceil(span / splits) < 256 ? 1 : 4;
-  const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : dummy(gpu).part;
+  const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : placeholder(gpu, 'qsdpa.no_part', 'f32');
   const roundCode = ROUND_CODE[round];
   const gated = opts.gate ? 1 : 0;
   const common = { ROUND: roundCode, ACC: ACC_CODE[accumulate] };
@@ -92,7 +94,7 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
     const n = Math.min(rows, seq - q0);
     const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, stride: span, gate_stride: gateStride, zero: 0 };
     SCORES.dispatch(gpu, {
-      bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, aux, scores }, uniforms,
+      bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, mask: maskT, scores }, uniforms,
       overrides: { ...common, BITS: k.bits, MASK: MASK_CODE[mask.kind], TQ: tq, WG: 64 },
       workgroups: [Math.ceil(span / 64), heads, Math.ceil(n / tq)],
     });
@@ -109,28 +111,4 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   if (splits > 1) part.dispose();
   scores.dispose();
   return out;
-}
-
-function maskTensor(op: string, gpu: Gpu, mask: AttnMask, seq: number, kvLen: number): Tensor {
-  if (mask.kind === 'prefix' || mask.kind === 'explicit') {
-    const t = mask.kind === 'prefix' ? mask.tokenTypes : mask.mask;
-    const need = mask.kind === 'prefix' ? kvLen : seq * kvLen;
-    if (t.dtype !== 'u32') throw new DTypeError(op, `${mask.kind} mask '${t.label}' is ${t.dtype}; expected u32`);
-    if (t.size < need) throw new ShapeError(op, `${mask.kind} mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; ${need} needed (S ${seq}, kvLen ${kvLen})`);
-    return t;
-  }
-  return dummy(gpu).mask;
-}
-
-/** Placeholders bound where a pass declares a buffer the chosen options do not use. */
-function dummy(gpu: Gpu): { mask: Tensor; part: Tensor; gate: Tensor } {
-  let d = dummies.get(gpu);
-  if (!d) {
-    d = {
-      mask: Tensor.from(gpu, [0], [1], 'u32', 'qsdpa.no_mask'), part: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_part'),
-      gate: Tensor.from(gpu, [0], [1], 'f32', 'qsdpa.no_gate'),
-    };
-    dummies.set(gpu, d);
-  }
-  return d;
 }

@@ -1,24 +1,8 @@
 // CPU reference for qsdpa.ts: mlx-lm's quantized_scaled_dot_product_attention in float64 with the dtype roundings
 // at MLX's op boundaries, from dequantized K/V (exact level * scale + bias).
-import type { Round } from '../attention/types.ts';
-import { GROUP, dtypeMin, packedCols, roundTo, unpackLevel } from './quant.ref.ts';
-
-export type MaskRef =
-  | { kind: 'none' }
-  | { kind: 'causal' }
-  | { kind: 'prefix'; tokenTypes: ArrayLike<number> }
-  | { kind: 'explicit'; mask: ArrayLike<number> };
-
-/** May query i (absolute position offset + i) attend key j? (AttnMask semantics, types.ts.) */
-export function visibleRef(m: MaskRef, i: number, j: number, offset: number, kvLen: number): boolean {
-  const pos = offset + i;
-  switch (m.kind) {
-    case 'none': return true;
-    case 'causal': return j <= pos;
-    case 'prefix': return j <= pos || (m.tokenTypes[pos] === 1 && m.tokenTypes[j] === 1);
-    case 'explicit': return m.mask[i * kvLen + j] !== 0;
-  }
-}
+import type { Round } from '../common/codes.ts';
+import { GROUP, dtypeMin, packedCols, roundTo, unpackLevel } from '../quant/quant.ref.ts';
+import { visibleRef, type MaskRef } from './sdpa.ref.ts';
 
 export interface QsdpaRefOptions {
   heads: number; kvHeads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number;

@@ -30,7 +30,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> cq: array<u32>;       // K (pass 1) or V (pass 3): [kv_heads, cap, dim*BITS/32]
 @group(0) @binding(3) var<storage, read> cs: array<f32>;       // [kv_heads, cap, dim/64]
 @group(0) @binding(4) var<storage, read> cb: array<f32>;
-@group(0) @binding(5) var<storage, read> aux: array<u32>;      // prefix: token types [kv_len]; explicit: mask [seq, kv_len]
+@group(0) @binding(5) var<storage, read> mask: array<u32>;      // prefix: token types [kv_len]; explicit: mask [seq, kv_len]
 @group(0) @binding(6) var<storage, read_write> scores: array<f32>;  // [heads, rows, stride]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;     // [seq, heads * dim]
 @group(0) @binding(8) var<storage, read_write> part: array<f32>;    // [splits, rows, heads * dim]
@@ -50,54 +50,17 @@ const MAXTQ: u32 = 8u;
 var<workgroup> red: array<f32, 2048>;   // pass 2: [WG]; pass 3: [KS * 64][MAXTQ]
 var<workgroup> qsh: array<f32, 1024>;   // pass 1: [TQ][dim] scaled queries
 
-// #include "common/half.inc.wgsl"
+fn packed_word(i: u32) -> u32 { return cq[i]; }
 
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
-
-fn round_op(v: f32) -> f32 {
-  if (ROUND == 0u) { return bitcast<f32>(bitcast<u32>(v) | p.zero); }
-  return round_out(v);
-}
-
-// MLX's sigmoid (as elementwise.wgsl): y = 1 / (1 + exp(|x|)); x < 0 ? y : 1 - y. (Not `v`: the binding reflection
-// would take a parameter v for the global v.)
-fn sigmoid(x: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(x)));
-  return select(1.0 - y, y, x < 0.0);
-}
-
-// Output element (row, col) of a rounded attention value y, gated as ops' sigmoidGate: r(r(sigmoid(g)) * y).
-fn gated(y: f32, row: u32, col: u32) -> f32 {
-  if (!GATE) { return y; }
-  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
-}
+// #include "quant/packed.inc.wgsl"
+// #include "common/gate.inc.wgsl"
+// #include "common/mask.inc.wgsl"
 
 // Most negative finite value of the dtype: what mlx-lm writes into masked scores.
 fn dtype_min() -> f32 {
   if (ROUND == 1u) { return -3.3895313892515355e38; }
   if (ROUND == 2u) { return -65504.0; }
   return -3.4028234663852886e38;
-}
-
-fn visible(i: u32, j: u32) -> bool {
-  let pos = p.offset + i;
-  if (MASK == 1u) { return j <= pos; }
-  if (MASK == 2u) { return j <= pos || (aux[pos] == 1u && aux[j] == 1u); }
-  if (MASK == 3u) { return aux[i * p.kv_len + j] != 0u; }
-  return true;
-}
-
-// Level of value e of the packed cache row starting at word `base` (it may straddle two words for 3/5/6 bits).
-fn level(base: u32, e: u32) -> f32 {
-  let bit = e * BITS;
-  let s = bit & 31u;
-  var v = cq[base + (bit >> 5u)] >> s;
-  if (s + BITS > 32u) { v |= cq[base + (bit >> 5u) + 1u] << (32u - s); }
-  return f32(v & ((1u << BITS) - 1u));
 }
 
 @compute @workgroup_size(WG)
@@ -125,22 +88,9 @@ fn qsdpa_scores(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id
     let s = cs[krow * groups + pk / 2u];
     let b = cb[krow * groups + pk / 2u];
     for (var t = 0u; t < TQ; t++) { dot[t] = 0.0; xs[t] = 0.0; }
-    // The pack's BITS words pass through a two-word window (lo, hi): each word is loaded once.
-    let wb = base + pk * BITS;
-    var lo = cq[wb];
-    var hi = cq[wb + 1u];  // BITS >= 2: a pack has at least two words
-    var wi = 0u;
+    var win = pack_window(base + pk * BITS);
     for (var e = 0u; e < 32u; e++) {
-      let bit = e * BITS;
-      if ((bit >> 5u) != wi) {
-        wi = bit >> 5u;
-        lo = hi;
-        if (wi + 1u < BITS) { hi = cq[wb + wi + 1u]; }
-      }
-      let sh = bit & 31u;
-      var v = lo >> sh;
-      if (sh + BITS > 32u) { v |= hi << (32u - sh); }
-      let lv = f32(v & ((1u << BITS) - 1u));
+      let lv = pack_level(&win, e);
       for (var t = 0u; t < TQ; t++) {
         let qv = qsh[t * p.dim + pk * 32u + e];
         if (ACC == 1u) {

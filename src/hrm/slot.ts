@@ -1,0 +1,97 @@
+// One KV-cache slot (a stack call's layer), owning its K/V life cycle as mlx-lm's KVCache / QuantizedKVCache do:
+// `append` RoPEs the new queries and keys and writes keys and values at the pass's offset, `attend` reads every
+// cached position back through the kernel that fits its sides. The model never asks which kind a side is.
+// Sides: full precision (f32, or packed bf16 in bf16 mode) or group-64 quantized with their own bits, any mix.
+import { Tensor } from '../tensor/tensor.ts';
+import type { Round } from '../kernels/common/codes.ts';
+import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
+import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
+import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
+import { sdpa } from '../kernels/attention/sdpa.ts';
+import { qsdpa } from '../kernels/attention/qsdpa.ts';
+
+/** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
+export interface CachePass {
+  /** New positions and where the first goes (the cache offset before this forward). */
+  S: number;
+  offset: number;
+  /** Token type of each new position (1 = the prompt's bidirectional block). */
+  tokenTypes: number[];
+  mask: AttnMask;
+  /**
+   * 'after-prefill' first pass: quantized sides also get full-precision copies, which this pass attends to
+   * (mlx-lm's generation: a full-precision prefill, then the cache converted). null otherwise.
+   */
+  shadow: Map<KVSide, FullKV> | null;
+  /** Tensors freed at the end of the pass (the mask's token types, dequantized sides, shadows). */
+  temps: Tensor[];
+}
+
+/** The shape of a slot's attention: heads, head dim, RoPE base and the activation rounding. */
+export interface SlotGeometry { heads: number; headDim: number; ropeBase: number; round: Round }
+
+export class CacheSlot {
+  constructor(readonly k: KVSide, readonly v: KVSide, private readonly geo: SlotGeometry) {}
+
+  /**
+   * The new positions of gqkv [S, 4*H*D] (columns gate | q | k | v): keys RoPE'd and written with the values at
+   * the pass's offset; returns the RoPE'd queries [H, S, D]. One dispatch, except in an 'after-prefill' first pass
+   * with a quantized side, which writes full-precision copies as well.
+   */
+  append(gqkv: Tensor, pass: CachePass): Tensor {
+    const heads = this.heads(pass);
+    if (!pass.shadow || (this.k.kind === 'full' && this.v.kind === 'full')) return ropeAppend(gqkv, this, heads);
+    for (const [side, fresh] of [[this.k, ropeK(gqkv, heads)], [this.v, takeV(gqkv, heads)]] as const) {
+      this.write(fresh, side, pass);
+      fresh.dispose();
+    }
+    return ropeQ(gqkv, heads);
+  }
+
+  /**
+   * softmax(q K^T / sqrt(D) + mask) V over every cached position, gated by sigmoid(gate block of `gate`), before
+   * o_proj: [S, H*D]. Quantized K and V: the quantized kernel (mlx-lm's quantized SDPA); otherwise the
+   * full-precision kernel, reading a quantized side dequantized (asymmetric configs MLX cannot express).
+   */
+  attend(q: Tensor, gate: Tensor, pass: CachePass): Tensor {
+    const k = pass.shadow?.get(this.k) ?? this.k;
+    const v = pass.shadow?.get(this.v) ?? this.v;
+    const { round, headDim } = this.geo;
+    const opts = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
+    if (k.kind === 'quant' && v.kind === 'quant') return qsdpa(q, k, v, opts);
+    const full = (side: KVSide): FullKV => {
+      if (side.kind === 'full') return side;
+      const d = dequantizeKV(side, round);
+      pass.temps.push(d.data);
+      return d;
+    };
+    return sdpa(q, full(k), full(v), opts);
+  }
+
+  /** GPU bytes the slot holds. */
+  get bytes(): number {
+    return [this.k, this.v].reduce((n, s) => n + (s.kind === 'full' ? s.data.byteLength : s.q.byteLength + s.scales.byteLength + s.biases.byteLength), 0);
+  }
+
+  dispose(): void {
+    for (const s of [this.k, this.v]) for (const t of s.kind === 'full' ? [s.data] : [s.q, s.scales, s.biases]) t.dispose();
+  }
+
+  private heads(pass: CachePass): HeadsOptions {
+    const { heads, headDim, ropeBase, round } = this.geo;
+    return { heads, headDim, base: ropeBase, offset: pass.offset, round };
+  }
+
+  /** New K or V ([H, S, D]) into a side; a quantized side in a shadowed pass also gets its f32 copy. */
+  private write(fresh: Tensor, side: KVSide, pass: CachePass): void {
+    const at = { offset: pass.offset, round: this.geo.round };
+    if (side.kind === 'full') return writeFull(fresh, side, at);
+    appendQuantized(fresh, side, at);
+    // Shaped like the cache (the other side may be a full cache side, and both must share a capacity).
+    const [h, cap] = side.q.shape;
+    const copy: FullKV = { kind: 'full', data: Tensor.empty(fresh.gpu, [h, cap, this.geo.headDim], 'f32', 'prefill.kv') };
+    writeFull(fresh, copy, at);
+    pass.temps.push(copy.data);
+    pass.shadow!.set(side, copy);
+  }
+}

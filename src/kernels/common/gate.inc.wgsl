@@ -1,0 +1,12 @@
+// HRM's attention output gate fused into the kernel that writes attention's output, shared through
+// `// #include "common/gate.inc.wgsl"`: bit for bit ops' sigmoidGate, r(r(sigmoid(g)) * y). The includer declares
+// `override GATE: bool`, `override ROUND: u32`, a binding `gate: array<f32>` ([S, gate_stride], gate block in the
+// first H*D columns) and `p.gate_stride`. Never compiled on its own.
+// #include "common/round.inc.wgsl"
+// #include "common/sigmoid.inc.wgsl"
+
+// Output element (row, col) of a rounded attention value y.
+fn gated(y: f32, row: u32, col: u32) -> f32 {
+  if (!GATE) { return y; }
+  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
+}
