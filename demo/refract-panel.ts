@@ -3,7 +3,7 @@
 // (runRefract, as `refract score` runs it), downloadable as the CLI's JSON and HTML reports.
 import { HrmBackend } from '../src/refract/hrm-backend.ts';
 import { brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from '../src/refract/corpus.ts';
-import { runKld, type KldAxisResult } from '../src/refract/axes/kld.ts';
+import { runKld, type KldAxisResult, type KldStatistics } from '../src/refract/axes/kld.ts';
 import { runRefract } from '../src/refract/runner.ts';
 import { band } from '../src/refract/score.ts';
 import { PROMPTS_V01 } from '../src/refract/prompts.ts';
@@ -101,19 +101,22 @@ async function runRefractPanel(app: App): Promise<void> {
     const full = 'axes' in r ? r : null;
     const kld = 'axes' in r ? r.axes.kld : r;
     if (kldDone > 0) noteChunkTime(((performance.now() - (kldStart || t0)) / 1000) / kldDone, ctx);
-    const kldBand = full ? full.axes.kld.band : band(kld.score);
+    // The panel always runs KLD (and the trajectory axis when ticked): neither block is a skipped one.
+    const kldScore = kld.score ?? NaN;
+    const kldBand = full ? full.axes.kld.band : band(kldScore);
     const rows: Array<[string, string] | [string, string, string]> = [
       ['reference → candidate', `${ref.label} → ${cand.label} (${model.dtype} activations)`],
       ['text', `${corpus.label}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
       ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
-      ['KLD score', kld.score.toFixed(2), 'kld-score'],
+      ['KLD score', kldScore.toFixed(2), 'kld-score'],
       ['KLD band', kldBand, 'kld-band'],
       ...(kld.same_topp_pct != null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
+      ...kldStatRows(kld),
     ];
     if (full) {
       const t = full.axes.gtm;
       rows.push(
-        ['trajectory score', `${t.score.toFixed(2)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`],
+        ['trajectory score', `${(t.score ?? NaN).toFixed(2)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`],
         ['composite score', full.composite.toFixed(2), 'composite-score'],
         ['composite band', full.band, 'composite-band'],
       );
@@ -182,4 +185,16 @@ export function initRefractPanel(app: App): void {
     $<HTMLButtonElement>('refract-stop').disabled = app.job !== 'refract';
     $<HTMLButtonElement>('dl-json').disabled = $<HTMLButtonElement>('dl-html').disabled = report === null || app.job === 'refract';
   });
+}
+
+/** llama.cpp's --kl-divergence statistics of the KLD axis (the same fields the JSON report carries). */
+function kldStatRows(k: KldStatistics): Array<[string, string, string]> {
+  const p = k.kld_percentiles as Record<string, number>;
+  const rows: Array<[string, string, string]> = [
+    ['KLD median / 99th pct / max', `${p['50'].toExponential(2)} / ${p['99'].toExponential(2)} / ${p.max.toExponential(2)} nats`, 'kld-pct'],
+    ['same top-1 (95 % CI)', `${(100 * k.same_top1).toFixed(2)} % [${(100 * k.same_top1_ci95[0]).toFixed(2)}, ${(100 * k.same_top1_ci95[1]).toFixed(2)}]`, 'kld-top1'],
+  ];
+  if (k.delta_p) rows.push(['Δp of the next token (mean, rms)', `${(100 * k.delta_p.mean).toFixed(3)} %, ${(100 * k.delta_p.rms).toFixed(3)} %`, 'kld-dp']);
+  if (k.ppl_ratio !== null) rows.push(['PPL ratio (candidate / reference)', `${k.ppl_ratio.toFixed(5)} ± ${(k.ppl_ratio_unc ?? 0).toFixed(5)}`, 'kld-ppl']);
+  return rows;
 }
