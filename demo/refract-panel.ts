@@ -3,7 +3,7 @@
 // (runRefract, as `refract score` runs it), downloadable as the CLI's JSON and HTML reports.
 import { HrmBackend } from '../src/refract/hrm-backend.ts';
 import { brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from '../src/refract/corpus.ts';
-import { runKld, type KldAxisResult, type KldStatistics } from '../src/refract/axes/kld.ts';
+import { runKld, type KldAxisResult } from '../src/refract/axes/kld.ts';
 import { runRefract } from '../src/refract/runner.ts';
 import { band } from '../src/refract/score.ts';
 import { PROMPTS_V01 } from '../src/refract/prompts.ts';
@@ -187,13 +187,15 @@ export function initRefractPanel(app: App): void {
   });
 }
 
-/** llama.cpp's --kl-divergence statistics of the KLD axis (the same fields the JSON report carries). */
-function kldStatRows(k: KldStatistics): Array<[string, string, string]> {
-  const p = k.kld_percentiles as Record<string, number>;
-  const rows: Array<[string, string, string]> = [
-    ['KLD median / 99th pct / max', `${p['50'].toExponential(2)} / ${p['99'].toExponential(2)} / ${p.max.toExponential(2)} nats`, 'kld-pct'],
-    ['same top-1 (95 % CI)', `${(100 * k.same_top1).toFixed(2)} % [${(100 * k.same_top1_ci95[0]).toFixed(2)}, ${(100 * k.same_top1_ci95[1]).toFixed(2)}]`, 'kld-top1'],
-  ];
+/** llama.cpp's --kl-divergence statistics of the KLD axis (the same fields the JSON report carries; null when the
+ *  backend gave none). */
+function kldStatRows(k: Pick<KldAxisResult, 'kld_percentiles' | 'same_top1' | 'same_top1_ci95' | 'delta_p' | 'ppl_ratio' | 'ppl_ratio_unc'>): Array<[string, string, string]> {
+  const rows: Array<[string, string, string]> = [];
+  const p = k.kld_percentiles as Record<string, number> | null;
+  if (p) rows.push(['KLD median / 99th pct / max', `${p['50'].toExponential(2)} / ${p['99'].toExponential(2)} / ${p.max.toExponential(2)} nats`, 'kld-pct']);
+  if (k.same_top1 !== null && k.same_top1_ci95) {
+    rows.push(['same top-1 (95 % CI)', `${(100 * k.same_top1).toFixed(2)} % [${(100 * k.same_top1_ci95[0]).toFixed(2)}, ${(100 * k.same_top1_ci95[1]).toFixed(2)}]`, 'kld-top1']);
+  }
   if (k.delta_p) rows.push(['Δp of the next token (mean, rms)', `${(100 * k.delta_p.mean).toFixed(3)} %, ${(100 * k.delta_p.rms).toFixed(3)} %`, 'kld-dp']);
   if (k.ppl_ratio !== null) rows.push(['PPL ratio (candidate / reference)', `${k.ppl_ratio.toFixed(5)} ± ${(k.ppl_ratio_unc ?? 0).toFixed(5)}`, 'kld-ppl']);
   return rows;
