@@ -44,3 +44,6 @@ export class NetworkError extends HrmError {
     super(op, message);
   }
 }
+
+/** A command line the tool cannot parse (unknown flag, missing or invalid value): CLIs print the usage, exit 2. */
+export class UsageError extends InputError {}
