@@ -26,12 +26,13 @@ export function modelFiles(model: string | undefined): ModelFiles {
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
+type ParsedFlags<T extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true }>>;
 
 /**
  * parseArgs, with its errors as one-line UsageErrors naming the flag. A value starting with '-' right after a
  * string flag (`--max-tokens -1`) is taken as that flag's value, so the flag's own check refuses it by name.
  */
-export function parseFlags<T extends Options>(args: string[], options: T, allowPositionals = false) {
+export function parseFlags<T extends Options>(args: string[], options: T, allowPositionals = false): ParsedFlags<T> {
   const short = new Map(Object.entries(options).filter(([, o]) => o.short).map(([k, o]) => [`-${o.short}`, k]));
   const joined: string[] = [];
   for (let i = 0; i < args.length; i++) {
