@@ -7,6 +7,7 @@ import type { KvSpec } from '../hrm/cache.ts';
 
 type Proc = {
   stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[]; pid: number;
+  env?: Record<string, string | undefined>;
   on?(event: 'unhandledRejection' | 'rejectionHandled', f: (e: unknown) => void): unknown;
 };
 export const proc = (globalThis as unknown as { process: Proc }).process;
@@ -19,10 +20,23 @@ export const warn = (m: string) => err(`warning: ${m}\n`);
 /** The embedded default model, next to src/ (and dist/) in the package. */
 export const EMBEDDED_MODEL = decodeURIComponent(new URL('../../models/hrm-text-brown-6m', import.meta.url).pathname);
 
-/** A folder or a base URL; downloads say on stderr when they retry. */
+/** Seconds from an environment variable (unset: the library's default). */
+function envSeconds(name: string): number | undefined {
+  const v = (proc.env ?? {})[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!(n > 0 && Number.isFinite(n))) throw new UsageError('cli', `${name}=${JSON.stringify(v)} is not valid (expected seconds > 0)`);
+  return n * 1000;
+}
+
+/**
+ * A folder or a base URL. Downloads say on stderr when they retry; HRM_CONNECT_TIMEOUT and HRM_IDLE_TIMEOUT
+ * (seconds) override the deadlines for the response headers and for each body read.
+ */
 export function modelFiles(model: string | undefined): ModelFiles {
   if (!model) return dirFiles(EMBEDDED_MODEL);
-  return /^https?:\/\//.test(model) ? urlFiles(model, { onRetry: warn }) : dirFiles(model);
+  if (!/^https?:\/\//.test(model)) return dirFiles(model);
+  return urlFiles(model, { onRetry: warn, connectTimeoutMs: envSeconds('HRM_CONNECT_TIMEOUT'), idleTimeoutMs: envSeconds('HRM_IDLE_TIMEOUT') });
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -123,7 +137,8 @@ export async function run(main: (argv: string[]) => Promise<void>, usage: (comma
     await main(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      err(`${e.name}: ${e.message}\n${usage(argv[0]).trimEnd()}\n`);
+      const u = usage(argv[0]).trimEnd();
+      err(`${e.name}: ${e.message}\n${u ? `${u}\n` : ''}`);
       proc.exitCode = 2;
       return;
     }

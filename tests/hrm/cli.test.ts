@@ -12,8 +12,9 @@ import { expectClose } from '../helpers/close.ts';
 import { fixture, FIXTURES } from '../helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const tsx = (args: string[]) => promisify(execFile)(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, timeout: 180_000 });
-const hrm = (args: string[]) => tsx(['src/cli/hrm.ts', ...args]);
+const tsx = (args: string[], env: Record<string, string> = {}) =>
+  promisify(execFile)(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, timeout: 180_000, env: { ...process.env, ...env } });
+const hrm = (args: string[], env?: Record<string, string>) => tsx(['src/cli/hrm.ts', ...args], env);
 
 /** Exit code and stderr of a run (0 and '' when it succeeds, as execFile then gives no code). */
 async function fails(p: Promise<{ stderr: string }>): Promise<{ code: number; stderr: string }> {
@@ -68,6 +69,8 @@ describe('hrm CLI', () => {
     }
     const unknown = await fails(hrm(['frobnicate']));
     expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "UsageError: [hrm] unknown command 'frobnicate' (commands: generate, logits, compare, info)"]);
+    const env = await fails(hrm(['info', '--model', 'http://127.0.0.1:9/model'], { HRM_IDLE_TIMEOUT: 'soon' }));
+    expect([env.code, ours(env.stderr)[0]]).toEqual([2, 'UsageError: [cli] HRM_IDLE_TIMEOUT="soon" is not valid (expected seconds > 0)']);
     const kv = await fails(hrm(['generate', 'hi', '--kv', 'ctk=q9']));
     expect(kv.stderr).toMatch(/unknown cache type ctk=q9/);
   });
