@@ -31,14 +31,20 @@ const seen: Array<{ path: string; range: string | undefined }> = [];
 let sent = 0;
 let tensorCut = false;
 
-/** `data`, whole (200) or the asked range (206) when `ranges`; counts the bytes sent. */
-function serve(req: IncomingMessage, res: ServerResponse, data: Uint8Array, ranges: boolean): void {
+/** Write the headers for `data` whole (200) or the asked range (206, when `ranges`); returns the range sent. */
+function begin(req: IncomingMessage, res: ServerResponse, size: number, ranges: boolean): [number, number] {
   const m = ranges ? /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '') : null;
-  const start = m ? Number(m[1]) : 0, end = m?.[2] ? Number(m[2]) + 1 : data.byteLength;
+  const start = m ? Number(m[1]) : 0, end = m?.[2] ? Number(m[2]) + 1 : size;
   res.writeHead(m ? 206 : 200, {
     'content-length': end - start, ...(ranges ? { 'accept-ranges': 'bytes' } : {}),
-    ...(m ? { 'content-range': `bytes ${start}-${end - 1}/${data.byteLength}` } : {}),
+    ...(m ? { 'content-range': `bytes ${start}-${end - 1}/${size}` } : {}),
   });
+  return [start, end];
+}
+
+/** `data` as asked; counts the bytes sent. */
+function serve(req: IncomingMessage, res: ServerResponse, data: Uint8Array, ranges: boolean): void {
+  const [start, end] = begin(req, res, data.byteLength, ranges);
   if (req.method === 'HEAD') { res.end(); return; }
   sent += end - start;
   res.end(data.subarray(start, end));
@@ -46,10 +52,7 @@ function serve(req: IncomingMessage, res: ServerResponse, data: Uint8Array, rang
 
 /** Headers, then the first `n` bytes of what `serve` would send; then `then` (reset, or nothing: a stall). */
 function partial(req: IncomingMessage, res: ServerResponse, ranges: boolean, n: number, then: 'reset' | 'stall'): void {
-  const m = ranges ? /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '') : null;
-  const start = m ? Number(m[1]) : 0, end = m?.[2] ? Number(m[2]) + 1 : DATA.byteLength;
-  res.writeHead(m ? 206 : 200, { 'content-length': end - start, ...(ranges ? { 'accept-ranges': 'bytes' } : {}),
-    ...(m ? { 'content-range': `bytes ${start}-${end - 1}/${DATA.byteLength}` } : {}) });
+  const [start] = begin(req, res, DATA.byteLength, ranges);
   sent += n;
   res.write(DATA.subarray(start, start + n), () => { if (then === 'reset') setTimeout(() => res.socket?.destroy(), 20); });
 }
