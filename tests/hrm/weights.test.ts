@@ -56,11 +56,13 @@ describe('weights', () => {
     setBits(gqkv, 3 * 128 + 5, 0x7fc0); // NaN at [3, 5]
     setBits(gqkv, 400 * 128, 0xff80); // -Inf at [400, 0]
     setBits('lm_head.weight', 511 * 128 + 127, 0x7f80); // +Inf at the very last element
+    setBits('model.z_L_init', 4, 0x7f80); // z_L_init is read on the CPU
     const ck = await Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('nan.safetensors', encodeSafetensors(all)))]);
     const err = await loadWeights(gpu, ck, config, { where: 'nan.safetensors' }).then(() => null, (e: Error) => e);
     expect(err).toBeInstanceOf(FormatError);
     expect(err!.message).toBe("[checkpoint] nan.safetensors: tensor 'lm_head.weight' holds 1 NaN/Inf value, the first at [511, 127]; " +
-      `tensor '${gqkv}' holds 2 NaN/Inf values, the first at [3, 5] (load with checkFinite: false to skip this check)`);
+      `tensor '${gqkv}' holds 2 NaN/Inf values, the first at [3, 5]; tensor 'model.z_L_init' holds 1 NaN/Inf value, the first at [0, 4] ` +
+      '(load with checkFinite: false to skip this check)');
     const w = await loadWeights(gpu, ck, config, { checkFinite: false });
     expect((await w.H[1].gqkv.chunks[0].read())[3 * 128 + 5]).toBeNaN();
     disposeWeights(w);
