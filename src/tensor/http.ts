@@ -8,7 +8,10 @@ import type { Progress } from './sources.ts';
 
 export interface NetOptions {
   fetch?: typeof fetch;
-  /** Milliseconds until the response headers arrive, connecting included (default 20 000). */
+  /**
+   * Milliseconds until the response headers arrive, connecting included (default 15 000). A server that stalls
+   * there is tried twice at most, so a dead host fails in about half a minute.
+   */
   connectTimeoutMs?: number;
   /** Milliseconds a body may send nothing before the read is abandoned (and resumed; default 30 000). */
   idleTimeoutMs?: number;
@@ -25,7 +28,7 @@ type Net = Required<Omit<NetOptions, 'onRetry'>> & Pick<NetOptions, 'onRetry'>;
 const TRANSIENT_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 function net(o: NetOptions): Net {
-  return { fetch: o.fetch ?? fetch, connectTimeoutMs: o.connectTimeoutMs ?? 20_000, idleTimeoutMs: o.idleTimeoutMs ?? 30_000,
+  return { fetch: o.fetch ?? fetch, connectTimeoutMs: o.connectTimeoutMs ?? 15_000, idleTimeoutMs: o.idleTimeoutMs ?? 30_000,
     retries: o.retries ?? 4, backoffMs: o.backoffMs ?? 1000, onRetry: o.onRetry };
 }
 
@@ -45,6 +48,9 @@ function describe(e: unknown): string {
 
 const fail = (url: string, what: string, transient: boolean, status?: number) => new NetworkError('fetch', `${url}: ${what}`, transient, status);
 
+/** Header stalls, retried once only (the other transient failures take every retry). */
+const stalls = new WeakSet<NetworkError>();
+
 /**
  * One fetch with a deadline for its headers. The deadline is raced as well as signalled, so that a `fetch` that
  * ignores its signal cannot hang us. The controller also ends the body (idle timeout).
@@ -55,6 +61,7 @@ async function attempt(url: string, init: RequestInit, o: Net): Promise<{ res: R
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       const e = fail(url, `no response within ${seconds(o.connectTimeoutMs)} (connect timeout)`, true);
+      stalls.add(e);
       ctl.abort(e);
       reject(e);
     }, o.connectTimeoutMs);
@@ -70,13 +77,14 @@ async function attempt(url: string, init: RequestInit, o: Net): Promise<{ res: R
 
 /** Run `step` until it succeeds, retrying transient NetworkErrors with exponential backoff. */
 async function retrying<T>(url: string, o: Net, step: () => Promise<T>): Promise<T> {
+  let stalled = 0;
   for (let n = 1; ; n++) {
     try {
       return await step();
     } catch (e) {
       if (!(e instanceof NetworkError) || !e.transient) throw e;
       const what = e.message.slice(`[fetch] ${url}: `.length);
-      if (n > o.retries) throw fail(url, `${what}${n > 1 ? ` (gave up after ${n} attempts)` : ''}`, true, e.status);
+      if (n > o.retries || (stalls.has(e) && ++stalled > 1)) throw fail(url, `${what}${n > 1 ? ` (gave up after ${n} attempts)` : ''}`, true, e.status);
       const wait = o.backoffMs * 2 ** (n - 1);
       o.onRetry?.(`${url}: ${what}; retrying in ${seconds(wait)} (attempt ${n + 1} of ${o.retries + 1})`);
       await new Promise((r) => setTimeout(r, wait));
@@ -99,6 +107,18 @@ export async function head(url: string, opts: NetOptions = {}): Promise<Response
     const { res } = await attempt(url, { method: 'HEAD' }, o);
     if (TRANSIENT_STATUS.has(res.status)) throw statusError(url, res);
     return res;
+  });
+}
+
+/** The size of a URL from a one-byte Range request (for servers whose HEAD gives none); null when it names none. */
+export async function rangeTotal(url: string, opts: NetOptions = {}): Promise<number | null> {
+  const o = net(opts);
+  return retrying(url, o, async () => {
+    const { res } = await attempt(url, { headers: { Range: 'bytes=0-0' } }, o);
+    discard(res);
+    if (TRANSIENT_STATUS.has(res.status)) throw statusError(url, res);
+    const total = res.status === 206 ? /\/(\d+)$/.exec(res.headers.get('content-range') ?? '')?.[1] : undefined;
+    return total === undefined ? null : Number(total);
   });
 }
 

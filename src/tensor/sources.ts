@@ -2,7 +2,7 @@
 // HTTP range requests when the server allows them, else one streamed download), a browser File/Blob, or bytes
 // in memory. Every read reports byte progress.
 import { FormatError, NetworkError } from './errors.ts';
-import { getBytes, head, type NetOptions } from './http.ts';
+import { getBytes, head, rangeTotal, type NetOptions } from './http.ts';
 
 export type Progress = (loaded: number, total: number) => void;
 
@@ -82,6 +82,8 @@ export function urlSource(url: string, opts: NetOptions = {}): ByteSource {
       const len = Number(res.headers.get('content-length'));
       if (res.ok && Number.isFinite(len) && len > 0) return (total = len);
       if (res.status === 404) throw new NetworkError('fetch', `${url}: HTTP 404 (not found)`, false, 404);
+      const ranged = await rangeTotal(url, opts);
+      if (ranged !== null) return (total = ranged);
       whole ??= getBytes(url, null, opts).then((r) => r.bytes);
       return (total = (await whole).byteLength);
     },

@@ -72,6 +72,7 @@ const ROUTES: Record<string, (req: IncomingMessage, res: ServerResponse, n: numb
     const tick = () => { r.write(DATA.subarray(i * 1000, (i + 1) * 1000)); if (++i < 20) setTimeout(tick, 50); else r.end(); };
     tick();
   },
+  '/nohead': (q, r) => (q.method === 'HEAD' ? (r.writeHead(405, 'Method Not Allowed'), r.end()) : serve(q, r, DATA, true)),
   '/model/config.json': (q, r) => serve(q, r, CONFIG, false),
   // The first read of more than 10 kB (a tensor, not the header) is cut after 100 bytes.
   '/model/model.safetensors': (q, r) => {
@@ -147,7 +148,7 @@ describe('downloads over a faulty network', () => {
 
   it('ends stalled headers and stalled bodies within their timeouts, naming the URL', async () => {
     const t0 = performance.now();
-    const e = await failure(getBytes(`${base}/stall-headers`, null, { ...SHORT, retries: 1 }));
+    const e = await failure(getBytes(`${base}/stall-headers`, null, SHORT)); // 2 retries, but a header stall gets one
     expect(e.message).toBe(`[fetch] ${base}/stall-headers: no response within 0.25 s (connect timeout) (gave up after 2 attempts)`);
     const body = await failure(getBytes(`${base}/stall-body`, null, { ...SHORT, retries: 0 }));
     expect(body.message).toBe(`[fetch] ${base}/stall-body: stalled: no data for 0.25 s after 1000 bytes (idle timeout)`);
@@ -185,5 +186,8 @@ describe('downloads over a faulty network', () => {
     expect(ranges.slice(-2)).toEqual([`bytes=${e.start}-${e.end - 1}`, `bytes=${from}-${e.end - 1}`]); // cut after 100 bytes, resumed
     const src = urlSource(`${base}/model/model.safetensors`, FAST);
     expect(await src.size()).toBe(DATA.byteLength);
+    sent = 0;
+    expect(await urlSource(`${base}/nohead`, FAST).size()).toBe(DATA.byteLength); // from a one-byte range, not a download
+    expect(sent).toBe(1);
   });
 });
