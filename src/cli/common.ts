@@ -67,10 +67,20 @@ export function parseFlags<T extends Options>(args: string[], options: T, allowP
   }
 }
 
+/** A flag's value read by a library parser: its InputError is a mistake in the command line (exit 2). */
+export function flagValue<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    if (!(e instanceof InputError) || e instanceof UsageError) throw e;
+    throw new UsageError(e.op, e.message.slice(e.op.length + 3));
+  }
+}
+
 export function kvSpec(kv: string | undefined): KvSpec {
   if (kv === undefined) return { k: null, v: null };
   if (kv.trim() === '') throw new UsageError('cli', '--kv is empty; give cache types such as ctk=q8_0,ctv=q4_0 (or leave --kv out for full precision)');
-  const c = parseKvConfig(kv);
+  const c = flagValue(() => parseKvConfig(kv));
   return { k: c.k.bits, v: c.v.bits };
 }
 

@@ -7,7 +7,8 @@ import { loadConfig, loadModel } from '../hrm/load.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { cacheBytes } from '../hrm/cache.ts';
 import { cacheSlots, parameterCount } from '../hrm/config.ts';
-import { checkWritable, choice, err, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { parseConditions } from '../hrm/prompt.ts';
+import { checkWritable, choice, err, flagValue, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
 import { streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -34,8 +35,11 @@ async function cmdGenerate(args: string[]): Promise<void> {
     'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
   }, true);
   if (positionals.length !== 1) throw new UsageError('generate', `give the prompt as one argument (got ${positionals.length})`);
+  if (v.stop?.includes('')) throw new UsageError('cli', '--stop is empty; give the text to stop at');
+  const condition = v.condition ?? 'synth,cot';
+  flagValue(() => parseConditions(condition)); // refused before the model loads
   const opts = {
-    condition: v.condition ?? 'synth,cot',
+    condition,
     maxTokens: number('max-tokens', v['max-tokens'], 128, (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
     temperature: number('temperature', v.temperature, 0, (n) => n >= 0, 'a number >= 0'),
     topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
