@@ -57,14 +57,21 @@ export function parseFlags<T extends Options>(args: string[], options: T, allowP
   try {
     return parseArgs({ args: joined, options, allowPositionals, strict: true });
   } catch (e) {
-    const code = (e as { code?: string }).code ?? '';
-    if (!code.startsWith('ERR_PARSE_ARGS')) throw e;
-    const flag = /'(-[^' ]+)/.exec((e as Error).message)?.[1] ?? '';
-    const arg = /argument '([^']*)'/.exec((e as Error).message)?.[1];
-    throw new UsageError('cli', code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `unknown flag ${flag}`
-      : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? (options[flag.replace(/^-+/, '')]?.type === 'boolean' ? `${flag} takes no value` : `${flag} needs a value`)
-        : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? `unexpected argument ${JSON.stringify(arg ?? '')}` : (e as Error).message);
+    throw asUsageError(e) ?? e;
   }
+}
+
+/** node:util parseArgs's errors (its own TypeErrors with a code) as one-line UsageErrors naming the flag; else null. */
+function asUsageError(e: unknown): UsageError | null {
+  if (e instanceof UsageError) return e;
+  const code = (e as { code?: string }).code ?? '';
+  if (!code.startsWith('ERR_PARSE_ARGS')) return null;
+  const text = (e as Error).message;
+  const flag = /'(-[^' ]+)/.exec(text)?.[1] ?? '';
+  const arg = /argument '([^']*)'/.exec(text)?.[1] ?? '';
+  return new UsageError('cli', code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `unknown flag ${flag}`
+    : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? (/does not take an argument/.test(text) ? `${flag} takes no value` : `${flag} needs a value`)
+      : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? `unexpected argument ${JSON.stringify(arg)}` : text);
 }
 
 /** A flag's value read by a library parser: its InputError is a mistake in the command line (exit 2). */
@@ -145,7 +152,8 @@ export async function run(main: (argv: string[]) => Promise<void>, usage: (comma
   proc.on?.('rejectionHandled', () => {});
   try {
     await main(argv);
-  } catch (e) {
+  } catch (thrown) {
+    const e = asUsageError(thrown) ?? thrown;
     if (e instanceof UsageError) {
       const u = usage(argv[0]).trimEnd();
       err(`${e.name}: ${e.message}\n${u ? `${u}\n` : ''}`);

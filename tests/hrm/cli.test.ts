@@ -62,6 +62,7 @@ describe('hrm CLI', () => {
       [['generate', 'hi', '--stop', ''], /^UsageError: \[cli\] --stop is empty/],
       [['logits', '--ids', '6,,12', '--out', 'x.safetensors'], /^UsageError: \[cli\] --ids "6,,12": "" is not a token id$/],
       [['info', '--ctx', '0'], /^UsageError: \[cli\] --ctx "0" is not valid \(expected a positive integer\)$/],
+      [['info', 'extra'], /^UsageError: \[cli\] unexpected argument "extra"$/],
     ];
     const runs = await Promise.all(cases.map(([args]) => fails(hrm(args)))); // nothing loads a model: cheap to run at once
     for (const [i, [args, line]] of cases.entries()) {
