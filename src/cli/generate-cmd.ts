@@ -8,7 +8,8 @@ import { generate, type GenerateOptions, type GenerateStats } from '../hrm/gener
 
 export interface StreamIo { out(s: string): void; err(s: string): void }
 
-const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
+/** Bytes as MiB or GiB, for the CLIs' summaries. */
+export const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
 
 function statsLine(s: GenerateStats, gpu: Gpu): string {
   return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +

@@ -9,7 +9,7 @@ import { cacheBytes } from '../hrm/cache.ts';
 import { cacheSlots, parameterCount } from '../hrm/config.ts';
 import { parseConditions } from '../hrm/prompt.ts';
 import { checkWritable, choice, err, flagValue, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
-import { streamGenerate } from './generate-cmd.ts';
+import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
   generate: `hrm generate [--model DIR|URL] "prompt" [--condition synth,cot] [--max-tokens 128] [--temperature 0]
@@ -26,8 +26,6 @@ ${Object.values(USAGE).map((u) => `  ${u.replace(/\n/g, '\n  ')}`).join('\n')}
 --model defaults to the embedded hrm-text-brown-6m (${EMBEDDED_MODEL}).
 Conditions: direct, cot, synth, noisy (comma-combined). --kv takes llama.cpp cache types (f16, q8_0, q6_K, q4_0, ...).
 `;
-
-const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
 
 async function cmdGenerate(args: string[]): Promise<void> {
   const { values: v, positionals } = parseFlags(args, {
