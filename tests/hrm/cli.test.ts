@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
 import { bytesSource } from '../../src/tensor/sources.ts';
 import { expectClose } from '../helpers/close.ts';
@@ -105,6 +107,22 @@ describe('hrm CLI', () => {
     expect([l.code, ours(l.stderr)]).toEqual([1, [`FormatError: [checkpoint] ${nan}/model.safetensors: tensor 'model.L_module.layers.0.mlp.down_proj.weight' ` +
       'holds 1 NaN/Inf value, the first at [0, 7] (load with checkFinite: false to skip this check)']]);
     expect(readdirSync(nan).sort()).toEqual(['config.json', 'model.safetensors']);
+  });
+
+  it('a model URL whose server stalls ends within the deadline, warning of the retry and naming the URL', async () => {
+    const server = createServer(() => {}); // accepts, never answers
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/m`;
+    try {
+      const r = await fails(hrm(['info', '--model', base], { HRM_CONNECT_TIMEOUT: '0.2' }));
+      expect([r.code, ours(r.stderr)]).toEqual([1, [
+        `warning: ${base}/config.json: no response within 0.2 s (connect timeout); retrying in 1 s (attempt 2 of 5)`,
+        `NetworkError: [fetch] ${base}/config.json: no response within 0.2 s (connect timeout) (gave up after 2 attempts)`,
+      ]]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('a device lost in the middle of generate is one line saying so, after the text streamed so far', async () => {
