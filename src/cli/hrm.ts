@@ -1,82 +1,80 @@
 // `hrm`: generate, logits, compare, info. Same code under Node (npx hrm) and Deno (deno task hrm).
-import { parseArgs } from 'node:util';
 import { Gpu } from '../tensor/gpu.ts';
-import { InputError } from '../tensor/errors.ts';
+import { FormatError, UsageError } from '../tensor/errors.ts';
 import { SafetensorsFile, encodeSafetensors } from '../tensor/safetensors.ts';
 import { bytesSource } from '../tensor/sources.ts';
 import { loadConfig, loadModel } from '../hrm/load.ts';
-import { generate } from '../hrm/generate.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { cacheBytes } from '../hrm/cache.ts';
 import { cacheSlots, parameterCount } from '../hrm/config.ts';
-import { choice, err, kvSpec, modelFiles, number, out, readFile, run, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { parseConditions } from '../hrm/prompt.ts';
+import { checkWritable, choice, err, flagValue, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { fmtBytes, streamGenerate } from './generate-cmd.ts';
+
+const USAGE: Record<string, string> = {
+  generate: `hrm generate [--model DIR|URL] "prompt" [--condition synth,cot] [--max-tokens 128] [--temperature 0]
+             [--top-p 1] [--seed 0] [--kv ctk=q8_0,ctv=q4_0] [--dtype f32|bf16] [--stop STR]...`,
+  logits: 'hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] --out FILE.safetensors',
+  compare: 'hrm compare  A.safetensors B.safetensors',
+  info: 'hrm info     [--model DIR|URL] [--ctx 4096]',
+};
 
 const HELP = `hrm: HRM-Text on WebGPU
 
-  hrm generate [--model DIR|URL] "prompt" [--condition synth,cot] [--max-tokens 128] [--temperature 0]
-               [--top-p 1] [--seed 0] [--kv ctk=q8_0,ctv=q4_0] [--dtype f32|bf16] [--stop STR]...
-  hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] --out FILE.safetensors
-  hrm compare  A.safetensors B.safetensors
-  hrm info     [--model DIR|URL] [--ctx 4096]
+${Object.values(USAGE).map((u) => `  ${u.replace(/\n/g, '\n  ')}`).join('\n')}
 
 --model defaults to the embedded hrm-text-brown-6m (${EMBEDDED_MODEL}).
 Conditions: direct, cot, synth, noisy (comma-combined). --kv takes llama.cpp cache types (f16, q8_0, q6_K, q4_0, ...).
 `;
 
-const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
-
 async function cmdGenerate(args: string[]): Promise<void> {
-  const { values: v, positionals } = parseArgs({
-    args, allowPositionals: true,
-    options: {
-      model: { type: 'string' }, condition: { type: 'string' }, 'max-tokens': { type: 'string' }, temperature: { type: 'string' },
-      'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
-    },
-  });
-  if (positionals.length !== 1) throw new InputError('generate', `give the prompt as one argument (got ${positionals.length})`);
+  const { values: v, positionals } = parseFlags(args, {
+    model: { type: 'string' }, condition: { type: 'string' }, 'max-tokens': { type: 'string' }, temperature: { type: 'string' },
+    'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
+  }, true);
+  if (positionals.length !== 1) throw new UsageError('generate', `give the prompt as one argument (got ${positionals.length})`);
+  if (v.stop?.includes('')) throw new UsageError('cli', '--stop is empty; give the text to stop at');
+  const condition = v.condition ?? 'synth,cot';
+  flagValue(() => parseConditions(condition)); // refused before the model loads
   const opts = {
-    condition: v.condition ?? 'synth,cot',
-    maxTokens: number('max-tokens', v['max-tokens'], 128, (n) => Number.isInteger(n) && n > 0),
-    temperature: number('temperature', v.temperature, 0, (n) => n >= 0),
-    topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1),
-    seed: number('seed', v.seed, 0, Number.isInteger),
+    condition,
+    maxTokens: number('max-tokens', v['max-tokens'], 128, (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+    temperature: number('temperature', v.temperature, 0, (n) => n >= 0, 'a number >= 0'),
+    topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
+    seed: number('seed', v.seed, 0, Number.isInteger, 'an integer'),
     kv: kvSpec(v.kv),
     stop: v.stop,
   };
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype });
-  for await (const ev of generate(lm.model, lm.tokenizer, positionals[0], { ...opts, chatTemplate: lm.chatTemplate })) {
-    if (ev.type === 'text') out(ev.text);
-    else {
-      const s = ev.stats;
-      out('\n');
-      err(`prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +
-        `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-'} tok/s); ` +
-        `stop: ${s.stopReason}; cache ${fmtBytes(s.cacheBytes)}; ` +
-        `${'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches` : `steps recorded one by one (${s.decodePath.recorded})`}; ` +
-        `${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`);
-    }
-  }
+  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, warn });
+  await streamGenerate(gpu, lm, positionals[0], opts, { out, err });
   gpu.destroy();
 }
 
-async function cmdLogits(args: string[]): Promise<void> {
-  const { values: v } = parseArgs({
-    args, options: { model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' }, kv: { type: 'string' }, out: { type: 'string' } },
-  });
-  if (!v.ids) throw new InputError('logits', '--ids is required (comma-separated token ids)');
-  if (!v.out) throw new InputError('logits', '--out is required (a .safetensors path)');
-  const ids = v.ids.split(',').map((s) => {
-    const n = Number(s.trim());
-    if (!Number.isInteger(n) || n < 0) throw new InputError('logits', `--ids: ${JSON.stringify(s)} is not a token id`);
+/** `--ids 6,12,495`: every piece a token id (an empty piece is an error, not id 0). */
+function tokenIds(s: string): number[] {
+  return s.split(',').map((p) => {
+    const n = Number(p);
+    if (p.trim() === '' || !Number.isInteger(n) || n < 0) throw new UsageError('cli', `--ids ${JSON.stringify(s)}: ${JSON.stringify(p)} is not a token id`);
     return n;
   });
+}
+
+async function cmdLogits(args: string[]): Promise<void> {
+  const { values: v } = parseFlags(args, {
+    model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' }, kv: { type: 'string' }, out: { type: 'string' },
+  });
+  if (v.ids === undefined) throw new UsageError('logits', '--ids is required (comma-separated token ids)');
+  if (v.out === undefined) throw new UsageError('logits', '--out is required (a .safetensors path)');
+  const ids = tokenIds(v.ids);
   const mode = choice('mode', v.mode, ['prefix', 'causal'] as const, 'prefix');
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
+  const kv = kvSpec(v.kv);
+  await checkWritable('out', v.out);
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype });
-  const cache = lm.model.newCache({ capacity: ids.length, kv: kvSpec(v.kv), mode: 'before-pass' });
+  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, warn });
+  const cache = lm.model.newCache({ capacity: ids.length, kv, mode: 'before-pass' });
   const t = lm.model.forward(ids, cache, { mask: mode });
   const logits = await t.readF32();
   await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
@@ -86,11 +84,11 @@ async function cmdLogits(args: string[]): Promise<void> {
 }
 
 async function cmdCompare(args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
-  if (positionals.length !== 2) throw new InputError('compare', 'give two .safetensors files');
+  const { positionals } = parseFlags(args, {}, true);
+  if (positionals.length !== 2) throw new UsageError('compare', `give two .safetensors files (got ${positionals.length})`);
   const [a, b] = await Promise.all(positionals.map(async (p) => {
     const f = await SafetensorsFile.open(bytesSource(p, await readFile(p)));
-    if (!f.entries.has('logits')) throw new InputError('compare', `${p} has no tensor 'logits' (has: ${f.names.join(', ')})`);
+    if (!f.entries.has('logits')) throw new FormatError('compare', `${p} has no tensor 'logits' (has: ${f.names.join(', ')})`);
     return { data: await f.array('logits'), shape: f.entry('logits').shape };
   }));
   const r = compareLogits(a.data, b.data, a.shape, b.shape);
@@ -99,10 +97,11 @@ async function cmdCompare(args: string[]): Promise<void> {
 }
 
 async function cmdInfo(args: string[]): Promise<void> {
-  const { values: v } = parseArgs({ args, options: { model: { type: 'string' }, ctx: { type: 'string' } } });
+  const { values: v } = parseFlags(args, { model: { type: 'string' }, ctx: { type: 'string' } });
+  number('ctx', v.ctx, 1, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
   const files = modelFiles(v.model);
-  const c = await loadConfig(files);
-  const ctx = number('ctx', v.ctx, c.max_position_embeddings, (n) => Number.isInteger(n) && n > 0);
+  const c = await loadConfig(files, warn);
+  const ctx = number('ctx', v.ctx, c.max_position_embeddings);
   const params = parameterCount(c);
   out(`model          ${files.name}\n`);
   out(`parameters     ${(params / 1e6).toFixed(2)} M (${fmtBytes(params * 2)} in bf16)\n`);
@@ -121,6 +120,6 @@ await run(async (argv) => {
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') { out(HELP); return; }
   const f = COMMANDS[cmd];
-  if (!f) throw new InputError('hrm', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})\n\n${HELP}`);
+  if (!f) throw new UsageError('hrm', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
   await f(rest);
-});
+}, (cmd) => (cmd && USAGE[cmd] ? `usage: ${USAGE[cmd]}` : HELP));

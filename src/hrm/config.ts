@@ -19,33 +19,56 @@ export interface HrmConfig {
   prefix_lm: boolean;
   tie_word_embeddings: boolean;
   bos_token_id: number | null;
+  /** The first of `eos_token_ids`, or null. */
   eos_token_id: number | null;
+  /** Every eos id (config.json may list several); generation stops at any of them. */
+  eos_token_ids: number[];
   pad_token_id: number | null;
 }
 
+/** Where config warnings go (a setting that is tolerated but looks wrong); the CLIs print them on stderr. */
+export type Warn = (message: string) => void;
+
 type Json = Record<string, unknown>;
 
-function num(c: Json, key: string, where: string, dflt?: number): number {
+const fail = (where: string, key: string, what: string, v: unknown) =>
+  new FormatError('config', `${where}: '${key}' must be ${what} (got ${JSON.stringify(v)})`);
+
+/** A number key; `ok` is the range it must be in, described by `what`. */
+function num(c: Json, key: string, where: string, dflt?: number, ok: (n: number) => boolean = () => true, what = 'a number'): number {
   const v = c[key];
   if (v === undefined && dflt !== undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new FormatError('config', `${where}: '${key}' must be a number (got ${JSON.stringify(v)})`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v)) throw fail(where, key, what, v);
   return v;
 }
+
+const positive = (c: Json, key: string, where: string) => num(c, key, where, undefined, (n) => n > 0, 'a number > 0');
 
 function posInt(c: Json, key: string, where: string, dflt?: number): number {
-  const v = num(c, key, where, dflt);
-  if (!Number.isInteger(v) || v <= 0) throw new FormatError('config', `${where}: '${key}' must be a positive integer (got ${v})`);
+  return num(c, key, where, dflt, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
+}
+
+function bool(c: Json, key: string, where: string, dflt: boolean): boolean {
+  const v = c[key];
+  if (v === undefined || v === null) return dflt;
+  if (typeof v !== 'boolean') throw fail(where, key, 'true or false', v);
   return v;
 }
 
-function optId(c: Json, key: string): number | null {
+/** A token id key: absent/null, an id, or a list of ids (transformers allows lists for every *_token_id). */
+function ids(c: Json, key: string, where: string, vocab: number): number[] {
   const v = c[key];
-  if (Array.isArray(v)) return typeof v[0] === 'number' ? v[0] : null;
-  return typeof v === 'number' ? v : null;
+  if (v === undefined || v === null) return [];
+  const list = Array.isArray(v) ? v : [v];
+  if (!list.every((id) => Number.isInteger(id) && id >= 0)) throw fail(where, key, 'a token id or a list of token ids', v);
+  const out = list as number[];
+  const big = out.find((id) => id >= vocab);
+  if (big !== undefined) throw new FormatError('config', `${where}: '${key}' ${big} is outside the vocabulary [0, ${vocab}) of vocab_size`);
+  return out;
 }
 
 /** Parse and validate a config.json object. `where` names the file in errors. */
-export function parseConfig(raw: unknown, where = 'config.json'): HrmConfig {
+export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = () => {}): HrmConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError('config', `${where}: not a JSON object`);
   const c = raw as Json;
   if (c.model_type !== undefined && c.model_type !== 'hrm_text') {
@@ -63,46 +86,52 @@ export function parseConfig(raw: unknown, where = 'config.json'): HrmConfig {
   let perStack: number;
   if (c.num_layers_per_stack !== undefined) {
     perStack = posInt(c, 'num_layers_per_stack', where);
+    // As transformers: num_layers_per_stack wins over a stale num_hidden_layers (the loader refuses tensors
+    // that disagree with it).
     if (total !== perStack && total !== perStack * H * (L + 1)) {
-      throw new FormatError('config', `${where}: num_hidden_layers ${total} is neither num_layers_per_stack ${perStack} nor ` +
-        `num_layers_per_stack * H_cycles * (L_cycles + 1) = ${perStack * H * (L + 1)}`);
+      warn(`${where}: num_hidden_layers ${total} is neither num_layers_per_stack ${perStack} nor ` +
+        `num_layers_per_stack * H_cycles * (L_cycles + 1) = ${perStack * H * (L + 1)}; using num_layers_per_stack ${perStack}`);
     }
   } else {
     perStack = total;
   }
 
-  const rp = c.rope_parameters as Json | undefined;
+  const rp = c.rope_parameters as Json | undefined | null;
+  if (rp !== undefined && rp !== null && (typeof rp !== 'object' || Array.isArray(rp))) throw fail(where, 'rope_parameters', 'an object', rp);
   let ropeTheta: number;
-  if (c.rope_theta !== undefined) ropeTheta = num(c, 'rope_theta', where);
-  else if (rp && typeof rp === 'object' && rp.rope_theta !== undefined) ropeTheta = num(rp, 'rope_theta', `${where} rope_parameters`);
+  if (c.rope_theta !== undefined) ropeTheta = positive(c, 'rope_theta', where);
+  else if (rp && rp.rope_theta !== undefined) ropeTheta = positive(rp, 'rope_theta', `${where} rope_parameters`);
   else throw new FormatError('config', `${where}: neither 'rope_theta' nor 'rope_parameters.rope_theta' is set`);
-  if (rp && typeof rp === 'object' && rp.rope_type !== undefined && rp.rope_type !== 'default') {
+  if (rp && rp.rope_type !== undefined && rp.rope_type !== 'default') {
     throw new FormatError('config', `${where}: rope_parameters.rope_type '${String(rp.rope_type)}' is not supported (only 'default')`);
   }
 
   let embeddingScale: number;
-  if (c.embedding_scale !== undefined) embeddingScale = num(c, 'embedding_scale', where);
-  else if (c.initializer_range !== undefined) embeddingScale = 1 / num(c, 'initializer_range', where);
+  if (c.embedding_scale !== undefined) embeddingScale = positive(c, 'embedding_scale', where);
+  else if (c.initializer_range !== undefined) embeddingScale = 1 / positive(c, 'initializer_range', where);
   else throw new FormatError('config', `${where}: neither 'embedding_scale' nor 'initializer_range' is set`);
 
+  const vocab = posInt(c, 'vocab_size', where);
+  const eos = ids(c, 'eos_token_id', where, vocab);
   return {
-    vocab_size: posInt(c, 'vocab_size', where),
+    vocab_size: vocab,
     hidden_size: hidden,
     intermediate_size: posInt(c, 'intermediate_size', where),
     num_layers_per_stack: perStack,
     num_attention_heads: heads,
     head_dim: headDim,
     max_position_embeddings: posInt(c, 'max_position_embeddings', where, 4096),
-    rms_norm_eps: num(c, 'rms_norm_eps', where, 1e-6),
+    rms_norm_eps: num(c, 'rms_norm_eps', where, 1e-6, (n) => n >= 0 && n < 1, 'a number in [0, 1)'),
     rope_theta: ropeTheta,
     H_cycles: H,
     L_cycles: L,
     embedding_scale: embeddingScale,
-    prefix_lm: c.prefix_lm === undefined ? true : Boolean(c.prefix_lm),
-    tie_word_embeddings: Boolean(c.tie_word_embeddings),
-    bos_token_id: optId(c, 'bos_token_id'),
-    eos_token_id: optId(c, 'eos_token_id'),
-    pad_token_id: optId(c, 'pad_token_id'),
+    prefix_lm: bool(c, 'prefix_lm', where, true),
+    tie_word_embeddings: bool(c, 'tie_word_embeddings', where, false),
+    bos_token_id: ids(c, 'bos_token_id', where, vocab)[0] ?? null,
+    eos_token_id: eos[0] ?? null,
+    eos_token_ids: eos,
+    pad_token_id: ids(c, 'pad_token_id', where, vocab)[0] ?? null,
   };
 }
 

@@ -1,7 +1,8 @@
 // Where a model's files come from: a local folder (Node/Deno), a base URL (e.g. a Hugging Face
 // `https://huggingface.co/<repo>/resolve/main`), or a browser FileList from a directory picker or a drop.
 // Each gives text files (config, tokenizer) and byte sources for safetensors files.
-import { FormatError } from '../tensor/errors.ts';
+import { NetworkError } from '../tensor/errors.ts';
+import { getBytes, head, type NetOptions } from '../tensor/http.ts';
 import { blobSource, fileSource, urlSource, type ByteSource } from '../tensor/sources.ts';
 
 export interface ModelFiles {
@@ -24,22 +25,26 @@ export function dirFiles(dir: string): ModelFiles {
   };
 }
 
-export function urlFiles(base: string, init: { fetch?: typeof fetch } = {}): ModelFiles {
-  const f = init.fetch ?? fetch;
+/** Files under a base URL; `opts` sets the timeouts and retries of every request (see tensor/http.ts). */
+export function urlFiles(base: string, opts: NetOptions = {}): ModelFiles {
   const url = (file: string) => `${base.replace(/\/+$/, '')}/${file}`;
   return {
     name: base,
     async text(file) {
-      const res = await f(url(file));
-      if (res.status === 404) return null;
-      if (!res.ok) throw new FormatError('fetch', `${url(file)}: HTTP ${res.status} ${res.statusText}`);
-      return res.text();
+      try {
+        return new TextDecoder().decode((await getBytes(url(file), null, opts)).bytes);
+      } catch (e) {
+        if (e instanceof NetworkError && e.status === 404) return null;
+        throw e;
+      }
     },
     async bytes(file) {
-      const res = await f(url(file), { method: 'HEAD' });
+      const res = await head(url(file), opts);
       if (res.status === 404) return null;
-      if (!res.ok) throw new FormatError('fetch', `${url(file)}: HTTP ${res.status} ${res.statusText}`);
-      return urlSource(url(file), init);
+      // A server that does not answer HEAD: the file's reads will tell whether it is there.
+      if (res.status === 405 || res.status === 501) return urlSource(url(file), opts);
+      if (!res.ok) throw new NetworkError('fetch', `${url(file)}: HTTP ${res.status} ${res.statusText}`, false, res.status);
+      return urlSource(url(file), opts);
     },
   };
 }

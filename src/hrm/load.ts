@@ -2,7 +2,7 @@
 import { FormatError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Checkpoint, SafetensorsFile } from '../tensor/safetensors.ts';
-import { parseConfig, type HrmConfig } from './config.ts';
+import { parseConfig, type HrmConfig, type Warn } from './config.ts';
 import type { ModelFiles } from './files.ts';
 import { HrmModel } from './model.ts';
 import { HrmTokenizer } from './tokenizer.ts';
@@ -25,6 +25,17 @@ export type LoadStage = 'config' | 'tokenizer' | 'weights';
 export interface ModelLoadOptions {
   dtype?: ActDtype;
   onProgress?: (stage: LoadStage, loaded: number, total: number) => void;
+  /** Scan the weights for NaN and Inf on the GPU (default true). */
+  checkFinite?: boolean;
+  /** Tolerated oddities (a stale num_hidden_layers); default console.warn. */
+  warn?: Warn;
+}
+
+// The one default sink for warnings, so that a library user who passes nothing still sees them.
+const consoleWarn: Warn = (m) => console.warn(m);
+
+function parseJson(text: string, where: string): unknown {
+  try { return JSON.parse(text); } catch (e) { throw new FormatError('load', `${where}: not valid JSON (${(e as Error).message})`); }
 }
 
 async function json(files: ModelFiles, file: string, required: boolean): Promise<unknown> {
@@ -33,26 +44,31 @@ async function json(files: ModelFiles, file: string, required: boolean): Promise
     if (required) throw new FormatError('load', `${files.name}: no ${file}`);
     return null;
   }
-  try { return JSON.parse(text); } catch (e) { throw new FormatError('load', `${files.name}/${file}: not valid JSON (${(e as Error).message})`); }
+  return parseJson(text, `${files.name}/${file}`);
 }
 
 /** Config and tokenizer only (cheap): for `hrm info` and "will it fit" checks before downloading weights. */
-export async function loadConfig(files: ModelFiles): Promise<HrmConfig> {
-  return parseConfig(await json(files, 'config.json', true), `${files.name}/config.json`);
+export async function loadConfig(files: ModelFiles, warn: Warn = consoleWarn): Promise<HrmConfig> {
+  return parseConfig(await json(files, 'config.json', true), `${files.name}/config.json`, warn);
 }
 
 /** Find the checkpoint: sharded index, model.safetensors, or the MLX converter's model_mlx.safetensors. */
 export async function openCheckpoint(files: ModelFiles): Promise<{ ck: Checkpoint; name: string }> {
   const index = await files.text('model.safetensors.index.json');
   if (index !== null) {
+    const indexName = `${files.name}/model.safetensors.index.json`;
+    const map = (parseJson(index, indexName) as { weight_map?: unknown } | null)?.weight_map;
+    if (typeof map !== 'object' || map === null || Array.isArray(map) || !Object.values(map).every((f) => typeof f === 'string')) {
+      throw new FormatError('load', `${indexName}: 'weight_map' must be an object of tensor name -> file name`);
+    }
     const sources = new Map<string, Awaited<ReturnType<ModelFiles['bytes']>>>();
-    const names = [...new Set(Object.values((JSON.parse(index) as { weight_map?: Record<string, string> }).weight_map ?? {}))];
+    const names = [...new Set(Object.values(map as Record<string, string>))];
     for (const n of names) {
       const src = await files.bytes(n);
       if (!src) throw new FormatError('load', `${files.name}: model.safetensors.index.json lists ${n}, which is missing`);
       sources.set(n, src);
     }
-    const ck = await Checkpoint.fromIndex(index, `${files.name}/model.safetensors.index.json`, (f) => {
+    const ck = await Checkpoint.fromIndex(index, indexName, (f) => {
       const s = sources.get(f);
       if (!s) throw new FormatError('load', `${files.name}: shard ${f} is missing`);
       return s;
@@ -71,7 +87,9 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig): Promi
   const tokJson = await files.text('tokenizer.json');
   if (tokJson === null) return { tokenizer: null, chatTemplate: null };
   const tokConfig = (await json(files, 'tokenizer_config.json', false)) as Record<string, unknown> | null;
-  const tokenizer = HrmTokenizer.fromJson(tokJson, tokConfig, config);
+  const tokenizer = new HrmTokenizer(tokJson, {
+    config: tokConfig, modelConfig: { ...config, eos_token_id: config.eos_token_ids.length ? config.eos_token_ids : null }, where: `${files.name}/tokenizer.json`,
+  });
   const tpl = tokConfig?.chat_template;
   return { tokenizer, chatTemplate: typeof tpl === 'string' ? tpl : null };
 }
@@ -79,10 +97,12 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig): Promi
 /** Load config, tokenizer and weights, then build the model. */
 export async function loadModel(gpu: Gpu, files: ModelFiles, opts: ModelLoadOptions = {}): Promise<LoadedModel> {
   opts.onProgress?.('config', 0, 1);
-  const config = await loadConfig(files);
+  const config = await loadConfig(files, opts.warn);
   opts.onProgress?.('tokenizer', 0, 1);
   const { tokenizer, chatTemplate } = await loadTokenizer(files, config);
   const { ck, name } = await openCheckpoint(files);
-  const weights = await loadWeights(gpu, ck, config, { where: name, onProgress: (l, t) => opts.onProgress?.('weights', l, t) });
+  const weights = await loadWeights(gpu, ck, config, {
+    where: name, checkFinite: opts.checkFinite, onProgress: (l, t) => opts.onProgress?.('weights', l, t),
+  });
   return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'), checkpoint: name, name: files.name };
 }

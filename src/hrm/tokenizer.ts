@@ -8,6 +8,8 @@
 //   3. The library cleans up spaces before punctuation on decode unless tokenizer_config says otherwise; the crate
 //      never does. We clean up only when tokenizer_config.json asks for it explicitly (as transformers would).
 //   4. Unknown ids decode silently to '' in the library; here they are an InputError.
+//   5. The library accepts any vocabulary (string or repeated ids, ids past the model's embedding table) and
+//      fails, if at all, mid-generation; here the vocabulary is checked at construction.
 // No file access: callers pass the JSON files' contents (strings or parsed objects).
 import { Tokenizer, Normalizer, NFCNormalizer, SequenceNormalizer } from '@huggingface/tokenizers';
 import { FormatError, InputError } from '../tensor/errors.ts';
@@ -75,8 +77,10 @@ export interface TokenizerConfigJson {
   [key: string]: unknown;
 }
 
-/** The special-token ids of config.json (they win over tokenizer_config.json's token strings). */
+/** The keys of config.json read here: special-token ids (they win over tokenizer_config.json's token strings) and vocab_size. */
 export interface SpecialTokenIds {
+  /** The model's embedding rows: every id of the vocabulary must be below it. */
+  vocab_size?: number;
   bos_token_id?: number | null;
   eos_token_id?: number | number[] | null;
   pad_token_id?: number | null;
@@ -85,8 +89,34 @@ export interface SpecialTokenIds {
 export interface HrmTokenizerOptions {
   /** tokenizer_config.json, text or parsed (null/undefined: none). */
   config?: string | TokenizerConfigJson | Record<string, unknown> | null;
-  /** config.json (only its *_token_id keys are read). */
+  /** config.json (only its *_token_id keys and vocab_size are read). */
   modelConfig?: SpecialTokenIds;
+  /** The tokenizer.json path or URL, for messages (default 'tokenizer.json'). */
+  where?: string;
+}
+
+/** Ids of the vocabulary and added tokens must be distinct non-negative integers below the model's vocab_size. */
+function checkVocab(json: Record<string, unknown>, where: string, modelVocab: number | undefined): void {
+  const model = json.model as { vocab?: unknown };
+  const entries: Array<[string, unknown]> = [];
+  if (model.vocab !== undefined) {
+    if (typeof model.vocab !== 'object' || model.vocab === null) throw new FormatError('HrmTokenizer', `${where}: model.vocab is not an object`);
+    // Unigram vocabularies are [token, score] lists (the id is the position); BPE and WordPiece map token -> id.
+    entries.push(...(Array.isArray(model.vocab) ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
+      : Object.entries(model.vocab)));
+  }
+  for (const t of Array.isArray(json.added_tokens) ? json.added_tokens as Array<{ id?: unknown; content?: unknown }> : []) entries.push([String(t.content), t.id]);
+  const byId = new Map<number, string>();
+  for (const [token, id] of entries) {
+    if (!Number.isInteger(id) || (id as number) < 0) throw new FormatError('HrmTokenizer', `${where}: token ${JSON.stringify(token)} has id ${JSON.stringify(id)}, not a non-negative integer`);
+    const other = byId.get(id as number);
+    if (other !== undefined && other !== token) throw new FormatError('HrmTokenizer', `${where}: tokens ${JSON.stringify(other)} and ${JSON.stringify(token)} share id ${id}`);
+    byId.set(id as number, token);
+    if (modelVocab !== undefined && (id as number) >= modelVocab) {
+      throw new FormatError('HrmTokenizer', `${where}: token ${JSON.stringify(token)} has id ${id}, outside the model's vocab_size ${modelVocab} (config.json); ` +
+        'the tokenizer does not belong to this model');
+    }
+  }
 }
 
 function parseJson<T>(what: string, src: string | T): T {
@@ -115,16 +145,18 @@ export class HrmTokenizer {
   readonly chatTemplate: string | undefined;
 
   constructor(tokenizerJson: string | object, opts: HrmTokenizerOptions = {}) {
-    const json = parseJson<Record<string, unknown>>('tokenizer.json', tokenizerJson as string | Record<string, unknown>);
+    const where = opts.where ?? 'tokenizer.json';
+    const json = parseJson<Record<string, unknown>>(where, tokenizerJson as string | Record<string, unknown>);
     const config = parseJson<TokenizerConfigJson>('tokenizer_config.json', (opts.config ?? {}) as string | TokenizerConfigJson);
-    if (typeof json !== 'object' || json === null || typeof json.model !== 'object') {
-      throw new FormatError('HrmTokenizer', 'tokenizer.json has no "model" section');
+    if (typeof json !== 'object' || json === null || typeof json.model !== 'object' || json.model === null) {
+      throw new FormatError('HrmTokenizer', `${where} has no "model" section`);
     }
+    checkVocab(json, where, opts.modelConfig?.vocab_size);
     this.cleanUp = config.clean_up_tokenization_spaces === true;
     try {
       this.tok = new Tokenizer(json, { ...config, clean_up_tokenization_spaces: this.cleanUp });
     } catch (e) {
-      throw new FormatError('HrmTokenizer', `tokenizer.json: ${(e as Error).message}`);
+      throw new FormatError('HrmTokenizer', `${where}: ${(e as Error).message}`);
     }
     this.replaceNfc();
     this.vocab = this.tok.get_vocab(true);

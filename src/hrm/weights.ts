@@ -2,7 +2,8 @@
 // which is also what the seed's MLX converter writes to model_mlx.safetensors (minus model.z_L_init). bf16, f16
 // and f32 tensors are uploaded as stored; a tensor larger than the adapter binds at once is split into row
 // chunks (the 1B model's 192 MiB lm_head on an adapter that binds 128 MiB). Every tensor is checked by name and
-// shape before anything is uploaded.
+// shape before anything is uploaded, and every uploaded tensor is scanned for NaN and Inf on the GPU (a
+// non-finite weight would otherwise give all-NaN logits and no hint where they come from).
 import { FormatError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -11,6 +12,7 @@ import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safe
 import type { Progress } from '../tensor/sources.ts';
 import type { HrmConfig } from './config.ts';
 import { fillRandom } from '../kernels/init/random.ts';
+import { countNonFinite } from '../kernels/finite/finite.ts';
 
 /** A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. */
 export interface Weight { rows: number; cols: number; dtype: DType; chunks: Tensor[] }
@@ -98,6 +100,30 @@ export interface LoadOptions {
   onProgress?: Progress;
   /** Label used in errors (the checkpoint's path or URL). */
   where?: string;
+  /** Scan every weight for NaN and Inf on the GPU (one pass per tensor, default true); false skips it. */
+  checkFinite?: boolean;
+}
+
+/** Throw one error naming every tensor that holds NaN or Inf (weights on the GPU, z_L_init on the CPU). */
+async function checkFinite(named: Array<[string, Weight]>, zLInit: Float32Array, where: string): Promise<void> {
+  const parts = named.flatMap(([name, w]) => {
+    let row = 0;
+    return w.chunks.map((t) => ({ name, w, t, row: (row += t.shape[0]) - t.shape[0] }));
+  });
+  const counts = await countNonFinite(parts.map((p) => p.t));
+  const bad = new Map<string, { count: number; first: number; cols: number }>();
+  parts.forEach((p, i) => {
+    const c = counts[i];
+    if (!c.count) return;
+    const b = bad.get(p.name) ?? { count: 0, first: p.row * p.w.cols + c.first, cols: p.w.cols };
+    bad.set(p.name, { ...b, count: b.count + c.count });
+  });
+  const zBad = zLInit.reduce((n, x) => n + (Number.isFinite(x) ? 0 : 1), 0);
+  if (zBad) bad.set('model.z_L_init', { count: zBad, first: zLInit.findIndex((x) => !Number.isFinite(x)), cols: zLInit.length });
+  if (!bad.size) return;
+  const lines = [...bad].map(([name, b]) => `tensor '${name}' holds ${b.count} NaN/Inf value${b.count > 1 ? 's' : ''}, ` +
+    `the first at [${Math.floor(b.first / b.cols)}, ${b.first % b.cols}]`);
+  throw new FormatError('checkpoint', `${where}: ${lines.join('; ')} (load with checkFinite: false to skip this check)`);
 }
 
 /** Validate and upload a checkpoint. */
@@ -107,6 +133,7 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   const total = ck.bytes;
   let done = 0;
   let bytes = 0;
+  const loaded: Array<[string, Weight]> = [];
   const load = async (name: string): Promise<Weight> => {
     const e = ck.entry(name);
     let raw = await readEntry(e, (l) => opts.onProgress?.(done + l, total));
@@ -119,6 +146,7 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
     }
     const w = uploadWeight(gpu, name, raw, e.shape[0], e.shape[1], dtype);
     bytes += raw.byteLength;
+    loaded.push([name, w]);
     return w;
   };
   const layers = async (stack: 'L' | 'H'): Promise<LayerWeights[]> => {
@@ -141,6 +169,14 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   }
   const L = await layers('L');
   const H = await layers('H');
+  if (opts.checkFinite ?? true) {
+    try {
+      await checkFinite(loaded, zLInit, where);
+    } catch (e) {
+      for (const [, w] of loaded) for (const t of w.chunks) t.dispose();
+      throw e;
+    }
+  }
   await gpu.flush('load weights');
   opts.onProgress?.(total, total);
   return { embed, lmHead, zLInit, L, H, bytes };

@@ -41,5 +41,15 @@ export class FormatError extends HrmError {}
 /** Bad user input: a flag, a config key, a KV string. */
 export class InputError extends HrmError {}
 
-/** A command line that does not parse (unknown flag, missing value): the CLI prints it with the usage, exit 2. */
+/**
+ * A download failed: HTTP status, refused or reset connection, or a timeout. `transient` failures (timeouts,
+ * resets, 408/429/5xx) are worth retrying; `status` is the HTTP status when there was one.
+ */
+export class NetworkError extends HrmError {
+  constructor(op: string, message: string, readonly transient = false, readonly status?: number) {
+    super(op, message);
+  }
+}
+
+/** A command line the tool cannot parse (unknown flag, missing or invalid value): CLIs print the usage, exit 2. */
 export class UsageError extends InputError {}

@@ -1,6 +1,8 @@
 // safetensors: 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}, then the
-// data. The header is validated before any tensor is read (offsets inside the file, shape x dtype = byte length,
-// known dtypes), so a corrupt or truncated file is an error naming the file and the tensor.
+// data. The header is validated before any tensor is read, as the reference `safetensors` crate does (known
+// dtypes, shape x dtype = byte length, tensors contiguous in offset order and covering the data exactly), and each
+// tensor aligned for its dtype; so a corrupt, truncated or hand-edited file is an error naming the file and the
+// tensor, never overlapping or shifted weights.
 import { FormatError } from './errors.ts';
 import type { ByteSource, Progress } from './sources.ts';
 
@@ -46,9 +48,17 @@ export class SafetensorsFile {
     const entries = new Map<string, TensorEntry>();
     let metadata: Record<string, string> = {};
     for (const [key, raw] of Object.entries(header)) {
-      if (key === '__metadata__') { metadata = raw as Record<string, string>; continue; }
+      if (key === '__metadata__') {
+        // MLX writes null when there is none.
+        if (raw !== null && (typeof raw !== 'object' || !Object.values(raw).every((v) => typeof v === 'string'))) {
+          throw new FormatError('safetensors', `${name}: __metadata__ must map names to strings`);
+        }
+        metadata = (raw ?? {}) as Record<string, string>;
+        continue;
+      }
       entries.set(key, validateEntry(name, key, raw, base, size, source));
     }
+    checkLayout(name, [...entries.values()], base, size);
     return new SafetensorsFile(source, entries, metadata);
   }
 
@@ -101,6 +111,28 @@ function validateEntry(file: string, key: string, raw: unknown, base: number, si
   return { name: key, dtype, shape, start: base + off[0], end: base + off[1], source };
 }
 
+/** Tensors in offset order must tile the data [base, size) exactly, each starting at a multiple of its element size. */
+function checkLayout(file: string, entries: TensorEntry[], base: number, size: number): void {
+  const sorted = entries.slice().sort((a, b) => a.start - b.start || a.end - b.end);
+  let at = base;
+  let prev: TensorEntry | null = null;
+  const span = (e: TensorEntry) => `'${e.name}' (data bytes ${e.start - base}..${e.end - base})`;
+  for (const e of sorted) {
+    if (e.start < at) throw new FormatError('safetensors', `${file}: tensor ${span(e)} overlaps tensor ${span(prev!)}`);
+    if (e.start > at) {
+      throw new FormatError('safetensors', `${file}: data bytes ${at - base}..${e.start - base} before tensor ${span(e)} belong to no tensor; tensors must be contiguous`);
+    }
+    if ((e.start - base) % ST_BYTES[e.dtype]) {
+      throw new FormatError('safetensors', `${file}: tensor ${span(e)} is ${e.dtype} but starts at a data byte that is not a multiple of ${ST_BYTES[e.dtype]}`);
+    }
+    at = e.end;
+    prev = e;
+  }
+  if (at !== size) {
+    throw new FormatError('safetensors', `${file}: ${size - at} bytes after the last tensor${prev ? ` ${span(prev)}` : ''} belong to no tensor; the data must end with the last tensor`);
+  }
+}
+
 /** Decode raw bytes to a typed array (floats widened to f32; 64-bit ints must fit in 32 bits). */
 export function decode(e: TensorEntry, b: Uint8Array): Float32Array | Int32Array | Uint32Array {
   const buf = b.byteOffset % 8 === 0 ? b : b.slice();
@@ -148,15 +180,20 @@ function halfToFloat(h: number): number {
 
 export interface TensorToWrite { dtype: StDType; shape: number[]; data: ArrayBufferView }
 
-/** Serialise tensors to safetensors bytes (header padded to 8 bytes, tensors in key order). */
+/**
+ * Serialise tensors to safetensors bytes (header padded to 8 bytes). Tensors go widest dtype first, then by
+ * name, as the crate writes them, so every tensor is aligned for its dtype.
+ */
 export function encodeSafetensors(tensors: Record<string, TensorToWrite>, metadata?: Record<string, string>): Uint8Array {
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
   let offset = 0;
-  const names = Object.keys(tensors).sort();
+  for (const [name, t] of Object.entries(tensors)) {
+    if (!(t.dtype in ST_BYTES)) throw new FormatError('safetensors', `tensor '${name}': unknown dtype ${t.dtype}`);
+  }
+  const names = Object.keys(tensors).sort((a, b) => ST_BYTES[tensors[b].dtype] - ST_BYTES[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0));
   for (const name of names) {
     const t = tensors[name];
-    if (!(t.dtype in ST_BYTES)) throw new FormatError('safetensors', `tensor '${name}': unknown dtype ${t.dtype}`);
     const want = t.shape.reduce((a, d) => a * d, 1) * ST_BYTES[t.dtype];
     if (t.data.byteLength !== want) throw new FormatError('safetensors', `tensor '${name}': ${t.dtype} [${t.shape}] needs ${want} bytes, data has ${t.data.byteLength}`);
     header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + want] };

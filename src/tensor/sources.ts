@@ -1,7 +1,8 @@
 // Byte sources a checkpoint can come from: a file path (Node/Deno, read with node:fs), a URL (fetch, with
 // HTTP range requests when the server allows them, else one streamed download), a browser File/Blob, or bytes
 // in memory. Every read reports byte progress.
-import { FormatError } from './errors.ts';
+import { FormatError, NetworkError } from './errors.ts';
+import { getBytes, head, rangeTotal, type NetOptions } from './http.ts';
 
 export type Progress = (loaded: number, total: number) => void;
 
@@ -66,32 +67,31 @@ export function fileSource(path: string): ByteSource {
   };
 }
 
-/** A URL. Uses Range requests; a server that ignores them is downloaded once, streamed, and kept in memory. */
-export function urlSource(url: string, init: { fetch?: typeof fetch } = {}): ByteSource {
-  const f = init.fetch ?? fetch;
+/**
+ * A URL. Reads are Range requests (with the timeouts, retries and resumption of http.ts); a server that ignores
+ * ranges is downloaded once and kept in memory.
+ */
+export function urlSource(url: string, opts: NetOptions = {}): ByteSource {
   let whole: Promise<Uint8Array> | null = null;
   let total: number | null = null;
-  const download = async (onProgress?: Progress): Promise<Uint8Array> => {
-    const res = await f(url);
-    if (!res.ok) throw new FormatError('fetch', `${url}: HTTP ${res.status} ${res.statusText}`);
-    return streamBody(url, res, onProgress);
-  };
   return {
     name: url,
     async size() {
       if (total !== null) return total;
-      const res = await f(url, { method: 'HEAD' });
+      const res = await head(url, opts);
       const len = Number(res.headers.get('content-length'));
       if (res.ok && Number.isFinite(len) && len > 0) return (total = len);
-      whole ??= download();
+      if (res.status === 404) throw new NetworkError('fetch', `${url}: HTTP 404 (not found)`, false, 404);
+      const ranged = await rangeTotal(url, opts);
+      if (ranged !== null) return (total = ranged);
+      whole ??= getBytes(url, null, opts).then((r) => r.bytes);
       return (total = (await whole).byteLength);
     },
     async read(start, end, onProgress) {
       if (!whole) {
-        const res = await f(url, { headers: { Range: `bytes=${start}-${end - 1}` } });
-        if (res.status === 206) return streamBody(url, res, onProgress, end - start);
-        if (!res.ok) throw new FormatError('fetch', `${url}: HTTP ${res.status} ${res.statusText}`);
-        whole = streamBody(url, res, onProgress);
+        const r = await getBytes(url, { start, end }, opts, onProgress);
+        if (!r.whole) return r.bytes;
+        whole = Promise.resolve(r.bytes);
       }
       const all = await whole;
       if (end > all.byteLength) throw new FormatError('read', `${url}: wanted bytes ${start}..${end}, got ${all.byteLength} (truncated?)`);
@@ -99,24 +99,4 @@ export function urlSource(url: string, init: { fetch?: typeof fetch } = {}): Byt
       return all.subarray(start, end);
     },
   };
-}
-
-async function streamBody(name: string, res: Response, onProgress?: Progress, expected?: number): Promise<Uint8Array> {
-  const total = expected ?? (Number(res.headers.get('content-length')) || 0);
-  if (!res.body) return new Uint8Array(await res.arrayBuffer());
-  const reader = res.body.getReader();
-  const parts: Uint8Array[] = [];
-  let loaded = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    loaded += value.byteLength;
-    onProgress?.(loaded, total || loaded);
-  }
-  if (expected !== undefined && loaded !== expected) throw new FormatError('fetch', `${name}: got ${loaded} bytes, wanted ${expected} (connection cut?)`);
-  const out = new Uint8Array(loaded);
-  let o = 0;
-  for (const p of parts) { out.set(p, o); o += p.byteLength; }
-  return out;
 }

@@ -1,18 +1,38 @@
 // The `hrm` command line end to end (through tsx, as `npx hrm` runs the compiled same code).
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
 import { bytesSource } from '../../src/tensor/sources.ts';
 import { expectClose } from '../helpers/close.ts';
 import { fixture, FIXTURES } from '../helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const hrm = (args: string[]) => promisify(execFile)(join(root, 'node_modules/.bin/tsx'), ['src/cli/hrm.ts', ...args], { cwd: root, timeout: 180_000 });
+const tsx = (args: string[], env: Record<string, string> = {}) =>
+  promisify(execFile)(join(root, 'node_modules/.bin/tsx'), args, { cwd: root, timeout: 180_000, env: { ...process.env, ...env } });
+const hrm = (args: string[], env?: Record<string, string>) => tsx(['src/cli/hrm.ts', ...args], env);
+
+/** Exit code and stderr of a run (0 and '' when it succeeds, as execFile then gives no code). */
+async function fails(p: Promise<{ stderr: string }>): Promise<{ code: number; stderr: string }> {
+  return p.then(({ stderr }) => ({ code: 0, stderr }), (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }));
+}
+
+/** Lines of stderr that are ours (Dawn prints adapter warnings of its own). */
+const ours = (stderr: string) => stderr.split('\n').filter((l) => l && !l.startsWith('Warning: '));
+
+/** A copy of the tiny-a fixture with config.json patched. */
+function patched(patch: object): string {
+  const d = mkdtempSync(join(tmpdir(), 'hrm-cli-cfg-'));
+  cpSync(FIXTURES + 'hrm-tiny-a/model.safetensors', join(d, 'model.safetensors'));
+  writeFileSync(join(d, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(FIXTURES + 'hrm-tiny-a/config.json', 'utf8')), ...patch }));
+  return d;
+}
 
 describe('hrm CLI', () => {
   it('logits writes MLX-comparable logits, compare reports them, info describes the model', async () => {
@@ -23,6 +43,7 @@ describe('hrm CLI', () => {
     const f = await SafetensorsFile.open(bytesSource(out, new Uint8Array(readFileSync(out))));
     expect(f.entry('logits').shape).toEqual([ids.length, 512]);
     expectClose(await f.array('logits'), await (await fixture('hrm-tiny-a/reference.safetensors')).array('f32.causal_logits'), 2e-4, 0, 'CLI logits');
+    expect(readdirSync(dir)).toEqual(['ours.safetensors']); // written whole, no temporary left
     const { stdout } = await hrm(['compare', out, out]);
     expect(stdout).toMatch(/max \|diff\|\s+0\.000e\+0/);
     expect(stdout).toMatch(/top-1 agree\s+100\.00 %/);
@@ -31,9 +52,82 @@ describe('hrm CLI', () => {
     expect(info.stdout).toMatch(/cache slots\s+24/);
   });
 
-  it('bad flags name the flag', async () => {
-    await expect(hrm(['generate', 'hi', '--top-p', '2'])).rejects.toMatchObject({ stderr: expect.stringMatching(/--top-p "2" is not valid/) });
-    await expect(hrm(['generate', 'hi', '--kv', 'ctk=q9'])).rejects.toMatchObject({ stderr: expect.stringMatching(/unknown cache type ctk=q9/) });
-    await expect(hrm(['frobnicate'])).rejects.toMatchObject({ stderr: expect.stringMatching(/unknown command 'frobnicate'/) });
+  it('bad flags are one line naming the flag, then the usage of the command; exit 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['generate', 'hi', '--foo'], /^UsageError: \[cli\] unknown flag --foo$/],
+      [['generate', 'hi', '--model'], /^UsageError: \[cli\] --model needs a value$/],
+      [['generate', 'hi', '--max-tokens', '-1'], /^UsageError: \[cli\] --max-tokens "-1" is not valid \(expected a positive integer\)$/],
+      [['generate', 'hi', '--top-p', '2'], /^UsageError: \[cli\] --top-p "2" is not valid \(expected a number in \(0, 1\]\)$/],
+      [['generate', 'hi', '--kv', ''], /^UsageError: \[cli\] --kv is empty; give cache types such as ctk=q8_0,ctv=q4_0/],
+      [['generate', 'hi', '--kv', 'ctk=q9'], /^UsageError: \[.*unknown cache type ctk=q9/],
+      [['generate', 'hi', '--condition', ''], /^UsageError: \[parseConditions\] --condition is empty/],
+      [['generate', 'hi', '--stop', ''], /^UsageError: \[cli\] --stop is empty/],
+      [['logits', '--ids', '6,,12', '--out', 'x.safetensors'], /^UsageError: \[cli\] --ids "6,,12": "" is not a token id$/],
+      [['info', '--ctx', '0'], /^UsageError: \[cli\] --ctx "0" is not valid \(expected a positive integer\)$/],
+      [['info', 'extra'], /^UsageError: \[cli\] unexpected argument "extra"$/],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => fails(hrm(args)))); // nothing loads a model: cheap to run at once
+    for (const [i, [args, line]] of cases.entries()) {
+      const r = runs[i];
+      expect(r.code, args.join(' ')).toBe(2);
+      const [first, usage] = ours(r.stderr);
+      expect(first, args.join(' ')).toMatch(line);
+      expect(usage, args.join(' ')).toMatch(new RegExp(`^usage: hrm ${args[0]} `));
+    }
+    const unknown = await fails(hrm(['frobnicate']));
+    expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "UsageError: [hrm] unknown command 'frobnicate' (commands: generate, logits, compare, info)"]);
+    const env = await fails(hrm(['info', '--model', 'http://127.0.0.1:9/model'], { HRM_IDLE_TIMEOUT: 'soon' }));
+    expect([env.code, ours(env.stderr)[0]]).toEqual([2, 'UsageError: [cli] HRM_IDLE_TIMEOUT="soon" is not valid (expected seconds > 0)']);
+  });
+
+  it('an unwritable --out is refused before the model is touched, naming the flag', async () => {
+    const r = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6,12', '--out', '/nonexistent/dir/x.safetensors']));
+    expect(r.code).toBe(1);
+    expect(ours(r.stderr)).toEqual(['InputError: [cli] --out /nonexistent/dir/x.safetensors cannot be written (folder /nonexistent/dir: ENOENT)']);
+    const dir = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6', '--out', tmpdir()]));
+    expect(ours(dir.stderr)).toEqual([`InputError: [cli] --out ${tmpdir()} is a directory; give a file path`]);
+  });
+
+  it('config.json keys of the wrong type and NaN weights fail by name; a stale num_hidden_layers only warns', async () => {
+    const eos = patched({ eos_token_id: '11' });
+    const r = await fails(hrm(['info', '--model', eos]));
+    expect([r.code, ours(r.stderr)]).toEqual([1, [`FormatError: [config] ${eos}/config.json: 'eos_token_id' must be a token id or a list of token ids (got "11")`]]);
+    const stale = patched({ num_layers_per_stack: 2, num_hidden_layers: 7 });
+    const info = await hrm(['info', '--model', stale]);
+    expect(ours(info.stderr)).toEqual([`warning: ${stale}/config.json: num_hidden_layers 7 is neither num_layers_per_stack 2 nor ` +
+      'num_layers_per_stack * H_cycles * (L_cycles + 1) = 12; using num_layers_per_stack 2']);
+    expect(info.stdout).toMatch(/2 layers per stack/);
+    const nan = patched({});
+    const f = await SafetensorsFile.open(bytesSource('m', new Uint8Array(readFileSync(join(nan, 'model.safetensors')))));
+    const bytes = new Uint8Array(readFileSync(join(nan, 'model.safetensors')));
+    new DataView(bytes.buffer).setUint16(f.entry('model.L_module.layers.0.mlp.down_proj.weight').start + 2 * 7, 0x7fc0, true);
+    writeFileSync(join(nan, 'model.safetensors'), bytes);
+    const out = join(nan, 'logits.safetensors');
+    const l = await fails(hrm(['logits', '--model', nan, '--ids', '6,12', '--out', out]));
+    expect([l.code, ours(l.stderr)]).toEqual([1, [`FormatError: [checkpoint] ${nan}/model.safetensors: tensor 'model.L_module.layers.0.mlp.down_proj.weight' ` +
+      'holds 1 NaN/Inf value, the first at [0, 7] (load with checkFinite: false to skip this check)']]);
+    expect(readdirSync(nan).sort()).toEqual(['config.json', 'model.safetensors']);
+  });
+
+  it('a model URL whose server stalls ends within the deadline, warning of the retry and naming the URL', async () => {
+    const server = createServer(() => {}); // accepts, never answers
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/m`;
+    try {
+      const r = await fails(hrm(['info', '--model', base], { HRM_CONNECT_TIMEOUT: '0.2' }));
+      expect([r.code, ours(r.stderr)]).toEqual([1, [
+        `warning: ${base}/config.json: no response within 0.2 s (connect timeout); retrying in 1 s (attempt 2 of 5)`,
+        `NetworkError: [fetch] ${base}/config.json: no response within 0.2 s (connect timeout) (gave up after 2 attempts)`,
+      ]]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('a device lost in the middle of generate is one line saying so, after the text streamed so far', async () => {
+    const r = await fails(tsx(['tests/helpers/lose-device.ts']));
+    expect(r.code).toBe(1);
+    expect(ours(r.stderr)).toEqual([expect.stringMatching(/^DeviceLostError: \[generate\] the GPU device was lost after [1-9]\d* characters of output \(destroyed: .*\); the text above is all that was generated\. Run the command again/)]);
   });
 });

@@ -139,6 +139,22 @@ describe('HrmTokenizer', () => {
     expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: '<|missing|>' })).toThrow(/eos_token "<\|missing\|>" is not in the vocabulary/);
     expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), {}, { eos_token_id: 5000 })).toThrow(/eos_token_id 5000 is outside the vocabulary/);
   });
+
+  it('checks the vocabulary at load against the model, naming tokenizer.json', () => {
+    const json = () => JSON.parse(read('tokenizer.json'));
+    const where = 'm/tokenizer.json';
+    const load = (j: object, vocab = 2048) => () => new HrmTokenizer(j, { modelConfig: { vocab_size: vocab }, where });
+    expect(load(json(), 1024)).toThrow(/^\[HrmTokenizer\] m\/tokenizer\.json: token "[^"]+" has id (1\d{3}|20[0-4]\d), outside the model's vocab_size 1024 \(config\.json\); the tokenizer does not belong to this model$/);
+    const str = json(); str.model.vocab['Ġthe'] = '7';
+    expect(load(str)).toThrow(/m\/tokenizer\.json: token "Ġthe" has id "7", not a non-negative integer/);
+    const neg = json(); neg.model.vocab['Ġthe'] = -3;
+    expect(load(neg)).toThrow(/token "Ġthe" has id -3/);
+    const dup = json(); dup.model.vocab['Ġthe'] = dup.model.vocab['Ġof'];
+    expect(load(dup)).toThrow(/m\/tokenizer\.json: tokens "(Ġthe|Ġof)" and "(Ġthe|Ġof)" share id \d+/);
+    const added = json(); added.added_tokens.push({ id: 2048, content: '<x>', special: true, single_word: false, lstrip: false, rstrip: false, normalized: false });
+    expect(load(added)).toThrow(/token "<x>" has id 2048, outside the model's vocab_size 2048/);
+    expect(load(json())()).toBeInstanceOf(HrmTokenizer);
+  });
 });
 
 describe('nfcUnicode9', () => {

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../../src/hrm/config.ts';
-import { loadWeights, randomWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
+import { disposeWeights, loadWeights, randomWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
 import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/tensor/safetensors.ts';
 import { bytesSource, fileSource } from '../../src/tensor/sources.ts';
 import { Gpu } from '../../src/tensor/gpu.ts';
+import { FormatError } from '../../src/tensor/errors.ts';
 import { randomValueRef } from '../../src/kernels/init/random.ref.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { FIXTURES } from '../helpers/fixtures.ts';
@@ -43,6 +44,39 @@ describe('weights', () => {
     await expect((async () => validateCheckpoint(await open(all), threeLayers, 'ck'))()).rejects.toThrow(/the L stack has 2 layers in the tensors but the config says 3/);
     const bent = { ...all, 'lm_head.weight': { dtype: 'BF16' as const, shape: [128, 512], data: all['lm_head.weight'].data } };
     await expect((async () => validateCheckpoint(await open(bent), config, 'ck'))()).rejects.toThrow(/'lm_head\.weight' has shape \[128, 512\], expected \[512, 128\]/);
+  });
+
+  it('names each tensor holding NaN or Inf and where the first one is; checkFinite: false skips the scan', async () => {
+    const gpu = await getGpu();
+    const { config, file } = await tinyA();
+    const all: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint8Array }> = {};
+    for (const n of file.names) all[n] = { dtype: 'BF16', shape: file.entry(n).shape, data: (await file.bytes(n)).slice() };
+    const setBits = (name: string, index: number, bits: number) => new DataView(all[name].data.buffer).setUint16(2 * index, bits, true);
+    const gqkv = 'model.H_module.layers.1.attn.gqkv_proj.weight'; // [512, 128]
+    setBits(gqkv, 3 * 128 + 5, 0x7fc0); // NaN at [3, 5]
+    setBits(gqkv, 400 * 128, 0xff80); // -Inf at [400, 0]
+    setBits('lm_head.weight', 511 * 128 + 127, 0x7f80); // +Inf at the very last element
+    setBits('model.z_L_init', 4, 0x7f80); // z_L_init is read on the CPU
+    const ck = await Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('nan.safetensors', encodeSafetensors(all)))]);
+    const err = await loadWeights(gpu, ck, config, { where: 'nan.safetensors' }).then(() => null, (e: Error) => e);
+    expect(err).toBeInstanceOf(FormatError);
+    expect(err!.message).toBe("[checkpoint] nan.safetensors: tensor 'lm_head.weight' holds 1 NaN/Inf value, the first at [511, 127]; " +
+      `tensor '${gqkv}' holds 2 NaN/Inf values, the first at [3, 5]; tensor 'model.z_L_init' holds 1 NaN/Inf value, the first at [0, 4] ` +
+      '(load with checkFinite: false to skip this check)');
+    const w = await loadWeights(gpu, ck, config, { checkFinite: false });
+    expect((await w.H[1].gqkv.chunks[0].read())[3 * 128 + 5]).toBeNaN();
+    disposeWeights(w);
+  });
+
+  it('finds a NaN in the second row chunk of a split tensor at its row in the whole tensor', async () => {
+    const gpu = await Gpu.create({ bindingLimit: 32768 }); // 128 bf16 rows of 256 bytes a chunk: lm_head [512, 128] in 4
+    const { config, file } = await tinyA();
+    const all: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint8Array }> = {};
+    for (const n of file.names) all[n] = { dtype: 'BF16', shape: file.entry(n).shape, data: (await file.bytes(n)).slice() };
+    new DataView(all['lm_head.weight'].data.buffer).setUint16(2 * (200 * 128 + 9), 0x7fc1, true);
+    const ck = await Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('nan.safetensors', encodeSafetensors(all)))]);
+    await expect(loadWeights(gpu, ck, config, { where: 'ck' })).rejects.toThrow(/^\[checkpoint\] ck: tensor 'lm_head\.weight' holds 1 NaN\/Inf value, the first at \[200, 9\] /);
+    gpu.destroy();
   });
 
   it('splits a tensor larger than one binding into row chunks that hold the same bytes', async () => {

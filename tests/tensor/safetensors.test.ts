@@ -61,6 +61,36 @@ describe('safetensors', () => {
     await expect(SafetensorsFile.open(bytesSource('j.st', notJson))).rejects.toThrow(FormatError);
   });
 
+  it('refuses overlapping, gapped, trailing and misaligned tensors as the safetensors crate does, naming file and tensor', async () => {
+    const mk = (h: object, data: number) => {
+      const j = new TextEncoder().encode(JSON.stringify(h));
+      const out = new Uint8Array(8 + j.byteLength + data);
+      new DataView(out.buffer).setBigUint64(0, BigInt(j.byteLength), true);
+      out.set(j, 8);
+      return SafetensorsFile.open(bytesSource('w.safetensors', out));
+    };
+    const t = (dtype: string, n: number, at: number) => ({ dtype, shape: [n], data_offsets: [at, at + n * (dtype === 'F32' ? 4 : 1)] });
+    await expect(mk({ a: t('F32', 3, 0), b: t('F32', 2, 8) }, 16)).rejects.toThrow(
+      /^\[safetensors\] w\.safetensors: tensor 'b' \(data bytes 8\.\.16\) overlaps tensor 'a' \(data bytes 0\.\.12\)$/);
+    await expect(mk({ a: t('F32', 2, 0), b: t('F32', 2, 12) }, 20)).rejects.toThrow(
+      /w\.safetensors: data bytes 8\.\.12 before tensor 'b' \(data bytes 12\.\.20\) belong to no tensor; tensors must be contiguous/);
+    await expect(mk({ a: t('F32', 2, 4) }, 12)).rejects.toThrow(/data bytes 0\.\.4 before tensor 'a'/);
+    await expect(mk({ a: t('F32', 2, 0) }, 12)).rejects.toThrow(/w\.safetensors: 4 bytes after the last tensor 'a' \(data bytes 0\.\.8\) belong to no tensor/);
+    await expect(mk({ a: t('U8', 3, 0), b: t('F32', 1, 3) }, 7)).rejects.toThrow(
+      /w\.safetensors: tensor 'b' \(data bytes 3\.\.7\) is F32 but starts at a data byte that is not a multiple of 4/);
+    // In offset order, not key order; an empty tensor may sit anywhere.
+    const ok = await mk({ z: t('F32', 1, 0), e: t('F32', 0, 4), a: t('U8', 3, 4) }, 7);
+    expect(ok.names.sort()).toEqual(['a', 'e', 'z']);
+  });
+
+  it('writes mixed dtypes widest first so that every tensor is aligned', async () => {
+    const bytes = encodeSafetensors({ a: { dtype: 'U8', shape: [3], data: new Uint8Array([1, 2, 3]) }, b: { dtype: 'F64', shape: [1], data: new Float64Array([0.5]) },
+      c: { dtype: 'F16', shape: [1], data: packHalf('f16', [2]).subarray(0, 1) } });
+    const f = await SafetensorsFile.open(bytesSource('mem', bytes));
+    expect(['b', 'c', 'a'].map((n) => f.entry(n).start - f.entry('b').start)).toEqual([0, 8, 10]);
+    expect([...await f.array('a'), ...await f.array('b'), ...await f.array('c')]).toEqual([1, 2, 3, 0.5, 2]);
+  });
+
   it('reads a file path in pieces and reports a missing file by name', async () => {
     const f = await SafetensorsFile.open(fileSource(new URL('../fixtures/mlx/hrm-tiny-a/model.safetensors', import.meta.url).pathname));
     expect(f.entry('model.embed_tokens.weight').dtype).toBe('BF16');

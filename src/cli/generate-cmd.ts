@@ -1,0 +1,41 @@
+// `hrm generate`'s streaming loop, apart from the argument parsing so that a test can lose the device mid-run.
+// A lost device (a laptop sleeping, a driver reset) is reported as such, with how far generation got: the text
+// already printed is kept, nothing is retried (a new device means reloading the model).
+import { DeviceLostError } from '../tensor/errors.ts';
+import type { Gpu } from '../tensor/gpu.ts';
+import type { LoadedModel } from '../hrm/load.ts';
+import { generate, type GenerateOptions, type GenerateStats } from '../hrm/generate.ts';
+
+export interface StreamIo { out(s: string): void; err(s: string): void }
+
+/** Bytes as MiB or GiB, for the CLIs' summaries. */
+export const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
+
+function statsLine(s: GenerateStats, gpu: Gpu): string {
+  return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +
+    `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-'} tok/s); ` +
+    `stop: ${s.stopReason}; cache ${fmtBytes(s.cacheBytes)}; ` +
+    `${'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches` : `steps recorded one by one (${s.decodePath.recorded})`}; ` +
+    `${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`;
+}
+
+/** Stream a completion to `io.out`, the stats line to `io.err`; a lost device becomes one clear DeviceLostError. */
+export async function streamGenerate(gpu: Gpu, lm: LoadedModel, prompt: string, opts: GenerateOptions, io: StreamIo): Promise<void> {
+  let chars = 0;
+  try {
+    for await (const ev of generate(lm.model, lm.tokenizer, prompt, { ...opts, chatTemplate: lm.chatTemplate })) {
+      if (ev.type === 'text') { io.out(ev.text); chars += ev.text.length; continue; }
+      io.out('\n');
+      io.err(statsLine(ev.stats, gpu));
+    }
+  } catch (e) {
+    // Loss shows up as whichever call meets it first (a mapAsync rejection, a validation error): ask the device.
+    await Promise.race([gpu.device.lost, new Promise((r) => setTimeout(r, 100))]);
+    const lost = gpu.watch.lost;
+    if (!lost && !(e instanceof DeviceLostError)) throw e;
+    if (chars) io.out('\n');
+    const why = lost ? `${lost.reason || 'unknown'}: ${lost.message || 'no message'}` : (e as Error).message;
+    throw new DeviceLostError('generate', `the GPU device was lost after ${chars} characters of output (${why}); ` +
+      'the text above is all that was generated. Run the command again to start over on a new device');
+  }
+}
