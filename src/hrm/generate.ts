@@ -83,7 +83,7 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
   }
   const cache = model.newCache({ capacity, kv: opts.kv, mode: opts.kvMode ?? 'after-prefill' });
   // Every end-of-sequence id: the config's and all the tokenizer's (a checkpoint may list several).
-  const eos = new Set([...tokenizer.eosTokenIds, ...(model.config.eos_token_id === null ? [] : [model.config.eos_token_id])]);
+  const eos = new Set([...tokenizer.eosTokenIds, ...model.config.eos_token_ids]);
   const streamer = new TextStreamer(tokenizer, { skipSpecialTokens: true });
   const out: number[] = [];
   let text = '';
