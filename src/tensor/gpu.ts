@@ -2,7 +2,7 @@
 // arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
 // submits it and turns anything WebGPU complained about into a typed error.
 import { BindingSizeError, GpuValidationError, HrmError } from './errors.ts';
-import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
+import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
 
@@ -76,7 +76,7 @@ export class Gpu {
     this.maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, bindingLimit ?? Infinity);
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
-    this.cpu = /swiftshader|llvmpipe|lavapipe|basic render|warp/i.test(`${summary.vendor} ${summary.architecture} ${summary.device} ${summary.description}`);
+    this.cpu = isSoftwareAdapter(summary);
   }
 
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
