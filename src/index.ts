@@ -3,7 +3,7 @@
 // generation streams (or returns text at once), errors are typed. Everything here re-exports or wraps modules
 // under src/; the wrappers only fill in what an app should not have to know (the model's tokenizer and chat
 // template, KV strings, which Gpu to use).
-/// <reference types="@webgpu/types" />
+/// <reference types="@webgpu/types" preserve="true" />
 import { Gpu } from './tensor/gpu.ts';
 import { InputError } from './tensor/errors.ts';
 import { dirFiles, fileListFiles, urlFiles, type ModelFiles } from './hrm/files.ts';
@@ -164,3 +164,22 @@ export { parseReport, toJsonString, REPORT_SCHEMA, type RefractReport } from './
 export { renderTextReport, type TextOptions } from './refract/report/text.ts';
 export { renderHtmlReport, type HtmlOptions } from './refract/report/html.ts';
 export { renderCompareTable, renderRepeatability, type CompareRow } from './refract/report/compare.ts';
+
+// ---- types the exports above refer to, so apps can name them ----------------------------------------------
+export type { Tensor } from './tensor/tensor.ts';
+export type { DType } from './tensor/dtype.ts';
+export type { BufferView, Capture, CapturedDispatch, DispatchTiming, Upload } from './tensor/gpu.ts';
+export type { DeviceWatch } from './tensor/device.ts';
+export type { ByteSource, Progress } from './tensor/sources.ts';
+export type { CacheOptions, HrmCache, Slot } from './hrm/cache.ts';
+export type { HrmWeights, LayerWeights, Weight } from './hrm/weights.ts';
+export type { Round } from './kernels/attention/types.ts';
+export type { HrmTokenizerOptions, SpecialTokenIds, TokenizerConfigJson } from './hrm/tokenizer.ts';
+export type { CompletionOptions, CompletionResult, DecodeTokensOptions, KLDResult, KldOptions, Metadata, ModelMetadataOptions, TokenizeOptions, TrajectoryOptions, TrajectoryResult } from './refract/backend.ts';
+export type { KldAccumulator, KldAxisResult, PositionStats } from './refract/axes/kld.ts';
+export type { PladAxisResult, PladOptions, PladRecord } from './refract/axes/plad.ts';
+export type { RniahAxisResult, RniahCell, RniahOptions } from './refract/axes/rniah.ts';
+export type { TrajectoryAxisResult, TrajectoryPromptRecord } from './refract/axes/trajectory.ts';
+export type { BrownOptions } from './refract/corpus.ts';
+export type { AxisScores, Band, CompositeScore, ReportScores } from './refract/score.ts';
+export type { GtmBlock, KldBlock, PladBlock, RniahBlock } from './refract/report/json.ts';
