@@ -69,12 +69,15 @@ export function modelFiles(source?: ModelSource): ModelFiles {
 export interface ProgressInfo {
   /** What is being read: config.json, the tokenizer, or the weights (byte counts). */
   stage: LoadStage;
+  /** Done so far (bytes for the weights). */
   loaded: number;
+  /** All of this stage (bytes for the weights). */
   total: number;
   /** loaded / total in percent. */
   progress: number;
 }
 
+/** Options of `loadModel`. */
 export interface LoadModelOptions {
   /** The GPU to load onto; default: `Gpu.create(device)`. The model's `model.gpu.destroy()` frees it. */
   gpu?: Gpu;
@@ -123,8 +126,16 @@ export function generate(lm: LoadedModel, prompt: string, opts: GenerationOption
   return generateStream(lm.model, lm.tokenizer, prompt, { ...opts, kv, chatTemplate: lm.chatTemplate });
 }
 
+/** What `generateText` returns. */
+export interface GenerationResult {
+  /** The completion (without the prompt; cut before a stop string). */
+  text: string;
+  /** Token ids, timing, stop reason, cache size, decode path. */
+  stats: GenerateStats;
+}
+
 /** Generate at once: the completion's text and stats. `onText` sees each piece as it arrives. */
-export async function generateText(lm: LoadedModel, prompt: string, opts: GenerationOptions & { onText?: (text: string) => void } = {}): Promise<{ text: string; stats: GenerateStats }> {
+export async function generateText(lm: LoadedModel, prompt: string, opts: GenerationOptions & { onText?: (text: string) => void } = {}): Promise<GenerationResult> {
   for await (const ev of generate(lm, prompt, opts)) {
     if (ev.type === 'text') opts.onText?.(ev.text);
     else return { text: ev.text, stats: ev.stats };
