@@ -2,7 +2,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DeviceLostError, HrmError, InputError, UsageError } from '../tensor/errors.ts';
 import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
-import { parseKvConfig } from '../hrm/kv-string.ts';
+import { kvSpecOf } from '../hrm/kv-string.ts';
 import type { KvSpec } from '../hrm/cache.ts';
 
 type Proc = {
@@ -87,8 +87,7 @@ export function flagValue<T>(parse: () => T): T {
 export function kvSpec(kv: string | undefined): KvSpec {
   if (kv === undefined) return { k: null, v: null };
   if (kv.trim() === '') throw new UsageError('cli', '--kv is empty; give cache types such as ctk=q8_0,ctv=q4_0 (or leave --kv out for full precision)');
-  const c = flagValue(() => parseKvConfig(kv));
-  return { k: c.k.bits, v: c.v.bits };
+  return flagValue(() => kvSpecOf(kv, '--kv'));
 }
 
 /** A numeric flag; `what` says in the error what `check` wants. */

@@ -8,8 +8,9 @@ export interface AdapterSummary {
   architecture: string;
   device: string;
   description: string;
-  /** 'browser' | 'deno' | 'node' */
-  runtime: string;
+  runtime: Runtime;
+  /** The adapter says it is a fallback adapter (WebGPU's `isFallbackAdapter`: a software implementation). */
+  fallback: boolean;
   features: string[];
   limits: Record<string, number>;
 }
@@ -36,10 +37,14 @@ const WANTED_LIMITS = [
   'maxBindGroups', 'maxBindingsPerBindGroup',
 ] as const;
 
-export function runtimeName(): string {
+/** Where this code runs: a browser page (or worker), Deno, or Node (WebGPU through Dawn, npm `webgpu`). */
+export type Runtime = 'browser' | 'deno' | 'node' | 'unknown';
+
+/** The runtime this code runs in (Deno first: it also has Node's `process`). */
+export function runtimeName(): Runtime {
   const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } }; window?: unknown };
   if (g.Deno) return 'deno';
-  if (g.window !== undefined) return 'browser';
+  if (g.window !== undefined || typeof (globalThis as { importScripts?: unknown }).importScripts === 'function') return 'browser';
   if (g.process?.versions?.node) return 'node';
   return 'unknown';
 }
@@ -97,14 +102,23 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     if (typeof v === 'number') requiredLimits[k] = v;
   }
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits, label: 'hrm-webgpu' });
-  const info = adapter.info ?? ({} as GPUAdapterInfo);
+  const info = (adapter.info ?? {}) as GPUAdapterInfo & { isFallbackAdapter?: boolean };
   const limits: Record<string, number> = {};
   for (const k of WANTED_LIMITS) limits[k] = (device.limits as unknown as Record<string, number>)[k];
   const summary: AdapterSummary = {
     vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '',
-    description: info.description ?? '', runtime: runtimeName(), features: [...device.features].sort(), limits,
+    description: info.description ?? '', runtime: runtimeName(),
+    fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
   };
   return { device, adapter, summary };
+}
+
+/**
+ * A CPU implementation of WebGPU (SwiftShader, llvmpipe/lavapipe, WARP, a fallback adapter): correct, but slow
+ * enough that kernels pick barrier-free variants and apps should say so.
+ */
+export function isSoftwareAdapter(s: AdapterSummary): boolean {
+  return s.fallback || /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i.test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
 }
 
 /** Turns a GPUError popped from an error scope into the matching typed error. */

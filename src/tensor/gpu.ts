@@ -3,7 +3,7 @@
 // submits it and turns anything WebGPU complained about into a typed error. Capturing a batch for replay is
 // capture.ts; this file only routes dispatches, uploads and allocations to a capture while one runs.
 import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from './errors.ts';
-import { DeviceWatch, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
+import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
 
@@ -69,7 +69,7 @@ export class Gpu {
     this.maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, bindingLimit ?? Infinity);
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
-    this.cpu = /swiftshader|llvmpipe|lavapipe|basic render|warp/i.test(`${summary.vendor} ${summary.architecture} ${summary.device} ${summary.description}`);
+    this.cpu = isSoftwareAdapter(summary);
   }
 
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */

@@ -1,0 +1,69 @@
+// The public entry (src/index.ts) from source: adapter checks, model sources, loadModel with progress, logits
+// against MLX, KV strings, and generation's abort signal. The packed package is tested in package.test.ts.
+import { describe, expect, it } from 'vitest';
+import { InputError, generate, isSoftwareAdapter, kvSpec, loadModel, logits, modelFiles, runtimeName, type AdapterSummary, type ModelFiles, type ProgressInfo } from '../../src/index.ts';
+import { getGpu } from '../helpers/gpu.ts';
+import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
+import { expectClose } from '../helpers/close.ts';
+
+const adapter = (over: Partial<AdapterSummary>): AdapterSummary => ({
+  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, ...over,
+});
+
+describe('public API', () => {
+  it('tells CPU implementations of WebGPU from GPUs, and knows its runtime', () => {
+    // Adapter strings as Dawn, wgpu and Chrome report them.
+    expect(isSoftwareAdapter(adapter({ description: 'llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)' }))).toBe(true);
+    expect(isSoftwareAdapter(adapter({ vendor: 'google', architecture: 'swiftshader', description: 'SwiftShader Device (Subzero)' }))).toBe(true);
+    expect(isSoftwareAdapter(adapter({ description: 'Microsoft Basic Render Driver' }))).toBe(true);
+    expect(isSoftwareAdapter(adapter({ vendor: 'unknown', fallback: true }))).toBe(true);
+    expect(isSoftwareAdapter(adapter({ vendor: 'nvidia', architecture: 'hopper', description: 'NVIDIA H200' }))).toBe(false);
+    expect(runtimeName()).toBe('node');
+  });
+
+  it('reads model sources: folders, URLs, Files and file sets; anything else names loadModel', () => {
+    expect(modelFiles('/models/x').name).toBe('/models/x');
+    expect(modelFiles('https://huggingface.co/a/b/resolve/main').name).toBe('https://huggingface.co/a/b/resolve/main');
+    expect(modelFiles(new URL('file:///tmp/a%20b/')).name).toBe('/tmp/a b/');
+    expect(modelFiles().name).toMatch(/models\/hrm-text-brown-6m\/$/);
+    const set: ModelFiles = { name: 'mine', text: async () => null, bytes: async () => null };
+    expect(modelFiles(set)).toBe(set);
+    expect(modelFiles([new File(['{}'], 'config.json')]).name).toBe('picked files');
+    expect(() => modelFiles(42 as never)).toThrow(InputError);
+    expect(() => modelFiles(42 as never)).toThrow(/\[loadModel\] model source must be/);
+  });
+
+  it('parses KV strings into bits per side, and names a bad one', () => {
+    expect(kvSpec('ctk=q8_0,ctv=q4_0')).toEqual({ k: 8, v: 4 });
+    expect(kvSpec()).toEqual({ k: null, v: null });
+    expect(() => kvSpec('ctk=q9')).toThrow(/unknown cache type ctk=q9/);
+  });
+
+  it('loadModel reports byte progress; logits match MLX (prefix and causal, f32)', async () => {
+    const seen: ProgressInfo[] = [];
+    const lm = await loadModel(FIXTURES + 'hrm-tiny-a', { gpu: await getGpu(), progressCallback: (p) => seen.push(p) });
+    const weights = seen.filter((p) => p.stage === 'weights');
+    expect(weights.length).toBeGreaterThan(1);
+    expect(weights.at(-1)!.loaded).toBe(weights.at(-1)!.total);
+    expect(weights.at(-1)!.progress).toBe(100);
+    const ref = await fixture('hrm-tiny-a/reference.safetensors');
+    const ids = [...await ref.array('prompt_ids')];
+    expectClose(await logits(lm, ids), await ref.array('f32.prefix_logits'), 2e-4, 0, 'prefix logits');
+    expectClose(await logits(lm, ids, { mask: 'causal' }), await ref.array('f32.causal_logits'), 2e-4, 0, 'causal logits');
+    // This fixture has no tokenizer: generation says so instead of failing later.
+    await expect(generate(lm, 'hi').next()).rejects.toThrow(/no tokenizer\.json/);
+  });
+
+  it('generate stops at the next token once its signal is aborted', async () => {
+    const lm = await loadModel(BROWN, { gpu: await getGpu() });
+    const ac = new AbortController();
+    let pieces = 0;
+    let stats = null;
+    for await (const ev of generate(lm, 'The jury said', { condition: 'noisy', maxTokens: 20, signal: ac.signal })) {
+      if (ev.type === 'text') { pieces++; ac.abort(); } else stats = ev.stats;
+    }
+    expect(pieces).toBe(1);
+    expect(stats!.stopReason).toBe('aborted');
+    expect(stats!.ids.length).toBe(1);
+  });
+});
