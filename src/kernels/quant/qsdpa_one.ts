@@ -1,13 +1,12 @@
-// Attention for one query that sees every key of a quantized cache (decode), chunked over many workgroups; see
-// qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference and fallback.
+// Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
+// per 32 dims; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { QuantKV, Round } from '../attention/types.ts';
 import { ROUND_CODE } from './quant.ts';
 
 const SCORES = new Kernel('quant/qsdpa_one.wgsl', 'qone_scores');
-const PV = new Kernel('quant/qsdpa_one.wgsl', 'qone_pv');
-const MERGE = new Kernel('quant/qsdpa_one.wgsl', 'qone_merge');
+const OUT = new Kernel('quant/qsdpa_one.wgsl', 'qone_out');
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
 
@@ -41,23 +40,17 @@ export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: Qsdp
   const nChunks = Math.ceil(cap / chunk);
   const scores = Tensor.empty(gpu, [a.heads, cap], 'f32', 'qsdpa_one.scores');
   const cmax = Tensor.empty(gpu, [a.heads, nChunks], 'f32', 'qsdpa_one.cmax');
-  const part = Tensor.empty(gpu, [a.heads, nChunks, dim], 'f32', 'qsdpa_one.part');
   const uniforms = { kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0 };
   const round = ROUND_CODE[a.round];
   SCORES.dispatch(gpu, {
     bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, scores, cmax }, uniforms,
     overrides: { HD: dim, BITS: k.bits, ROUND: round }, workgroups: [nChunks, a.heads],
   });
-  PV.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, cmax, part }, uniforms,
-    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap) }, workgroups: [nChunks, a.heads],
-  });
-  MERGE.dispatch(gpu, {
-    bindings: { part, out, gate: a.gate }, uniforms,
-    overrides: { HD: dim, ROUND: round, GATE: a.gated ? 1 : 0 }, workgroups: Math.ceil((a.heads * dim) / WG),
+  OUT.dispatch(gpu, {
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, cmax, out, gate: a.gate }, uniforms,
+    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups: [dim / 32, a.heads],
   });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   scores.dispose();
   cmax.dispose();
-  part.dispose();
 }
