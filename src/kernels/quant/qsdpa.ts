@@ -39,7 +39,7 @@ export interface QsdpaOptions {
    */
   gate?: Tensor;
   /**
-   * Force a path (tests, benchmarks). By default 'one' (qsdpa_one.wgsl: keys chunked over many workgroups) for a
+   * Force a path (tests, benchmarks). By default 'one' (qsdpa_one.wgsl: two dispatches over many workgroups) for a
    * single query that sees every key, with Metal's accumulation (accumulate 'f32') and a head dim of 64, 128 or
    * 256; else 'passes' (this file's scores, softmax and values passes), the reference.
    */
