@@ -1,110 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { gateLogits, randn, rng } from '../helpers/seeded.ts';
-import { expectBitExact, expectUlps } from '../helpers/quant-check.ts';
+import { randn } from '../helpers/seeded.ts';
+import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
+import { BASE, check, fill, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import type { AttnMask, QuantKV } from '../../src/kernels/attention/types.ts';
+import type { AttnMask } from '../../src/kernels/attention/types.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantize } from '../../src/kernels/quant/quant.ts';
-import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
-import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
+import { quantKV } from '../../src/kernels/attention/kvquant.ts';
+import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import type { Accumulate } from '../../src/kernels/quant/qmm.ts';
 import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
-import { kvAccess, qsdpaRef, type QuantSideRef } from '../../src/kernels/attention/qsdpa.ref.ts';
-import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
-
-interface Case {
-  heads: number; kvHeads: number; dim: number; seq: number; offset: number; cap: number;
-  kBits: number; vBits: number; mask: MaskRef['kind']; round: Round; accumulate: Accumulate; chunkRows?: number; seed: number;
-}
-const BASE: Case = { heads: 2, kvHeads: 2, dim: 64, seq: 5, offset: 7, cap: 16, kBits: 4, vBits: 4, mask: 'causal', round: 'none', accumulate: 'f32', seed: 1 };
-
-/** Prefix-LM token types: positions 0..8 form the bidirectional block (some queries sit inside it). */
-const tokenTypes = (kvLen: number) => Array.from({ length: kvLen }, (_, j) => (j < 9 ? 1 : 0));
-/** A random explicit mask whose query 1 sees nothing (every score masked: MLX then averages all values). */
-const explicitMask = (seq: number, kvLen: number, seed: number) => {
-  const r = rng(seed);
-  return Array.from({ length: seq * kvLen }, (_, i) => (Math.floor(i / kvLen) === 1 ? 0 : r() < 0.6 ? 1 : 0));
-};
-
-async function readSide(side: QuantKV): Promise<QuantSideRef> {
-  return { bits: side.bits, q: await side.q.read(), scales: await side.scales.read(), biases: await side.biases.read() };
-}
-
-/** A cache side holding `offset` earlier positions, then the S new ones appended at `offset` (as a decode loop does). */
-function fill(gpu: Gpu, c: Case, bits: number, seed: number): QuantKV {
-  const side = quantKV(gpu, { heads: c.kvHeads, capacity: c.cap, headDim: c.dim, bits });
-  const put = (n: number, at: number, s: number) => {
-    if (n === 0) return;
-    const data = randn(s, c.kvHeads * n * c.dim, 1.5).map((v) => roundTo(c.round, v));
-    appendQuantized(Tensor.from(gpu, data, [c.kvHeads, n, c.dim], 'f32', 'kv'), side, { offset: at, round: c.round });
-  };
-  put(c.offset, 0, seed);
-  put(c.seq, c.offset, seed + 1);
-  return side;
-}
-
-interface Inputs { q: Tensor; qx: Float32Array; k: QuantKV; v: QuantKV; maskRef: MaskRef; opts: QsdpaOptions }
-
-/** The cache sides, queries, mask and options of one case. */
-function inputs(gpu: Gpu, c: Case): Inputs {
-  const kvLen = c.offset + c.seq;
-  const k = fill(gpu, c, c.kBits, c.seed * 10), v = fill(gpu, c, c.vBits, c.seed * 10 + 5);
-  const qx = randn(c.seed + 3, c.heads * c.seq * c.dim, 2).map((x) => roundTo(c.round, x));
-  let mask: AttnMask, maskRef: MaskRef;
-  if (c.mask === 'prefix') {
-    const tt = tokenTypes(kvLen);
-    mask = { kind: 'prefix', tokenTypes: Tensor.from(gpu, tt, [kvLen], 'u32', 'tt') };
-    maskRef = { kind: 'prefix', tokenTypes: tt };
-  } else if (c.mask === 'explicit') {
-    const m = explicitMask(c.seq, kvLen, c.seed);
-    mask = { kind: 'explicit', mask: Tensor.from(gpu, m, [c.seq, kvLen], 'u32', 'mask') };
-    maskRef = { kind: 'explicit', mask: m };
-  } else {
-    mask = { kind: c.mask };
-    maskRef = { kind: c.mask };
-  }
-  const opts: QsdpaOptions = {
-    kvLen, offset: c.offset, mask, scale: 1 / Math.sqrt(c.dim), round: c.round, accumulate: c.accumulate, chunkRows: c.chunkRows,
-  };
-  return { q: Tensor.from(gpu, qx, [c.heads, c.seq, c.dim], 'f32', 'q'), qx, k, v, maskRef, opts };
-}
-
-async function run(c: Case): Promise<{ got: Float32Array; want: Float64Array }> {
-  const gpu = await getGpu();
-  const { q, qx, k, v, maskRef, opts } = inputs(gpu, c);
-  const { kvLen, scale } = opts;
-  const out = qsdpa(q, k, v, opts);
-  expect(out.shape).toEqual([c.seq, c.heads * c.dim]);
-  const got = await out.readF32();
-  const want = qsdpaRef(qx, kvAccess(await readSide(k), await readSide(v), c.cap, c.dim, c.round), {
-    heads: c.heads, kvHeads: c.kvHeads, seq: c.seq, dim: c.dim, cap: c.cap, kvLen, offset: c.offset,
-    mask: maskRef, scale, round: c.round, accumulate: c.accumulate,
-  });
-  return { got, want };
-}
-
-/**
- * f32: |got - ref| <= 1e-5 * (1 + |ref|): scores are f32 sums of <= 128 products (relative error ~1e-6), which moves
- * softmax weights by ~1e-6 relative; the output sums <= 1100 weighted values (|v| <= ~3). bf16/f16: the GPU's f32
- * sums may round a score or weight to the neighbouring dtype value where the reference's f64 sum does not, so
- * >= 99 % within one ulp of the rounded reference and none beyond 4 ulps.
- */
-async function check(c: Case): Promise<void> {
-  const { got, want } = await run(c);
-  const what = JSON.stringify(c);
-  if (c.round === 'none') {
-    for (let i = 0; i < want.length; i++) {
-      if (!(Math.abs(got[i] - want[i]) <= 1e-5 * (1 + Math.abs(want[i])))) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]}`);
-    }
-  } else {
-    expectUlps(c.round, got, Array.from(want, (x) => roundTo(c.round, x)), 0.99, 4, what);
-  }
-}
 
 describe('qsdpa vs the float64 reference, one setting varied at a time from ' + JSON.stringify(BASE), () => {
   it('every mask kind under a cache offset (prefix block and a fully masked query included)', async () => {
@@ -116,9 +24,9 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
     await check({ ...BASE, kBits: 3, vBits: 6, seed: 2 });
     await check({ ...BASE, kBits: 5, vBits: 2, seed: 3 });
   });
-  it('decode (S = 1) over 1100 keys, K 8 / V 4, head dim 128', async () => {
-    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none' });
-    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4 });
+  it('decode (S = 1) over 1100 keys through the passes (qsdpa_one.test.ts has the default path), K 8 / V 4, head dim 128', async () => {
+    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none', path: 'passes' });
+    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4, path: 'passes' });
   });
   it('many queries: a 40-token prefill read from the quantized cache (KLD mode), prefix mask', async () => {
     await check({ ...BASE, seq: 40, offset: 0, cap: 40, mask: 'prefix' });
@@ -143,8 +51,6 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
   });
 });
 
-/** A gqkv-shaped gate source [S, 4*H*D] (the gate block is its first H*D columns). */
-const gateSource = (gpu: Gpu, S: number, width: number, seed: number) => Tensor.from(gpu, gateLogits(seed, S * 4 * width), [S, 4 * width], 'f32', 'gqkv');
 
 const kernels = (r: DispatchRecord[]) => r.map((d) => d.kernel.split('#')[1]);
 
@@ -152,7 +58,8 @@ describe('qsdpa gate (sigmoidGate fused into the pass that writes the output)', 
   it('is sigmoidGate(gqkv, qsdpa(...)) bit for bit, split and unsplit, query chunks, every rounding', async () => {
     const gpu = await getGpu();
     const cases: Array<[string, Case, boolean]> = [
-      ['decode, split keys', { ...BASE, seq: 1, offset: 599, cap: 600, mask: 'none' }, true],
+      ['decode, split keys', { ...BASE, seq: 1, offset: 599, cap: 600, mask: 'none', path: 'passes' }, true],
+      ['decode, one query (qsdpa_one)', { ...BASE, seq: 1, offset: 599, cap: 600, mask: 'none' }, false],
       ['decode S=3, split keys', { ...BASE, seq: 3, offset: 420, cap: 600, heads: 4 }, true],
       ['one chunk', BASE, false],
       ['query chunks of 2 rows', { ...BASE, seq: 9, offset: 3, chunkRows: 2 }, false],
@@ -193,7 +100,7 @@ describe('qsdpa decode structure', () => {
     ];
     for (const [name, v, splits, ks] of variants) {
       for (const mask of ['none', 'causal'] as const) {
-        const base: Case = { ...BASE, seq: 1, mask, ...v, offset: 0 };
+        const base: Case = { ...BASE, seq: 1, mask, ...v, offset: 0, path: 'passes' };
         const full = inputs(gpu, { ...base, offset: base.cap - base.seq });   // the cache filled to capacity
         const gate = gateSource(gpu, base.seq, base.heads * base.dim, 5);
         const records: DispatchRecord[][] = [];

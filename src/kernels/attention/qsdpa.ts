@@ -11,6 +11,7 @@ import { checkQuantKV } from './kvquant.ts';
 import { maskBinding } from './mask.ts';
 import { DECODE_MAX_QUERIES, checkGate } from './sdpa.ts';
 import type { AttnMask, QuantKV, Round } from './types.ts';
+import { qsdpaOne, qsdpaOneFits, softmaxThreads } from './qsdpa_one.ts';
 
 const SCORES = new Kernel('attention/qsdpa.wgsl', 'qsdpa_scores');
 const SOFTMAX = new Kernel('attention/qsdpa.wgsl', 'qsdpa_softmax');
@@ -39,6 +40,12 @@ export interface QsdpaOptions {
    * r(r(sigmoid(gate[s, i])) * out[s, i]) for i < H*D (HRM's gqkv [S, 4*H*D], whose first H*D columns are the gate).
    */
   gate?: Tensor;
+  /**
+   * Force a path (tests, benchmarks). By default 'one' (qsdpa_one.wgsl: two dispatches over many workgroups) for a
+   * single query that sees every key, with Metal's accumulation (accumulate 'f32') and a head dim of 64, 128 or
+   * 256; else 'passes' (this file's scores, softmax and values passes), the reference.
+   */
+  path?: 'one' | 'passes';
 }
 
 /**
@@ -69,6 +76,16 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const gate = opts.gate ?? placeholder(gpu, 'no_gate', 'f32');
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'qsdpa.out');
   if (seq === 0) return out;
+  // A causal single query at the last position sees every key, as with no mask.
+  const seesAll = seq === 1 && (mask.kind === 'none' || (mask.kind === 'causal' && offset + 1 === kvLen));
+  const oneFits = seesAll && accumulate === 'f32' && qsdpaOneFits(dim);
+  if (opts.path === 'one' && !oneFits) {
+    throw new ShapeError(op, `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
+  }
+  if ((opts.path ?? (oneFits ? 'one' : 'passes')) === 'one') {
+    qsdpaOne(q, k, v, out, { heads, kvHeads, kvLen, scale, round, gate, gated: !!opts.gate });
+    return out;
+  }
 
   const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const budget = Math.min(SCORE_BUDGET, gpu.maxBinding);
@@ -89,7 +106,7 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const roundCode = ROUND_CODE[round];
   const gated = opts.gate ? 1 : 0;
   const common = { ROUND: roundCode, ACC: ACC_CODE[accumulate] };
-  const softWg = span >= 1024 ? 256 : 64;
+  const softWg = softmaxThreads(span);
   for (let q0 = 0; q0 < seq; q0 += rows) {
     const n = Math.min(rows, seq - q0);
     const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, stride: span, gate_stride: gateStride, zero: 0 };
