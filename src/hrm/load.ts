@@ -2,7 +2,7 @@
 import { FormatError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Checkpoint, SafetensorsFile } from '../tensor/safetensors.ts';
-import { parseConfig, type HrmConfig } from './config.ts';
+import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import type { ModelFiles } from './files.ts';
 import { HrmModel } from './model.ts';
 import { HrmTokenizer } from './tokenizer.ts';
@@ -24,6 +24,8 @@ export interface LoadedModel {
 export type LoadStage = 'config' | 'tokenizer' | 'weights';
 export interface ModelLoadOptions {
   dtype?: ActDtype;
+  /** Quantize dense weights on the GPU while loading (bits 4 or 8 in the CLI; any bits / group size MLX offers). */
+  quantize?: QuantSpec;
   onProgress?: (stage: LoadStage, loaded: number, total: number) => void;
 }
 
@@ -38,7 +40,14 @@ async function json(files: ModelFiles, file: string, required: boolean): Promise
 
 /** Config and tokenizer only (cheap): for `hrm info` and "will it fit" checks before downloading weights. */
 export async function loadConfig(files: ModelFiles): Promise<HrmConfig> {
-  return parseConfig(await json(files, 'config.json', true), `${files.name}/config.json`);
+  return (await loadConfigs(files)).config;
+}
+
+/** The config and its quantization block (null for dense checkpoints). */
+export async function loadConfigs(files: ModelFiles): Promise<{ config: HrmConfig; quantization: QuantConfig | null }> {
+  const raw = await json(files, 'config.json', true);
+  const where = `${files.name}/config.json`;
+  return { config: parseConfig(raw, where), quantization: parseQuantization(raw, where) };
 }
 
 /** Find the checkpoint: sharded index, model.safetensors, or the MLX converter's model_mlx.safetensors. */
@@ -79,10 +88,12 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig): Promi
 /** Load config, tokenizer and weights, then build the model. */
 export async function loadModel(gpu: Gpu, files: ModelFiles, opts: ModelLoadOptions = {}): Promise<LoadedModel> {
   opts.onProgress?.('config', 0, 1);
-  const config = await loadConfig(files);
+  const { config, quantization } = await loadConfigs(files);
   opts.onProgress?.('tokenizer', 0, 1);
   const { tokenizer, chatTemplate } = await loadTokenizer(files, config);
   const { ck, name } = await openCheckpoint(files);
-  const weights = await loadWeights(gpu, ck, config, { where: name, onProgress: (l, t) => opts.onProgress?.('weights', l, t) });
+  const weights = await loadWeights(gpu, ck, config, {
+    where: name, quantization, quantize: opts.quantize, onProgress: (l, t) => opts.onProgress?.('weights', l, t),
+  });
   return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'), checkpoint: name, name: files.name };
 }

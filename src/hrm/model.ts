@@ -13,7 +13,8 @@ import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { roundBf16 } from '../tensor/dtype.ts';
 import type { AttnMask, FullKV, KVSide, Round } from '../kernels/attention/types.ts';
-import { add, embed, matmul } from '../kernels/ops/ops.ts';
+import { add } from '../kernels/ops/ops.ts';
+import { embedding, linear } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull } from '../kernels/attention/kvcache.ts';
 import { sdpa } from '../kernels/attention/sdpa.ts';
@@ -76,7 +77,7 @@ export class HrmModel {
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
     const idsT = ids instanceof Tensor ? ids : Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
     const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
-    let zH = embed(idsT, this.weights.embed.chunks, { scale, round: this.round });
+    let zH = embedding(idsT, this.weights.embed, { scale, round: this.round });
     let zL = this.zLInit(S);
     const per = c.num_layers_per_stack;
     for (let h = 0; h < c.H_cycles; h++) {
@@ -88,7 +89,7 @@ export class HrmModel {
     zL.dispose();
     if (idsT !== ids) idsT.dispose();
     const last = opts.logits === 'last' && S > 1 ? this.lastRow(zH) : zH;
-    const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
+    const logits = linear(last, this.weights.lmHead, { round: this.round });
     if (last !== zH) last.dispose();
     zH.dispose();
     for (const t of pass.temps) t.dispose();
@@ -110,8 +111,8 @@ export class HrmModel {
     // The residual stream x is this stack's own tensor: the output projections add into it in place.
     for (let i = 0; i < layers.length; i++) {
       const w = layers[i];
-      const gated = this.attention(matmul(x, w.gqkv.chunks, { round, norm }), slots[base + i], pass);
-      matmul(gated, w.o.chunks, { round, accumulate: x });
+      const gated = this.attention(linear(x, w.gqkv, { round, norm }), slots[base + i], pass);
+      linear(gated, w.o, { round, accumulate: x });
       gated.dispose();
       this.mlp(x, w, norm);
     }
@@ -180,8 +181,8 @@ export class HrmModel {
 
   /** x += down(silu(gate(rms(x))) * up(rms(x))), in place. */
   private mlp(x: Tensor, w: LayerWeights, norm: { eps: number }): void {
-    const a = matmul(x, w.gateUp.chunks, { round: this.round, norm, swiglu: true });
-    matmul(a, w.down.chunks, { round: this.round, accumulate: x });
+    const a = linear(x, w.gateUp, { round: this.round, norm, swiglu: true });
+    linear(a, w.down, { round: this.round, accumulate: x });
     a.dispose();
   }
 

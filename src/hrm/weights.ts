@@ -2,18 +2,29 @@
 // which is also what the seed's MLX converter writes to model_mlx.safetensors (minus model.z_L_init). bf16, f16
 // and f32 tensors are uploaded as stored; a tensor larger than the adapter binds at once is split into row
 // chunks (the 1B model's 192 MiB lm_head on an adapter that binds 128 MiB). Every tensor is checked by name and
-// shape before anything is uploaded.
-import { FormatError } from '../tensor/errors.ts';
+// shape before anything is uploaded. Quantized modules (MLX's layout, quantized.ts) load as such, and dense ones
+// are quantized on the GPU while loading when LoadOptions.quantize asks for it.
+import { FormatError, InputError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { DType } from '../tensor/dtype.ts';
 import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safetensors.ts';
 import type { Progress } from '../tensor/sources.ts';
-import type { HrmConfig } from './config.ts';
+import { Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import { fillRandom } from '../kernels/init/random.ts';
+import { moduleQuant, quantizeOnLoad, uploadQuantized } from './quantized.ts';
 
-/** A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. */
-export interface Weight { rows: number; cols: number; dtype: DType; chunks: Tensor[] }
+/**
+ * A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. Quantized (`quant` set):
+ * chunks are the packed levels u32 [rows_i, cols * bits / 32], with f32 scales / biases [rows_i, cols / groupSize].
+ */
+export interface Weight {
+  rows: number;
+  cols: number;
+  dtype: DType;
+  chunks: Tensor[];
+  quant?: QuantSpec & { scales: Tensor[]; biases: Tensor[] };
+}
 
 export interface LayerWeights { gqkv: Weight; o: Weight; gateUp: Weight; down: Weight }
 
@@ -47,8 +58,11 @@ export function expectedTensors(c: HrmConfig): Map<string, number[]> {
   return m;
 }
 
-/** Check names, shapes and dtypes against the config; throws one error listing every problem. */
-export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string): void {
+/**
+ * Check names, shapes and dtypes against the config (and its quantization block); throws one error listing every
+ * problem. Returns the quantized modules' specs by module path.
+ */
+export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, quant: QuantConfig | null = null): Map<string, QuantSpec> {
   const problems: string[] = [];
   for (const stack of ['L', 'H']) {
     const layers = new Set(ck.names.map((n) => n.match(new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`))?.[1]).filter((x) => x !== undefined));
@@ -58,7 +72,12 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string):
     }
   }
   const want = expectedTensors(c);
+  const specs = new Map<string, QuantSpec>();
   for (const [name, shape] of want) {
+    const m = name.slice(0, -'.weight'.length);
+    const spec = moduleQuant(ck, quant, m, shape[0], shape[1], problems);
+    if (spec) { specs.set(m, spec); continue; }
+    if (ck.has(`${m}.scales`) || (ck.has(name) && ck.entry(name).dtype === 'U32')) continue;   // reported by moduleQuant
     if (!ck.has(name)) { problems.push(`missing tensor '${name}' [${shape.join(', ')}]`); continue; }
     const e = ck.entry(name);
     if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
@@ -69,9 +88,11 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string):
     const n = e.shape.reduce((x, d) => x * d, 1);
     if (n !== c.hidden_size) problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
   }
-  const extra = ck.names.filter((n) => !want.has(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && n === 'lm_head.weight'));
+  const known = (n: string) => want.has(n) || want.has(n.replace(/\.(scales|biases)$/, '.weight'));
+  const extra = ck.names.filter((n) => !known(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && /^lm_head\.(weight|scales|biases)$/.test(n)));
   if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
   if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
+  return specs;
 }
 
 /** Rows per chunk so that each chunk fits one binding. */
@@ -98,19 +119,49 @@ export interface LoadOptions {
   onProgress?: Progress;
   /** Label used in errors (the checkpoint's path or URL). */
   where?: string;
+  /** config.json's quantization block (parseQuantization), for checkpoints in MLX's quantized layout. */
+  quantization?: QuantConfig | null;
+  /**
+   * Quantize dense weights on the GPU while loading, bit for bit mx.quantize (Metal rules; scales in the
+   * checkpoint's dtype): every projection, the embedding and lm_head. Modules already quantized stay as stored.
+   */
+  quantize?: QuantSpec;
 }
 
 /** Validate and upload a checkpoint. */
 export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: LoadOptions = {}): Promise<HrmWeights> {
   const where = opts.where ?? 'checkpoint';
-  validateCheckpoint(ck, c, where);
+  const q = opts.quantize;
+  if (q && !(Q_BITS.includes(q.bits) && Q_GROUP_SIZES.includes(q.groupSize))) {
+    throw new InputError('load', `quantize ${JSON.stringify(q)}: bits must be one of ${Q_BITS.join(', ')} and groupSize one of ${Q_GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
+  }
+  const specs = validateCheckpoint(ck, c, where, opts.quantization ?? null);
   const total = ck.bytes;
   let done = 0;
   let bytes = 0;
-  const load = async (name: string): Promise<Weight> => {
-    const e = ck.entry(name);
-    let raw = await readEntry(e, (l) => opts.onProgress?.(done + l, total));
+  const read = async (name: string): Promise<Uint8Array> => {
+    const raw = await readEntry(ck.entry(name), (l) => opts.onProgress?.(done + l, total));
     done += raw.byteLength;
+    return raw;
+  };
+  const load = async (name: string): Promise<Weight> => {
+    const m = name.slice(0, -'.weight'.length);
+    const e = ck.entry(name);
+    const spec = specs.get(m);
+    if (spec) {
+      const [rows, cols] = expectedTensors(c).get(name)!;
+      const weight = await read(name);
+      const part = async (p: string) => decode(ck.entry(`${m}.${p}`), await read(`${m}.${p}`)) as Float32Array;
+      const w = uploadQuantized(gpu, m, { weight, scales: await part('scales'), biases: await part('biases') }, rows, cols, spec);
+      bytes += weightTensors(w).reduce((n, t) => n + t.byteLength, 0);
+      return w;
+    }
+    let raw = await read(name);
+    if (opts.quantize && e.shape[1] % opts.quantize.groupSize === 0) {
+      const w = quantizeOnLoad(gpu, m, e, raw, opts.quantize);
+      bytes += weightTensors(w).reduce((n, t) => n + t.byteLength, 0);
+      return w;
+    }
     let dtype = DTYPE[e.dtype]!;
     if (name === 'model.embed_tokens.weight' && dtype === 'f16') {
       // The gather kernel reads bf16 or f32 tables; f16 widens to f32 exactly.
@@ -148,7 +199,25 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
 
 export function disposeWeights(w: HrmWeights): void {
   const all = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
-  for (const x of new Set(all)) for (const t of x.chunks) t.dispose();
+  for (const x of new Set(all)) for (const t of weightTensors(x)) t.dispose();
+}
+
+/** Every GPU tensor of a weight (packed levels, scales and biases when quantized). */
+export function weightTensors(w: Weight): Tensor[] {
+  return w.quant ? [...w.chunks, ...w.quant.scales, ...w.quant.biases] : w.chunks;
+}
+
+/** The checkpoint name of every matrix of loaded weights (lm_head omitted when tied), in loading order. */
+export function namedWeights(w: HrmWeights, c: HrmConfig): Array<[string, Weight]> {
+  const out: Array<[string, Weight]> = [['model.embed_tokens', w.embed]];
+  if (!c.tie_word_embeddings) out.push(['lm_head', w.lmHead]);
+  for (const [stack, layers] of [['L', w.L], ['H', w.H]] as const) {
+    layers.forEach((l, i) => {
+      const p = `model.${stack}_module.layers.${i}`;
+      out.push([`${p}.attn.gqkv_proj`, l.gqkv], [`${p}.attn.o_proj`, l.o], [`${p}.mlp.gate_up_proj`, l.gateUp], [`${p}.mlp.down_proj`, l.down]);
+    });
+  }
+  return out;
 }
 
 /**
