@@ -10,8 +10,8 @@ import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToW
 import type { Round } from '../kernels/attention/types.ts';
 import { packHalf } from '../tensor/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
-import type { QuantConfig, QuantSpec } from './config.ts';
-import { chunkRows, type Weight } from './weights.ts';
+import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';
+import { chunkRows, expectedTensors, type Weight } from './weights.ts';
 
 const SCALE_DTYPES: readonly StDType[] = ['F32', 'F16', 'BF16'];
 
@@ -110,4 +110,11 @@ export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' 
     [`${m}.scales`]: await half(w.quant.scales),
     [`${m}.biases`]: await half(w.quant.biases),
   };
+}
+
+/** Bytes of every matrix of a config's checkpoint: dense at `denseBytes` per value, or quantized with `spec`. */
+export function checkpointBytes(c: HrmConfig, spec: QuantSpec | null, scaleBytes = 4, denseBytes = 2): number {
+  let n = 0;
+  for (const [, [rows, cols]] of expectedTensors(c)) n += spec && cols % spec.groupSize === 0 ? quantizedBytes(rows, cols, spec, scaleBytes) : rows * cols * denseBytes;
+  return n + c.hidden_size * 4;
 }

@@ -2,6 +2,12 @@
 // over the dequantized weights, greedy paths agree, a converted checkpoint reads back as quantize-on-load, decode
 // replay still matches, and bad checkpoints fail naming the tensor or key.
 import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixtureDir } from '../helpers/model.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
@@ -176,5 +182,28 @@ describe('quantized checkpoints with bad input', { timeout: 120_000 }, () => {
 
   it('a quantize option MLX does not offer is an InputError', async () => {
     await expect(loadModel(await getGpu(), dirFiles(DIR), { quantize: { bits: 5, groupSize: 16 } })).rejects.toThrow(InputError);
+  });
+});
+
+describe('hrm CLI with quantized weights', { timeout: 600_000 }, () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const hrm = (args: string[]) => promisify(execFile)(join(root, 'node_modules/.bin/tsx'), ['src/cli/hrm.ts', ...args], { cwd: root, timeout: 300_000 });
+  const read = async (p: string) => (await SafetensorsFile.open(bytesSource(p, new Uint8Array(readFileSync(p))))).array('logits');
+
+  it('convert, then logits of the converted folder equal --quantize on load; info reports the quantized size', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrm-q-'));
+    await hrm(['convert', '--model', DIR, '--out', join(dir, 'q8'), '--quantize', '8', '--q-group-size', '128']);
+    const ids = IDS.join(',');
+    await hrm(['logits', '--model', join(dir, 'q8'), '--ids', ids, '--out', join(dir, 'a.safetensors')]);
+    await hrm(['logits', '--model', DIR, '--ids', ids, '--quantize', '8', '--q-group-size', '128', '--out', join(dir, 'b.safetensors')]);
+    expectBitExact(await read(join(dir, 'a.safetensors')), await read(join(dir, 'b.safetensors')), 'converted vs --quantize');
+    // 8 bits a value plus two f32 per 128 values, z_L_init in f32: (1 + 8 / 128) bytes per matrix parameter.
+    const c = JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8')) as { hidden_size: number };
+    const { stdout } = await hrm(['info', '--model', join(dir, 'q8')]);
+    const m = stdout.match(/weights\s+q8 group 128 \(as stored\): ([\d.]+) MiB on the GPU/);
+    expect(m, stdout).not.toBeNull();
+    const params = Number(stdout.match(/parameters\s+([\d.]+) M/)![1]) * 1e6;
+    expect(Number(m![1])).toBeCloseTo(((params - c.hidden_size) * (1 + 8 / 128) + 4 * c.hidden_size) / 2 ** 20, 1);
+    await expect(hrm(['info', '--quantize', '3'])).rejects.toThrow(/--quantize must be one of 4, 8/);
   });
 });
