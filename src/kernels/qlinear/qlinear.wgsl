@@ -7,11 +7,11 @@
 //
 // Variants (MLX's arithmetic for each regime):
 //  1. qgemv  (decode, M <= 8): MLX's qmv. A workgroup owns ROWS weight rows and MB <= 4 x rows; its WG lanes take
-//     packs in turn and sum, per pack, scale * sum(x * level) + bias * sum(x) in f32; the lanes' sums are added in
-//     shared memory; one output rounding.
+//     units of 8 values in turn and sum, per unit, scale * sum(x * level) + bias * sum(x) in f32; the lanes' sums
+//     are added in shared memory; one output rounding.
 //  2. qtiled (prefill): MLX's qmm. BM x BN output tiles as matmul.wgsl's tiled variant, the weights dequantized
 //     while staged, as MLX's loader does into its dtype: w = r(r(scale * level) + bias) (r = ROUND); f32 sums.
-//  3. qrows  (CPU drivers, any M): one thread per output, qgemv's per-pack arithmetic in a plain loop, no barriers.
+//  3. qrows  (CPU drivers, any M): one thread per output, qgemv's per-unit arithmetic in a plain loop, no barriers.
 //  4. qembed (QuantizedEmbedding): out[s, j] = r(r(r(level * scale) + bias) * escale), mx.dequantize's rounding.
 //
 // Fusions as matmul.wgsl (pipeline constants): NORM (qgemv: x rows rms-normalised in a prologue, each value
@@ -88,15 +88,24 @@ fn put(m: u32, n: u32, v: f32) {
   if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
 }
 
-// One pack's contribution to row n: scale * sum(x * level) + bias * sum(x) over values k0 .. k0 + 31, x from the
-// row starting at xr, multiplied by inv (rms-normalised and rounded) when NORM.
-fn pack_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
+// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
+// group: GS is a multiple of 8), x from the row starting at xr, rms-normalised and rounded (inv) with NORM. MLX's
+// qmv sums 8 or 16 values per thread this way. The unit's 8 * BITS bits span at most three words, loaded once.
+fn unit_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
+  let first = n * row_words() + ((k0 * BITS) >> 5u);
+  let last = arrayLength(&wq) - 1u;
+  let words = vec3<u32>(wq[first], wq[min(first + 1u, last)], wq[min(first + 2u, last)]);
+  let bit0 = (k0 * BITS) & 31u;
   var d = 0.0;
   var xs = 0.0;
-  for (var e = 0u; e < 32u; e++) {
+  for (var e = 0u; e < 8u; e++) {
+    let bit = bit0 + e * BITS;
+    let sh = bit & 31u;
+    var v = words[bit >> 5u] >> sh;
+    if (sh + BITS > 32u) { v |= words[(bit >> 5u) + 1u] << (32u - sh); }
     var xv = x[xr + k0 + e];
     if (NORM) { xv = round_out(xv * inv); }
-    d += xv * level_at(n, k0 + e);
+    d += xv * f32(v & ((1u << BITS) - 1u));
     xs += xv;
   }
   let sb = affine_at(n, k0);
@@ -143,10 +152,10 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();   // all lanes have read the totals before the partial sums below overwrite them
   }
   var acc: array<f32, 16>;
-  for (var k0 = lid * 32u; k0 < p.K; k0 += WG * 32u) {
+  for (var k0 = lid * 8u; k0 < p.K; k0 += WG * 8u) {
     for (var m = 0u; m < MB; m++) {
       let xr = min(m0 + m, p.M - 1u) * p.K;
-      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += pack_dot(slot_row(blk, r), k0, xr, inv[m]); }
+      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += unit_dot(slot_row(blk, r), k0, xr, inv[m]); }
     }
   }
   for (var o = 0u; o < ROWS * MB; o++) { sums[o * WG + lid] = acc[o]; }
@@ -164,10 +173,10 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
 }
 
-// Row n of the chunk against x row m, pack by pack (qrows).
+// Row n of the chunk against x row m, unit by unit (qrows).
 fn row_sum(n: u32, m: u32) -> f32 {
   var acc = 0.0;
-  for (var k0 = 0u; k0 < p.K; k0 += 32u) { acc += pack_dot(n, k0, m * p.K, 1.0); }
+  for (var k0 = 0u; k0 < p.K; k0 += 8u) { acc += unit_dot(n, k0, m * p.K, 1.0); }
   return acc;
 }
 
