@@ -12,6 +12,7 @@ import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safe
 import type { Progress } from '../tensor/sources.ts';
 import { Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import { fillRandom } from '../kernels/init/random.ts';
+import { quantize } from '../kernels/quant/quant.ts';
 import { moduleQuant, quantizeOnLoad, uploadQuantized } from './quantized.ts';
 
 /**
@@ -222,21 +223,27 @@ export function namedWeights(w: HrmWeights, c: HrmConfig): Array<[string, Weight
 
 /**
  * Random bf16 weights of a config's shape, made on the GPU (no file): uniform in +-1/sqrt(fan_in), embeddings
- * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint.
+ * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint. With
+ * `quant`, random f32 values quantized on the GPU (bf16 scales, as a bf16 checkpoint quantized on load).
  */
-export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0): Promise<HrmWeights> {
+export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0, quant?: QuantSpec): Promise<HrmWeights> {
   let bytes = 0;
   let n = 0;
   const make = (name: string, rows: number, cols: number, scale: number): Weight => {
-    const per = chunkRows(gpu, rows, cols * 2);
-    const chunks: Tensor[] = [];
+    const per = chunkRows(gpu, rows, cols * (quant ? 4 : 2));
+    const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [], quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
     for (let r = 0; r < rows; r += per) {
-      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'bf16', chunks.length ? `${name}#${chunks.length}` : name);
+      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
       fillRandom(t, { seed: seed * 1000003 + n++, scale });
-      chunks.push(t);
-      bytes += t.byteLength;
+      if (!w.quant) { w.chunks.push(t); continue; }
+      const q = quantize(t, { bits: w.quant.bits, groupSize: w.quant.groupSize, round: 'bf16' });
+      t.dispose();
+      w.chunks.push(q.q);
+      w.quant.scales.push(q.scales);
+      w.quant.biases.push(q.biases);
     }
-    return { rows, cols, dtype: 'bf16', chunks };
+    bytes += weightTensors(w).reduce((x, t) => x + t.byteLength, 0);
+    return w;
   };
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
   const layers = (stack: string): LayerWeights[] => Array.from({ length: c.num_layers_per_stack }, (_, l) => ({

@@ -88,28 +88,45 @@ fn put(m: u32, n: u32, v: f32) {
   if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
 }
 
-// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
-// group: GS is a multiple of 8), x from the row starting at xr, rms-normalised and rounded (inv) with NORM. MLX's
-// qmv sums 8 or 16 values per thread this way. The unit's 8 * BITS bits span at most three words, loaded once.
-fn unit_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
+// Levels of the 8 values k0 .. k0 + 7 of weight row n (k0 a multiple of 8). 4 and 8 bits are one or two aligned
+// words; other widths take the unit's <= 3 words apart value by value (values may straddle two words).
+fn unit_levels(n: u32, k0: u32) -> array<vec4<f32>, 2> {
   let first = n * row_words() + ((k0 * BITS) >> 5u);
+  if (BITS == 4u) {
+    let w = vec4<u32>(wq[first]);
+    return array<vec4<f32>, 2>(vec4<f32>((w >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)), vec4<f32>((w >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)));
+  }
+  let bytes = vec4<u32>(0u, 8u, 16u, 24u);
+  if (BITS == 8u) {
+    return array<vec4<f32>, 2>(vec4<f32>((vec4<u32>(wq[first]) >> bytes) & vec4<u32>(255u)), vec4<f32>((vec4<u32>(wq[first + 1u]) >> bytes) & vec4<u32>(255u)));
+  }
   let last = arrayLength(&wq) - 1u;
   let words = vec3<u32>(wq[first], wq[min(first + 1u, last)], wq[min(first + 2u, last)]);
-  let bit0 = (k0 * BITS) & 31u;
-  var d = 0.0;
-  var xs = 0.0;
+  var lv: array<vec4<f32>, 2>;
   for (var e = 0u; e < 8u; e++) {
-    let bit = bit0 + e * BITS;
+    let bit = ((k0 * BITS) & 31u) + e * BITS;
     let sh = bit & 31u;
     var v = words[bit >> 5u] >> sh;
     if (sh + BITS > 32u) { v |= words[(bit >> 5u) + 1u] << (32u - sh); }
-    var xv = x[xr + k0 + e];
-    if (NORM) { xv = round_out(xv * inv); }
-    d += xv * f32(v & ((1u << BITS) - 1u));
-    xs += xv;
+    lv[e / 4u][e % 4u] = f32(v & ((1u << BITS) - 1u));
   }
+  return lv;
+}
+
+// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
+// group: GS is a multiple of 8), x from the row starting at xr, rms-normalised and rounded (inv) with NORM. MLX's
+// qmv sums 8 or 16 values per thread this way.
+fn unit_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
+  let i = xr + k0;
+  var xa = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+  var xb = vec4<f32>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
+  if (NORM) {
+    xa = vec4<f32>(round_out(xa.x * inv), round_out(xa.y * inv), round_out(xa.z * inv), round_out(xa.w * inv));
+    xb = vec4<f32>(round_out(xb.x * inv), round_out(xb.y * inv), round_out(xb.z * inv), round_out(xb.w * inv));
+  }
+  let lv = unit_levels(n, k0);
   let sb = affine_at(n, k0);
-  return sb.x * d + sb.y * xs;
+  return sb.x * (dot(xa, lv[0]) + dot(xb, lv[1])) + sb.y * dot(xa + xb, vec4<f32>(1.0));
 }
 
 // Weight row of qgemv slot r in block blk: ROWS consecutive rows, or with SWIGLU ROWS / 2 gate rows then their up
