@@ -51,19 +51,22 @@ async function fixtureTensors() {
  * The fixture quantized on the CPU (quantizeRef: mx.quantize's Metal rules) as an MLX-layout checkpoint, and its
  * dense f32 twin holding the dequantized values (the f32 forward the quantized model must equal).
  */
-async function builtCheckpoints(spec: QuantSpec) {
+async function builtCheckpoints(spec: QuantSpec, modules: Record<string, QuantSpec | false> = {}) {
   const { tensors, config } = await fixtureTensors();
   const quant: Record<string, TensorToWrite> = {}, twin: Record<string, TensorToWrite> = {};
   for (const [n, t] of tensors) {
-    if (!n.endsWith('.weight')) { quant[n] = twin[n] = { dtype: 'F32', shape: t.shape, data: t.values }; continue; }
-    const [rows, cols] = t.shape, m = n.slice(0, -'.weight'.length);
-    const q = quantizeRef(t.values, rows, cols, { bits: spec.bits, groupSize: spec.groupSize, round: scaleRound(t.dtype) });
-    quant[n] = { dtype: 'U32', shape: [rows, (cols * spec.bits) / 32], data: q.q };
-    quant[`${m}.scales`] = { dtype: 'F32', shape: [rows, cols / spec.groupSize], data: q.scales };
-    quant[`${m}.biases`] = { dtype: 'F32', shape: [rows, cols / spec.groupSize], data: q.biases };
-    twin[n] = { dtype: 'F32', shape: t.shape, data: Float32Array.from(dequantizeExact(q.q, q.scales, q.biases, rows, cols, spec.bits, spec.groupSize)) };
+    const m = n.slice(0, -'.weight'.length);
+    if (!n.endsWith('.weight') || modules[m] === false) { quant[n] = twin[n] = { dtype: 'F32', shape: t.shape, data: t.values }; continue; }
+    const [rows, cols] = t.shape;
+    const s = modules[m] || spec;
+    const q = quantizeRef(t.values, rows, cols, { bits: s.bits, groupSize: s.groupSize, round: scaleRound(t.dtype) });
+    quant[n] = { dtype: 'U32', shape: [rows, (cols * s.bits) / 32], data: q.q };
+    quant[`${m}.scales`] = { dtype: 'F32', shape: [rows, cols / s.groupSize], data: q.scales };
+    quant[`${m}.biases`] = { dtype: 'F32', shape: [rows, cols / s.groupSize], data: q.biases };
+    twin[n] = { dtype: 'F32', shape: t.shape, data: Float32Array.from(dequantizeExact(q.q, q.scales, q.biases, rows, cols, s.bits, s.groupSize)) };
   }
-  const qConfig = JSON.stringify({ ...JSON.parse(config), quantization: { group_size: spec.groupSize, bits: spec.bits } });
+  const entries = Object.fromEntries(Object.entries(modules).map(([m, v]) => [m, v && { group_size: v.groupSize, bits: v.bits }]));
+  const qConfig = JSON.stringify({ ...JSON.parse(config), quantization: { group_size: spec.groupSize, bits: spec.bits, ...entries } });
   return { quant, twin, config, qConfig };
 }
 
@@ -110,6 +113,21 @@ describe('quantized HRM (tiny fixture)', { timeout: 600_000 }, () => {
       for (const lm of [onLoad, loaded, dense]) lm.model.dispose();
     });
   }
+
+  it('mlx-lm\'s per-module entries: one module at 8 bits, lm_head left dense, logits as the dense twin\'s', async () => {
+    const gpu = await getGpu();
+    const M = 'model.H_module.layers.0.mlp.down_proj';
+    const { quant, twin, config, qConfig } = await builtCheckpoints({ bits: 4, groupSize: 64 }, { [M]: { bits: 8, groupSize: 32 }, lm_head: false });
+    const lm = await loadModel(gpu, memFiles('mixed', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { dtype: 'f32' });
+    const dense = await loadModel(gpu, memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { dtype: 'f32' });
+    expect(lm.model.weights.H[0].down.quant).toMatchObject({ bits: 8, groupSize: 32 });
+    expect(lm.model.weights.H[0].gateUp.quant).toMatchObject({ bits: 4, groupSize: 64 });
+    expect(lm.model.weights.lmHead.quant).toBeUndefined();
+    const [a, ref] = [await logits(lm, 'prefix'), await logits(dense, 'prefix')];
+    expect(a.reduce((m, v, i) => Math.max(m, Math.abs(v - ref[i])), 0)).toBeLessThan(2e-4);
+    lm.model.dispose();
+    dense.model.dispose();
+  });
 
   it('hrm convert writes MLX\'s layout that reads back as quantize-on-load (bf16 mode, bit for bit)', async () => {
     const gpu = await getGpu();
@@ -166,6 +184,11 @@ describe('quantized checkpoints with bad input', { timeout: 120_000 }, () => {
     ['bits MLX does not offer', (_t, c) => { c.quantization = { group_size: 64, bits: 7 }; }, /quantization: bits 7 is not one MLX offers/],
     ['a group size MLX does not offer', (_t, c) => { c.quantization = { group_size: 48, bits: 4 }; }, /quantization: group_size 48 is not one MLX offers/],
     ['no quantization block', (_t, c) => { delete c.quantization; }, /is quantized but config.json has no 'quantization' block/],
+    ['a per-module entry for a module stored dense', (t, c) => {
+      t[`${M}.weight`] = { dtype: 'F32', shape: [128, 256], data: new Float32Array(128 * 256) };
+      delete t[`${M}.scales`]; delete t[`${M}.biases`];
+      c.quantization = { group_size: 64, bits: 4, [M]: { group_size: 64, bits: 8 } };
+    }, new RegExp(`quantization.${M} says 8 bits, group 64, but the checkpoint has no '${M}.scales'`)],
     ['a module marked unquantized', (_t, c) => { c.quantization = { group_size: 64, bits: 4, [M]: false }; }, new RegExp(`quantization.${M} is false`)],
   ];
   for (const [what, edit, want] of cases) {
