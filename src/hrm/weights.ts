@@ -84,6 +84,9 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, 
     if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
     if (!DTYPE[e.dtype]) problems.push(`tensor '${name}' has dtype ${e.dtype}; weights must be BF16, F16 or F32`);
   }
+  if (quant && !specs.size && !problems.length) {
+    problems.push(`config.json has a quantization block (${quant.default.bits} bits, group ${quant.default.groupSize}) but no module of the checkpoint is quantized (no '<module>.scales')`);
+  }
   if (ck.has('model.z_L_init')) {
     const e = ck.entry('model.z_L_init');
     const n = e.shape.reduce((x, d) => x * d, 1);

@@ -189,6 +189,11 @@ describe('quantized checkpoints with bad input', { timeout: 120_000 }, () => {
       delete t[`${M}.scales`]; delete t[`${M}.biases`];
       c.quantization = { group_size: 64, bits: 4, [M]: { group_size: 64, bits: 8 } };
     }, new RegExp(`quantization.${M} says 8 bits, group 64, but the checkpoint has no '${M}.scales'`)],
+    ['a quantization block over a dense checkpoint', (t, c) => {
+      for (const n of Object.keys(t)) if (n.endsWith('.scales') || n.endsWith('.biases')) delete t[n];
+      for (const n of Object.keys(t)) if (t[n].dtype === 'U32') t[n] = { dtype: 'F32', shape: [t[n].shape[0], (t[n].shape[1] * 32) / 4], data: new Float32Array((t[n].data as Uint32Array).length * 8) };
+      c.quantization = { group_size: 64, bits: 4 };
+    }, /has a quantization block \(4 bits, group 64\) but no module of the checkpoint is quantized/],
     ['a module marked unquantized', (_t, c) => { c.quantization = { group_size: 64, bits: 4, [M]: false }; }, new RegExp(`quantization.${M} is false`)],
   ];
   for (const [what, edit, want] of cases) {
