@@ -157,7 +157,7 @@ describe('quantized HRM (tiny fixture)', { timeout: 600_000 }, () => {
     big.model.dispose();
   });
 
-  it('a replayed decode step equals the recorded one on a quantized model', async () => {
+  it('a replayed decode step equals the recorded one on a quantized model, greedy chains too', async () => {
     const lm = await loadModel(await getGpu(), dirFiles(DIR), { dtype: 'bf16', quantize: { bits: 4, groupSize: 64 } });
     const feed = [11, 300, 42, 17];
     const [a, b] = [lm.model.newCache({ capacity: IDS.length + feed.length }), lm.model.newCache({ capacity: IDS.length + feed.length })];
@@ -170,6 +170,20 @@ describe('quantized HRM (tiny fixture)', { timeout: 600_000 }, () => {
       expect(await g.nextLogits()).toEqual(want);
     }
     g.dispose();
+    // Greedy steps chained on the GPU pick what one forward per token picks.
+    const [c, d] = [lm.model.newCache({ capacity: IDS.length + 6 }), lm.model.newCache({ capacity: IDS.length + 6 })];
+    for (const x of [c, d]) await lm.model.forward(IDS, x, { mask: 'prefix', logits: 'last' }).readF32();
+    const want: number[] = [];
+    for (let i = 0, tok = feed[0]; i < 5; i++) {
+      const row = await lm.model.forward([tok], c, { mask: 'causal' }).readF32();
+      want.push((tok = row.indexOf(Math.max(...row))));
+    }
+    const chain = DecodeGraph.tryBuild(lm.model, d, 'greedy');
+    if (!(chain instanceof DecodeGraph)) throw new Error(`no graph: ${chain.reason}`);
+    chain.feed(feed[0]);
+    expect(await Promise.all(want.map(() => chain.next()))).toEqual(want);
+    chain.dispose();
+    for (const x of [a, b, c, d]) x.dispose();
     lm.model.dispose();
   });
 });
