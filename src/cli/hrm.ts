@@ -125,14 +125,14 @@ async function cmdInfo(args: string[]): Promise<void> {
   const { config: c, quantization } = await loadConfigs(files);
   const ctx = number('ctx', v.ctx, c.max_position_embeddings, (n) => Number.isInteger(n) && n > 0);
   const params = parameterCount(c);
-  // Quantized (stored so, or --quantize): packed levels plus scales and biases, held as f32 on the GPU.
+  // Quantized (stored so, or --quantize): packed levels plus a scale and a bias per group.
   const spec = quantization?.default ?? quantOpt(v) ?? null;
   const weights = spec ? checkpointBytes(c, spec) : params * 2;
   out(`model          ${files.name}\n`);
   out(`parameters     ${(params / 1e6).toFixed(2)} M (${fmtBytes(params * 2)} in bf16)\n`);
   if (spec) {
-    out(`weights        q${spec.bits} group ${spec.groupSize}${quantization ? ' (as stored)' : ' (--quantize)'}: ${fmtBytes(weights)} on the GPU ` +
-      `(f32 scales and biases), ${fmtBytes(checkpointBytes(c, spec, 2))} in MLX's layout (bf16 scales)\n`);
+    out(`weights        q${spec.bits} group ${spec.groupSize}${quantization ? ' (as stored)' : ' (--quantize)'}: ${fmtBytes(weights)} ` +
+      `(levels, and scales and biases in bf16 as MLX stores a bf16 model's)\n`);
   }
   out(`shape          vocab ${c.vocab_size}, hidden ${c.hidden_size}, intermediate ${c.intermediate_size}, ${c.num_layers_per_stack} layers per stack, ` +
     `${c.num_attention_heads} heads x ${c.head_dim}, H_cycles ${c.H_cycles}, L_cycles ${c.L_cycles}\n`);

@@ -10,6 +10,7 @@ import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToW
 import type { Round } from '../kernels/attention/types.ts';
 import { packHalf } from '../tensor/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
+import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';
 import { chunkRows, expectedTensors, type Weight } from './weights.ts';
 
@@ -43,19 +44,24 @@ export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, ro
       problems.push(`tensor '${m}.${part}' is ${e.dtype} [${e.shape.join(', ')}]; group size ${spec.groupSize} (config.json quantization) needs F32/F16/BF16 [${rows}, ${cols / spec.groupSize}]`);
     }
   }
+  const sd = ck.entry(`${m}.scales`).dtype, bd = ck.entry(`${m}.biases`).dtype;
+  if (sd !== bd) problems.push(`tensor '${m}.scales' is ${sd} but '${m}.biases' is ${bd}; they must share the model dtype`);
   return spec;
 }
 
-/** Upload a quantized module from its three tensors, row-chunked like dense weights (scales/biases widened to f32). */
-export function uploadQuantized(gpu: Gpu, m: string, raw: { weight: Uint8Array; scales: Float32Array; biases: Float32Array }, rows: number, cols: number, spec: QuantSpec): Weight {
+const SCALE_DTYPE: Partial<Record<StDType, 'f32' | 'bf16' | 'f16'>> = { F32: 'f32', BF16: 'bf16', F16: 'f16' };
+
+/** Upload a quantized module from its three tensors' bytes, row-chunked like dense weights, scales as stored. */
+export function uploadQuantized(gpu: Gpu, m: string, raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number, spec: QuantSpec): Weight {
   const words = (cols * spec.bits) / 32, groups = cols / spec.groupSize;
+  const dtype = SCALE_DTYPE[stored]!, gb = dtype === 'f32' ? 4 : 2;
   const per = chunkRows(gpu, rows, words * 4);
   const w: Weight = { rows, cols, dtype: 'u32', chunks: [], quant: { ...spec, scales: [], biases: [] } };
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r), tag = w.chunks.length ? `#${w.chunks.length}` : '';
     w.chunks.push(Tensor.from(gpu, raw.weight.subarray(r * words * 4, (r + n) * words * 4), [n, words], 'u32', `${m}.weight${tag}`));
-    w.quant!.scales.push(Tensor.from(gpu, raw.scales.subarray(r * groups, (r + n) * groups), [n, groups], 'f32', `${m}.scales${tag}`));
-    w.quant!.biases.push(Tensor.from(gpu, raw.biases.subarray(r * groups, (r + n) * groups), [n, groups], 'f32', `${m}.biases${tag}`));
+    w.quant!.scales.push(Tensor.from(gpu, raw.scales.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups], dtype, `${m}.scales${tag}`));
+    w.quant!.biases.push(Tensor.from(gpu, raw.biases.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups], dtype, `${m}.biases${tag}`));
   }
   return w;
 }
@@ -74,17 +80,31 @@ export function quantizeOnLoad(gpu: Gpu, m: string, e: TensorEntry, raw: Uint8Ar
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r);
     const dense = Tensor.from(gpu, f.subarray(r * cols, (r + n) * cols), [n, cols], 'f32', `${m}.weight (f32)`);
-    const q = quantize(dense, { bits: spec.bits, groupSize: spec.groupSize, round: scaleRound(e.dtype) });
+    quantizeChunk(w, dense, scaleRound(e.dtype));
     dense.dispose();
-    w.chunks.push(q.q);
-    w.quant!.scales.push(q.scales);
-    w.quant!.biases.push(q.biases);
   }
   return w;
 }
 
-/** Bytes of `bits`/`groupSize` weights for a [rows, cols] matrix: packed levels plus f32 scales and biases as held on the GPU. */
-export function quantizedBytes(rows: number, cols: number, spec: QuantSpec, scaleBytes = 4): number {
+/**
+ * Append the quantization of an f32 row chunk to quantized weight `w` (mx.quantize, Metal rules), scales and biases
+ * stored in the dtype `round` names (f32 for 'none'), as a checkpoint of that dtype holds them.
+ */
+export function quantizeChunk(w: Weight, dense: Tensor, round: Round): void {
+  const q = quantize(dense, { bits: w.quant!.bits, groupSize: w.quant!.groupSize, round });
+  const store = (t: Tensor) => {
+    if (round === 'none') return t;
+    const h = packHalves(t, round);
+    t.dispose();
+    return h;
+  };
+  w.chunks.push(q.q);
+  w.quant!.scales.push(store(q.scales));
+  w.quant!.biases.push(store(q.biases));
+}
+
+/** Bytes of `bits`/`groupSize` weights for a [rows, cols] matrix: packed levels plus scales and biases of `scaleBytes` each. */
+export function quantizedBytes(rows: number, cols: number, spec: QuantSpec, scaleBytes = 2): number {
   return (rows * cols * spec.bits) / 8 + 2 * rows * (cols / spec.groupSize) * scaleBytes;
 }
 
@@ -113,7 +133,7 @@ export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' 
 }
 
 /** Bytes of every matrix of a config's checkpoint: dense at `denseBytes` per value, or quantized with `spec`. */
-export function checkpointBytes(c: HrmConfig, spec: QuantSpec | null, scaleBytes = 4, denseBytes = 2): number {
+export function checkpointBytes(c: HrmConfig, spec: QuantSpec | null, scaleBytes = 2, denseBytes = 2): number {
   let n = 0;
   for (const [, [rows, cols]] of expectedTensors(c)) n += spec && cols % spec.groupSize === 0 ? quantizedBytes(rows, cols, spec, scaleBytes) : rows * cols * denseBytes;
   return n + c.hidden_size * 4;

@@ -12,8 +12,7 @@ import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safe
 import type { Progress } from '../tensor/sources.ts';
 import { Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import { fillRandom } from '../kernels/init/random.ts';
-import { quantize } from '../kernels/quant/quant.ts';
-import { moduleQuant, quantizeOnLoad, uploadQuantized } from './quantized.ts';
+import { moduleQuant, quantizeChunk, quantizeOnLoad, uploadQuantized } from './quantized.ts';
 
 /**
  * A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. Quantized (`quant` set):
@@ -155,8 +154,8 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
     if (spec) {
       const [rows, cols] = expectedTensors(c).get(name)!;
       const weight = await read(name);
-      const part = async (p: string) => decode(ck.entry(`${m}.${p}`), await read(`${m}.${p}`)) as Float32Array;
-      const w = uploadQuantized(gpu, m, { weight, scales: await part('scales'), biases: await part('biases') }, rows, cols, spec);
+      const raw = { weight, scales: await read(`${m}.scales`), biases: await read(`${m}.biases`) };
+      const w = uploadQuantized(gpu, m, raw, ck.entry(`${m}.scales`).dtype, rows, cols, spec);
       bytes += weightTensors(w).reduce((n, t) => n + t.byteLength, 0);
       return w;
     }
@@ -239,11 +238,8 @@ export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0, quant?: Qu
       const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
       fillRandom(t, { seed: seed * 1000003 + n++, scale });
       if (!w.quant) { w.chunks.push(t); continue; }
-      const q = quantize(t, { bits: w.quant.bits, groupSize: w.quant.groupSize, round: 'bf16' });
+      quantizeChunk(w, t, 'bf16');
       t.dispose();
-      w.chunks.push(q.q);
-      w.quant.scales.push(q.scales);
-      w.quant.biases.push(q.biases);
     }
     bytes += weightTensors(w).reduce((x, t) => x + t.byteLength, 0);
     return w;

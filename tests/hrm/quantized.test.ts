@@ -99,6 +99,7 @@ describe('quantized HRM (tiny fixture)', { timeout: 600_000 }, () => {
       // The GPU-quantized tensors are the CPU reference's (mx.quantize's Metal rules, bf16 scales).
       const w = onLoad.model.weights.H[1].gateUp;
       expectBitExact(await w.chunks[0].read(), quant['model.H_module.layers.1.mlp.gate_up_proj.weight'].data as Uint32Array, 'gate_up q');
+      expect(w.quant!.scales[0].dtype).toBe('bf16');   // stored as a bf16 checkpoint holds them
       expectBitExact(await w.quant!.scales[0].read(), quant['model.H_module.layers.1.mlp.gate_up_proj.scales'].data as Float32Array, 'gate_up scales');
       const loaded = await loadModel(gpu, memFiles('mlx-layout', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { dtype: 'f32' });
       const dense = await loadModel(gpu, memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { dtype: 'f32' });
@@ -239,13 +240,13 @@ describe('hrm CLI with quantized weights', { timeout: 600_000 }, () => {
     await hrm(['logits', '--model', join(dir, 'q8'), '--ids', ids, '--out', join(dir, 'a.safetensors')]);
     await hrm(['logits', '--model', DIR, '--ids', ids, '--quantize', '8', '--q-group-size', '128', '--out', join(dir, 'b.safetensors')]);
     expectBitExact(await read(join(dir, 'a.safetensors')), await read(join(dir, 'b.safetensors')), 'converted vs --quantize');
-    // 8 bits a value plus two f32 per 128 values, z_L_init in f32: (1 + 8 / 128) bytes per matrix parameter.
+    // 8 bits a value plus two bf16 per 128 values, z_L_init in f32: (1 + 4 / 128) bytes per matrix parameter.
     const c = JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8')) as { hidden_size: number };
     const { stdout } = await hrm(['info', '--model', join(dir, 'q8')]);
-    const m = stdout.match(/weights\s+q8 group 128 \(as stored\): ([\d.]+) MiB on the GPU/);
+    const m = stdout.match(/weights\s+q8 group 128 \(as stored\): ([\d.]+) MiB/);
     expect(m, stdout).not.toBeNull();
     const params = Number(stdout.match(/parameters\s+([\d.]+) M/)![1]) * 1e6;
-    expect(Number(m![1])).toBeCloseTo(((params - c.hidden_size) * (1 + 8 / 128) + 4 * c.hidden_size) / 2 ** 20, 1);
+    expect(Number(m![1])).toBeCloseTo(((params - c.hidden_size) * (1 + 4 / 128) + 4 * c.hidden_size) / 2 ** 20, 1);
     await expect(hrm(['info', '--quantize', '3'])).rejects.toThrow(/--quantize must be one of 4, 8/);
   });
 });

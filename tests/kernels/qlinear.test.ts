@@ -10,7 +10,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import type { Round } from '../../src/kernels/attention/types.ts';
-import { qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
 import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
 import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
@@ -23,11 +23,13 @@ const EPS = 1e-6;
 
 /** A random [N, K] weight quantized on the CPU (Metal rules), scales/biases as stored in `round`'s dtype. */
 function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number) {
+  // Scales and biases in the dtype a model of `round` stores them in (f32 for f32 models).
+  const sdt = round === 'none' ? 'f32' : round;
   const wv = randn(seed, N * K, 0.1).map((v) => roundTo(round, v));
   const r = quantizeRef(wv, N, K, { bits, groupSize, round });
   const ref: QuantMatrixRef = { ...r, N, K, bits, groupSize };
   const t = (a: Uint32Array | Float32Array, rows: number, cols: number, what: string) =>
-    Tensor.from(gpu, a, [rows, cols], a instanceof Uint32Array ? 'u32' : 'f32', `${what}`);
+    Tensor.from(gpu, a, [rows, cols], a instanceof Uint32Array ? 'u32' : sdt, `${what}`);
   const gpr = K / groupSize, wpr = (K * bits) / 32;
   // Two row chunks (the second smaller) exercise the chunked path every time.
   const n0 = Math.ceil(N / 2 / 8) * 8;
@@ -68,18 +70,21 @@ describe('qlinear against the float64 product with the dequantized weights', asy
     }
   }
 
-  for (const path of PATHS) {
-    it(`bf16 (${path}): one rounding of the f32 sum (MLX's qmv / qmm: tiled rounds the dequantized weights)`, async () => {
-      const [M, N, K] = [9, 48, 192];
-      const { ref, one } = makeWeight(gpu, N, K, 4, 64, 'bf16', 7);
-      const xv = randn(8, M * K).map((v) => roundTo('bf16', v));
-      const got = await qlinear(Tensor.from(gpu, xv, [M, K], 'f32', 'x'), one, { path, round: 'bf16' }).read();
-      const want = qlinearRef(xv, ref, M, { round: 'bf16', as: path === 'tiled' ? 'bf16' : 'exact' });
-      expect(got.findIndex((v) => roundTo('bf16', v) !== v)).toBe(-1);
-      const s = ulpStats('bf16', got, want);
-      expect(s.within1, JSON.stringify(s)).toBeGreaterThanOrEqual(0.999);
-      expect(s.worst, JSON.stringify(s)).toBeLessThanOrEqual(1);
-    });
+  // bf16 on every variant; f16 (scales stored as f16) on the CPU-driver one.
+  for (const [round, paths] of [['bf16', PATHS], ['f16', ['rows']]] as const) {
+    for (const path of paths) {
+      it(`${round} (${path}): one rounding of the f32 sum (MLX's qmv / qmm: tiled rounds the dequantized weights)`, async () => {
+        const [M, N, K] = [9, 48, 192];
+        const { ref, one } = makeWeight(gpu, N, K, 4, 64, round, 7);
+        const xv = randn(8, M * K).map((v) => roundTo(round, v));
+        const got = await qlinear(Tensor.from(gpu, xv, [M, K], 'f32', 'x'), one, { path, round }).read();
+        const want = qlinearRef(xv, ref, M, { round, as: path === 'tiled' ? round : 'exact' });
+        expect(got.findIndex((v) => roundTo(round, v) !== v)).toBe(-1);
+        const s = ulpStats(round, got, want);
+        expect(s.within1, JSON.stringify(s)).toBeGreaterThanOrEqual(0.999);
+        expect(s.worst, JSON.stringify(s)).toBeLessThanOrEqual(1);
+      });
+    }
   }
 });
 
@@ -134,6 +139,18 @@ describe('qembed', async () => {
   }
 });
 
+describe('packHalves', async () => {
+  const gpu = await getGpu();
+  for (const dtype of ['bf16', 'f16'] as const) {
+    it(`${dtype}: f32 values of the dtype pack exactly (odd count, subnormals, signed zero)`, async () => {
+      const v = randn(5, 37, 3).map((x) => roundTo(dtype, x));
+      v[0] = -0; v[1] = roundTo(dtype, 1e-6); v[2] = 0;
+      const got = await packHalves(Tensor.from(gpu, v, [37], 'f32', 'v'), dtype).read();
+      expectBitExact(got, v, dtype);
+    });
+  }
+});
+
 describe('qlinear bad input', async () => {
   const gpu = await getGpu();
   const { one } = makeWeight(gpu, 8, 64, 4, 64, 'none', 1);
@@ -143,6 +160,7 @@ describe('qlinear bad input', async () => {
     expect(() => qlinear(x, { ...one, bits: 7 })).toThrow(/bits 7 is not one of/);
     expect(() => qlinear(x, { ...one, groupSize: 16 })).toThrow(/group size 16 is not one of 32, 64, 128/);
     expect(() => qlinear(x, { ...one, scales: [Tensor.from(gpu, new Float32Array(8 * 2), [8, 2], 'f32', 'bad.scales')] })).toThrow(/'bad.scales' is \[8, 2\]/);
+    expect(() => qlinear(x, { ...one, biases: [Tensor.from(gpu, new Float32Array(8), [8, 1], 'bf16', 'b16')] })).toThrow(/'b16' is \[8, 1\] bf16; .* needs f32 \[8, 1\]/);
     expect(() => qlinear(x, { ...one, biases: [] })).toThrow(/1 packed chunks, 1 scales and 0 biases/);
     expect(() => qlinear(x, one, { swiglu: true, accumulate: x })).toThrow(InputError);
     expect(() => qlinear(Tensor.from(gpu, new Uint32Array(128), [2, 64], 'u32', 'xu'), one)).toThrow(DTypeError);

@@ -9,20 +9,24 @@ import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import { ROUND_CODE, type MatmulOptions } from '../matmul/matmul.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
-import { checkPacked } from '../quant/quant.ts';
+import { GROUP_SIZES, QUANT_BITS } from '../quant/quant.ts';
 
 const FILE = 'qlinear/qlinear.wgsl';
 const GEMV = new Kernel(FILE, 'qgemv');
 const ROWS_K = new Kernel(FILE, 'qrows');
 const TILED = new Kernel(FILE, 'qtiled');
 const EMBED = new Kernel(FILE, 'qembed');
+const PACK = new Kernel(FILE, 'pack_half');
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 16 };
 const WG = 64;
 /** x rows one qgemv workgroup serves; MLX's qmv also takes only a few rows before its qmm wins. */
 const GEMV_MB = 4;
 const GEMV_MAX_M = 8;
 
-/** A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases f32 [N_i, K / groupSize]. */
+/**
+ * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
+ * in f32, bf16 or f16 (the model dtype, as MLX stores them; all chunks alike).
+ */
 export interface QuantMatrix {
   bits: number;
   groupSize: number;
@@ -31,23 +35,44 @@ export interface QuantMatrix {
   biases: readonly Tensor[];
 }
 
-const BITS = [2, 3, 4, 5, 6, 8];
+const SDT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
 /** Checks the chunks agree with each other (and with K when given); returns [N, K]. */
 export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [number, number] {
-  if (!BITS.includes(w.bits)) throw new InputError(op, `bits ${w.bits} is not one of ${BITS.join(', ')}`);
+  if (!QUANT_BITS.includes(w.bits)) throw new InputError(op, `bits ${w.bits} is not one of ${QUANT_BITS.join(', ')}`);
+  if (!GROUP_SIZES.includes(w.groupSize)) throw new InputError(op, `group size ${w.groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
   if (!w.q.length || w.q.length !== w.scales.length || w.q.length !== w.biases.length) {
     throw new ShapeError(op, `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
   }
-  let N = 0;
-  const cols = K ?? checkPacked(op, w.q[0], w.scales[0], w.biases[0], w.bits, w.groupSize);
+  const sd = w.scales[0].dtype;
+  if (!(sd in SDT_CODE)) throw new DTypeError(op, `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
+  let N = 0, cols = K;
   for (let i = 0; i < w.q.length; i++) {
-    const c = checkPacked(op, w.q[i], w.scales[i], w.biases[i], w.bits, w.groupSize);
-    if (w.q[i].rank !== 2) throw new ShapeError(op, `packed '${w.q[i].label}' [${w.q[i].shape.join(', ')}] must be 2-D`);
-    if (c !== cols) throw new ShapeError(op, `packed '${w.q[i].label}' holds ${c} values per row; expected ${cols}`);
-    N += w.q[i].shape[0];
+    const q = w.q[i];
+    const c = (q.shape[1] * 32) / w.bits;
+    if (q.dtype !== 'u32' || q.rank !== 2 || !Number.isInteger(c) || c % w.groupSize || (cols !== undefined && c !== cols)) {
+      throw new ShapeError(op, `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] (a whole number of groups of ${w.groupSize})`);
+    }
+    cols = c;
+    for (const t of [w.scales[i], w.biases[i]]) {
+      if (t.dtype !== sd || t.rank !== 2 || t.shape[0] !== q.shape[0] || t.shape[1] !== c / w.groupSize) {
+        throw new ShapeError(op, `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
+      }
+    }
+    N += q.shape[0];
   }
-  return [N, cols];
+  return [N, cols!];
+}
+
+/** f32 values that are values of `dtype` (scales / biases quantize() wrote) as a packed `dtype` tensor, exactly. */
+export function packHalves(t: Tensor, dtype: 'bf16' | 'f16'): Tensor {
+  if (t.dtype !== 'f32') throw new DTypeError('packHalves', `'${t.label}' is ${t.dtype}; expected f32`);
+  const out = Tensor.empty(t.gpu, t.shape, dtype, t.label);
+  PACK.dispatch(t.gpu, {
+    bindings: { x: t, packed: out }, uniforms: { M: t.size, N: 0, K: 0, ldo: 0, col0: 0, eps: 0, escale: 0, vocab: 0 },
+    overrides: { SDT: SDT_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2), WG), label: 'qlinear.pack_half',
+  });
+  return out;
 }
 
 /**
@@ -82,7 +107,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   // qgemv normalises x in its prologue; the others would redo a row's norm per output (qrows) or per tile.
   const xin = opts.norm && path !== 'gemv' ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
   const out = a ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'qlinear.out');
-  const fixed = { BITS: w.bits, GS: w.groupSize, ROUND: round, SWIGLU: opts.swiglu ? 1 : 0, ACC: a ? 1 : 0 };
+  const fixed = { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: round, SWIGLU: opts.swiglu ? 1 : 0, ACC: a ? 1 : 0 };
   let col0 = 0;
   for (let i = 0; i < w.q.length; i++) {
     const rows = w.q[i].shape[0];
@@ -95,7 +120,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
       ROWS_K.dispatch(gpu, { bindings, uniforms, overrides: { ...fixed, WG }, workgroups: [gx, gy, M], label: 'qlinear.rows' });
     } else {
       TILED.dispatch(gpu, {
-        bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, ROUND: round, ACC: fixed.ACC, ...TILE }, label: 'qlinear.tiled',
+        bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, SDT: fixed.SDT, ROUND: round, ACC: fixed.ACC, ...TILE }, label: 'qlinear.tiled',
         workgroups: [Math.ceil(rows / (TILE.TX * TILE.TN)), Math.ceil(M / (TILE.TY * TILE.TM))],
       });
     }
@@ -103,6 +128,10 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   }
   if (xin !== x) xin.dispose();
   return out;
+}
+
+function sdt(w: QuantMatrix): number {
+  return SDT_CODE[w.scales[0].dtype as keyof typeof SDT_CODE];
 }
 
 function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
@@ -138,7 +167,7 @@ export function qembed(ids: Tensor, w: QuantMatrix, opts: QEmbedOptions = {}): T
     EMBED.dispatch(ids.gpu, {
       bindings: { ids, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out },
       uniforms: { M: out.size, N: rows, K: H, ldo: 0, col0: row0, eps: 0, escale, vocab: V },
-      overrides: { BITS: w.bits, GS: w.groupSize, ROUND: ROUND_CODE[round], WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
+      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: ROUND_CODE[round], WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
     });
     row0 += rows;
   }

@@ -2,8 +2,9 @@
 //   out[m, col0 + n] = round(sum_k x[m, k] * W[n, k]),   W[n, k] = scale[n, g] * level[n, k] + bias[n, g]
 // with g = k / GS (GS = 32, 64 or 128 values per group). wq: one row-chunk [N, K * BITS / 32] of the packed levels,
 // each row a little-endian bit stream (value k in bits [k*BITS, (k+1)*BITS), as quant.wgsl packs), so a pack of 32
-// values is exactly BITS words and never crosses a group. scales / biases: f32 [N, K / GS] (the stored dtype's
-// values). x: f32 [M, K]. out: f32 [M, ldo]. ROUND: output rounding (0 none, 1 bf16, 2 f16).
+// values is exactly BITS words and never crosses a group. scales / biases: [N, K / GS] in the model dtype as MLX
+// stores them (SDT 0 f32, 1 bf16, 2 f16: halves two per word, low half first). x: f32 [M, K]. out: f32 [M, ldo].
+// ROUND: output rounding (0 none, 1 bf16, 2 f16).
 //
 // Variants (MLX's arithmetic for each regime):
 //  1. qgemv  (decode, M <= 8): MLX's qmv. A workgroup owns ROWS weight rows and MB <= 4 x rows; its WG lanes take
@@ -13,6 +14,8 @@
 //     while staged, as MLX's loader does into its dtype: w = r(r(scale * level) + bias) (r = ROUND); f32 sums.
 //  3. qrows  (CPU drivers, any M): one thread per output, qgemv's per-unit arithmetic in a plain loop, no barriers.
 //  4. qembed (QuantizedEmbedding): out[s, j] = r(r(r(level * scale) + bias) * escale), mx.dequantize's rounding.
+//  5. pack_half: f32 values that are values of the half dtype (SDT) packed two per word, exactly: scales and
+//     biases quantized on the GPU (quant.wgsl writes f32) stored as a checkpoint would hold them.
 //
 // Fusions as matmul.wgsl (pipeline constants): NORM (qgemv: x rows rms-normalised in a prologue, each value
 // rounded), SWIGLU (qgemv, qrows: w is [gate; up] and out = r(r(g * r(sigmoid(g))) * u)), ACC (qgemv, qtiled, qrows:
@@ -23,14 +26,16 @@ struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32, escale: f
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wq: array<u32>;
-@group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read> biases: array<f32>;
+@group(0) @binding(3) var<storage, read> scales: array<u32>;
+@group(0) @binding(4) var<storage, read> biases: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read> ids: array<u32>;
+@group(0) @binding(7) var<storage, read_write> packed: array<u32>;
 
 override BITS: u32 = 4u;
 override GS: u32 = 64u;
 override ROUND: u32 = 0u;
+override SDT: u32 = 0u;
 override WG: u32 = 64u;    // qgemv lanes (power of two), qrows / qembed threads per workgroup
 override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (even with SWIGLU)
 override MB: u32 = 1u;     // qgemv x rows per workgroup, <= 4
@@ -69,10 +74,18 @@ fn level_at(n: u32, k: u32) -> f32 {
   return f32(v & ((1u << BITS) - 1u));
 }
 
+// Element g of a scales / biases array of the stored dtype, as f32.
+fn stored(word: u32, g: u32) -> f32 {
+  if (SDT == 0u) { return bitcast<f32>(word); }
+  let h = select(unpack2x16bf16(word), unpack2x16float(word), SDT == 2u);
+  return select(h.x, h.y, (g & 1u) == 1u);
+}
+
 // (scale, bias) of the group holding value k of weight row n.
 fn affine_at(n: u32, k: u32) -> vec2<f32> {
   let g = n * row_groups() + k / GS;
-  return vec2<f32>(scales[g], biases[g]);
+  let i = select(g >> 1u, g, SDT == 0u);
+  return vec2<f32>(stored(scales[i], g), stored(biases[i], g));
 }
 
 // MLX's sigmoid form (ops/elementwise.wgsl) and siluMul on the rounded gate and up sums.
@@ -254,4 +267,15 @@ fn qembed(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
   let k = i % p.K;
   let sb = affine_at(n, k);
   out[i] = round_out(round_out(round_out(level_at(n, k) * sb.x) + sb.y) * p.escale);
+}
+
+// Uniforms: M = values to pack.
+@compute @workgroup_size(WG)
+fn pack_half(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (2u * i >= p.M) { return; }
+  let a = x[2u * i];
+  let b = select(0.0, x[min(2u * i + 1u, p.M - 1u)], 2u * i + 1u < p.M);
+  if (SDT == 2u) { packed[i] = pack2x16float(vec2<f32>(a, b)); return; }
+  packed[i] = (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xffff0000u);
 }
