@@ -12,9 +12,8 @@ import { packHalf } from '../tensor/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';
-import { chunkRows, expectedTensors, type Weight } from './weights.ts';
+import { DTYPE, chunkRows, expectedTensors, type Weight } from './weights.ts';
 
-const SCALE_DTYPES: readonly StDType[] = ['F32', 'F16', 'BF16'];
 
 /**
  * How module `m` (`<m>.weight` expected [rows, cols]) is stored: its QuantSpec when `<m>.scales` is there (mlx-lm
@@ -40,7 +39,7 @@ export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, ro
   }
   for (const part of ['scales', 'biases']) {
     const e = ck.entry(`${m}.${part}`);
-    if (e.shape.join() !== [rows, cols / spec.groupSize].join() || !SCALE_DTYPES.includes(e.dtype)) {
+    if (e.shape.join() !== [rows, cols / spec.groupSize].join() || !DTYPE[e.dtype]) {
       problems.push(`tensor '${m}.${part}' is ${e.dtype} [${e.shape.join(', ')}]; group size ${spec.groupSize} (config.json quantization) needs F32/F16/BF16 [${rows}, ${cols / spec.groupSize}]`);
     }
   }
@@ -49,12 +48,10 @@ export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, ro
   return spec;
 }
 
-const SCALE_DTYPE: Partial<Record<StDType, 'f32' | 'bf16' | 'f16'>> = { F32: 'f32', BF16: 'bf16', F16: 'f16' };
-
 /** Upload a quantized module from its three tensors' bytes, row-chunked like dense weights, scales as stored. */
 export function uploadQuantized(gpu: Gpu, m: string, raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number, spec: QuantSpec): Weight {
   const words = (cols * spec.bits) / 32, groups = cols / spec.groupSize;
-  const dtype = SCALE_DTYPE[stored]!, gb = dtype === 'f32' ? 4 : 2;
+  const dtype = DTYPE[stored]!, gb = dtype === 'f32' ? 4 : 2;
   const per = chunkRows(gpu, rows, words * 4);
   const w: Weight = { rows, cols, dtype: 'u32', chunks: [], quant: { ...spec, scales: [], biases: [] } };
   for (let r = 0; r < rows; r += per) {

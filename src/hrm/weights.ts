@@ -39,7 +39,8 @@ export interface HrmWeights {
   bytes: number;
 }
 
-const DTYPE: Partial<Record<StDType, DType>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
+/** Float dtypes of stored tensors and the tensor dtype each uploads as (halves stay packed two per word). */
+export const DTYPE: Partial<Record<StDType, 'f32' | 'f16' | 'bf16'>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
 
 /** Names and shapes the checkpoint must hold for this config. */
 export function expectedTensors(c: HrmConfig): Map<string, number[]> {
