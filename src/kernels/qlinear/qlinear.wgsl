@@ -126,10 +126,8 @@ fn unit_levels(n: u32, k0: u32) -> array<vec4<f32>, 2> {
   return lv;
 }
 
-// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
-// group: GS is a multiple of 8), x from the row starting at xr, rms-normalised and rounded (inv) with NORM. MLX's
-// qmv sums 8 or 16 values per thread this way.
-fn unit_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
+// x values k0 .. k0 + 7 of the row starting at xr, rms-normalised and rounded (inv) with NORM.
+fn unit_x(xr: u32, k0: u32, inv: f32) -> array<vec4<f32>, 2> {
   let i = xr + k0;
   var xa = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
   var xb = vec4<f32>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
@@ -137,9 +135,15 @@ fn unit_dot(n: u32, k0: u32, xr: u32, inv: f32) -> f32 {
     xa = vec4<f32>(round_out(xa.x * inv), round_out(xa.y * inv), round_out(xa.z * inv), round_out(xa.w * inv));
     xb = vec4<f32>(round_out(xb.x * inv), round_out(xb.y * inv), round_out(xb.z * inv), round_out(xb.w * inv));
   }
+  return array<vec4<f32>, 2>(xa, xb);
+}
+
+// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
+// group: GS is a multiple of 8), xv = unit_x(...). MLX's qmv sums 8 or 16 values per thread this way.
+fn unit_dot(n: u32, k0: u32, xv: array<vec4<f32>, 2>) -> f32 {
   let lv = unit_levels(n, k0);
   let sb = affine_at(n, k0);
-  return sb.x * (dot(xa, lv[0]) + dot(xb, lv[1])) + sb.y * dot(xa + xb, vec4<f32>(1.0));
+  return sb.x * (dot(xv[0], lv[0]) + dot(xv[1], lv[1])) + sb.y * dot(xv[0] + xv[1], vec4<f32>(1.0));
 }
 
 // Weight row of qgemv slot r in block blk: ROWS consecutive rows, or with SWIGLU ROWS / 2 gate rows then their up
@@ -184,8 +188,8 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 16>;
   for (var k0 = lid * 8u; k0 < p.K; k0 += WG * 8u) {
     for (var m = 0u; m < MB; m++) {
-      let xr = min(m0 + m, p.M - 1u) * p.K;
-      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += unit_dot(slot_row(blk, r), k0, xr, inv[m]); }
+      let xv = unit_x(min(m0 + m, p.M - 1u) * p.K, k0, inv[m]);   // read once for the block's ROWS rows
+      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += unit_dot(slot_row(blk, r), k0, xv); }
     }
   }
   for (var o = 0u; o < ROWS * MB; o++) { sums[o * WG + lid] = acc[o]; }
@@ -206,7 +210,7 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 // Row n of the chunk against x row m, unit by unit (qrows).
 fn row_sum(n: u32, m: u32) -> f32 {
   var acc = 0.0;
-  for (var k0 = 0u; k0 < p.K; k0 += 8u) { acc += unit_dot(n, k0, m * p.K, 1.0); }
+  for (var k0 = 0u; k0 < p.K; k0 += 8u) { acc += unit_dot(n, k0, unit_x(m * p.K, k0, 1.0)); }
   return acc;
 }
 
