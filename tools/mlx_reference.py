@@ -9,6 +9,10 @@ quantized cache follows mlx-lm (QuantizedKVCache, group 64; quantized before the
     npx hrm logits --model DIR --ids 6,12,495,7 --mode prefix --dtype bf16 --out ours.safetensors
     npx hrm compare mlx.safetensors ours.safetensors
 
+Quantized checkpoints in MLX's layout (`hrm convert`, mlx-lm's convert: `<m>.weight` uint32, `<m>.scales`,
+`<m>.biases`, config.json `quantization`) run through mx.quantized_matmul / mx.dequantize; `--quantize 4|8
+[--q-group-size 64]` quantizes a dense checkpoint with mx.quantize first, as `hrm ... --quantize` does on load.
+
 Output: one f32 tensor `logits` [S, V] (f32 copies of the model-dtype values), metadata with the settings.
 Requires: mlx, mlx-lm (for the quantized cache), numpy, safetensors.
 """
@@ -33,10 +37,7 @@ def parse_config(d):
                 H=H, L=L, scale=scale, tied=d.get("tie_word_embeddings", False))
 
 
-def load_weights(model_dir, dtype):
-    from safetensors import safe_open
-    import torch  # bf16 tensors go through torch, as in the seed
-
+def load_weights(model_dir):
     files = [model_dir / "model.safetensors"]
     index = model_dir / "model.safetensors.index.json"
     if index.exists():
@@ -45,10 +46,46 @@ def load_weights(model_dir, dtype):
         files = [model_dir / "model_mlx.safetensors"]
     out = {}
     for f in files:
-        with safe_open(str(f), framework="pt") as st:
-            for k in st.keys():
-                out[k] = mx.array(st.get_tensor(k).float().numpy()).astype(dtype)
+        # mx.load reads bf16 and the packed uint32 levels of quantized checkpoints as stored.
+        out.update(mx.load(str(f)))
     return out
+
+
+def to_dtype(w, dtype):
+    """Float tensors in the activation dtype (packed levels stay uint32)."""
+    return {k: t if t.dtype == mx.uint32 else t.astype(dtype) for k, t in w.items()}
+
+
+def quant_spec(qcfg, module):
+    """(group_size, bits) of a quantized module: its own config entry (mlx-lm's per-layer form) or the default."""
+    e = qcfg.get(module, qcfg)
+    return e.get("group_size", qcfg.get("group_size", 64)), e["bits"]
+
+
+def quantize_weights(w, group_size, bits):
+    """mx.quantize every matrix (projections, embedding, lm_head) in its stored dtype (scales and biases keep it),
+    as `hrm --quantize` does while loading."""
+    for k in [k for k in w if k.endswith(".weight") and w[k].ndim == 2 and w[k].shape[-1] % group_size == 0]:
+        m = k[: -len(".weight")]
+        w[k], w[m + ".scales"], w[m + ".biases"] = mx.quantize(w[k], group_size=group_size, bits=bits)
+    return {"group_size": group_size, "bits": bits}
+
+
+def linear(w, qcfg, module, x):
+    """x @ W^T, through mx.quantized_matmul where the module is quantized."""
+    if module + ".scales" not in w:
+        return x @ w[module + ".weight"].T
+    gs, bits = quant_spec(qcfg, module)
+    return mx.quantized_matmul(x, w[module + ".weight"], w[module + ".scales"], w[module + ".biases"],
+                               transpose=True, group_size=gs, bits=bits)
+
+
+def embed(w, qcfg, ids):
+    m = "model.embed_tokens"
+    if m + ".scales" not in w:
+        return w[m + ".weight"][ids]
+    gs, bits = quant_spec(qcfg, m)
+    return mx.dequantize(w[m + ".weight"][ids], w[m + ".scales"][ids], w[m + ".biases"][ids], group_size=gs, bits=bits)
 
 
 def make_cache(slots, bits):
@@ -62,7 +99,7 @@ def attention(c, w, p, x, mask, offset, cache):
     from mlx_lm.models.base import scaled_dot_product_attention
     B, S, _ = x.shape
     H, D = c["heads"], c["hd"]
-    gqkv = x @ w[p + "attn.gqkv_proj.weight"].T
+    gqkv = linear(w, c["quant"], p + "attn.gqkv_proj", x)
     gate, q, k, v = mx.split(gqkv, 4, axis=-1)
     q, k, v = (t.reshape(B, S, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))
     q = mx.fast.rope(q, D, traditional=False, base=c["rope"], scale=1.0, offset=offset)
@@ -71,16 +108,17 @@ def attention(c, w, p, x, mask, offset, cache):
     o = scaled_dot_product_attention(q, k, v, cache=cache, scale=1.0 / math.sqrt(D), mask=mask)
     o = o.transpose(0, 2, 1, 3)
     o = (mx.sigmoid(gate.reshape(B, S, H, D)) * o).reshape(B, S, H * D)
-    return o @ w[p + "attn.o_proj.weight"].T
+    return linear(w, c["quant"], p + "attn.o_proj", o)
 
 
 def stack(c, w, name, x, mask, offset, cache, base):
     for i in range(c["per"]):
         p = f"model.{name}_module.layers.{i}."
+        q = c["quant"]
         x = x + attention(c, w, p, mx.fast.rms_norm(x, None, c["eps"]), mask, offset, cache[base + i])
         h = mx.fast.rms_norm(x, None, c["eps"])
-        g, u = mx.split(h @ w[p + "mlp.gate_up_proj.weight"].T, 2, axis=-1)
-        x = x + (nn.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+        g, u = mx.split(linear(w, q, p + "mlp.gate_up_proj", h), 2, axis=-1)
+        x = x + linear(w, q, p + "mlp.down_proj", nn.silu(g) * u)
     return mx.fast.rms_norm(x, None, c["eps"])
 
 
@@ -91,14 +129,13 @@ def forward(c, w, ids, mode, cache, dtype):
     causal = idx[None, :] <= (offset + mx.arange(S))[:, None]
     allow = mx.ones((S, offset + S), dtype=mx.bool_) if mode == "prefix" else causal
     mask = allow[None, None]
-    z_H = w["model.embed_tokens.weight"][mx.array(ids)][None] * c["scale"]
+    z_H = embed(w, c["quant"], mx.array(ids))[None] * c["scale"]
     z_L = mx.broadcast_to(w.get("model.z_L_init", mx.zeros((c["hidden"],), dtype=dtype)), z_H.shape)
     for h in range(c["H"]):
         for l in range(c["L"]):
             z_L = stack(c, w, "L", z_L + z_H, mask, offset, cache, (h * (c["L"] + 1) + l) * c["per"])
         z_H = stack(c, w, "H", z_H + z_L, mask, offset, cache, (h * (c["L"] + 1) + c["L"]) * c["per"])
-    head = w["model.embed_tokens.weight"] if c["tied"] else w["lm_head.weight"]
-    return (z_H @ head.T)[0]
+    return linear(w, c["quant"], "model.embed_tokens" if c["tied"] else "lm_head", z_H)[0]
 
 
 def main():
@@ -108,18 +145,26 @@ def main():
     ap.add_argument("--mode", choices=["prefix", "causal"], default="prefix")
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     ap.add_argument("--kv-bits", type=int, choices=[4, 8], default=None, help="quantize the cache before the pass")
+    ap.add_argument("--quantize", type=int, choices=[4, 8], default=None, help="mx.quantize the dense weights first")
+    ap.add_argument("--q-group-size", type=int, choices=[32, 64, 128], default=64)
     ap.add_argument("--out", required=True, type=Path)
     a = ap.parse_args()
     dtype = mx.float32 if a.dtype == "f32" else mx.bfloat16
-    c = parse_config(json.loads((a.model / "config.json").read_text()))
-    w = load_weights(a.model, dtype)
+    raw = json.loads((a.model / "config.json").read_text())
+    c = parse_config(raw)
+    w = load_weights(a.model)
+    c["quant"] = raw.get("quantization") or raw.get("quantization_config") or {}
+    if a.quantize:
+        c["quant"] = quantize_weights(w, a.q_group_size, a.quantize)
+    w = to_dtype(w, dtype)
     ids = [int(t) for t in a.ids.split(",")]
     cache = make_cache(c["H"] * (c["L"] + 1) * c["per"], a.kv_bits)
     logits = forward(c, w, ids, a.mode, cache, dtype).astype(mx.float32)
     mx.eval(logits)
     from safetensors.numpy import save_file
     save_file({"logits": np.array(logits)}, str(a.out),
-              metadata={"tool": "mlx_reference.py", "mode": a.mode, "dtype": a.dtype, "kv_bits": str(a.kv_bits)})
+              metadata={"tool": "mlx_reference.py", "mode": a.mode, "dtype": a.dtype, "kv_bits": str(a.kv_bits),
+                        "quantize": str(a.quantize)})
     print(f"wrote {a.out}: logits {list(logits.shape)}")
 
 

@@ -1,22 +1,25 @@
-// `hrm`: generate, logits, compare, info. Same code under Node (npx hrm) and Deno (deno task hrm).
+// `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
 import { Gpu } from '../tensor/gpu.ts';
 import { FormatError, UsageError } from '../tensor/errors.ts';
 import { SafetensorsFile, encodeSafetensors } from '../tensor/safetensors.ts';
 import { bytesSource } from '../tensor/sources.ts';
-import { loadConfig, loadModel } from '../hrm/load.ts';
+import { loadConfigs, loadModel } from '../hrm/load.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { cacheBytes } from '../hrm/cache.ts';
-import { cacheSlots, parameterCount } from '../hrm/config.ts';
+import { cacheSlots, parameterCount, type QuantSpec } from '../hrm/config.ts';
+import { checkpointBytes } from '../hrm/quantized.ts';
+import { convertQuantized } from '../hrm/convert.ts';
 import { parseConditions } from '../hrm/prompt.ts';
 import { checkWritable, choice, err, flagValue, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
   generate: `hrm generate [--model DIR|URL] "prompt" [--condition synth,cot] [--max-tokens 128] [--temperature 0]
-             [--top-p 1] [--seed 0] [--kv ctk=q8_0,ctv=q4_0] [--dtype f32|bf16] [--stop STR]...`,
-  logits: 'hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] --out FILE.safetensors',
+             [--top-p 1] [--seed 0] [--kv ctk=q8_0,ctv=q4_0] [--dtype f32|bf16] [--stop STR]... [--quantize 4|8]`,
+  logits: 'hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] [--quantize 4|8] --out FILE.safetensors',
   compare: 'hrm compare  A.safetensors B.safetensors',
-  info: 'hrm info     [--model DIR|URL] [--ctx 4096]',
+  info: 'hrm info     [--model DIR|URL] [--ctx 4096] [--quantize 4|8]',
+  convert: 'hrm convert  [--model DIR|URL] --out DIR --quantize 4|8 [--q-group-size 64]',
 };
 
 const HELP = `hrm: HRM-Text on WebGPU
@@ -25,12 +28,27 @@ ${Object.values(USAGE).map((u) => `  ${u.replace(/\n/g, '\n  ')}`).join('\n')}
 
 --model defaults to the embedded hrm-text-brown-6m (${EMBEDDED_MODEL}).
 Conditions: direct, cot, synth, noisy (comma-combined). --kv takes llama.cpp cache types (f16, q8_0, q6_K, q4_0, ...).
+--quantize quantizes the weights while loading (bit for bit mx.quantize; --q-group-size 32|64|128, default 64);
+convert writes them in MLX's quantized layout (model.safetensors, config.json with "quantization", tokenizer files).
 `;
+
+const Q_OPTS = { quantize: { type: 'string' }, 'q-group-size': { type: 'string' } } as const;
+
+/** --quantize / --q-group-size as a load option (undefined when --quantize is absent). */
+function quantOpt(v: { quantize?: string; 'q-group-size'?: string }): QuantSpec | undefined {
+  const groupSize = Number(choice('q-group-size', v['q-group-size'], ['32', '64', '128'] as const, '64'));
+  if (v.quantize === undefined) {
+    if (v['q-group-size'] !== undefined) throw new UsageError('cli', '--q-group-size needs --quantize 4|8');
+    return undefined;
+  }
+  return { bits: Number(choice('quantize', v.quantize, ['4', '8'] as const, '4')), groupSize };
+}
 
 async function cmdGenerate(args: string[]): Promise<void> {
   const { values: v, positionals } = parseFlags(args, {
     model: { type: 'string' }, condition: { type: 'string' }, 'max-tokens': { type: 'string' }, temperature: { type: 'string' },
     'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
+    ...Q_OPTS,
   }, true);
   if (positionals.length !== 1) throw new UsageError('generate', `give the prompt as one argument (got ${positionals.length})`);
   if (v.stop?.includes('')) throw new UsageError('cli', '--stop is empty; give the text to stop at');
@@ -46,8 +64,9 @@ async function cmdGenerate(args: string[]): Promise<void> {
     stop: v.stop,
   };
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
+  const quantize = quantOpt(v);
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, warn });
+  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, quantize, warn });
   await streamGenerate(gpu, lm, positionals[0], opts, { out, err });
   gpu.destroy();
 }
@@ -63,7 +82,7 @@ function tokenIds(s: string): number[] {
 
 async function cmdLogits(args: string[]): Promise<void> {
   const { values: v } = parseFlags(args, {
-    model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' }, kv: { type: 'string' }, out: { type: 'string' },
+    model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' }, kv: { type: 'string' }, out: { type: 'string' }, ...Q_OPTS,
   });
   if (v.ids === undefined) throw new UsageError('logits', '--ids is required (comma-separated token ids)');
   if (v.out === undefined) throw new UsageError('logits', '--out is required (a .safetensors path)');
@@ -71,14 +90,15 @@ async function cmdLogits(args: string[]): Promise<void> {
   const mode = choice('mode', v.mode, ['prefix', 'causal'] as const, 'prefix');
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
   const kv = kvSpec(v.kv);
+  const quantize = quantOpt(v);
   await checkWritable('out', v.out);
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, warn });
+  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, quantize, warn });
   const cache = lm.model.newCache({ capacity: ids.length, kv, mode: 'before-pass' });
   const t = lm.model.forward(ids, cache, { mask: mode });
   const logits = await t.readF32();
   await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
-    { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name }));
+    { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name, ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));
   err(`wrote ${v.out}: logits [${ids.length}, ${lm.config.vocab_size}] (${mode}, ${dtype})\n`);
   gpu.destroy();
 }
@@ -97,24 +117,53 @@ async function cmdCompare(args: string[]): Promise<void> {
 }
 
 async function cmdInfo(args: string[]): Promise<void> {
-  const { values: v } = parseFlags(args, { model: { type: 'string' }, ctx: { type: 'string' } });
+  const { values: v } = parseFlags(args, { model: { type: 'string' }, ctx: { type: 'string' }, ...Q_OPTS });
   number('ctx', v.ctx, 1, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
+  const requested = quantOpt(v);
   const files = modelFiles(v.model);
-  const c = await loadConfig(files, warn);
+  const { config: c, quantization } = await loadConfigs(files, warn);
   const ctx = number('ctx', v.ctx, c.max_position_embeddings);
   const params = parameterCount(c);
+  // Quantized (stored so, or --quantize): packed levels plus a scale and a bias per group.
+  const spec = quantization?.default ?? requested ?? null;
+  const weights = spec ? checkpointBytes(c, spec) : params * 2;
   out(`model          ${files.name}\n`);
   out(`parameters     ${(params / 1e6).toFixed(2)} M (${fmtBytes(params * 2)} in bf16)\n`);
+  if (spec) {
+    out(`weights        q${spec.bits} group ${spec.groupSize}${quantization ? ' (as stored)' : ' (--quantize)'}: ${fmtBytes(weights)} ` +
+      `(levels, and scales and biases in bf16 as MLX stores a bf16 model's)\n`);
+  }
   out(`shape          vocab ${c.vocab_size}, hidden ${c.hidden_size}, intermediate ${c.intermediate_size}, ${c.num_layers_per_stack} layers per stack, ` +
     `${c.num_attention_heads} heads x ${c.head_dim}, H_cycles ${c.H_cycles}, L_cycles ${c.L_cycles}\n`);
   out(`cache slots    ${cacheSlots(c)} (each token runs ${c.H_cycles * (c.L_cycles + 1)} stack passes)\n`);
   out(`rope theta     ${c.rope_theta}; embedding scale ${c.embedding_scale.toFixed(4)}; eps ${c.rms_norm_eps}; context ${c.max_position_embeddings}\n`);
   for (const [label, kv] of [['bf16', { k: null, v: null }], ['q8', { k: 8, v: 8 }], ['q4', { k: 4, v: 4 }]] as const) {
-    out(`cache @${ctx}    ${label.padEnd(4)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(params * 2 + cacheBytes(c, ctx, 'bf16', kv))}\n`);
+    out(`cache @${ctx}    ${label.padEnd(4)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}\n`);
   }
 }
 
-const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmdGenerate, logits: cmdLogits, compare: cmdCompare, info: cmdInfo };
+async function cmdConvert(args: string[]): Promise<void> {
+  const { values: v } = parseFlags(args, { model: { type: 'string' }, out: { type: 'string' }, ...Q_OPTS });
+  if (v.out === undefined) throw new UsageError('convert', '--out is required (the folder to write the quantized checkpoint to)');
+  const spec = quantOpt(v);
+  if (!spec) throw new UsageError('convert', '--quantize 4|8 is required');
+  const files = modelFiles(v.model);
+  const fs = (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as typeof import('node:fs/promises');
+  await fs.mkdir(v.out, { recursive: true });
+  for (const f of ['model.safetensors', 'config.json']) await checkWritable('out', `${v.out}/${f}`);
+  const gpu = await Gpu.create();
+  const conv = await convertQuantized(gpu, files, spec);
+  gpu.destroy();
+  await writeFile(`${v.out}/model.safetensors`, conv.safetensors);
+  await writeFile(`${v.out}/config.json`, conv.config);
+  for (const f of ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']) {
+    const text = await files.text(f);
+    if (text !== null) await writeFile(`${v.out}/${f}`, text);
+  }
+  err(`wrote ${v.out}: q${spec.bits} group ${spec.groupSize}, model.safetensors ${fmtBytes(conv.safetensors.byteLength)}\n`);
+}
+
+const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmdGenerate, logits: cmdLogits, compare: cmdCompare, info: cmdInfo, convert: cmdConvert };
 
 await run(async (argv) => {
   const [cmd, ...rest] = argv;

@@ -163,3 +163,44 @@ export const HRM_TEXT_1B: HrmConfig = parseConfig({
   num_attention_heads: 12, head_dim: 128, H_cycles: 2, L_cycles: 3, rope_theta: 10000, rms_norm_eps: 1e-6,
   max_position_embeddings: 4096, embedding_scale: Math.sqrt(1536), bos_token_id: 6, eos_token_id: 11, pad_token_id: 5,
 }, 'HRM-Text-1B');
+
+/** Group-wise affine quantization of one module: MLX's bits and group size. */
+export interface QuantSpec { bits: number; groupSize: number }
+
+/**
+ * config.json's `quantization` block (what mlx-lm's convert and `hrm convert` write): the default
+ * {group_size, bits}, plus per-module entries keyed by module path ("model.L_module.layers.0.mlp.down_proj"),
+ * each {group_size, bits} or false (left unquantized). Null when the config has none. Values MLX does not offer
+ * are errors naming the key.
+ */
+export interface QuantConfig { default: QuantSpec; modules: Map<string, QuantSpec | false> }
+
+export const Q_BITS: readonly number[] = [2, 3, 4, 5, 6, 8];
+export const Q_GROUP_SIZES: readonly number[] = [32, 64, 128];
+
+/** Checks bits and group size against what mx.quantize offers; `what` names the key or option in the error. */
+export function quantSpec(bits: unknown, groupSize: unknown, what: string): QuantSpec {
+  if (typeof bits !== 'number' || !Q_BITS.includes(bits)) throw new FormatError('config', `${what}: bits ${JSON.stringify(bits)} is not one MLX offers (${Q_BITS.join(', ')})`);
+  if (typeof groupSize !== 'number' || !Q_GROUP_SIZES.includes(groupSize)) {
+    throw new FormatError('config', `${what}: group_size ${JSON.stringify(groupSize)} is not one MLX offers (${Q_GROUP_SIZES.join(', ')})`);
+  }
+  return { bits, groupSize };
+}
+
+export function parseQuantization(raw: unknown, where = 'config.json'): QuantConfig | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const block = (raw as Json).quantization ?? (raw as Json).quantization_config;
+  if (block === undefined || block === null) return null;
+  const key = (raw as Json).quantization !== undefined ? 'quantization' : 'quantization_config';
+  if (typeof block !== 'object' || Array.isArray(block)) throw new FormatError('config', `${where}: '${key}' must be an object {group_size, bits}`);
+  const b = block as Json;
+  const modules = new Map<string, QuantSpec | false>();
+  for (const [k, v] of Object.entries(b)) {
+    if (k === 'group_size' || k === 'bits' || k === 'mode') continue;
+    if (v === false) modules.set(k, false);
+    else if (typeof v === 'object' && v !== null) modules.set(k, quantSpec((v as Json).bits, (v as Json).group_size ?? b.group_size, `${where} ${key}.${k}`));
+    else throw new FormatError('config', `${where}: '${key}.${k}' must be {group_size, bits} or false (got ${JSON.stringify(v)})`);
+  }
+  if (b.mode !== undefined && b.mode !== 'affine') throw new FormatError('config', `${where}: '${key}.mode' ${JSON.stringify(b.mode)} is not supported (only 'affine')`);
+  return { default: quantSpec(b.bits, b.group_size ?? 64, `${where} ${key}`), modules };
+}

@@ -2,7 +2,7 @@
 import { FormatError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Checkpoint, SafetensorsFile } from '../tensor/safetensors.ts';
-import { parseConfig, type HrmConfig, type Warn } from './config.ts';
+import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec, type Warn } from './config.ts';
 import type { ModelFiles } from './files.ts';
 import { HrmModel } from './model.ts';
 import { HrmTokenizer } from './tokenizer.ts';
@@ -24,6 +24,8 @@ export interface LoadedModel {
 export type LoadStage = 'config' | 'tokenizer' | 'weights';
 export interface ModelLoadOptions {
   dtype?: ActDtype;
+  /** Quantize dense weights on the GPU while loading (bits 4 or 8 in the CLI; any bits / group size MLX offers). */
+  quantize?: QuantSpec;
   onProgress?: (stage: LoadStage, loaded: number, total: number) => void;
   /** Scan the weights for NaN and Inf on the GPU (default true). */
   checkFinite?: boolean;
@@ -49,7 +51,14 @@ async function json(files: ModelFiles, file: string, required: boolean): Promise
 
 /** Config and tokenizer only (cheap): for `hrm info` and "will it fit" checks before downloading weights. */
 export async function loadConfig(files: ModelFiles, warn: Warn = consoleWarn): Promise<HrmConfig> {
-  return parseConfig(await json(files, 'config.json', true), `${files.name}/config.json`, warn);
+  return (await loadConfigs(files, warn)).config;
+}
+
+/** The config and its quantization block (null for dense checkpoints). */
+export async function loadConfigs(files: ModelFiles, warn: Warn = consoleWarn): Promise<{ config: HrmConfig; quantization: QuantConfig | null }> {
+  const raw = await json(files, 'config.json', true);
+  const where = `${files.name}/config.json`;
+  return { config: parseConfig(raw, where, warn), quantization: parseQuantization(raw, where) };
 }
 
 /** Find the checkpoint: sharded index, model.safetensors, or the MLX converter's model_mlx.safetensors. */
@@ -97,12 +106,12 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig): Promi
 /** Load config, tokenizer and weights, then build the model. */
 export async function loadModel(gpu: Gpu, files: ModelFiles, opts: ModelLoadOptions = {}): Promise<LoadedModel> {
   opts.onProgress?.('config', 0, 1);
-  const config = await loadConfig(files, opts.warn);
+  const { config, quantization } = await loadConfigs(files, opts.warn);
   opts.onProgress?.('tokenizer', 0, 1);
   const { tokenizer, chatTemplate } = await loadTokenizer(files, config);
   const { ck, name } = await openCheckpoint(files);
   const weights = await loadWeights(gpu, ck, config, {
-    where: name, checkFinite: opts.checkFinite, onProgress: (l, t) => opts.onProgress?.('weights', l, t),
+    where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l, t) => opts.onProgress?.('weights', l, t),
   });
   return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'), checkpoint: name, name: files.name };
 }

@@ -13,7 +13,8 @@ import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { roundBf16 } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
-import { add, embed, matmul } from '../kernels/ops/ops.ts';
+import { add } from '../kernels/ops/ops.ts';
+import { embedding, linear } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
 import { HrmCache, roundFor, type ActDtype, type CacheOptions } from './cache.ts';
@@ -60,7 +61,7 @@ export class HrmModel {
     const pass = cache.begin(tokenTypes);
     const idsT = ids instanceof Tensor ? ids : Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
     const scale = this.dtype === 'bf16' ? roundBf16(c.embedding_scale) : c.embedding_scale;
-    let zH = embed(idsT, this.weights.embed.chunks, { scale, round: this.round });
+    let zH = embedding(idsT, this.weights.embed, { scale, round: this.round });
     let zL = this.zLInit(S);
     const per = c.num_layers_per_stack;
     for (let h = 0; h < c.H_cycles; h++) {
@@ -72,7 +73,7 @@ export class HrmModel {
     zL.dispose();
     if (idsT !== ids) idsT.dispose();
     const last = opts.logits === 'last' && S > 1 ? this.lastRow(zH) : zH;
-    const logits = matmul(last, this.weights.lmHead.chunks, { round: this.round });
+    const logits = linear(last, this.weights.lmHead, { round: this.round });
     if (last !== zH) last.dispose();
     zH.dispose();
     cache.end(pass);
@@ -123,7 +124,7 @@ export class HrmModel {
    */
   private proj(x: Tensor, w: Weight, o: { norm?: boolean; swiglu?: boolean; residual?: Tensor }): Tensor {
     const norm = o.norm ? { eps: this.config.rms_norm_eps } : undefined;
-    return matmul(x, w.chunks, { round: this.round, norm, swiglu: o.swiglu, accumulate: o.residual });
+    return linear(x, w, { round: this.round, norm, swiglu: o.swiglu, accumulate: o.residual });
   }
 
   private zLInit(S: number): Tensor {

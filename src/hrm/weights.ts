@@ -3,19 +3,31 @@
 // and f32 tensors are uploaded as stored; a tensor larger than the adapter binds at once is split into row
 // chunks (the 1B model's 192 MiB lm_head on an adapter that binds 128 MiB). Every tensor is checked by name and
 // shape before anything is uploaded, and every uploaded tensor is scanned for NaN and Inf on the GPU (a
-// non-finite weight would otherwise give all-NaN logits and no hint where they come from).
-import { FormatError } from '../tensor/errors.ts';
+// non-finite weight would otherwise give all-NaN logits and no hint where they come from). Quantized modules
+// (MLX's layout, quantized.ts) load as such, and dense ones are quantized on the GPU while loading when
+// LoadOptions.quantize asks for it.
+import { FormatError, InputError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { DType } from '../tensor/dtype.ts';
 import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safetensors.ts';
 import type { Progress } from '../tensor/sources.ts';
-import type { HrmConfig } from './config.ts';
+import { Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import { fillRandom } from '../kernels/init/random.ts';
 import { countNonFinite } from '../kernels/finite/finite.ts';
+import { moduleQuant, quantizeChunk, quantizeOnLoad, uploadQuantized } from './quantized.ts';
 
-/** A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. */
-export interface Weight { rows: number; cols: number; dtype: DType; chunks: Tensor[] }
+/**
+ * A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. Quantized (`quant` set):
+ * chunks are the packed levels u32 [rows_i, cols * bits / 32], with f32 scales / biases [rows_i, cols / groupSize].
+ */
+export interface Weight {
+  rows: number;
+  cols: number;
+  dtype: DType;
+  chunks: Tensor[];
+  quant?: QuantSpec & { scales: Tensor[]; biases: Tensor[] };
+}
 
 export interface LayerWeights { gqkv: Weight; o: Weight; gateUp: Weight; down: Weight }
 
@@ -30,7 +42,8 @@ export interface HrmWeights {
   bytes: number;
 }
 
-const DTYPE: Partial<Record<StDType, DType>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
+/** Float dtypes of stored tensors and the tensor dtype each uploads as (halves stay packed two per word). */
+export const DTYPE: Partial<Record<StDType, 'f32' | 'f16' | 'bf16'>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
 
 /** Names and shapes the checkpoint must hold for this config. */
 export function expectedTensors(c: HrmConfig): Map<string, number[]> {
@@ -49,8 +62,11 @@ export function expectedTensors(c: HrmConfig): Map<string, number[]> {
   return m;
 }
 
-/** Check names, shapes and dtypes against the config; throws one error listing every problem. */
-export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string): void {
+/**
+ * Check names, shapes and dtypes against the config (and its quantization block); throws one error listing every
+ * problem. Returns the quantized modules' specs by module path.
+ */
+export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, quant: QuantConfig | null = null): Map<string, QuantSpec> {
   const problems: string[] = [];
   for (const stack of ['L', 'H']) {
     const layers = new Set(ck.names.map((n) => n.match(new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`))?.[1]).filter((x) => x !== undefined));
@@ -60,20 +76,30 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string):
     }
   }
   const want = expectedTensors(c);
+  const specs = new Map<string, QuantSpec>();
   for (const [name, shape] of want) {
+    const m = name.slice(0, -'.weight'.length);
+    const spec = moduleQuant(ck, quant, m, shape[0], shape[1], problems);
+    if (spec) { specs.set(m, spec); continue; }
+    if (ck.has(`${m}.scales`) || (ck.has(name) && ck.entry(name).dtype === 'U32')) continue;   // reported by moduleQuant
     if (!ck.has(name)) { problems.push(`missing tensor '${name}' [${shape.join(', ')}]`); continue; }
     const e = ck.entry(name);
     if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
     if (!DTYPE[e.dtype]) problems.push(`tensor '${name}' has dtype ${e.dtype}; weights must be BF16, F16 or F32`);
+  }
+  if (quant && !specs.size && !problems.length) {
+    problems.push(`config.json has a quantization block (${quant.default.bits} bits, group ${quant.default.groupSize}) but no module of the checkpoint is quantized (no '<module>.scales')`);
   }
   if (ck.has('model.z_L_init')) {
     const e = ck.entry('model.z_L_init');
     const n = e.shape.reduce((x, d) => x * d, 1);
     if (n !== c.hidden_size) problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
   }
-  const extra = ck.names.filter((n) => !want.has(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && n === 'lm_head.weight'));
+  const known = (n: string) => want.has(n) || want.has(n.replace(/\.(scales|biases)$/, '.weight'));
+  const extra = ck.names.filter((n) => !known(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && /^lm_head\.(weight|scales|biases)$/.test(n)));
   if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
   if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
+  return specs;
 }
 
 /** Rows per chunk so that each chunk fits one binding. */
@@ -100,22 +126,33 @@ export interface LoadOptions {
   onProgress?: Progress;
   /** Label used in errors (the checkpoint's path or URL). */
   where?: string;
+  /** config.json's quantization block (parseQuantization), for checkpoints in MLX's quantized layout. */
+  quantization?: QuantConfig | null;
+  /**
+   * Quantize dense weights on the GPU while loading, bit for bit mx.quantize (Metal rules; scales in the
+   * checkpoint's dtype): every projection, the embedding and lm_head. Modules already quantized stay as stored.
+   */
+  quantize?: QuantSpec;
   /** Scan every weight for NaN and Inf on the GPU (one pass per tensor, default true); false skips it. */
   checkFinite?: boolean;
 }
 
 /** Throw one error naming every tensor that holds NaN or Inf (weights on the GPU, z_L_init on the CPU). */
 async function checkFinite(named: Array<[string, Weight]>, zLInit: Float32Array, where: string): Promise<void> {
-  const parts = named.flatMap(([name, w]) => {
+  // A quantized weight's levels are integers: its scales and biases are what can hold NaN or Inf.
+  const matrices = named.flatMap(([name, w]): Array<[string, Tensor[]]> => w.quant
+    ? [[name.replace(/\.weight$/, '.scales'), w.quant.scales], [name.replace(/\.weight$/, '.biases'), w.quant.biases]]
+    : [[name, w.chunks]]);
+  const parts = matrices.flatMap(([name, chunks]) => {
     let row = 0;
-    return w.chunks.map((t) => ({ name, w, t, row: (row += t.shape[0]) - t.shape[0] }));
+    return chunks.map((t) => ({ name, cols: t.shape[1], t, row: (row += t.shape[0]) - t.shape[0] }));
   });
   const counts = await countNonFinite(parts.map((p) => p.t));
   const bad = new Map<string, { count: number; first: number; cols: number }>();
   parts.forEach((p, i) => {
     const c = counts[i];
     if (!c.count) return;
-    const b = bad.get(p.name) ?? { count: 0, first: p.row * p.w.cols + c.first, cols: p.w.cols };
+    const b = bad.get(p.name) ?? { count: 0, first: p.row * p.cols + c.first, cols: p.cols };
     bad.set(p.name, { ...b, count: b.count + c.count });
   });
   const zBad = zLInit.reduce((n, x) => n + (Number.isFinite(x) ? 0 : 1), 0);
@@ -129,25 +166,46 @@ async function checkFinite(named: Array<[string, Weight]>, zLInit: Float32Array,
 /** Validate and upload a checkpoint. */
 export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: LoadOptions = {}): Promise<HrmWeights> {
   const where = opts.where ?? 'checkpoint';
-  validateCheckpoint(ck, c, where);
+  const q = opts.quantize;
+  if (q && !(Q_BITS.includes(q.bits) && Q_GROUP_SIZES.includes(q.groupSize))) {
+    throw new InputError('load', `quantize ${JSON.stringify(q)}: bits must be one of ${Q_BITS.join(', ')} and groupSize one of ${Q_GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
+  }
+  const specs = validateCheckpoint(ck, c, where, opts.quantization ?? null);
   const total = ck.bytes;
   let done = 0;
   let bytes = 0;
   const loaded: Array<[string, Weight]> = [];
-  const load = async (name: string): Promise<Weight> => {
-    const e = ck.entry(name);
-    let raw = await readEntry(e, (l) => opts.onProgress?.(done + l, total));
+  const keep = (name: string, w: Weight): Weight => {
+    bytes += weightTensors(w).reduce((n, t) => n + t.byteLength, 0);
+    loaded.push([name, w]);
+    return w;
+  };
+  const read = async (name: string): Promise<Uint8Array> => {
+    const raw = await readEntry(ck.entry(name), (l) => opts.onProgress?.(done + l, total));
     done += raw.byteLength;
+    return raw;
+  };
+  const load = async (name: string): Promise<Weight> => {
+    const m = name.slice(0, -'.weight'.length);
+    const e = ck.entry(name);
+    const spec = specs.get(m);
+    if (spec) {
+      const [rows, cols] = expectedTensors(c).get(name)!;
+      const weight = await read(name);
+      const raw = { weight, scales: await read(`${m}.scales`), biases: await read(`${m}.biases`) };
+      return keep(name, uploadQuantized(gpu, m, raw, ck.entry(`${m}.scales`).dtype, rows, cols, spec));
+    }
+    let raw = await read(name);
+    if (opts.quantize && e.shape[1] % opts.quantize.groupSize === 0) {
+      return keep(name, quantizeOnLoad(gpu, m, e, raw, opts.quantize));
+    }
     let dtype = DTYPE[e.dtype]!;
     if (name === 'model.embed_tokens.weight' && dtype === 'f16') {
       // The gather kernel reads bf16 or f32 tables; f16 widens to f32 exactly.
       raw = new Uint8Array((decode(e, raw) as Float32Array).buffer);
       dtype = 'f32';
     }
-    const w = uploadWeight(gpu, name, raw, e.shape[0], e.shape[1], dtype);
-    bytes += raw.byteLength;
-    loaded.push([name, w]);
-    return w;
+    return keep(name, uploadWeight(gpu, name, raw, e.shape[0], e.shape[1], dtype));
   };
   const layers = async (stack: 'L' | 'H'): Promise<LayerWeights[]> => {
     const out: LayerWeights[] = [];
@@ -173,7 +231,7 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
     try {
       await checkFinite(loaded, zLInit, where);
     } catch (e) {
-      for (const [, w] of loaded) for (const t of w.chunks) t.dispose();
+      for (const [, w] of loaded) for (const t of weightTensors(w)) t.dispose();
       throw e;
     }
   }
@@ -185,26 +243,47 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
 /** Free every GPU tensor of a model's weights (a tensor shared by two weights, as tied embeddings are, once). */
 export function disposeWeights(w: HrmWeights): void {
   const all = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
-  for (const t of new Set(all.flatMap((x) => x.chunks))) t.dispose();
+  for (const x of new Set(all)) for (const t of weightTensors(x)) t.dispose();
+}
+
+/** Every GPU tensor of a weight (packed levels, scales and biases when quantized). */
+export function weightTensors(w: Weight): Tensor[] {
+  return w.quant ? [...w.chunks, ...w.quant.scales, ...w.quant.biases] : w.chunks;
+}
+
+/** The checkpoint name of every matrix of loaded weights (lm_head omitted when tied), in loading order. */
+export function namedWeights(w: HrmWeights, c: HrmConfig): Array<[string, Weight]> {
+  const out: Array<[string, Weight]> = [['model.embed_tokens', w.embed]];
+  if (!c.tie_word_embeddings) out.push(['lm_head', w.lmHead]);
+  for (const [stack, layers] of [['L', w.L], ['H', w.H]] as const) {
+    layers.forEach((l, i) => {
+      const p = `model.${stack}_module.layers.${i}`;
+      out.push([`${p}.attn.gqkv_proj`, l.gqkv], [`${p}.attn.o_proj`, l.o], [`${p}.mlp.gate_up_proj`, l.gateUp], [`${p}.mlp.down_proj`, l.down]);
+    });
+  }
+  return out;
 }
 
 /**
  * Random bf16 weights of a config's shape, made on the GPU (no file): uniform in +-1/sqrt(fan_in), embeddings
- * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint.
+ * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint. With
+ * `quant`, random f32 values quantized on the GPU (bf16 scales, as a bf16 checkpoint quantized on load).
  */
-export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0): Promise<HrmWeights> {
+export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0, quant?: QuantSpec): Promise<HrmWeights> {
   let bytes = 0;
   let n = 0;
   const make = (name: string, rows: number, cols: number, scale: number): Weight => {
-    const per = chunkRows(gpu, rows, cols * 2);
-    const chunks: Tensor[] = [];
+    const per = chunkRows(gpu, rows, cols * (quant ? 4 : 2));
+    const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [], quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
     for (let r = 0; r < rows; r += per) {
-      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'bf16', chunks.length ? `${name}#${chunks.length}` : name);
+      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
       fillRandom(t, { seed: seed * 1000003 + n++, scale });
-      chunks.push(t);
-      bytes += t.byteLength;
+      if (!w.quant) { w.chunks.push(t); continue; }
+      quantizeChunk(w, t, 'bf16');
+      t.dispose();
     }
-    return { rows, cols, dtype: 'bf16', chunks };
+    bytes += weightTensors(w).reduce((x, t) => x + t.byteLength, 0);
+    return w;
   };
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
   const layers = (stack: string): LayerWeights[] => Array.from({ length: c.num_layers_per_stack }, (_, l) => ({

@@ -42,7 +42,7 @@ export function appendQuantized(src: Tensor, side: QuantKV, { offset, round = 'n
     throw new ShapeError(op, `positions ${offset}..${offset + seq} do not fit the cache capacity ${cap}`);
   }
   if (seq === 0) return;
-  quantizeInto(src, side, { rows: heads * seq, cols: dim, srcRows: seq, dstRows: cap, dstRow0: offset, bits: side.bits, round, rules });
+  quantizeInto(src, side, { rows: heads * seq, cols: dim, srcRows: seq, dstRows: cap, dstRow0: offset, bits: side.bits, groupSize: GROUP, round, rules });
 }
 
 /** The whole side dequantized ([heads, capacity, headDim] f32, rounded per `round`); the caller disposes `data`. */

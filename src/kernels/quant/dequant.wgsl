@@ -1,4 +1,4 @@
-// Dequantization of group-64 affine quantized rows (packing as in quant.wgsl), as mx.dequantize computes it:
+// Dequantization of group-wise (GS values) affine quantized rows (packing as in quant.wgsl), as mx.dequantize computes it:
 //   w' = round(round(level * scale) + bias)     with the stored scale/bias, each op rounded to the dtype (ROUND)
 // (MLX multiplies and adds in the input dtype, so a half dtype rounds twice; in f32 the two f32 roundings are kept
 // apart by `keep`, which stops a compiler from contracting them into one fma).
@@ -14,6 +14,7 @@ struct Params { n: u32, cols: u32, zero: u32 }
 
 override BITS: u32 = 4;
 override ROUND: u32 = 0;
+override GS: u32 = 64;
 override WG: u32 = 64;
 
 // #include "common/half.inc.wgsl"
@@ -37,6 +38,6 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   var lv = q[base] >> s;
   if (s + BITS > 32u) { lv |= q[base + 1u] << (32u - s); }
   lv &= (1u << BITS) - 1u;
-  let g = row * (p.cols / 64u) + c / 64u;
+  let g = row * (p.cols / GS) + c / GS;
   out[i] = round_op(round_op(f32(lv) * scales[g]) + biases[g]);
 }

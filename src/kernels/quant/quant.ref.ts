@@ -6,6 +6,8 @@ import type { Round } from '../common/codes.ts';
 
 export const GROUP = 64;
 export const QUANT_BITS: readonly number[] = [2, 3, 4, 5, 6, 8];
+/** Group sizes mx.quantize offers (64 is its default and the KV cache's). */
+export const GROUP_SIZES: readonly number[] = [32, 64, 128];
 
 /** Rounding of a value to the activation dtype, kept as a number (f32 mode: to f32). */
 export function roundTo(round: Round, v: number): number {
@@ -22,7 +24,7 @@ export function roundHalfAway(x: number): number {
   return x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
 }
 
-/** u32 words per row of `cols` values at `bits` bits (cols a multiple of 64, so always whole words). */
+/** u32 words per row of `cols` values at `bits` bits (cols a multiple of the group size >= 32: whole words). */
 export function packedCols(cols: number, bits: number): number {
   return (cols * bits) / 32;
 }
@@ -77,19 +79,19 @@ export function unpackLevel(words: ArrayLike<number>, base: number, j: number, b
   return (v & mask) >>> 0;
 }
 
-/** mx.quantize(w [rows, cols], group 64, bits) with Metal's rules; scales/biases rounded to the dtype. */
+/** mx.quantize(w [rows, cols], groupSize, bits) with Metal's rules; scales/biases rounded to the dtype. */
 export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number, { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantRefOptions): QuantizedRef {
   checkQuantArgs('quantizeRef', cols, bits, groupSize);
-  const groups = cols / GROUP, wpr = packedCols(cols, bits);
+  const gs = groupSize, groups = cols / gs, wpr = packedCols(cols, bits);
   const q = new Uint32Array(rows * wpr), scales = new Float32Array(rows * groups), biases = new Float32Array(rows * groups);
   for (let r = 0; r < rows; r++) {
     for (let g = 0; g < groups; g++) {
-      const start = r * cols + g * GROUP;
-      const vals = Array.from({ length: GROUP }, (_, i) => w[start + i]);
+      const start = r * cols + g * gs;
+      const vals = Array.from({ length: gs }, (_, i) => w[start + i]);
       const { scale, bias, levels } = quantizeGroupRef(vals, bits, rules);
       scales[r * groups + g] = roundTo(round, scale);
       biases[r * groups + g] = roundTo(round, bias);
-      for (let i = 0; i < GROUP; i++) packLevel(q, r * wpr, g * GROUP + i, bits, levels[i]);
+      for (let i = 0; i < gs; i++) packLevel(q, r * wpr, g * gs + i, bits, levels[i]);
     }
   }
   return { q, scales, biases };
@@ -99,13 +101,13 @@ export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number, { 
  * mx.dequantize: w' = r(r(level * scale) + bias) with the stored scale/bias, each op rounded to the dtype (MLX
  * multiplies and adds in the input dtype; in f32 these are the two f32 roundings).
  */
-export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, { bits, round = 'none' }: QuantRefOptions): Float32Array {
-  checkQuantArgs('dequantizeRef', cols, bits, GROUP);
-  const groups = cols / GROUP, wpr = packedCols(cols, bits);
+export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, { bits, groupSize = GROUP, round = 'none' }: QuantRefOptions): Float32Array {
+  checkQuantArgs('dequantizeRef', cols, bits, groupSize);
+  const groups = cols / groupSize, wpr = packedCols(cols, bits);
   const out = new Float32Array(rows * cols);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
-      const g = r * groups + Math.floor(c / GROUP);
+      const g = r * groups + Math.floor(c / groupSize);
       const lv = unpackLevel(q, r * wpr, c, bits);
       out[r * cols + c] = roundTo(round, roundTo(round, lv * scales[g]) + biases[g]);
     }
@@ -114,12 +116,12 @@ export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, b
 }
 
 /** Dequantized values in float64 (no output rounding): the operand the matmul references multiply with. */
-export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, bits: number): Float64Array {
-  const groups = cols / GROUP, wpr = packedCols(cols, bits);
+export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, bits: number, groupSize = GROUP): Float64Array {
+  const groups = cols / groupSize, wpr = packedCols(cols, bits);
   const out = new Float64Array(rows * cols);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
-      const g = r * groups + Math.floor(c / GROUP);
+      const g = r * groups + Math.floor(c / groupSize);
       out[r * cols + c] = unpackLevel(q, r * wpr, c, bits) * scales[g] + biases[g];
     }
   }
@@ -127,7 +129,7 @@ export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>,
 }
 
 export function checkQuantArgs(op: string, cols: number, bits: number, groupSize: number): void {
-  if (groupSize !== GROUP) throw new Error(`[${op}] group size ${groupSize} is not supported; only ${GROUP}`);
+  if (!GROUP_SIZES.includes(groupSize)) throw new Error(`[${op}] group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
   if (!QUANT_BITS.includes(bits)) throw new Error(`[${op}] bits ${bits} not in ${QUANT_BITS.join(', ')}`);
-  if (cols % GROUP !== 0) throw new Error(`[${op}] cols ${cols} is not a multiple of the group size ${GROUP}`);
+  if (cols % groupSize !== 0) throw new Error(`[${op}] cols ${cols} is not a multiple of the group size ${groupSize}`);
 }

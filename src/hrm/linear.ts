@@ -1,0 +1,23 @@
+// The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
+// (Weight.quant) to qlinear / qembed, with the same options and fusions.
+import type { Tensor } from '../tensor/tensor.ts';
+import { embed as denseEmbed, matmul, type EmbedOptions } from '../kernels/ops/ops.ts';
+import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
+import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
+import type { Weight } from './weights.ts';
+
+function quantMatrix(w: Weight): QuantMatrix | null {
+  return w.quant ? { bits: w.quant.bits, groupSize: w.quant.groupSize, q: w.chunks, scales: w.quant.scales, biases: w.quant.biases } : null;
+}
+
+/** x @ W^T (nn.Linear / nn.QuantizedLinear) with matmul's options. */
+export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
+  const q = quantMatrix(w);
+  return q ? qlinear(x, q, opts) : matmul(x, w.chunks, opts);
+}
+
+/** Rows of the embedding table for ids, times opts.scale (nn.Embedding / nn.QuantizedEmbedding). */
+export function embedding(ids: Tensor, w: Weight, opts: EmbedOptions = {}): Tensor {
+  const q = quantMatrix(w);
+  return q ? qembed(ids, q, opts) : denseEmbed(ids, w.chunks, opts);
+}

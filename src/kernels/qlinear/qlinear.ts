@@ -1,0 +1,175 @@
+// Linear layers and the embedding gather over MLX's quantized weights (qlinear.wgsl), with matmul's options and
+// fusions (MatmulOptions): the quantized counterpart of matmul / embed, row-chunked the same way.
+import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
+import type { Round } from '../attention/types.ts';
+import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
+import { ROUND_CODE, type MatmulOptions } from '../matmul/matmul.ts';
+import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
+import { siluMul } from '../ops/ops.ts';
+import { GROUP_SIZES, QUANT_BITS } from '../quant/quant.ts';
+
+const FILE = 'qlinear/qlinear.wgsl';
+const GEMV = new Kernel(FILE, 'qgemv');
+const ROWS_K = new Kernel(FILE, 'qrows');
+const TILED = new Kernel(FILE, 'qtiled');
+const EMBED = new Kernel(FILE, 'qembed');
+const PACK = new Kernel(FILE, 'pack_half');
+const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 16 };
+const WG = 64;
+/** x rows one qgemv workgroup serves; MLX's qmv also takes only a few rows before its qmm wins. */
+const GEMV_MB = 4;
+const GEMV_MAX_M = 8;
+
+/**
+ * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
+ * in f32, bf16 or f16 (the model dtype, as MLX stores them; all chunks alike).
+ */
+export interface QuantMatrix {
+  bits: number;
+  groupSize: number;
+  q: readonly Tensor[];
+  scales: readonly Tensor[];
+  biases: readonly Tensor[];
+}
+
+const SDT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
+
+/** Checks the chunks agree with each other (and with K when given); returns [N, K]. */
+export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [number, number] {
+  if (!QUANT_BITS.includes(w.bits)) throw new InputError(op, `bits ${w.bits} is not one of ${QUANT_BITS.join(', ')}`);
+  if (!GROUP_SIZES.includes(w.groupSize)) throw new InputError(op, `group size ${w.groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+  if (!w.q.length || w.q.length !== w.scales.length || w.q.length !== w.biases.length) {
+    throw new ShapeError(op, `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
+  }
+  const sd = w.scales[0].dtype;
+  if (!(sd in SDT_CODE)) throw new DTypeError(op, `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
+  let N = 0, cols = K;
+  for (let i = 0; i < w.q.length; i++) {
+    const q = w.q[i];
+    const c = (q.shape[1] * 32) / w.bits;
+    if (q.dtype !== 'u32' || q.rank !== 2 || !Number.isInteger(c) || c % w.groupSize || (cols !== undefined && c !== cols)) {
+      throw new ShapeError(op, `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] (a whole number of groups of ${w.groupSize})`);
+    }
+    cols = c;
+    for (const t of [w.scales[i], w.biases[i]]) {
+      if (t.dtype !== sd || t.rank !== 2 || t.shape[0] !== q.shape[0] || t.shape[1] !== c / w.groupSize) {
+        throw new ShapeError(op, `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
+      }
+    }
+    N += q.shape[0];
+  }
+  return [N, cols!];
+}
+
+/** f32 values that are values of `dtype` (scales / biases quantize() wrote) as a packed `dtype` tensor, exactly. */
+export function packHalves(t: Tensor, dtype: 'bf16' | 'f16'): Tensor {
+  if (t.dtype !== 'f32') throw new DTypeError('packHalves', `'${t.label}' is ${t.dtype}; expected f32`);
+  const out = Tensor.empty(t.gpu, t.shape, dtype, t.label);
+  PACK.dispatch(t.gpu, {
+    bindings: { x: t, packed: out }, uniforms: { M: t.size, N: 0, K: 0, ldo: 0, col0: 0, eps: 0, escale: 0, vocab: 0 },
+    overrides: { SDT: SDT_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2), WG), label: 'qlinear.pack_half',
+  });
+  return out;
+}
+
+/**
+ * out[..., n] = sum_k x[..., k] * W[n, k] with W = scale * level + bias per group, and matmul's fusions
+ * (norm, swiglu, accumulate, round, path: 'gemv' | 'tiled' | 'rows' | 'auto'). x: f32 [..., K].
+ */
+export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Tensor {
+  const op = 'qlinear';
+  if (x.dtype !== 'f32') throw new DTypeError(op, `x '${x.label}' is ${x.dtype}; activations are f32`);
+  const K = x.shape[x.rank - 1];
+  const [N] = checkQuantMatrix(op, w, K);
+  const M = x.size / K;
+  const gpu = x.gpu;
+  const round = ROUND_CODE[opts.round ?? 'none'];
+  if (round === undefined) throw new DTypeError(op, `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
+  if (opts.swiglu && opts.accumulate) throw new InputError(op, `swiglu and accumulate cannot be combined (x '${x.label}')`);
+  if (opts.swiglu && N % 2) throw new ShapeError(op, `swiglu: the weight has ${N} rows; it must be [2I, K], gate rows then up rows`);
+  if (opts.norm && !(opts.norm.eps >= 0 && Number.isFinite(opts.norm.eps))) throw new InputError(op, `norm.eps ${opts.norm.eps} must be a finite number >= 0`);
+  const cols = opts.swiglu ? N / 2 : N;
+  const a = opts.accumulate;
+  if (a && (a.dtype !== 'f32' || a.shape.join() !== [...x.shape.slice(0, -1), cols].join())) {
+    throw new ShapeError(op, `accumulate '${a.label}' [${a.shape.join(', ')}] ${a.dtype} must be f32 [${[...x.shape.slice(0, -1), cols].join(', ')}]`);
+  }
+  const path = !opts.path || opts.path === 'auto' ? (gpu.cpu ? 'rows' : M <= GEMV_MAX_M ? 'gemv' : 'tiled') : opts.path;
+  if (opts.swiglu && (w.q.length > 1 || path === 'tiled')) {
+    // Gate row i and up row I + i may sit in different chunks, and tiles hold runs of consecutive rows.
+    const gu = qlinear(x, w, { round: opts.round, path, norm: opts.norm });
+    const out = siluMul(gu, { round: opts.round });
+    gu.dispose();
+    return out;
+  }
+  // qgemv normalises x in its prologue; the others would redo a row's norm per output (qrows) or per tile.
+  const xin = opts.norm && path !== 'gemv' ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
+  const out = a ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'qlinear.out');
+  const fixed = { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: round, SWIGLU: opts.swiglu ? 1 : 0, ACC: a ? 1 : 0 };
+  let col0 = 0;
+  for (let i = 0; i < w.q.length; i++) {
+    const rows = w.q[i].shape[0];
+    const bindings = { x: xin, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out };
+    const uniforms = { M, N: rows, K, ldo: cols, col0, eps: opts.norm?.eps ?? 0, escale: 0, vocab: 0 };
+    if (path === 'gemv') dispatchGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv);
+    else if (path === 'rows') {
+      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op, `x '${x.label}': ${M} rows exceed the per-dispatch limit of the rows path`);
+      const [gx, gy] = grid(gpu, opts.swiglu ? rows / 2 : rows, WG);
+      ROWS_K.dispatch(gpu, { bindings, uniforms, overrides: { ...fixed, WG }, workgroups: [gx, gy, M], label: 'qlinear.rows' });
+    } else {
+      TILED.dispatch(gpu, {
+        bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, SDT: fixed.SDT, ROUND: round, ACC: fixed.ACC, ...TILE }, label: 'qlinear.tiled',
+        workgroups: [Math.ceil(rows / (TILE.TX * TILE.TN)), Math.ceil(M / (TILE.TY * TILE.TM))],
+      });
+    }
+    col0 += rows;
+  }
+  if (xin !== x) xin.dispose();
+  return out;
+}
+
+function sdt(w: QuantMatrix): number {
+  return SDT_CODE[w.scales[0].dtype as keyof typeof SDT_CODE];
+}
+
+function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
+  const MB = Math.min(uniforms.M, GEMV_MB);
+  const ROWS = shape?.rows ?? (fixed.SWIGLU ? 4 : 2);
+  const lanes = shape?.wg ?? 64;
+  if (!(lanes >= 1 && lanes <= 256 && (lanes & (lanes - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
+    throw new InputError('qlinear', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two <= 256 and rows 2 or 4`);
+  }
+  // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
+  const blocks = Math.ceil(uniforms.N / ROWS);
+  const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
+  GEMV.dispatch(gpu, {
+    bindings, uniforms, overrides: { ...fixed, WG: lanes, ROWS, MB }, label: 'qlinear.gemv',
+    workgroups: [Math.ceil(blocks / gy), gy, Math.ceil(uniforms.M / MB)],
+  });
+}
+
+export interface QEmbedOptions { scale?: number; round?: Round }
+
+/** out[..., j] = r(dequantize(W)[ids[...], j] * scale), as nn.QuantizedEmbedding then the embedding scale. */
+export function qembed(ids: Tensor, w: QuantMatrix, opts: QEmbedOptions = {}): Tensor {
+  const op = 'qembed';
+  if (ids.dtype !== 'u32') throw new DTypeError(op, `ids '${ids.label}' is ${ids.dtype}; expected u32`);
+  const [V, H] = checkQuantMatrix(op, w);
+  const round = opts.round ?? 'none';
+  const s = opts.scale ?? 1;
+  const escale = round === 'bf16' ? roundBf16(s) : round === 'f16' ? roundF16(s) : s;
+  const out = Tensor.empty(ids.gpu, [...ids.shape, H], 'f32', 'qembed.out');
+  let row0 = 0;
+  for (let i = 0; i < w.q.length; i++) {
+    const rows = w.q[i].shape[0];
+    EMBED.dispatch(ids.gpu, {
+      bindings: { ids, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out },
+      uniforms: { M: out.size, N: rows, K: H, ldo: 0, col0: row0, eps: 0, escale, vocab: V },
+      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: ROUND_CODE[round], WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
+    });
+    row0 += rows;
+  }
+  return out;
+}

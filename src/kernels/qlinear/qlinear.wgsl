@@ -1,0 +1,285 @@
+// Linear layers over MLX's quantized weights (nn.QuantizedLinear / QuantizedEmbedding):
+//   out[m, col0 + n] = round(sum_k x[m, k] * W[n, k]),   W[n, k] = scale[n, g] * level[n, k] + bias[n, g]
+// with g = k / GS (GS = 32, 64 or 128 values per group). wq: one row-chunk [N, K * BITS / 32] of the packed levels,
+// each row a little-endian bit stream (value k in bits [k*BITS, (k+1)*BITS), as quant.wgsl packs), so a pack of 32
+// values is exactly BITS words and never crosses a group. scales / biases: [N, K / GS] in the model dtype as MLX
+// stores them (SDT 0 f32, 1 bf16, 2 f16: halves two per word, low half first). x: f32 [M, K]. out: f32 [M, ldo].
+// ROUND: output rounding (0 none, 1 bf16, 2 f16).
+//
+// Variants (MLX's arithmetic for each regime):
+//  1. qgemv  (decode, M <= 8): MLX's qmv. A workgroup owns ROWS weight rows and MB <= 4 x rows; its WG lanes take
+//     units of 8 values in turn and sum, per unit, scale * sum(x * level) + bias * sum(x) in f32; the lanes' sums
+//     are added in shared memory; one output rounding.
+//  2. qtiled (prefill): MLX's qmm. BM x BN output tiles as matmul.wgsl's tiled variant, the weights dequantized
+//     while staged, as MLX's loader does into its dtype: w = r(r(scale * level) + bias) (r = ROUND); f32 sums.
+//  3. qrows  (CPU drivers, any M): one thread per output, qgemv's per-unit arithmetic in a plain loop, no barriers.
+//  4. qembed (QuantizedEmbedding): out[s, j] = r(r(r(level * scale) + bias) * escale), mx.dequantize's rounding.
+//  5. pack_half: f32 values that are values of the half dtype (SDT) packed two per word, exactly: scales and
+//     biases quantized on the GPU (quant.wgsl writes f32) stored as a checkpoint would hold them.
+//
+// Fusions as matmul.wgsl (pipeline constants): NORM (qgemv: x rows rms-normalised in a prologue, each value
+// rounded), SWIGLU (qgemv, qrows: w is [gate; up] and out = r(r(g * r(sigmoid(g))) * u)), ACC (qgemv, qtiled, qrows:
+// out = r(out + r(sum)) in place). quant/qlinear.ts runs rmsNorm / siluMul separately where a variant lacks them.
+
+struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32, escale: f32, vocab: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> wq: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<u32>;
+@group(0) @binding(4) var<storage, read> biases: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read> ids: array<u32>;
+@group(0) @binding(7) var<storage, read_write> packed: array<u32>;
+
+override BITS: u32 = 4u;
+override GS: u32 = 64u;
+override ROUND: u32 = 0u;
+override SDT: u32 = 0u;
+override WG: u32 = 64u;    // qgemv lanes (power of two), qrows / qembed threads per workgroup
+override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (even with SWIGLU)
+override MB: u32 = 1u;     // qgemv x rows per workgroup, <= 4
+override TX: u32 = 16u;
+override TY: u32 = 16u;
+override TM: u32 = 4u;
+override TN: u32 = 4u;
+override BK: u32 = 16u;
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override ACC: bool = false;
+
+var<workgroup> sums: array<f32, WG * ROWS * MB>;
+var<workgroup> Xs: array<f32, BK * TY * TM>;
+var<workgroup> Ws: array<f32, BK * TX * TN>;
+
+// #include "common/half.inc.wgsl"
+
+fn round_out(v: f32) -> f32 {
+  if (ROUND == 1u) { return round_bf16(v); }
+  if (ROUND == 2u) { return round_f16(v); }
+  return v;
+}
+
+// Words of one packed weight row, and groups per row.
+fn row_words() -> u32 { return p.K / 32u * BITS; }
+fn row_groups() -> u32 { return p.K / GS; }
+
+// Level of value k of weight row n (bit stream; 3/5/6-bit values may straddle two words).
+fn level_at(n: u32, k: u32) -> f32 {
+  let bit = k * BITS;
+  let wi = n * row_words() + (bit >> 5u);
+  let sh = bit & 31u;
+  var v = wq[wi] >> sh;
+  if (sh + BITS > 32u) { v |= wq[wi + 1u] << (32u - sh); }
+  return f32(v & ((1u << BITS) - 1u));
+}
+
+// Element g of a scales / biases array of the stored dtype, as f32.
+fn stored(word: u32, g: u32) -> f32 {
+  if (SDT == 0u) { return bitcast<f32>(word); }
+  let h = select(unpack2x16bf16(word), unpack2x16float(word), SDT == 2u);
+  return select(h.x, h.y, (g & 1u) == 1u);
+}
+
+// (scale, bias) of the group holding value k of weight row n.
+fn affine_at(n: u32, k: u32) -> vec2<f32> {
+  let g = n * row_groups() + k / GS;
+  let i = select(g >> 1u, g, SDT == 0u);
+  return vec2<f32>(stored(scales[i], g), stored(biases[i], g));
+}
+
+// MLX's sigmoid form (ops/elementwise.wgsl) and siluMul on the rounded gate and up sums.
+fn gate_up(g: f32, u: f32) -> f32 {
+  let y = 1.0 / (1.0 + exp(abs(g)));
+  let sg = round_out(select(1.0 - y, y, g < 0.0));
+  return round_out(round_out(g * sg) * u);
+}
+
+// Write (m, n) of this chunk; with ACC the residual add, rounded as add() rounds it.
+fn put(m: u32, n: u32, v: f32) {
+  let i = m * p.ldo + p.col0 + n;
+  if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
+}
+
+// Levels of the 8 values k0 .. k0 + 7 of weight row n (k0 a multiple of 8). 4 and 8 bits are one or two aligned
+// words; other widths take the unit's <= 3 words apart value by value (values may straddle two words).
+fn unit_levels(n: u32, k0: u32) -> array<vec4<f32>, 2> {
+  let first = n * row_words() + ((k0 * BITS) >> 5u);
+  if (BITS == 4u) {
+    let w = vec4<u32>(wq[first]);
+    return array<vec4<f32>, 2>(vec4<f32>((w >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)), vec4<f32>((w >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)));
+  }
+  let bytes = vec4<u32>(0u, 8u, 16u, 24u);
+  if (BITS == 8u) {
+    return array<vec4<f32>, 2>(vec4<f32>((vec4<u32>(wq[first]) >> bytes) & vec4<u32>(255u)), vec4<f32>((vec4<u32>(wq[first + 1u]) >> bytes) & vec4<u32>(255u)));
+  }
+  let last = arrayLength(&wq) - 1u;
+  let words = vec3<u32>(wq[first], wq[min(first + 1u, last)], wq[min(first + 2u, last)]);
+  var lv: array<vec4<f32>, 2>;
+  for (var e = 0u; e < 8u; e++) {
+    let bit = ((k0 * BITS) & 31u) + e * BITS;
+    let sh = bit & 31u;
+    var v = words[bit >> 5u] >> sh;
+    if (sh + BITS > 32u) { v |= words[(bit >> 5u) + 1u] << (32u - sh); }
+    lv[e / 4u][e % 4u] = f32(v & ((1u << BITS) - 1u));
+  }
+  return lv;
+}
+
+// x values k0 .. k0 + 7 of the row starting at xr, rms-normalised and rounded (inv) with NORM.
+fn unit_x(xr: u32, k0: u32, inv: f32) -> array<vec4<f32>, 2> {
+  let i = xr + k0;
+  var xa = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+  var xb = vec4<f32>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
+  if (NORM) {
+    xa = vec4<f32>(round_out(xa.x * inv), round_out(xa.y * inv), round_out(xa.z * inv), round_out(xa.w * inv));
+    xb = vec4<f32>(round_out(xb.x * inv), round_out(xb.y * inv), round_out(xb.z * inv), round_out(xb.w * inv));
+  }
+  return array<vec4<f32>, 2>(xa, xb);
+}
+
+// One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
+// group: GS is a multiple of 8), xv = unit_x(...). MLX's qmv sums 8 or 16 values per thread this way.
+fn unit_dot(n: u32, k0: u32, xv: array<vec4<f32>, 2>) -> f32 {
+  let lv = unit_levels(n, k0);
+  let sb = affine_at(n, k0);
+  return sb.x * (dot(xv[0], lv[0]) + dot(xv[1], lv[1])) + sb.y * dot(xv[0] + xv[1], vec4<f32>(1.0));
+}
+
+// Weight row of qgemv slot r in block blk: ROWS consecutive rows, or with SWIGLU ROWS / 2 gate rows then their up
+// rows (N / 2 further on). Slots past the end repeat the last row; they are computed and never written.
+fn slot_row(blk: u32, r: u32) -> u32 {
+  if (!SWIGLU) { return min(blk * ROWS + r, p.N - 1u); }
+  let P = ROWS / 2u;
+  let i = min(blk * P + r % P, p.N / 2u - 1u);
+  return i + select(0u, p.N / 2u, r >= P);
+}
+
+// Adds the WG lane values of each of the first `count` segments of `sums`; the totals end at sums[seg * WG].
+fn lane_total(count: u32, lid: u32) {
+  workgroupBarrier();
+  var half = WG >> 1u;
+  loop {
+    if (half == 0u) { break; }
+    for (var s = 0u; s < count; s++) {
+      if (lid < half) { sums[s * WG + lid] = sums[s * WG + lid] + sums[s * WG + lid + half]; }
+    }
+    workgroupBarrier();
+    half >>= 1u;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let blk = wid.x + wid.y * nwg.x;
+  let m0 = wid.z * MB;
+  var inv: array<f32, 4>;
+  if (NORM) {
+    for (var m = 0u; m < MB; m++) {
+      let xr = min(m0 + m, p.M - 1u) * p.K;
+      var ss = 0.0;
+      for (var k = lid; k < p.K; k += WG) { ss += x[xr + k] * x[xr + k]; }
+      sums[m * WG + lid] = ss;
+    }
+    lane_total(MB, lid);
+    for (var m = 0u; m < MB; m++) { inv[m] = inverseSqrt(sums[m * WG] / f32(p.K) + p.eps); }
+    workgroupBarrier();   // all lanes have read the totals before the partial sums below overwrite them
+  }
+  var acc: array<f32, 16>;
+  for (var k0 = lid * 8u; k0 < p.K; k0 += WG * 8u) {
+    for (var m = 0u; m < MB; m++) {
+      let xv = unit_x(min(m0 + m, p.M - 1u) * p.K, k0, inv[m]);   // read once for the block's ROWS rows
+      for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += unit_dot(slot_row(blk, r), k0, xv); }
+    }
+  }
+  for (var o = 0u; o < ROWS * MB; o++) { sums[o * WG + lid] = acc[o]; }
+  lane_total(ROWS * MB, lid);
+  if (SWIGLU) {
+    let P = ROWS / 2u;
+    let m = m0 + lid / P;
+    let i = blk * P + lid % P;
+    let seg = (lid / P) * ROWS + lid % P;   // gate total; the up total is P segments further
+    if (lid < P * MB && m < p.M && i < p.N / 2u) { put(m, i, gate_up(round_out(sums[seg * WG]), round_out(sums[(seg + P) * WG]))); }
+  } else if (lid < ROWS * MB) {
+    let m = m0 + lid / ROWS;
+    let n = blk * ROWS + lid % ROWS;
+    if (m < p.M && n < p.N) { put(m, n, round_out(sums[lid * WG])); }
+  }
+}
+
+// Row n of the chunk against x row m, unit by unit (qrows).
+fn row_sum(n: u32, m: u32) -> f32 {
+  var acc = 0.0;
+  for (var k0 = 0u; k0 < p.K; k0 += 8u) { acc += unit_dot(n, k0, unit_x(m * p.K, k0, 1.0)); }
+  return acc;
+}
+
+@compute @workgroup_size(WG)
+fn qrows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = gid.x + gid.y * nwg.x * WG;
+  let m = gid.z;
+  if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
+  var v = round_out(row_sum(n, m));
+  if (SWIGLU) { v = gate_up(v, round_out(row_sum(p.N / 2u + n, m))); }
+  put(m, n, v);
+}
+
+@compute @workgroup_size(TX, TY)
+fn qtiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let BM = TY * TM;
+  let BN = TX * TN;
+  let tid = l.y * TX + l.x;
+  var acc: array<array<f32, 8>, 8>;   // [0, TM) x [0, TN) used
+  for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    // K is a multiple of 32 and BK divides 32: a slice never runs past the row. Rows past M or N are clamped.
+    for (var idx = tid; idx < BM * BK; idx += TX * TY) {
+      let m = min(wid.y * BM + idx / BK, p.M - 1u);
+      Xs[(idx % BK) * BM + idx / BK] = x[m * p.K + k0 + idx % BK];
+    }
+    for (var idx = tid; idx < BN * BK; idx += TX * TY) {
+      let n = min(wid.x * BN + idx / BK, p.N - 1u);
+      let k = k0 + idx % BK;
+      let sb = affine_at(n, k);
+      Ws[(idx % BK) * BN + idx / BK] = round_out(round_out(sb.x * level_at(n, k)) + sb.y);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk++) {
+      for (var i = 0u; i < TM; i++) {
+        let a = Xs[kk * BM + l.y + i * TY];
+        for (var j = 0u; j < TN; j++) { acc[i][j] += a * Ws[kk * BN + l.x + j * TX]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < TM; i++) {
+    for (var j = 0u; j < TN; j++) {
+      let m = wid.y * BM + l.y + i * TY;
+      let n = wid.x * BN + l.x + j * TX;
+      if (m < p.M && n < p.N) { put(m, n, round_out(acc[i][j])); }
+    }
+  }
+}
+
+// Uniforms: M = output elements (ids x K), col0 = first vocabulary row of this chunk, N = its rows.
+@compute @workgroup_size(WG)
+fn qembed(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.M) { return; }
+  let id = min(ids[i / p.K], p.vocab - 1u);
+  if (id < p.col0 || id - p.col0 >= p.N) { return; }
+  let n = id - p.col0;
+  let k = i % p.K;
+  let sb = affine_at(n, k);
+  out[i] = round_out(round_out(round_out(level_at(n, k) * sb.x) + sb.y) * p.escale);
+}
+
+// Uniforms: M = values to pack.
+@compute @workgroup_size(WG)
+fn pack_half(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (2u * i >= p.M) { return; }
+  let a = x[2u * i];
+  let b = select(0.0, x[min(2u * i + 1u, p.M - 1u)], 2u * i + 1u < p.M);
+  if (SDT == 2u) { packed[i] = pack2x16float(vec2<f32>(a, b)); return; }
+  packed[i] = (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xffff0000u);
+}

@@ -1,0 +1,196 @@
+// Quantized linear layers and embedding (qlinear.ts) against float64 references over the dequantized weights, the
+// fusions against the composed ops bit for bit, and quantize's group sizes 32 and 128 (MLX's fixtures in
+// ops.safetensors cover group 64 only, tests/kernels/quant.test.ts: these are checked against quantizeRef).
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/seeded.ts';
+import { ulpStats } from '../helpers/half-ulp.ts';
+import { expectBitExact } from '../helpers/quant-check.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
+import type { Gpu } from '../../src/tensor/gpu.ts';
+import type { Round } from '../../src/kernels/attention/types.ts';
+import { packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
+import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
+import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
+import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
+import { add, siluMul } from '../../src/kernels/ops/ops.ts';
+
+const U = 2 ** -24;
+const PATHS = ['gemv', 'tiled', 'rows'] as const;
+const EPS = 1e-6;
+
+/** A random [N, K] weight quantized on the CPU (Metal rules), scales/biases as stored in `round`'s dtype. */
+function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number) {
+  // Scales and biases in the dtype a model of `round` stores them in (f32 for f32 models).
+  const sdt = round === 'none' ? 'f32' : round;
+  const wv = randn(seed, N * K, 0.1).map((v) => roundTo(round, v));
+  const r = quantizeRef(wv, N, K, { bits, groupSize, round });
+  const ref: QuantMatrixRef = { ...r, N, K, bits, groupSize };
+  const t = (a: Uint32Array | Float32Array, rows: number, cols: number, what: string) =>
+    Tensor.from(gpu, a, [rows, cols], a instanceof Uint32Array ? 'u32' : sdt, `${what}`);
+  const gpr = K / groupSize, wpr = (K * bits) / 32;
+  // Two row chunks (the second smaller) exercise the chunked path every time.
+  const n0 = Math.ceil(N / 2 / 8) * 8;
+  const parts = [[0, n0], [n0, N]];
+  const dev: QuantMatrix = {
+    bits, groupSize,
+    q: parts.map(([a, b]) => t(r.q.subarray(a * wpr, b * wpr), b - a, wpr, 'wq')),
+    scales: parts.map(([a, b]) => t(r.scales.subarray(a * gpr, b * gpr), b - a, gpr, 'scales')),
+    biases: parts.map(([a, b]) => t(r.biases.subarray(a * gpr, b * gpr), b - a, gpr, 'biases')),
+  };
+  const one: QuantMatrix = { bits, groupSize, q: [t(r.q, N, wpr, 'wq')], scales: [t(r.scales, N, gpr, 'scales')], biases: [t(r.biases, N, gpr, 'biases')] };
+  return { ref, chunked: dev, one };
+}
+
+function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number, what: string): void {
+  for (let i = 0; i < want.length; i++) {
+    const bound = 2 * (K + 2) * U * abs[i] + 1e-30;
+    if (!(Math.abs(got[i] - want[i]) <= bound)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (bound ${bound})`);
+  }
+}
+
+describe('qlinear against the float64 product with the dequantized weights', async () => {
+  const gpu = await getGpu();
+  // Every variant on two layouts; the others on the CPU-driver variant only (each pipeline compiles for seconds there).
+  const layouts: Array<[number, number, readonly (typeof PATHS[number])[]]> = [[4, 64, PATHS], [8, 128, PATHS], [8, 64, ['rows']], [4, 32, ['rows']], [3, 64, ['rows']], [6, 32, ['rows']]];
+  for (const [bits, gs, paths] of layouts) {
+    for (const path of paths) {
+      it(`f32, ${bits} bits, group ${gs} (${path}): within the f32 dot-product bound, one chunk or two alike`, async () => {
+        const [M, N, K] = [5, 40, 256];
+        const { ref, chunked, one } = makeWeight(gpu, N, K, bits, gs, 'none', bits * 100 + gs);
+        const xv = randn(bits + gs, M * K);
+        const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
+        const got = await qlinear(x, chunked, { path }).read();
+        expectWithin(got, qlinearRef(xv, ref, M), qlinearAbsRef(xv, ref, M), K, `${bits}b g${gs} ${path}`);
+        // Row chunks write their own columns of the same sums.
+        expectBitExact(got, await qlinear(x, one, { path }).read(), 'chunked vs one chunk');
+      });
+    }
+  }
+
+  // bf16 on every variant; f16 (scales stored as f16) on the CPU-driver one.
+  for (const [round, paths] of [['bf16', PATHS], ['f16', ['rows']]] as const) {
+    for (const path of paths) {
+      it(`${round} (${path}): one rounding of the f32 sum (MLX's qmv / qmm: tiled rounds the dequantized weights)`, async () => {
+        const [M, N, K] = [9, 48, 192];
+        const { ref, one } = makeWeight(gpu, N, K, 4, 64, round, 7);
+        const xv = randn(8, M * K).map((v) => roundTo(round, v));
+        const got = await qlinear(Tensor.from(gpu, xv, [M, K], 'f32', 'x'), one, { path, round }).read();
+        const want = qlinearRef(xv, ref, M, { round, as: path === 'tiled' ? round : 'exact' });
+        expect(got.findIndex((v) => roundTo(round, v) !== v)).toBe(-1);
+        const s = ulpStats(round, got, want);
+        expect(s.within1, JSON.stringify(s)).toBeGreaterThanOrEqual(0.999);
+        expect(s.worst, JSON.stringify(s)).toBeLessThanOrEqual(1);
+      });
+    }
+  }
+});
+
+describe('qlinear fusions against the composed ops', async () => {
+  const gpu = await getGpu();
+  const [M, N, K] = [3, 64, 128];
+  for (const round of ['none', 'bf16'] as Round[]) {
+    for (const path of round === 'none' ? ['rows'] as const : PATHS) {
+      it(`${round} (${path}): accumulate and swiglu bit for bit, norm as rmsNorm first`, async () => {
+        const { one, chunked } = makeWeight(gpu, N, K, 4, 64, round, 11);
+        const xv = randn(12, M * K, 3).map((v) => roundTo(round, v));
+        const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
+        const accv = randn(13, M * N, 2).map((v) => roundTo(round, v));
+        for (const w of [one, chunked]) {
+          const acc = Tensor.from(gpu, accv, [M, N], 'f32', 'acc');
+          const want = await add(Tensor.from(gpu, accv, [M, N], 'f32', 'acc0'), qlinear(x, w, { round, path }), { round }).read();
+          expect(qlinear(x, w, { round, path, accumulate: acc })).toBe(acc);
+          expectBitExact(await acc.read(), want, 'accumulate');
+          const sw = await qlinear(x, w, { round, path, swiglu: true }).read();
+          expectBitExact(sw, await siluMul(qlinear(x, w, { round, path }), { round }).read(), 'swiglu');
+          const normed = qlinear(rmsNorm(x, { eps: EPS, round }), w, { round, path });
+          const got = await qlinear(x, w, { round, path, norm: { eps: EPS } }).read();
+          const ref = await normed.read();
+          if (path !== 'gemv') expectBitExact(got, ref, 'norm');
+          else {
+            // Fused prologue: the sum of squares in another order may move an inverse RMS by an ulp.
+            const d = Array.from(got).reduce((m, v, i) => Math.max(m, Math.abs(v - ref[i]) / (Math.abs(ref[i]) + 1e-3)), 0);
+            expect(d).toBeLessThan(round === 'none' ? 1e-5 : 2 ** -7);
+          }
+        }
+      });
+    }
+  }
+});
+
+describe('qembed', async () => {
+  const gpu = await getGpu();
+  for (const round of ['none', 'bf16'] as Round[]) {
+    it(`${round}: the dequantized rows times the scale (ids past the vocabulary clamp), across chunks`, async () => {
+      const [V, H] = [37, 128];
+      const { ref, chunked } = makeWeight(gpu, V, H, 4, 32, round, 21);
+      const ids = [0, 36, 5, 20, 19, 99];
+      const got = await qembed(Tensor.from(gpu, ids, [ids.length], 'u32', 'ids'), chunked, { scale: 11.3, round }).read();
+      const want = qembedRef(ids, ref, 11.3, round);
+      if (round === 'bf16') expectBitExact(got, Float32Array.from(want), 'qembed bf16');
+      else {
+        // f32: scale * level + bias (maybe one fma) then the product: a few ulp of |scale| level + |bias|.
+        const mag = qembedRef(ids, { ...ref, scales: Array.from(ref.scales, Math.abs), biases: Array.from(ref.biases, Math.abs) }, 11.3, round);
+        for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(4 * U * mag[i] + 1e-30);
+      }
+    });
+  }
+});
+
+describe('packHalves', async () => {
+  const gpu = await getGpu();
+  for (const dtype of ['bf16', 'f16'] as const) {
+    it(`${dtype}: f32 values of the dtype pack exactly (odd count, subnormals, signed zero)`, async () => {
+      const v = randn(5, 37, 3).map((x) => roundTo(dtype, x));
+      v[0] = -0; v[1] = roundTo(dtype, 1e-6); v[2] = 0;
+      const got = await packHalves(Tensor.from(gpu, v, [37], 'f32', 'v'), dtype).read();
+      expectBitExact(got, v, dtype);
+    });
+  }
+});
+
+describe('qlinear bad input', async () => {
+  const gpu = await getGpu();
+  const { one } = makeWeight(gpu, 8, 64, 4, 64, 'none', 1);
+  const x = Tensor.from(gpu, new Float32Array(2 * 64), [2, 64], 'f32', 'x');
+  it('names the tensor and the rule', () => {
+    expect(() => qlinear(Tensor.from(gpu, new Float32Array(2 * 128), [2, 128], 'f32', 'x128'), one)).toThrow(ShapeError);
+    expect(() => qlinear(x, { ...one, bits: 7 })).toThrow(/bits 7 is not one of/);
+    expect(() => qlinear(x, { ...one, groupSize: 16 })).toThrow(/group size 16 is not one of 32, 64, 128/);
+    expect(() => qlinear(x, { ...one, scales: [Tensor.from(gpu, new Float32Array(8 * 2), [8, 2], 'f32', 'bad.scales')] })).toThrow(/'bad.scales' is \[8, 2\]/);
+    expect(() => qlinear(x, { ...one, biases: [Tensor.from(gpu, new Float32Array(8), [8, 1], 'bf16', 'b16')] })).toThrow(/'b16' is \[8, 1\] bf16; .* needs f32 \[8, 1\]/);
+    expect(() => qlinear(x, { ...one, biases: [] })).toThrow(/1 packed chunks, 1 scales and 0 biases/);
+    expect(() => qlinear(x, one, { swiglu: true, accumulate: x })).toThrow(InputError);
+    expect(() => qlinear(Tensor.from(gpu, new Uint32Array(128), [2, 64], 'u32', 'xu'), one)).toThrow(DTypeError);
+  });
+});
+
+describe('quantize with group sizes 32 and 128 (no MLX fixture: against quantizeRef, Metal and CPU rules)', async () => {
+  const gpu = await getGpu();
+  for (const gs of [32, 128]) {
+    for (const bits of [4, 8]) {
+      it(`group ${gs}, ${bits} bits: words, scales, biases and dequantized values bit for bit, corner groups included`, async () => {
+        const rows = 4, cols = 2 * gs;
+        const w = randn(gs + bits, rows * cols);
+        // Group 0 constant negative, group 1 all negative, group 2 constant positive, the rest random.
+        w.fill(-0.75, 0, gs);
+        for (let i = 0; i < gs; i++) w[gs + i] = -1 - i / gs;
+        w.fill(0.5, 2 * gs, 3 * gs);
+        for (const round of ['none', 'bf16'] as Round[]) {
+          for (const rules of ['metal', 'cpu'] as const) {
+            const input = w.map((v) => roundTo(round, v));
+            const ref = quantizeRef(input, rows, cols, { bits, groupSize: gs, round, rules });
+            const got = quantize(Tensor.from(gpu, input, [rows, cols], 'f32', 'w'), { bits, groupSize: gs, round, rules });
+            expectBitExact(await got.q.read(), ref.q, 'q');
+            expectBitExact(await got.scales.read(), ref.scales, 'scales');
+            expectBitExact(await got.biases.read(), ref.biases, 'biases');
+            const d = await dequantize(got.q, got.scales, got.biases, { bits, groupSize: gs, round }).read();
+            expectBitExact(d, dequantizeRef(ref.q, ref.scales, ref.biases, rows, cols, { bits, groupSize: gs, round }), 'dequant');
+          }
+        }
+      });
+    }
+  }
+});
