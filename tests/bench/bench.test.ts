@@ -85,8 +85,14 @@ describe('bench harness', () => {
         if (r.env.adapter.features.includes('timestamp-query')) positive(g.gpuMs, `${g.name} GPU ms`);
       }
       for (const g of k.gemv) expect(g.shareOfStream).toBeGreaterThan(0);
-      positive(k.matmul!.TFLOPs, 'matmul TFLOP/s');
-      expect(k.matmul!.flops).toBe(2 * 8 * 1024 * 256);
+      expect(k.matmul.map((m) => m.name.split('; ')[1].split(':')[0])).toEqual(['f32)', 'bf16, tiled)', 'bf16, auto']);
+      for (const m of k.matmul) {
+        positive(m.TFLOPs, `${m.name} TFLOP/s`);
+        expect(m.flops).toBe(2 * 8 * 1024 * 256);
+      }
+      expect(r.prefillMatmul.path).toMatch(/^rows \(CPU driver\)$|^tiled f32 \(no /);
+      expect(r.parity).toBeNull();
+      expect(r.anchors).toBeNull();
       positive(k.dispatch!.encodeUs, 'dispatch encode');
       positive(k.dispatch!.gpuUs, 'dispatch gpu');
 

@@ -1,0 +1,80 @@
+// Prefill matmul on subgroup matrices (tensor cores) for bf16 mode: x @ W^T over f32 activations holding bf16
+// values and bf16 weights, staged as exact f16, f32 accumulation, one rounding to bf16 (matmul_sgmat.wgsl says why
+// the result is the same f32 sum of exact products as matmul_tiled's, whatever the range of the data).
+// matmul() routes here (sgmatPlan); this file only dispatches one weight chunk and says whether the adapter can.
+import { Kernel } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
+import { DTypeError, InputError } from '../../tensor/errors.ts';
+import type { Round } from '../attention/types.ts';
+
+const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
+const TILE = 64;
+/** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
+const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
+const FEATURE = 'chromium-experimental-subgroup-matrix';
+/** Workgroup memory of the kernel: two 64 x 40 f16 tiles, the 64 x 64 f32 result tile, two flags. */
+const WORKGROUP_BYTES = 2 * 64 * 40 * 2 + 64 * 64 * 4 + 8;
+/**
+ * Fewest x rows for which matmul() takes this path: below, the matrix-vector or tiled kernels serve (decode and
+ * short prompts are bandwidth- or launch-bound, and a 64-row tile would be mostly padding).
+ */
+export const SGMAT_MIN_M = 64;
+
+/** Why this adapter cannot run the kernel, or null when it can. */
+export function sgmatUnavailable(gpu: Gpu): string | null {
+  const s = gpu.summary;
+  if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE} (Node: Dawn's allow_unsafe_apis; Chrome: --enable-unsafe-webgpu)`;
+  if (!gpu.f16) return 'no shader-f16 (on NVIDIA, Dawn\'s vulkan_enable_f16_on_nvidia)';
+  const want = `f16>f32 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}`;
+  if (!s.subgroupMatrix.includes(want)) return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
+  if (s.subgroupSizes[0] !== CONFIG.subgroup || s.subgroupSizes[1] !== CONFIG.subgroup) {
+    return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ${CONFIG.subgroup}`;
+  }
+  const shared = gpu.device.limits.maxComputeWorkgroupStorageSize;
+  if (shared < WORKGROUP_BYTES) return `${shared} bytes of workgroup memory; the kernel needs ${WORKGROUP_BYTES}`;
+  return null;
+}
+
+/** The path bf16 prefill matmuls take on this adapter, for summaries and benchmark reports. */
+export function prefillMatmulPath(gpu: Gpu): string {
+  if (gpu.cpu) return 'rows (CPU driver)';
+  const why = sgmatUnavailable(gpu);
+  return why === null ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}, f32 accumulate (M >= ${SGMAT_MIN_M})` : `tiled f32 (${why})`;
+}
+
+/** matmul()'s automatic choice: tensor cores for bf16 rounding of bf16 weights (f32 mode stays exact f32), M >= SGMAT_MIN_M. */
+export function sgmatSuits(gpu: Gpu, M: number, dtype: string, round?: Round): boolean {
+  return round === 'bf16' && dtype === 'bf16' && M >= SGMAT_MIN_M && sgmatUnavailable(gpu) === null;
+}
+
+/** Throws unless path 'sgmat' can serve x @ w^T with this rounding. */
+export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
+  const what = `x '${x.label}' [${x.shape.join(', ')}] @ weight '${w.label}' [${w.shape.join(', ')}] ${w.dtype}`;
+  const why = sgmatUnavailable(x.gpu);
+  if (why !== null) throw new InputError('matmul', `path 'sgmat' for ${what}: this adapter cannot run it: ${why}`);
+  if (round !== 'bf16' || w.dtype !== 'bf16') throw new DTypeError('matmul', `path 'sgmat' needs round 'bf16' and bf16 weights (${what}, round '${round ?? 'none'}')`);
+}
+
+const statsOf = new WeakMap<Gpu, Tensor>();
+
+/**
+ * stats[0]: k-slices the kernel computed with f32 FMAs because a value was not exact in f16, summed over every
+ * call on this device (wrapping at 2^32). Tests zero it and check that it moves only when it must.
+ */
+export function sgmatStats(gpu: Gpu): Tensor {
+  let t = statsOf.get(gpu);
+  if (!t) statsOf.set(gpu, (t = Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats')));
+  return t;
+}
+
+/** out[:, col0 .. col0 + N) (+)= bf16(x @ c^T) for one bf16 weight chunk c [N, K]; x f32 [M, K], out f32 [M, ldo]. */
+export function dispatchSgmat(x: Tensor, c: Tensor, out: Tensor, u: { M: number; K: number; ldo: number; col0: number }, accumulate: boolean): void {
+  const N = c.shape[0];
+  KERNEL.dispatch(x.gpu, {
+    bindings: { x, w: c, out, stats: sgmatStats(x.gpu) }, label: 'matmul.sgmat',
+    uniforms: { M: u.M, N, K: u.K, ldo: u.ldo, col0: u.col0 },
+    overrides: { ACC: accumulate ? 1 : 0 },
+    workgroups: [Math.ceil(N / TILE), Math.ceil(u.M / TILE)],
+  });
+}
