@@ -12,6 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-bench/results}
+# A git worktree's node_modules symlink travels dangling: enter.sh then links node_modules/webgpu afresh.
+if [ -L node_modules ] && [ ! -e node_modules ]; then rm node_modules; fi
 mkdir -p "$out"
 { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv; } > "$out/nvidia-smi.txt" 2>&1 || true
 anchors=()
