@@ -9,12 +9,13 @@ import { DTypeError, InputError } from '../../tensor/errors.ts';
 import type { Round } from '../attention/types.ts';
 
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
-const TILE = 64;
+/** Output tile of one workgroup (one subgroup): rows of x by weight rows. */
+const TILE = { M: 64, N: 32 };
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
-/** Workgroup memory of the kernel: two 64 x 40 f16 tiles, the 64 x 64 f32 result tile, two flags. */
-const WORKGROUP_BYTES = 2 * 64 * 40 * 2 + 64 * 64 * 4 + 8;
+/** Workgroup memory of the kernel: the 64 x 40 and 32 x 40 f16 tiles, two 64 x 32 f32 result tiles, two flags. */
+const WORKGROUP_BYTES = (64 + 32) * 40 * 2 + 2 * 64 * 32 * 4 + 8;
 /**
  * Fewest x rows for which matmul() takes this path: below, the matrix-vector or tiled kernels serve (decode and
  * short prompts are bandwidth- or launch-bound, and a 64-row tile would be mostly padding).
@@ -75,6 +76,6 @@ export function dispatchSgmat(x: Tensor, c: Tensor, out: Tensor, u: { M: number;
     bindings: { x, w: c, out, stats: sgmatStats(x.gpu) }, label: 'matmul.sgmat',
     uniforms: { M: u.M, N, K: u.K, ldo: u.ldo, col0: u.col0 },
     overrides: { ACC: accumulate ? 1 : 0 },
-    workgroups: [Math.ceil(N / TILE), Math.ceil(u.M / TILE)],
+    workgroups: [Math.ceil(N / TILE.N), Math.ceil(u.M / TILE.M)],
   });
 }

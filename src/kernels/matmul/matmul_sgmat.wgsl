@@ -2,9 +2,11 @@
 // cores), for bf16-mode prefill. x: f32 [M, K] (bf16 values in bf16 mode); w: one bf16 row-chunk [N, K] packed two
 // per u32 (element e in word e >> 1, low half when e is even); out: f32 [M, ldo]. Any M, N, K.
 //
-// A workgroup owns a BM x BN output tile (4 subgroups of SG = 32 lanes, each a 32 x 32 quarter as 2 x 2 result
-// matrices of S x S). K is walked in BK slices staged through workgroup memory as f16, where subgroupMatrixLoad
-// reads them (x rows as the left matrix, row-major; weight rows as the right matrix, column-major).
+// A workgroup is one subgroup of SG = 32 lanes and owns a BM x BN = 64 x 32 output tile, 4 x 2 result matrices of
+// S x S (one subgroup, because subgroupMatrixLoad/Store need workgroup-uniform offsets: with several subgroups the
+// offsets would depend on the invocation index). K is walked in BK slices staged through workgroup memory as f16,
+// where subgroupMatrixLoad reads them (x rows as the left matrix, row-major; weight rows as the right matrix,
+// column-major).
 //
 // Numerics: the products of f16 values are exact in f32 and the tensor cores accumulate in f32, so the result is
 // an f32 sum of exact products, rounded once to bf16 like matmul_tiled (only the summation order differs). That
@@ -33,20 +35,20 @@ struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32 }
 override ACC: bool = false;
 
 const S = 16u;              // subgroup-matrix side (the f16 -> f32 16x16x16 configuration)
-const SG = 32u;             // lanes per subgroup (matmul_sgmat.ts requires min = max = 32)
-const T = 4u * SG;          // threads per workgroup
+const T = 32u;              // lanes of the one subgroup (matmul_sgmat.ts requires min = max = 32)
 const BM = 64u;
-const BN = 64u;
+const BN = 32u;
 const BK = 32u;
 const LD = BK + 8u;         // staged row length in f16: 80 bytes, a multiple of 16, rows off the same banks
-const OUTS = BM * BN / T;   // outputs per thread in the epilogue and the fallback
+const OUTS = BM * BN / T;   // outputs per lane in the epilogue and the fallback
 const XS = 16.0;            // 2^SX
 const WS = 1024.0;          // 2^SW
 const UNSCALE = 1.0 / (XS * WS);
 
 var<workgroup> As: array<f16, BM * LD>;
 var<workgroup> Bs: array<f16, BN * LD>;
-var<workgroup> Cs: array<f32, BM * BN>;
+var<workgroup> Cs: array<f32, BM * BN>;   // the tensor-core sums, stored after the last slice
+var<workgroup> Fs: array<f32, BM * BN>;   // the f32 fallback's sums (unscaled); lane tid owns tid, tid + T, ...
 var<workgroup> bad: atomic<u32>;
 var<workgroup> slow: u32;
 
@@ -75,18 +77,18 @@ fn w_at(n: u32, k: u32) -> f32 {
   return select(0.0, weight(min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
 }
 
+// A staged value: v scaled as f16 when that is exact, else 0 with ok cleared.
+fn half_of(v: f32, ok: ptr<function, bool>) -> f16 {
+  let fits = fits_f16(v);
+  *ok = *ok && fits;
+  return f16(select(0.0, v, fits));
+}
+
 // Stage slice k0 of the x and weight tiles as scaled f16; flags the workgroup when a value does not fit.
 fn stage(m0: u32, n0: u32, k0: u32, tid: u32) {
   var ok = true;
-  for (var i = tid; i < BM * BK; i += T) {
-    let r = i / BK;
-    let c = i % BK;
-    let xs = x_at(m0 + r, k0 + c) * XS;
-    let ws = w_at(n0 + r, k0 + c) * WS;   // BM == BN: the same (row, column) of both tiles
-    ok = ok && fits_f16(xs) && fits_f16(ws);
-    As[r * LD + c] = f16(select(0.0, xs, fits_f16(xs)));
-    Bs[r * LD + c] = f16(select(0.0, ws, fits_f16(ws)));
-  }
+  for (var i = tid; i < BM * BK; i += T) { As[(i / BK) * LD + i % BK] = half_of(x_at(m0 + i / BK, k0 + i % BK) * XS, &ok); }
+  for (var i = tid; i < BN * BK; i += T) { Bs[(i / BK) * LD + i % BK] = half_of(w_at(n0 + i / BK, k0 + i % BK) * WS, &ok); }
   if (!ok) { atomicOr(&bad, 1u); }
 }
 
@@ -94,53 +96,60 @@ fn stage(m0: u32, n0: u32, k0: u32, tid: u32) {
 fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
   let n0 = wid.x * BN;
   let m0 = wid.y * BM;
-  let sg = tid / SG;
-  let sm = (sg / 2u) * 32u;   // this subgroup's quarter of the tile
-  let sn = (sg % 2u) * 32u;
+  for (var i = tid; i < BM * BN; i += T) { Fs[i] = 0.0; }
   var c00 = subgroup_matrix_result<f32, S, S>();
   var c01 = subgroup_matrix_result<f32, S, S>();
   var c10 = subgroup_matrix_result<f32, S, S>();
   var c11 = subgroup_matrix_result<f32, S, S>();
-  var fix: array<f32, OUTS>;   // the fallback slices' f32 sums of this thread's outputs (unscaled)
+  var c20 = subgroup_matrix_result<f32, S, S>();
+  var c21 = subgroup_matrix_result<f32, S, S>();
+  var c30 = subgroup_matrix_result<f32, S, S>();
+  var c31 = subgroup_matrix_result<f32, S, S>();
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     stage(m0, n0, k0, tid);
     workgroupBarrier();
     if (tid == 0u) { slow = atomicExchange(&bad, 0u); }
     if (workgroupUniformLoad(&slow) == 0u) {
       for (var kk = 0u; kk < BK; kk += S) {
-        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, sm * LD + kk, false, LD);
-        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, (sm + S) * LD + kk, false, LD);
-        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, sn * LD + kk, true, LD);
-        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, (sn + S) * LD + kk, true, LD);
+        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, kk, true, LD);
+        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, S * LD + kk, true, LD);
+        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, kk, false, LD);
         c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
         c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
+        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, S * LD + kk, false, LD);
         c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
         c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
+        let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, 2u * S * LD + kk, false, LD);
+        c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
+        c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
+        let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, 3u * S * LD + kk, false, LD);
+        c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
+        c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
       }
     } else {
       if (tid == 0u) { atomicAdd(&stats[0], 1u); }
-      for (var o = 0u; o < OUTS; o++) {
-        let i = tid + o * T;
-        let m = m0 + i / BN;
-        let n = n0 + i % BN;
+      for (var i = tid; i < BM * BN; i += T) {
         var s = 0.0;
-        for (var kk = 0u; kk < BK; kk++) { s += x_at(m, k0 + kk) * w_at(n, k0 + kk); }
-        fix[o] += s;
+        for (var kk = 0u; kk < BK; kk++) { s += x_at(m0 + i / BN, k0 + kk) * w_at(n0 + i % BN, k0 + kk); }
+        Fs[i] += s;
       }
     }
-    workgroupBarrier();   // everyone is done with As / Bs before the next slice overwrites them
+    workgroupBarrier();   // done with As / Bs before the next slice overwrites them
   }
-  subgroupMatrixStore(&Cs, sm * BN + sn, c00, false, BN);
-  subgroupMatrixStore(&Cs, sm * BN + sn + S, c01, false, BN);
-  subgroupMatrixStore(&Cs, (sm + S) * BN + sn, c10, false, BN);
-  subgroupMatrixStore(&Cs, (sm + S) * BN + sn + S, c11, false, BN);
+  subgroupMatrixStore(&Cs, 0u, c00, false, BN);
+  subgroupMatrixStore(&Cs, S, c01, false, BN);
+  subgroupMatrixStore(&Cs, S * BN, c10, false, BN);
+  subgroupMatrixStore(&Cs, S * BN + S, c11, false, BN);
+  subgroupMatrixStore(&Cs, 2u * S * BN, c20, false, BN);
+  subgroupMatrixStore(&Cs, 2u * S * BN + S, c21, false, BN);
+  subgroupMatrixStore(&Cs, 3u * S * BN, c30, false, BN);
+  subgroupMatrixStore(&Cs, 3u * S * BN + S, c31, false, BN);
   workgroupBarrier();
-  for (var o = 0u; o < OUTS; o++) {
-    let i = tid + o * T;
+  for (var i = tid; i < BM * BN; i += T) {
     let m = m0 + i / BN;
     let n = n0 + i % BN;
     if (m < p.M && n < p.N) {
-      let v = round_bf16(Cs[i] * UNSCALE + fix[o]);
+      let v = round_bf16(Cs[i] * UNSCALE + Fs[i]);
       let j = m * p.ldo + p.col0 + n;
       if (ACC) { out[j] = round_bf16(out[j] + v); } else { out[j] = v; }
     }
