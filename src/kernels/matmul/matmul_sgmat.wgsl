@@ -111,18 +111,18 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     if (tid == 0u) { slow = atomicExchange(&bad, 0u); }
     if (workgroupUniformLoad(&slow) == 0u) {
       for (var kk = 0u; kk < BK; kk += S) {
-        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, kk, true, LD);
-        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>>(&Bs, S * LD + kk, true, LD);
-        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, kk, false, LD);
+        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs, kk, LD);
+        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs, S * LD + kk, LD);
+        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, kk, LD);
         c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
         c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
-        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, S * LD + kk, false, LD);
+        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, S * LD + kk, LD);
         c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
         c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
-        let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, 2u * S * LD + kk, false, LD);
+        let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, 2u * S * LD + kk, LD);
         c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
         c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
-        let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>>(&As, 3u * S * LD + kk, false, LD);
+        let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, 3u * S * LD + kk, LD);
         c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
         c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
       }
@@ -136,14 +136,14 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     }
     workgroupBarrier();   // done with As / Bs before the next slice overwrites them
   }
-  subgroupMatrixStore(&Cs, 0u, c00, false, BN);
-  subgroupMatrixStore(&Cs, S, c01, false, BN);
-  subgroupMatrixStore(&Cs, S * BN, c10, false, BN);
-  subgroupMatrixStore(&Cs, S * BN + S, c11, false, BN);
-  subgroupMatrixStore(&Cs, 2u * S * BN, c20, false, BN);
-  subgroupMatrixStore(&Cs, 2u * S * BN + S, c21, false, BN);
-  subgroupMatrixStore(&Cs, 3u * S * BN, c30, false, BN);
-  subgroupMatrixStore(&Cs, 3u * S * BN + S, c31, false, BN);
+  subgroupMatrixStore<row_major>(&Cs, 0u, c00, BN);
+  subgroupMatrixStore<row_major>(&Cs, S, c01, BN);
+  subgroupMatrixStore<row_major>(&Cs, S * BN, c10, BN);
+  subgroupMatrixStore<row_major>(&Cs, S * BN + S, c11, BN);
+  subgroupMatrixStore<row_major>(&Cs, 2u * S * BN, c20, BN);
+  subgroupMatrixStore<row_major>(&Cs, 2u * S * BN + S, c21, BN);
+  subgroupMatrixStore<row_major>(&Cs, 3u * S * BN, c30, BN);
+  subgroupMatrixStore<row_major>(&Cs, 3u * S * BN + S, c31, BN);
   workgroupBarrier();
   for (var i = tid; i < BM * BN; i += T) {
     let m = m0 + i / BN;

@@ -1,0 +1,125 @@
+// One-off probe for the H200 (bundled like the bench): which form of Dawn's subgroup-matrix builtins gives right
+// answers there, and how fast the tensor cores run through Dawn with and without the staged kernel's checks.
+// Prints one JSON line per variant: { variant, maxAbsErr, ok, ms, TFLOPs }, raw kernels in both forms of the
+// builtins (deprecated `(ptr, offset, col_major, stride)` and `<T, layout>(ptr, offset, stride)`), then the library's.
+import { Gpu } from '../src/tensor/gpu.ts';
+import { Tensor } from '../src/tensor/tensor.ts';
+import { matmul } from '../src/kernels/matmul/matmul.ts';
+import { checkSgmat } from '../tests/kernels/matmul_sgmat.check.ts';
+
+const gpu = await Gpu.create();
+const device = gpu.device;
+const out = { push: (o: unknown) => console.log(JSON.stringify(o)) };
+
+/** Raw tensor-core kernel over f16 storage inputs (a [M, K] row-major, b [N, K]), f32 [M, N] out, 64 x 32 tiles. */
+function raw(api: 'old' | 'new'): string {
+  const L = (t: string, p: string, off: string, cm: boolean, st: string) => api === 'new'
+    ? `subgroupMatrixLoad<subgroup_matrix_${t}<f16, 16, 16>, ${cm ? 'col_major' : 'row_major'}>(${p}, ${off}, ${st})`
+    : `subgroupMatrixLoad<subgroup_matrix_${t}<f16, 16, 16>>(${p}, ${off}, ${cm}, ${st})`;
+  const S = (off: string, m: string) => api === 'new' ? `subgroupMatrixStore<row_major>(&c, ${off}, ${m}, N)` : `subgroupMatrixStore(&c, ${off}, ${m}, false, N)`;
+  return `enable f16;
+enable chromium_experimental_subgroup_matrix;
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+override K: u32 = 64u;
+override N: u32 = 32u;
+@compute @workgroup_size(32)
+fn main(@builtin(workgroup_id) wid: vec3u) {
+  let n0 = wid.x * 32u;
+  let m0 = wid.y * 64u;
+  var acc: array<subgroup_matrix_result<f32, 16, 16>, 8>;
+  for (var k = 0u; k < K; k += 16u) {
+    let b0 = ${L('right', '&b', 'n0 * K + k', true, 'K')};
+    let b1 = ${L('right', '&b', '(n0 + 16u) * K + k', true, 'K')};
+    for (var i = 0u; i < 4u; i++) {
+      let a0 = ${L('left', '&a', '(m0 + i * 16u) * K + k', false, 'K')};
+      acc[2u * i] = subgroupMatrixMultiplyAccumulate(a0, b0, acc[2u * i]);
+      acc[2u * i + 1u] = subgroupMatrixMultiplyAccumulate(a0, b1, acc[2u * i + 1u]);
+    }
+  }
+  for (var i = 0u; i < 4u; i++) {
+    ${S('(m0 + i * 16u) * N + n0', 'acc[2u * i]')};
+    ${S('(m0 + i * 16u) * N + n0 + 16u', 'acc[2u * i + 1u]')};
+  }
+}`;
+}
+
+const f16 = (v: number) => { const f = new Float32Array([v]); const u = new Uint32Array(f.buffer)[0]; return ((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff); };
+function buffer(data: ArrayBufferView | number, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST): GPUBuffer {
+  const size = typeof data === 'number' ? data : Math.ceil(data.byteLength / 4) * 4;
+  const b = device.createBuffer({ size, usage });
+  if (typeof data !== 'number') device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+  return b;
+}
+async function read(b: GPUBuffer, n: number): Promise<Float32Array> {
+  const r = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const e = device.createCommandEncoder();
+  e.copyBufferToBuffer(b, 0, r, 0, n * 4);
+  device.queue.submit([e.finish()]);
+  await r.mapAsync(GPUMapMode.READ);
+  const v = new Float32Array(r.getMappedRange().slice(0));
+  r.destroy();
+  return v;
+}
+
+async function runRaw(api: 'old' | 'new', M: number, N: number, K: number, reps: number) {
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ code: raw(api) });
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main', constants: { K, N } } });
+  const err = await device.popErrorScope();
+  if (err) return { error: err.message.slice(0, 400) };
+  // Small integers / 8 are exact in f16 and their sums exact in f32: any misplaced product shows.
+  const av = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
+  const bv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 8);
+  const a = buffer(Uint16Array.from(av, f16)), b = buffer(Uint16Array.from(bv, f16)), c = buffer(M * N * 4);
+  const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [a, b, c].map((buf, i) => ({ binding: i, resource: { buffer: buf } })) });
+  const go = (n: number) => {
+    const e = device.createCommandEncoder();
+    const p = e.beginComputePass();
+    p.setPipeline(pipeline);
+    p.setBindGroup(0, bg);
+    for (let i = 0; i < n; i++) p.dispatchWorkgroups(N / 32, M / 64);
+    p.end();
+    device.queue.submit([e.finish()]);
+    return device.queue.onSubmittedWorkDone();
+  };
+  await go(1);
+  const got = await read(c, M * N);
+  let maxErr = 0;
+  for (let m = 0; m < Math.min(M, 128); m++) {
+    for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += av[m * K + k] * bv[n * K + k];
+      maxErr = Math.max(maxErr, Math.abs(got[m * N + n] - s));
+    }
+  }
+  const t0 = performance.now();
+  await go(reps);
+  const ms = (performance.now() - t0) / reps;
+  for (const x of [a, b, c]) x.destroy();
+  return { maxAbsErr: maxErr, ok: maxErr === 0, ms, TFLOPs: (2 * M * N * K) / ms / 1e9 };
+}
+
+for (const api of ['old', 'new'] as const) {
+  out.push({ variant: `raw ${api} 128x32x64`, ...(await runRaw(api, 128, 32, 64, 1)) });
+  out.push({ variant: `raw ${api} 512x6144x1536`, ...(await runRaw(api, 512, 6144, 1536, 20)) });
+}
+// The library's staged kernel (matmul_sgmat.wgsl): its parity report and its speed on the prefill shape.
+const r = await checkSgmat(gpu);
+out.push({ variant: 'library sgmat parity', passed: r.passed, failed: r.failed, worstUlp: r.worstUlp, within1: r.within1,
+  cases: r.cases.map((c) => `${c.name}: ${c.worstUlp} ulp, ${c.fallbackSlices} fallback slices${c.failure ? `, FAILED ${c.failure}` : ''}`) });
+for (const path of ['tiled', 'sgmat'] as const) {
+  const x = Tensor.from(gpu, Float32Array.from({ length: 512 * 1536 }, (_, i) => ((i * 7) % 13 - 6) / 8), [512, 1536], 'f32', 'x');
+  const w = Tensor.from(gpu, Float32Array.from({ length: 6144 * 1536 }, (_, i) => ((i * 5) % 11 - 5) / 64), [6144, 1536], 'bf16', 'w');
+  matmul(x, w, { round: 'bf16', path }).dispose();
+  await gpu.sync();
+  const t0 = performance.now();
+  for (let i = 0; i < 20; i++) matmul(x, w, { round: 'bf16', path }).dispose();
+  await gpu.sync();
+  const ms = (performance.now() - t0) / 20;
+  out.push({ variant: `library ${path} 512x6144x1536`, ms, TFLOPs: (2 * 512 * 6144 * 1536) / ms / 1e9 });
+  x.dispose(); w.dispose();
+}
+gpu.destroy();
+process.exit(0);
