@@ -13,7 +13,7 @@ import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
-import { prefillMatmulPath, sgmatStats, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
@@ -37,8 +37,8 @@ export interface BenchResult {
   model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
   kernels: KernelResults;
   caches: CacheResult[];
-  /** The path bf16 prefill matmuls took, and the k-slices its tensor-core kernel computed by the f32 fallback during the model runs (null: not that path). */
-  prefillMatmul: { path: string; fallbackSlices: number | null };
+  /** The path bf16 prefill matmuls take on this adapter (prefillMatmulPath). */
+  prefillMatmul: { path: string };
   /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why it did not run. */
   parity: { sgmat: SgmatReport | { skipped: string } } | null;
   /** The PyTorch anchors' JSON (bench/torch-anchors.py, run by bench/h200.sh in the same call), verbatim; null without --anchors. */
@@ -90,7 +90,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       timestamps: gpu.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
     settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
-    caches: [], prefillMatmul: { path: prefillMatmulPath(gpu), fallbackSlices: null }, parity: null, anchors: hooks.anchors ?? null,
+    caches: [], prefillMatmul: { path: prefillMatmulPath(gpu) }, parity: null, anchors: hooks.anchors ?? null,
     errors: [], skipped: [], elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
@@ -149,15 +149,11 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         r.model = { ...info, dtype: s.dtype, weightsMs };
         log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
         const bench = new ModelBench(gpu, new HrmModel(gpu, config, weights, s.dtype), info, s, clock, log);
-        const slices = async () => (sgmatUnavailable(gpu) === null ? (await sgmatStats(gpu).read())[0] : null);
-        const before = await slices();
         try {
           for (const c of s.caches) {
             r.caches.push(await bench.run(c, streamGBps));
             await update();
           }
-          const after = await slices();
-          r.prefillMatmul.fallbackSlices = after === null || before === null ? null : after - before;
         } finally {
           disposeWeights(weights);
         }

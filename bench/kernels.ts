@@ -13,7 +13,7 @@ import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
-import { prefillMatmulPath } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { add } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
@@ -280,8 +280,8 @@ export async function attentionSweep(gpu: Gpu, heads: number, dim: number, s: Se
 
 /**
  * x[m, k] @ W[n, k]^T, bf16 W: 2mnk FLOP per call, in f32 mode (f32 x, tiled) and in bf16 mode (x holding bf16
- * values, output rounded to bf16) through the tiled kernel and through matmul's own choice, which takes subgroup
- * matrices (tensor cores) where the adapter offers them (prefillMatmulPath).
+ * values, output rounded to bf16) through the tiled kernel and, where the adapter offers them, subgroup matrices
+ * (tensor cores, path 'sgmat').
  */
 export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: Settings): Promise<MatmulFigure[]> {
   const w = randomWeight(gpu, n, k, s.seed * 31, 'mm.w');
@@ -290,8 +290,8 @@ export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: 
   const variants: Array<[string, () => Tensor]> = [
     ['f32', () => matmul(x, w)],
     ['bf16, tiled', () => matmul(xb, w, { round: 'bf16', path: 'tiled' })],
-    [`bf16, auto: ${prefillMatmulPath(gpu)}`, () => matmul(xb, w, { round: 'bf16' })],
   ];
+  if (sgmatUnavailable(gpu) === null) variants.push(['bf16, subgroup matrices', () => matmul(xb, w, { round: 'bf16', path: 'sgmat' })]);
   const out: MatmulFigure[] = [];
   try {
     for (const [mode, call] of variants) {

@@ -127,8 +127,7 @@ export function markdown(r: BenchResult): string {
 
 /** Which path prefill matmuls took, and the tensor-core kernel's parity report where it ran. */
 function prefillNotes(r: BenchResult): string[] {
-  const L = [`Prefill matmuls (bf16): ${esc(r.prefillMatmul.path)}` +
-    (r.prefillMatmul.fallbackSlices === null ? '.' : `; ${r.prefillMatmul.fallbackSlices} k-slices computed by its f32 fallback during the model runs.`)];
+  const L = [`Prefill matmuls (bf16): ${esc(r.prefillMatmul.path)}.`];
   const p = r.parity?.sgmat;
   if (p && 'skipped' in p) L.push(`Subgroup-matrix parity checks: skipped, ${esc(p.skipped)}.`);
   else if (p) {

@@ -45,7 +45,12 @@ fn main(@builtin(workgroup_id) wid: vec3u) {
 }`;
 }
 
-const f16 = (v: number) => { const f = new Float32Array([v]); const u = new Uint32Array(f.buffer)[0]; return ((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff); };
+/** f16 bits of a normal f16 value or zero (the probe's data are multiples of 1/64 below 1). */
+const f16 = (v: number) => {
+  if (v === 0) return 0;
+  const u = new Uint32Array(new Float32Array([v]).buffer)[0];
+  return ((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff);
+};
 function buffer(data: ArrayBufferView | number, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST): GPUBuffer {
   const size = typeof data === 'number' ? data : Math.ceil(data.byteLength / 4) * 4;
   const b = device.createBuffer({ size, usage });
@@ -101,6 +106,49 @@ async function runRaw(api: 'old' | 'new', M: number, N: number, K: number, reps:
   return { maxAbsErr: maxErr, ok: maxErr === 0, ms, TFLOPs: (2 * M * N * K) / ms / 1e9 };
 }
 
+/**
+ * One 16x16x16 product with the left matrix loaded at element offset `off` of a 512-element f16 array: tells
+ * whether the offset counts elements (as documented), or something else (bytes: off / 2 elements).
+ */
+async function offsetDiag(off: number) {
+  const code = `enable f16;
+enable chromium_experimental_subgroup_matrix;
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@compute @workgroup_size(32)
+fn main() {
+  let l = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, ${off}u, 16u);
+  let r = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, row_major>(&b, 0u, 16u);
+  subgroupMatrixStore<row_major>(&c, 0u, subgroupMatrixMultiply<f32>(l, r), 16u);
+}`;
+  device.pushErrorScope('validation');
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const err = await device.popErrorScope();
+  if (err) return { error: err.message.slice(0, 300) };
+  const av = Float32Array.from({ length: 512 }, (_, i) => ((i * 7) % 13 - 6) / 8), bv = Float32Array.from({ length: 256 }, (_, i) => ((i * 5) % 11 - 5) / 8);
+  const a = buffer(Uint16Array.from(av, f16)), b = buffer(Uint16Array.from(bv, f16)), c = buffer(256 * 4);
+  const e = device.createCommandEncoder();
+  const p = e.beginComputePass();
+  p.setPipeline(pipeline);
+  p.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [a, b, c].map((buf, i) => ({ binding: i, resource: { buffer: buf } })) }));
+  p.dispatchWorkgroups(1);
+  p.end();
+  device.queue.submit([e.finish()]);
+  const got = await read(c, 256);
+  const errAt = (start: number) => {
+    let m = 0;
+    for (let i = 0; i < 16; i++) for (let j = 0; j < 16; j++) {
+      let s = 0;
+      for (let k = 0; k < 16; k++) s += av[start + i * 16 + k] * bv[k * 16 + j];
+      m = Math.max(m, Math.abs(got[i * 16 + j] - s));
+    }
+    return m;
+  };
+  return { errIfElements: errAt(off), errIfBytes: errAt(off / 2), errIfIgnored: errAt(0) };
+}
+
+for (const off of [0, 16, 256]) out.push({ variant: `offset diag, left at ${off}`, ...(await offsetDiag(off)) });
 for (const api of ['old', 'new'] as const) {
   out.push({ variant: `raw ${api} 128x32x64`, ...(await runRaw(api, 128, 32, 64, 1)) });
   out.push({ variant: `raw ${api} 512x6144x1536`, ...(await runRaw(api, 512, 6144, 1536, 20)) });

@@ -1,7 +1,12 @@
 // Prefill matmul on subgroup matrices (tensor cores) for bf16 mode: x @ W^T over f32 activations holding bf16
 // values and bf16 weights, staged as exact f16, f32 accumulation, one rounding to bf16 (matmul_sgmat.wgsl says why
 // the result is the same f32 sum of exact products as matmul_tiled's, whatever the range of the data).
-// matmul() routes here (sgmatPlan); this file only dispatches one weight chunk and says whether the adapter can.
+// matmul() routes here for path 'sgmat'; this file only dispatches one weight chunk and says whether the adapter can.
+//
+// Status (H200, Dawn through npm webgpu 0.6.2, NVIDIA Vulkan 580.159, 2026-12-01; bench/results/README.md): the
+// adapter offers f16>f32 16x16x16 and the kernel compiles, but its results are wrong wherever a matrix is loaded at
+// a non-zero offset (only a single-block case passes) and it runs at ~1 TFLOP/s (a bare tensor-core loop straight from
+// storage: ~4.5). So matmul()'s automatic choice does not take it; bench/sgmat-probe.ts narrows down the cause.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
@@ -14,13 +19,8 @@ const TILE = { M: 64, N: 32 };
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
-/** Workgroup memory of the kernel: the 64 x 40 and 32 x 40 f16 tiles, two 64 x 32 f32 result tiles, two flags. */
-const WORKGROUP_BYTES = (64 + 32) * 40 * 2 + 2 * 64 * 32 * 4 + 8;
-/**
- * Fewest x rows for which matmul() takes this path: below, the matrix-vector or tiled kernels serve (decode and
- * short prompts are bandwidth- or launch-bound, and a 64-row tile would be mostly padding).
- */
-export const SGMAT_MIN_M = 64;
+/** Workgroup memory of the kernel: 12 staged 16 x 24 f16 blocks, two 64 x 32 f32 result tiles, two flags. */
+const WORKGROUP_BYTES = 12 * 16 * 24 * 2 + 2 * 64 * 32 * 4 + 8;
 
 /** Why this adapter cannot run the kernel, or null when it can. */
 export function sgmatUnavailable(gpu: Gpu): string | null {
@@ -41,12 +41,9 @@ export function sgmatUnavailable(gpu: Gpu): string | null {
 export function prefillMatmulPath(gpu: Gpu): string {
   if (gpu.cpu) return 'rows (CPU driver)';
   const why = sgmatUnavailable(gpu);
-  return why === null ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}, f32 accumulate (M >= ${SGMAT_MIN_M})` : `tiled f32 (${why})`;
-}
-
-/** matmul()'s automatic choice: tensor cores for bf16 rounding of bf16 weights (f32 mode stays exact f32), M >= SGMAT_MIN_M. */
-export function sgmatSuits(gpu: Gpu, M: number, dtype: string, round?: Round): boolean {
-  return round === 'bf16' && dtype === 'bf16' && M >= SGMAT_MIN_M && sgmatUnavailable(gpu) === null;
+  return why === null
+    ? `tiled f32 (subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} runs as path 'sgmat' on request only: it fails its parity checks on the H200)`
+    : `tiled f32 (${why})`;
 }
 
 /** Throws unless path 'sgmat' can serve x @ w^T with this rounding. */

@@ -39,15 +39,17 @@ const T = 32u;              // lanes of the one subgroup (matmul_sgmat.ts requir
 const BM = 64u;
 const BN = 32u;
 const BK = 32u;
-const LD = BK + 8u;         // staged row length in f16: 80 bytes, a multiple of 16, rows off the same banks
+const LD = S + 8u;          // staged block row in f16: 48 bytes, a multiple of 16, rows off the same banks
 const OUTS = BM * BN / T;   // outputs per lane in the epilogue and the fallback
 const XS = 16.0;            // 2^SX
 const WS = 1024.0;          // 2^SW
 const UNSCALE = 1.0 / (XS * WS);
 
-var<workgroup> As: array<f16, BM * LD>;
-var<workgroup> Bs: array<f16, BN * LD>;
-var<workgroup> Cs: array<f32, BM * BN>;   // the tensor-core sums, stored after the last slice
+// Every matrix is loaded and stored at offset 0 of its own S x S block (blocks [row block][k half]): on the H200
+// through Dawn 0.6.2 loads at non-zero offsets gave wrong products.
+var<workgroup> As: array<array<f16, S * LD>, 8>;   // x: 4 row blocks x 2 k halves
+var<workgroup> Bs: array<array<f16, S * LD>, 4>;   // weights: 2 row blocks x 2 k halves
+var<workgroup> Cs: array<array<f32, S * S>, 8>;    // the tensor-core sums per result block, stored after the last slice
 var<workgroup> Fs: array<f32, BM * BN>;   // the f32 fallback's sums (unscaled); lane tid owns tid, tid + T, ...
 var<workgroup> bad: atomic<u32>;
 var<workgroup> slow: u32;
@@ -87,8 +89,16 @@ fn half_of(v: f32, ok: ptr<function, bool>) -> f16 {
 // Stage slice k0 of the x and weight tiles as scaled f16; flags the workgroup when a value does not fit.
 fn stage(m0: u32, n0: u32, k0: u32, tid: u32) {
   var ok = true;
-  for (var i = tid; i < BM * BK; i += T) { As[(i / BK) * LD + i % BK] = half_of(x_at(m0 + i / BK, k0 + i % BK) * XS, &ok); }
-  for (var i = tid; i < BN * BK; i += T) { Bs[(i / BK) * LD + i % BK] = half_of(w_at(n0 + i / BK, k0 + i % BK) * WS, &ok); }
+  for (var i = tid; i < BM * BK; i += T) {
+    let r = i / BK;
+    let c = i % BK;
+    As[(r / S) * 2u + c / S][(r % S) * LD + c % S] = half_of(x_at(m0 + r, k0 + c) * XS, &ok);
+  }
+  for (var i = tid; i < BN * BK; i += T) {
+    let r = i / BK;
+    let c = i % BK;
+    Bs[(r / S) * 2u + c / S][(r % S) * LD + c % S] = half_of(w_at(n0 + r, k0 + c) * WS, &ok);
+  }
   if (!ok) { atomicOr(&bad, 1u); }
 }
 
@@ -110,19 +120,19 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     workgroupBarrier();
     if (tid == 0u) { slow = atomicExchange(&bad, 0u); }
     if (workgroupUniformLoad(&slow) == 0u) {
-      for (var kk = 0u; kk < BK; kk += S) {
-        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs, kk, LD);
-        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs, S * LD + kk, LD);
-        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, kk, LD);
+      for (var h = 0u; h < 2u; h++) {
+        let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs[h], 0u, LD);
+        let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, S, S>, col_major>(&Bs[2u + h], 0u, LD);
+        let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As[h], 0u, LD);
         c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
         c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
-        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, S * LD + kk, LD);
+        let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As[2u + h], 0u, LD);
         c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
         c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
-        let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, 2u * S * LD + kk, LD);
+        let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As[4u + h], 0u, LD);
         c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
         c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
-        let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As, 3u * S * LD + kk, LD);
+        let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, S, S>, row_major>(&As[6u + h], 0u, LD);
         c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
         c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
       }
@@ -136,20 +146,22 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
     }
     workgroupBarrier();   // done with As / Bs before the next slice overwrites them
   }
-  subgroupMatrixStore<row_major>(&Cs, 0u, c00, BN);
-  subgroupMatrixStore<row_major>(&Cs, S, c01, BN);
-  subgroupMatrixStore<row_major>(&Cs, S * BN, c10, BN);
-  subgroupMatrixStore<row_major>(&Cs, S * BN + S, c11, BN);
-  subgroupMatrixStore<row_major>(&Cs, 2u * S * BN, c20, BN);
-  subgroupMatrixStore<row_major>(&Cs, 2u * S * BN + S, c21, BN);
-  subgroupMatrixStore<row_major>(&Cs, 3u * S * BN, c30, BN);
-  subgroupMatrixStore<row_major>(&Cs, 3u * S * BN + S, c31, BN);
+  subgroupMatrixStore<row_major>(&Cs[0], 0u, c00, S);
+  subgroupMatrixStore<row_major>(&Cs[1], 0u, c01, S);
+  subgroupMatrixStore<row_major>(&Cs[2], 0u, c10, S);
+  subgroupMatrixStore<row_major>(&Cs[3], 0u, c11, S);
+  subgroupMatrixStore<row_major>(&Cs[4], 0u, c20, S);
+  subgroupMatrixStore<row_major>(&Cs[5], 0u, c21, S);
+  subgroupMatrixStore<row_major>(&Cs[6], 0u, c30, S);
+  subgroupMatrixStore<row_major>(&Cs[7], 0u, c31, S);
   workgroupBarrier();
   for (var i = tid; i < BM * BN; i += T) {
     let m = m0 + i / BN;
     let n = n0 + i % BN;
     if (m < p.M && n < p.N) {
-      let v = round_bf16(Cs[i] * UNSCALE + Fs[i]);
+      let r = i / BN;
+      let c = i % BN;
+      let v = round_bf16(Cs[(r / S) * 2u + c / S][(r % S) * S + c % S] * UNSCALE + Fs[i]);
       let j = m * p.ldo + p.col0 + n;
       if (ACC) { out[j] = round_bf16(out[j] + v); } else { out[j] = v; }
     }
