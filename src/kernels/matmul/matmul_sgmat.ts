@@ -4,9 +4,12 @@
 // matmul() routes here for path 'sgmat'; this file only dispatches one weight chunk and says whether the adapter can.
 //
 // Status (H200, Dawn through npm webgpu 0.6.2, NVIDIA Vulkan 580.159, 2026-12-01; bench/results/README.md): the
-// adapter offers f16>f32 16x16x16 and the kernel compiles, but its results are wrong wherever a matrix is loaded at
-// a non-zero offset (only a single-block case passes) and it runs at ~1 TFLOP/s (a bare tensor-core loop straight from
-// storage: ~4.5). So matmul()'s automatic choice does not take it; bench/sgmat-probe.ts narrows down the cause.
+// adapter offers f16>f32 16x16x16 and this kernel compiles, but its tensor-core slices give wrong sums (only a
+// single-block case passes; its f32 fallback is exact), at 0.4-1.2 TFLOP/s. A bare kernel loading the matrices
+// straight from f16 storage buffers (bench/sgmat-probe.ts) is exact there and offsets count elements as documented,
+// but it reaches only 3.6-3.9 TFLOP/s against 15 for the f32 tiled kernel. So matmul()'s automatic choice does not
+// take this path; what differs from the bare kernel (workgroup-memory f16 operands, accumulators updated in a
+// workgroup-uniform branch) is where to look next.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
