@@ -6,6 +6,9 @@ import { Gpu } from '../src/tensor/gpu.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
 import { checkSgmat } from '../tests/kernels/matmul_sgmat.check.ts';
+import { sgmatStats } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { Kernel } from '../src/tensor/kernel.ts';
+import { SHADERS } from '../src/kernels/shaders.gen.ts';
 
 const gpu = await Gpu.create();
 const device = gpu.device;
@@ -153,6 +156,58 @@ for (const api of ['old', 'new'] as const) {
   out.push({ variant: `raw ${api} 128x32x64`, ...(await runRaw(api, 128, 32, 64, 1)) });
   out.push({ variant: `raw ${api} 512x6144x1536`, ...(await runRaw(api, 512, 6144, 1536, 20)) });
 }
+/**
+ * The library kernel (or a variant of its source) on small shapes of exact data (multiples of 1/8: every sum exact
+ * in f32 and bf16-representable here): the largest error, to tell row, column and k-accumulation faults apart.
+ */
+async function shapes(label: string, file: string) {
+  try {
+    await shapesOf(label, new Kernel(file, 'matmul_sgmat'));
+  } catch (e) {
+    out.push({ variant: label, error: String(e).slice(0, 300) });
+  }
+}
+async function shapesOf(label: string, kernel: Kernel) {
+  for (const [M, N, K] of [[1, 16, 16], [1, 16, 32], [1, 16, 64], [16, 16, 16], [2, 1, 16], [1, 32, 16], [64, 32, 32]]) {
+    const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 5 - 2) / 8);
+    const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 3) % 7 - 3) / 8);
+    const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w = Tensor.from(gpu, wv, [N, K], 'bf16', 'w');
+    const o = Tensor.from(gpu, new Float32Array(M * N), [M, N], 'f32', 'o');
+    kernel.dispatch(gpu, { bindings: { x, w, out: o, stats: sgmatStats(gpu) }, uniforms: { M, N, K, ldo: N, col0: 0 }, overrides: { ACC: 0 }, workgroups: [Math.ceil(N / 32), Math.ceil(M / 64)] });
+    const got = await o.read();
+    let err = 0, at = -1;
+    for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      let e = 0;
+      for (let k = 0; k < K; k++) e += xv[m * K + k] * wv[n * K + k];
+      if (Math.abs(got[m * N + n] - e) > err) { err = Math.abs(got[m * N + n] - e); at = m * N + n; }
+    }
+    out.push({ variant: `${label} [${M},${K}]@[${N},${K}]`, maxAbsErr: err, at: at < 0 ? null : [Math.floor(at / N), at % N] });
+    for (const t of [x, w, o]) t.dispose();
+  }
+}
+const lib = SHADERS['matmul/matmul_sgmat.wgsl'];
+await shapes('library', 'matmul/matmul_sgmat.wgsl');
+// Variant: the tensor-core slices unconditionally (no workgroup-uniform branch around them).
+SHADERS['probe/nobranch.wgsl'] = lib.replace('if (workgroupUniformLoad(&slow) == 0u) {', 'if (workgroupUniformLoad(&slow) == 0u || true) {');
+await shapes('no branch', 'probe/nobranch.wgsl');
+// Variant: accumulators in an array, as the bare kernel that works keeps them.
+let arr = lib.replace(/  var c(\d)(\d) = subgroup_matrix_result<f32, S, S>\(\);\n/g, (_, i, j) => (i === '0' && j === '0' ? '  var cc: array<subgroup_matrix_result<f32, S, S>, 8>;\n' : ''));
+arr = arr.replace(/\bc(\d)(\d)\b/g, (_, i, j) => `cc[${Number(i) * 2 + Number(j)}]`);
+SHADERS['probe/accarray.wgsl'] = arr;
+await shapes('acc array', 'probe/accarray.wgsl');
+// Can several subgroups share a workgroup? Offsets from @builtin(subgroup_id) (compile only).
+device.pushErrorScope('validation');
+device.createShaderModule({ code: `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+@group(0) @binding(0) var<storage, read_write> c: array<f32>;
+@compute @workgroup_size(128)
+fn main(@builtin(subgroup_id) sg: u32) {
+  subgroupMatrixStore<row_major>(&c, sg * 256u, subgroup_matrix_result<f32, 16, 16>(), 16u);
+}` });
+const sgErr = await device.popErrorScope();
+out.push({ variant: 'subgroup_id offsets compile', error: sgErr ? sgErr.message.slice(0, 300) : null });
+
 // The library's staged kernel (matmul_sgmat.wgsl): its parity report and its speed on the prefill shape.
 const r = await checkSgmat(gpu);
 out.push({ variant: 'library sgmat parity', passed: r.passed, failed: r.failed, worstUlp: r.worstUlp, within1: r.within1,
