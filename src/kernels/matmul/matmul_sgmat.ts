@@ -4,12 +4,11 @@
 // matmul() routes here for path 'sgmat'; this file only dispatches one weight chunk and says whether the adapter can.
 //
 // Status (H200, Dawn through npm webgpu 0.6.2, NVIDIA Vulkan 580.159, 2026-12-01; bench/results/README.md): the
-// adapter offers f16>f32 16x16x16 and this kernel compiles, but its tensor-core slices give wrong sums (only a
-// single-block case passes; its f32 fallback is exact), at 0.4-1.2 TFLOP/s. A bare kernel loading the matrices
-// straight from f16 storage buffers (bench/sgmat-probe.ts) is exact there and offsets count elements as documented,
-// but it reaches only 3.6-3.9 TFLOP/s against 15 for the f32 tiled kernel. So matmul()'s automatic choice does not
-// take this path; what differs from the bare kernel (workgroup-memory f16 operands, accumulators updated in a
-// workgroup-uniform branch) is where to look next.
+// adapter offers f16>f32 16x16x16 and this kernel compiles, but its tensor-core products are wrong once K reaches 16,
+// even for one 16x16x16 block (its f32 fallback is exact), at 0.4-1.2 TFLOP/s. A bare kernel loading the matrices
+// from f16 storage buffers (bench/sgmat-probe.ts) is exact there, but reaches only 3.6-4.2 TFLOP/s against 15 for
+// the f32 tiled kernel. So matmul()'s automatic choice does not take this path; loads of subgroup matrices from
+// workgroup-memory f16 arrays are the suspect.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
