@@ -5,6 +5,9 @@ import { render } from './report.ts';
 import { saveAll, saveJson } from './output.ts';
 import { parseArgs, USAGE } from './settings.ts';
 import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/tensor/device.ts';
+import { SafetensorsFile } from '../src/tensor/safetensors.ts';
+import { fileSource } from '../src/tensor/sources.ts';
+import { readFileSync } from 'node:fs';
 
 /** Set by bench/pack.sh when it bundles (the machine that runs the bundle has no git checkout). */
 declare const __BENCH_COMMIT__: string | undefined;
@@ -31,11 +34,22 @@ export async function main(argv: string[]): Promise<number> {
   if (s.help) { console.log(USAGE); return 0; }
   const { help: _, ...settings } = s;
   const timestamps = runtimeName() === 'node' ? `timestamp-query, Dawn toggle ${DAWN_EXACT_TIMESTAMPS} (ns resolution)` : undefined;
+  let anchors: unknown;
+  if (settings.anchors) {
+    try {
+      anchors = JSON.parse(readFileSync(settings.anchors, 'utf8'));
+    } catch (e) {
+      // A failed anchor run must not cost the WebGPU figures: keep what the file says and why it did not parse.
+      anchors = { error: `--anchors ${settings.anchors}: ${(e as Error).message.split('\n')[0]}` };
+    }
+  }
   const result = await runBench(settings, {
     log: (m) => console.log(m),
     update: (r) => { saveJson(settings.out, r); },
     commit: await commit(),
     timestamps,
+    anchors,
+    mlxOps: () => SafetensorsFile.open(fileSource('tests/fixtures/mlx/ops.safetensors')),
   });
   const out = await render(result);
   const paths = saveAll(settings.out, out);

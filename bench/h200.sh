@@ -3,14 +3,29 @@
 # there, with the pack(s) bench/pack.sh built here carried along (nothing can be downloaded there):
 #   Dawn (node):  carry [".h200/bench"]        <- bash bench/pack.sh
 #   wgpu (Deno):  carry [".h200/bench-deno"]   <- bash bench/pack.sh deno   (a second call: both do not fit in one)
-# Every pack present is run in turn. Results (JSON, Markdown, SVG), logs and nvidia-smi's view go to $OUT
-# (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3 minutes of
-# measurement; a 420 s budget skips what has not started by then, so the files land inside a 600 s limit).
+# First the PyTorch anchors (bench/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU, then every
+# pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
+# JSON stored verbatim under `anchors`, ratios in the Markdown). Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
+# minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
+# inside a 600 s limit).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-bench/results}
+# A git worktree's node_modules symlink travels dangling: enter.sh then links node_modules/webgpu afresh.
+if [ -L node_modules ] && [ ! -e node_modules ]; then rm node_modules; fi
 mkdir -p "$out"
 { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv; } > "$out/nvidia-smi.txt" 2>&1 || true
+anchors=()
+if [ "${ANCHORS:-1}" = 1 ]; then
+  echo "== bench/torch-anchors.py"
+  # The anchors print one JSON line last; anything else (warnings) goes to the log.
+  timeout 240 python3 bench/torch-anchors.py > "$out/anchors.log" 2>&1
+  echo "torch-anchors exited with $?"
+  grep '^{' "$out/anchors.log" | tail -1 > "$out/anchors.json"
+  if [ -s "$out/anchors.json" ]; then cat "$out/anchors.json"; else echo '{"error": "torch-anchors.py printed no JSON (see anchors.log)"}' > "$out/anchors.json"; tail -5 "$out/anchors.log"; fi
+  anchors=(--anchors "$out/anchors.json")
+fi
 status=0
 ran=0
 for dir in .h200/bench .h200/bench-deno; do
@@ -22,9 +37,9 @@ for dir in .h200/bench .h200/bench-deno; do
     # shellcheck disable=SC1091
     source "$dir/enter.sh"
     if [ -f "$dir/bench-bundle.mjs.xz" ]; then
-      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" "$dir/bench-bundle.mjs" --out "$out" "$@"
+      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" "$dir/bench-bundle.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     elif [ -f "$dir/bench-deno.mjs.xz" ]; then
-      xz -dc "$dir/bench-deno.mjs.xz" > "$dir/bench-deno.mjs" && "$dir/deno" run -A "$dir/bench-deno.mjs" --out "$out" "$@"
+      xz -dc "$dir/bench-deno.mjs.xz" > "$dir/bench-deno.mjs" && "$dir/deno" run -A "$dir/bench-deno.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     else
       echo "$dir has no bench bundle: run bench/pack.sh here first"; exit 1
     fi

@@ -12,6 +12,9 @@ import { attentionSweep, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead,
 import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
+import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
+import { prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
 
@@ -34,6 +37,12 @@ export interface BenchResult {
   model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
   kernels: KernelResults;
   caches: CacheResult[];
+  /** The path bf16 prefill matmuls take on this adapter (prefillMatmulPath). */
+  prefillMatmul: { path: string };
+  /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why it did not run. */
+  parity: { sgmat: SgmatReport | { skipped: string } } | null;
+  /** The PyTorch anchors' JSON (bench/torch-anchors.py, run by bench/h200.sh in the same call), verbatim; null without --anchors. */
+  anchors: unknown;
   errors: string[];
   skipped: string[];
   elapsedS: number;
@@ -47,6 +56,10 @@ export interface Hooks {
   update?(r: BenchResult): void | Promise<void>;
   commit?: string | null;
   timestamps?: string;
+  /** The runner's MLX fixture file for --check-sgmat (tests/fixtures/mlx/ops.safetensors), where it can read files. */
+  mlxOps?: () => Promise<SafetensorsFile>;
+  /** The parsed --anchors file. */
+  anchors?: unknown;
 }
 
 function runtimeVersion(runtime: string): string {
@@ -76,8 +89,9 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       commit: hooks.commit ?? null,
       timestamps: gpu.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
-    settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: null, dispatch: null },
-    caches: [], errors: [], skipped: [], elapsedS: 0, complete: false,
+    settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
+    caches: [], prefillMatmul: { path: prefillMatmulPath(gpu) }, parity: null, anchors: hooks.anchors ?? null,
+    errors: [], skipped: [], elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
   const a = gpu.summary;
@@ -100,6 +114,15 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
 
   try {
     const h = config.hidden_size, qkv = 4 * config.num_attention_heads * config.head_dim;
+    if (s.checkSgmat) {
+      await section('subgroup-matrix matmul parity', async () => {
+        const why = sgmatUnavailable(gpu);
+        r.parity = { sgmat: why === null ? await checkSgmat(gpu, await hooks.mlxOps?.()) : { skipped: why } };
+        const p = r.parity.sgmat;
+        log('skipped' in p ? `sgmat parity: skipped, ${p.skipped}` : `sgmat parity: ${p.passed} passed, ${p.failed} failed, worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
+          (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
+      });
+    }
     await section('stream read', async () => { r.kernels.stream = await streamRead(gpu, s); });
     const streamGBps = r.kernels.stream?.GBps.median ?? null;
     if (s.only !== 'model') {

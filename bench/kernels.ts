@@ -13,6 +13,7 @@ import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
+import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { add } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
@@ -74,7 +75,7 @@ export interface KernelResults {
   gemv: BandwidthFigure[];
   sweep: SweepPoint[];
   attention: AttnPoint[];
-  matmul: MatmulFigure | null;
+  matmul: MatmulFigure[];
   dispatch: DispatchFigure | null;
 }
 
@@ -277,20 +278,35 @@ export async function attentionSweep(gpu: Gpu, heads: number, dim: number, s: Se
   return out;
 }
 
-/** x[m, k] @ W[n, k]^T, bf16 W, f32 x: 2mnk FLOP per call. */
-export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: Settings): Promise<MatmulFigure> {
+/**
+ * x[m, k] @ W[n, k]^T, bf16 W: 2mnk FLOP per call, in f32 mode (f32 x, tiled) and in bf16 mode (x holding bf16
+ * values, output rounded to bf16) through the tiled kernel and, where the adapter offers them, subgroup matrices
+ * (tensor cores, path 'sgmat').
+ */
+export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: Settings): Promise<MatmulFigure[]> {
   const w = randomWeight(gpu, n, k, s.seed * 31, 'mm.w');
   const x = randomX(gpu, m, k, s.seed + 1);
+  const xb = add(x, x, { round: 'bf16' });   // 2x is exact; the rounding makes every value a bf16 value
+  const variants: Array<[string, () => Tensor]> = [
+    ['f32', () => matmul(x, w)],
+    ['bf16, tiled', () => matmul(xb, w, { round: 'bf16', path: 'tiled' })],
+  ];
+  if (sgmatUnavailable(gpu) === null) variants.push(['bf16, subgroup matrices', () => matmul(xb, w, { round: 'bf16', path: 'sgmat' })]);
+  const out: MatmulFigure[] = [];
   try {
-    const t = await timeCalls(gpu, () => matmul(x, w).dispose(), s);
-    const flops = 2 * m * n * k;
-    return {
-      name: `matmul ${m}x${k} @ ${n}x${k}^T (bf16 weights)`, flops, ...t,
-      TFLOPs: stats(t.wallMs.samples.map((ms) => flops / ms / 1e9)),
-      kernelTFLOPs: t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => flops / ms / 1e9)) : null,
-    };
+    for (const [mode, call] of variants) {
+      const t = await timeCalls(gpu, () => call().dispose(), s);
+      const flops = 2 * m * n * k;
+      out.push({
+        name: `matmul ${m}x${k} @ ${n}x${k}^T (bf16 weights; ${mode})`, flops, ...t,
+        TFLOPs: stats(t.wallMs.samples.map((ms) => flops / ms / 1e9)),
+        kernelTFLOPs: t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => flops / ms / 1e9)) : null,
+      });
+    }
+    return out;
   } finally {
     x.dispose();
+    xb.dispose();
     for (const c of w) c.dispose();
   }
 }

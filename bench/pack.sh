@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build what bench/h200.sh runs on the H200 machine, where there is no network and no node_modules: the runtime
-# and Vulkan loader packed by shared/tools/h200-pack.sh, plus the whole benchmark bundled into one file
+# and Vulkan loader packed by bench/h200-pack.sh, plus the whole benchmark bundled into one file
 # (esbuild; `webgpu` stays external: enter.sh links node_modules/webgpu to the carried copy).
 #   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz   (carry [".h200/bench"])
 #   bash bench/pack.sh deno    -> .h200/bench-deno/  deno + bench-deno.mjs.xz            (carry [".h200/bench-deno"];
@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-node}
-pack=${H200_PACK:-../shared/tools/h200-pack.sh}
-[ -f "$pack" ] || { echo "no $pack (set H200_PACK to the path of shared/tools/h200-pack.sh)"; exit 1; }
+pack=${H200_PACK:-bench/h200-pack.sh}
+[ -f "$pack" ] || { echo "no $pack (H200_PACK overrides it)"; exit 1; }
 node scripts/gen-wgsl.mjs
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit+dirty"

@@ -51,11 +51,11 @@ export function markdown(r: BenchResult): string {
   }
   L.push(`Medians, with min–max; kernel figures over ${s.samples} timed batches each.`, '');
   const k = r.kernels;
-  if (k.stream || k.gemv.length || k.matmul || k.dispatch) L.push('## Kernels', '', '| kernel | median | min–max | of stream read | of 4.27 TB/s | GPU time / call (timestamps) | kernel |', '|---|---|---|---|---|---|---|');
+  if (k.stream || k.gemv.length || k.matmul.length || k.dispatch) L.push('## Kernels', '', '| kernel | median | min–max | of stream read | of 4.27 TB/s | GPU time / call (timestamps) | kernel |', '|---|---|---|---|---|---|---|');
   for (const b of [k.stream, ...k.gemv].filter((x) => x)) {
     L.push(`| ${b!.name} | ${f(b!.GBps.median)} GB/s | ${range(b!.GBps)} | ${pct(b!.shareOfStream)} | ${pct(b!.shareOfH200)} | ${f(b!.gpuMs?.median)} ms${b!.kernelGBps ? ` (${f(b!.kernelGBps.median)} GB/s)` : ''} | ${b!.labels.join(', ')} |`);
   }
-  if (k.matmul) L.push(`| ${k.matmul.name} | ${f(k.matmul.TFLOPs.median)} TFLOP/s | ${range(k.matmul.TFLOPs)} | | | ${f(k.matmul.gpuMs?.median)} ms | ${k.matmul.labels.join(', ')} |`);
+  for (const m of k.matmul) L.push(`| ${esc(m.name)} | ${f(m.TFLOPs.median)} TFLOP/s | ${range(m.TFLOPs)} | | | ${f(m.gpuMs?.median)} ms${m.kernelTFLOPs ? ` (${f(m.kernelTFLOPs.median)} TFLOP/s)` : ''} | ${m.labels.join(', ')} |`);
   if (k.dispatch) L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
   L.push('');
   if (k.sweep?.length) {
@@ -76,6 +76,7 @@ export function markdown(r: BenchResult): string {
     }
     L.push('');
   }
+  L.push(...prefillNotes(r));
   if (r.caches.length) {
     const lens = s.prefill;
     L.push('## Model, per KV cache', '');
@@ -113,7 +114,8 @@ export function markdown(r: BenchResult): string {
       L.push('');
     }
   }
-  if (s.config === '1b') {
+  L.push(...anchorTable(r));
+  if (s.config === '1b' && !r.anchors) {
     L.push('Anchors on an H200 (PERFORMANCE.md, transformers, bf16): prefill 1127 tok/s (128) and 2714 (512); decode 10.2 tok/s (eager), ' +
       '~55 (static cache + torch.compile); bf16 decode ceiling at 4.27 TB/s ~530 tok/s.', '');
   }
@@ -121,6 +123,48 @@ export function markdown(r: BenchResult): string {
   for (const e of r.skipped) L.push(`- skipped: ${esc(e)}`);
   L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** Which path prefill matmuls took, and the tensor-core kernel's parity report where it ran. */
+function prefillNotes(r: BenchResult): string[] {
+  const L = [`Prefill matmuls (bf16): ${esc(r.prefillMatmul.path)}.`];
+  const p = r.parity?.sgmat;
+  if (p && 'skipped' in p) L.push(`Subgroup-matrix parity checks: skipped, ${esc(p.skipped)}.`);
+  else if (p) {
+    L.push(`Subgroup-matrix parity checks (tests/kernels/matmul_sgmat.check.ts): **${p.passed} passed, ${p.failed} failed**; ${p.outputs} outputs, ` +
+      `${pct(p.exact)} equal to the correctly rounded float64 result, ${pct(p.within1)} within 1 bf16 ulp, worst ${p.worstUlp} ulp` +
+      (p.mlx ? `; MLX fixture ${pct(p.mlx.within1)} within 1 ulp, worst ${p.mlx.worst}.` : '.'));
+    for (const c of p.cases.filter((x) => x.failure)) L.push(`- sgmat parity failed: ${esc(c.name)}: ${esc(c.failure!)}`);
+  }
+  return [...L, ''];
+}
+
+/** hrm-webgpu next to the PyTorch anchors of the same call (bench/torch-anchors.py): tok/s and ours / theirs. */
+function anchorTable(r: BenchResult): string[] {
+  const a = r.anchors as Record<string, unknown> | null;
+  if (!a || typeof a !== 'object') return [];
+  const num = (k: string): number | null => (typeof a[k] === 'number' ? (a[k] as number) : null);
+  const cache = (n: string) => r.caches.find((c) => c.name === n);
+  const pre = (n: number) => cache('full')?.prefill.find((p) => p.tokens === n)?.tokPerS.median ?? null;
+  const dec = (n: string) => cache(n)?.decode?.tokPerS.median ?? null;
+  const rows: Array<[string, number | null, string, number | null]> = [
+    ['prefill 128 tokens', pre(128), 'transformers eager forward', num('transformers_eager_prefill128_tok_s')],
+    ['prefill 512 tokens', pre(512), 'transformers eager forward', num('transformers_eager_prefill512_tok_s')],
+    ['decode, full cache', dec('full'), 'transformers eager loop', num('transformers_eager_decode_tok_s')],
+    ['decode, full cache', dec('full'), 'static cache, step as a CUDA graph', num('torch_cudagraph_decode_tok_s')],
+    ['decode, full cache', dec('full'), 'the same, layers torch.compile\'d', num('torch_cudagraph_compiled_decode_tok_s')],
+    ['decode, q8 cache', dec('q8'), 'hrm-webgpu full-cache decode', dec('full')],
+    ['decode, q4 cache', dec('q4'), 'hrm-webgpu full-cache decode', dec('full')],
+  ];
+  const L = ['## Next to PyTorch on the same GPU, same call (bench/torch-anchors.py)', '',
+    `torch ${esc(String(a.torch ?? '?'))}, transformers ${esc(String(a.transformers ?? '?'))}, ${esc(String(a.gpu ?? ''))}.` +
+    (a.transformers_error ? ` transformers failed: ${esc(String(a.transformers_error)).slice(0, 200)}` : '') + (a.error ? ` ${esc(String(a.error))}` : ''), '',
+    '| hrm-webgpu | tok/s | against | tok/s | ratio |', '|---|---|---|---|---|'];
+  for (const [what, ours, other, theirs] of rows) {
+    if (ours === null && theirs === null) continue;
+    L.push(`| ${what} | ${f(ours)} | ${other} | ${f(theirs)} | ${ours !== null && theirs ? `${f(ours / theirs)}x` : '—'} |`);
+  }
+  return [...L, ''];
 }
 
 /** Vega-Lite: measured decode tok/s (median, min–max whisker) and the stream-bandwidth ceiling, per cache. */

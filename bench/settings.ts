@@ -37,6 +37,10 @@ export interface Settings {
   seed: number;
   /** Also time the matrix-vector kernel over a grid of workgroup shapes on the decode layer's four projections. */
   sweepGemv: boolean;
+  /** Run the tensor-core matmul's parity checks first and store their report (bench/h200.sh passes it). */
+  checkSgmat: boolean;
+  /** A JSON file (bench/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
+  anchors: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
   budget: number;
   /** Output folder (runners that write files). */
@@ -47,7 +51,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, sweepGemv: false, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
+  const base = { config, quick, sweepGemv: false, checkSgmat: false, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -76,7 +80,9 @@ export const USAGE = `usage: bench [options]
   --dtype bf16|f32       activation mode (default bf16)
   --budget S             skip what has not started after S seconds (default 420)
   --seed N               seed of the random weights and prompts
-  --sweep-gemv           also time the decode projections' matrix-vector kernel over workgroup shapes`;
+  --sweep-gemv           also time the decode projections' matrix-vector kernel over workgroup shapes
+  --check-sgmat          first run the subgroup-matrix matmul's parity checks (needs the repository's tests/fixtures)
+  --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 
 /** Parse flags ('--name value' or '--name=value'); throws with the usage on anything unknown. */
 export function parseArgs(argv: string[]): Settings & { help: boolean } {
@@ -87,6 +93,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
     if (a === '--help' || a === '-h') { help = true; continue; }
     if (a === '--quick') { flags.set('quick', '1'); continue; }
     if (a === '--sweep-gemv') { flags.set('sweep-gemv', '1'); continue; }
+    if (a === '--check-sgmat') { flags.set('check-sgmat', '1'); continue; }
     if (!a.startsWith('--')) throw new Error(`[bench] unexpected argument '${a}'\n${USAGE}`);
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
@@ -130,6 +137,8 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'budget': s.budget = int(name, v, 1); break;
       case 'seed': s.seed = int(name, v); break;
       case 'sweep-gemv': s.sweepGemv = true; break;
+      case 'check-sgmat': s.checkSgmat = true; break;
+      case 'anchors': s.anchors = v; break;
       default: throw new Error(`[bench] unknown option --${name}\n${USAGE}`);
     }
   }

@@ -13,15 +13,20 @@ export interface AdapterSummary {
   fallback: boolean;
   features: string[];
   limits: Record<string, number>;
+  /** Subgroup-matrix (cooperative matrix) configurations, 'f16>f32 16x16x16' = inputs>result MxNxK; [] without the feature. */
+  subgroupMatrix: string[];
+  /** [min, max] subgroup size the adapter reports ([0, 0] when it does not say). */
+  subgroupSizes: [number, number];
 }
 
 export interface DeviceOptions {
   /** Prefer a discrete GPU where there is a choice. Default 'high-performance'. */
   powerPreference?: GPUPowerPreference;
-  /** Ask for shader-f16 / subgroups / timestamp-query when offered (default true each). */
+  /** Ask for shader-f16 / subgroups / timestamp-query / subgroup matrices when offered (default true each). */
   f16?: boolean;
   subgroups?: boolean;
   timestamps?: boolean;
+  subgroupMatrix?: boolean;
   /**
    * Treat storage bindings above this many bytes as too large, below the adapter's own limit. Lets tests and
    * users exercise the tensor-splitting paths with small tensors.
@@ -29,7 +34,8 @@ export interface DeviceOptions {
   bindingLimit?: number;
 }
 
-const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'] as const;
+const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
+const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_MATRIX] as const;
 const WANTED_LIMITS = [
   'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize',
   'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupSizeY',
@@ -52,6 +58,14 @@ export function runtimeName(): Runtime {
 const dawnInstances: GPU[] = [];
 /** The Dawn toggle that keeps timestamp queries at nanosecond resolution (Node only). */
 export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantization';
+/**
+ * Dawn toggles that unlock features a real GPU has (Node only; in Chrome the same come from the command line,
+ * --enable-unsafe-webgpu and --enable-dawn-features=...): allow_unsafe_apis exposes
+ * chromium-experimental-subgroup-matrix (tensor cores through VK_KHR_cooperative_matrix), and
+ * vulkan_enable_f16_on_nvidia exposes shader-f16, which Dawn blocks on NVIDIA by default. A Dawn without one of
+ * them ignores it; adapters without the hardware simply do not offer the features.
+ */
+export const DAWN_FEATURE_TOGGLES = 'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia';
 
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
 async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
@@ -67,7 +81,7 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   // Dawn instances are kept alive for the life of the process: letting a failed one be garbage-collected
   // crashes Dawn (std::system_error from a destructor thread).
   // Dawn rounds GPU timestamps to 65.5 us by default, which erases per-dispatch timings: ask for nanoseconds.
-  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS]); dawnInstances.push(g); return g; };
+  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, DAWN_FEATURE_TOGGLES]); dawnInstances.push(g); return g; };
   const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
   const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
@@ -93,8 +107,10 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     if (adapter) break;
   }
   if (!adapter) throw new NoWebGpuError('device', 'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
-  const want = new Set<string>(WANTED_FEATURES.filter((f) =>
-    (f !== 'shader-f16' || opts.f16 !== false) && (f !== 'subgroups' || opts.subgroups !== false) && (f !== 'timestamp-query' || opts.timestamps !== false)));
+  const off: Record<string, boolean | undefined> = {
+    'shader-f16': opts.f16, subgroups: opts.subgroups, 'timestamp-query': opts.timestamps, [SUBGROUP_MATRIX]: opts.subgroupMatrix,
+  };
+  const want = new Set<string>(WANTED_FEATURES.filter((f) => off[f] !== false));
   const features = [...adapter.features].filter((f) => want.has(f)) as GPUFeatureName[];
   const requiredLimits: Record<string, number> = {};
   for (const k of WANTED_LIMITS) {
@@ -109,6 +125,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '',
     description: info.description ?? '', runtime: runtimeName(),
     fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
+    subgroupMatrix: device.features.has(SUBGROUP_MATRIX) ? matrixConfigs(info) : [],
+    subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0],
   };
   return { device, adapter, summary };
 }
@@ -119,6 +137,12 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
  */
 export function isSoftwareAdapter(s: AdapterSummary): boolean {
   return s.fallback || /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i.test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
+}
+
+/** The adapter's subgroup-matrix configurations as 'f16>f32 16x16x16' (component>result MxNxK). */
+function matrixConfigs(info: GPUAdapterInfo): string[] {
+  const configs = (info as { subgroupMatrixConfigs?: Array<{ componentType: string; resultComponentType: string; M: number; N: number; K: number }> }).subgroupMatrixConfigs ?? [];
+  return configs.map((c) => `${c.componentType}>${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
 }
 
 /** Turns a GPUError popped from an error scope into the matching typed error. */

@@ -44,7 +44,7 @@ export class Kernel {
     const src = SHADERS[file];
     if (src === undefined) throw new HrmError(name, `no shader file ${file} (known: ${Object.keys(SHADERS).join(', ')})`);
     this.source = src;
-    const reflect = new WgslReflect(src);
+    const reflect = new WgslReflect(reflectable(src));
     const fn = reflect.entry.compute.find((f) => f.name === entry);
     if (!fn) throw new HrmError(name, `${file} has no @compute entry point '${entry}'`);
     this.bindings = fn.resources.map((r) => {
@@ -178,6 +178,14 @@ export class Kernel {
     this.layouts.set(device, l);
     return l;
   }
+}
+
+/**
+ * wgsl_reflect cannot parse subgroup-matrix types and builtins (matmul_sgmat.wgsl); the lines using them touch only
+ * workgroup memory and locals, never a binding, uniform or override, so the reflected copy leaves them out.
+ */
+function reflectable(src: string): string {
+  return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
 }
 
 /** Workgroup grid covering `n` threads of `wg` each, folded into 2-D past the per-dimension limit. */

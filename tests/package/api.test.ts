@@ -7,7 +7,7 @@ import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
 
 const adapter = (over: Partial<AdapterSummary>): AdapterSummary => ({
-  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, ...over,
+  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, subgroupMatrix: [], subgroupSizes: [0, 0], ...over,
 });
 
 describe('public API', () => {

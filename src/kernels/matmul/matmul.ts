@@ -9,6 +9,7 @@ import type { Round } from '../attention/types.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
+import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
 
 const FILE = 'matmul/matmul.wgsl';
 const GEMV_VEC4 = new Kernel(FILE, 'gemv_vec4');
@@ -42,8 +43,12 @@ const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
   round?: Round;
-  /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters. */
-  path?: 'auto' | 'gemv' | 'tiled' | 'rows';
+  /**
+   * Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters.
+   * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
+   * adapter that offers them; it handles fusions as 'tiled' does. 'auto' does not take it yet (see autoPath).
+   */
+  path?: 'auto' | 'gemv' | 'tiled' | 'rows' | 'sgmat';
   /**
    * RMS-normalise the rows of x first, as rmsNorm(x, { eps, round }) does (the same rounding as the output), so
    * the result is matmul(rmsNorm(x), w) up to the summation order of mean(x^2). Fused into the matrix-vector
@@ -80,8 +85,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const gpu = x.gpu;
   const round = ROUND_CODE[opts.round ?? 'none'];
   if (round === undefined) throw new DTypeError('matmul', `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
-  const path = opts.path === 'auto' || !opts.path ? (gpu.cpu ? 'rows' : preferGemv(M, N) ? 'gemv' : 'tiled') : opts.path;
-  if (opts.swiglu && (chunks.length > 1 || path === 'tiled')) {
+  const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N) : checkPath(x, chunks, opts.path, opts.round);
+  if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || path === 'sgmat')) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
     const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm });
     const out = siluMul(gu, { round: opts.round });
@@ -90,7 +95,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   }
   // Prefill is compute-bound: one rmsNorm dispatch costs little next to the tiled matmul. On CPU drivers (rows) a
   // thread per output would redo its row's norm for every output: the separate dispatch is cheaper there too.
-  const xin = opts.norm && (path === 'tiled' || path === 'rows') ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
+  const xin = opts.norm && (path === 'tiled' || path === 'rows' || path === 'sgmat') ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
   const out = opts.accumulate ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'matmul.out');
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
@@ -104,7 +109,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
       if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
       else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
-    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
+    } else if (path === 'sgmat') dispatchSgmat(xin, c, out, uniforms, fuse.ACC === 1);
+    else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {
@@ -117,6 +123,21 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   }
   if (xin !== x) xin.dispose();
   return out;
+}
+
+type Path = 'gemv' | 'tiled' | 'rows' | 'sgmat';
+
+// 'sgmat' is never chosen automatically yet: on the H200 through Dawn (npm webgpu 0.6.2) it fails its parity checks
+// (matmul_sgmat.ts, prefillMatmulPath).
+function autoPath(gpu: Gpu, M: number, N: number): Path {
+  if (gpu.cpu) return 'rows';
+  return preferGemv(M, N) ? 'gemv' : 'tiled';
+}
+
+function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: Round): Path {
+  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError('matmul', `unknown path ${JSON.stringify(path)}; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
+  if (path === 'sgmat') requireSgmat(x, chunks[0], round);
+  return path as Path;
 }
 
 /**

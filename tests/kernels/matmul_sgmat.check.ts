@@ -1,0 +1,122 @@
+// The subgroup-matrix (tensor-core) matmul checked against the float64 reference, the tiled kernel and MLX, runnable
+// without vitest: the vitest file asserts on the report where the adapter has subgroup matrices, and the H200 bench
+// (bench --check-sgmat) stores it in its JSON, since no machine of CI has them.
+//
+// Criterion, per case: every output a bf16 value and within 1 bf16 ulp of the correctly rounded float64 sum (one
+// rounding of an f32 sum of exact products: only the summation order moves an output, by at most 1 ulp when the exact
+// sum lies near a rounding midpoint), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off,
+// the kernel rule. Also per case: how many k-slices took the f32 fallback (stats[0]); bf16 data in f16's range must
+// take none, data out of it must take some and still meet the criterion.
+import type { Gpu } from '../../src/tensor/gpu.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import type { SafetensorsFile } from '../../src/tensor/safetensors.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
+import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
+import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
+import { sgmatStats } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
+import { randn } from '../helpers/seeded.ts';
+import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
+
+export interface SgmatCase { name: string; outputs: number; worstUlp: number; within1: number; fallbackSlices: number; failure: string | null }
+export interface SgmatReport {
+  cases: SgmatCase[];
+  passed: number;
+  failed: number;
+  /** Over every output of every case, against the correctly rounded float64 result. */
+  outputs: number;
+  exact: number;
+  within1: number;
+  worstUlp: number;
+  /** MLX's bf16 matmul (ops.safetensors matmul.bf16: a [7,320] @ b [192,320]^T) through path 'sgmat'. */
+  mlx: { within1: number; worst: number } | null;
+  ms: number;
+}
+
+/** bf16 values, with those below 2^-20 set to 0: data every staged value of which is exact in f16 (no fallback). */
+const bf = (v: Float32Array): Float32Array => v.map((e) => (Math.abs(e) < 2 ** -20 ? 0 : roundBf16(e)));
+
+/** Distance in bf16 ulps of `want`; 0 when both are NaN, Infinity when only one is. */
+function ulps(got: number, want: number): number {
+  if (Number.isNaN(got) || Number.isNaN(want)) return Number.isNaN(got) && Number.isNaN(want) ? 0 : Infinity;
+  return Math.abs(got - want) / ulpOf('bf16', want);
+}
+
+export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<SgmatReport> {
+  const t0 = performance.now();
+  const stats = sgmatStats(gpu);
+  const cases: SgmatCase[] = [];
+  let n = 0, exact = 0, within = 0, worst = 0;
+  const slices = async () => (await stats.read())[0];
+  /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether f32 slices are expected. */
+  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wv: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean }) => {
+    const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
+    const bounds = [0, ...(o.chunks ?? []), N];
+    const w = bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
+    const f = o.fused ?? {};
+    const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
+    const opts: MatmulOptions = { round: 'bf16', path: 'sgmat', norm: f.norm === undefined ? undefined : { eps: f.norm }, swiglu: f.swiglu, accumulate: acc };
+    const before = await slices();
+    const out = matmul(x, w.length === 1 ? w[0] : w, opts);
+    const got = await out.read();
+    const fallbackSlices = (await slices()) - before;
+    // The norm's own rounding (rmsNorm, checked in its tests) moves a normalised x by an ulp at times, which the
+    // matmul then amplifies wherever its sum cancels: the reference multiplies the x the GPU normalised.
+    const xr = f.norm === undefined ? xv : await rmsNorm(x, { eps: f.norm, round: 'bf16' }).read();
+    const want = matmulFusedRef(xr, wv, M, N, K, { ...f, norm: undefined, round: 'bf16' });
+    let caseWorst = 0, worstAt = 0, caseWithin = 0;
+    for (let i = 0; i < got.length; i++) {
+      const d = ulps(got[i], want[i]);
+      if (d === 0) exact++;
+      if (d <= 1) caseWithin++;
+      if (!(d <= caseWorst)) { caseWorst = d; worstAt = i; }
+    }
+    let failure: string | null = null;
+    const unrounded = got.findIndex((v) => roundBf16(v) !== v && !Number.isNaN(v));
+    if (unrounded >= 0) failure = `output ${unrounded} = ${got[unrounded]} is not a bf16 value`;
+    else if (!(caseWorst <= 1)) failure = `output ${worstAt}: got ${got[worstAt]}, want ${want[worstAt]} (${caseWorst} ulp)`;
+    else if (o.fallback !== fallbackSlices > 0) failure = `${fallbackSlices} k-slices took the f32 fallback (expected ${o.fallback ? 'some' : 'none'})`;
+    n += got.length;
+    within += caseWithin;
+    worst = Math.max(worst, caseWorst);
+    cases.push({ name, outputs: got.length, worstUlp: caseWorst, within1: caseWithin / got.length, fallbackSlices, failure });
+    for (const t of [x, ...w, out]) t.dispose();
+  };
+
+  // Odd and tile-straddling shapes: M and N off the 64-tile, K off the 32-slice and odd (bf16 rows straddle words).
+  for (const [M, N, K] of [[64, 64, 64], [1, 5, 3], [100, 70, 45], [130, 200, 333], [65, 129, 1536], [256, 96, 97]]) {
+    const seed = M * 7919 + N * 31 + K;
+    await run(`[${M},${K}] @ [${N},${K}]^T`, M, N, K, bf(randn(seed, M * K, 4)), bf(randn(seed + 1, N * K, 0.1)), { fallback: false });
+  }
+  // Row-chunked weights (chunks start mid-tile of the output: col0 28 and 91), and the fusions matmul() routes
+  // around the kernel (norm first, swiglu after) or into its epilogue (accumulate).
+  const M = 77, N = 130, K = 96;
+  const xv = bf(randn(5, M * K, 3)), wv = bf(randn(6, N * K, 0.2)), rv = bf(randn(7, M * N, 2));
+  await run('chunks of 28, 63 and 39 rows', M, N, K, xv, wv, { chunks: [28, 91], fallback: false });
+  await run('accumulate (residual epilogue)', M, N, K, xv, wv, { fused: { accumulate: rv }, fallback: false });
+  await run('norm', M, N, K, xv, wv, { fused: { norm: 1e-5 }, fallback: false });
+  await run('swiglu', M, N, K, xv, wv, { fused: { swiglu: true }, fallback: false });
+  await run('chunks + accumulate', M, N, K, xv, wv, { chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
+  // Values f16 cannot hold: x not bf16 at all (every slice), tiny, huge and NaN values in one slice each.
+  await run('x not bf16 (f32 values)', M, N, K, randn(8, M * K, 3), wv, { fallback: true });
+  const odd = xv.slice(), wodd = wv.slice();
+  odd[3 * K + 5] = 1e-30; odd[40 * K + 50] = 3e5; wodd[7 * K + 70] = 2 ** -30; wodd[100 * K + 2] = 200;
+  await run('tiny and huge values', M, N, K, odd, wodd, { fallback: true });
+  const nan = xv.slice();
+  nan[10 * K + 33] = NaN;
+  await run('a NaN in x (its row becomes NaN)', M, N, K, nan, wv, { fallback: true });
+
+  let mlxFigure: SgmatReport['mlx'] = null;
+  if (mlx) {
+    const a = await mlx.array('matmul.bf16.a') as Float32Array;
+    const want = await mlx.array('matmul.bf16.out') as Float32Array;
+    const x = Tensor.from(gpu, a, [7, 320], 'f32', 'a');
+    const w = Tensor.from(gpu, await mlx.bytes('matmul.bf16.b'), [192, 320], 'bf16', 'b');
+    const out = matmul(x, w, { round: 'bf16', path: 'sgmat' });
+    const s = ulpStats('bf16', await out.read(), want);
+    mlxFigure = { within1: s.within1, worst: s.worst };
+    for (const t of [x, w, out]) t.dispose();
+  }
+  const failed = cases.filter((c) => c.failure).length;
+  return { cases, passed: cases.length - failed, failed, outputs: n, exact: exact / n, within1: within / n, worstUlp: worst, mlx: mlxFigure, ms: Math.round(performance.now() - t0) };
+}
