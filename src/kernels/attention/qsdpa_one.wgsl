@@ -50,11 +50,7 @@ var<workgroup> red: array<f32, WG>;
 var<workgroup> red_l: array<f32, WG>;
 var<workgroup> red8: array<f32, SL * DB>;   // qone_out: the slices' sums, added by a tree
 
-fn round_out(x: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(x); }
-  if (ROUND == 2u) { return round_f16(x); }
-  return x;
-}
+// #include "common/round.inc.wgsl"
 
 // As qsdpa.wgsl's: in f32 mode an opaque no-op, so the compiler cannot fold q * scale into the dot product.
 fn round_op(x: f32) -> f32 {

@@ -68,13 +68,7 @@ var<workgroup> red: array<f32, WG * ROWS * MB>;
 var<workgroup> As: array<f32, BK * TY * TM>;
 var<workgroup> Bs: array<f32, BK * TX * TN>;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 // sigmoid in MLX's form, as ops/elementwise.wgsl computes it: y = 1 / (1 + exp(|v|)); v < 0 ? y : 1 - y.
 fn sigmoid(v: f32) -> f32 {

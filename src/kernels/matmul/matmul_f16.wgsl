@@ -57,11 +57,7 @@ var<workgroup> red: array<f32, WG * ROWS * MB>;
 var<workgroup> As: array<f32, BK * TY * TM>;
 var<workgroup> Bs: array<f32, BK * TX * TN>;
 
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 // round_f16 leaves a value f16 holds exactly, so the conversion does not round again.
 fn to_f16(v: f32) -> f16 {

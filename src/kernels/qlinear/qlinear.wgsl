@@ -52,13 +52,7 @@ var<workgroup> sums: array<f32, WG * ROWS * MB>;
 var<workgroup> Xs: array<f32, BK * TY * TM>;
 var<workgroup> Ws: array<f32, BK * TX * TN>;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 // Words of one packed weight row, and groups per row.
 fn row_words() -> u32 { return p.K / 32u * BITS; }

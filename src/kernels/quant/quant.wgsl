@@ -26,13 +26,7 @@ override RULES: u32 = 0;   // 0 Metal, 1 MLX CPU backend
 override GS: u32 = 64;     // values per group
 override WG: u32 = 64;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 // #include "quant/affine.inc.wgsl"
 

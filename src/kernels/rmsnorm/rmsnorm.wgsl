@@ -14,13 +14,7 @@ override ROUND: u32 = 0;
 
 var<workgroup> partial: array<f32, WG>;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 @compute @workgroup_size(WG)
 fn rms_norm(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {

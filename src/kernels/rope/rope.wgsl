@@ -14,13 +14,7 @@ struct Params { n_pairs: u32, seq: u32, half: u32, offset: u32, scale: f32, log2
 override WG: u32 = 64;
 override ROUND: u32 = 0;
 
-// #include "common/half.inc.wgsl"
-
-fn round_out(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return v;
-}
+// #include "common/round.inc.wgsl"
 
 // #include "rope/angle.inc.wgsl"
 
