@@ -5,7 +5,8 @@
 #   wgpu (Deno):  carry [".h200/bench-deno"]   <- bash bench/pack.sh deno   (a second call: both do not fit in one)
 # First the PyTorch anchors (bench/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU, then every
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
-# JSON stored verbatim under `anchors`, ratios in the Markdown). Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
+# skips it) into qweights.md. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).
@@ -46,6 +47,13 @@ for dir in .h200/bench .h200/bench-deno; do
   ) 2>&1 | tee "$out/$name.log"
   rc=${PIPESTATUS[0]}
   [ "$rc" = 0 ] || { echo "== $dir exited with $rc"; status=$rc; }
+  if [ -f "$dir/qweights.mjs.xz" ] && [ "${QWEIGHTS:-1}" = 1 ]; then
+    # Quantized weights next to bf16 (bench/qweights.ts): a Markdown table, kept next to the run's files.
+    echo "== $dir qweights"
+    ( source "$dir/enter.sh"; xz -dc "$dir/qweights.mjs.xz" > "$dir/qweights.mjs" && timeout 200 "$dir/node" "$dir/qweights.mjs" --config 1b --quick ) \
+      > "$out/qweights.md" 2> "$out/qweights.log"
+    echo "qweights exited with $?"; cat "$out/qweights.md"
+  fi
 done
 [ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }
 ls -la "$out"
