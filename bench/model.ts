@@ -11,6 +11,7 @@ import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
+import { deviceLoss } from './recover.ts';
 
 export interface PrefillFigure {
   tokens: number;
@@ -247,7 +248,7 @@ export class ModelBench {
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
   }
 
-  /** Every measurement of one cache configuration; errors are recorded, not thrown. */
+  /** Every measurement of one cache configuration; errors are recorded, not thrown, except a lost device. */
   async run(name: CacheName, streamGBps: number | null): Promise<CacheResult> {
     const c = this.info.config;
     const bytesPerPosition = cacheBytes(c, 1, this.s.dtype, CACHES[name]);
@@ -264,6 +265,7 @@ export class ModelBench {
         this.log(`  ${name} ${what}: ${((now() - t0) / 1000).toFixed(1)} s`);
         return true;
       } catch (e) {
+        if (deviceLoss(e, this.gpu)) throw e; // the harness redoes the whole configuration on a new device
         const msg = e instanceof Error ? e.message : String(e);
         res.errors.push(`${what}: ${msg}`);
         this.log(`  ${name} ${what}: ERROR ${msg.split('\n')[0]}`);
