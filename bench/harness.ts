@@ -5,12 +5,12 @@
 import type { Gpu } from '../src/tensor/gpu.ts';
 import type { AdapterSummary } from '../src/tensor/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
-import { disposeWeights, randomWeights, type HrmWeights } from '../src/hrm/weights.ts';
+import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import pkg from '../package.json' with { type: 'json' };
 import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
 import { attentionSweep, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
-import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model.ts';
+import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
@@ -79,28 +79,6 @@ export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
   return s.config === '1b'
     ? { name: 'HRM-Text-1B', config: HRM_TEXT_1B }
     : { name: 'hrm-text-brown-6m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-6m/config.json') };
-}
-
-/**
- * The benchmarked model on the device in use: random weights made on the GPU the first time, and again when a
- * device loss moved the run to a new device.
- */
-class ModelOnDevice {
-  private held: { gpu: Gpu; weights: HrmWeights; bench: ModelBench } | null = null;
-  constructor(private readonly make: (gpu: Gpu) => Promise<{ weights: HrmWeights; bench: ModelBench }>) {}
-
-  async on(gpu: Gpu): Promise<ModelBench> {
-    if (this.held?.gpu !== gpu) {
-      this.dispose();
-      this.held = { gpu, ...(await this.make(gpu)) };
-    }
-    return this.held.bench;
-  }
-
-  dispose(): void {
-    if (this.held) disposeWeights(this.held.weights);
-    this.held = null;
-  }
 }
 
 /** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */

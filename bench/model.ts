@@ -9,6 +9,7 @@ import { HrmModel } from '../src/hrm/model.ts';
 import { AHEAD, DecodeGraph } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
+import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
 import { deviceLoss } from './recover.ts';
@@ -284,6 +285,29 @@ export class ModelBench {
       await attempt(`prefill ${n}`, async () => { res.prefill.push(await this.prefill(name, n)); });
     }
     return res;
+  }
+}
+
+/**
+ * The benchmarked model on the device in use: random weights made on the GPU the first time, and again when a
+ * device loss moved the run to a new device.
+ */
+export class ModelOnDevice {
+  private held: { gpu: Gpu; weights: HrmWeights; bench: ModelBench } | null = null;
+  constructor(private readonly make: (gpu: Gpu) => Promise<{ weights: HrmWeights; bench: ModelBench }>) {}
+
+  /** The model bench on `gpu`: the weights of an earlier device are dropped and made again on this one. */
+  async on(gpu: Gpu): Promise<ModelBench> {
+    if (this.held?.gpu !== gpu) {
+      this.dispose();
+      this.held = { gpu, ...(await this.make(gpu)) };
+    }
+    return this.held.bench;
+  }
+
+  dispose(): void {
+    if (this.held) disposeWeights(this.held.weights);
+    this.held = null;
   }
 }
 
