@@ -45,6 +45,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const result = await runBench(settings, {
     log: (m) => console.log(m),
+    warn: (m) => console.error(m),
     update: (r) => { saveJson(settings.out, r); },
     commit: await commit(),
     timestamps,

@@ -1,7 +1,8 @@
 // The measurement code every runner (Node/Dawn, Deno/wgpu, headless Chromium) executes: open the device, measure
 // the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
-// one JSON-able result. Nothing here touches files or the command line; the runners do.
-import { Gpu } from '../src/tensor/gpu.ts';
+// one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
+// that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
+import type { Gpu } from '../src/tensor/gpu.ts';
 import type { AdapterSummary } from '../src/tensor/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
@@ -9,12 +10,13 @@ import { HrmModel } from '../src/hrm/model.ts';
 import pkg from '../package.json' with { type: 'json' };
 import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
 import { attentionSweep, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
-import { ModelBench, modelInfo, type CacheResult, type ModelInfo } from './model.ts';
+import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
+import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
 
@@ -45,13 +47,17 @@ export interface BenchResult {
   anchors: unknown;
   errors: string[];
   skipped: string[];
+  /** Units redone on a new device after the device was lost (a unit lost twice is in `errors` too). */
+  recovered: Recovered[];
   elapsedS: number;
   /** False while the run is in progress (partial results are written after each section). */
   complete: boolean;
 }
 
-export interface Hooks {
+export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | 'attempt'> {
   log(message: string): void;
+  /** Device losses and recoveries (the CLI: stderr); `log` when absent. */
+  warn?(message: string): void;
   /** Called after each section with the result so far (runners write it, so a killed run leaves figures). */
   update?(r: BenchResult): void | Promise<void>;
   commit?: string | null;
@@ -80,42 +86,59 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   const t0 = now();
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
-  const gpu = await Gpu.create();
+  const keeper = await DeviceKeeper.open({ ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
+  const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
   const r: BenchResult = {
     schema: SCHEMA, date: new Date().toISOString(),
     env: {
-      runtime: gpu.summary.runtime, runtimeVersion: runtimeVersion(gpu.summary.runtime), adapter: gpu.summary,
+      runtime: first.summary.runtime, runtimeVersion: runtimeVersion(first.summary.runtime), adapter: first.summary,
       packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
       commit: hooks.commit ?? null,
-      timestamps: gpu.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
+      timestamps: first.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
     settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
-    caches: [], prefillMatmul: { path: prefillMatmulPath(gpu) }, parity: null, anchors: hooks.anchors ?? null,
-    errors: [], skipped: [], elapsedS: 0, complete: false,
+    caches: [], prefillMatmul: { path: prefillMatmulPath(first) }, parity: null, anchors: hooks.anchors ?? null,
+    errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
-  const a = gpu.summary;
+  const a = first.summary;
   log(`adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ')} (${r.env.runtimeVersion})`);
   const { name, config } = benchConfig(s);
-  const section = async (what: string, f: () => Promise<void>) => {
+  /** One unit: `f` gets the device to work on (a new one when it is redone after a loss). */
+  const section = async (what: string, f: (gpu: Gpu) => Promise<void>) => {
     if (clock.left() <= 0) { r.skipped.push(`${what}: time budget spent`); return; }
     const ts = now();
     try {
-      await f();
+      await keeper.unit(what, f);
       log(`${what}: ${((now() - ts) / 1000).toFixed(1)} s`);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       r.errors.push(`${what}: ${msg}`);
       log(`${what}: ERROR ${msg.split('\n')[0]}`);
-      await gpu.sync().catch(() => undefined);
+      await keeper.gpu.sync().catch(() => undefined);
     }
     await update();
   };
+  const model = new ModelOnDevice(async (gpu) => {
+    const ts = now();
+    const weights = await randomWeights(gpu, config, s.seed);
+    try {
+      await gpu.sync();
+    } catch (e) {
+      disposeWeights(weights);
+      throw e;
+    }
+    const weightsMs = now() - ts;
+    const info = modelInfo(name, config, parameterCount(config));
+    r.model ??= { ...info, dtype: s.dtype, weightsMs };
+    log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
+    return { weights, bench: new ModelBench(gpu, new HrmModel(gpu, config, weights, s.dtype), info, s, clock, log) };
+  });
 
   try {
     const h = config.hidden_size, qkv = 4 * config.num_attention_heads * config.head_dim;
     if (s.checkSgmat) {
-      await section('subgroup-matrix matmul parity', async () => {
+      await section('subgroup-matrix matmul parity', async (gpu) => {
         const why = sgmatUnavailable(gpu);
         r.parity = { sgmat: why === null ? await checkSgmat(gpu, await hooks.mlxOps?.()) : { skipped: why } };
         const p = r.parity.sgmat;
@@ -123,46 +146,35 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
           (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
       });
     }
-    await section('stream read', async () => { r.kernels.stream = await streamRead(gpu, s); });
+    await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });
     const streamGBps = r.kernels.stream?.GBps.median ?? null;
     if (s.only !== 'model') {
-      await section(`gemv ${qkv}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });
-      await section(`gemv ${config.vocab_size}x${h}`, async () => { r.kernels.gemv.push(await gemv(gpu, config.vocab_size, h, s, streamGBps)); });
-      if (gpu.f16) {
-        for (const n of [qkv, config.vocab_size]) await section(`gemv ${n}x${h} f16 x`, async () => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16')); });
+      await section(`gemv ${qkv}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });
+      await section(`gemv ${config.vocab_size}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, config.vocab_size, h, s, streamGBps)); });
+      if (first.f16) {
+        for (const n of [qkv, config.vocab_size]) await section(`gemv ${n}x${h} f16 x`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16')); });
       } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
-      await section(`matmul ${s.matmulRows} rows`, async () => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
-      await section('dispatch chain', async () => { r.kernels.dispatch = await dispatchCost(gpu, s); });
+      await section(`matmul ${s.matmulRows} rows`, async (gpu) => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
+      await section('dispatch chain', async (gpu) => { r.kernels.dispatch = await dispatchCost(gpu, s); });
       if (s.sweepGemv) {
-        await section('gemv sweep', async () => { r.kernels.sweep = await gemvSweep(gpu, h, config.intermediate_size, qkv, s); });
-        await section('attention sweep', async () => { r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s); });
+        await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, config.intermediate_size, qkv, s); });
+        await section('attention sweep', async (gpu) => { r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s); });
       }
     }
-    gpu.trimPool();
+    keeper.gpu.trimPool();
     if (s.only !== 'kernels') {
-      await section(`model ${name}`, async () => {
-        const ts = now();
-        const weights = await randomWeights(gpu, config, s.seed);
-        await gpu.sync();
-        const weightsMs = now() - ts;
-        const info = modelInfo(name, config, parameterCount(config));
-        r.model = { ...info, dtype: s.dtype, weightsMs };
-        log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
-        const bench = new ModelBench(gpu, new HrmModel(gpu, config, weights, s.dtype), info, s, clock, log);
-        try {
-          for (const c of s.caches) {
-            r.caches.push(await bench.run(c, streamGBps));
-            await update();
-          }
-        } finally {
-          disposeWeights(weights);
-        }
-      });
+      await section(`model ${name}: random weights`, async (gpu) => { await model.on(gpu); });
+      for (const c of s.caches) {
+        if (!r.model) { r.skipped.push(`model ${name}, ${c} cache: no model (its weights failed)`); continue; }
+        // A cache configuration is one unit: after a loss it is measured again from the start on a rebuilt model.
+        await section(`model ${name}, ${c} cache`, async (gpu) => { r.caches.push(await (await model.on(gpu)).run(c, streamGBps)); });
+      }
     }
   } finally {
+    model.dispose();
     r.elapsedS = (now() - t0) / 1000;
     r.complete = true;
-    gpu.destroy();
+    keeper.gpu.destroy();
   }
   return r;
 }

@@ -9,8 +9,10 @@ import { HrmModel } from '../src/hrm/model.ts';
 import { AHEAD, DecodeGraph } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
+import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
+import { deviceLoss } from './recover.ts';
 
 export interface PrefillFigure {
   tokens: number;
@@ -247,7 +249,7 @@ export class ModelBench {
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
   }
 
-  /** Every measurement of one cache configuration; errors are recorded, not thrown. */
+  /** Every measurement of one cache configuration; errors are recorded, not thrown, except a lost device. */
   async run(name: CacheName, streamGBps: number | null): Promise<CacheResult> {
     const c = this.info.config;
     const bytesPerPosition = cacheBytes(c, 1, this.s.dtype, CACHES[name]);
@@ -264,6 +266,7 @@ export class ModelBench {
         this.log(`  ${name} ${what}: ${((now() - t0) / 1000).toFixed(1)} s`);
         return true;
       } catch (e) {
+        if (deviceLoss(e, this.gpu)) throw e; // the harness redoes the whole configuration on a new device
         const msg = e instanceof Error ? e.message : String(e);
         res.errors.push(`${what}: ${msg}`);
         this.log(`  ${name} ${what}: ERROR ${msg.split('\n')[0]}`);
@@ -282,6 +285,29 @@ export class ModelBench {
       await attempt(`prefill ${n}`, async () => { res.prefill.push(await this.prefill(name, n)); });
     }
     return res;
+  }
+}
+
+/**
+ * The benchmarked model on the device in use: random weights made on the GPU the first time, and again when a
+ * device loss moved the run to a new device.
+ */
+export class ModelOnDevice {
+  private held: { gpu: Gpu; weights: HrmWeights; bench: ModelBench } | null = null;
+  constructor(private readonly make: (gpu: Gpu) => Promise<{ weights: HrmWeights; bench: ModelBench }>) {}
+
+  /** The model bench on `gpu`: the weights of an earlier device are dropped and made again on this one. */
+  async on(gpu: Gpu): Promise<ModelBench> {
+    if (this.held?.gpu !== gpu) {
+      this.dispose();
+      this.held = { gpu, ...(await this.make(gpu)) };
+    }
+    return this.held.bench;
+  }
+
+  dispose(): void {
+    if (this.held) disposeWeights(this.held.weights);
+    this.held = null;
   }
 }
 

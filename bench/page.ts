@@ -13,6 +13,7 @@ try {
   const { help: _, ...s } = parseArgs(query.getAll('arg'));
   const result = await runBench(s, {
     log: (m) => { console.log(m); out.textContent += m + '\n'; },
+    warn: (m) => { console.warn(m); out.textContent += m + '\n'; },
     update: (r) => { w.__partial = JSON.parse(JSON.stringify(r)) as BenchResult; },
     commit: query.get('commit'),
     timestamps: query.get('timestamps') ?? undefined,

@@ -121,6 +121,7 @@ export function markdown(r: BenchResult): string {
   }
   for (const e of r.errors) L.push(`- error: ${esc(e).slice(0, 300)}`);
   for (const e of r.skipped) L.push(`- skipped: ${esc(e)}`);
+  for (const x of r.recovered) L.push(`- recovered: ${esc(x.unit)} was redone on a new device after the device was lost (${esc(x.error).slice(0, 200)})`);
   L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
 }
