@@ -28,7 +28,8 @@ type Net = Required<Omit<NetOptions, 'onRetry'>> & Pick<NetOptions, 'onRetry'>;
 const TRANSIENT_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 function net(o: NetOptions): Net {
-  return { fetch: o.fetch ?? fetch, connectTimeoutMs: o.connectTimeoutMs ?? 15_000, idleTimeoutMs: o.idleTimeoutMs ?? 30_000,
+  // Called as a plain function: a browser's window.fetch refuses any other `this` ("Illegal invocation").
+  return { fetch: o.fetch ?? ((input, init) => fetch(input, init)), connectTimeoutMs: o.connectTimeoutMs ?? 15_000, idleTimeoutMs: o.idleTimeoutMs ?? 30_000,
     retries: o.retries ?? 4, backoffMs: o.backoffMs ?? 1000, onRetry: o.onRetry };
 }
 

@@ -75,7 +75,7 @@ describe('hrm CLI', () => {
       expect(usage, args.join(' ')).toMatch(new RegExp(`^usage: hrm ${args[0]} `));
     }
     const unknown = await fails(hrm(['frobnicate']));
-    expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "UsageError: [hrm] unknown command 'frobnicate' (commands: generate, logits, compare, info)"]);
+    expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "UsageError: [hrm] unknown command 'frobnicate' (commands: generate, logits, compare, info, convert)"]);
     const env = await fails(hrm(['info', '--model', 'http://127.0.0.1:9/model'], { HRM_IDLE_TIMEOUT: 'soon' }));
     expect([env.code, ours(env.stderr)[0]]).toEqual([2, 'UsageError: [cli] HRM_IDLE_TIMEOUT="soon" is not valid (expected seconds > 0)']);
   });
