@@ -68,7 +68,9 @@ async function attempt(url: string, init: RequestInit, o: Net): Promise<{ res: R
     }, o.connectTimeoutMs);
   });
   try {
-    return { res: await Promise.race([o.fetch(url, { ...init, signal: ctl.signal }), deadline]), ctl };
+    // No HTTP cache: a browser revalidating its cached copy turns a Range request into a 304 and hands fetch an
+    // empty body (seen in Chrome after a reload); apps keep downloads themselves (the demo in Cache Storage).
+    return { res: await Promise.race([o.fetch(url, { cache: 'no-store', ...init, signal: ctl.signal }), deadline]), ctl };
   } catch (e) {
     throw e instanceof NetworkError ? e : fail(url, describe(e), true);
   } finally {
