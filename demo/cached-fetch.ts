@@ -4,6 +4,7 @@
 // network (caching whole 200 GET responses of small files such as config.json on the way).
 // Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
 // header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
+// Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
 import { blobSource } from '../src/tensor/sources.ts';
 import { SafetensorsFile } from '../src/tensor/safetensors.ts';
 
