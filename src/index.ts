@@ -29,7 +29,7 @@ export { dirFiles, fileListFiles, urlFiles, type ModelFiles } from './hrm/files.
 /** Config only (no weights): for "will it fit" checks before a download. `loadConfigs` adds config.json's
  *  `quantization` block (MLX-quantized checkpoints; null for dense ones). */
 export { loadConfig, loadConfigs, type LoadedModel, type LoadStage } from './hrm/load.ts';
-export { parseConfig, parameterCount, cacheSlots, Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './hrm/config.ts';
+export { parseConfig, parameterCount, cacheSlots, type HrmConfig, type QuantConfig, type QuantSpec } from './hrm/config.ts';
 /** GPU bytes of a config's weight matrices, dense or quantized with a `QuantSpec` (for "will it fit" checks). */
 export { checkpointBytes } from './hrm/quantized.ts';
 export { cacheBytes, type ActDtype, type KvSpec, type QuantMode } from './hrm/cache.ts';

@@ -9,32 +9,20 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
-import { build, preview, type Plugin, type PreviewServer } from 'vite';
-import { launch, watchConsole } from '../helpers/browser.ts';
+import type { Plugin, PreviewServer } from 'vite';
 import { sendFile } from '../../vite.config.ts';
+import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx } from './built-demo.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const configFile = join(root, 'vite.config.ts');
-const MODEL = join(root, 'models/hrm-text-brown-6m');
 const PROMPT = 'The jury said';
 const PASTED = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced no evidence that ' +
   'any irregularities took place. The jury further said in term-end presentments that the City Executive Committee, which ' +
   'had over-all charge of the election, deserves the praise and thanks of the City of Atlanta.';
-
-const tsx = join(root, 'node_modules/.bin/tsx');
-
-/** What `hrm generate` prints for the same prompt and settings (stdout: the text, then one newline). */
-function cliText(): Promise<string> {
-  return promisify(execFile)(tsx, ['src/cli/hrm.ts', 'generate', PROMPT, '--condition', 'noisy', '--max-tokens', '8', '--seed', '0', '--temperature', '0'], { cwd: root, timeout: 150_000 })
-    .then(({ stdout }) => stdout.replace(/\n$/, ''));
-}
 
 /** REFRACT settings the panel and the CLI both run: 2 prompts x 4 tokens, 1 chunk of 32 pasted tokens, q8/q8. */
 const TRAJ_PROMPTS = 2;
@@ -138,22 +126,12 @@ const banner = () => page.$eval('#banner', (el) => ({
 describe('demo (built, headless Chromium)', () => {
   beforeAll(async () => {
     // The CLI runs on Dawn in Node meanwhile (it takes ~20 s of CPU here).
-    expected = cliText();
+    expected = cliGenerate(PROMPT, 8);
     expected.catch(() => {});
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-'));
     expectedReport = cliReport(work);
     expectedReport.catch(() => {});
-    const outDir = join(work, 'dist');
-    await build({ configFile, logLevel: 'error', build: { outDir, emptyOutDir: true } });
-    server = await preview({ configFile, logLevel: 'error', plugins: [flaky], build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
-    const url = server.resolvedUrls?.local[0];
-    if (!url) throw new Error('vite preview did not report a URL');
-    browser = await launch();
-    page = await browser.newPage();
-    await page.setViewport({ width: 1366, height: 860 });
-    log = watchConsole(page);
-    await page.goto(url);
-    await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
+    ({ server, browser, page, log } = await openBuiltDemo(join(work, 'dist'), [flaky]));
   }, 180_000);
 
   afterAll(async () => {
@@ -166,7 +144,7 @@ describe('demo (built, headless Chromium)', () => {
     const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
     expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: 'Ready: hrm-text-brown-6m (embedded)' });
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/shader-f16/);
-    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights\s*12\.5 MiB/);
+    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*12\.5 MiB/);
     expect(await page.$eval('#mem-verdict', (el) => (el as HTMLElement).dataset.verdict)).toBe('ok');
     // Every control has an accessible name.
     const unnamed = await page.$$eval('input, select, textarea, button', (els) => els.filter((el) => {
@@ -182,14 +160,7 @@ describe('demo (built, headless Chromium)', () => {
   });
 
   it('generates greedily what the Node CLI prints', async () => {
-    await setValue('#prompt', PROMPT);
-    await page.$$eval('input[name=cond]', (els) => { for (const el of els) (el as HTMLInputElement).checked = (el as HTMLInputElement).value === 'noisy'; });
-    await setValue('#max-tokens', '8');
-    await setValue('#seed', '0');
-    await setValue('#temperature', '0');
-    await page.click('#generate');
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''), { timeout: 90_000 });
-    const text = await page.$eval('#output', (el) => el.textContent);
+    const text = await pageGenerate(page, PROMPT, 8);
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);
     expect(text, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe(want);
