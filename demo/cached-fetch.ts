@@ -51,6 +51,10 @@ function parseRange(header: string | null, size: number): [number, number] | nul
   return start <= end && start < size ? [start, end] : null;
 }
 
+function headersOf(input: RequestInfo | URL, init?: RequestInit): Headers {
+  return new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+}
+
 /** The file name at the end of a URL (what messages name). */
 export function fileOf(url: string): string {
   return decodeURIComponent(new URL(url).pathname.split('/').pop() || url);
@@ -58,13 +62,14 @@ export function fileOf(url: string): string {
 
 /**
  * fetch, with two fixes: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
- * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a network
- * failure names the file.
+ * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; a network
+ * failure names the file; and byte ranges bypass the browser's HTTP cache: Chrome revalidates a range of a file
+ * it holds with the entry's validators and hands the page the server's bodiless 304 (seen after a reload).
  */
 export const strictFetch: typeof fetch = async (input, init) => {
   let res: Response;
   try {
-    res = await fetch(input, init);
+    res = await fetch(input, headersOf(input, init).has('range') ? { ...init, cache: 'no-store' } : init);
   } catch (e) {
     if (e instanceof TypeError) throw new DownloadError(urlOf(input), 'no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)');
     throw e;
@@ -81,8 +86,7 @@ export const strictFetch: typeof fetch = async (input, init) => {
 export const cachedFetch: typeof fetch = async (input, init) => {
   const url = urlOf(input);
   const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-  const rangeHeader = headers.get('range');
+  const rangeHeader = headersOf(input, init).get('range');
   const blob = method === 'GET' || method === 'HEAD' ? await cachedBlob(url) : null;
   if (blob) {
     const size = blob.size;

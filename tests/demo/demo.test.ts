@@ -43,15 +43,22 @@ async function cliReport(dir: string): Promise<Record<string, unknown>> {
  * The scoring fields of a report (not its timestamp, environment, model name, corpus path or repro command), and
  * apart, the KLD statistics: the CLI runs on another WebGPU implementation (Dawn in Node) than the page
  * (Chrome's SwiftShader), whose f32 logits differ in the last bits, and a KL of 1e-5 nats moves by a few per cent
- * with them (the MLX checks allow 10 % per position for the same reason).
+ * with them (the MLX checks allow 10 % per position for the same reason). llama.cpp's statistics too: KL
+ * percentiles and uncertainties, perplexities, and delta p (next-token probability differences of ~1e-3, each
+ * moved by ~1e-4 with the logits); their counts and same-top-1 stay exact.
  */
-function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string, number>; perPosition: number[] } {
-  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, ...k } = r.axes.kld;
+function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string, number>; perPosition: number[]; stats: Record<string, number> } {
+  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, mean_kld_unc, kld_percentiles, delta_p, ppl_ref, ppl_ref_unc, ppl_cand, ppl_cand_unc, ppl_ratio, ppl_ratio_unc, ...k } = r.axes.kld;
   const { kld_score, ...detail } = r.composite_detail;
   return {
     exact: { reference: r.reference, candidate: r.candidate, band: r.band, composite_detail: detail, gtm: r.axes.gtm, kld: { ...k, corpus: { size_bytes: corpus.size_bytes, sha256_head: corpus.sha256_head } } },
-    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite },
+    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite, ppl_ref, ppl_cand, ppl_ratio, mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, dp_rms: delta_p.rms, dp_rms_unc: delta_p.rms_unc },
     perPosition: per_position_kld,
+    stats: {
+      ...Object.fromEntries(Object.entries(kld_percentiles as Record<string, number>).map(([q, v]) => [`kl ${q}`, v])),
+      ...Object.fromEntries(Object.entries(delta_p.percentiles as Record<string, number>).map(([q, v]) => [`dp ${q}`, v])),
+      'dp mean': delta_p.mean, 'dp mean_unc': delta_p.mean_unc,
+    },
   };
 }
 
@@ -233,6 +240,13 @@ describe('demo (built, headless Chromium)', () => {
     expect(rel.mean_kld).toBeLessThan(0.05);
     expect(rel.rms_dp_pct).toBeLessThan(0.1);
     expect(rel.ppl).toBeLessThan(1e-3);
+    for (const s of ['ppl_ref', 'ppl_cand', 'ppl_ratio']) expect(rel[s], s).toBeLessThan(1e-3);
+    for (const s of ['mean_kld_unc', 'ppl_ref_unc', 'ppl_cand_unc', 'ppl_ratio_unc', 'dp_rms', 'dp_rms_unc']) expect(rel[s], s).toBeLessThan(0.1);
+    expect(Object.keys(a.stats)).toEqual(Object.keys(b.stats));
+    for (const [q, v] of Object.entries(b.stats)) {
+      // KL values as per position; delta p within 0.05 percentage points of probability.
+      expect(Math.abs(a.stats[q] - v), q).toBeLessThanOrEqual(0.1 * Math.abs(v) + (q.startsWith('kl') ? 2e-6 : 5e-4));
+    }
     for (const s of ['score', 'kld_score', 'composite']) expect(rel[s], s).toBeLessThan(1e-6);
     expect(a.perPosition.length).toBe(b.perPosition.length);
     a.perPosition.forEach((x, i) => expect(Math.abs(x - b.perPosition[i]), `position ${i}`).toBeLessThanOrEqual(0.1 * Math.abs(b.perPosition[i]) + 2e-6));
