@@ -1,14 +1,7 @@
 // The demo's shared state: the GPU, the loaded model (one HrmModel per activation dtype over the same weights),
 // one GPU job at a time (load, generate or REFRACT) with its AbortController, and errors: each shown next to the
 // control that started it (#<job>-error, a live region) and summarised in the banner at the top.
-import type { Gpu } from '../src/tensor/gpu.ts';
-import type { Tensor } from '../src/tensor/tensor.ts';
-import { DeviceLostError, InputError } from '../src/tensor/errors.ts';
-import type { LoadedModel } from '../src/hrm/load.ts';
-import { HrmModel } from '../src/hrm/model.ts';
-import type { ActDtype, KvSpec } from '../src/hrm/cache.ts';
-import type { HrmWeights } from '../src/hrm/weights.ts';
-import { parseKvConfig } from '../src/hrm/kv-string.ts';
+import { DeviceLostError, HrmModel, InputError, parseKvConfig, type ActDtype, type Gpu, type KvSpec, type LoadedModel } from '../src/index.ts';
 import { explain } from './errors.ts';
 import { $ } from './dom.ts';
 
@@ -57,7 +50,7 @@ export class App {
     const old = this.lm;
     this.lm = lm;
     this.variants.clear();
-    if (old && old.model.weights !== lm.model.weights) disposeWeights(old.model.weights);
+    if (old && old.model.weights !== lm.model.weights) old.model.dispose();
     this.changed();
   }
 
@@ -146,11 +139,4 @@ export function kvFromSelects(kId: string, vId: string): { spec: KvSpec; label: 
   const label = `ctk=${$<HTMLSelectElement>(kId).value},ctv=${$<HTMLSelectElement>(vId).value}`;
   const c = parseKvConfig(label);
   return { spec: { k: c.k.bits, v: c.v.bits }, label: c.label };
-}
-
-/** Free every GPU tensor of a model's weights (tied embeddings are freed once). */
-export function disposeWeights(w: HrmWeights): void {
-  const all = new Set<Tensor>([...w.embed.chunks, ...w.lmHead.chunks]);
-  for (const layer of [...w.L, ...w.H]) for (const m of [layer.gqkv, layer.o, layer.gateUp, layer.down]) for (const t of m.chunks) all.add(t);
-  for (const t of all) t.dispose();
 }

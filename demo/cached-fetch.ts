@@ -4,6 +4,7 @@
 // network (caching whole 200 GET responses of small files such as config.json on the way).
 // Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
 // header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
+// Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
 import { blobSource } from '../src/tensor/sources.ts';
 import { SafetensorsFile } from '../src/tensor/safetensors.ts';
 
@@ -58,7 +59,7 @@ export function fileOf(url: string): string {
 /**
  * fetch, with two fixes: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
  * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a network
- * failure names the file.
+ * failure names the file. (urlFiles' reads bypass the HTTP cache themselves: src/tensor/http.ts.)
  */
 export const strictFetch: typeof fetch = async (input, init) => {
   let res: Response;
@@ -80,8 +81,7 @@ export const strictFetch: typeof fetch = async (input, init) => {
 export const cachedFetch: typeof fetch = async (input, init) => {
   const url = urlOf(input);
   const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-  const rangeHeader = headers.get('range');
+  const rangeHeader = headersOf(input, init).get('range');
   const blob = method === 'GET' || method === 'HEAD' ? await cachedBlob(url) : null;
   if (blob) {
     const size = blob.size;

@@ -1,5 +1,5 @@
 // Small DOM helpers shared by the panels.
-import { InputError } from '../src/tensor/errors.ts';
+import { InputError } from '../src/index.ts';
 import { fmtBytes } from './memory.ts';
 
 export function $<T extends HTMLElement = HTMLElement>(id: string): T {

@@ -1,9 +1,8 @@
 // Turn what the library (typed errors), the browser (DOMException, TypeError from fetch) and the download code
 // throw into a message a person can act on: a title, the detail, and whether reloading the page is the way out.
 import {
-  BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NoWebGpuError,
-} from '../src/tensor/errors.ts';
-import { BackendCapabilityError } from '../src/refract/backend.ts';
+  BackendCapabilityError, BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NoWebGpuError,
+} from '../src/index.ts';
 import { DownloadError } from './cached-fetch.ts';
 import { WontFitError } from './memory.ts';
 
@@ -37,7 +36,7 @@ export function explain(e: unknown): Explained {
     return { kind: 'oom', title: 'Out of GPU memory', detail: `${detail}. Try a shorter context or fewer tokens, a quantized KV cache, or a smaller model; closing other GPU-heavy tabs can help.`, reload: false };
   }
   if (e instanceof WontFitError) {
-    return { kind: 'too-large', title: 'This model will not fit this GPU', detail: `${e.reasons.join('; ')}. Nothing was downloaded. Lower the context, quantize the KV cache, or tick "Load even if…" to try anyway.`, reload: false };
+    return { kind: 'too-large', title: 'This model will not fit this GPU', detail: `${e.reasons.join('; ')}. Nothing was downloaded. Quantize the weights (8 or 4 bits), lower the context, quantize the KV cache, or tick "Load even if…" to try anyway.`, reload: false };
   }
   if (e instanceof BindingSizeError) return { kind: 'too-large', title: 'Too large for this GPU', detail, reload: false };
   if (e instanceof FormatError) return { kind: 'bad-files', title: 'These files are not a usable HRM-Text model', detail, reload: false };

@@ -1,10 +1,7 @@
 // The generation panel: prompt, conditions, sampling settings, dtype and KV cache; streams text into a
 // fixed-height output and reports prompt and decode speed. Stop aborts through generate's signal (generate
 // returns at once, dropping the steps still queued on the GPU). Also: copy the output, list the prompt's tokens.
-import { generate } from '../src/hrm/generate.ts';
-import { formatPrompt } from '../src/hrm/prompt.ts';
-import type { ActDtype } from '../src/hrm/cache.ts';
-import { InputError } from '../src/tensor/errors.ts';
+import { formatPrompt, generate, InputError, type ActDtype } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, intInput, numInput } from './dom.ts';
 
@@ -38,7 +35,7 @@ async function runGeneration(app: App): Promise<void> {
     const t0 = performance.now();
     let pieces = 0;
     try {
-      for await (const ev of generate(model, lm.tokenizer, prompt, { ...opts, chatTemplate: lm.chatTemplate, signal })) {
+      for await (const ev of generate({ ...lm, model }, prompt, { ...opts, signal })) {
         if (ev.type === 'text') {
           // Keep the view pinned to the end unless the reader scrolled up.
           const pinned = output.scrollTop + output.clientHeight >= output.scrollHeight - 4;

@@ -1,9 +1,9 @@
 // The demo page: open the GPU, show the adapter, load the embedded hrm-text-brown-6m, wire the three panels.
 // `window.__demo` exposes the state to the end-to-end test (tests/demo/demo.test.ts).
-import { Gpu } from '../src/tensor/gpu.ts';
+import { Gpu, isSoftwareAdapter } from '../src/index.ts';
 import { App, KV_CHOICES } from './app.ts';
 import { $ } from './dom.ts';
-import { initModelPanel, isSoftwareAdapter, openModel, refreshCacheUsage, showAdapter, startSource, updateMemory } from './model-panel.ts';
+import { initModelPanel, openModel, refreshCacheUsage, showAdapter, startSource, updateMemory } from './model-panel.ts';
 import { initGeneratePanel } from './generate-panel.ts';
 import { initRefractPanel } from './refract-panel.ts';
 import { embeddedSource } from './sources.ts';
@@ -39,8 +39,8 @@ async function main(): Promise<void> {
     return;
   }
   app.watchDevice(app.gpu);
-  showAdapter(app.gpu);
-  if (isSoftwareAdapter(app.gpu)) {
+  showAdapter(app, app.gpu);
+  if (isSoftwareAdapter(app.gpu.summary)) {
     $<HTMLInputElement>('kld-chunks').value = '1';
     $<HTMLInputElement>('kld-ctx').value = '64';
     $('refract-cpu').hidden = false;

@@ -1,10 +1,12 @@
 // "Will it fit": the model's GPU memory at a context, from config.json and the checkpoint's byte size, before any
 // weight is downloaded. WebGPU does not say how much memory a device has, so the bound is rough: the adapter's
 // per-buffer limits (hard), and the browser's `navigator.deviceMemory` (RAM in GiB, rounded, capped at 8 by Chrome).
-import { cacheBytes, type ActDtype, type KvSpec } from '../src/hrm/cache.ts';
-import { cacheSlots, parameterCount, type HrmConfig } from '../src/hrm/config.ts';
-import type { ModelFiles } from '../src/hrm/files.ts';
-import { FormatError } from '../src/tensor/errors.ts';
+// The weights' size depends on the choice made before the download: as stored (dense, or MLX-quantized as
+// config.json's `quantization` says), or quantized on load to 8 or 4 bits.
+import {
+  cacheBytes, cacheSlots, checkpointBytes, FormatError, parameterCount,
+  type ActDtype, type HrmConfig, type KvSpec, type ModelFiles, type QuantConfig, type QuantSpec,
+} from '../src/index.ts';
 
 export const GiB = 2 ** 30;
 
@@ -39,6 +41,44 @@ export async function weightFiles(files: ModelFiles, config: HrmConfig): Promise
   const total = sizes.reduce((a, b) => a + b, 0);
   // No file found: the loader will say so; estimate bf16 weights meanwhile.
   return names.length ? { names, sizes, total, exact: true } : { names, sizes, total: parameterCount(config) * 2, exact: false };
+}
+
+/** The weights choices offered before a download: as stored, or quantized on load (group 64, MLX's default). */
+export const WEIGHT_CHOICES = { stored: null, q8: { bits: 8, groupSize: 64 }, q4: { bits: 4, groupSize: 64 } } as const satisfies Record<string, QuantSpec | null>;
+export type WeightChoice = keyof typeof WEIGHT_CHOICES;
+
+/** What sizes a checkpoint before its weights are read: its config, stored quantization and file bytes. */
+export interface Sizing {
+  config: HrmConfig;
+  stored: QuantConfig | null;
+  files: WeightFiles;
+  /** Once loaded: the choice it was loaded with and the bytes its weights took on the GPU. */
+  loaded?: { choice: WeightChoice; bytes: number };
+}
+
+/** How the weights of `choice` are held: `spec` null when dense, `onLoad` when quantized while loading. */
+export function weightSpec(s: Sizing, choice: WeightChoice): { spec: QuantSpec | null; onLoad: boolean } {
+  // A stored-quantized checkpoint loads as stored whatever is chosen (the loader keeps its modules so).
+  if (s.stored) return { spec: s.stored.default, onLoad: false };
+  const spec = WEIGHT_CHOICES[choice];
+  return { spec, onLoad: spec !== null };
+}
+
+/** GPU bytes of the weights for `choice` (exact for a stored checkpoint; quantize-on-load from the config). */
+export function weightBytes(s: Sizing, choice: WeightChoice): { bytes: number; exact: boolean } {
+  const { spec, onLoad } = weightSpec(s, choice);
+  if (s.loaded && (s.stored || s.loaded.choice === choice)) return { bytes: s.loaded.bytes, exact: true };
+  if (!onLoad || !spec) return { bytes: s.files.total, exact: s.files.exact };
+  // Dense values (and the scales quantize writes, in the checkpoint's dtype) take the file's bytes per parameter.
+  const per = s.files.exact && s.files.total >= 3 * parameterCount(s.config) ? 4 : 2;
+  return { bytes: checkpointBytes(s.config, spec, per, per), exact: false };
+}
+
+/** A choice's label: "8-bit (group 64, quantized on load)", "as stored (4-bit, group 64)". */
+export function choiceLabel(s: Sizing, choice: WeightChoice): string {
+  const { spec, onLoad } = weightSpec(s, choice);
+  const q = spec ? `${spec.bits}-bit, group ${spec.groupSize}` : 'dense';
+  return onLoad ? `${spec!.bits}-bit (group ${spec!.groupSize}, quantized on load)` : `as stored (${q})`;
 }
 
 export interface MemoryPlan {

@@ -1,12 +1,10 @@
-// The model panel: adapter details, model sources (embedded, URL, folder picker, drop), the memory estimate and
-// fit check before any weight is downloaded, download and GPU-upload progress, and the download cache.
-import type { Gpu } from '../src/tensor/gpu.ts';
-import { loadConfig, loadModel } from '../src/hrm/load.ts';
-import { cacheSlots, parameterCount, type HrmConfig } from '../src/hrm/config.ts';
-import type { ActDtype } from '../src/hrm/cache.ts';
+// The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
+// the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
+// any weight is downloaded, download and GPU-upload progress, and the download cache.
+import { cacheSlots, isSoftwareAdapter, loadConfigs, loadModel, parameterCount, type ActDtype, type Gpu, type HrmConfig } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
-import { fmtBytes, memoryPlan, weightFiles, WontFitError } from './memory.ts';
+import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
 import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 
@@ -40,27 +38,45 @@ const GPU_FEATURES: ReadonlyArray<[string, string]> = [
   ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
 ];
 
-/** What the memory table describes: the loaded model, or one being checked before its download. */
-let sizing: { config: HrmConfig; weights: number; exactWeights: boolean } | null = null;
+/** What the memory table describes: the model being checked before its download, and the loaded one. */
+let sizing: Sizing | null = null;
+let loaded: Sizing | null = null;
 
-/** A CPU implementation (SwiftShader, llvmpipe/lavapipe, WARP): correct but slow. */
-export function isSoftwareAdapter(gpu: Gpu): boolean {
-  const s = gpu.summary;
-  const info = gpu.adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
-  return Boolean(info?.isFallbackAdapter) || /swiftshader|llvmpipe|lavapipe|warp|software/i.test(`${s.description} ${s.vendor} ${s.architecture} ${s.device}`);
+/** The weights choice of the select (applies to the next load). */
+const weightChoice = () => $<HTMLSelectElement>('quantize').value as WeightChoice;
+
+/**
+ * Which kernels run for the loaded model at the chosen settings. The model's kernels use no optional feature:
+ * the subgroup-matrix matmul exists but is off by default (it failed its parity checks through Dawn).
+ */
+function kernelPath(app: App): string {
+  const w = app.lm?.model.weights;
+  const q = w && [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])].find((m) => m.quant)?.quant;
+  const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
+  let kv = { k: null as number | null, v: null as number | null };
+  try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
+  const weights = !w ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${w.L[0]?.gqkv.dtype ?? 'f32'} weights)`;
+  const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
+    : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
+  return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}; no optional feature used (subgroup-matrix matmul off by default)`;
 }
 
-export function showAdapter(gpu: Gpu): void {
+/** Refresh the adapter table's kernel-path row (after a load, or a dtype / KV change). */
+function showKernelPath(app: App): void {
+  const el = document.getElementById('gpu-path');
+  if (el) el.textContent = kernelPath(app);
+}
+
+export function showAdapter(app: App, gpu: Gpu): void {
   const s = gpu.summary;
   const offered = new Set<string>(gpu.adapter.features);
   const enabled = new Set<string>(gpu.device.features);
   const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : offered.has(f) ? 'offered, not requested' : 'no');
   fillKv($('adapter'), [
     ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
-    ['software adapter', isSoftwareAdapter(gpu) ? 'yes (runs on the CPU: slow)' : 'no'],
+    ['software adapter', isSoftwareAdapter(s) ? 'yes (runs on the CPU: slow)' : 'no'],
     ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
-    // The model's kernels need no optional feature yet: say which path runs rather than imply a faster one.
-    ['kernel path', 'portable f32 kernels (bf16 rounding emulated); no optional feature used', 'gpu-path'],
+    ['kernel path', kernelPath(app), 'gpu-path'],
     ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
   ]);
   fillTable($('limits'), Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
@@ -72,10 +88,14 @@ function status(text: string, state: 'loading' | 'ready' | 'kept' | 'error' | 'i
   el.dataset.state = state;
 }
 
-/** Re-estimate memory for the model being sized at the chosen context, dtype and KV cache. */
-export function updateMemory(app: App): ReturnType<typeof memoryPlan> | null {
+const VERDICT: Record<MemoryPlan['verdict'], string> = { ok: 'fits', warn: 'may not fit', no: 'will not fit' };
+
+/** Re-estimate memory for the model being sized at the chosen weights, context, dtype and KV cache, and per weights choice. */
+export function updateMemory(app: App): MemoryPlan | null {
+  showKernelPath(app);
   if (!sizing || !app.gpu) return null;
-  const { config } = sizing;
+  const s = sizing;
+  const { config } = s;
   const ctxEl = $<HTMLInputElement>('mem-ctx');
   ctxEl.max = String(config.max_position_embeddings);
   const ctx = Math.max(1, Math.min(Number(ctxEl.value) || config.max_position_embeddings, config.max_position_embeddings));
@@ -84,9 +104,11 @@ export function updateMemory(app: App): ReturnType<typeof memoryPlan> | null {
   try { kv = kvFromSelects('kv-k', 'kv-v'); } catch { return null; }
   const lim = app.gpu.summary.limits;
   const deviceMemory = (navigator as Navigator & { deviceMemory?: number }).deviceMemory;
-  const plan = memoryPlan(config, sizing.weights, ctx, dtype, kv.spec, { maxBufferSize: lim.maxBufferSize, maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, deviceMemory });
+  const planOf = (c: WeightChoice) => memoryPlan(config, weightBytes(s, c).bytes, ctx, dtype, kv.spec, { maxBufferSize: lim.maxBufferSize, maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, deviceMemory });
+  const choice = weightChoice();
+  const plan = planOf(choice);
   fillTable($<HTMLTableElement>('memory'), [
-    ['weights', `${fmtBytes(plan.weights)}${sizing.exactWeights ? '' : ' (est.)'}`],
+    [`weights, ${choiceLabel(s, choice)}`, `${fmtBytes(plan.weights)}${weightBytes(s, choice).exact ? '' : ' (est.)'}`],
     [`KV cache (${ctx} tokens, ${kv.label.replace('ctk=', 'K ').replace(',ctv=', ', V ')}, ${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
     ['activations (rough)', fmtBytes(plan.activations)],
     ['total', fmtBytes(plan.total)],
@@ -94,12 +116,18 @@ export function updateMemory(app: App): ReturnType<typeof memoryPlan> | null {
   const v = $('mem-verdict');
   v.dataset.verdict = plan.verdict;
   v.textContent = plan.verdict === 'ok' ? 'Fits this adapter.' : `${plan.verdict === 'no' ? 'Will not fit' : 'May not fit'}: ${plan.reasons.join('; ')}.`;
+  // A stored-quantized checkpoint loads as stored: one row.
+  const choices = (s.stored ? ['stored'] : Object.keys(WEIGHT_CHOICES)) as WeightChoice[];
+  fillTable($<HTMLTableElement>('mem-choices'), choices.map((c) => {
+    const p = planOf(c);
+    return [choiceLabel(s, c), `${fmtBytes(p.weights)} weights, ${fmtBytes(p.total)} in all: ${VERDICT[p.verdict]}`];
+  }));
   return plan;
 }
 
-function describeModel(name: string, c: HrmConfig, checkpoint?: string): void {
+function describeModel(name: string, c: HrmConfig, checkpoint?: string, weights?: string): void {
   fillKv($('model-info'), [
-    ['model', name], ...(checkpoint ? [['checkpoint', checkpoint] as [string, string]] : []),
+    ['model', name], ...(checkpoint ? [['checkpoint', checkpoint] as [string, string]] : []), ...(weights ? [['weights', weights] as [string, string]] : []),
     ['parameters', `${(parameterCount(c) / 1e6).toFixed(2)} M`],
     ['shape', `hidden ${c.hidden_size}, ${c.num_layers_per_stack} layers/stack, ${c.num_attention_heads}×${c.head_dim} heads, H${c.H_cycles} L${c.L_cycles}`],
     ['vocabulary', String(c.vocab_size)], ['context', `${c.max_position_embeddings} tokens`],
@@ -124,9 +152,11 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     setProgress($('dl-progress'), $('dl-text'), 0, 0);
     setProgress($('up-progress'), $('up-text'), 0, 0);
     status(`Reading ${files.name}/config.json…`, 'loading');
-    const config = await loadConfig(files);
+    const choice = weightChoice();
+    const { config, quantization } = await loadConfigs(files);
     const wf = await weightFiles(files, config);
-    sizing = { config, weights: wf.total, exactWeights: wf.exact };
+    const s: Sizing = { config, stored: quantization, files: wf };
+    sizing = s;
     describeModel(files.name, config);
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(config.max_position_embeddings);
     const plan = updateMemory(app);
@@ -142,13 +172,18 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
       void refreshCacheUsage();
     }
     signal.throwIfAborted();
-    status(`Uploading ${files.name} to the GPU…`, 'loading');
-    const lm = await loadModel(gpu, files, {
-      dtype: 'f32',
-      onProgress: (stage, l, t) => { if (stage === 'weights') setProgress($('up-progress'), $('up-text'), l, t); },
+    const q = weightSpec(s, choice);
+    const quantize = q.onLoad && q.spec ? q.spec : undefined;
+    status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
+    const lm = await loadModel(files, {
+      gpu, dtype: 'f32', quantize,
+      progressCallback: (p) => { if (p.stage === 'weights') setProgress($('up-progress'), $('up-text'), p.loaded, p.total); },
     });
+    s.loaded = { choice, bytes: lm.model.weights.bytes };
+    loaded = s;
     app.setModel(lm);
-    describeModel(lm.name, lm.config, lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint);
+    describeModel(lm.name, lm.config, lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint, choiceLabel(s, choice));
+    updateMemory(app);
     return true;
   });
   if (ok) {
@@ -163,11 +198,11 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   if (evicted.length) void refreshCacheUsage();
   if (cancelled) $('load-url').focus();
   const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}${evicted.length ? ` (took ${evicted.join(', ')} out of the download cache)` : ''}`;
-  if (app.lm) {
+  if (app.lm && loaded) {
     const lm = app.lm;
-    sizing = { config: lm.config, weights: lm.model.weights.bytes, exactWeights: true };
+    sizing = loaded;
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
-    describeModel(lm.name, lm.config);
+    describeModel(lm.name, lm.config, undefined, choiceLabel(loaded, loaded.loaded!.choice));
     updateMemory(app);
     status(`${what}; still using ${before ?? lm.name}.`, 'kept');
   } else {
@@ -213,7 +248,7 @@ export function initModelPanel(app: App): void {
   });
   const ctx = $<HTMLInputElement>('mem-ctx');
   ctx.addEventListener('input', () => { ctx.dataset.touched = '1'; updateMemory(app); });
-  for (const id of ['dtype', 'kv-k', 'kv-v']) $(id).addEventListener('change', () => updateMemory(app));
+  for (const id of ['dtype', 'kv-k', 'kv-v', 'quantize']) $(id).addEventListener('change', () => updateMemory(app));
   app.onChange(() => {
     const busy = app.job !== null;
     for (const id of ['load-url', 'load-embedded', 'folder-input']) ($(id) as HTMLButtonElement | HTMLInputElement).disabled = busy;

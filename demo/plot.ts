@@ -1,6 +1,7 @@
 // The REFRACT panel's per-position KL plot: a Vega-Lite spec rendered to an SVG string by Vega (the same
 // renderer as the HTML report), so no canvas and no vega-embed.
 import type { TopLevelSpec } from 'vega-lite';
+// Not public API: the HTML report's chart renderer (Vega), shared so the panel's plot looks like the report's.
 import { renderSvg } from '../src/refract/report/charts.ts';
 
 /** KL(P_ref || P_cand) per scored position, chunk-major; NaN positions (dropped) are left out. */

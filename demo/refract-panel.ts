@@ -1,16 +1,12 @@
 // The REFRACT panel: KLD@D between a reference and a candidate KV cache on the bundled Brown corpus or pasted
 // text (mean KLD, score, band, per-position KL plot). With the trajectory axis ticked it is a whole REFRACT score
 // (runRefract, as `refract score` runs it), downloadable as the CLI's JSON and HTML reports.
-import { HrmBackend } from '../src/refract/hrm-backend.ts';
-import { brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from '../src/refract/corpus.ts';
-import { runKld, type KldAxisResult } from '../src/refract/axes/kld.ts';
-import { runRefract } from '../src/refract/runner.ts';
-import { band } from '../src/refract/score.ts';
-import { PROMPTS_V01 } from '../src/refract/prompts.ts';
-import { toJsonString, type RefractReport } from '../src/refract/report/json.ts';
-import { renderHtmlReport } from '../src/refract/report/html.ts';
+import {
+  band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, HrmBackend, PROMPTS_V01, renderHtmlReport, runKld, runRefract, toJsonString,
+  type ActDtype, type KldAxisResult, type RefractReport,
+} from '../src/index.ts';
+// Not public API: returning at once when the user stops (the GPU work in flight cannot be cancelled).
 import { ABORTED, orAborted } from '../src/hrm/generate.ts';
-import type { ActDtype } from '../src/hrm/cache.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';

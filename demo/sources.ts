@@ -1,7 +1,6 @@
 // Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
-import { fileListFiles, urlFiles, type ModelFiles } from '../src/hrm/files.ts';
-import { FormatError } from '../src/tensor/errors.ts';
+import { fileListFiles, FormatError, urlFiles, type ModelFiles } from '../src/index.ts';
 import { cachedFetch, strictFetch } from './cached-fetch.ts';
 
 export interface ModelSource {

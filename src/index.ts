@@ -11,6 +11,7 @@ import { loadModel as loadFiles, type LoadStage, type LoadedModel } from './hrm/
 import { generate as generateStream, type GenerateEvent, type GenerateOptions, type GenerateStats } from './hrm/generate.ts';
 import { kvSpecOf } from './hrm/kv-string.ts';
 import type { ActDtype, KvSpec } from './hrm/cache.ts';
+import type { QuantSpec } from './hrm/config.ts';
 import type { DeviceOptions } from './tensor/device.ts';
 import { runtimeName } from './tensor/device.ts';
 
@@ -25,9 +26,12 @@ export * from './tensor/errors.ts';
 // ---- models -----------------------------------------------------------------------------------------------
 /** Model file sets: a local folder (Node, Deno), a base URL, or browser `File`s (directory picker, drop). */
 export { dirFiles, fileListFiles, urlFiles, type ModelFiles } from './hrm/files.ts';
-/** Config only (no weights): for "will it fit" checks before a download. */
-export { loadConfig, type LoadedModel, type LoadStage } from './hrm/load.ts';
-export { parseConfig, parameterCount, cacheSlots, type HrmConfig } from './hrm/config.ts';
+/** Config only (no weights): for "will it fit" checks before a download. `loadConfigs` adds config.json's
+ *  `quantization` block (MLX-quantized checkpoints; null for dense ones). */
+export { loadConfig, loadConfigs, type LoadedModel, type LoadStage } from './hrm/load.ts';
+export { parseConfig, parameterCount, cacheSlots, type HrmConfig, type QuantConfig, type QuantSpec } from './hrm/config.ts';
+/** GPU bytes of a config's weight matrices, dense or quantized with a `QuantSpec` (for "will it fit" checks). */
+export { checkpointBytes } from './hrm/quantized.ts';
 export { cacheBytes, type ActDtype, type KvSpec, type QuantMode } from './hrm/cache.ts';
 export { HrmModel, type ForwardOptions, type MaskSpec } from './hrm/model.ts';
 export { HrmTokenizer } from './hrm/tokenizer.ts';
@@ -85,6 +89,11 @@ export interface LoadModelOptions {
   device?: DeviceOptions;
   /** 'f32' (the precise reference, default) or 'bf16' (rounds each op's output where MLX does). */
   dtype?: ActDtype;
+  /**
+   * Quantize the dense weights on the GPU while loading, bit for bit `mx.quantize` (e.g. `{ bits: 8, groupSize: 64 }`;
+   * bits 2, 3, 4, 5, 6 or 8, group 32, 64 or 128). Checkpoints stored quantized (MLX's layout) load as stored anyway.
+   */
+  quantize?: QuantSpec;
   /** Called as the config, tokenizer and weights load; weights report bytes. */
   progressCallback?: (p: ProgressInfo) => void;
 }
@@ -99,6 +108,7 @@ export async function loadModel(source?: ModelSource, opts: LoadModelOptions = {
   const cb = opts.progressCallback;
   return loadFiles(gpu, files, {
     dtype: opts.dtype,
+    quantize: opts.quantize,
     onProgress: cb && ((stage, loaded, total) => cb({ stage, loaded, total, progress: total ? (100 * loaded) / total : 0 })),
   });
 }
@@ -164,6 +174,8 @@ export async function logits(lm: LoadedModel, ids: number[], opts: LogitsOptions
 export { parseKvConfig, KV_TYPES, KV_GROUP_SIZE, DEFAULT_REFERENCE_KV, type KvConfig, type KvSide } from './hrm/kv-string.ts';
 /** REFRACT: `runRefract({ backend: new HrmBackend(lm), model, candidate })` scores a KV config against the reference. */
 export { runRefract, type RunRefractOptions, type ProgressFn, type Stage } from './refract/runner.ts';
+/** REFRACT's KLD axis alone (KLD@D of a candidate KV cache against the reference over a corpus). */
+export { runKld, type KldAxisOptions } from './refract/axes/kld.ts';
 export { HrmBackend, type HrmBackendOptions } from './refract/hrm-backend.ts';
 export { BackendCapabilityError, RefractError, type Backend } from './refract/backend.ts';
 export { band, compositeScore } from './refract/score.ts';

@@ -9,32 +9,20 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
-import { build, preview, type Plugin, type PreviewServer } from 'vite';
-import { launch, watchConsole } from '../helpers/browser.ts';
+import type { Plugin, PreviewServer } from 'vite';
 import { sendFile } from '../../vite.config.ts';
+import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx } from './built-demo.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const configFile = join(root, 'vite.config.ts');
-const MODEL = join(root, 'models/hrm-text-brown-6m');
 const PROMPT = 'The jury said';
 const PASTED = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced no evidence that ' +
   'any irregularities took place. The jury further said in term-end presentments that the City Executive Committee, which ' +
   'had over-all charge of the election, deserves the praise and thanks of the City of Atlanta.';
-
-const tsx = join(root, 'node_modules/.bin/tsx');
-
-/** What `hrm generate` prints for the same prompt and settings (stdout: the text, then one newline). */
-function cliText(): Promise<string> {
-  return promisify(execFile)(tsx, ['src/cli/hrm.ts', 'generate', PROMPT, '--condition', 'noisy', '--max-tokens', '8', '--seed', '0', '--temperature', '0'], { cwd: root, timeout: 150_000 })
-    .then(({ stdout }) => stdout.replace(/\n$/, ''));
-}
 
 /** REFRACT settings the panel and the CLI both run: 2 prompts x 4 tokens, 1 chunk of 32 pasted tokens, q8/q8. */
 const TRAJ_PROMPTS = 2;
@@ -55,24 +43,22 @@ async function cliReport(dir: string): Promise<Record<string, unknown>> {
  * The scoring fields of a report (not its timestamp, environment, model name, corpus path or repro command), and
  * apart, the KLD statistics: the CLI runs on another WebGPU implementation (Dawn in Node) than the page
  * (Chrome's SwiftShader), whose f32 logits differ in the last bits, and a KL of 1e-5 nats moves by a few per cent
- * with them (the MLX checks allow 10 % per position for the same reason).
+ * with them (the MLX checks allow 10 % per position for the same reason). llama.cpp's statistics too: KL
+ * percentiles and uncertainties, perplexities, and delta p (next-token probability differences of ~1e-3, each
+ * moved by ~1e-4 with the logits); their counts and same-top-1 stay exact.
  */
-function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string, number>; perPosition: number[] } {
-  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, ppl_ref, ppl_cand, ppl_ratio, ...k } = r.axes.kld;
-  // llama.cpp's statistics of small differences (uncertainties, KL and delta-p percentiles) move with the driver's
-  // float order: the same fields, finite, but not the same digits (the means and PPLs are compared below).
-  const { mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, kld_percentiles, delta_p, ...exactK } = k;
-  const finiteShape = (x: unknown): unknown => typeof x === 'number' ? Number.isFinite(x) : x && typeof x === 'object'
-    ? Object.fromEntries(Object.entries(x).map(([key, v]) => [key, finiteShape(v)])) : x;
+function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string, number>; perPosition: number[]; stats: Record<string, number> } {
+  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, mean_kld_unc, kld_percentiles, delta_p, ppl_ref, ppl_ref_unc, ppl_cand, ppl_cand_unc, ppl_ratio, ppl_ratio_unc, ...k } = r.axes.kld;
   const { kld_score, ...detail } = r.composite_detail;
   return {
-    exact: {
-      reference: r.reference, candidate: r.candidate, band: r.band, composite_detail: detail, gtm: r.axes.gtm,
-      kld: { ...exactK, corpus: { size_bytes: corpus.size_bytes, sha256_head: corpus.sha256_head } },
-      statShape: finiteShape({ mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, kld_percentiles, delta_p }),
-    },
-    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite, ppl_ref, ppl_cand, ppl_ratio },
+    exact: { reference: r.reference, candidate: r.candidate, band: r.band, composite_detail: detail, gtm: r.axes.gtm, kld: { ...k, corpus: { size_bytes: corpus.size_bytes, sha256_head: corpus.sha256_head } } },
+    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite, ppl_ref, ppl_cand, ppl_ratio, mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, dp_rms: delta_p.rms, dp_rms_unc: delta_p.rms_unc },
     perPosition: per_position_kld,
+    stats: {
+      ...Object.fromEntries(Object.entries(kld_percentiles as Record<string, number>).map(([q, v]) => [`kl ${q}`, v])),
+      ...Object.fromEntries(Object.entries(delta_p.percentiles as Record<string, number>).map(([q, v]) => [`dp ${q}`, v])),
+      'dp mean': delta_p.mean, 'dp mean_unc': delta_p.mean_unc,
+    },
   };
 }
 
@@ -147,22 +133,12 @@ const banner = () => page.$eval('#banner', (el) => ({
 describe('demo (built, headless Chromium)', () => {
   beforeAll(async () => {
     // The CLI runs on Dawn in Node meanwhile (it takes ~20 s of CPU here).
-    expected = cliText();
+    expected = cliGenerate(PROMPT, 8);
     expected.catch(() => {});
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-'));
     expectedReport = cliReport(work);
     expectedReport.catch(() => {});
-    const outDir = join(work, 'dist');
-    await build({ configFile, logLevel: 'error', build: { outDir, emptyOutDir: true } });
-    server = await preview({ configFile, logLevel: 'error', plugins: [flaky], build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
-    const url = server.resolvedUrls?.local[0];
-    if (!url) throw new Error('vite preview did not report a URL');
-    browser = await launch();
-    page = await browser.newPage();
-    await page.setViewport({ width: 1366, height: 860 });
-    log = watchConsole(page);
-    await page.goto(url);
-    await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
+    ({ server, browser, page, log } = await openBuiltDemo(join(work, 'dist'), [flaky]));
   }, 180_000);
 
   afterAll(async () => {
@@ -175,7 +151,7 @@ describe('demo (built, headless Chromium)', () => {
     const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
     expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: 'Ready: hrm-text-brown-6m (embedded)' });
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/shader-f16/);
-    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights\s*12\.5 MiB/);
+    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*12\.5 MiB/);
     expect(await page.$eval('#mem-verdict', (el) => (el as HTMLElement).dataset.verdict)).toBe('ok');
     // Every control has an accessible name.
     const unnamed = await page.$$eval('input, select, textarea, button', (els) => els.filter((el) => {
@@ -191,14 +167,7 @@ describe('demo (built, headless Chromium)', () => {
   });
 
   it('generates greedily what the Node CLI prints', async () => {
-    await setValue('#prompt', PROMPT);
-    await page.$$eval('input[name=cond]', (els) => { for (const el of els) (el as HTMLInputElement).checked = (el as HTMLInputElement).value === 'noisy'; });
-    await setValue('#max-tokens', '8');
-    await setValue('#seed', '0');
-    await setValue('#temperature', '0');
-    await page.click('#generate');
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''), { timeout: 90_000 });
-    const text = await page.$eval('#output', (el) => el.textContent);
+    const text = await pageGenerate(page, PROMPT, 8);
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);
     expect(text, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe(want);
@@ -270,7 +239,14 @@ describe('demo (built, headless Chromium)', () => {
     const rel = relDiff(a.kld, b.kld);
     expect(rel.mean_kld).toBeLessThan(0.05);
     expect(rel.rms_dp_pct).toBeLessThan(0.1);
-    for (const s of ['ppl', 'ppl_ref', 'ppl_cand', 'ppl_ratio']) expect(rel[s], s).toBeLessThan(1e-3);
+    expect(rel.ppl).toBeLessThan(1e-3);
+    for (const s of ['ppl_ref', 'ppl_cand', 'ppl_ratio']) expect(rel[s], s).toBeLessThan(1e-3);
+    for (const s of ['mean_kld_unc', 'ppl_ref_unc', 'ppl_cand_unc', 'ppl_ratio_unc', 'dp_rms', 'dp_rms_unc']) expect(rel[s], s).toBeLessThan(0.1);
+    expect(Object.keys(a.stats)).toEqual(Object.keys(b.stats));
+    for (const [q, v] of Object.entries(b.stats)) {
+      // KL values as per position; delta p within 0.05 percentage points of probability.
+      expect(Math.abs(a.stats[q] - v), q).toBeLessThanOrEqual(0.1 * Math.abs(v) + (q.startsWith('kl') ? 2e-6 : 5e-4));
+    }
     for (const s of ['score', 'kld_score', 'composite']) expect(rel[s], s).toBeLessThan(1e-6);
     expect(a.perPosition.length).toBe(b.perPosition.length);
     a.perPosition.forEach((x, i) => expect(Math.abs(x - b.perPosition[i]), `position ${i}`).toBeLessThanOrEqual(0.1 * Math.abs(b.perPosition[i]) + 2e-6));
@@ -358,8 +334,7 @@ describe('demo (built, headless Chromium)', () => {
     expect(await cached()).toEqual([]);
     flakyMode = 'ok';
     await page.reload();
-    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 })
-      .catch(async (e) => { throw new Error(`${(e as Error).message}; status: ${await page.$eval('#model-status', (el) => el.textContent)} / ${await page.$eval('#load-error', (el) => el.textContent)}\n${log.join('\n')}`); });
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
     flakyGets.length = 0;
     await setValue('#model-url', base);
     await page.click('#load-url');
@@ -399,8 +374,7 @@ describe('demo (built, headless Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
     // No longer cached: a reload does not download it by itself, it opens the embedded model with the URL filled in.
     await page.reload();
-    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 })
-      .catch(async (e) => { throw new Error(`${(e as Error).message}; status: ${await page.$eval('#model-status', (el) => el.textContent)} / ${await page.$eval('#load-error', (el) => el.textContent)}\n${log.join('\n')}`); });
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
     expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Ready: hrm-text-brown-6m (embedded)');
     expect(await page.$eval('#model-url', (el) => (el as HTMLInputElement).value)).toBe(base.replace(/\/$/, ''));
     await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });

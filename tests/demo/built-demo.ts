@@ -1,0 +1,50 @@
+// The built demo in headless Chromium, as the demo tests open it: vite build of demo/ into `outDir`, vite preview
+// on 127.0.0.1 (with extra server plugins), one page at a laptop's size, waited on until its first model is up;
+// greedy generation there and from the CLI with the same settings.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'puppeteer-core';
+import { build, preview, type Plugin, type PreviewServer } from 'vite';
+import { launch, watchConsole } from '../helpers/browser.ts';
+
+export const root = fileURLToPath(new URL('../..', import.meta.url));
+export const MODEL = join(root, 'models/hrm-text-brown-6m');
+export const tsx = join(root, 'node_modules/.bin/tsx');
+
+export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[] }
+
+export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Promise<BuiltDemo> {
+  const configFile = join(root, 'vite.config.ts');
+  await build({ configFile, logLevel: 'error', build: { outDir, emptyOutDir: true } });
+  const server = await preview({ configFile, logLevel: 'error', plugins, build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
+  const url = server.resolvedUrls?.local[0];
+  if (!url) throw new Error('vite preview did not report a URL');
+  const browser = await launch();
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1366, height: 860 });
+  const log = watchConsole(page);
+  await page.goto(url);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
+  return { server, browser, page, log };
+}
+
+/** What `hrm generate` prints for `prompt`, greedy, condition noisy (stdout: the text, then one newline). */
+export function cliGenerate(prompt: string, maxTokens: number, extra: string[] = []): Promise<string> {
+  const args = ['src/cli/hrm.ts', 'generate', prompt, '--condition', 'noisy', '--max-tokens', String(maxTokens), '--seed', '0', '--temperature', '0', ...extra];
+  return promisify(execFile)(tsx, args, { cwd: root, timeout: 150_000 }).then(({ stdout }) => stdout.replace(/\n$/, ''));
+}
+
+/** Generate in the page with the CLI's settings above; the output's text once it is done (or failed). */
+export async function pageGenerate(page: Page, prompt: string, maxTokens: number): Promise<string> {
+  const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
+  await setValue('#prompt', prompt);
+  await page.$$eval('input[name=cond]', (els) => { for (const el of els) (el as HTMLInputElement).checked = (el as HTMLInputElement).value === 'noisy'; });
+  await setValue('#max-tokens', String(maxTokens));
+  await setValue('#seed', '0');
+  await setValue('#temperature', '0');
+  await page.click('#generate');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''), { timeout: 90_000 });
+  return page.$eval('#output', (el) => el.textContent ?? '');
+}
