@@ -81,7 +81,7 @@ export const strictFetch: typeof fetch = async (input, init) => {
 export const cachedFetch: typeof fetch = async (input, init) => {
   const url = urlOf(input);
   const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  const rangeHeader = headersOf(input, init).get('range');
+  const rangeHeader = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).get('range');
   const blob = method === 'GET' || method === 'HEAD' ? await cachedBlob(url) : null;
   if (blob) {
     const size = blob.size;
