@@ -152,11 +152,6 @@ export function parameterCount(c: HrmConfig): number {
   return c.vocab_size * h * (c.tie_word_embeddings ? 1 : 2) + 2 * c.num_layers_per_stack * layer + h;
 }
 
-/** Cache bytes per token for full-precision K and V of `bytesPerValue` each. */
-export function kvBytesPerToken(c: HrmConfig, bytesPerValue: number): number {
-  return cacheSlots(c) * 2 * c.num_attention_heads * c.head_dim * bytesPerValue;
-}
-
 /** The sapientinc/HRM-Text-1B configuration (for sizing and benchmarks with random weights). */
 export const HRM_TEXT_1B: HrmConfig = parseConfig({
   model_type: 'hrm_text', vocab_size: 65536, hidden_size: 1536, intermediate_size: 4096, num_hidden_layers: 16,

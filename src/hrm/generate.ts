@@ -74,7 +74,7 @@ export function orAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | t
 export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null, prompt: string, opts: GenerateOptions = {}): AsyncGenerator<GenerateEvent> {
   if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
   const maxTokens = opts.maxTokens ?? 128;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate', `--max-tokens must be a positive integer (got ${maxTokens})`);
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate', `maxTokens must be a positive integer (got ${maxTokens})`);
   const sampler = new Sampler({ temperature: opts.temperature ?? 0, topP: opts.topP ?? 1, seed: opts.seed ?? 0 });
   const ids = opts.promptIds ?? tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: opts.chatTemplate ?? null }));
   const capacity = Math.min(model.config.max_position_embeddings, ids.length + maxTokens);

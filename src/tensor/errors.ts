@@ -26,8 +26,11 @@ export class GpuOutOfMemoryError extends HrmError {}
 /** The device was lost (driver reset, tab backgrounded, destroy()). Reload to continue. */
 export class DeviceLostError extends HrmError {}
 
-/** No WebGPU adapter, or a required feature is missing. */
+/** No WebGPU adapter at all. */
 export class NoWebGpuError extends HrmError {}
+
+/** The adapter lacks a WebGPU feature the op needs (shader-f16, subgroup matrices): use the op's portable path. */
+export class FeatureError extends HrmError {}
 
 /**
  * A captured step cannot be replayed (it copies buffers, or its structure moves with the position): the caller

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
 import { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
+import { DTypeError, FeatureError, ShapeError } from '../../src/tensor/errors.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
 import { checkMatmulF16, type F16Report } from './matmul_f16.check.ts';
 
@@ -35,7 +35,7 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
 
   it('names x and the adapter when the device lacks shader-f16', () => {
     expect(gpu.f16).toBe(false);
-    expect(() => matmulF16(x, w)).toThrow(DTypeError);
+    expect(() => matmulF16(x, w)).toThrow(FeatureError);
     expect(() => matmulF16(x, w)).toThrow(/^\[matmulF16\] x 'x' \[6, 8\] f16: this device has no shader-f16 \(adapter .+\); use matmul with f32 activations$/);
   });
 

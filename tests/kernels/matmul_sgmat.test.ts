@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError } from '../../src/tensor/errors.ts';
+import { DTypeError, FeatureError } from '../../src/tensor/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
@@ -25,7 +25,7 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
 
   it('a forced sgmat path says why it cannot run, or needs bf16 rounding of bf16 weights', () => {
     if (why !== null) {
-      expect(() => matmul(x, w, { round: 'bf16', path: 'sgmat' })).toThrow(InputError);
+      expect(() => matmul(x, w, { round: 'bf16', path: 'sgmat' })).toThrow(FeatureError);
       expect(() => matmul(x, w, { round: 'bf16', path: 'sgmat' })).toThrow(
         /^\[matmul\] path 'sgmat' for x 'x' \[64, 32\] @ weight 'w' \[16, 32\] bf16: this adapter cannot run it: no /);
     } else {

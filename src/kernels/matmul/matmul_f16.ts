@@ -3,7 +3,7 @@
 // Variants are described in matmul_f16.wgsl; paths and their settings follow matmul.ts (measured there).
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { DTypeError, FeatureError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import type { Round } from '../attention/types.ts';
 import { GEMV_MAX_M, ROUND_CODE, WEIGHT_CODE } from './matmul.ts';
@@ -29,7 +29,7 @@ export interface MatmulF16Options {
  * out[..., n] = round(sum_k x[..., k] * W[n, k]), the sum in f32.
  * x: f16 [..., K]. w: W [N, K] (f32, bf16 or f16), or row-chunks [N_0, K], [N_1, K], ... (N = sum N_i) for weights
  * larger than one storage binding. Any M, N, K. Returns [..., N] in opts.out (f16 by default).
- * Throws DTypeError when the device has no shader-f16 (Gpu.f16): use matmul with f32 activations there.
+ * Throws FeatureError when the device has no shader-f16 (Gpu.f16): use matmul with f32 activations there.
  */
 export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulF16Options = {}): Tensor {
   const chunks = Array.isArray(w) ? (w as readonly Tensor[]) : [w as Tensor];
@@ -42,7 +42,7 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
   if (outDtype === 'f16' && opts.round === 'bf16') throw new DTypeError('matmulF16', `round 'bf16' cannot be stored in an f16 output; use out: 'f32'`);
   const gpu = x.gpu;
   if (!gpu.f16) {
-    throw new DTypeError('matmulF16', `x ${shapeOf(x)}: this device has no shader-f16 (adapter ${describe(gpu)}); ` +
+    throw new FeatureError('matmulF16', `x ${shapeOf(x)}: this device has no shader-f16 (adapter ${describe(gpu)}); ` +
       `use matmul with f32 activations`);
   }
   const M = x.size / K;

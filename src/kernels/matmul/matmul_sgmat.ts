@@ -12,7 +12,7 @@
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, InputError } from '../../tensor/errors.ts';
+import { DTypeError, FeatureError } from '../../tensor/errors.ts';
 import type { Round } from '../attention/types.ts';
 
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
@@ -52,7 +52,7 @@ export function prefillMatmulPath(gpu: Gpu): string {
 export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
   const what = `x '${x.label}' [${x.shape.join(', ')}] @ weight '${w.label}' [${w.shape.join(', ')}] ${w.dtype}`;
   const why = sgmatUnavailable(x.gpu);
-  if (why !== null) throw new InputError('matmul', `path 'sgmat' for ${what}: this adapter cannot run it: ${why}`);
+  if (why !== null) throw new FeatureError('matmul', `path 'sgmat' for ${what}: this adapter cannot run it: ${why}`);
   if (round !== 'bf16' || w.dtype !== 'bf16') throw new DTypeError('matmul', `path 'sgmat' needs round 'bf16' and bf16 weights (${what}, round '${round ?? 'none'}')`);
 }
 
