@@ -70,22 +70,7 @@ var<workgroup> Bs: array<f32, BK * TX * TN>;
 
 // #include "common/round.inc.wgsl"
 
-// sigmoid in MLX's form, as ops/elementwise.wgsl computes it: y = 1 / (1 + exp(|v|)); v < 0 ? y : 1 - y.
-fn sigmoid(v: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(v)));
-  return select(1.0 - y, y, v < 0.0);
-}
-
-// siluMul's formula on the rounded gate and up outputs.
-fn silu_mul(g: f32, u: f32) -> f32 {
-  return round_out(round_out(g * round_out(sigmoid(g))) * u);
-}
-
-// Output (m, n) of this chunk; with ACC added to the value already there, as add() rounds it.
-fn store(m: u32, n: u32, v: f32) {
-  let i = m * p.ldo + p.col0 + n;
-  if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
-}
+// #include "matmul/gemv_out.inc.wgsl"
 
 // An x value as the dot product uses it: rms-normalised and rounded with NORM (inv = the row's inverse RMS).
 fn xn(v: f32, inv: f32) -> f32 {
@@ -146,17 +131,6 @@ fn wrow(blk: u32, r: u32) -> u32 {
   return min(blk * ROWS + r, p.N - 1u);
 }
 
-// Sum segments 0 .. segs - 1 of red (WG partial sums each, lane order) into their first element.
-fn tree_sum(segs: u32, lid: u32) {
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      for (var o = 0u; o < segs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
-    }
-    workgroupBarrier();
-  }
-}
-
 // x[i]^2 (x4[i] squared) for i < end, else 0: the workgroup kernels' NORM prologue takes four strides of a row per
 // step, all rows at once, so that the loads are in flight together (x comes from cache: the loop waits on its
 // latency, not on bandwidth).
@@ -179,24 +153,6 @@ fn block_inv(part: array<f32, 4>, lid: u32) -> array<f32, 4> {
   for (var m = 0u; m < MB; m++) { inv[m] = inv_rms(red[m * WG]); }
   workgroupBarrier();   // every lane has read red before reduce_store overwrites it
   return inv;
-}
-
-// Sum acc over the workgroup's lanes and write the block's outputs: ROWS x MB, or with SWIGLU ROWS / 2 x MB.
-fn reduce_store(acc: array<f32, MAXACC>, lid: u32, blk: u32, m0: u32) {
-  let outs = ROWS * MB;
-  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = acc[o]; }
-  tree_sum(outs, lid);
-  if (SWIGLU) {
-    let P = ROWS / 2u;
-    let m = m0 + lid / P;
-    let i = blk * P + lid % P;
-    let g = (lid / P) * ROWS + lid % P;   // segment of the gate sum; the up sum is P segments on
-    if (lid < P * MB && m < p.M && i < p.N / 2u) { store(m, i, silu_mul(round_out(red[g * WG]), round_out(red[(g + P) * WG]))); }
-  } else if (lid < outs) {
-    let m = m0 + lid / ROWS;
-    let n = blk * ROWS + lid % ROWS;
-    if (m < p.M && n < p.N) { store(m, n, round_out(red[lid * WG])); }
-  }
 }
 
 @compute @workgroup_size(WG)

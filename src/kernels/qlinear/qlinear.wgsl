@@ -48,7 +48,8 @@ override NORM: bool = false;
 override SWIGLU: bool = false;
 override ACC: bool = false;
 
-var<workgroup> sums: array<f32, WG * ROWS * MB>;
+var<workgroup> red: array<f32, WG * ROWS * MB>;
+const MAXACC: u32 = 16u;
 var<workgroup> Xs: array<f32, BK * TY * TM>;
 var<workgroup> Ws: array<f32, BK * TX * TN>;
 
@@ -81,19 +82,7 @@ fn affine_at(n: u32, k: u32) -> vec2<f32> {
   let i = select(g >> 1u, g, SDT == 0u);
   return vec2<f32>(stored(scales[i], g), stored(biases[i], g));
 }
-
-// MLX's sigmoid form (ops/elementwise.wgsl) and siluMul on the rounded gate and up sums.
-fn gate_up(g: f32, u: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(g)));
-  let sg = round_out(select(1.0 - y, y, g < 0.0));
-  return round_out(round_out(g * sg) * u);
-}
-
-// Write (m, n) of this chunk; with ACC the residual add, rounded as add() rounds it.
-fn put(m: u32, n: u32, v: f32) {
-  let i = m * p.ldo + p.col0 + n;
-  if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
-}
+// #include "matmul/gemv_out.inc.wgsl"
 
 // Levels of the 8 values k0 .. k0 + 7 of weight row n (k0 a multiple of 8). 4 and 8 bits are one or two aligned
 // words; other widths take the unit's <= 3 words apart value by value (values may straddle two words).
@@ -149,20 +138,6 @@ fn slot_row(blk: u32, r: u32) -> u32 {
   return i + select(0u, p.N / 2u, r >= P);
 }
 
-// Adds the WG lane values of each of the first `count` segments of `sums`; the totals end at sums[seg * WG].
-fn lane_total(count: u32, lid: u32) {
-  workgroupBarrier();
-  var half = WG >> 1u;
-  loop {
-    if (half == 0u) { break; }
-    for (var s = 0u; s < count; s++) {
-      if (lid < half) { sums[s * WG + lid] = sums[s * WG + lid] + sums[s * WG + lid + half]; }
-    }
-    workgroupBarrier();
-    half >>= 1u;
-  }
-}
-
 @compute @workgroup_size(WG)
 fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let blk = wid.x + wid.y * nwg.x;
@@ -173,32 +148,20 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let xr = min(m0 + m, p.M - 1u) * p.K;
       var ss = 0.0;
       for (var k = lid; k < p.K; k += WG) { ss += x[xr + k] * x[xr + k]; }
-      sums[m * WG + lid] = ss;
+      red[m * WG + lid] = ss;
     }
-    lane_total(MB, lid);
-    for (var m = 0u; m < MB; m++) { inv[m] = inverseSqrt(sums[m * WG] / f32(p.K) + p.eps); }
+    tree_sum(MB, lid);
+    for (var m = 0u; m < MB; m++) { inv[m] = inverseSqrt(red[m * WG] / f32(p.K) + p.eps); }
     workgroupBarrier();   // all lanes have read the totals before the partial sums below overwrite them
   }
-  var acc: array<f32, 16>;
+  var acc: array<f32, MAXACC>;
   for (var k0 = lid * 8u; k0 < p.K; k0 += WG * 8u) {
     for (var m = 0u; m < MB; m++) {
       let xv = unit_x(min(m0 + m, p.M - 1u) * p.K, k0, inv[m]);   // read once for the block's ROWS rows
       for (var r = 0u; r < ROWS; r++) { acc[m * ROWS + r] += unit_dot(slot_row(blk, r), k0, xv); }
     }
   }
-  for (var o = 0u; o < ROWS * MB; o++) { sums[o * WG + lid] = acc[o]; }
-  lane_total(ROWS * MB, lid);
-  if (SWIGLU) {
-    let P = ROWS / 2u;
-    let m = m0 + lid / P;
-    let i = blk * P + lid % P;
-    let seg = (lid / P) * ROWS + lid % P;   // gate total; the up total is P segments further
-    if (lid < P * MB && m < p.M && i < p.N / 2u) { put(m, i, gate_up(round_out(sums[seg * WG]), round_out(sums[(seg + P) * WG]))); }
-  } else if (lid < ROWS * MB) {
-    let m = m0 + lid / ROWS;
-    let n = blk * ROWS + lid % ROWS;
-    if (m < p.M && n < p.N) { put(m, n, round_out(sums[lid * WG])); }
-  }
+  reduce_store(acc, lid, blk, m0);
 }
 
 // Row n of the chunk against x row m, unit by unit (qrows).
@@ -214,8 +177,8 @@ fn qrows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   let m = gid.z;
   if (n >= select(p.N, p.N / 2u, SWIGLU) || m >= p.M) { return; }
   var v = round_out(row_sum(n, m));
-  if (SWIGLU) { v = gate_up(v, round_out(row_sum(p.N / 2u + n, m))); }
-  put(m, n, v);
+  if (SWIGLU) { v = silu_mul(v, round_out(row_sum(p.N / 2u + n, m))); }
+  store(m, n, v);
 }
 
 @compute @workgroup_size(TX, TY)
@@ -249,7 +212,7 @@ fn qtiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: ve
     for (var j = 0u; j < TN; j++) {
       let m = wid.y * BM + l.y + i * TY;
       let n = wid.x * BN + l.x + j * TX;
-      if (m < p.M && n < p.N) { put(m, n, round_out(acc[i][j])); }
+      if (m < p.M && n < p.N) { store(m, n, round_out(acc[i][j])); }
     }
   }
 }

@@ -1,0 +1,47 @@
+// The output side of the matrix-vector kernels (matmul.wgsl's gemv paths, qlinear/qlinear.wgsl's qgemv and qrows),
+// shared through `// #include "matmul/gemv_out.inc.wgsl"`: the lane reduction, siluMul on SWIGLU's gate/up pairs and
+// the store with the in-place residual add (ACC). The includer declares `override ROUND: u32`, `override ACC: bool`,
+// `override SWIGLU: bool`, `override WG/ROWS/MB: u32`, `const MAXACC: u32`, `var<workgroup> red: array<f32,
+// WG * ROWS * MB>`, `p.M`, `p.N`, `p.ldo`, `p.col0` and a binding `out: array<f32>`. Never compiled on its own.
+// #include "common/round.inc.wgsl"
+// #include "common/sigmoid.inc.wgsl"
+
+// siluMul's formula on the rounded gate and up outputs.
+fn silu_mul(g: f32, u: f32) -> f32 {
+  return round_out(round_out(g * round_out(sigmoid(g))) * u);
+}
+
+// Output (m, n) of this chunk; with ACC added to the value already there, as add() rounds it.
+fn store(m: u32, n: u32, v: f32) {
+  let i = m * p.ldo + p.col0 + n;
+  if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
+}
+
+// Sum segments 0 .. segs - 1 of red (WG partial sums each, lane order) into their first element.
+fn tree_sum(segs: u32, lid: u32) {
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      for (var o = 0u; o < segs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+}
+
+// Sum acc over the workgroup's lanes and write the block's outputs: ROWS x MB, or with SWIGLU ROWS / 2 x MB.
+fn reduce_store(acc: array<f32, MAXACC>, lid: u32, blk: u32, m0: u32) {
+  let outs = ROWS * MB;
+  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = acc[o]; }
+  tree_sum(outs, lid);
+  if (SWIGLU) {
+    let P = ROWS / 2u;
+    let m = m0 + lid / P;
+    let i = blk * P + lid % P;
+    let g = (lid / P) * ROWS + lid % P;   // segment of the gate sum; the up sum is P segments on
+    if (lid < P * MB && m < p.M && i < p.N / 2u) { store(m, i, silu_mul(round_out(red[g * WG]), round_out(red[(g + P) * WG]))); }
+  } else if (lid < outs) {
+    let m = m0 + lid / ROWS;
+    let n = blk * ROWS + lid % ROWS;
+    if (m < p.M && n < p.N) { store(m, n, round_out(red[lid * WG])); }
+  }
+}
