@@ -11,12 +11,11 @@ import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
 import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
 
-const FILE = 'matmul/matmul.wgsl';
-const GEMV_VEC4 = new Kernel(FILE, 'gemv_vec4');
-const GEMV_WORD = new Kernel(FILE, 'gemv_word');
-const TILED = new Kernel(FILE, 'matmul_tiled');
-const GEMV_ROWS = new Kernel(FILE, 'gemv_rows');
-const GEMV_ROWS4 = new Kernel(FILE, 'gemv_rows4');
+const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
+const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
+const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
+const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
+const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
 export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };

@@ -1,0 +1,80 @@
+// Declarations and helpers shared by the dense linear kernels (matmul.wgsl: matrix-vector; matmul_rows.wgsl: CPU
+// drivers; matmul_tiled.wgsl: prefill), through `// #include "matmul/linear.inc.wgsl"`: the uniforms and bindings,
+// the weight dtype and fusion constants, x normalisation, weight unpacking and the output side (gemv_out.inc.wgsl).
+// See matmul.wgsl for the variants and fusions. Never compiled on its own.
+
+struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// Wide views used only by gemv_vec4 and gemv_rows4.
+@group(0) @binding(4) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> w4: array<vec4<u32>>;
+
+override WDT: u32 = 1u;
+override ROUND: u32 = 0u;
+// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= 16).
+override WG: u32 = 64u;
+override ROWS: u32 = 4u;
+override MB: u32 = 1u;
+// Fusions (matmul.wgsl's header).
+override NORM: bool = false;
+override SWIGLU: bool = false;   // needs an even ROWS in the workgroup kernels
+override ACC: bool = false;
+
+const MAXACC: u32 = 16u;
+
+var<workgroup> red: array<f32, WG * ROWS * MB>;
+
+// #include "common/round.inc.wgsl"
+
+// #include "matmul/gemv_out.inc.wgsl"
+
+// An x value as the dot product uses it: rms-normalised and rounded with NORM (inv = the row's inverse RMS).
+fn xn(v: f32, inv: f32) -> f32 {
+  if (NORM) { return round_out(v * inv); }
+  return v;
+}
+
+fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
+  if (NORM) { return vec4<f32>(round_out(v.x * inv), round_out(v.y * inv), round_out(v.z * inv), round_out(v.w * inv)); }
+  return v;
+}
+
+// rmsNorm's scale from a row's sum of squares.
+fn inv_rms(ss: f32) -> f32 {
+  return inverseSqrt(ss / f32(p.K) + p.eps);
+}
+
+// Both halves of a packed word, (element 2i, element 2i + 1).
+fn halves(word: u32) -> vec2<f32> {
+  if (WDT == 2u) { return unpack2x16float(word); }
+  return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}
+
+// Weight element e of the chunk, widened to f32.
+fn weight(e: u32) -> f32 {
+  if (WDT == 0u) { return bitcast<f32>(w[e]); }
+  let h = halves(w[e >> 1u]);
+  return select(h.x, h.y, (e & 1u) == 1u);
+}
+
+// dot of one vec4<u32> of weights with the x values it multiplies: a (f32 weights), or a then b (halves).
+fn dot_unit(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
+  if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
+  let h0 = halves(wv.x);
+  let h1 = halves(wv.y);
+  let h2 = halves(wv.z);
+  let h3 = halves(wv.w);
+  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
+       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+}
+
+// The (normalised) x values one weight unit of x4 row position xi multiplies: a, and b for halves.
+fn x_unit(xi: u32, inv: f32) -> array<vec4<f32>, 2> {
+  let a = xn4(x4[xi], inv);
+  if (WDT == 0u) { return array<vec4<f32>, 2>(a, a); }
+  return array<vec4<f32>, 2>(a, xn4(x4[xi + 1u], inv));
+}
