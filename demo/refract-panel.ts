@@ -106,7 +106,8 @@ async function runRefractPanel(app: App): Promise<void> {
       ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
       ['KLD score', kldScore.toFixed(2), 'kld-score'],
       ['KLD band', kldBand, 'kld-band'],
-      ...(kld.same_topp_pct != null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
+      // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.
+      ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
       ...kldStatRows(kld),
     ];
     if (full) {
