@@ -162,13 +162,14 @@ function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
 }
 
 /**
- * qgemv4's lanes x rows for `units` 16-byte units per row (48 at 4 bits and K = 1536, 128 at K = 4096; twice that
- * at 8 bits): about two steps per lane, at least a warp (32) of lanes, at most 128; lm_head's many rows fill the GPU
- * with 32. Fused norm / swiglu take 4 rows, sharing the prologue and the normalised x over more rows (as in matmul's
- * H200 sweep). Not yet swept on an H200 itself: `opts.gemv` overrides it for that.
+ * qgemv4's lanes x rows for `units` 16-byte units per row (48 at 4 bits and K = 1536, 128 at K = 4096; twice that at
+ * 8 bits). The decode layers' workgroups all fit on an H200 at once, so a call lasts about one workgroup's chain of
+ * dependent loads: one unit per lane (lanes = units rounded up to a power of two, 32 to 128). lm_head's many rows
+ * (several waves) take 32 lanes, as in matmul's H200 sweep; fused norm / swiglu take 4 rows, sharing the prologue and
+ * the normalised x over more rows (as there). A guess from that sweep, not yet swept itself: `opts.gemv` overrides.
  */
 function gemv4Shape(N: number, units: number, fused: boolean): { WG: number; ROWS: number } {
-  const WG = N >= 16384 ? 32 : Math.min(128, Math.max(32, 2 ** Math.floor(Math.log2(units / 2))));
+  const WG = N >= 16384 ? 32 : Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units))));
   return { WG, ROWS: fused ? 4 : 2 };
 }
 

@@ -20,8 +20,8 @@ fn quad_levels(wv: vec4<u32>, q: u32) -> vec4<f32> {
 }
 
 fn quad_scale() -> vec4<f32> {
-  if (BITS == 8u) { return vec4<f32>(1.0, 0x1p-8, 1.0, 0x1p-8); }
-  return vec4<f32>(1.0, 0x1p-4, 0x1p-8, 0x1p-12);
+  if (BITS == 8u) { return vec4<f32>(1.0, 0.00390625, 1.0, 0.00390625); }
+  return vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625);
 }
 
 // x values of unit u of the x row starting at vec4 xr4 (normalised and rounded with NORM), pre-scaled, and their sum.
