@@ -54,7 +54,8 @@ function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, abs: Arra
 describe('qlinear against the float64 product with the dequantized weights', async () => {
   const gpu = await getGpu();
   // Every variant on two layouts; the others on the CPU-driver variant only (each pipeline compiles for seconds there).
-  const layouts: Array<[number, number, readonly (typeof PATHS[number])[]]> = [[4, 64, PATHS], [8, 128, PATHS], [8, 64, ['rows']], [4, 32, ['rows']], [3, 64, ['rows']], [6, 32, ['rows']]];
+  // 4 and 8 bits take qgemv4 on the gemv path; 3 bits its fallback, qgemv.
+  const layouts: Array<[number, number, readonly (typeof PATHS[number])[]]> = [[4, 64, PATHS], [8, 128, PATHS], [8, 64, ['rows']], [4, 32, ['rows']], [3, 64, ['rows', 'gemv']], [6, 32, ['rows']]];
   for (const [bits, gs, paths] of layouts) {
     for (const path of paths) {
       it(`f32, ${bits} bits, group ${gs} (${path}): within the f32 dot-product bound, one chunk or two alike`, async () => {
@@ -68,6 +69,17 @@ describe('qlinear against the float64 product with the dequantized weights', asy
         expectBitExact(got, await qlinear(x, one, { path }).read(), 'chunked vs one chunk');
       });
     }
+  }
+
+  // Few lanes so each walks several units (32 at 4 bits, 64 at 8 for K = 1024), and a last block of rows past N.
+  for (const [bits, gemv] of [[4, { wg: 16, rows: 4 }], [8, { wg: 16, rows: 2 }]] as const) {
+    it(`f32, ${bits} bits (gemv ${gemv.wg} lanes x ${gemv.rows} rows): within the f32 dot-product bound`, async () => {
+      const [M, N, K] = [5, 42, 1024];
+      const { ref, chunked } = makeWeight(gpu, N, K, bits, 64, 'none', bits + 40);
+      const xv = randn(bits + 41, M * K);
+      const got = await qlinear(Tensor.from(gpu, xv, [M, K], 'f32', 'x'), chunked, { path: 'gemv', gemv }).read();
+      expectWithin(got, qlinearRef(xv, ref, M), qlinearAbsRef(xv, ref, M), K, `${bits}b gemv ${gemv.wg}x${gemv.rows}`);
+    });
   }
 
   // bf16 on every variant; f16 (scales stored as f16) on the CPU-driver one.
@@ -163,6 +175,7 @@ describe('qlinear bad input', async () => {
     expect(() => qlinear(x, { ...one, biases: [Tensor.from(gpu, new Float32Array(8), [8, 1], 'bf16', 'b16')] })).toThrow(/'b16' is \[8, 1\] bf16; .* needs f32 \[8, 1\]/);
     expect(() => qlinear(x, { ...one, biases: [] })).toThrow(/1 packed chunks, 1 scales and 0 biases/);
     expect(() => qlinear(x, one, { swiglu: true, accumulate: x })).toThrow(InputError);
+    expect(() => qlinear(x, one, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/wg must be a power of two from 16 to 256/);
     expect(() => qlinear(Tensor.from(gpu, new Uint32Array(128), [2, 64], 'u32', 'xu'), one)).toThrow(DTypeError);
   });
 });

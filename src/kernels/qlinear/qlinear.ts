@@ -13,6 +13,7 @@ import { GROUP_SIZES, QUANT_BITS } from '../quant/quant.ts';
 
 const FILE = 'qlinear/qlinear.wgsl';
 const GEMV = new Kernel(FILE, 'qgemv');
+const GEMV4 = new Kernel('qlinear/qlinear_vec4.wgsl', 'qgemv4');
 const ROWS_K = new Kernel(FILE, 'qrows');
 const TILED = new Kernel(FILE, 'qtiled');
 const EMBED = new Kernel(FILE, 'qembed');
@@ -136,18 +137,40 @@ function sdt(w: QuantMatrix): number {
 
 function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
   const MB = Math.min(uniforms.M, GEMV_MB);
-  const ROWS = shape?.rows ?? (fixed.SWIGLU ? 4 : 2);
-  const lanes = shape?.wg ?? 64;
-  if (!(lanes >= 1 && lanes <= 256 && (lanes & (lanes - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
-    throw new InputError('qlinear', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two <= 256 and rows 2 or 4`);
+  const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
+  const tuned = wide ? gemv4Shape(uniforms.N, uniforms.K * fixed.BITS / 128, fixed.NORM === 1 || fixed.SWIGLU === 1) : { WG: 64, ROWS: fixed.SWIGLU ? 4 : 2 };
+  const ROWS = shape?.rows ?? tuned.ROWS;
+  const lanes = shape?.wg ?? tuned.WG;
+  // The lanes store the ROWS x MB (<= 16) outputs: fewer lanes would leave some unwritten.
+  if (!(lanes >= 16 && lanes <= 256 && (lanes & (lanes - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
+    throw new InputError('qlinear', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
   }
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
   const blocks = Math.ceil(uniforms.N / ROWS);
   const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
-  GEMV.dispatch(gpu, {
-    bindings, uniforms, overrides: { ...fixed, WG: lanes, ROWS, MB }, label: 'qlinear.gemv',
-    workgroups: [Math.ceil(blocks / gy), gy, Math.ceil(uniforms.M / MB)],
-  });
+  const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(uniforms.M / MB)];
+  const overrides = { ...fixed, WG: lanes, ROWS, MB };
+  if (wide) {
+    const { x, wq, ...rest } = bindings;
+    GEMV4.dispatch(gpu, { bindings: { ...rest, x4: x, wq4: wq }, uniforms, overrides, workgroups, label: 'qlinear.gemv4' });
+  } else GEMV.dispatch(gpu, { bindings, uniforms, overrides, workgroups, label: 'qlinear.gemv' });
+}
+
+/** qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and levels. */
+function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
+  return (bits === 4 || bits === 8) && x.offset % 16 === 0 && wq.offset % 16 === 0;
+}
+
+/**
+ * qgemv4's lanes x rows for `units` 16-byte units per row (48 at 4 bits and K = 1536, 128 at K = 4096; twice that at
+ * 8 bits). The decode layers' workgroups all fit on an H200 at once, so a call lasts about one workgroup's chain of
+ * dependent loads: one unit per lane (lanes = units rounded up to a power of two, 32 to 128). lm_head's many rows
+ * (several waves) take 32 lanes, as in matmul's H200 sweep; fused norm / swiglu take 4 rows, sharing the prologue and
+ * the normalised x over more rows (as there). A guess from that sweep, not yet swept itself: `opts.gemv` overrides.
+ */
+function gemv4Shape(N: number, units: number, fused: boolean): { WG: number; ROWS: number } {
+  const WG = N >= 16384 ? 32 : Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units))));
+  return { WG, ROWS: fused ? 4 : 2 };
 }
 
 export interface QEmbedOptions { scale?: number; round?: Round }

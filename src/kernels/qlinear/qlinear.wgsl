@@ -9,7 +9,10 @@
 // Variants (MLX's arithmetic for each regime):
 //  1. qgemv  (decode, M <= 8): MLX's qmv. A workgroup owns ROWS weight rows and MB <= 4 x rows; its WG lanes take
 //     units of 8 values in turn and sum, per unit, scale * sum(x * level) + bias * sum(x) in f32; the lanes' sums
-//     are added in shared memory; one output rounding.
+//     are added in shared memory; one output rounding. The fallback for 3/5/6 bits and unaligned tensors.
+//  1b. qgemv4 (qlinear_vec4.wgsl; decode at 4 and 8 bits): qgemv with units of one vec4<u32> of levels (32 or
+//     16 values), one scale / bias read per unit and MLX's pre-scaled x instead of shifts. The sums are grouped
+//     per 32 / 16 values instead of 8 (the same f32 dot-product bound); qlinear.ts takes it where it can.
 //  2. qtiled (prefill): MLX's qmm. BM x BN output tiles as matmul.wgsl's tiled variant, the weights dequantized
 //     while staged, as MLX's loader does into its dtype: w = r(r(scale * level) + bias) (r = ROUND); f32 sums.
 //  3. qrows  (CPU drivers, any M): one thread per output, qgemv's per-unit arithmetic in a plain loop, no barriers.
@@ -21,68 +24,7 @@
 // rounded), SWIGLU (qgemv, qrows: w is [gate; up] and out = r(r(g * r(sigmoid(g))) * u)), ACC (qgemv, qtiled, qrows:
 // out = r(out + r(sum)) in place). quant/qlinear.ts runs rmsNorm / siluMul separately where a variant lacks them.
 
-struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32, escale: f32, vocab: u32 }
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> wq: array<u32>;
-@group(0) @binding(3) var<storage, read> scales: array<u32>;
-@group(0) @binding(4) var<storage, read> biases: array<u32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read> ids: array<u32>;
-@group(0) @binding(7) var<storage, read_write> packed: array<u32>;
-
-override BITS: u32 = 4u;
-override GS: u32 = 64u;
-override ROUND: u32 = 0u;
-override SDT: u32 = 0u;
-override WG: u32 = 64u;    // qgemv lanes (power of two), qrows / qembed threads per workgroup
-override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (even with SWIGLU)
-override MB: u32 = 1u;     // qgemv x rows per workgroup, <= 4
-override TX: u32 = 16u;
-override TY: u32 = 16u;
-override TM: u32 = 4u;
-override TN: u32 = 4u;
-override BK: u32 = 16u;
-override NORM: bool = false;
-override SWIGLU: bool = false;
-override ACC: bool = false;
-
-var<workgroup> red: array<f32, WG * ROWS * MB>;
-const MAXACC: u32 = 16u;
-var<workgroup> Xs: array<f32, BK * TY * TM>;
-var<workgroup> Ws: array<f32, BK * TX * TN>;
-
-// #include "common/round.inc.wgsl"
-
-// Words of one packed weight row, and groups per row.
-fn row_words() -> u32 { return p.K / 32u * BITS; }
-fn row_groups() -> u32 { return p.K / GS; }
-
-// Level of value k of weight row n (bit stream; 3/5/6-bit values may straddle two words).
-fn level_at(n: u32, k: u32) -> f32 {
-  let bit = k * BITS;
-  let wi = n * row_words() + (bit >> 5u);
-  let sh = bit & 31u;
-  var v = wq[wi] >> sh;
-  if (sh + BITS > 32u) { v |= wq[wi + 1u] << (32u - sh); }
-  return f32(v & ((1u << BITS) - 1u));
-}
-
-// Element g of a scales / biases array of the stored dtype, as f32.
-fn stored(word: u32, g: u32) -> f32 {
-  if (SDT == 0u) { return bitcast<f32>(word); }
-  let h = select(unpack2x16bf16(word), unpack2x16float(word), SDT == 2u);
-  return select(h.x, h.y, (g & 1u) == 1u);
-}
-
-// (scale, bias) of the group holding value k of weight row n.
-fn affine_at(n: u32, k: u32) -> vec2<f32> {
-  let g = n * row_groups() + k / GS;
-  let i = select(g >> 1u, g, SDT == 0u);
-  return vec2<f32>(stored(scales[i], g), stored(biases[i], g));
-}
-// #include "matmul/gemv_out.inc.wgsl"
+// #include "qlinear/qlinear.inc.wgsl"
 
 // Levels of the 8 values k0 .. k0 + 7 of weight row n (k0 a multiple of 8). 4 and 8 bits are one or two aligned
 // words; other widths take the unit's <= 3 words apart value by value (values may straddle two words).
@@ -112,13 +54,9 @@ fn unit_levels(n: u32, k0: u32) -> array<vec4<f32>, 2> {
 // x values k0 .. k0 + 7 of the row starting at xr, rms-normalised and rounded (inv) with NORM.
 fn unit_x(xr: u32, k0: u32, inv: f32) -> array<vec4<f32>, 2> {
   let i = xr + k0;
-  var xa = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
-  var xb = vec4<f32>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
-  if (NORM) {
-    xa = vec4<f32>(round_out(xa.x * inv), round_out(xa.y * inv), round_out(xa.z * inv), round_out(xa.w * inv));
-    xb = vec4<f32>(round_out(xb.x * inv), round_out(xb.y * inv), round_out(xb.z * inv), round_out(xb.w * inv));
-  }
-  return array<vec4<f32>, 2>(xa, xb);
+  let xa = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+  let xb = vec4<f32>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
+  return array<vec4<f32>, 2>(xn4(xa, inv), xn4(xb, inv));
 }
 
 // One unit's contribution to row n: scale * sum(x * level) + bias * sum(x) over the 8 values k0 .. k0 + 7 (one
@@ -127,15 +65,6 @@ fn unit_dot(n: u32, k0: u32, xv: array<vec4<f32>, 2>) -> f32 {
   let lv = unit_levels(n, k0);
   let sb = affine_at(n, k0);
   return sb.x * (dot(xv[0], lv[0]) + dot(xv[1], lv[1])) + sb.y * dot(xv[0] + xv[1], vec4<f32>(1.0));
-}
-
-// Weight row of qgemv slot r in block blk: ROWS consecutive rows, or with SWIGLU ROWS / 2 gate rows then their up
-// rows (N / 2 further on). Slots past the end repeat the last row; they are computed and never written.
-fn slot_row(blk: u32, r: u32) -> u32 {
-  if (!SWIGLU) { return min(blk * ROWS + r, p.N - 1u); }
-  let P = ROWS / 2u;
-  let i = min(blk * P + r % P, p.N / 2u - 1u);
-  return i + select(0u, p.N / 2u, r >= P);
 }
 
 @compute @workgroup_size(WG)
@@ -150,9 +79,7 @@ fn qgemv(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var k = lid; k < p.K; k += WG) { ss += x[xr + k] * x[xr + k]; }
       red[m * WG + lid] = ss;
     }
-    tree_sum(MB, lid);
-    for (var m = 0u; m < MB; m++) { inv[m] = inverseSqrt(red[m * WG] / f32(p.K) + p.eps); }
-    workgroupBarrier();   // all lanes have read the totals before the partial sums below overwrite them
+    inv = block_inv(lid);
   }
   var acc: array<f32, MAXACC>;
   for (var k0 = lid * 8u; k0 < p.K; k0 += WG * 8u) {
