@@ -406,5 +406,6 @@ describe('matmul matrix-vector workgroup shapes (the gemv option)', async () => 
     const w = Tensor.empty(gpu, [8, 64], 'bf16', 'w');
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 48, rows: 2 } })).toThrow(InputError);
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 3 } })).toThrow(/rows 2 or 4/);
+    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/from 16 to 256/);
   });
 });

@@ -157,8 +157,9 @@ function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Rec
   const tuned = gemvShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
-  if (shape && !(WG >= 1 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
-    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two <= 256 and rows 2 or 4`);
+  // The lanes write the block's ROWS x MB outputs (up to 16): fewer lanes would leave outputs unwritten.
+  if (shape && !(WG >= 16 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
+    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
   }
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
