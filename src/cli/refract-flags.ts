@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { InputError, UsageError } from '../tensor/errors.ts';
 import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
-import { choice, number, proc, readFile } from './common.ts';
+import { choice, number, parseFlags as parseCliFlags, proc, readFile } from './common.ts';
 
 const STRING = { type: 'string' } as const;
 const FLAG = { type: 'boolean' } as const;
@@ -22,20 +22,15 @@ export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', mu
 type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { options?: infer O } ? NonNullable<O> : never : never;
 export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
 
-/** Parse a subcommand's flags; a parse error becomes a UsageError naming the flag. */
+/** Parse a subcommand's flags with the CLIs' one parser (common.ts); its usage errors name the subcommand. */
 export function parseFlags<O extends Options>(cmd: string, args: string[], options: O, positionals = false): { values: Values<O>; positionals: string[] } {
   try {
-    const r = parseArgs({ args, options, allowPositionals: true, strict: true });
+    const r = parseCliFlags(args, options, true);
     if (!positionals && r.positionals.length) throw new UsageError(`refract ${cmd}`, `unexpected argument ${JSON.stringify(r.positionals[0])}`);
     return r as { values: Values<O>; positionals: string[] };
   } catch (e) {
-    if (e instanceof UsageError) throw e;
-    const code = (e as { code?: string }).code ?? '';
-    const flag = /'([^' ]+)/.exec((e as Error).message)?.[1] ?? '';
-    const what = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `unknown flag ${flag}`
-      : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? `flag ${flag} ${/argument missing/.test((e as Error).message) ? 'needs a value' : 'takes no value'}`
-      : (e as Error).message.split('. ')[0];
-    throw new UsageError(`refract ${cmd}`, what);
+    if (e instanceof UsageError && e.op === 'cli') throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[cli\] /, ''));
+    throw e;
   }
 }
 
