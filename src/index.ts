@@ -170,7 +170,7 @@ export async function logits(lm: LoadedModel, ids: number[], opts: LogitsOptions
 }
 
 // ---- KV strings and REFRACT -------------------------------------------------------------------------------
-/** Parse a llama.cpp KV-cache string (`ctk=q8_0,ctv=q4_0`, `f16`, `q4_0`) into both sides' types and bits. */
+/** Parse a KV-cache string as REFRACT writes it (`ctk=q8_0,ctv=q4_0`; a missing side is f16) into both sides' types and bits. */
 export { parseKvConfig, KV_TYPES, KV_GROUP_SIZE, DEFAULT_REFERENCE_KV, type KvConfig, type KvSide } from './hrm/kv-string.ts';
 /** REFRACT: `runRefract({ backend: new HrmBackend(lm), model, candidate })` scores a KV config against the reference. */
 export { runRefract, type RunRefractOptions, type ProgressFn, type Stage } from './refract/runner.ts';
