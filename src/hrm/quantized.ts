@@ -7,7 +7,7 @@ import { FormatError } from '../tensor/errors.ts';
 import type { Gpu } from '../tensor/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToWrite } from '../tensor/safetensors.ts';
-import type { Round } from '../kernels/attention/types.ts';
+import type { Round } from '../kernels/common/codes.ts';
 import { packHalf } from '../tensor/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';

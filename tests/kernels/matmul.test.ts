@@ -13,7 +13,7 @@ import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
 import { add, siluMul } from '../../src/kernels/ops/ops.ts';
 import { sigmoidRef } from '../../src/kernels/ops/ops.ref.ts';
-import type { Round } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 
 type WDType = 'f32' | 'bf16' | 'f16';

@@ -5,7 +5,7 @@ import { randn } from '../helpers/seeded.ts';
 import { expectBitExact, expectUlps, ulpOf } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/tensor/errors.ts';
-import type { Round } from '../../src/kernels/attention/types.ts';
+import type { Round } from '../../src/kernels/common/codes.ts';
 import { quantize } from '../../src/kernels/quant/quant.ts';
 import { quantizedMatmul, type Accumulate } from '../../src/kernels/quant/qmm.ts';
 import { QUANT_BITS, quantizeRef, roundTo, unpackLevel } from '../../src/kernels/quant/quant.ref.ts';

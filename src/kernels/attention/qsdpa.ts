@@ -10,7 +10,8 @@ import { ACC_CODE, type Accumulate } from '../quant/qmm.ts';
 import { checkQuantKV } from './kvquant.ts';
 import { maskBinding } from './mask.ts';
 import { DECODE_MAX_QUERIES, checkGate } from './sdpa.ts';
-import type { AttnMask, QuantKV, Round } from './types.ts';
+import type { AttnMask, QuantKV } from './types.ts';
+import type { Round } from '../common/codes.ts';
 import { qsdpaOne, qsdpaOneFits, softmaxThreads } from './qsdpa_one.ts';
 
 const SCORES = new Kernel('attention/qsdpa.wgsl', 'qsdpa_scores');

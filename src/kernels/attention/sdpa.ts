@@ -7,7 +7,8 @@ import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
-import type { AttnMask, FullKV, KVSide, Round } from './types.ts';
+import type { AttnMask, FullKV, KVSide } from './types.ts';
+import type { Round } from '../common/codes.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');

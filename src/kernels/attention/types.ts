@@ -1,9 +1,6 @@
 // Shapes shared by the attention kernels (full-precision and quantized) and the model's KV cache.
 import type { Tensor } from '../../tensor/tensor.ts';
 
-// The kernel families outside attention/ (matmul) still import Round from here; its home is common/codes.ts.
-export type { Round } from '../common/codes.ts';
-
 /**
  * Which keys a query may attend to. Queries are the S new positions at cache offset `off`; keys are the
  * `kvLen = off + S` cached positions. Query i (absolute position off + i) may attend key j when:

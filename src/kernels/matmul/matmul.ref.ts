@@ -1,5 +1,5 @@
 // float64 reference for matmul.ts, in plain loops.
-import type { Round } from '../attention/types.ts';
+import type { Round } from '../common/codes.ts';
 import { addRef, roundAs, siluMulRef } from '../ops/ops.ref.ts';
 import { rmsNormRef } from '../rmsnorm/rmsnorm.ref.ts';
 

@@ -5,7 +5,7 @@ import { Kernel, grid, type Overrides } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import type { Round } from '../attention/types.ts';
+import { ROUND_CODE, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
@@ -18,7 +18,6 @@ const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
 export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
-export const ROUND_CODE: Record<Round, number> = { none: 0, bf16: 1, f16: 2 };
 
 /** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
 export const GEMV_MAX_M = 4;

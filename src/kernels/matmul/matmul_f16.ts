@@ -5,8 +5,9 @@ import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import type { Round } from '../attention/types.ts';
-import { GEMV_MAX_M, ROUND_CODE, WEIGHT_CODE } from './matmul.ts';
+import type { Round } from '../common/codes.ts';
+import { GEMV_MAX_M, WEIGHT_CODE } from './matmul.ts';
+import { ROUND_CODE } from '../common/codes.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
 const KERNELS = {

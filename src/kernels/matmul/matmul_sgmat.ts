@@ -13,7 +13,7 @@ import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, FeatureError } from '../../tensor/errors.ts';
-import type { Round } from '../attention/types.ts';
+import type { Round } from '../common/codes.ts';
 
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
 /** Output tile of one workgroup (one subgroup): rows of x by weight rows. */

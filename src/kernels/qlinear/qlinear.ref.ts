@@ -1,6 +1,6 @@
 // float64 references for qlinear.ts: the quantized matrix as each variant multiplies it, then matmul's fused
 // reference (matmul.ref.ts), and the summed magnitudes that bound an f32 evaluation of it.
-import type { Round } from '../attention/types.ts';
+import type { Round } from '../common/codes.ts';
 import { packedCols, unpackLevel, dequantizeExact, dequantizeRef } from '../quant/quant.ref.ts';
 import { matmulFusedRef, type FusedRefOptions } from '../matmul/matmul.ref.ts';
 import { roundAs } from '../ops/ops.ref.ts';

@@ -1,5 +1,5 @@
 // CPU references for qmm.ts.
-import type { Round } from '../attention/types.ts';
+import type { Round } from '../common/codes.ts';
 import { GROUP, packedCols, roundTo, unpackLevel } from './quant.ref.ts';
 
 export interface QmmRefOptions { bits: number; transpose: boolean; m: number; k: number; n: number }

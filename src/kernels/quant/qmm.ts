@@ -2,8 +2,9 @@
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../tensor/errors.ts';
-import type { Round } from '../attention/types.ts';
-import { ROUND_CODE, checkPacked, requireDtype } from './quant.ts';
+import type { Round } from '../common/codes.ts';
+import { checkPacked, requireDtype } from './quant.ts';
+import { ROUND_CODE } from '../common/codes.ts';
 
 const QMM_T = new Kernel('quant/qmm.wgsl', 'qmm_t');
 const QMM_N = new Kernel('quant/qmm.wgsl', 'qmm_n');

@@ -7,8 +7,7 @@ import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import { ROUND_CODE, type Round } from '../common/codes.ts';
 import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './quant.ref.ts';
 
-// qmm.ts takes ROUND_CODE from here (its home is common/codes.ts).
-export { GROUP, GROUP_SIZES, QUANT_BITS, ROUND_CODE, type QuantRules };
+export { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules };
 
 const QUANTIZE = new Kernel('quant/quant.wgsl', 'quantize');
 const DEQUANTIZE = new Kernel('quant/dequant.wgsl', 'dequantize');
