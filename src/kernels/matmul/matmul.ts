@@ -1,7 +1,7 @@
 // x @ W^T (nn.Linear) over f32 activations and f32 / bf16 / f16 weights, f32 accumulation, one output rounding
 // (MLX rounds the f32 accumulator once to the output dtype), optionally fused with the RMSNorm before it, the
 // SwiGLU after it or the residual add (MatmulOptions). Variants and fusions are described in matmul.wgsl.
-import { Kernel, grid, type Overrides } from '../../tensor/kernel.ts';
+import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
@@ -10,32 +10,14 @@ import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
 import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
+import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
 
-const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
-const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
 const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
 export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
-/** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
-export const GEMV_MAX_M = 4;
-// Matrix-vector workgroup shapes (lanes x weight rows), from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
-// the model's fusions; bench/results/nvidia-h200_node_1b_20261130-002400Z.md), wall us per call with the barrier:
-//   K = 4096 (down_proj + residual): 128x2 10.9, 64x2 12.6, 32x2 15.1;
-//   K = 1536, norm + swiglu (gate_up): 64x4 17.6, 32x4 18.6, 32x2 21.1;
-//   K = 1536, norm (gqkv): 32x2 13.7, 32x4 13.9, 64x2 15.6;
-//   K = 1536, plain or residual (o_proj): 64x2 9.18, 32x2 10.8;
-//   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
-// Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
-// prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
-function gemvShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
-  if (K > 2048) return { WG: 128, ROWS: 2 };
-  if (N >= 16384) return { WG: 32, ROWS: 2 };
-  if (norm) return { WG: swiglu ? 64 : 32, ROWS: 4 };
-  return { WG: 64, ROWS: 2 };
-}
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 
 export interface MatmulOptions {
@@ -64,8 +46,8 @@ export interface MatmulOptions {
    * `accumulate` (f32 [..., N]) in place; that tensor is returned. Fused on every path.
    */
   accumulate?: Tensor;
-  /** Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, <= 256) and weight rows (2 or 4). */
-  gemv?: { wg: number; rows: number };
+  /** Matrix-vector shape (benchmarks, tuning); default: tuned per projection (gemv.ts). */
+  gemv?: GemvShape;
 }
 
 /**
@@ -150,34 +132,7 @@ function preferGemv(M: number, N: number): boolean {
   return M <= 64 && tiles < 64;
 }
 
-function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: MatmulOptions['gemv']): void {
-  const { M, K } = uniforms;
-  const MB = Math.min(M, GEMV_MAX_M);
-  const tuned = gemvShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
-  const ROWS = shape?.rows ?? tuned.ROWS;
-  const WG = shape?.wg ?? tuned.WG;
-  // The lanes write the block's ROWS x MB outputs (up to 16): fewer lanes would leave outputs unwritten.
-  if (shape && !(WG >= 16 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
-    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
-  }
-  // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
-  const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
-  const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
-  const gy = Math.ceil(blocks / max);
-  const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
-  const overrides = { ...fixed, WG, ROWS, MB };
-  if (wideRows(x, c, K)) {
-    GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
-  } else {
-    GEMV_WORD.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_word' });
-  }
-}
 
-/** 16-byte weight rows and bases let every lane load a whole vec4<u32>; otherwise kernels read word by word. */
-function wideRows(x: Tensor, c: Tensor, K: number): boolean {
-  const rowBytes = K * (c.dtype === 'f32' ? 4 : 2);
-  return rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 16 === 0;
-}
 
 function shapeOf(t: Tensor): string {
   return `'${t.label}' [${t.shape.join(', ')}] ${t.dtype}`;

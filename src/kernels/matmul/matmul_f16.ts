@@ -6,7 +6,8 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import type { Round } from '../common/codes.ts';
-import { GEMV_MAX_M, WEIGHT_CODE } from './matmul.ts';
+import { WEIGHT_CODE } from './matmul.ts';
+import { GEMV_MAX_M } from './gemv.ts';
 import { ROUND_CODE } from '../common/codes.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
