@@ -200,7 +200,12 @@ export type { HrmWeights, LayerWeights, Weight } from './hrm/weights.ts';
 export type { Round } from './kernels/common/codes.ts';
 export type { HrmTokenizerOptions, SpecialTokenIds, TokenizerConfigJson } from './hrm/tokenizer.ts';
 export type { CompletionOptions, CompletionResult, DecodeTokensOptions, KLDResult, KldOptions, Metadata, ModelMetadataOptions, TokenizeOptions, TrajectoryOptions, TrajectoryResult } from './refract/backend.ts';
-export type { KldAccumulator, KldAxisResult, PositionStats } from './refract/axes/kld.ts';
+export type { KldAccumulator, KldAxisResult, KldProgress, KldStatistics, PositionStats } from './refract/axes/kld.ts';
+/** The percentile keys of `kld_percentiles` and of `delta_p.percentiles` (llama.cpp's --kl-divergence report). */
+export { DELTA_P_PERCENTILES, KLD_PERCENTILES } from './refract/axes/kld.ts';
+export type { AttnMask, FullKV } from './kernels/attention/types.ts';
+export type { Warn } from './hrm/config.ts';
+export type { NetOptions } from './tensor/http.ts';
 export type { PladAxisResult, PladOptions, PladRecord } from './refract/axes/plad.ts';
 export type { RniahAxisResult, RniahCell, RniahOptions } from './refract/axes/rniah.ts';
 export type { TrajectoryAxisResult, TrajectoryPromptRecord } from './refract/axes/trajectory.ts';
