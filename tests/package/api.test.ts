@@ -1,6 +1,10 @@
 // The public entry (src/index.ts) from source: adapter checks, model sources, loadModel with progress, logits
-// against MLX, KV strings, and generation's abort signal. The packed package is tested in package.test.ts.
+// against MLX, KV strings, generation's abort signal, and its API reference (npm run docs). The packed package is
+// tested in package.test.ts.
 import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { InputError, generate, isSoftwareAdapter, kvSpec, loadModel, logits, modelFiles, runtimeName, type AdapterSummary, type ModelFiles, type ProgressInfo } from '../../src/index.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
@@ -66,4 +70,13 @@ describe('public API', () => {
     expect(stats!.stopReason).toBe('aborted');
     expect(stats!.ids.length).toBe(1);
   });
+
+  it('the API reference builds from the doc comments with no warning (typedoc, warnings as errors)', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const typedoc = fileURLToPath(new URL('../../node_modules/.bin/typedoc', import.meta.url));
+    // --emit none: the same checks as `npm run docs` (every referenced type exported, no broken link), no files.
+    // A warning exits non-zero (treatWarningsAsErrors), which rejects here with typedoc's output.
+    const { stdout, stderr } = await promisify(execFile)(typedoc, ['--emit', 'none'], { cwd: root, timeout: 120_000 });
+    expect(`${stdout}${stderr}`).not.toMatch(/\[(warning|error)\]/);
+  }, 150_000);
 });
