@@ -106,11 +106,16 @@ export async function loadModel(source?: ModelSource, opts: LoadModelOptions = {
   const files = modelFiles(source);
   const gpu = opts.gpu ?? (await Gpu.create(opts.device));
   const cb = opts.progressCallback;
-  return loadFiles(gpu, files, {
-    dtype: opts.dtype,
-    quantize: opts.quantize,
-    onProgress: cb && ((stage, loaded, total) => cb({ stage, loaded, total, progress: total ? (100 * loaded) / total : 0 })),
-  });
+  try {
+    return await loadFiles(gpu, files, {
+      dtype: opts.dtype,
+      quantize: opts.quantize,
+      onProgress: cb && ((stage, loaded, total) => cb({ stage, loaded, total, progress: total ? (100 * loaded) / total : 0 })),
+    });
+  } catch (e) {
+    if (!opts.gpu) gpu.destroy(); // the device this call opened goes with the failed load
+    throw e;
+  }
 }
 
 // ---- generation and logits --------------------------------------------------------------------------------

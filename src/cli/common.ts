@@ -104,7 +104,8 @@ export function choice<T extends string>(flag: string, v: string | undefined, op
   return v as T;
 }
 
-const fsp = () => import(/* @vite-ignore */ 'node:' + 'fs/promises') as Promise<typeof import('node:fs/promises')>;
+/** node:fs/promises, imported when first needed (the CLIs' modules also load under Deno). */
+export const fsp = () => import(/* @vite-ignore */ 'node:' + 'fs/promises') as Promise<typeof import('node:fs/promises')>;
 const dirOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) || '/' : '.');
 
 /** Refuse an output path that cannot be written, before any model work (creates nothing). */
@@ -114,6 +115,7 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
   const why = (e: unknown) => (e as { code?: string }).code ?? (e as Error).message;
   const st = await fs.stat(path).catch(() => null);
   if (st?.isDirectory()) throw new InputError('cli', `--${flag} ${path} is a directory; give a file path`);
+  if (!st && !(await fs.stat(dirOf(path)).catch(() => null))?.isDirectory()) throw new InputError('cli', `--${flag} ${path}: folder ${dirOf(path)} does not exist`);
   try {
     await fs.access(st ? path : dirOf(path), fs.constants.W_OK);
   } catch (e) {

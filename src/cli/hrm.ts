@@ -10,7 +10,7 @@ import { cacheSlots, parameterCount, type QuantSpec } from '../hrm/config.ts';
 import { checkpointBytes } from '../hrm/quantized.ts';
 import { convertQuantized } from '../hrm/convert.ts';
 import { parseConditions } from '../hrm/prompt.ts';
-import { checkWritable, choice, err, flagValue, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { checkWritable, choice, err, flagValue, fsp, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -148,7 +148,7 @@ async function cmdConvert(args: string[]): Promise<void> {
   const spec = quantOpt(v);
   if (!spec) throw new UsageError('convert', '--quantize 4|8 is required');
   const files = modelFiles(v.model);
-  const fs = (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as typeof import('node:fs/promises');
+  const fs = await fsp();
   await fs.mkdir(v.out, { recursive: true });
   for (const f of ['model.safetensors', 'config.json']) await checkWritable('out', `${v.out}/${f}`);
   const gpu = await Gpu.create();

@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { InputError, UsageError } from '../tensor/errors.ts';
 import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
-import { choice, number, parseFlags as parseCliFlags, proc, readFile } from './common.ts';
+import { checkWritable, choice, number, parseFlags as parseCliFlags, proc, readFile } from './common.ts';
 
 const STRING = { type: 'string' } as const;
 const FLAG = { type: 'boolean' } as const;
@@ -63,18 +63,9 @@ async function text(flag: string, path: string): Promise<string> {
   return asUsage(flag, async () => new TextDecoder().decode(await readFile(path)));
 }
 
-/** Every output path must be writable (its folder exists, it is not a folder) before any model work. */
+/** Every output path must be writable (checkWritable) before any model work. */
 export async function checkOutputs(outputs: Record<string, string | undefined>): Promise<void> {
-  const fs = (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as typeof import('node:fs/promises');
-  const path = (await import(/* @vite-ignore */ 'node:' + 'path')) as typeof import('node:path');
-  for (const [flag, p] of Object.entries(outputs)) {
-    if (p === undefined) continue;
-    const dir = path.dirname(path.resolve(p));
-    const st = await fs.stat(dir).catch(() => null);
-    if (!st?.isDirectory()) throw new InputError('cli', `--${flag} ${p}: folder ${dir} does not exist`);
-    if ((await fs.stat(p).catch(() => null))?.isDirectory()) throw new InputError('cli', `--${flag} ${p} is a folder, not a file`);
-    await fs.access(dir, fs.constants.W_OK).catch(() => { throw new InputError('cli', `--${flag} ${p}: folder ${dir} is not writable`); });
-  }
+  for (const [flag, p] of Object.entries(outputs)) if (p !== undefined) await checkWritable(flag, p);
 }
 
 /** The command line that produced a run, shell-quoted, the home folder written `~` (as the original). */

@@ -9,20 +9,9 @@ import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, modelFiles, out, proc, readFile, run } from './common.ts';
+import { choice, err, fsp, modelFiles, out, proc, readFile, run, writeFile } from './common.ts';
 import { asUsage, checkOutputs, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
 import { COMPARE_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP } from './refract-help.ts';
-
-type Fs = typeof import('node:fs/promises');
-const fsp = async (): Promise<Fs> => (await import(/* @vite-ignore */ 'node:' + 'fs/promises')) as Fs;
-
-/** Write through a temporary file and a rename: a reader never sees half a report. */
-async function writeAtomic(path: string, data: string): Promise<void> {
-  const fs = await fsp();
-  const tmp = `${path}.partial-${Date.now()}`;
-  await fs.writeFile(tmp, data);
-  await fs.rename(tmp, path);
-}
 
 /** Progress on stderr: one rewritten line per stage with an ETA. */
 function progress(enabled: boolean): ProgressFn | undefined {
@@ -64,8 +53,15 @@ async function session(v: Pick<ScoreFlags, 'model' | 'dtype' | 'condition'>): Pr
   let gpu: Gpu | null = null;
   let lm: LoadedModel | null = null;
   const make = async () => {
+    (gpu as Gpu | null)?.destroy(); // a lost device's buffers and pool go with it before the next one opens
     gpu = await Gpu.create();
-    lm = await loadModel(gpu, modelFiles(v.model), { dtype });
+    try {
+      lm = await loadModel(gpu, modelFiles(v.model), { dtype });
+    } catch (e) {
+      gpu.destroy();
+      gpu = null;
+      throw e;
+    }
     return new HrmBackend(lm, { condition: v.condition });
   };
   const backend = new ResilientBackend(await make(), make, { log: (line) => err(`${line}\n`) });
@@ -108,8 +104,8 @@ async function cmdScore(args: string[]): Promise<void> {
     if (!report) return;
     out(renderTextReport(report, { color: false }) + '\n');
     const written: string[] = [];
-    if (v['json-out']) { await writeAtomic(v['json-out'], toJsonString(report) + '\n'); written.push(v['json-out']); }
-    if (v['html-out']) { await writeAtomic(v['html-out'], await renderHtmlReport(report)); written.push(v['html-out']); }
+    if (v['json-out']) { await writeFile(v['json-out'], toJsonString(report) + '\n'); written.push(v['json-out']); }
+    if (v['html-out']) { await writeFile(v['html-out'], await renderHtmlReport(report)); written.push(v['html-out']); }
     if (!report.partial) for (const w of written) err(`wrote ${w}\n`);
     finishPartial(report, signal, written);
   } finally {
@@ -135,7 +131,7 @@ async function cmdRepeatability(args: string[]): Promise<void> {
       const file = `${dir}/run-${String(i).padStart(2, '0')}.json`;
       err(`=== run ${i}/${runs} -> ${file} ===\n`);
       const r = await runRefract(opts);
-      await writeAtomic(file, toJsonString(r) + '\n');
+      await writeFile(file, toJsonString(r) + '\n');
       reports.push(r);
     }
     out(renderRepeatability(reports) + '\n');
@@ -171,13 +167,13 @@ async function cmdSweep(args: string[]): Promise<void> {
       serialize: (r) => toJsonString(r) + '\n',
       store: {
         read: async (name) => fs.readFile(`${dir}/${name}`, 'utf8').catch(() => null),
-        write: (name, t) => writeAtomic(`${dir}/${name}`, t),
+        write: (name, t) => writeFile(`${dir}/${name}`, t),
       },
     }));
     if (!sweep) return;
     out(renderSweepTable(sweep) + '\n');
-    await writeAtomic(`${dir}/sweep.json`, JSON.stringify(sweep, null, 2) + '\n');
-    await writeAtomic(html, await renderSweepHtml(sweep));
+    await writeFile(`${dir}/sweep.json`, JSON.stringify(sweep, null, 2) + '\n');
+    await writeFile(html, await renderSweepHtml(sweep));
     err(`wrote ${dir}/sweep.json and ${html}\n`);
   } finally {
     s.close();

@@ -26,11 +26,6 @@ export class ResilientBackend implements Backend {
     this.inner = Promise.resolve(first);
   }
 
-  /** The backend in use now (changes after a recovery). */
-  current(): Promise<Backend> {
-    return this.inner;
-  }
-
   private async call<T>(what: string, f: (b: Backend) => Promise<T>): Promise<T> {
     for (;;) {
       const b = await this.inner;

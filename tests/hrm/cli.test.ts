@@ -83,7 +83,7 @@ describe('hrm CLI', () => {
   it('an unwritable --out is refused before the model is touched, naming the flag', async () => {
     const r = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6,12', '--out', '/nonexistent/dir/x.safetensors']));
     expect(r.code).toBe(1);
-    expect(ours(r.stderr)).toEqual(['InputError: [cli] --out /nonexistent/dir/x.safetensors cannot be written (folder /nonexistent/dir: ENOENT)']);
+    expect(ours(r.stderr)).toEqual(['InputError: [cli] --out /nonexistent/dir/x.safetensors: folder /nonexistent/dir does not exist']);
     const dir = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6', '--out', tmpdir()]));
     expect(ours(dir.stderr)).toEqual([`InputError: [cli] --out ${tmpdir()} is a directory; give a file path`]);
   });

@@ -70,7 +70,8 @@ export interface KldAxisOptions {
 
 type NullableStats = { [K in keyof KldStatistics]: KldStatistics[K] | null };
 
-const NO_STATS: NullableStats = {
+/** The llama.cpp statistics of a KLD result that has none (a backend without them, a skipped axis). */
+export const NO_STATS: NullableStats = {
   n_positions: null, mean_kld_unc: null, kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null,
   ppl_ref: null, ppl_ref_unc: null, ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
 };

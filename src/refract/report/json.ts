@@ -1,5 +1,5 @@
 // The JSON report, schema refract.report.v0.3.1 (REFRACT report.json_report), as a plain object.
-import type { KldAxisResult } from '../axes/kld.ts';
+import { NO_STATS, type KldAxisResult } from '../axes/kld.ts';
 import type { PladAxisResult } from '../axes/plad.ts';
 import type { RniahAxisResult } from '../axes/rniah.ts';
 import type { TrajectoryAxisResult } from '../axes/trajectory.ts';
@@ -81,9 +81,7 @@ const SKIPPED_GTM: Omit<TrajectoryAxisResult, 'score'> = {
 function skippedKld(chunks: number, ctx: number): Omit<KldAxisResult, 'score'> {
   return {
     mean_kld: 0, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
-    corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', n_positions: null, mean_kld_unc: null,
-    kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null, ppl_ref: null, ppl_ref_unc: null,
-    ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
+    corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', ...NO_STATS,
   };
 }
 
