@@ -2,6 +2,7 @@
 // (`num_hidden_layers` = layers per stack) and transformers-style (`num_hidden_layers` = layers * H * (L+1) with
 // `num_layers_per_stack`); `rope_theta` or `rope_parameters.rope_theta`; `embedding_scale` or 1/initializer_range.
 import { FormatError } from '../tensor/errors.ts';
+import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/quant.ref.ts';
 
 export interface HrmConfig {
   vocab_size: number;
@@ -170,14 +171,11 @@ export interface QuantSpec { bits: number; groupSize: number }
  */
 export interface QuantConfig { default: QuantSpec; modules: Map<string, QuantSpec | false> }
 
-export const Q_BITS: readonly number[] = [2, 3, 4, 5, 6, 8];
-export const Q_GROUP_SIZES: readonly number[] = [32, 64, 128];
-
 /** Checks bits and group size against what mx.quantize offers; `what` names the key or option in the error. */
 export function quantSpec(bits: unknown, groupSize: unknown, what: string): QuantSpec {
-  if (typeof bits !== 'number' || !Q_BITS.includes(bits)) throw new FormatError('config', `${what}: bits ${JSON.stringify(bits)} is not one MLX offers (${Q_BITS.join(', ')})`);
-  if (typeof groupSize !== 'number' || !Q_GROUP_SIZES.includes(groupSize)) {
-    throw new FormatError('config', `${what}: group_size ${JSON.stringify(groupSize)} is not one MLX offers (${Q_GROUP_SIZES.join(', ')})`);
+  if (typeof bits !== 'number' || !QUANT_BITS.includes(bits)) throw new FormatError('config', `${what}: bits ${JSON.stringify(bits)} is not one MLX offers (${QUANT_BITS.join(', ')})`);
+  if (typeof groupSize !== 'number' || !GROUP_SIZES.includes(groupSize)) {
+    throw new FormatError('config', `${what}: group_size ${JSON.stringify(groupSize)} is not one MLX offers (${GROUP_SIZES.join(', ')})`);
   }
   return { bits, groupSize };
 }

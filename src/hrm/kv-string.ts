@@ -3,9 +3,10 @@
 // hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo.
 import { InputError } from '../tensor/errors.ts';
 import type { KvSpec } from './cache.ts';
+import { GROUP } from '../kernels/quant/quant.ref.ts';
 
 /** Group size of the affine KV quantization (MLX `kv_group_size`). */
-export const KV_GROUP_SIZE = 64;
+export const KV_GROUP_SIZE = GROUP;
 
 /** REFRACT's default reference: full-precision K and V. */
 export const DEFAULT_REFERENCE_KV = 'ctk=f16,ctv=f16';

@@ -12,7 +12,8 @@ import { Tensor } from '../tensor/tensor.ts';
 import type { DType } from '../tensor/dtype.ts';
 import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safetensors.ts';
 import type { Progress } from '../tensor/sources.ts';
-import { Q_BITS, Q_GROUP_SIZES, type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
+import { type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
+import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { fillRandom } from '../kernels/init/random.ts';
 import { countNonFinite } from '../kernels/finite/finite.ts';
 import { moduleQuant, quantizeChunk, quantizeOnLoad, uploadQuantized } from './quantized.ts';
@@ -167,8 +168,8 @@ async function checkFinite(named: Array<[string, Weight]>, zLInit: Float32Array,
 export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: LoadOptions = {}): Promise<HrmWeights> {
   const where = opts.where ?? 'checkpoint';
   const q = opts.quantize;
-  if (q && !(Q_BITS.includes(q.bits) && Q_GROUP_SIZES.includes(q.groupSize))) {
-    throw new InputError('load', `quantize ${JSON.stringify(q)}: bits must be one of ${Q_BITS.join(', ')} and groupSize one of ${Q_GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
+  if (q && !(QUANT_BITS.includes(q.bits) && GROUP_SIZES.includes(q.groupSize))) {
+    throw new InputError('load', `quantize ${JSON.stringify(q)}: bits must be one of ${QUANT_BITS.join(', ')} and groupSize one of ${GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
   }
   const specs = validateCheckpoint(ck, c, where, opts.quantization ?? null);
   const total = ck.bytes;
@@ -218,26 +219,25 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
     }
     return out;
   };
-  const embed = await load('model.embed_tokens.weight');
-  const lmHead = c.tie_word_embeddings ? embed : await load('lm_head.weight');
-  let zLInit: Float32Array = new Float32Array(c.hidden_size);
-  if (ck.has('model.z_L_init')) {
-    const e = ck.entry('model.z_L_init');
-    zLInit = decode(e, await readEntry(e)) as Float32Array;
-  }
-  const L = await layers('L');
-  const H = await layers('H');
-  if (opts.checkFinite ?? true) {
-    try {
-      await checkFinite(loaded, zLInit, where);
-    } catch (e) {
-      for (const [, w] of loaded) for (const t of weightTensors(w)) t.dispose();
-      throw e;
+  // Whatever fails part-way (a download, a shard, the finite scan), the tensors uploaded so far are freed.
+  try {
+    const embed = await load('model.embed_tokens.weight');
+    const lmHead = c.tie_word_embeddings ? embed : await load('lm_head.weight');
+    let zLInit: Float32Array = new Float32Array(c.hidden_size);
+    if (ck.has('model.z_L_init')) {
+      const e = ck.entry('model.z_L_init');
+      zLInit = decode(e, await readEntry(e)) as Float32Array;
     }
+    const L = await layers('L');
+    const H = await layers('H');
+    if (opts.checkFinite ?? true) await checkFinite(loaded, zLInit, where);
+    await gpu.flush('load weights');
+    opts.onProgress?.(total, total);
+    return { embed, lmHead, zLInit, L, H, bytes };
+  } catch (e) {
+    for (const [, w] of loaded) for (const t of weightTensors(w)) t.dispose();
+    throw e;
   }
-  await gpu.flush('load weights');
-  opts.onProgress?.(total, total);
-  return { embed, lmHead, zLInit, L, H, bytes };
 }
 
 /** Free every GPU tensor of a model's weights (a tensor shared by two weights, as tied embeddings are, once). */

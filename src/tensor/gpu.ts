@@ -284,8 +284,10 @@ export class Gpu {
   }
 
   private async settle(op: string, pending: Promise<GPUError | null>[]): Promise<void> {
+    // This batch's pipeline checks are taken before awaiting: one a later batch adds meanwhile is that batch's.
+    const ops = this.opErrors.splice(0);
     const errors = await Promise.all(pending);
-    const own = (await Promise.all(this.opErrors.splice(0))).find((e) => e);
+    const own = (await Promise.all(ops)).find((e) => e);
     this.watch.check(op);
     if (own) throw own;
     const first = errors.find((e) => e);

@@ -176,6 +176,8 @@ describe('qlinear bad input', async () => {
     expect(() => qlinear(x, { ...one, biases: [] })).toThrow(/1 packed chunks, 1 scales and 0 biases/);
     expect(() => qlinear(x, one, { swiglu: true, accumulate: x })).toThrow(InputError);
     expect(() => qlinear(x, one, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/wg must be a power of two from 16 to 256/);
+    expect(() => qlinear(x, one, { path: 'sgmat' })).toThrow(/unknown path "sgmat"; qlinear takes/);
+    expect(() => qlinear(x, one, { round: 'f8' as 'bf16' })).toThrow(/\[qlinear\] unknown round "f8"/);
     expect(() => qlinear(Tensor.from(gpu, new Uint32Array(128), [2, 64], 'u32', 'xu'), one)).toThrow(DTypeError);
   });
 });

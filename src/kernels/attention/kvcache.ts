@@ -6,7 +6,7 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { roundCode, type Round } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { checkQuantKV } from './kvquant.ts';
 import type { FullKV, KVSide } from './types.ts';
@@ -92,7 +92,7 @@ export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tens
       k_cap: k.cap, v_cap: v.cap, offset: opts.offset, log2_base: Math.log2(opts.base),
     },
     overrides: {
-      ROUND: ROUND_CODE[opts.round ?? 'none'], KM: k.mode, VM: v.mode,
+      ROUND: roundCode('kvcache', opts.round), KM: k.mode, VM: v.mode,
       ...(k.bits ? { K_BITS: k.bits } : {}), ...(v.bits ? { V_BITS: v.bits } : {}),
     },
     workgroups: grid(gpu, workgroups * 64, 64),
@@ -171,7 +171,7 @@ function writeHeads(op: string, src: Tensor, l: Layout, dst: Tensor, pos0: numbe
       n, seq: l.seq, hd: l.dim, col0: l.col0, s_stride: l.sStride, h_stride: l.hStride, cap: dst.shape[1], pos0,
       rope_off: o.offset, scale: 1, log2_base: Math.log2(o.base),
     },
-    overrides: { ROPE: rope ? 1 : 0, ...(bf16 ? {} : { ROUND: ROUND_CODE[o.round ?? 'none'] }) },
+    overrides: { ROPE: rope ? 1 : 0, ...(bf16 ? {} : { ROUND: roundCode('kvcache', o.round) }) },
     workgroups: grid(src.gpu, bf16 ? n / 2 : n, 64),
   });
 }

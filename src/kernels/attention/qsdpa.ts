@@ -3,7 +3,7 @@ import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../tensor/errors.ts';
 import { checkIndex } from '../common/args.ts';
-import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
+import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { requireDtype } from '../quant/quant.ts';
 import { ACC_CODE, type Accumulate } from '../quant/qmm.ts';
@@ -104,9 +104,9 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(span / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
   const ks = seqOrder || Math.ceil(span / splits) < 256 ? 1 : 4;
   const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : placeholder(gpu, 'qsdpa.no_part', 'f32');
-  const roundCode = ROUND_CODE[round];
+  const rc = roundCode('qsdpa', round);
   const gated = opts.gate ? 1 : 0;
-  const common = { ROUND: roundCode, ACC: ACC_CODE[accumulate] };
+  const common = { ROUND: rc, ACC: ACC_CODE[accumulate] };
   const softWg = softmaxThreads(span);
   for (let q0 = 0; q0 < seq; q0 += rows) {
     const n = Math.min(rows, seq - q0);
@@ -116,14 +116,14 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
       overrides: { ...common, BITS: k.bits, MASK: MASK_CODE[mask.kind], TQ: tq, WG: 64 },
       workgroups: [Math.ceil(span / 64), heads, Math.ceil(n / tq)],
     });
-    SOFTMAX.dispatch(gpu, { bindings: { scores }, uniforms, overrides: { ROUND: roundCode, WG: softWg }, workgroups: [n, heads] });
+    SOFTMAX.dispatch(gpu, { bindings: { scores }, uniforms, overrides: { ROUND: rc, WG: softWg }, workgroups: [n, heads] });
     PV.dispatch(gpu, {
       bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, part, gate }, uniforms,
       overrides: { ...common, BITS: v.bits, KS: ks, TQ: tq, GATE: gated },
       workgroups: [Math.ceil(dim / 64), Math.ceil(n / tq), heads * splits],
     });
     if (splits > 1) {
-      COMBINE.dispatch(gpu, { bindings: { part, out, gate }, uniforms, overrides: { ROUND: roundCode, WG: 64, GATE: gated }, workgroups: grid(gpu, n * heads * dim, 64) });
+      COMBINE.dispatch(gpu, { bindings: { part, out, gate }, uniforms, overrides: { ROUND: rc, WG: 64, GATE: gated }, workgroups: grid(gpu, n * heads * dim, 64) });
     }
   }
   if (splits > 1) part.dispose();

@@ -3,7 +3,7 @@
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import type { QuantKV } from './types.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { roundCode, type Round } from '../common/codes.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const OUT = new Kernel('attention/qsdpa_one.wgsl', 'qone_out');
@@ -41,7 +41,7 @@ export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: Qsdp
   const scores = Tensor.empty(gpu, [a.heads, cap], 'f32', 'qsdpa_one.scores');
   const cmax = Tensor.empty(gpu, [a.heads, nChunks], 'f32', 'qsdpa_one.cmax');
   const uniforms = { kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0 };
-  const round = ROUND_CODE[a.round];
+  const round = roundCode('qsdpa', a.round);
   SCORES.dispatch(gpu, {
     bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, scores, cmax }, uniforms,
     overrides: { HD: dim, BITS: k.bits, ROUND: round }, workgroups: [nChunks, a.heads],

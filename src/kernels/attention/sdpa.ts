@@ -1,10 +1,9 @@
 // Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16).
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import { checkIndex } from '../common/args.ts';
-import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
+import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide } from './types.ts';
@@ -69,7 +68,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const cap = kd.shape[1];
   const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
   const base = { seq, heads, kv_len: opts.kvLen, cap, offset: opts.offset, scale: opts.scale, gate_stride: gateStride };
-  const store = { ROUND: ROUND_CODE[opts.round ?? 'none'], GATE: opts.gate ? 1 : 0 };   // of the kernel writing out
+  const store = { ROUND: roundCode('sdpa', opts.round), GATE: opts.gate ? 1 : 0 };   // of the kernel writing out
   const oneFits = seq === 1 && (m.kind === 'none' || m.kind === 'causal') && oneShape(dim, kvBf16) && kd.offset % 16 === 0 && vd.offset % 16 === 0;
   if (opts.path === 'one' && !oneFits) {
     throw new ShapeError('sdpa', `path 'one' needs one query (got ${seq}) seeing every key (mask ${m.kind}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${dim}) and 16-byte aligned K/V`);

@@ -20,17 +20,24 @@ export async function countNonFinite(tensors: readonly Tensor[]): Promise<NonFin
   const gpu = tensors[0].gpu;
   const init = new Uint32Array(2 * tensors.length);
   for (let s = 0; s < tensors.length; s++) init[2 * s + 1] = 0xffffffff;
-  const found = Tensor.from(gpu, init, [init.length], 'u32', 'finite.found');
-  tensors.forEach((t, slot) => {
+  const masks = tensors.map((t) => {
     const m = MASK[t.dtype];
     if (!m) throw new DTypeError('countNonFinite', `'${t.label}' is ${t.dtype}; f32, bf16 or f16 only`);
-    const threads = m.half ? Math.ceil(t.size / 2) : t.size;
-    SCAN.dispatch(gpu, {
-      bindings: { x: t, found }, uniforms: { n: t.size, half: m.half, mask: m.mask, slot },
-      workgroups: grid(gpu, threads, 256), label: `finite ${t.label}`,
-    });
+    return m;
   });
-  const res = new Uint32Array(await found.gpu.read(found.binding('countNonFinite'), 'countNonFinite'));
-  found.dispose();
+  const found = Tensor.from(gpu, init, [init.length], 'u32', 'finite.found');
+  let res: Uint32Array;
+  try {
+    tensors.forEach((t, slot) => {
+      const m = masks[slot];
+      SCAN.dispatch(gpu, {
+        bindings: { x: t, found }, uniforms: { n: t.size, half: m.half, mask: m.mask, slot },
+        workgroups: grid(gpu, m.half ? Math.ceil(t.size / 2) : t.size, 256), label: `finite ${t.label}`,
+      });
+    });
+    res = new Uint32Array(await gpu.read(found.binding('countNonFinite'), 'countNonFinite'));
+  } finally {
+    found.dispose();
+  }
   return tensors.map((_, s) => ({ count: res[2 * s], first: res[2 * s] ? res[2 * s + 1] : -1 }));
 }

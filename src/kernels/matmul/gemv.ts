@@ -11,6 +11,14 @@ const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
 /** Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256) and weight rows (2 or 4). */
 export interface GemvShape { wg: number; rows: number }
 
+/** A forced shape the matrix-vector kernels (matmul's and qlinear's) can take. */
+export function checkGemvShape(op: string, { wg, rows }: GemvShape): void {
+  // The lanes write the block's ROWS x MB outputs (up to 16): fewer lanes would leave outputs unwritten.
+  if (!(wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0 && (rows === 2 || rows === 4))) {
+    throw new InputError(op, `gemv shape ${JSON.stringify({ wg, rows })}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
+  }
+}
+
 /** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
 export const GEMV_MAX_M = 4;
 // Matrix-vector workgroup shapes (lanes x weight rows), from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
@@ -36,10 +44,7 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
-  // The lanes write the block's ROWS x MB outputs (up to 16): fewer lanes would leave outputs unwritten.
-  if (shape && !(WG >= 16 && WG <= 256 && (WG & (WG - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
-    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
-  }
+  if (shape) checkGemvShape('matmul', shape);
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;

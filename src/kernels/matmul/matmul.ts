@@ -5,7 +5,7 @@ import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
@@ -15,8 +15,6 @@ import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
 const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
-
-export const WEIGHT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 
@@ -60,11 +58,10 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const chunks = Array.isArray(w) ? (w as readonly Tensor[]) : [w as Tensor];
   const K = x.shape[x.rank - 1];
   const N = validate(x, chunks, K);
-  const cols = validateFusions(x, chunks, N, opts);
+  const cols = validateFusions('matmul', x, weightLabel(chunks), N, opts);
   const M = x.size / K;
   const gpu = x.gpu;
-  const round = ROUND_CODE[opts.round ?? 'none'];
-  if (round === undefined) throw new DTypeError('matmul', `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
+  const round = roundCode('matmul', opts.round);
   const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N) : checkPath(x, chunks, opts.path, opts.round);
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || path === 'sgmat')) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
@@ -82,7 +79,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   let col0 = 0;
   for (const c of chunks) {
     const uniforms = { M, N: c.shape[0], K, ldo: cols, col0, eps };
-    const WDT = WEIGHT_CODE[c.dtype as keyof typeof WEIGHT_CODE];
+    const WDT = DTYPE_CODE[c.dtype as keyof typeof DTYPE_CODE];
     if (path === 'rows') {
       const [gx, gy] = grid(gpu, opts.swiglu ? c.shape[0] / 2 : c.shape[0], 64);
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
@@ -132,9 +129,7 @@ function preferGemv(M: number, N: number): boolean {
   return M <= 64 && tiles < 64;
 }
 
-
-
-function shapeOf(t: Tensor): string {
+export function shapeOf(t: Tensor): string {
   return `'${t.label}' [${t.shape.join(', ')}] ${t.dtype}`;
 }
 
@@ -146,7 +141,7 @@ function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
   let N = 0;
   for (const [i, c] of chunks.entries()) {
     const what = chunks.length > 1 ? `weight chunk ${i} ${shapeOf(c)}` : `weight ${shapeOf(c)}`;
-    if (!(c.dtype in WEIGHT_CODE)) throw new DTypeError('matmul', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
+    if (!(c.dtype in DTYPE_CODE)) throw new DTypeError('matmul', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
     if (c.dtype !== chunks[0].dtype) throw new DTypeError('matmul', `${what} differs in dtype from chunk 0 ${shapeOf(chunks[0])}`);
     if (c.rank !== 2 || c.shape[1] !== K) {
       throw new ShapeError('matmul', `x ${shapeOf(x)} @ ${what}^T: the weight must be [N, ${K}] (rows = outputs, columns = K of x)`);
@@ -158,25 +153,32 @@ function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
   return N;
 }
 
-/** Checks the fusion options against x and the weights; returns the output's last axis. */
-function validateFusions(x: Tensor, chunks: readonly Tensor[], N: number, o: MatmulOptions): number {
-  const weight = chunks.length > 1 ? `weight chunks ${chunks.map(shapeOf).join(', ')}` : `weight ${shapeOf(chunks[0])}`;
-  if (o.norm && !(o.norm.eps >= 0 && Number.isFinite(o.norm.eps))) throw new InputError('matmul', `norm.eps ${o.norm.eps} must be a finite number >= 0`);
+/** How messages name a dense weight: one tensor, or its row chunks. */
+function weightLabel(chunks: readonly Tensor[]): string {
+  return chunks.length > 1 ? `weight chunks ${chunks.map(shapeOf).join(', ')}` : `weight ${shapeOf(chunks[0])}`;
+}
+
+/**
+ * Checks the fusion options (norm, swiglu, accumulate) of `op` against x and its weight (`weight` names it in
+ * messages; N = its rows): one check for every linear kernel (matmul, qlinear). Returns the output's last axis.
+ */
+export function validateFusions(op: string, x: Tensor, weight: string, N: number, o: MatmulOptions): number {
+  if (o.norm && !(o.norm.eps >= 0 && Number.isFinite(o.norm.eps))) throw new InputError(op, `norm.eps ${o.norm.eps} must be a finite number >= 0`);
   if (o.swiglu && o.accumulate) {
-    throw new InputError('matmul', `swiglu and accumulate cannot be combined (x ${shapeOf(x)}); add the residual with add()`);
+    throw new InputError(op, `swiglu and accumulate cannot be combined (x ${shapeOf(x)}); add the residual with add()`);
   }
-  if (o.swiglu && N % 2) throw new ShapeError('matmul', `swiglu: ${weight} has ${N} rows; it must be [2I, K], gate rows then up rows`);
+  if (o.swiglu && N % 2) throw new ShapeError(op, `swiglu: ${weight} has ${N} rows; it must be [2I, K], gate rows then up rows`);
   const cols = o.swiglu ? N / 2 : N;
   const a = o.accumulate;
   if (a) {
     const want = [...x.shape.slice(0, -1), cols];
-    if (a.dtype !== 'f32') throw new DTypeError('matmul', `accumulate ${shapeOf(a)} must be f32 (the residual of x ${shapeOf(x)} @ ${weight}^T)`);
+    if (a.dtype !== 'f32') throw new DTypeError(op, `accumulate ${shapeOf(a)} must be f32 (the residual of x ${shapeOf(x)} @ ${weight}^T)`);
     if (a.shape.join() !== want.join()) {
-      throw new ShapeError('matmul', `accumulate ${shapeOf(a)} must be [${want.join(', ')}], the output of x ${shapeOf(x)} @ ${weight}^T`);
+      throw new ShapeError(op, `accumulate ${shapeOf(a)} must be [${want.join(', ')}], the output of x ${shapeOf(x)} @ ${weight}^T`);
     }
-    if (a.gpu !== x.gpu) throw new ShapeError('matmul', `accumulate ${shapeOf(a)} lives on another device than x ${shapeOf(x)}`);
+    if (a.gpu !== x.gpu) throw new ShapeError(op, `accumulate ${shapeOf(a)} lives on another device than x ${shapeOf(x)}`);
     if (a.buffer === x.buffer && a.offset < x.offset + x.byteLength && x.offset < a.offset + a.byteLength) {
-      throw new ShapeError('matmul', `accumulate ${shapeOf(a)} overlaps x ${shapeOf(x)}; it is written while x is read`);
+      throw new ShapeError(op, `accumulate ${shapeOf(a)} overlaps x ${shapeOf(x)}; it is written while x is read`);
     }
   }
   return cols;

@@ -6,9 +6,8 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import type { Round } from '../common/codes.ts';
-import { WEIGHT_CODE } from './matmul.ts';
 import { GEMV_MAX_M } from './gemv.ts';
-import { ROUND_CODE } from '../common/codes.ts';
+import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
 const KERNELS = {
@@ -39,8 +38,7 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
   const N = validate(x, chunks, K);
   const outDtype = opts.out ?? 'f16';
   if (outDtype !== 'f16' && outDtype !== 'f32') throw new DTypeError('matmulF16', `unknown out ${JSON.stringify(opts.out)}; use 'f16' or 'f32'`);
-  const round = ROUND_CODE[opts.round ?? 'none'];
-  if (round === undefined) throw new DTypeError('matmulF16', `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
+  const round = roundCode('matmulF16', opts.round);
   if (outDtype === 'f16' && opts.round === 'bf16') throw new DTypeError('matmulF16', `round 'bf16' cannot be stored in an f16 output; use out: 'f32'`);
   const gpu = x.gpu;
   if (!gpu.f16) {
@@ -57,7 +55,7 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
   let col0 = 0;
   for (const c of chunks) {
     const uniforms = { M, N: c.shape[0], K, ldo: N, col0 };
-    const WDT = WEIGHT_CODE[c.dtype as keyof typeof WEIGHT_CODE];
+    const WDT = DTYPE_CODE[c.dtype as keyof typeof DTYPE_CODE];
     if (path === 'gemv') {
       const MB = Math.min(M, GEMV_MAX_M);
       const [gx, gy] = grid(gpu, Math.ceil(c.shape[0] / GEMV.ROWS), 1);
@@ -109,7 +107,7 @@ function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
   let N = 0;
   for (const [i, c] of chunks.entries()) {
     const what = chunks.length > 1 ? `weight chunk ${i} ${shapeOf(c)}` : `weight ${shapeOf(c)}`;
-    if (!(c.dtype in WEIGHT_CODE)) throw new DTypeError('matmulF16', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
+    if (!(c.dtype in DTYPE_CODE)) throw new DTypeError('matmulF16', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
     if (c.dtype !== chunks[0].dtype) throw new DTypeError('matmulF16', `${what} differs in dtype from chunk 0 ${shapeOf(chunks[0])}`);
     if (c.rank !== 2 || c.shape[1] !== K) {
       throw new ShapeError('matmulF16', `x ${shapeOf(x)} @ ${what}^T: the weight must be [N, ${K}] (rows = outputs, columns = K of x)`);

@@ -8,7 +8,7 @@ import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 
 // The model imports its linear layers from here too.
 export { matmul, type MatmulOptions } from '../matmul/matmul.ts';
@@ -27,7 +27,6 @@ const K = {
   argmax: new Kernel(ROWS, 'argmax_rows'),
 };
 const WG = 64;
-const TABLE_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
 
 export interface RoundOptions { round?: Round }
 
@@ -35,12 +34,6 @@ const desc = (t: Tensor): string => `'${t.label}' [${t.shape.join(', ')}] ${t.dt
 
 function requireF32(op: string, ...ts: Tensor[]): void {
   for (const t of ts) if (t.dtype !== 'f32') throw new DTypeError(op, `${desc(t)} must be f32`);
-}
-
-function roundCode(op: string, round: Round | undefined): number {
-  const c = ROUND_CODE[round ?? 'none'];
-  if (c === undefined) throw new DTypeError(op, `unknown round ${JSON.stringify(round)}; use 'none', 'bf16' or 'f16'`);
-  return c;
 }
 
 function lastAxis(op: string, t: Tensor): number {
@@ -72,7 +65,7 @@ export function embed(ids: Tensor, table: Tensor | readonly Tensor[], opts: Embe
   if (!chunks.length) throw new ShapeError('embed', `no table given for ids ${desc(ids)}`);
   const H = chunks[0].shape[1];
   for (const t of chunks) {
-    if (!(t.dtype in TABLE_CODE) || t.dtype !== chunks[0].dtype) {
+    if (!(t.dtype in DTYPE_CODE) || t.dtype !== chunks[0].dtype) {
       throw new DTypeError('embed', `table ${desc(t)} must be f32, bf16 or f16, every chunk alike (ids ${desc(ids)})`);
     }
     if (t.rank !== 2 || t.shape[0] === 0 || t.shape[1] !== H) throw new ShapeError('embed', `table ${desc(t)} must be [V, ${H}] (ids ${desc(ids)})`);
@@ -82,7 +75,7 @@ export function embed(ids: Tensor, table: Tensor | readonly Tensor[], opts: Embe
   const scale = round === 'bf16' ? roundBf16(s) : round === 'f16' ? roundF16(s) : s;
   const V = chunks.reduce((n, t) => n + t.shape[0], 0);
   const out = Tensor.empty(ids.gpu, [...ids.shape, H], 'f32', 'embed.out');
-  const overrides = { WG, ROUND: roundCode('embed', round), WDT: TABLE_CODE[chunks[0].dtype as keyof typeof TABLE_CODE] };
+  const overrides = { WG, ROUND: roundCode('embed', round), WDT: DTYPE_CODE[chunks[0].dtype as keyof typeof DTYPE_CODE] };
   let row0 = 0;
   for (const t of chunks) {
     K.embed.dispatch(ids.gpu, {

@@ -6,11 +6,12 @@ import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
-import type { MatmulOptions } from '../matmul/matmul.ts';
-import { ROUND_CODE } from '../common/codes.ts';
+import { shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
+import { checkGemvShape, GEMV_MAX_M } from '../matmul/gemv.ts';
+import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
-import { GROUP_SIZES, QUANT_BITS } from '../quant/quant.ts';
+import { checkBits, checkGroupSize } from '../quant/quant.ts';
 
 const FILE = 'qlinear/qlinear.wgsl';
 const GEMV = new Kernel(FILE, 'qgemv');
@@ -21,9 +22,8 @@ const EMBED = new Kernel(FILE, 'qembed');
 const PACK = new Kernel(FILE, 'pack_half');
 const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 16 };
 const WG = 64;
-/** x rows one qgemv workgroup serves; MLX's qmv also takes only a few rows before its qmm wins. */
-const GEMV_MB = 4;
-const GEMV_MAX_M = 8;
+/** Up to this many x rows the automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
+const AUTO_GEMV_MAX_M = 8;
 
 /**
  * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
@@ -37,17 +37,15 @@ export interface QuantMatrix {
   biases: readonly Tensor[];
 }
 
-const SDT_CODE = { f32: 0, bf16: 1, f16: 2 } as const;
-
 /** Checks the chunks agree with each other (and with K when given); returns [N, K]. */
 export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [number, number] {
-  if (!QUANT_BITS.includes(w.bits)) throw new InputError(op, `bits ${w.bits} is not one of ${QUANT_BITS.join(', ')}`);
-  if (!GROUP_SIZES.includes(w.groupSize)) throw new InputError(op, `group size ${w.groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+  checkBits(op, w.bits);
+  checkGroupSize(op, w.groupSize);
   if (!w.q.length || w.q.length !== w.scales.length || w.q.length !== w.biases.length) {
     throw new ShapeError(op, `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
   }
   const sd = w.scales[0].dtype;
-  if (!(sd in SDT_CODE)) throw new DTypeError(op, `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
+  if (!(sd in DTYPE_CODE)) throw new DTypeError(op, `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
   let N = 0, cols = K;
   for (let i = 0; i < w.q.length; i++) {
     const q = w.q[i];
@@ -72,7 +70,7 @@ export function packHalves(t: Tensor, dtype: 'bf16' | 'f16'): Tensor {
   const out = Tensor.empty(t.gpu, t.shape, dtype, t.label);
   PACK.dispatch(t.gpu, {
     bindings: { x: t, packed: out }, uniforms: { M: t.size, N: 0, K: 0, ldo: 0, col0: 0, eps: 0, escale: 0, vocab: 0 },
-    overrides: { SDT: SDT_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2), WG), label: 'qlinear.pack_half',
+    overrides: { SDT: DTYPE_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2), WG), label: 'qlinear.pack_half',
   });
   return out;
 }
@@ -88,17 +86,11 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   const [N] = checkQuantMatrix(op, w, K);
   const M = x.size / K;
   const gpu = x.gpu;
-  const round = ROUND_CODE[opts.round ?? 'none'];
-  if (round === undefined) throw new DTypeError(op, `unknown round ${JSON.stringify(opts.round)}; use 'none', 'bf16' or 'f16'`);
-  if (opts.swiglu && opts.accumulate) throw new InputError(op, `swiglu and accumulate cannot be combined (x '${x.label}')`);
-  if (opts.swiglu && N % 2) throw new ShapeError(op, `swiglu: the weight has ${N} rows; it must be [2I, K], gate rows then up rows`);
-  if (opts.norm && !(opts.norm.eps >= 0 && Number.isFinite(opts.norm.eps))) throw new InputError(op, `norm.eps ${opts.norm.eps} must be a finite number >= 0`);
-  const cols = opts.swiglu ? N / 2 : N;
+  const round = roundCode('qlinear', opts.round);
+  const cols = validateFusions(op, x, `${w.bits}-bit weight ${shapeOf(w.q[0])}${w.q.length > 1 ? ` (${w.q.length} chunks)` : ''}`, N, opts);
   const a = opts.accumulate;
-  if (a && (a.dtype !== 'f32' || a.shape.join() !== [...x.shape.slice(0, -1), cols].join())) {
-    throw new ShapeError(op, `accumulate '${a.label}' [${a.shape.join(', ')}] ${a.dtype} must be f32 [${[...x.shape.slice(0, -1), cols].join(', ')}]`);
-  }
-  const path = !opts.path || opts.path === 'auto' ? (gpu.cpu ? 'rows' : M <= GEMV_MAX_M ? 'gemv' : 'tiled') : opts.path;
+  const path = !opts.path || opts.path === 'auto' ? (gpu.cpu ? 'rows' : M <= AUTO_GEMV_MAX_M ? 'gemv' : 'tiled') : opts.path;
+  if (!['gemv', 'tiled', 'rows'].includes(path)) throw new InputError(op, `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled' or 'rows'`);
   if (opts.swiglu && (w.q.length > 1 || path === 'tiled')) {
     // Gate row i and up row I + i may sit in different chunks, and tiles hold runs of consecutive rows.
     const gu = qlinear(x, w, { round: opts.round, path, norm: opts.norm });
@@ -133,19 +125,16 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
 }
 
 function sdt(w: QuantMatrix): number {
-  return SDT_CODE[w.scales[0].dtype as keyof typeof SDT_CODE];
+  return DTYPE_CODE[w.scales[0].dtype as keyof typeof DTYPE_CODE];
 }
 
 function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
-  const MB = Math.min(uniforms.M, GEMV_MB);
+  const MB = Math.min(uniforms.M, GEMV_MAX_M);
   const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
   const tuned = wide ? gemv4Shape(uniforms.N, uniforms.K * fixed.BITS / 128, fixed.NORM === 1 || fixed.SWIGLU === 1) : { WG: 64, ROWS: fixed.SWIGLU ? 4 : 2 };
   const ROWS = shape?.rows ?? tuned.ROWS;
   const lanes = shape?.wg ?? tuned.WG;
-  // The lanes store the ROWS x MB (<= 16) outputs: fewer lanes would leave some unwritten.
-  if (!(lanes >= 16 && lanes <= 256 && (lanes & (lanes - 1)) === 0 && (ROWS === 2 || ROWS === 4))) {
-    throw new InputError('qlinear', `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
-  }
+  checkGemvShape('qlinear', { wg: lanes, rows: ROWS });
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
   const blocks = Math.ceil(uniforms.N / ROWS);
   const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
@@ -191,7 +180,7 @@ export function qembed(ids: Tensor, w: QuantMatrix, opts: QEmbedOptions = {}): T
     EMBED.dispatch(ids.gpu, {
       bindings: { ids, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out },
       uniforms: { M: out.size, N: rows, K: H, ldo: 0, col0: row0, eps: 0, escale, vocab: V },
-      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: ROUND_CODE[round], WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
+      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: roundCode('qlinear', round), WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
     });
     row0 += rows;
   }

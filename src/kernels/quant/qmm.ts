@@ -4,7 +4,7 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
 import { checkPacked, requireDtype } from './quant.ts';
-import { ROUND_CODE } from '../common/codes.ts';
+import { roundCode } from '../common/codes.ts';
 
 const QMM_T = new Kernel('quant/qmm.wgsl', 'qmm_t');
 const QMM_N = new Kernel('quant/qmm.wgsl', 'qmm_n');
@@ -44,7 +44,7 @@ export function quantizedMatmul(x: Tensor, q: Tensor, scales: Tensor, biases: Te
   const tm = m >= 8 ? 8 : m >= 4 ? 4 : m >= 2 ? 2 : 1;
   const tiles = Math.ceil(m / tm);
   if (tiles > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op, `x has ${m} rows; at most ${tm * gpu.device.limits.maxComputeWorkgroupsPerDimension} per call`);
-  const common = { BITS: bits, ROUND: ROUND_CODE[round], ACC: ACC_CODE[accumulate], TM: tm };
+  const common = { BITS: bits, ROUND: roundCode('quantizedMatmul', round), ACC: ACC_CODE[accumulate], TM: tm };
   const seq = accumulate === 'dtype'; // MLX's CPU order is sequential: no split of the k axis
   const bindings = { x, wq: q, scales, biases, out }, uniforms = { m, n, k, zero: 0 };
   if (transpose) {

@@ -4,7 +4,7 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { roundCode, type Round } from '../common/codes.ts';
 import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './quant.ref.ts';
 
 export { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules };
@@ -33,8 +33,8 @@ export function checkBits(op: string, bits: number): void {
 }
 
 /** Group size: one of GROUP_SIZES (what mx.quantize offers). */
-function checkGroupSize(op: string, groupSize: number): void {
-  if (!GROUP_SIZES.includes(groupSize)) throw new ShapeError(op, `group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+export function checkGroupSize(op: string, groupSize: number): void {
+  if (!GROUP_SIZES.includes(groupSize)) throw new InputError(op, `group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
 }
 
 /** Validates bits and group size; `cols` (values per row) must be a multiple of the group size. */
@@ -101,7 +101,7 @@ export function dequantize(q: Tensor, scales: Tensor, biases: Tensor, { bits, gr
   DEQUANTIZE.dispatch(q.gpu, {
     bindings: { q, scales, biases, out },
     uniforms: { n, cols, zero: 0 },
-    overrides: { BITS: bits, GS: groupSize, ROUND: ROUND_CODE[round], WG },
+    overrides: { BITS: bits, GS: groupSize, ROUND: roundCode('quantize', round), WG },
     workgroups: grid(q.gpu, n, WG),
   });
   return out;
@@ -120,7 +120,7 @@ export function quantizeInto(w: Tensor, out: Quantized, l: QuantizeLayout): void
   QUANTIZE.dispatch(gpu, {
     bindings: { w, q: out.q, scales: out.scales, biases: out.biases },
     uniforms: { groups, gpr: l.cols / l.groupSize, src_rows: l.srcRows, dst_rows: l.dstRows, dst_row0: l.dstRow0 },
-    overrides: { BITS: l.bits, GS: l.groupSize, ROUND: ROUND_CODE[l.round], RULES: RULES_CODE[l.rules], WG },
+    overrides: { BITS: l.bits, GS: l.groupSize, ROUND: roundCode('quantize', l.round), RULES: RULES_CODE[l.rules], WG },
     workgroups: grid(gpu, groups, WG),
   });
 }

@@ -2,7 +2,7 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { roundCode, type Round } from '../common/codes.ts';
 
 const RMS_NORM = new Kernel('rmsnorm/rmsnorm.wgsl', 'rms_norm');
 
@@ -21,7 +21,7 @@ export function rmsNorm(x: Tensor, { eps, round = 'none' }: RmsNormOptions): Ten
   RMS_NORM.dispatch(x.gpu, {
     bindings: { x, out },
     uniforms: { rows, dim, eps },
-    overrides: { WG: wg, ROUND: ROUND_CODE[round] },
+    overrides: { WG: wg, ROUND: roundCode('rmsNorm', round) },
     workgroups: grid(x.gpu, rows, 1),
   });
   return out;

@@ -2,7 +2,7 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import { ROUND_CODE, type Round } from '../common/codes.ts';
+import { roundCode, type Round } from '../common/codes.ts';
 
 const ROPE = new Kernel('rope/rope.wgsl', 'rope');
 
@@ -20,7 +20,7 @@ export function rope(x: Tensor, { base, scale = 1, offset, round = 'none' }: Rop
   ROPE.dispatch(x.gpu, {
     bindings: { x, out },
     uniforms: { n_pairs: nPairs, seq, half: dim / 2, offset, scale, log2_base: Math.log2(base) },
-    overrides: { ROUND: ROUND_CODE[round] },
+    overrides: { ROUND: roundCode('rope', round) },
     workgroups: grid(x.gpu, nPairs, 64),
   });
   return out;
