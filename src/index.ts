@@ -166,12 +166,8 @@ export interface LogitsOptions {
 }
 
 /** f32 logits of `ids` with a fresh cache: `ids.length * vocab_size` values, row-major. */
-export async function logits(lm: LoadedModel, ids: number[], opts: LogitsOptions = {}): Promise<Float32Array> {
-  const cache = lm.model.newCache({ capacity: ids.length, kv: kvSpec(opts.kv), mode: 'before-pass' });
-  try {
-    const t = lm.model.forward(ids, cache, { mask: opts.mask ?? 'prefix' });
-    try { return await t.readF32(); } finally { t.dispose(); }
-  } finally { cache.dispose(); }
+export function logits(lm: LoadedModel, ids: number[], opts: LogitsOptions = {}): Promise<Float32Array> {
+  return lm.model.logits(ids, { mask: opts.mask ?? 'prefix', kv: kvSpec(opts.kv) });
 }
 
 // ---- KV strings and REFRACT -------------------------------------------------------------------------------

@@ -94,9 +94,7 @@ async function cmdLogits(args: string[]): Promise<void> {
   await checkWritable('out', v.out);
   const gpu = await Gpu.create();
   const lm = await loadModel(gpu, modelFiles(v.model), { dtype, quantize, warn });
-  const cache = lm.model.newCache({ capacity: ids.length, kv, mode: 'before-pass' });
-  const t = lm.model.forward(ids, cache, { mask: mode });
-  const logits = await t.readF32();
+  const logits = await lm.model.logits(ids, { mask: mode, kv });
   await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
     { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name, ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));
   err(`wrote ${v.out}: logits [${ids.length}, ${lm.config.vocab_size}] (${mode}, ${dtype})\n`);

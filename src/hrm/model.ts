@@ -17,7 +17,7 @@ import { add } from '../kernels/ops/ops.ts';
 import { embedding, linear } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
-import { HrmCache, roundFor, type ActDtype, type CacheOptions } from './cache.ts';
+import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvSpec } from './cache.ts';
 import type { CachePass, CacheSlot } from './slot.ts';
 import { disposeWeights, type HrmWeights, type LayerWeights, type Weight } from './weights.ts';
 
@@ -78,6 +78,17 @@ export class HrmModel {
     zH.dispose();
     cache.end(pass);
     return logits;
+  }
+
+  /** f32 logits [ids.length, vocab] of `ids` with a fresh cache (`kv` quantized before the pass), read back. */
+  async logits(ids: number[], opts: { mask: MaskSpec; kv?: KvSpec }): Promise<Float32Array> {
+    const cache = this.newCache({ capacity: ids.length, kv: opts.kv, mode: 'before-pass' });
+    try {
+      const t = this.forward(ids, cache, { mask: opts.mask });
+      try { return await t.readF32(); } finally { t.dispose(); }
+    } finally {
+      cache.dispose();
+    }
   }
 
   /** x + y, disposing x (the recurrent state it replaces). */

@@ -67,14 +67,8 @@ export class HrmBackend implements Backend {
   }
 
   /** Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. */
-  async logits(ids: number[], kv: string): Promise<Float32Array> {
-    const cache = this.lm.model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
-    try {
-      const t = this.lm.model.forward(ids, cache, { mask: 'causal' });
-      try { return await t.readF32(); } finally { t.dispose(); }
-    } finally {
-      cache.dispose();
-    }
+  logits(ids: number[], kv: string): Promise<Float32Array> {
+    return this.lm.model.logits(ids, { mask: 'causal', kv: kvSpecOf(kv) });
   }
 
   /** KL(P_ref || P_cand) per position of token chunks, accumulated into `state` from chunk `state.done` on (so a

@@ -86,6 +86,7 @@ export interface SweepOptions {
 export async function runSweep(o: SweepOptions): Promise<SweepResult> {
   const labels = [...new Set(o.candidates.map((c) => parseKvConfig(c, 'candidate').label))];
   if (labels.length === 0) throw new InputError('sweep', 'no candidates: give --candidate (repeatable) or --k-types with --v-types');
+  const reference = parseKvConfig(o.reference, 'reference').label;
   const rows: SweepRow[] = [];
   for (const [i, cand] of labels.entries()) {
     o.signal?.throwIfAborted();
@@ -94,7 +95,10 @@ export async function runSweep(o: SweepOptions): Promise<SweepResult> {
     const saved = await o.store.read(file);
     if (saved !== null) {
       try {
-        rows.push(rowOf(cand, file, bytes, parseReport(saved), true));
+        const r = parseReport(saved);
+        // A report of another reference (or candidate) in the folder is not this sweep's result.
+        if (r.reference !== reference || r.candidate !== cand) throw new Error(`it scores ${r.candidate} against ${r.reference}, not ${cand} against ${reference}`);
+        rows.push(rowOf(cand, file, bytes, r, true));
         o.log?.(`[${i + 1}/${labels.length}] ${cand}: report ${file} already there, not run again`);
         continue;
       } catch (e) {

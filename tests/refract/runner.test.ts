@@ -138,6 +138,11 @@ describe('refract sweep', () => {
     const html = await renderSweepHtml(again);
     expect(html).toMatch(/<svg[\s\S]*<\/svg>/);
     expect(wellFormedProblem(html)).toBeNull();
+    // The same folder swept against another reference: no saved report is this sweep's result.
+    ran.length = 0;
+    const other = await runSweep({ ...opts, reference: 'ctk=q8_0,ctv=q8_0', candidates: cands.slice(0, 2) });
+    expect(ran).toEqual(cands.slice(0, 2));
+    expect(other.rows.filter((r) => r.resumed)).toHaveLength(0);
   });
   it('Pareto front: smaller and at least as good dominates', () => {
     const row = (candidate: string, bytes: number, composite: number | null): SweepRow => ({ candidate, file: '', bytes_per_token: bytes, composite, band: null, gtm: null, kld: null, rniah: null, plad: null, resumed: false, pareto: false });
