@@ -22,6 +22,15 @@ export class HrmBackend implements Backend {
     this.condition = opts.condition ?? 'synth,cot';
   }
 
+  /** The last long text encoded (the KLD corpus: the runner's preflight counts its tokens, then runKld chunks it). */
+  private encoded: { text: string; ids: number[] } | null = null;
+
+  /** Token ids of `text`, the last one memoised. */
+  private encode(text: string): number[] {
+    if (this.encoded?.text !== text) this.encoded = { text, ids: this.tokenizer().encode(text) };
+    return this.encoded.ids;
+  }
+
   private tokenizer() {
     if (!this.lm.tokenizer) throw new BackendCapabilityError('hrm-backend', `${this.lm.name} has no tokenizer.json; text axes need one`);
     return this.lm.tokenizer;
@@ -92,7 +101,7 @@ export class HrmBackend implements Backend {
     if (ctx > this.lm.config.max_position_embeddings) {
       throw new BackendCapabilityError('hrm-backend', `ctx ${ctx} exceeds the model's context ${this.lm.config.max_position_embeddings}`);
     }
-    const tokens = this.tokenizer().encode(o.corpus);
+    const tokens = this.encode(o.corpus);
     const chunks = kldChunks(tokens, o.chunks ?? 32, ctx);
     const acc = await this.kldOnIds(chunks, o.refKv, o.candKv, o.onChunk, o.signal, o.resume);
     const r = acc.result();
@@ -109,7 +118,7 @@ export class HrmBackend implements Backend {
   }
 
   async tokenizeToIds(o: { text: string }): Promise<number[]> {
-    return o.text ? this.tokenizer().encode(o.text) : [];
+    return o.text ? [...this.encode(o.text)] : [];
   }
 
   async decodeTokens(o: DecodeTokensOptions): Promise<string[]> {
