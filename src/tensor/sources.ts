@@ -71,9 +71,9 @@ export function fileSource(path: string): ByteSource {
  * A URL. Reads are Range requests (with the timeouts, retries and resumption of http.ts); a server that ignores
  * ranges is downloaded once and kept in memory.
  */
-export function urlSource(url: string, opts: NetOptions = {}): ByteSource {
+export function urlSource(url: string, opts: NetOptions = {}, knownSize: number | null = null): ByteSource {
   let whole: Promise<Uint8Array> | null = null;
-  let total: number | null = null;
+  let total = knownSize;
   return {
     name: url,
     async size() {
