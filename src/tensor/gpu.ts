@@ -190,12 +190,15 @@ export class Gpu {
     this.capturing = r;
   }
 
-  /** The uniform blocks staged since the last submit, copied out; the arena starts over (a capture keeps them). */
-  takeUniforms(): Upload[] {
+  /**
+   * The uniform blocks staged since the last submit; the arena starts over. A capture keeps them (`copy`); a
+   * submit writes them to the queue at once (writeBuffer copies), so views of the arena serve.
+   */
+  takeUniforms(copy = true): Upload[] {
     const out: Upload[] = [];
     for (let i = 0; i <= this.uniformIndex && i < this.uniformChunks.length; i++) {
       const ch = this.uniformChunks[i];
-      if (ch.used) out.push({ buffer: ch.buffer, offset: 0, data: ch.data.slice(0, ch.used) });
+      if (ch.used) out.push({ buffer: ch.buffer, offset: 0, data: copy ? ch.data.slice(0, ch.used) : ch.data.subarray(0, ch.used) });
       ch.used = 0;
     }
     this.uniformIndex = 0;
@@ -265,7 +268,7 @@ export class Gpu {
     this.endPass();
     let timing: Promise<DispatchTiming[]> | null = null;
     if (this.profile) timing = this.resolveTimings(this.encoder, this.profile);
-    for (const u of this.takeUniforms()) this.device.queue.writeBuffer(u.buffer, 0, u.data);
+    for (const u of this.takeUniforms(false)) this.device.queue.writeBuffer(u.buffer, 0, u.data);
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = null;
     for (const f of this.afterSubmit.splice(0)) f();
