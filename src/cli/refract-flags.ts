@@ -45,7 +45,7 @@ export async function asUsage<T>(cmd: string, f: () => Promise<T> | T): Promise<
   try {
     return await f();
   } catch (e) {
-    if (e instanceof InputError && !(e instanceof UsageError) && (e.op === 'cli' || e.op === 'kvconfig')) throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[[^\]]*\] /, ''));
+    if (e instanceof InputError && (e.op === 'cli' || e.op === 'kvconfig')) throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[[^\]]*\] /, ''));
     throw e;
   }
 }

@@ -9,7 +9,7 @@ import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, fsp, modelFiles, out, proc, readFile, run, writeFile } from './common.ts';
+import { choice, err, fsp, modelFiles, number, out, proc, readFile, run, writeFile } from './common.ts';
 import { asUsage, checkOutputs, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
 import { COMPARE_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP } from './refract-help.ts';
 
@@ -117,12 +117,11 @@ async function cmdRepeatability(args: string[]): Promise<void> {
   const { values: v } = parseFlags('repeatability', args, REPEATABILITY_OPTIONS);
   if (v.help) { out(REPEATABILITY_HELP); return; }
   refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
-  const runs = Number(v.runs ?? 4);
-  if (!Number.isInteger(runs) || runs < 2) throw new UsageError('refract repeatability', `--runs ${JSON.stringify(v.runs)} is not valid (an integer >= 2)`);
+  const runs = await asUsage('repeatability', () => number('runs', v.runs, 4, (n) => Number.isInteger(n) && n >= 2, 'an integer >= 2'));
+  await asUsage('repeatability', () => checkKv(v)); // before any folder is made
   const fs = await fsp();
   const dir = v['out-dir'] ?? (await fs.mkdtemp(`${(await import(/* @vite-ignore */ 'node:' + 'os')).tmpdir()}/refract-repeatability-`));
   await fs.mkdir(dir, { recursive: true });
-  await asUsage('repeatability', () => checkKv(v));
   const s = await asUsage('repeatability', () => session(v));
   try {
     const opts = await runOptions('repeatability', { ...v, 'n-predict': v['n-predict'] ?? '50' }, s);

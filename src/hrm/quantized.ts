@@ -101,7 +101,7 @@ export function quantizeChunk(w: Weight, dense: Tensor, round: Round): void {
 }
 
 /** Bytes of `bits`/`groupSize` weights for a [rows, cols] matrix: packed levels plus scales and biases of `scaleBytes` each. */
-export function quantizedBytes(rows: number, cols: number, spec: QuantSpec, scaleBytes = 2): number {
+function quantizedBytes(rows: number, cols: number, spec: QuantSpec, scaleBytes = 2): number {
   return (rows * cols * spec.bits) / 8 + 2 * rows * (cols / spec.groupSize) * scaleBytes;
 }
 
