@@ -6,7 +6,7 @@
 # First the PyTorch anchors (bench/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU, then every
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
 # JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
-# skips it) into qweights.md. Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# skips it) into qweights.md, and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).
@@ -53,6 +53,12 @@ for dir in .h200/bench .h200/bench-deno; do
     ( source "$dir/enter.sh"; xz -dc "$dir/qweights.mjs.xz" > "$dir/qweights.mjs" && timeout 200 "$dir/node" "$dir/qweights.mjs" --config 1b --quick ) \
       > "$out/qweights.md" 2> "$out/qweights.log"
     echo "qweights exited with $?"; cat "$out/qweights.md"
+  fi
+  if [ -f "$dir/sgmat-probe.mjs.xz" ] && [ "${PROBE:-0}" = 1 ]; then
+    # The tensor-core probe (bench/sgmat-probe.ts): one JSON line per kernel form, into sgmat-probe.log.
+    echo "== $dir sgmat-probe"
+    ( source "$dir/enter.sh"; xz -dc "$dir/sgmat-probe.mjs.xz" > "$dir/sgmat-probe.mjs" && timeout 150 "$dir/node" "$dir/sgmat-probe.mjs" ) > "$out/sgmat-probe.log" 2>&1
+    echo "sgmat-probe exited with $?"; grep '^{' "$out/sgmat-probe.log" | cut -c1-400
   fi
 done
 [ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }

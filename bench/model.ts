@@ -22,6 +22,8 @@ export interface PrefillFigure {
   /** JS time to record the forward (before anything is submitted). */
   encodeMs: Stats;
   dispatches: number;
+  /** One more prefill recorded with per-dispatch timestamps (full cache, longest prompt; null elsewhere). */
+  profile?: ProfileFigure | null;
 }
 
 export interface DecodeFigure {
@@ -138,12 +140,13 @@ export class ModelBench {
     return this.model.newCache({ capacity, kv: CACHES[name], mode: 'after-prefill' });
   }
 
-  /** One prefill of `n` tokens into a fresh cache; times and dispatch count. */
-  private async prefillOnce(name: CacheName, n: number, seed: number): Promise<{ ms: number; encodeMs: number; dispatches: number }> {
+  /** One prefill of `n` tokens into a fresh cache; times and dispatch count (with `profile`, timestamps too). */
+  private async prefillOnce(name: CacheName, n: number, seed: number, profile = false): Promise<{ ms: number; encodeMs: number; dispatches: number }> {
     const cache = this.cache(name, n);
     try {
       const ids = promptIds(n, this.info.config.vocab_size, seed);
       await this.gpu.sync();
+      if (profile) this.gpu.profileNext(2048);
       const d0 = this.gpu.dispatchCount;
       const t0 = now();
       const logits = this.model.forward(ids, cache, { mask: 'prefix', logits: 'last' });
@@ -162,9 +165,15 @@ export class ModelBench {
       if (r > 0 && this.clock.left() <= 0) break;
       runs.push(await this.prefillOnce(name, n, this.s.seed + r));
     }
+    let profile: ProfileFigure | null = null;
+    if (name === 'full' && n === Math.max(...this.s.prefill) && this.gpu.timestamps) {
+      // Where a prefill goes: the same forward with a pass per dispatch (outside the timed runs).
+      const r = await this.prefillOnce(name, n, this.s.seed, true);
+      profile = summarizeProfile(this.gpu.lastTimings, r.dispatches, n);
+    }
     return {
       tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),
-      encodeMs: stats(runs.map((r) => r.encodeMs)), dispatches: runs[0].dispatches,
+      encodeMs: stats(runs.map((r) => r.encodeMs)), dispatches: runs[0].dispatches, profile,
     };
   }
 

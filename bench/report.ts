@@ -5,6 +5,7 @@ import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
+import type { ProfileFigure } from './model.ts';
 import type { Stats } from './stats.ts';
 import { AHEAD } from '../src/hrm/decode.ts';
 
@@ -110,8 +111,14 @@ export function markdown(r: BenchResult): string {
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
       L.push('| kernel label | dispatches | GPU ms | share |', '|---|---|---|---|');
-      for (const x of pr.byLabel.slice(0, 16)) L.push(`| ${x.label} | ${x.count} | ${f(x.ms)} | ${pct(x.share)} |`);
-      L.push('');
+      L.push(...labelTable(pr));
+    }
+    const pf = r.caches.flatMap((c) => c.prefill).find((x) => x.profile);
+    if (pf?.profile) {
+      L.push(`## Where a prefill goes (${pf.tokens} tokens, full cache)`, '');
+      L.push(`A prefill takes ${f(pf.ms.median)} ms (${pf.dispatches} dispatches, ${f(pf.encodeMs.median)} ms of it recording); ` +
+        `the GPU kernels ${f(pf.profile.kernelMs)} ms by per-dispatch timestamps (${pf.profile.profiled} of ${pf.profile.dispatches} dispatches).`, '');
+      L.push(...labelTable(pf.profile));
     }
   }
   L.push(...anchorTable(r));
@@ -124,6 +131,12 @@ export function markdown(r: BenchResult): string {
   for (const x of r.recovered) L.push(`- recovered: ${esc(x.unit)} was redone on a new device after the device was lost (${esc(x.error).slice(0, 200)})`);
   L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** GPU time per kernel label of a profiled forward, largest first. */
+function labelTable(p: ProfileFigure): string[] {
+  return ['| kernel label | dispatches | GPU ms | share |', '|---|---|---|---|',
+    ...p.byLabel.slice(0, 16).map((x) => `| ${x.label} | ${x.count} | ${f(x.ms)} | ${pct(x.share)} |`), ''];
 }
 
 /** Which path prefill matmuls took, and the tensor-core kernel's parity report where it ran. */
