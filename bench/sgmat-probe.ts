@@ -228,7 +228,7 @@ const shapes: Shape[] = [
 ];
 for (const [tag, extra] of [['robust', ''], ['no-robustness', ',disable_robustness']] as const) {
   const pr = new Probe(await device(extra), tag);
-  if (!pr.d.features.has('chromium-experimental-subgroup-matrix')) { out({ variant: tag, error: 'no subgroup-matrix feature' }); break; }
+  if (!pr.d.features.has('chromium-experimental-subgroup-matrix') || process.argv.includes('--tiled')) { out({ variant: tag, error: 'no subgroup-matrix feature' }); break; }
   if (tag === 'robust') await diagnose(pr);
   for (const s of shapes) await speed(pr, s, 512, 6144, 1536);
   if (tag === 'robust') {
@@ -237,6 +237,38 @@ for (const [tag, extra] of [['robust', ''], ['no-robustness', ',disable_robustne
     }
   }
   pr.d.destroy();
+}
+// (3) The f32-FMA tiled kernel (the fallback) over register-tile shapes, on the library's own dispatch.
+{
+  const { Gpu } = await import('../src/tensor/gpu.ts');
+  const { Tensor } = await import('../src/tensor/tensor.ts');
+  const { Kernel } = await import('../src/tensor/kernel.ts');
+  const gpu = await Gpu.create();
+  const tiled = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
+  for (const [M, N, K] of [[512, 6144, 1536], [512, 1536, 1536], [512, 1536, 4096]]) {
+    const x = Tensor.from(gpu, ints(M * K, 7, 13), [M, K], 'f32', 'x');
+    const w = Tensor.from(gpu, ints(N * K, 5, 11), [N, K], 'bf16', 'w');
+    const o = Tensor.empty(gpu, [M, N], 'f32', 'o');
+    for (const [TX, TY, TM, TN, BK] of [[16, 16, 4, 4, 8], [16, 16, 4, 8, 8], [16, 16, 8, 8, 8], [16, 16, 8, 8, 16], [8, 16, 8, 8, 8], [16, 8, 8, 8, 8], [8, 8, 8, 8, 16]]) {
+      const run = (n: number) => {
+        for (let i = 0; i < n; i++) {
+          tiled.dispatch(gpu, { bindings: { x, w, out: o }, uniforms: { M, N, K, ldo: N, col0: 0, eps: 0 }, overrides: { WDT: 1, ROUND: 1, ACC: 0, TX, TY, TM, TN, BK }, workgroups: [Math.ceil(N / (TX * TN)), Math.ceil(M / (TY * TM))] });
+        }
+        return gpu.sync();
+      };
+      try {
+        await run(2);
+        const t0 = performance.now();
+        await run(20);
+        const ms = (performance.now() - t0) / 20;
+        out({ variant: `tiled ${TX}x${TY} threads, ${TM}x${TN} outputs, BK ${BK}, ${M}x${N}x${K}`, ms, TFLOPs: (2 * M * N * K) / ms / 1e9 });
+      } catch (e) {
+        out({ variant: `tiled ${TX}x${TY}x${TM}x${TN}x${BK}`, error: String(e).slice(0, 200) });
+      }
+    }
+    for (const t of [x, w, o]) t.dispose();
+  }
+  gpu.destroy();
 }
 if (process.argv.includes('--print')) for (const s of [shapes[3], { ...shapes[3], staged: 40 }]) console.log(s.staged ? stagedCode(s) : directCode(s));
 process.exit(0);
