@@ -97,8 +97,8 @@ export function markdown(r: BenchResult): string {
     for (const c of r.caches) for (const e of c.errors) L.push(`- **${c.name}**: error in ${esc(e).slice(0, 300)}`);
     for (const c of r.caches) for (const e of c.skipped) L.push(`- **${c.name}**: skipped ${esc(e)}`);
     L.push('');
-    const p = r.caches.find((c) => c.profile && c.decode);
-    if (p?.profile && p.decode) {
+    for (const p of r.caches) {
+      if (!p.profile || !p.decode) continue;
       const pr = p.profile;
       const step = p.decode.stepMs.median, rec = p.decode.encodeMs.median;
       const rest = step - ('replayed' in p.decode.path ? 0 : rec) - pr.kernelMs;
@@ -110,7 +110,6 @@ export function markdown(r: BenchResult): string {
         `the profiled step runs one pass per dispatch).` +
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
-      L.push('| kernel label | dispatches | GPU ms | share |', '|---|---|---|---|');
       L.push(...labelTable(pr));
     }
     const pf = r.caches.flatMap((c) => c.prefill).find((x) => x.profile);
