@@ -127,6 +127,19 @@ async function diagnose(pr: Probe) {
       await pr.go(p, [a, b, c], [1, 1], 1);
       out({ variant, err: hypotheses(await pr.read(c, 256), av, bv, ldw, left, right) });
     }
+    // The library kernel's form: the right matrix column-major from workgroup memory (wb row n holds B[:, n]).
+    const variant = `${pr.tag} diag ldw ${ldw}: right col_major via workgroup`;
+    const p = await pr.pipeline(diagCode(ldw, false, true, false).replace('subgroup_matrix_right<f16, 16, 16>, row_major>(&wb', 'subgroup_matrix_right<f16, 16, 16>, col_major>(&wb'));
+    if (typeof p === 'string') { out({ variant, error: p }); continue; }
+    await pr.go(p, [a, b, c], [1, 1], 1);
+    const got = await pr.read(c, 256);
+    let err = 0;
+    for (let i = 0; i < 16; i++) for (let j = 0; j < 16; j++) {
+      let e = 0;
+      for (let k = 0; k < 16; k++) e += av[i * 16 + k] * bv[j * 16 + k];
+      err = Math.max(err, Math.abs(got[i * 16 + j] - e));
+    }
+    out({ variant, err });
   }
 }
 
