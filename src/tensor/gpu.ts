@@ -36,6 +36,16 @@ export interface Upload { buffer: GPUBuffer; offset: number; data: Uint8Array<Ar
 /** Where dispatches, uploads and allocations go while a capture runs (capture.ts). */
 export interface Recorder { dispatches: Dispatch[]; uploads: Upload[]; allocated: Set<GPUBuffer> }
 
+/**
+ * Checks every new Gpu runs before `create` returns it: a kernel family verifying, on this driver, a feature the
+ * adapter offers (matmul_sgmat.ts registers one for subgroup matrices), since drivers get experimental features
+ * wrong. Registered when the kernel's module loads.
+ */
+const deviceChecks: Array<(gpu: Gpu) => Promise<void>> = [];
+export function onNewDevice(check: (gpu: Gpu) => Promise<void>): void {
+  deviceChecks.push(check);
+}
+
 export class Gpu {
   readonly watch: DeviceWatch;
   readonly f16: boolean;
@@ -75,7 +85,9 @@ export class Gpu {
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
   static async create(opts: DeviceOptions = {}): Promise<Gpu> {
     const { device, adapter, summary } = await requestDevice(opts);
-    return new Gpu(device, adapter, summary, opts.bindingLimit);
+    const gpu = new Gpu(device, adapter, summary, opts.bindingLimit);
+    for (const check of deviceChecks) await check(gpu);
+    return gpu;
   }
 
   /** A storage buffer of exactly `bytes` bytes, from the pool when one is free. */

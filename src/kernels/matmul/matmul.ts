@@ -9,7 +9,7 @@ import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
-import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
+import { dispatchSgmat, requireSgmat, sgmatUnavailable, SGMAT_MIN_ROWS } from './matmul_sgmat.ts';
 import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
 
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
@@ -24,7 +24,7 @@ export interface MatmulOptions {
   /**
    * Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters.
    * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
-   * adapter that offers them; it handles fusions as 'tiled' does. 'auto' does not take it yet (see autoPath).
+   * adapter that offers them; it handles fusions as 'tiled' does. 'auto' takes it for bf16 prefill (autoPath).
    */
   path?: 'auto' | 'gemv' | 'tiled' | 'rows' | 'sgmat';
   /**
@@ -62,7 +62,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const M = x.size / K;
   const gpu = x.gpu;
   const round = roundCode('matmul', opts.round);
-  const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N) : checkPath(x, chunks, opts.path, opts.round);
+  const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N, chunks[0].dtype, opts.round) : checkPath(x, chunks, opts.path, opts.round);
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || path === 'sgmat')) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
     const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm });
@@ -76,6 +76,11 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const out = opts.accumulate ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'matmul.out');
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
+  if (path === 'sgmat') {
+    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, fuse.ACC === 1);
+    if (xin !== x) xin.dispose();
+    return out;
+  }
   let col0 = 0;
   for (const c of chunks) {
     const uniforms = { M, N: c.shape[0], K, ldo: cols, col0, eps };
@@ -86,8 +91,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
       if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
       else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
-    } else if (path === 'sgmat') dispatchSgmat(xin, c, out, uniforms, fuse.ACC === 1);
-    else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
+    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
     else {
       const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {
@@ -104,11 +108,12 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
 
 type Path = 'gemv' | 'tiled' | 'rows' | 'sgmat';
 
-// 'sgmat' is never chosen automatically yet: on the H200 through Dawn (npm webgpu 0.6.2) it fails its parity checks
-// (matmul_sgmat.ts, prefillMatmulPath).
-function autoPath(gpu: Gpu, M: number, N: number): Path {
+// Tensor cores (subgroup matrices) for bf16-mode prefill where the device offers them and they passed its
+// self-check (matmul_sgmat.ts); f32 mode and f16 weights stay on the exact f32 tiled kernel.
+function autoPath(gpu: Gpu, M: number, N: number, wdtype: string, round?: Round): Path {
   if (gpu.cpu) return 'rows';
-  return preferGemv(M, N) ? 'gemv' : 'tiled';
+  if (preferGemv(M, N)) return 'gemv';
+  return round === 'bf16' && wdtype === 'bf16' && M >= SGMAT_MIN_ROWS && sgmatUnavailable(gpu) === null ? 'sgmat' : 'tiled';
 }
 
 function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: Round): Path {

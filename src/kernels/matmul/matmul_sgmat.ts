@@ -1,41 +1,83 @@
 // Prefill matmul on subgroup matrices (tensor cores) for bf16 mode: x @ W^T over f32 activations holding bf16
-// values and bf16 weights, staged as exact f16, f32 accumulation, one rounding to bf16 (matmul_sgmat.wgsl says why
-// the result is the same f32 sum of exact products as matmul_tiled's, whatever the range of the data).
-// matmul() routes here for path 'sgmat'; this file only dispatches one weight chunk and says whether the adapter can.
-//
-// Status (H200, Dawn through npm webgpu 0.6.2, NVIDIA Vulkan 580.159, 2026-12-01; bench/results/README.md): the
-// adapter offers f16>f32 16x16x16 and this kernel compiles, but its tensor-core products are wrong once K reaches 16,
-// even for one 16x16x16 block (its f32 fallback is exact), at 0.4-1.2 TFLOP/s. A bare kernel loading the matrices
-// from f16 storage buffers (bench/sgmat-probe.ts) is exact there, but reaches only 3.6-4.2 TFLOP/s against 15 for
-// the f32 tiled kernel. So matmul()'s automatic choice does not take this path; loads of subgroup matrices from
-// workgroup-memory f16 arrays are the suspect.
-import { Kernel } from '../../tensor/kernel.ts';
+// values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
+//   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
+//   2. per weight chunk: the chunk's rows the same way, the tensor-core product C = x16 @ w16^T
+//      (matmul_sgmat.wgsl), then sgmat_out: C unscaled, rounded, added to the residual.
+// Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call, and sgmat_out then
+// computes every output with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
+// matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
+import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
+import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, FeatureError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
+import { roundBf16 } from '../../tensor/dtype.ts';
 
+const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
+const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
-/** Output tile of one workgroup (one subgroup): rows of x by weight rows. */
-const TILE = { M: 64, N: 32 };
+/** Subgroups per workgroup (M x N) and the output tile each owns; the workgroup tile is their product. */
+const GRID = { SGM: 2, SGN: 2 };
+const SUB = { M: 64, N: 32 };
+const TILE = { M: SUB.M * GRID.SGM, N: SUB.N * GRID.SGN };
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
-/** Workgroup memory of the kernel: 12 staged 16 x 24 f16 blocks, two 64 x 32 f32 result tiles, two flags. */
-const WORKGROUP_BYTES = 12 * 16 * 24 * 2 + 2 * 64 * 32 * 4 + 8;
+/** Below this many x rows the f16 copies of the weights cost more than the tensor cores save. */
+export const SGMAT_MIN_ROWS = 128;
 
-/** Why this adapter cannot run the kernel, or null when it can. */
+/** Why this adapter cannot run the kernel, or null when it can (and its self-check passed). */
 export function sgmatUnavailable(gpu: Gpu): string | null {
+  return featureMissing(gpu) ?? selfCheck.get(gpu) ?? null;
+}
+
+/** The self-check's verdict per device: null passed, else why not (a device never checked has no entry). */
+const selfCheck = new WeakMap<Gpu, string | null>();
+
+/**
+ * Before a device is used: one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
+ * sizes through the tensor cores must equal the float64 result rounded to bf16 bit for bit and take no fallback; otherwise the
+ * path is off on this device, with the reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
+ */
+onNewDevice(async (gpu) => {
+  if (featureMissing(gpu) !== null) return;
+  const M = 130, N = 70, K = 100;
+  const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
+  const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 16);
+  const x = Tensor.from(gpu, xv, [M, K], 'f32', 'sgmat.check.x');
+  const w = Tensor.from(gpu, wv, [N, K], 'bf16', 'sgmat.check.w');
+  const out = Tensor.empty(gpu, [M, N], 'f32', 'sgmat.check.out');
+  const before = (await sgmatStats(gpu).read())[0];
+  let verdict: string | null = null;
+  try {
+    dispatchSgmat(x, [w], out, { M, K, ldo: N }, false);
+    const got = await out.read();
+    const fell = (await sgmatStats(gpu).read())[0] - before;
+    let bad = 0, at = -1;
+    for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += xv[m * K + k] * wv[n * K + k];
+      if (got[m * N + n] !== roundBf16(s)) { bad++; if (at < 0) at = m * N + n; }
+    }
+    if (bad || fell) verdict = `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)`;
+  } catch (e) {
+    verdict = `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`;
+  } finally {
+    for (const t of [x, w, out]) t.dispose();
+  }
+  selfCheck.set(gpu, verdict);
+});
+
+function featureMissing(gpu: Gpu): string | null {
   const s = gpu.summary;
   if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE} (Node: Dawn's allow_unsafe_apis; Chrome: --enable-unsafe-webgpu)`;
   if (!gpu.f16) return 'no shader-f16 (on NVIDIA, Dawn\'s vulkan_enable_f16_on_nvidia)';
+  if (!gpu.subgroups) return 'no subgroups';
   const want = `f16>f32 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}`;
   if (!s.subgroupMatrix.includes(want)) return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
   if (s.subgroupSizes[0] !== CONFIG.subgroup || s.subgroupSizes[1] !== CONFIG.subgroup) {
     return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ${CONFIG.subgroup}`;
   }
-  const shared = gpu.device.limits.maxComputeWorkgroupStorageSize;
-  if (shared < WORKGROUP_BYTES) return `${shared} bytes of workgroup memory; the kernel needs ${WORKGROUP_BYTES}`;
   return null;
 }
 
@@ -44,7 +86,7 @@ export function prefillMatmulPath(gpu: Gpu): string {
   if (gpu.cpu) return 'rows (CPU driver)';
   const why = sgmatUnavailable(gpu);
   return why === null
-    ? `tiled f32 (subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} runs as path 'sgmat' on request only: it fails its parity checks on the H200)`
+    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows (tiled f32 below, and in f32 mode)`
     : `tiled f32 (${why})`;
 }
 
@@ -59,8 +101,8 @@ export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
 const statsOf = new WeakMap<Gpu, Tensor>();
 
 /**
- * stats[0]: k-slices the kernel computed with f32 FMAs because a value was not exact in f16, summed over every
- * call on this device (wrapping at 2^32). Tests zero it and check that it moves only when it must.
+ * stats[0]: rows (of x or of a weight chunk) holding a value the f16 path cannot take, summed over every call on
+ * this device (wrapping at 2^32); any such row sends its call to the f32 fallback. Tests read it.
  */
 export function sgmatStats(gpu: Gpu): Tensor {
   let t = statsOf.get(gpu);
@@ -68,13 +110,43 @@ export function sgmatStats(gpu: Gpu): Tensor {
   return t;
 }
 
-/** out[:, col0 .. col0 + N) (+)= bf16(x @ c^T) for one bf16 weight chunk c [N, K]; x f32 [M, K], out f32 [M, ldo]. */
-export function dispatchSgmat(x: Tensor, c: Tensor, out: Tensor, u: { M: number; K: number; ldo: number; col0: number }, accumulate: boolean): void {
-  const N = c.shape[0];
-  KERNEL.dispatch(x.gpu, {
-    bindings: { x, w: c, out, stats: sgmatStats(x.gpu) }, label: 'matmul.sgmat',
-    uniforms: { M: u.M, N, K: u.K, ldo: u.ldo, col0: u.col0 },
-    overrides: { ACC: accumulate ? 1 : 0 },
-    workgroups: [Math.ceil(N / TILE.N), Math.ceil(u.M / TILE.M)],
+const pad = (n: number, to: number) => Math.ceil(n / to) * to;
+
+/**
+ * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
+ * x f32 [M, K], out f32 [M, ldo].
+ */
+export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, accumulate: boolean): void {
+  const gpu = x.gpu;
+  const { M, K } = u;
+  const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
+  const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
+  const stats = sgmatStats(gpu);
+  const flag = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag');
+  const scale = Tensor.empty(gpu, [Mp + maxN], 'f32', 'matmul.sgmat.scale');
+  const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
+  const wh = Tensor.empty(gpu, [maxN, Kp], 'f16', 'matmul.sgmat.w16');
+  const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
+  const base = { K, Kp, ldo: u.ldo, scale_w: Mp };
+  const toF16 = (src: Tensor, rows: number, padded: number, dst: Tensor, at: number, bf16: boolean, label: string) => TO_F16.dispatch(gpu, {
+    bindings: { src, dst, scale, flag, stats }, label, uniforms: { ...base, rows, rows_pad: padded, N: 0, col0: 0, Np: 0, scale_at: at },
+    overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, padded, 1),
   });
+  toF16(x, M, Mp, xh, 0, false, 'matmul.sgmat.x_f16');
+  let col0 = 0;
+  for (const w of chunks) {
+    const N = w.shape[0], Np = pad(N, TILE.N);
+    toF16(w, N, Np, wh, Mp, true, 'matmul.sgmat.w_f16');
+    KERNEL.dispatch(gpu, {
+      bindings: { a: xh, b: wh, c }, uniforms: { Kp, Np }, overrides: { ...GRID, WGS: 32 * GRID.SGM * GRID.SGN }, label: 'matmul.sgmat',
+      workgroups: [Np / TILE.N, Mp / TILE.M],
+    });
+    OUT.dispatch(gpu, {
+      bindings: { c, scale, flag, x, w, out }, label: 'matmul.sgmat.out',
+      uniforms: { ...base, rows: M, rows_pad: Mp, N, col0, Np, scale_at: 0 }, overrides: { ROUND: 1, ACC: accumulate ? 1 : 0 },
+      workgroups: grid(gpu, M * N, 256),
+    });
+    col0 += N;
+  }
+  for (const t of [flag, scale, xh, wh, c]) t.dispose();
 }

@@ -1,0 +1,113 @@
+// The two plain-WGSL halves of the subgroup-matrix matmul (matmul_sgmat.ts), around the tensor-core kernel:
+//  - to_f16: one workgroup per row of a source (x: f32 [rows, K]; a weight chunk: bf16 [rows, K] packed two per
+//    u32, element e in word e >> 1, low half when e is even) writes the row as f16 pairs into dst [rows_pad, Kp / 2]
+//    (K padded with zeros to Kp, a multiple of 16; rows past `rows` all zeros), scaled by the power of two
+//    scale[r] = 2^(14 - floor(log2 max|row|)), so the row's largest value lands in [2^14, 2^15) and no value
+//    overflows f16. A bf16 value (8 significant bits) is then exact in f16 unless it is 2^32 times smaller than its
+//    row's maximum: those fall into f16's subnormals and are rounded to nearest even (an error below 2^-40 of the
+//    row's largest product, far under the bf16 output's half ulp). A value f16 cannot hold exactly at a normal
+//    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0]: the tensor-core sums are
+//    then not used.
+//  - sgmat_out: a thread per output: out[m, col0 + n] = round(C[m, n] / x scale[m] / weight scale[n]) (the scales are powers
+//    of two: exact), with matmul.wgsl's residual epilogue (ACC). When flag[0] is set it computes the output with
+//    f32 FMAs from x and the weight instead (the same f32 sum of exact products, in k order), so a result never
+//    depends on the range of the data, only the speed does.
+// Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
+
+struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, scale_at: u32, scale_w: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;            // to_f16's [rows_pad, Kp / 2] f16 pairs
+// Row scales of x at [0, M_pad) and of the weight chunk from scale_w on: to_f16 writes those of its rows from
+// scale_at on, sgmat_out reads both.
+@group(0) @binding(3) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;   // [0]: the call's values the f16 path cannot take
+@group(0) @binding(5) var<storage, read_write> stats: array<atomic<u32>>;  // [0]: rows with such values, all calls (tests)
+@group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [M_pad, Np]
+@group(0) @binding(7) var<storage, read> x: array<f32>;                    // sgmat_out's fallback operands
+@group(0) @binding(8) var<storage, read> w: array<u32>;
+@group(0) @binding(9) var<storage, read_write> out: array<f32>;
+
+override SRC_BF16: bool = false;
+override ROUND: u32 = 1u;
+override ACC: bool = false;
+
+const WG: u32 = 256u;
+const EXP: u32 = 0x7f800000u;
+
+var<workgroup> red: array<f32, WG>;
+
+// #include "common/round.inc.wgsl"
+
+fn bf16_at(e: u32) -> f32 {
+  let word = w[e >> 1u];
+  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (e & 1u) == 1u));
+}
+
+// Element k of source row r as f32 bits (0 past the row or the rows).
+fn src_bits(r: u32, k: u32) -> u32 {
+  if (r >= p.rows || k >= p.K) { return 0u; }
+  let e = r * p.K + k;
+  if (SRC_BF16) {
+    let word = src[e >> 1u];
+    return select(word << 16u, word & 0xffff0000u, (e & 1u) == 1u);
+  }
+  return src[e];
+}
+
+// v * s as an f16 value held in f32, and whether the f16 path can take it (finite, exact at normal magnitudes).
+fn scaled(bits: u32, s: f32, ok: ptr<function, bool>) -> f32 {
+  if ((bits & EXP) == EXP) { *ok = false; return 0.0; }
+  let v = bitcast<f32>(bits) * s;
+  let mag = bitcast<u32>(v) & 0x7fffffffu;
+  if (mag >= 0x38800000u && (mag & 0x1fffu) != 0u) { *ok = false; }   // normal f16: 10 fraction bits
+  return round_f16(v);
+}
+
+@compute @workgroup_size(WG)
+fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let r = wid.x + wid.y * nwg.x;
+  if (r >= p.rows_pad) { return; }   // the same for the whole workgroup (a folded grid's spare workgroups)
+  // Largest magnitude of the row; non-finite values are left out here and flagged below.
+  var mx = 0.0;
+  for (var k = t; k < p.K; k += WG) {
+    let b = src_bits(r, k) & 0x7fffffffu;
+    if (b < EXP) { mx = max(mx, bitcast<f32>(b)); }
+  }
+  red[t] = mx;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) { red[t] = max(red[t], red[t + s]); }
+    workgroupBarrier();
+  }
+  let top = red[0];
+  var s = 1.0;
+  // 2^(14 - floor(log2 top)), built from its exponent bits (exp2's precision is not specified).
+  if (top > 0.0) { s = bitcast<f32>(u32(127 + clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127)) << 23u); }
+  if (t == 0u) { scale[p.scale_at + r] = s; }
+  var ok = true;
+  for (var j = t; j < p.Kp / 2u; j += WG) {
+    let lo = scaled(src_bits(r, 2u * j), s, &ok);
+    let hi = scaled(src_bits(r, 2u * j + 1u), s, &ok);
+    dst[r * (p.Kp / 2u) + j] = pack2x16float(vec2<f32>(lo, hi));
+  }
+  if (!ok) { atomicAdd(&flag[0], 1u); atomicAdd(&stats[0], 1u); }
+}
+
+@compute @workgroup_size(WG)
+fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.rows * p.N) { return; }
+  let m = i / p.N;
+  let n = i % p.N;
+  var v: f32;
+  if (atomicLoad(&flag[0]) == 0u) {
+    v = c[m * p.Np + n] / scale[m] / scale[p.scale_w + n];   // one at a time: their product may overflow f32
+  } else {
+    v = 0.0;
+    for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], bf16_at(n * p.K + k), v); }
+  }
+  let j = m * p.ldo + p.col0 + n;
+  if (ACC) { out[j] = round_out(out[j] + round_out(v)); } else { out[j] = round_out(v); }
+}

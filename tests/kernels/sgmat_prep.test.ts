@@ -1,0 +1,113 @@
+// The plain-WGSL halves of the subgroup-matrix matmul (sgmat_prep.wgsl), which run on every adapter: to_f16's row
+// scaling, f16 values and flags, and sgmat_out's unscaling, rounding, residual and f32 fallback, with the
+// tensor-core product in between done here in float64 over the f16 values the GPU wrote (exact products, as the
+// tensor cores form them). The tensor-core kernel itself needs the feature (matmul_sgmat.test.ts).
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/seeded.ts';
+import { ulpOf } from '../helpers/half-ulp.ts';
+import { Kernel, grid } from '../../src/tensor/kernel.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
+import { matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
+
+const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
+const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
+
+describe('sgmat_prep: to_f16 and sgmat_out', async () => {
+  const gpu = await getGpu();
+  const M = 37, N = 29, K = 45, Kp = 48, Mp = 40, Np = 32;
+
+  /** to_f16 over `rows` rows of v (bf16 when `bf16`), padded to `pad` rows; returns the f16 values, scales and flag. */
+  async function prep(v: Float32Array, rows: number, pad: number, bf16: boolean) {
+    const src = Tensor.from(gpu, v, [rows, K], bf16 ? 'bf16' : 'f32', 'src');
+    const dst = Tensor.empty(gpu, [pad, Kp], 'f16', 'dst');
+    const scale = Tensor.empty(gpu, [pad + 3], 'f32', 'scale');
+    const flag = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'flag');
+    const stats = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'stats');
+    TO_F16.dispatch(gpu, {
+      bindings: { src, dst, scale, flag, stats }, overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, pad, 1),
+      uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, scale_at: 3, scale_w: 0 },
+    });
+    const r = { h: (await dst.read()) as Float32Array, scale: ((await scale.read()) as Float32Array).slice(3), flag: (await flag.read())[0], rows: (await stats.read())[0] };
+    for (const t of [src, dst, scale, flag, stats]) t.dispose();
+    return r;
+  }
+
+  /** Row r's values as to_f16 must write them: scaled by 2^(14 - floor(log2 max|row|)), rounded to f16, 0-padded. */
+  function expectRows(v: Float32Array, rows: number, pad: number, r: { h: Float32Array; scale: Float32Array }) {
+    for (let i = 0; i < pad; i++) {
+      const row = i < rows ? v.subarray(i * K, (i + 1) * K) : new Float32Array(K);
+      const top = row.reduce((a, e) => (Number.isFinite(e) ? Math.max(a, Math.abs(e)) : a), 0);
+      const s = top > 0 ? 2 ** Math.min(127, 14 - Math.floor(Math.log2(top))) : 1;
+      expect(r.scale[i], `scale of row ${i}`).toBe(s);
+      for (let k = 0; k < Kp; k++) {
+        const want = k < K && Number.isFinite(row[k]) ? roundF16(row[k] * s) : 0;
+        if (r.h[i * Kp + k] !== want) expect(r.h[i * Kp + k], `row ${i}, k ${k}`).toBe(want);
+      }
+    }
+  }
+
+  const xv = randn(1, M * K, 3).map(roundBf16), wv = randn(2, N * K, 0.1).map(roundBf16);
+  xv[5 * K + 3] = 327680; xv[6 * K + 1] = roundBf16(1e-30); xv.fill(2 ** -100, 7 * K, 8 * K); wv[4 * K] = 200;
+
+  it('scales each row by its own power of two: bf16 data of any range is taken whole, x and weights', async () => {
+    const x = await prep(xv, M, Mp, false);
+    expectRows(xv, M, Mp, x);
+    expect([x.flag, x.rows]).toEqual([0, 0]);
+    const w = await prep(wv, N, Np, true);
+    expectRows(wv, N, Np, w);
+    expect([w.flag, w.rows]).toEqual([0, 0]);
+  });
+
+  it('flags rows holding values f16 cannot take (not bf16, inf, NaN)', async () => {
+    const v = xv.slice();
+    v[2 * K + 4] = 1 + 2 ** -20; v[9 * K] = Infinity; v[11 * K + 44] = NaN;
+    const r = await prep(v, M, Mp, false);
+    expect([r.flag, r.rows]).toEqual([3, 3]);
+    expectRows(v, M, Mp, r);
+  });
+
+  /** sgmat_out over C = (f16 x) @ (f16 w)^T formed in float64; flag forced to `fallback`. */
+  async function out(fallback: boolean, acc?: Float32Array) {
+    const x = await prep(xv, M, Mp, false), w = await prep(wv, N, Np, true);
+    const c = new Float32Array(Mp * Np);
+    for (let m = 0; m < Mp; m++) for (let n = 0; n < Np; n++) {
+      let s = 0;
+      for (let k = 0; k < Kp; k++) s += x.h[m * Kp + k] * w.h[n * Kp + k];
+      c[m * Np + n] = s;
+    }
+    const t = {
+      c: Tensor.from(gpu, c, [Mp, Np], 'f32', 'c'), scale: Tensor.from(gpu, Float32Array.from([...x.scale.slice(0, Mp), ...w.scale.slice(0, Np)]), [Mp + Np], 'f32', 'scale'),
+      flag: Tensor.from(gpu, new Uint32Array([fallback ? 1 : 0]), [1], 'u32', 'flag'),
+      x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wv, [N, K], 'bf16', 'w'),
+      out: Tensor.from(gpu, acc ?? new Float32Array(M * (N + 3)), [M, N + 3], 'f32', 'out'),
+    };
+    OUT.dispatch(gpu, {
+      bindings: t, overrides: { ROUND: 1, ACC: acc ? 1 : 0 }, workgroups: grid(gpu, M * N, 256),
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: N + 3, col0: 3, Np, scale_at: 0, scale_w: Mp },
+    });
+    const got = await t.out.read();
+    for (const v of Object.values(t)) v.dispose();
+    return got;
+  }
+
+  for (const fallback of [false, true]) {
+    it(`sgmat_out ${fallback ? 'in f32 (flagged call)' : 'from the tensor-core sums'}: within 1 bf16 ulp of float64, residual added`, async () => {
+      const want = matmulRef(xv, wv, M, N, K, 'bf16');
+      const acc = randn(3, M * (N + 3), 2).map(roundBf16);
+      for (const a of [undefined, acc]) {
+        const got = await out(fallback, a);
+        let bad = 0;
+        for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+          const g = got[m * (N + 3) + 3 + n];
+          const wnt = a ? roundBf16(a[m * (N + 3) + 3 + n] + want[m * N + n]) : want[m * N + n];
+          if (!(Math.abs(g - wnt) <= ulpOf('bf16', wnt)) || roundBf16(g) !== g) bad++;
+        }
+        expect(bad, `outputs off by more than 1 ulp (accumulate: ${Boolean(a)})`).toBe(0);
+        // Columns before col0 are left alone.
+        for (let m = 0; m < M; m++) expect(got[m * (N + 3)]).toBe(a ? a[m * (N + 3)] : 0);
+      }
+    });
+  }
+});
