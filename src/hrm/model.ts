@@ -5,7 +5,8 @@
 //   stack(x) = rms(for each layer: x += attn(rms(x)); x += mlp(rms(x)))
 // Fused where it saves dispatches without changing a bit (tests/kernels prove each fusion against the composed
 // ops): rms into the projection after it, the sigmoid gate into attention's output, SwiGLU into gate_up, the
-// residual adds into o_proj and down_proj, RoPE and the cache append into one step. A decode layer is 7 dispatches.
+// residual adds into o_proj and down_proj, RoPE and the cache append into one step (into attention itself for a
+// decode step into a full-precision cache). A decode layer is 6 dispatches (7 into a quantized cache).
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../tensor/errors.ts';
@@ -112,9 +113,7 @@ export class HrmModel {
   /** x + o_proj(sigmoid(gate) * sdpa(q, cache.update(k, v))), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd. */
   private attention(x: Tensor, w: LayerWeights, slot: CacheSlot, pass: CachePass): Tensor {
     const gqkv = this.proj(x, w.gqkv, { norm: true });
-    const q = slot.append(gqkv, pass);
-    const attn = slot.attend(q, gqkv, pass);
-    q.dispose();
+    const attn = slot.appendAttend(gqkv, pass);
     gqkv.dispose();
     x = this.proj(attn, w.o, { residual: x });
     attn.dispose();

@@ -7,7 +7,7 @@ import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
-import { sdpa } from '../kernels/attention/sdpa.ts';
+import { appendAttendOne, sdpa } from '../kernels/attention/sdpa.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
@@ -46,6 +46,21 @@ export class CacheSlot {
       fresh.dispose();
     }
     return ropeQ(gqkv, heads);
+  }
+
+  /**
+   * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
+   * full-precision sides runs both in one split + merge (appendAttendOne: the same bits, one dispatch fewer).
+   */
+  appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
+    if (pass.S === 1 && !pass.shadow && this.k.kind === 'full' && this.v.kind === 'full' && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {
+      const out = appendAttendOne(gqkv, this.k, this.v, { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) });
+      if (out) return out;
+    }
+    const q = this.append(gqkv, pass);
+    const attn = this.attend(q, gqkv, pass);
+    q.dispose();
+    return attn;
   }
 
   /**

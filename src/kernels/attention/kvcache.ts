@@ -52,9 +52,8 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
  * The composed form ropeAppend is tested against (the model appends through ropeAppend).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
+  checkFullAppend('appendKV', gqkv, k, v, opts);
   const layout = gqkvLayout('appendKV', gqkv, opts);
-  checkCache('appendKV', 'k', k, layout, opts.offset, opts.round);
-  checkCache('appendKV', 'v', v, layout, opts.offset, opts.round);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset, true, opts);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset, false, opts);
 }
@@ -98,6 +97,14 @@ export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tens
     workgroups: grid(gpu, workgroups * 64, 64),
   });
   return q;
+}
+
+/** Checks an append of gqkv's rows into two full-precision sides (as appendKV does); returns heads and head dim. */
+export function checkFullAppend(op: string, gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): { heads: number; dim: number } {
+  const l = gqkvLayout(op, gqkv, opts);
+  checkCache(op, 'k', k, l, opts.offset, opts.round);
+  checkCache(op, 'v', v, l, opts.offset, opts.round);
+  return { heads: l.heads, dim: l.dim };
 }
 
 /** A cache side as rope_append.wgsl binds it: mode 0 f32, 1 packed bf16, 2 quantized (bits > 0). */

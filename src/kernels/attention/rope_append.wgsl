@@ -9,7 +9,7 @@
 // (n_pairs = H*S*D/2: q and the full sides; D is even, so a bf16 word never straddles positions and no two threads
 // write one word); then one workgroup per group of 64 values of a quantized side, a lane per value (k_groups and
 // v_groups: H*S*D/64 for a quantized side, else 0).
-// The angle and sin/cos code is rope.wgsl's (rope/angle.inc.wgsl) and the quantization quant.wgsl's
+// The angle and sin/cos code is rope.wgsl's (rope/angle.inc.wgsl, through rope/elem.inc.wgsl) and the quantization quant.wgsl's
 // (quant/affine.inc.wgsl, Metal rules); the tests compare every output with the composed ops bit for bit.
 
 struct Params {
@@ -37,25 +37,14 @@ override V_BITS: u32 = 4;
 
 // #include "common/round.inc.wgsl"
 
-// #include "rope/angle.inc.wgsl"
+// #include "rope/elem.inc.wgsl"
 
 // r(element d of head h, row s of the gqkv block at column col0), RoPE'd at position offset + s when `rope`.
 fn elem(col0: u32, h: u32, s: u32, d: u32, rope: bool) -> f32 {
-  let row = s * 4u * p.width + col0 + h * p.hd;
-  let x = src[row + d];
-  if (!rope) { return round_out(x); }
-  let half = p.hd / 2u;
-  let i = d % half;
-  let sc = sincos(angle(i, half, p.offset + s, 1.0, p.log2_base));
-  if (d < half) { return round_out(x * sc.y - src[row + d + half] * sc.x); }
-  return round_out(src[row + i] * sc.x + x * sc.y);
+  return head_elem(s * 4u * p.width + col0 + h * p.hd, d, p.hd, p.offset + s, p.log2_base, rope);
 }
 
 // #include "quant/affine.inc.wgsl"
-
-fn pack_bf16(lo: f32, hi: f32) -> u32 {
-  return (bitcast<u32>(round_bf16(lo)) >> 16u) | (bitcast<u32>(round_bf16(hi)) & 0xffff0000u);
-}
 
 // Pair thread t: elements 2t and 2t + 1 of [H, S, D] into q_out and every full side.
 fn pair(t: u32) {

@@ -7,6 +7,7 @@ import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide } from './types.ts';
+import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
 import type { Round } from '../common/codes.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
@@ -14,6 +15,7 @@ const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
 const ONE_SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
 const ONE_MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
+const ONE_SPLIT_APPEND = new Kernel('attention/sdpa_one_append.wgsl', 'one_split_append');
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;
@@ -77,15 +79,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    const nChunks = Math.ceil(cap / ONE_CHUNK);
-    const partO = Tensor.empty(gpu, [heads, nChunks, dim], 'f32', 'sdpa.part_o');
-    const partMl = Tensor.empty(gpu, [heads, nChunks, 2], 'f32', 'sdpa.part_ml');
-    const uniforms = { kv_len: opts.kvLen, cap, scale: opts.scale, n_chunks: nChunks, gate_stride: gateStride };
-    const overrides = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, ...store };
-    ONE_SPLIT.dispatch(gpu, { bindings: { q, k4: kd, v4: vd, part_o: partO, part_ml: partMl }, uniforms, overrides, workgroups: [nChunks, heads] });
-    ONE_MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
-    partO.dispose();
-    partMl.dispose();
+    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store });
     return out;
   }
 
@@ -117,6 +111,44 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   partO.dispose();
   partMl.dispose();
   return out;
+}
+
+/**
+ * Decode's cache append and attention in one split + merge (sdpa_one.wgsl with APPEND): the new position `offset`
+ * of gqkv [1, 4*H*D] is RoPE'd and written into the full-precision sides k and v, and its RoPE'd query attends over
+ * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then sdpa(path 'one', gate gqkv),
+ * one dispatch fewer. Null when sdpa_one cannot take the slot (the caller composes the two).
+ */
+export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number }): Tensor | null {
+  const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
+  const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
+  if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
+  if (!Number.isFinite(o.scale)) throw new InputError('appendAttendOne', `scale ${o.scale} must be finite`);
+  const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
+  const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, scale: o.scale, gateStride: gqkv.shape[1], store });
+  return out;
+}
+
+/** appendAttendOne's query source: the gqkv row, its H * D width and log2 of the RoPE base. */
+interface Appended { src: Tensor; width: number; log2Base: number }
+
+/** sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). */
+function dispatchOne(from: { q: Tensor } | Appended, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number } }): void {
+  const append = 'src' in from ? from : null;
+  const gpu = kd.gpu;
+  const [heads, cap, dim] = kd.shape;
+  const nChunks = Math.ceil(cap / ONE_CHUNK);
+  const partO = Tensor.empty(gpu, [heads, nChunks, dim], 'f32', 'sdpa.part_o');
+  const partMl = Tensor.empty(gpu, [heads, nChunks, 2], 'f32', 'sdpa.part_ml');
+  const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, n_chunks: nChunks, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };
+  const overrides = { HD: dim, KV_BF16: kd.dtype === 'bf16' ? 1 : 0, ...a.store };
+  const parts = { k4: kd, v4: vd, part_o: partO, part_ml: partMl };
+  if (append) ONE_SPLIT_APPEND.dispatch(gpu, { bindings: { ...parts, src: append.src }, uniforms, overrides, workgroups: [nChunks, heads] });
+  else ONE_SPLIT.dispatch(gpu, { bindings: { ...parts, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups: [nChunks, heads] });
+  ONE_MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
+  partO.dispose();
+  partMl.dispose();
 }
 
 /**

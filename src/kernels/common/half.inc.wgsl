@@ -1,5 +1,5 @@
 // 16-bit float helpers shared by kernels through `// #include "common/half.inc.wgsl"` (scripts/gen-wgsl.mjs):
-// round-to-nearest-even to bf16 / f16 values kept in f32, and bf16 unpacking. Never compiled on its own.
+// round-to-nearest-even to bf16 / f16 values kept in f32, and bf16 unpacking and packing. Never compiled on its own.
 // Parameter and local names (val, bits, mag, sgn, word) must not be the name of any kernel's global:
 // wgsl_reflect ignores shadowing, so e.g. a local `b` would make an entry point appear to use binding `b`.
 
@@ -25,4 +25,9 @@ fn round_f16(val: f32) -> f32 {
 // top half of an f32, so widening is a shift.
 fn unpack2x16bf16(word: u32) -> vec2<f32> {
   return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}
+
+// Two values as one word of packed bf16 (element 2i low, 2i + 1 high), each rounded to bf16.
+fn pack_bf16(lo: f32, hi: f32) -> u32 {
+  return (bitcast<u32>(round_bf16(lo)) >> 16u) | (bitcast<u32>(round_bf16(hi)) & 0xffff0000u);
 }

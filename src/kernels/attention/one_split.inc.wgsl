@@ -1,0 +1,117 @@
+// The split half of sdpa_one.wgsl (see there), shared through `// #include "attention/one_split.inc.wgsl"` by
+// sdpa_one.wgsl (K/V read-only) and sdpa_one_append.wgsl (K/V written first): the kernels differ only in where the
+// query comes from and in the bindings' access, and a writable K/V binding could not take a K that is also V.
+// The includer declares `k4`, `v4` (array<vec4<u32>>, [H, cap, D]: f32 bits or packed bf16) and `fn qv(h, d) -> f32`
+// (element d of head h's query). Never compiled on its own.
+
+struct Params { kv_len: u32, cap: u32, scale: f32, n_chunks: u32, gate_stride: u32, width: u32, log2_base: f32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> part_o: array<f32>;    // [H, n_chunks, D]
+@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>;  // [H, n_chunks] (m, l)
+
+override HD: u32 = 128;
+override KV_BF16: bool = false;
+override ROUND: u32 = 0;
+override GATE: bool = false;
+
+const WG: u32 = 256u;
+const CK: u32 = 32u;
+const PK: u32 = WG / CK;
+const NEG: f32 = -1.0e30;
+
+// q scaled, per 16-byte unit: the even elements of a bf16 unit (or the 4 of an f32 unit), and the odd ones.
+var<workgroup> qe: array<vec4<f32>, HD / 4u>;
+var<workgroup> qo: array<vec4<f32>, HD / 4u>;
+var<workgroup> sp: array<f32, WG>;
+var<workgroup> pr: array<f32, CK>;
+var<workgroup> part: array<f32, WG * 8u>;   // groups * HD = WG * elements per unit
+
+// #include "common/round.inc.wgsl"
+
+fn epu() -> u32 { return select(4u, 8u, KV_BF16); }
+
+// Elements 0, 2, 4, 6 of a bf16 unit, or the 4 elements of an f32 unit.
+fn even(w: vec4<u32>) -> vec4<f32> {
+  if (KV_BF16) { return bitcast<vec4<f32>>(w << vec4<u32>(16u)); }
+  return bitcast<vec4<f32>>(w);
+}
+
+// Elements 1, 3, 5, 7 of a bf16 unit (f32 units have none).
+fn odd(w: vec4<u32>) -> vec4<f32> {
+  if (KV_BF16) { return bitcast<vec4<f32>>(w & vec4<u32>(0xffff0000u)); }
+  return vec4<f32>(0.0);
+}
+
+// Chunk wid.x of head wid.y: scores, weights and weighted values of its keys into part_o / part_ml.
+fn split(wid: vec3u, t: u32) {
+  let c = wid.x;
+  let h = wid.y;
+  let k0 = c * CK;
+  if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
+  let upr = HD / epu();
+  let last = p.kv_len - 1u;
+  for (var ui = t; ui < upr; ui += WG) {
+    let d = ui * epu();
+    if (KV_BF16) {
+      qe[ui] = vec4<f32>(qv(h, d), qv(h, d + 2u), qv(h, d + 4u), qv(h, d + 6u)) * p.scale;
+      qo[ui] = vec4<f32>(qv(h, d + 1u), qv(h, d + 3u), qv(h, d + 5u), qv(h, d + 7u)) * p.scale;
+    } else {
+      qe[ui] = vec4<f32>(qv(h, d), qv(h, d + 1u), qv(h, d + 2u), qv(h, d + 3u)) * p.scale;
+      qo[ui] = vec4<f32>(0.0);
+    }
+  }
+  workgroupBarrier();
+  let krow = (h * p.cap + min(k0 + t / PK, last)) * upr;
+  var d = 0.0;
+  for (var ui = t % PK; ui < upr; ui += PK) {
+    let w = k4[krow + ui];
+    d += dot(even(w), qe[ui]) + dot(odd(w), qo[ui]);
+  }
+  sp[t] = d;
+  workgroupBarrier();
+  if (t < CK) {
+    var s = 0.0;
+    for (var i = 0u; i < PK; i++) { s += sp[t * PK + i]; }
+    pr[t] = select(NEG, s, k0 + t <= last);
+  }
+  workgroupBarrier();
+  var m = NEG;
+  for (var i = 0u; i < CK; i++) { m = max(m, pr[i]); }
+  workgroupBarrier();   // every thread has the max before the scores turn into weights
+  if (t < CK) {
+    let s = pr[t];
+    pr[t] = select(0.0, exp(s - m), s > NEG);
+  }
+  workgroupBarrier();
+  let groups = WG / upr;
+  let g = t / upr;
+  let u = t % upr;
+  var ae = vec4<f32>(0.0);
+  var ao = vec4<f32>(0.0);
+  for (var j = g; j < CK; j += groups) {
+    let w = v4[(h * p.cap + min(k0 + j, last)) * upr + u];
+    let pj = pr[j];
+    ae += pj * even(w);
+    ao += pj * odd(w);
+  }
+  let b = g * HD + u * epu();
+  if (KV_BF16) {
+    part[b] = ae.x; part[b + 1u] = ao.x; part[b + 2u] = ae.y; part[b + 3u] = ao.y;
+    part[b + 4u] = ae.z; part[b + 5u] = ao.z; part[b + 6u] = ae.w; part[b + 7u] = ao.w;
+  } else {
+    part[b] = ae.x; part[b + 1u] = ae.y; part[b + 2u] = ae.z; part[b + 3u] = ae.w;
+  }
+  workgroupBarrier();
+  let slot = h * p.n_chunks + c;
+  for (var dd = t; dd < HD; dd += WG) {
+    var o = 0.0;
+    for (var gg = 0u; gg < groups; gg++) { o += part[gg * HD + dd]; }
+    part_o[slot * HD + dd] = o;
+  }
+  if (t == 0u) {
+    var l = 0.0;
+    for (var i = 0u; i < CK; i++) { l += pr[i]; }
+    part_ml[slot] = vec2<f32>(m, l);
+  }
+}

@@ -1,0 +1,43 @@
+// Decode's cache append fused into sdpa_one.wgsl's split, for full-precision caches (the model's decode step
+// then has no rope_append dispatch): one_split_append is one_split (attention/one_split.inc.wgsl) whose query is
+// gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's), and
+// whose workgroup holding that position first writes the new key (RoPE'd) and value into the cache, bit for bit
+// as rope_append, then reads them back like every other key (storageBarrier: no other workgroup reads that
+// position). sdpa_one.wgsl's one_merge follows.
+
+@group(0) @binding(2) var<storage, read_write> k4: array<vec4<u32>>;  // [H, cap, D]: f32 bits or packed bf16
+@group(0) @binding(3) var<storage, read_write> v4: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read> src: array<f32>;             // gqkv [1, 4 * width], width = H * D
+
+// #include "attention/one_split.inc.wgsl"
+// #include "rope/elem.inc.wgsl"
+
+fn qv(h: u32, d: u32) -> f32 { return head_elem(p.width + h * HD, d, HD, p.kv_len - 1u, p.log2_base, true); }
+
+// 16-byte unit u of the new key (side 0, RoPE'd) or value (side 1) of head h into the cache at `pos`.
+fn new_unit(h: u32, side: u32, u: u32, pos: u32) {
+  let row0 = (2u + side) * p.width + h * HD;
+  let d = u * epu();
+  var w: vec4<u32>;
+  for (var j = 0u; j < 4u; j++) {
+    if (KV_BF16) {
+      w[j] = pack_bf16(head_elem(row0, d + 2u * j, HD, pos, p.log2_base, side == 0u), head_elem(row0, d + 2u * j + 1u, HD, pos, p.log2_base, side == 0u));
+    } else {
+      w[j] = bitcast<u32>(head_elem(row0, d + j, HD, pos, p.log2_base, side == 0u));
+    }
+  }
+  let at = (h * p.cap + pos) * (HD / epu()) + u;
+  if (side == 0u) { k4[at] = w; } else { v4[at] = w; }
+}
+
+@compute @workgroup_size(WG)
+fn one_split_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let last = p.kv_len - 1u;
+  let k0 = wid.x * CK;
+  if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
+    let upr = HD / epu();
+    for (var ui = t; ui < 2u * upr; ui += WG) { new_unit(wid.y, ui / upr, ui % upr, last); }
+    storageBarrier();
+  }
+  split(wid, t);
+}

@@ -1,0 +1,44 @@
+// appendAttendOne (decode's cache append fused into sdpa_one's split) against what it replaces, ropeAppend then
+// sdpa(path 'one', gated by gqkv): the attention output and both cache sides bit for bit, f32 and bf16 caches, at
+// positions on both sides of a 32-key chunk boundary and at the last slot; and a layout it cannot take gives null.
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/seeded.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { ShapeError } from '../../src/tensor/errors.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
+import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
+import { appendAttendOne, sdpa } from '../../src/kernels/attention/sdpa.ts';
+import type { FullKV } from '../../src/kernels/attention/types.ts';
+
+describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
+  const gpu = await getGpu();
+  const H = 3, D = 64, cap = 70;
+  for (const [dtype, round] of [['bf16', 'bf16'], ['f32', 'none'], ['f32', 'bf16']] as const) {
+    it(`${dtype} cache, round ${round}`, async () => {
+      const past = randn(11, H * cap * D, 1).map(roundBf16);
+      const side = (seed: number): FullKV => ({ kind: 'full', data: Tensor.from(gpu, past.map((x, i) => x * (1 + seed) + (i % 7) / 8), [H, cap, D], dtype, 'kv') });
+      for (const offset of [0, 31, 32, 45, cap - 1]) {
+        const g = randn(100 + offset, 4 * H * D, 2).map((x) => (round === 'bf16' ? roundBf16(x) : x));
+        const gqkv = Tensor.from(gpu, g, [1, 4 * H * D], 'f32', 'gqkv');
+        const o = { heads: H, headDim: D, base: 1e4, offset, round, scale: 1 / Math.sqrt(D) };
+        const ref = { k: side(0), v: side(1) }, fused = { k: side(0), v: side(1) };
+        const q = ropeAppend(gqkv, ref, o);
+        const want = sdpa(q, ref.k, ref.v, { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: o.scale, round, gate: gqkv, path: 'one' });
+        const got = appendAttendOne(gqkv, fused.k, fused.v, o);
+        expect(got).not.toBeNull();
+        expect(Array.from(await got!.read()), `attention at ${offset}`).toEqual(Array.from(await want.read()));
+        for (const s of ['k', 'v'] as const) expect(Array.from(await fused[s].data.read()), `${s} cache at ${offset}`).toEqual(Array.from(await ref[s].data.read()));
+        for (const t of [gqkv, q, want, got!, ref.k.data, ref.v.data, fused.k.data, fused.v.data]) t.dispose();
+      }
+    });
+  }
+
+  it('null for a head dim sdpa_one cannot take; a full cache is an error naming it', () => {
+    const gqkv = Tensor.from(gpu, new Float32Array(4 * 2 * 6), [1, 4 * 2 * 6], 'f32', 'gqkv');
+    const side = (): FullKV => ({ kind: 'full', data: Tensor.from(gpu, new Float32Array(2 * 4 * 6), [2, 4, 6], 'f32', 'kv6') });
+    expect(appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 1, scale: 1 })).toBeNull();
+    expect(() => appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 4, scale: 1 })).toThrow(ShapeError);
+    expect(() => appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 4, scale: 1 })).toThrow(/overflows k cache 'kv6'/);
+  });
+});
