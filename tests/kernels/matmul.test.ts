@@ -8,7 +8,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
-import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
+import { uplFit, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { matmulAbsRef, matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
@@ -360,14 +360,13 @@ describe('gemv_upl (every load up front) against the float64 reference', async (
   // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane.
   const SIZES = [[1, 1536], [2, 64], [3, 4096], [4, 1536], [4, 64], [1, 4096]] as const;
   const SHAPES: GemvShape[] = [{ wg: 64, rows: 8, kernel: 'upl' }, { wg: 128, rows: 4, kernel: 'upl' }, { wg: 256, rows: 2, kernel: 'upl' }, { wg: 16, rows: 2, kernel: 'upl' }];
-  const fits = (g: GemvShape, K: number, dtype: WDType) => Math.ceil((K * (dtype === 'f32' ? 4 : 2)) / 16 / g.wg) * g.rows <= 32;
   for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
     for (const [dtype, round] of [['f32', 'none'], ['bf16', 'bf16']] as const) {
       it(`${c.name} ${dtype}: within the gemv_vec4 tolerance, whole and in row chunks`, async () => {
         const tally = { total: 0, same: 0 };
         for (const [j, [M, K]] of SIZES.entries()) {
           const N = c.swiglu ? 38 : 37;
-          const gemv = [...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => fits(g, K, dtype))!;
+          const gemv = [...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)!;
           // Weights of a model's scale (1 / sqrt(K)): sums of O(1), so sigmoid stays out of f32's subnormals (the GPU
           // flushes them; the reference does not).
           const u = await uploadFused(gpu, M, N, K, dtype, round, 300 + M * K + N, 1 / Math.sqrt(K));

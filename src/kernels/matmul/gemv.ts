@@ -61,10 +61,9 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const WG = shape?.wg ?? tuned.WG;
   if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl']);
   const wide = wideRows(x, c, K);
-  const upr = wide ? (K * (c.dtype === 'f32' ? 4 : 2)) / 16 : 0;   // 16-byte units per row
-  const UPL = Math.ceil(upr / WG);
-  const kernel = shape?.kernel ?? (upr % WG === 0 && UPL * ROWS <= UPL_MAXW && wide ? 'upl' : 'vec4');
-  if (kernel === 'upl' && !(wide && UPL * ROWS <= UPL_MAXW)) {
+  const { upl: UPL, exact, fits } = uplFit(K, c.dtype, WG, ROWS);
+  const kernel = shape?.kernel ?? (wide && exact && fits ? 'upl' : 'vec4');
+  if (kernel === 'upl' && !(wide && fits)) {
     const why = wide ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : 'rows are not 16-byte aligned';
     throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight [${c.shape.join(', ')}] ${c.dtype}: kernel 'upl' cannot take it (${why})`);
   }
@@ -89,4 +88,14 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
 export function wideRows(x: Tensor, c: Tensor, K: number): boolean {
   const rowBytes = K * (c.dtype === 'f32' ? 4 : 2);
   return rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 16 === 0;
+}
+
+/**
+ * gemv_upl's 16-byte units per lane for rows of K `dtype` weights over `wg` lanes; `exact` when they split evenly
+ * (no lane idles), `fits` when `rows` of them fit its registers.
+ */
+export function uplFit(K: number, dtype: string, wg: number, rows: number): { upl: number; exact: boolean; fits: boolean } {
+  const units = (K * (dtype === 'f32' ? 4 : 2)) / 16;
+  const upl = Math.ceil(units / wg);
+  return { upl, exact: units % wg === 0, fits: upl * rows <= UPL_MAXW };
 }
