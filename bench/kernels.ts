@@ -13,6 +13,7 @@ import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
+import { uplFit, type GemvKernel, type GemvShape } from '../src/kernels/matmul/gemv.ts';
 import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { add } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
@@ -64,8 +65,8 @@ export interface DispatchFigure {
   gpuUs: Stats;
 }
 
-/** One decode projection (fusions as the model runs them) at one matrix-vector workgroup shape. */
-export interface SweepPoint { layer: string; wg: number; rows: number; bytes: number; wallUs: number; GBps: number }
+/** One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape. */
+export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; bytes: number; wallUs: number; GBps: number }
 
 /** Decode attention (one query, bf16 cache full to its capacity) on one path. */
 export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'decode'; wallUs: number }
@@ -220,7 +221,9 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
 
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
- * o and down), one x row, over workgroup shapes: wall time per call, barrier included, as a replayed step pays it.
+ * o and down), one x row, over kernels and workgroup shapes: wall time per call, barrier included, as a replayed
+ * step pays it. 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows; 'upl' (loads up front) at the lanes that split a
+ * row's units evenly, x 2, 4 or 8 rows as its registers allow: about 56 points for HRM-1B, ~15 s on an H200.
  */
 export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: number, s: Settings): Promise<SweepPoint[]> {
   const layers = [
@@ -237,16 +240,14 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
-      for (const wg of [32, 64, 128, 256]) {
-        for (const rows of [2, 4]) {
-          let i = 0;
-          const t = await timeCalls(gpu, () => {
-            const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv: { wg, rows }, path: 'gemv' });
-            if (!L.acc) y.dispose();
-          }, { ...s, samples: Math.min(s.samples, 3) });
-          const us = t.wallMs.median * 1000;
-          out.push({ layer: `${L.layer} ${L.n}x${L.k}`, wg, rows, bytes: wBytes, wallUs: us, GBps: wBytes / us / 1e3 });
-        }
+      for (const gemv of sweepShapes(L.k)) {
+        let i = 0;
+        const t = await timeCalls(gpu, () => {
+          const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv, path: 'gemv' });
+          if (!L.acc) y.dispose();
+        }, { ...s, samples: Math.min(s.samples, 3) });
+        const us = t.wallMs.median * 1000;
+        out.push({ layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows, bytes: wBytes, wallUs: us, GBps: wBytes / us / 1e3 });
       }
     } finally {
       x.dispose();
@@ -255,6 +256,19 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     }
   }
   return out;
+}
+
+/** The sweep's matrix-vector kernels and shapes for rows of K bf16 weights. */
+function sweepShapes(K: number): Array<Required<GemvShape>> {
+  const shapes: Array<Required<GemvShape>> = [];
+  for (const wg of [32, 64, 128, 256]) {
+    for (const rows of [2, 4]) shapes.push({ kernel: 'vec4', wg, rows });
+    for (const rows of [2, 4, 8]) {
+      const f = uplFit(K, 'bf16', wg, rows);
+      if (f.exact && f.fits) shapes.push({ kernel: 'upl', wg, rows });
+    }
+  }
+  return shapes;
 }
 
 /** Decode attention with the gate, single-workgroup path vs split keys, over cache lengths: wall time per call. */

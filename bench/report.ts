@@ -61,10 +61,10 @@ export function markdown(r: BenchResult): string {
   L.push('');
   if (k.sweep?.length) {
     L.push('## Matrix-vector workgroup shapes (decode projections, fused as the model runs them)', '');
-    L.push('| projection | lanes x rows: wall us per call (GB/s) |', '|---|---|');
+    L.push('| projection | kernel lanes x rows: wall us per call (GB/s) |', '|---|---|');
     for (const layer of [...new Set(k.sweep.map((p) => p.layer))]) {
       const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => a.wallUs - b.wallUs);
-      L.push(`| ${layer} | ${pts.map((p) => `${p.wg}x${p.rows}: ${f(p.wallUs)} (${f(p.GBps)})`).join(', ')} |`);
+      L.push(`| ${layer} | ${pts.map((p) => `${p.kernel ?? 'vec4'} ${p.wg}x${p.rows}: ${f(p.wallUs)} (${f(p.GBps)})`).join(', ')} |`);
     }
     L.push('');
   }

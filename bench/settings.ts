@@ -80,7 +80,7 @@ export const USAGE = `usage: bench [options]
   --dtype bf16|f32       activation mode (default bf16)
   --budget S             skip what has not started after S seconds (default 420)
   --seed N               seed of the random weights and prompts
-  --sweep-gemv           also time the decode projections' matrix-vector kernel over workgroup shapes
+  --sweep-gemv           also time the decode projections' matrix-vector kernels (vec4, upl) over workgroup shapes
   --check-sgmat          first run the subgroup-matrix matmul's parity checks (needs the repository's tests/fixtures)
   --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 

@@ -7,7 +7,8 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
+import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
+import { uplFit, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { matmulAbsRef, matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
@@ -38,8 +39,8 @@ function expectDotBound(got: ArrayLike<number>, want: ArrayLike<number>, abs: Ar
   }
 }
 
-async function upload(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, seed: number) {
-  const xv = randn(seed, M * K), wv = asDtype(dtype, randn(seed + 1, N * K));
+async function upload(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, seed: number, wScale = 1) {
+  const xv = randn(seed, M * K), wv = asDtype(dtype, randn(seed + 1, N * K, wScale));
   return { xv, wv, x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wv, [N, K], dtype, 'w') };
 }
 
@@ -190,8 +191,8 @@ const MODES = [['f32', 'none'], ['bf16', 'bf16'], ['f16', 'f16']] as const;
 // is two gemv blocks of MB = 4 (the second with two rows). N is even for swiglu, with I = N / 2 odd.
 const FUSED_SHAPES: Array<[number, number, number]> = [[1, 262, 264], [3, 262, 257], [6, 198, 96], [2, 202, 33]];
 
-async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number) {
-  const base = await upload(gpu, M, N, K, dtype, seed);
+async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number, wScale = 1) {
+  const base = await upload(gpu, M, N, K, dtype, seed, wScale);
   // x well away from unit RMS, so a missing norm shows; a residual holding values of the activation dtype.
   const xv = base.xv.map((v) => 3 * v);
   const accv = asRound(round, randn(seed + 2, M * N, 2));
@@ -305,38 +306,76 @@ describe('matmul fusions over row-chunks of the weight', async () => {
   }
 });
 
+interface FusedCase { name: string; norm: boolean; swiglu: boolean; acc: boolean }
+const FUSED_CASES: FusedCase[] = [
+  { name: 'norm', norm: true, swiglu: false, acc: false },
+  { name: 'swiglu', norm: false, swiglu: true, acc: false },
+  { name: 'accumulate', norm: false, swiglu: false, acc: true },
+  { name: 'norm + swiglu', norm: true, swiglu: true, acc: false },
+];
+
+/**
+ * matmul(x, w, fusions of `c`, `opts`) against matmulFusedRef: f32 within fusedTol, bf16 / f16 within 1 ulp (2
+ * with swiglu). Adds the rounded outputs and how many of them equal the reference's to `tally`.
+ */
+async function expectFusedRef(gpu: Gpu, c: FusedCase, w: Tensor | Tensor[], u: Awaited<ReturnType<typeof uploadFused>>, shape: [number, number, number], round: Round, opts: MatmulOptions, tally: { total: number; same: number }): Promise<void> {
+  const [M, N, K] = shape;
+  const accumulate = c.acc ? Tensor.from(gpu, u.accv, [M, N], 'f32', 'acc') : undefined;
+  const got = await matmul(u.x, w, { ...opts, round, norm: c.norm ? { eps: EPS } : undefined, swiglu: c.swiglu, accumulate }).read();
+  const want = matmulFusedRef(u.xv, u.wv, M, N, K, { round, norm: c.norm ? EPS : undefined, swiglu: c.swiglu, accumulate: c.acc ? u.accv : undefined });
+  const what = `${c.name} ${round} ${M}x${N}x${K} ${JSON.stringify(opts)}`;
+  if (round === 'none') {
+    expectRel(got, want, fusedTol(u.xv, u.wv, M, N, K, c.norm, c.swiglu, c.acc ? want : null), 1, what);
+    return;
+  }
+  // Only the f32 sums differ from the exact ones: a rounding flips near a midpoint, by one ulp, which the three
+  // roundings of siluMul can stretch to two.
+  const s = ulpStats(round, got, want);
+  expect(s.worst, `${what} ${JSON.stringify(s)}`).toBeLessThanOrEqual(c.swiglu ? 2 : 1);
+  tally.total += want.length;
+  tally.same += Math.round(s.exact * want.length);
+}
+
 describe('matmul fusions against the float64 reference', async () => {
   const gpu = await getGpu();
-  const CASES = [
-    { name: 'norm', norm: true, swiglu: false, acc: false },
-    { name: 'swiglu', norm: false, swiglu: true, acc: false },
-    { name: 'accumulate', norm: false, swiglu: false, acc: true },
-    { name: 'norm + swiglu', norm: true, swiglu: true, acc: false },
-  ];
-  for (const c of CASES) {
+  for (const c of FUSED_CASES) {
     for (const path of PATHS) {
       it(`${c.name} (${path}): f32 within the error bound, bf16 / f16 rounded as the reference rounds`, async () => {
-        let total = 0, same = 0;
+        const tally = { total: 0, same: 0 };
         for (const [M, N, K] of [[3, 70, 257], [5, 38, 264]] as const) {
           for (const [dtype, round] of MODES) {
-            const { x, w, xv, wv, accv } = await uploadFused(gpu, M, N, K, dtype, round, M + N + K);
-            const accumulate = c.acc ? Tensor.from(gpu, accv, [M, N], 'f32', 'acc') : undefined;
-            const got = await matmul(x, w, { round, path, norm: c.norm ? { eps: EPS } : undefined, swiglu: c.swiglu, accumulate }).read();
-            const want = matmulFusedRef(xv, wv, M, N, K, { round, norm: c.norm ? EPS : undefined, swiglu: c.swiglu, accumulate: c.acc ? accv : undefined });
-            const what = `${c.name} ${dtype} ${M}x${N}x${K}`;
-            if (round === 'none') {
-              expectRel(got, want, fusedTol(xv, wv, M, N, K, c.norm, c.swiglu, c.acc ? want : null), 1, what);
-              continue;
-            }
-            // Only the f32 sums differ from the exact ones: a rounding flips near a midpoint, by one ulp, which the
-            // three roundings of siluMul can stretch to two.
-            const s = ulpStats(round, got, want);
-            expect(s.worst, `${what} ${JSON.stringify(s)}`).toBeLessThanOrEqual(c.swiglu ? 2 : 1);
-            total += want.length;
-            same += Math.round(s.exact * want.length);
+            const u = await uploadFused(gpu, M, N, K, dtype, round, M + N + K);
+            await expectFusedRef(gpu, c, u.w, u, [M, N, K], round, { path }, tally);
           }
         }
-        expect(same / total, `${same} of ${total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+        expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+      });
+    }
+  }
+});
+
+describe('gemv_upl (every load up front) against the float64 reference', async () => {
+  const gpu = await getGpu();
+  // M = 1..4 (one block of MB rows) at the model's K and a short row (64: fewer units than lanes, the tail masked);
+  // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane.
+  const SIZES = [[1, 1536], [2, 64], [3, 4096], [4, 1536], [4, 64], [1, 4096]] as const;
+  const SHAPES: GemvShape[] = [{ wg: 64, rows: 8, kernel: 'upl' }, { wg: 128, rows: 4, kernel: 'upl' }, { wg: 256, rows: 2, kernel: 'upl' }, { wg: 16, rows: 2, kernel: 'upl' }];
+  for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
+    for (const [dtype, round] of [['f32', 'none'], ['bf16', 'bf16']] as const) {
+      it(`${c.name} ${dtype}: within the gemv_vec4 tolerance, whole and in row chunks`, async () => {
+        const tally = { total: 0, same: 0 };
+        for (const [j, [M, K]] of SIZES.entries()) {
+          const N = c.swiglu ? 38 : 37;
+          const gemv = [...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)!;
+          // Weights of a model's scale (1 / sqrt(K)): sums of O(1), so sigmoid stays out of f32's subnormals (the GPU
+          // flushes them; the reference does not).
+          const u = await uploadFused(gpu, M, N, K, dtype, round, 300 + M * K + N, 1 / Math.sqrt(K));
+          await expectFusedRef(gpu, c, u.w, u, [M, N, K], round, { path: 'gemv', gemv }, tally);
+          // Row chunks write their columns from col0 on (swiglu over chunks is matmul, then siluMul).
+          const chunks = [[0, 16], [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+          await expectFusedRef(gpu, c, chunks, u, [M, N, K], round, { path: 'gemv', gemv }, tally);
+        }
+        if (round !== 'none') expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
       });
     }
   }

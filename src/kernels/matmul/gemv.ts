@@ -1,5 +1,6 @@
 // The matrix-vector path of matmul (decode, short prefill): workgroup shapes per projection and the dispatch of
-// matmul.wgsl's gemv_vec4 / gemv_word. matmul.ts chooses the path and validates; this file only shapes and dispatches.
+// matmul_upl.wgsl's gemv_upl (where its units split evenly over the lanes) or matmul.wgsl's gemv_vec4 / gemv_word.
+// matmul.ts chooses the path and validates; this file only shapes and dispatches.
 import { Kernel, type Overrides } from '../../tensor/kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../tensor/gpu.ts';
@@ -7,15 +8,30 @@ import { InputError } from '../../tensor/errors.ts';
 
 const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
 const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
+const GEMV_UPL = new Kernel('matmul/matmul_upl.wgsl', 'gemv_upl');
 
-/** Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256) and weight rows (2 or 4). */
-export interface GemvShape { wg: number; rows: number }
+/**
+ * The matrix-vector kernel: 'vec4' the K loop (gemv_vec4, or gemv_word where rows are not 16-byte), 'upl' all of a
+ * lane's loads up front (gemv_upl: 16-byte rows, rows up to 8, units per row / lanes * rows <= UPL_MAXW).
+ */
+export type GemvKernel = 'vec4' | 'upl';
 
-/** A forced shape the matrix-vector kernels (matmul's and qlinear's) can take. */
-export function checkGemvShape(op: string, { wg, rows }: GemvShape): void {
-  // The lanes write the block's ROWS x MB outputs (up to 16): fewer lanes would leave outputs unwritten.
-  if (!(wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0 && (rows === 2 || rows === 4))) {
-    throw new InputError(op, `gemv shape ${JSON.stringify({ wg, rows })}: wg must be a power of two from 16 to 256 and rows 2 or 4`);
+/**
+ * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256), weight rows (2 or 4; 'upl'
+ * also 8) and the kernel (default: 'upl' where it applies with whole units per lane, else 'vec4').
+ */
+export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel }
+
+/** gemv_upl's register array of weight units per lane (MAXW in gemv_upl.inc.wgsl). */
+const UPL_MAXW = 32;
+
+/** A forced shape the matrix-vector kernels can take; `kernels` are those the caller has (qlinear: 'vec4' only). */
+export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4' }: GemvShape, kernels: readonly GemvKernel[] = ['vec4']): void {
+  const shape = JSON.stringify({ wg, rows, kernel });
+  if (!kernels.includes(kernel)) throw new InputError(op, `gemv shape ${shape}: kernel must be ${kernels.map((k) => `'${k}'`).join(' or ')}`);
+  const rowsOk = rows === 2 || rows === 4 || (rows === 8 && kernel === 'upl');
+  if (!(wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0 && rowsOk)) {
+    throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256 and rows 2 or 4 (8 with kernel 'upl')`);
   }
 }
 
@@ -37,21 +53,31 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG:
   return { WG: 64, ROWS: 2 };
 }
 
-/** x @ chunk^T by the matrix-vector kernels (matmul.wgsl), fusions as `fixed` says; `shape` overrides the tuned one. */
+/** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says; `shape` overrides the tuned one. */
 export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: GemvShape): void {
   const { M, K } = uniforms;
-  const MB = Math.min(M, GEMV_MAX_M);
   const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
-  if (shape) checkGemvShape('matmul', shape);
+  if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl']);
+  const wide = wideRows(x, c, K);
+  const { upl: UPL, exact, fits } = uplFit(K, c.dtype, WG, ROWS);
+  const kernel = shape?.kernel ?? (wide && exact && fits ? 'upl' : 'vec4');
+  if (kernel === 'upl' && !(wide && fits)) {
+    const why = wide ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : 'rows are not 16-byte aligned';
+    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight [${c.shape.join(', ')}] ${c.dtype}: kernel 'upl' cannot take it (${why})`);
+  }
+  // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats.
+  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(gpu.device.limits.maxComputeWorkgroupStorageSize / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
   const overrides = { ...fixed, WG, ROWS, MB };
-  if (wideRows(x, c, K)) {
+  if (kernel === 'upl') {
+    GEMV_UPL.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL }, workgroups, label: 'matmul.gemv_upl' });
+  } else if (wide) {
     GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
   } else {
     GEMV_WORD.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_word' });
@@ -62,4 +88,14 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
 export function wideRows(x: Tensor, c: Tensor, K: number): boolean {
   const rowBytes = K * (c.dtype === 'f32' ? 4 : 2);
   return rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 16 === 0;
+}
+
+/**
+ * gemv_upl's 16-byte units per lane for rows of K `dtype` weights over `wg` lanes; `exact` when they split evenly
+ * (no lane idles), `fits` when `rows` of them fit its registers.
+ */
+export function uplFit(K: number, dtype: string, wg: number, rows: number): { upl: number; exact: boolean; fits: boolean } {
+  const units = (K * (dtype === 'f32' ? 4 : 2)) / 16;
+  const upl = Math.ceil(units / wg);
+  return { upl, exact: units % wg === 0, fits: upl * rows <= UPL_MAXW };
 }

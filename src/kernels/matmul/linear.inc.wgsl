@@ -15,7 +15,7 @@ struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32 }
 
 override WDT: u32 = 1u;
 override ROUND: u32 = 0u;
-// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= 16).
+// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= MAXACC).
 override WG: u32 = 64u;
 override ROWS: u32 = 4u;
 override MB: u32 = 1u;
@@ -24,7 +24,8 @@ override NORM: bool = false;
 override SWIGLU: bool = false;   // needs an even ROWS in the workgroup kernels
 override ACC: bool = false;
 
-const MAXACC: u32 = 16u;
+// Sums per lane, ROWS * MB: up to 4 x 4 in gemv_vec4 / gemv_word, 8 x 4 in gemv_upl (matmul_upl.wgsl).
+const MAXACC: u32 = 32u;
 
 var<workgroup> red: array<f32, WG * ROWS * MB>;
 

@@ -65,7 +65,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N, chunks[0].dtype, opts.round) : checkPath(x, chunks, opts.path, opts.round);
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || path === 'sgmat')) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
-    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm });
+    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();
     return out;
