@@ -43,7 +43,6 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     const r = await checkSgmat(gpu, await fixture('ops.safetensors'));
     expect(r.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`)).toEqual([]);
     expect(r.within1).toBeGreaterThanOrEqual(0.999);
-    expect(r.worstUlp).toBeLessThanOrEqual(1);
     expect(r.mlx!.within1, JSON.stringify(r.mlx)).toBeGreaterThanOrEqual(0.999);
     expect(r.mlx!.worst).toBeLessThanOrEqual(1);
   });

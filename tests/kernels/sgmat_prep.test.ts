@@ -22,25 +22,26 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
   async function prep(v: Float32Array, rows: number, pad: number, bf16: boolean) {
     const src = Tensor.from(gpu, v, [rows, K], bf16 ? 'bf16' : 'f32', 'src');
     const dst = Tensor.empty(gpu, [pad, Kp], 'f16', 'dst');
-    const scale = Tensor.empty(gpu, [pad + 3], 'f32', 'scale');
+    const scale = Tensor.empty(gpu, [pad + 3], 'i32', 'scale');
     const flag = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'flag');
     const stats = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'stats');
     TO_F16.dispatch(gpu, {
       bindings: { src, dst, scale, flag, stats }, overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, pad, 1),
       uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, scale_at: 3, scale_w: 0 },
     });
-    const r = { h: (await dst.read()) as Float32Array, scale: ((await scale.read()) as Float32Array).slice(3), flag: (await flag.read())[0], rows: (await stats.read())[0] };
+    const r = { h: (await dst.read()) as Float32Array, scale: ((await scale.read()) as Int32Array).slice(3), flag: (await flag.read())[0], rows: (await stats.read())[0] };
     for (const t of [src, dst, scale, flag, stats]) t.dispose();
     return r;
   }
 
   /** Row r's values as to_f16 must write them: scaled by 2^(14 - floor(log2 max|row|)), rounded to f16, 0-padded. */
-  function expectRows(v: Float32Array, rows: number, pad: number, r: { h: Float32Array; scale: Float32Array }) {
+  function expectRows(v: Float32Array, rows: number, pad: number, r: { h: Float32Array; scale: Int32Array }) {
     for (let i = 0; i < pad; i++) {
       const row = i < rows ? v.subarray(i * K, (i + 1) * K) : new Float32Array(K);
       const top = row.reduce((a, e) => (Number.isFinite(e) ? Math.max(a, Math.abs(e)) : a), 0);
-      const s = top > 0 ? 2 ** Math.min(127, 14 - Math.floor(Math.log2(top))) : 1;
-      expect(r.scale[i], `scale of row ${i}`).toBe(s);
+      const e = top > 0 ? Math.min(127, 14 - Math.floor(Math.log2(top))) : 0;
+      expect(r.scale[i], `scale exponent of row ${i}`).toBe(e);
+      const s = 2 ** e;
       for (let k = 0; k < Kp; k++) {
         const want = k < K && Number.isFinite(row[k]) ? roundF16(row[k] * s) : 0;
         if (r.h[i * Kp + k] !== want) expect(r.h[i * Kp + k], `row ${i}, k ${k}`).toBe(want);
@@ -78,7 +79,7 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
       c[m * Np + n] = s;
     }
     const t = {
-      c: Tensor.from(gpu, c, [Mp, Np], 'f32', 'c'), scale: Tensor.from(gpu, Float32Array.from([...x.scale.slice(0, Mp), ...w.scale.slice(0, Np)]), [Mp + Np], 'f32', 'scale'),
+      c: Tensor.from(gpu, c, [Mp, Np], 'f32', 'c'), scale: Tensor.from(gpu, Int32Array.from([...x.scale.slice(0, Mp), ...w.scale.slice(0, Np)]), [Mp + Np], 'i32', 'scale'),
       flag: Tensor.from(gpu, new Uint32Array([fallback ? 1 : 0]), [1], 'u32', 'flag'),
       x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wv, [N, K], 'bf16', 'w'),
       out: Tensor.from(gpu, acc ?? new Float32Array(M * (N + 3)), [M, N + 3], 'f32', 'out'),
@@ -91,6 +92,13 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     for (const v of Object.values(t)) v.dispose();
     return got;
   }
+
+  it('zero_flag clears the flag', async () => {
+    const flag = Tensor.from(gpu, new Uint32Array([5]), [1], 'u32', 'flag');
+    new Kernel('matmul/sgmat_prep.wgsl', 'zero_flag').dispatch(gpu, { bindings: { flag }, uniforms: {}, workgroups: [1, 1] });
+    expect((await flag.read())[0]).toBe(0);
+    flag.dispose();
+  });
 
   for (const fallback of [false, true]) {
     it(`sgmat_out ${fallback ? 'in f32 (flagged call)' : 'from the tensor-core sums'}: within 1 bf16 ulp of float64, residual added`, async () => {

@@ -62,7 +62,9 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl']);
   const wide = wideRows(x, c, K);
   const { upl: UPL, exact, fits } = uplFit(K, c.dtype, WG, ROWS);
-  const kernel = shape?.kernel ?? (wide && exact && fits ? 'upl' : 'vec4');
+  // gemv_upl measured slower than gemv_vec4 on the H200 at HRM-1B's decode shapes (bench/results, 20261201-224909Z):
+  // it runs on request only.
+  const kernel = shape?.kernel ?? 'vec4';
   if (kernel === 'upl' && !(wide && fits)) {
     const why = wide ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : 'rows are not 16-byte aligned';
     throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight [${c.shape.join(', ')}] ${c.dtype}: kernel 'upl' cannot take it (${why})`);

@@ -15,11 +15,10 @@ import { roundBf16 } from '../../tensor/dtype.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
+const ZERO = new Kernel('matmul/sgmat_prep.wgsl', 'zero_flag');
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
-/** Subgroups per workgroup (M x N) and the output tile each owns; the workgroup tile is their product. */
-const GRID = { SGM: 2, SGN: 2 };
-const SUB = { M: 64, N: 32 };
-const TILE = { M: SUB.M * GRID.SGM, N: SUB.N * GRID.SGN };
+/** The output tile of one workgroup (one subgroup). */
+const TILE = { M: 64, N: 64 };
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
@@ -72,7 +71,6 @@ function featureMissing(gpu: Gpu): string | null {
   const s = gpu.summary;
   if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE} (Node: Dawn's allow_unsafe_apis; Chrome: --enable-unsafe-webgpu)`;
   if (!gpu.f16) return 'no shader-f16 (on NVIDIA, Dawn\'s vulkan_enable_f16_on_nvidia)';
-  if (!gpu.subgroups) return 'no subgroups';
   const want = `f16>f32 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}`;
   if (!s.subgroupMatrix.includes(want)) return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
   if (s.subgroupSizes[0] !== CONFIG.subgroup || s.subgroupSizes[1] !== CONFIG.subgroup) {
@@ -122,8 +120,10 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
   const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
   const stats = sgmatStats(gpu);
-  const flag = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag');
-  const scale = Tensor.empty(gpu, [Mp + maxN], 'f32', 'matmul.sgmat.scale');
+  // Zeroed by a dispatch, not a buffer write: a write into an open batch splits the pass (and costs a staging copy).
+  const flag = Tensor.empty(gpu, [1], 'u32', 'matmul.sgmat.flag');
+  ZERO.dispatch(gpu, { bindings: { flag }, uniforms: {}, workgroups: [1, 1], label: 'matmul.sgmat.zero' });
+  const scale = Tensor.empty(gpu, [Mp + maxN], 'i32', 'matmul.sgmat.scale');
   const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
   const wh = Tensor.empty(gpu, [maxN, Kp], 'f16', 'matmul.sgmat.w16');
   const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
@@ -138,7 +138,7 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
     const N = w.shape[0], Np = pad(N, TILE.N);
     toF16(w, N, Np, wh, Mp, true, 'matmul.sgmat.w_f16');
     KERNEL.dispatch(gpu, {
-      bindings: { a: xh, b: wh, c }, uniforms: { Kp, Np }, overrides: { ...GRID, WGS: 32 * GRID.SGM * GRID.SGN }, label: 'matmul.sgmat',
+      bindings: { a: xh, b: wh, c }, uniforms: { Kp, Np }, label: 'matmul.sgmat',
       workgroups: [Np / TILE.N, Mp / TILE.M],
     });
     OUT.dispatch(gpu, {

@@ -1,17 +1,16 @@
 // C = A @ B^T on subgroup matrices (cooperative matrices, i.e. tensor cores): the middle of matmul_sgmat.ts's
 // three steps. A: f16 [M_pad, Kp] and B: f16 [Np, Kp], both row-major as sgmat_prep.wgsl's to_f16 writes them
-// (scaled rows, zero padding), C: f32 [M_pad, Np]. Kp is a multiple of 16, M_pad of BM and Np of BN, so every
-// load and store is in bounds and the kernel has no edge cases; sgmat_prep.wgsl's sgmat_out unscales, rounds and
-// adds the residual.
+// (scaled rows, zero padding), C: f32 [M_pad, Np]. Kp is a multiple of 16, M_pad and Np of 64, so every load and
+// store is in bounds and the kernel has no edge cases; sgmat_prep.wgsl's sgmat_out unscales, rounds and adds the
+// residual.
 //
-// A workgroup is SGM x SGN subgroups of 32 lanes, each owning 4 x 2 result matrices of 16 x 16 (64 x 32 outputs):
-// BM = 64 * SGM, BN = 32 * SGN. The operands are loaded straight from the storage buffers (the left matrix
-// row-major, the right one column-major: row n of B is column n of B^T): on the H200 through Dawn 0.6.2 the same
-// products staged through workgroup memory came out wrong (bench/sgmat-probe.ts), while storage loads are exact.
-// f16 products are exact in f32 and the tensor cores accumulate in f32.
+// A workgroup is one subgroup of 32 lanes owning 4 x 4 result matrices of 16 x 16 (a 64 x 64 tile), its operands
+// loaded straight from the storage buffers (the left matrix row-major, the right one column-major: row n of B is
+// column n of B^T). Measured on the H200 through Dawn 0.6.2 (bench/sgmat-probe.ts, 512 x 6144 x 1536): this
+// shape 10.4 TFLOP/s, 64 x 32 per subgroup 7.1, 2 x 2 subgroups per workgroup 5.4-7.3, operands staged through
+// workgroup memory 1.2-3.1. f16 products are exact in f32 and the tensor cores accumulate in f32.
 
 enable f16;
-enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 
 struct Params { Kp: u32, Np: u32 }
@@ -21,49 +20,71 @@ struct Params { Kp: u32, Np: u32 }
 @group(0) @binding(2) var<storage, read> b: array<f16>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
-override SGM: u32 = 2u;
-override SGN: u32 = 2u;
-override WGS: u32 = 128u;   // 32 * SGM * SGN (wgsl_reflect cannot parse an expression here)
-
-@compute @workgroup_size(WGS)
-fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+@compute @workgroup_size(32)
+fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u) {
   // Never true (Kp >= 16): names the bindings for reflection, which leaves out the subgroup-matrix lines
   // (tensor/kernel.ts, reflectable).
   if (p.Kp == 0u) { c[0] = f32(a[0]) + f32(b[0]); }
-  let n0 = wid.x * 32u * SGN + (sg % SGN) * 32u;
-  let m0 = wid.y * 64u * SGM + (sg / SGN) * 64u;
+  let n0 = wid.x * 64u;
+  let m0 = wid.y * 64u;
   let K = p.Kp;
   var c00 = subgroup_matrix_result<f32, 16, 16>();
   var c01 = subgroup_matrix_result<f32, 16, 16>();
+  var c02 = subgroup_matrix_result<f32, 16, 16>();
+  var c03 = subgroup_matrix_result<f32, 16, 16>();
   var c10 = subgroup_matrix_result<f32, 16, 16>();
   var c11 = subgroup_matrix_result<f32, 16, 16>();
+  var c12 = subgroup_matrix_result<f32, 16, 16>();
+  var c13 = subgroup_matrix_result<f32, 16, 16>();
   var c20 = subgroup_matrix_result<f32, 16, 16>();
   var c21 = subgroup_matrix_result<f32, 16, 16>();
+  var c22 = subgroup_matrix_result<f32, 16, 16>();
+  var c23 = subgroup_matrix_result<f32, 16, 16>();
   var c30 = subgroup_matrix_result<f32, 16, 16>();
   var c31 = subgroup_matrix_result<f32, 16, 16>();
+  var c32 = subgroup_matrix_result<f32, 16, 16>();
+  var c33 = subgroup_matrix_result<f32, 16, 16>();
   for (var k = 0u; k < K; k += 16u) {
-    let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, n0 * K + k, K);
+    let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 0u) * K + k, K);
     let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 16u) * K + k, K);
-    let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, m0 * K + k, K);
+    let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 32u) * K + k, K);
+    let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 48u) * K + k, K);
+    let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 0u) * K + k, K);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
+    c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
+    c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
     let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 16u) * K + k, K);
     c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
     c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
+    c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
+    c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
     let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 32u) * K + k, K);
     c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
     c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
+    c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
+    c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
     let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 48u) * K + k, K);
     c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
     c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
+    c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
+    c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
   }
   let N = p.Np;
-  subgroupMatrixStore<row_major>(&c, m0 * N + n0, c00, N);
-  subgroupMatrixStore<row_major>(&c, m0 * N + n0 + 16u, c01, N);
-  subgroupMatrixStore<row_major>(&c, (m0 + 16u) * N + n0, c10, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 0u) * N + n0 + 0u, c00, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 0u) * N + n0 + 16u, c01, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 0u) * N + n0 + 32u, c02, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 0u) * N + n0 + 48u, c03, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 16u) * N + n0 + 0u, c10, N);
   subgroupMatrixStore<row_major>(&c, (m0 + 16u) * N + n0 + 16u, c11, N);
-  subgroupMatrixStore<row_major>(&c, (m0 + 32u) * N + n0, c20, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 16u) * N + n0 + 32u, c12, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 16u) * N + n0 + 48u, c13, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 32u) * N + n0 + 0u, c20, N);
   subgroupMatrixStore<row_major>(&c, (m0 + 32u) * N + n0 + 16u, c21, N);
-  subgroupMatrixStore<row_major>(&c, (m0 + 48u) * N + n0, c30, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 32u) * N + n0 + 32u, c22, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 32u) * N + n0 + 48u, c23, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 48u) * N + n0 + 0u, c30, N);
   subgroupMatrixStore<row_major>(&c, (m0 + 48u) * N + n0 + 16u, c31, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 48u) * N + n0 + 32u, c32, N);
+  subgroupMatrixStore<row_major>(&c, (m0 + 48u) * N + n0 + 48u, c33, N);
 }

@@ -2,14 +2,16 @@
 //  - to_f16: one workgroup per row of a source (x: f32 [rows, K]; a weight chunk: bf16 [rows, K] packed two per
 //    u32, element e in word e >> 1, low half when e is even) writes the row as f16 pairs into dst [rows_pad, Kp / 2]
 //    (K padded with zeros to Kp, a multiple of 16; rows past `rows` all zeros), scaled by the power of two
-//    scale[r] = 2^(14 - floor(log2 max|row|)), so the row's largest value lands in [2^14, 2^15) and no value
+//    2^e[r], e[r] = 14 - floor(log2 max|row|) (kept as the exponent), so the row's largest value lands in [2^14, 2^15) and no value
 //    overflows f16. A bf16 value (8 significant bits) is then exact in f16 unless it is 2^32 times smaller than its
 //    row's maximum: those fall into f16's subnormals and are rounded to nearest even (an error below 2^-40 of the
 //    row's largest product, far under the bf16 output's half ulp). A value f16 cannot hold exactly at a normal
 //    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0]: the tensor-core sums are
 //    then not used.
-//  - sgmat_out: a thread per output: out[m, col0 + n] = round(C[m, n] / x scale[m] / weight scale[n]) (the scales are powers
-//    of two: exact), with matmul.wgsl's residual epilogue (ACC). When flag[0] is set it computes the output with
+//  - zero_flag clears flag[0] at the start of each call.
+//  - sgmat_out: a thread per output: out[m, col0 + n] = round(ldexp(C[m, n], -(e_x[m] + e_w[n]))) (exact, one step:
+//    dividing by the scales one at a time was folded by the driver into one division by their product, which
+//    overflows f32 for a row of tiny values), with matmul.wgsl's residual epilogue (ACC). When flag[0] is set it computes the output with
 //    f32 FMAs from x and the weight instead (the same f32 sum of exact products, in k order), so a result never
 //    depends on the range of the data, only the speed does.
 // Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
@@ -19,9 +21,9 @@ struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;            // to_f16's [rows_pad, Kp / 2] f16 pairs
-// Row scales of x at [0, M_pad) and of the weight chunk from scale_w on: to_f16 writes those of its rows from
-// scale_at on, sgmat_out reads both.
-@group(0) @binding(3) var<storage, read_write> scale: array<f32>;
+// Row scale exponents of x at [0, M_pad) and of the weight chunk from scale_w on: to_f16 writes those of its rows
+// from scale_at on, sgmat_out reads both.
+@group(0) @binding(3) var<storage, read_write> scale: array<i32>;
 @group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;   // [0]: the call's values the f16 path cannot take
 @group(0) @binding(5) var<storage, read_write> stats: array<atomic<u32>>;  // [0]: rows with such values, all calls (tests)
 @group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [M_pad, Np]
@@ -56,10 +58,10 @@ fn src_bits(r: u32, k: u32) -> u32 {
   return src[e];
 }
 
-// v * s as an f16 value held in f32, and whether the f16 path can take it (finite, exact at normal magnitudes).
-fn scaled(bits: u32, s: f32, ok: ptr<function, bool>) -> f32 {
+// v * 2^e as an f16 value held in f32, and whether the f16 path can take it (finite, exact at normal magnitudes).
+fn scaled(bits: u32, e: i32, ok: ptr<function, bool>) -> f32 {
   if ((bits & EXP) == EXP) { *ok = false; return 0.0; }
-  let v = bitcast<f32>(bits) * s;
+  let v = ldexp(bitcast<f32>(bits), e);
   let mag = bitcast<u32>(v) & 0x7fffffffu;
   if (mag >= 0x38800000u && (mag & 0x1fffu) != 0u) { *ok = false; }   // normal f16: 10 fraction bits
   return round_f16(v);
@@ -82,14 +84,14 @@ fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
     workgroupBarrier();
   }
   let top = red[0];
-  var s = 1.0;
-  // 2^(14 - floor(log2 top)), built from its exponent bits (exp2's precision is not specified).
-  if (top > 0.0) { s = bitcast<f32>(u32(127 + clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127)) << 23u); }
-  if (t == 0u) { scale[p.scale_at + r] = s; }
+  // 14 - floor(log2 top), from its exponent bits (a subnormal top is scaled as far as f32 goes).
+  var e = 0;
+  if (top > 0.0) { e = clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127); }
+  if (t == 0u) { scale[p.scale_at + r] = e; }
   var ok = true;
   for (var j = t; j < p.Kp / 2u; j += WG) {
-    let lo = scaled(src_bits(r, 2u * j), s, &ok);
-    let hi = scaled(src_bits(r, 2u * j + 1u), s, &ok);
+    let lo = scaled(src_bits(r, 2u * j), e, &ok);
+    let hi = scaled(src_bits(r, 2u * j + 1u), e, &ok);
     dst[r * (p.Kp / 2u) + j] = pack2x16float(vec2<f32>(lo, hi));
   }
   if (!ok) { atomicAdd(&flag[0], 1u); atomicAdd(&stats[0], 1u); }
@@ -103,11 +105,17 @@ fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   let n = i % p.N;
   var v: f32;
   if (atomicLoad(&flag[0]) == 0u) {
-    v = c[m * p.Np + n] / scale[m] / scale[p.scale_w + n];   // one at a time: their product may overflow f32
+    v = ldexp(c[m * p.Np + n], -(scale[m] + scale[p.scale_w + n]));
   } else {
     v = 0.0;
     for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], bf16_at(n * p.K + k), v); }
   }
   let j = m * p.ldo + p.col0 + n;
   if (ACC) { out[j] = round_out(out[j] + round_out(v)); } else { out[j] = round_out(v); }
+}
+
+// The call's flag back to 0 before its to_f16 dispatches (an ordered dispatch: a buffer write would split the pass).
+@compute @workgroup_size(1)
+fn zero_flag() {
+  atomicStore(&flag[0], 0u);
 }
