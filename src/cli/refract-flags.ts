@@ -12,7 +12,8 @@ export const SCORE_OPTIONS = {
   model: STRING, reference: STRING, candidate: STRING, prompts: STRING, corpus: STRING, chunks: STRING, ctx: { type: 'string', short: 'c' },
   'n-predict': STRING, seed: STRING, 'measure-floor': FLAG, 'skip-gtm': FLAG, 'skip-kld': FLAG, 'axis-a': STRING, full: FLAG,
   'axis-rniah': FLAG, 'rniah-haystack': STRING, 'rniah-up-to': STRING, 'rniah-ctx-max': STRING, 'rniah-lengths': STRING,
-  'rniah-positions': STRING, 'rniah-trials': STRING, 'rniah-n-predict': STRING, 'axis-plad': FLAG, 'plad-ids': STRING,
+  'rniah-positions': STRING, 'rniah-trials': STRING, 'rniah-n-predict': STRING, 'rniah-needle': STRING, 'rniah-question': STRING,
+  'rniah-keyword': STRING, 'axis-plad': FLAG, 'plad-ids': STRING,
   condition: STRING, dtype: STRING, 'json-out': STRING, 'html-out': STRING, 'no-progress': FLAG, help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -59,6 +60,12 @@ function list(flag: string, v: string | undefined, check: (n: number) => boolean
   return xs;
 }
 
+/** A text flag that, when given, must hold more than white space (an empty needle or keyword would hit always). */
+function nonEmpty(flag: string, v: string | undefined): string | undefined {
+  if (v !== undefined && v.trim() === '') throw new InputError('cli', `--${flag} is empty`);
+  return v;
+}
+
 async function text(flag: string, path: string): Promise<string> {
   return asUsage(flag, async () => new TextDecoder().decode(await readFile(path)));
 }
@@ -94,6 +101,9 @@ export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'>
       nTrials: number('rniah-trials', v['rniah-trials'], 1, positive),
       ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0, positive),
       nPredict: number('rniah-n-predict', v['rniah-n-predict'], 256, positive),
+      needle: nonEmpty('rniah-needle', v['rniah-needle']),
+      question: nonEmpty('rniah-question', v['rniah-question']),
+      needleKeyword: nonEmpty('rniah-keyword', v['rniah-keyword']),
     } : false;
     const plad = v['axis-plad'] || v.full ? { tokenSource: choice('plad-ids', v['plad-ids'], ['retokenized', 'generated'] as const, 'retokenized') } : false;
     return {

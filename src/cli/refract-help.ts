@@ -26,7 +26,12 @@ const SCORE_FLAGS = `  --model DIR|URL          model folder or base URL (defaul
   --axis-rniah             axis C; --rniah-haystack FILE (default: Brown text), --rniah-up-to N (16384; lengths
                            double from 4096), --rniah-lengths L1,L2 (explicit; e.g. 128,256 for short-context models),
                            --rniah-positions 0.1,0.5,0.9, --rniah-trials N (1), --rniah-ctx-max N (cells longer are
-                           skipped; the model's context also caps it), --rniah-n-predict N (256)
+                           skipped; the model's context also caps it), --rniah-n-predict N (256),
+                           --rniah-needle TEXT, --rniah-question TEXT (default: REFRACT's APRICOT-7-BLUE paint-colour
+                           needle and its question), --rniah-keyword WORD (the hit test; default: the needle's longest
+                           all-caps run, else its last word). The embedded model recalls only a word repeated in the
+                           needle, in short cells: --rniah-needle "school school ... school." (40 times)
+                           --rniah-question The --rniah-keyword school --rniah-lengths 160 --rniah-n-predict 4
   --axis-plad              axis D; --plad-ids retokenized|generated (default retokenized, as the original)
   --condition TAGS         HRM condition tags for prompts (default synth,cot)   --dtype f32|bf16 (default f32)
   --json-out FILE          write the JSON report      --html-out FILE   write the self-contained HTML report

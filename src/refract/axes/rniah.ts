@@ -104,6 +104,7 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   const seed = o.seed ?? DEFAULTS.seed;
   if (lengths.length === 0 || lengths.some((l) => !Number.isInteger(l) || l < 1)) throw new InputError('rniah', `lengths must be positive integers, got [${lengths.join(', ')}]`);
   if (positions.some((p) => !(p >= 0 && p <= 1))) throw new InputError('rniah', `positions must lie in [0, 1], got [${positions.join(', ')}]`);
+  if (keyword.trim() === '') throw new InputError('rniah', 'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
   if (!(nTrials >= 1)) throw new InputError('rniah', `nTrials must be >= 1, got ${nTrials}`);
 
   const meta = await backend.modelMetadata({ model: o.model });
