@@ -16,7 +16,7 @@ import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
 import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 
-const PATHS = ['prefill', 'decode'] as const;
+const PATHS = ['prefill', 'decode', 'matmul'] as const;
 
 function full(gpu: Gpu, values: Float32Array, shape: number[], dtype: 'f32' | 'bf16', label: string): FullKV {
   return { kind: 'full', data: Tensor.from(gpu, values, shape, dtype, label) };
@@ -216,7 +216,7 @@ describe('sdpa gate (sigmoidGate fused into the output write)', () => {
           const want = sigmoidGate(gate, sdpa(q, k, v, o), { round });
           const before = gpu.dispatchCount;
           const got = sdpa(q, k, v, { ...o, gate });
-          expect(gpu.dispatchCount - before, `${path} S=${S}`).toBe(path === 'decode' ? 2 : 1);
+          expect(gpu.dispatchCount - before, `${path} S=${S}`).toBe({ decode: 2, prefill: 1, matmul: 5 }[path]);
           expectBitExact(await got.read(), await want.read(), `S=${S} ${round} ${path}`);
         }
       }

@@ -8,6 +8,7 @@ import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
+import { sdpaMm, sdpaMmFits } from './sdpa_mm.ts';
 import type { Round } from '../common/codes.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
@@ -34,9 +35,10 @@ export interface SdpaOptions {
   round?: Round;
   /**
    * Force a path (tests, benchmarks). By default: 'one' (sdpa_one.wgsl) for a single query that sees every key
-   * when the head dim suits it, else 'decode' (split keys) for S <= DECODE_MAX_QUERIES, else 'prefill'.
+   * when the head dim suits it, else 'decode' (split keys) for S <= DECODE_MAX_QUERIES, else on a GPU 'matmul'
+   * (sdpa_mm.ts: two batched matmuls) where its score matrix fits, else 'prefill' (sdpa_prefill.wgsl).
    */
-  path?: 'prefill' | 'decode' | 'one';
+  path?: 'prefill' | 'decode' | 'one' | 'matmul';
   /**
    * Decode: chunks the key axis is split into (one workgroup each per head and query); by default enough for ~256
    * workgroups over the cache capacity, at least 64 keys each. Each chunk takes ceil(kvLen / chunks) keys rounded
@@ -75,7 +77,13 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   if (opts.path === 'one' && !oneFits) {
     throw new ShapeError('sdpa', `path 'one' needs one query (got ${seq}) seeing every key (mask ${m.kind}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${dim}) and 16-byte aligned K/V`);
   }
-  const path = opts.path ?? (oneFits ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : 'prefill');
+  const mmFits = sdpaMmFits(gpu, heads, seq, opts.kvLen);
+  if (opts.path === 'matmul' && !mmFits) throw new ShapeError('sdpa', `path 'matmul': the scores of ${heads} heads x ${seq} queries x ${opts.kvLen} keys exceed its budget`);
+  const path = opts.path ?? (oneFits ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : !gpu.cpu && mmFits ? 'matmul' : 'prefill');
+  if (path === 'matmul') {
+    sdpaMm(q, kd, vd, out, { heads, seq, dim, kvLen: opts.kvLen, offset: opts.offset, scale: opts.scale, kvBf16, mask: m, maskBuf: mask, gate, gateStride, store });
+    return out;
+  }
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.

@@ -1,5 +1,7 @@
 // Variant 3 of matmul.wgsl (prefill): matmul_tiled, BM x BN output tiles through shared memory, any M, N, K, with
 // the ACC fusion (matmul.ts normalises x and pairs SwiGLU around it). out[m, col0 + n] = round(sum_k x[m, k] * w[n, k]).
+// Batched (BATCH, workgroups.z = the batch index z; attention's per-head products): x and w are stacks of [M, K]
+// and [N, K] matrices, and product z goes to rows z*M.. of out (BATCH 1) or to columns col0 + z*N.. (BATCH 2).
 
 // #include "matmul/linear.inc.wgsl"
 
@@ -9,6 +11,7 @@ override TY: u32 = 16u;
 override TM: u32 = 4u;
 override TN: u32 = 4u;
 override BK: u32 = 16u;
+override BATCH: u32 = 0u;
 
 const MAXT: u32 = 8u;
 
@@ -22,6 +25,8 @@ fn matmul_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
   let n0 = wid.x * BN;
   let m0 = wid.y * BM;
   let tid = l.y * TX + l.x;
+  let xb = wid.z * p.M * p.K;   // element offsets of product z (0 unbatched)
+  let wb = wid.z * p.N * p.K;
   let threads = TX * TY;
   var acc: array<array<f32, MAXT>, MAXT>;   // only [0, TM) x [0, TN) is used; the rest folds away
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
@@ -31,14 +36,14 @@ fn matmul_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
       let kk = idx % BK;
       let m = m0 + mm;
       let k = k0 + kk;
-      As[kk * BM + mm] = select(0.0, x[min(m, p.M - 1u) * p.K + min(k, p.K - 1u)], m < p.M && k < p.K);
+      As[kk * BM + mm] = select(0.0, x[xb + min(m, p.M - 1u) * p.K + min(k, p.K - 1u)], m < p.M && k < p.K);
     }
     for (var idx = tid; idx < BN * BK; idx += threads) {
       let nn = idx / BK;
       let kk = idx % BK;
       let n = n0 + nn;
       let k = k0 + kk;
-      Bs[kk * BN + nn] = select(0.0, weight(min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
+      Bs[kk * BN + nn] = select(0.0, weight(wb + min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
     }
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk++) {
@@ -56,7 +61,10 @@ fn matmul_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
     let m = m0 + l.y + i * TY;
     for (var j = 0u; j < TN; j++) {
       let n = n0 + l.x + j * TX;
-      if (m < p.M && n < p.N) { store(m, n, round_out(acc[i][j])); }
+      if (m < p.M && n < p.N) {
+        if (BATCH == 1u) { store(wid.z * p.M + m, n, round_out(acc[i][j])); }
+        else { store(m, select(n, wid.z * p.N + n, BATCH == 2u), round_out(acc[i][j])); }
+      }
     }
   }
 }
