@@ -46,6 +46,9 @@ export function onNewDevice(check: (gpu: Gpu) => Promise<void>): void {
   deviceChecks.push(check);
 }
 
+/** Dispatches after which an open batch is submitted while recording goes on (Gpu.dispatch). */
+const EARLY_SUBMIT = 256;
+
 export class Gpu {
   readonly watch: DeviceWatch;
   readonly f16: boolean;
@@ -70,6 +73,9 @@ export class Gpu {
   lastTimings: DispatchTiming[] = [];
   /** Dispatches recorded since creation: a cheap counter for benchmarks. */
   dispatchCount = 0;
+  /** Dispatches in the open batch, and the error scopes of its parts submitted early (see dispatch). */
+  private batchDispatches = 0;
+  private early: Promise<GPUError | null>[] = [];
 
   private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number) {
     this.watch = new DeviceWatch(device);
@@ -190,6 +196,9 @@ export class Gpu {
     pass.setBindGroup(0, d.bindGroup);
     pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
     this.dispatchCount++;
+    // A long batch (a prefill) is submitted in parts as it is recorded, so the GPU runs the first layers while
+    // JavaScript records the rest; its errors are reported at the next settle. Not while profiling (one pass set).
+    if (++this.batchDispatches >= EARLY_SUBMIT && !this.profile) this.early.push(...this.submit());
   }
 
   /** No batch open, nothing being captured or profiled: what capture and replay need. */
@@ -283,6 +292,7 @@ export class Gpu {
     for (const u of this.takeUniforms(false)) this.device.queue.writeBuffer(u.buffer, 0, u.data);
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = null;
+    this.batchDispatches = 0;
     for (const f of this.afterSubmit.splice(0)) f();
     const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
     if (timing) timing.then((t) => { this.lastTimings = t; });
@@ -301,7 +311,7 @@ export class Gpu {
   private async settle(op: string, pending: Promise<GPUError | null>[]): Promise<void> {
     // This batch's pipeline checks are taken before awaiting: one a later batch adds meanwhile is that batch's.
     const ops = this.opErrors.splice(0);
-    const errors = await Promise.all(pending);
+    const errors = await Promise.all([...this.early.splice(0), ...pending]);
     const own = (await Promise.all(ops)).find((e) => e);
     this.watch.check(op);
     if (own) throw own;

@@ -34,16 +34,16 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
   const { heads: H, seq: S, dim: D, kvLen } = a;
   const kvp = Math.max(PAD, Math.ceil(kvLen / PAD) * PAD);
   const kc = Tensor.empty(gpu, [H, kvp, D], 'f32', 'sdpa_mm.k');
-  const vt = Tensor.empty(gpu, [H, D, kvp], 'f32', 'sdpa_mm.vt');
+  const vc = Tensor.empty(gpu, [H, kvp, D], 'f32', 'sdpa_mm.v');
   const s = Tensor.empty(gpu, [H, S, kvp], 'f32', 'sdpa_mm.s');
   const l = Tensor.empty(gpu, [H, S], 'f32', 'sdpa_mm.l');
   const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D };
   const overrides = { KV_BF16: a.kvBf16 ? 1 : 0, MASK: MASK_CODE[a.mask.kind], ...a.store };
-  KV.dispatch(gpu, { bindings: { k: kd, v: vd, kc, vt }, uniforms, overrides, workgroups: grid(gpu, H * kvp * D, 256) });
+  KV.dispatch(gpu, { bindings: { k: kd, v: vd, kc, vc }, uniforms, overrides, workgroups: grid(gpu, H * kvp * D, 256) });
   batchedMatmul(q, kc, s, { batch: H, M: S, N: kvp, K: D, layout: 'rows' });
   SOFTMAX.dispatch(gpu, { bindings: { s, l, mask: a.maskBuf }, uniforms, overrides, workgroups: [S, H] });
-  batchedMatmul(s, vt, out, { batch: H, M: S, N: D, K: kvp, layout: 'cols' });
+  batchedMatmul(s, vc, out, { batch: H, M: S, N: D, K: kvp, layout: 'cols', transposed: true });
   FINISH.dispatch(gpu, { bindings: { l, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
-  for (const t of [kc, vt, s, l]) t.dispose();
+  for (const t of [kc, vc, s, l]) t.dispose();
 }

@@ -1,8 +1,8 @@
 // Prefill attention as two batched matmuls (sdpa_mm.ts), for a GPU where sdpa_prefill's per-query loop is the
 // bottleneck: S = q K^T and O = P V run on the tiled matmul kernel (a head per workgroups.z), around three passes
 // here. f32 inside and one rounding at the output, as sdpa_prefill (only the summation order differs):
-//  - kv_f32: a thread per element: K of head h as f32 rows Kc[h, j, :] and V transposed, Vt[h, :, j], j < kvp
-//    (keys kv_len.. zero, so the products' padding adds nothing);
+//  - kv_f32: a thread per element: K and V of head h as f32 rows Kc[h, j, :], Vc[h, j, :], j < kvp (keys kv_len..
+//    zero, so the products' padding adds nothing; the P V product reads Vc as a [keys, D] matrix);
 //  - softmax_rows: a workgroup per (query, head) row of S: s'_j = scale * S_j where key j is visible (MASK,
 //    common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible), written over S; L = sum P_j;
 //  - finish: out[s, h*D + d] = gated(r(O / L)), 0 for a query that sees no key.
@@ -13,7 +13,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(1) var<storage, read> k: array<u32>;             // [H, cap, D] f32 bits or packed bf16
 @group(0) @binding(2) var<storage, read> v: array<u32>;
 @group(0) @binding(3) var<storage, read_write> kc: array<f32>;      // [H, kvp, D]
-@group(0) @binding(4) var<storage, read_write> vt: array<f32>;      // [H, D, kvp]
+@group(0) @binding(4) var<storage, read_write> vc: array<f32>;      // [H, kvp, D]
 @group(0) @binding(5) var<storage, read_write> s: array<f32>;       // [H, seq, kvp]: scores, then weights
 @group(0) @binding(6) var<storage, read_write> l: array<f32>;       // [H, seq]: the weights' sums
 @group(0) @binding(7) var<storage, read> mask: array<u32>;          // see MASK
@@ -49,7 +49,7 @@ fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
     vx = v_at(at);
   }
   kc[i] = kx;
-  vt[(h * p.hd + d) * p.kvp + j] = vx;
+  vc[i] = vx;
 }
 
 // The max (or with `add` the sum) of red[0 .. WG), in every lane; red is free again after.

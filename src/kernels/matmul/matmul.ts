@@ -108,15 +108,15 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
 
 /**
  * `batch` products x_z @ w_z^T by the tiled kernel in one dispatch (attention's per-head products, sdpa_mm.ts):
- * x f32 [batch, M, K], w [batch, N, K] (f32 or bf16), out f32: product z in rows z*M.. of [batch * M, N]
- * ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's to check.
+ * x f32 [batch, M, K], w [batch, N, K] (f32 or bf16; [batch, K, N] with `transposed`: x_z @ w_z), out f32: product z
+ * in rows z*M.. of [batch * M, N] ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's.
  */
-export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor, o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; round?: Round }): void {
+export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor, o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean; round?: Round }): void {
   const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
   TILED.dispatch(x.gpu, {
     bindings: { x, w, out }, label: 'matmul.tiled_batched',
     uniforms: { M: o.M, N: o.N, K: o.K, ldo: o.layout === 'rows' ? o.N : o.batch * o.N, col0: 0, eps: 0 },
-    overrides: { WDT: DTYPE_CODE[w.dtype as keyof typeof DTYPE_CODE], ROUND: roundCode('matmul', o.round), ACC: 0, ...TILE, BATCH: o.layout === 'rows' ? 1 : 2 },
+    overrides: { WDT: DTYPE_CODE[w.dtype as keyof typeof DTYPE_CODE], ROUND: roundCode('matmul', o.round), ACC: 0, ...TILE, BATCH: o.layout === 'rows' ? 1 : 2, WT: o.transposed ? 1 : 0 },
     workgroups: [Math.ceil(o.N / BN), Math.ceil(o.M / BM), o.batch],
   });
 }

@@ -2,6 +2,7 @@
 // the ACC fusion (matmul.ts normalises x and pairs SwiGLU around it). out[m, col0 + n] = round(sum_k x[m, k] * w[n, k]).
 // Batched (BATCH, workgroups.z = the batch index z; attention's per-head products): x and w are stacks of [M, K]
 // and [N, K] matrices, and product z goes to rows z*M.. of out (BATCH 1) or to columns col0 + z*N.. (BATCH 2).
+// WT: w is stored transposed, [K, N] (x @ w, attention's P V over a [keys, D] value matrix).
 
 // #include "matmul/linear.inc.wgsl"
 
@@ -12,6 +13,7 @@ override TM: u32 = 4u;
 override TN: u32 = 4u;
 override BK: u32 = 16u;
 override BATCH: u32 = 0u;
+override WT: bool = false;
 
 const MAXT: u32 = 8u;
 
@@ -39,11 +41,14 @@ fn matmul_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
       As[kk * BM + mm] = select(0.0, x[xb + min(m, p.M - 1u) * p.K + min(k, p.K - 1u)], m < p.M && k < p.K);
     }
     for (var idx = tid; idx < BN * BK; idx += threads) {
-      let nn = idx / BK;
-      let kk = idx % BK;
+      // Consecutive threads read consecutive elements: along k, or along n when w is [K, N].
+      let nn = select(idx / BK, idx % BN, WT);
+      let kk = select(idx % BK, idx / BN, WT);
       let n = n0 + nn;
       let k = k0 + kk;
-      Bs[kk * BN + nn] = select(0.0, weight(wb + min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
+      let nc = min(n, p.N - 1u);
+      let kc = min(k, p.K - 1u);
+      Bs[kk * BN + nn] = select(0.0, weight(wb + select(nc * p.K + kc, kc * p.N + nc, WT)), n < p.N && k < p.K);
     }
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk++) {

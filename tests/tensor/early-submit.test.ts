@@ -1,0 +1,48 @@
+// A long batch is submitted in parts while it is recorded (Gpu.dispatch, every 256 dispatches), so the GPU starts
+// on a prefill's first layers while JavaScript records the rest: results stay in order, and an error in a part
+// submitted early is still reported, at the next read.
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { GpuValidationError } from '../../src/tensor/errors.ts';
+import { add } from '../../src/kernels/ops/ops.ts';
+
+describe('early submits of long batches', async () => {
+  const gpu = await getGpu();
+
+  it('600 dependent adds give 600, in three submits', async () => {
+    const submit = gpu.device.queue.submit.bind(gpu.device.queue);
+    let submits = 0;
+    gpu.device.queue.submit = (b: Iterable<GPUCommandBuffer>) => { submits++; submit(b); };
+    try {
+      await gpu.sync();
+      submits = 0;
+      const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
+      let x = Tensor.from(gpu, new Float32Array([0]), [1], 'f32', 'x');
+      for (let i = 0; i < 600; i++) {
+        const y = add(x, one);
+        x.dispose();
+        x = y;
+      }
+      expect((await x.read())[0]).toBe(600);
+      expect(submits).toBe(3);   // parts of 256, 256, then the rest with the read
+      for (const t of [one, x]) t.dispose();
+    } finally {
+      gpu.device.queue.submit = submit;
+    }
+  });
+
+  it('a validation error in an early part is reported at the next read', async () => {
+    const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
+    const gone = gpu.device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE });
+    gone.destroy();
+    const bad = new Tensor(gpu, gone, [1], 'f32', 'destroyed', 0, false);
+    add(bad, one).dispose();
+    let x = one;
+    for (let i = 0; i < 300; i++) x = add(x, one);
+    await expect(x.read()).rejects.toThrow(GpuValidationError);
+    await gpu.sync();
+    // The device goes on working after the reported error.
+    expect((await add(one, one).read())[0]).toBe(2);
+  });
+});
