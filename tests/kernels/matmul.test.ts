@@ -357,9 +357,10 @@ describe('matmul fusions against the float64 reference', async () => {
 describe('gemv_upl (every load up front) against the float64 reference', async () => {
   const gpu = await getGpu();
   // M = 1..4 (one block of MB rows) at the model's K and a short row (64: fewer units than lanes, the tail masked);
-  // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane.
+  // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane, and
+  // 16 lanes x 8 rows, which serve 2 x rows per block (M = 4: two blocks along z).
   const SIZES = [[1, 1536], [2, 64], [3, 4096], [4, 1536], [4, 64], [1, 4096]] as const;
-  const SHAPES = [{ wg: 64, rows: 8 }, { wg: 128, rows: 4 }, { wg: 256, rows: 2 }, { wg: 16, rows: 2 }];
+  const SHAPES = [{ wg: 64, rows: 8 }, { wg: 128, rows: 4 }, { wg: 256, rows: 2 }, { wg: 32, rows: 2 }, { wg: 16, rows: 8 }];
   // gemv_upl_sg where the adapter has subgroups (lavapipe does).
   const kernels: GemvKernel[] = gpu.subgroups ? ['upl', 'upl-sg'] : ['upl'];
   for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {

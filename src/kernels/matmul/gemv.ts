@@ -1,5 +1,6 @@
 // The matrix-vector path of matmul (decode, short prefill): workgroup shapes per projection and the dispatch of
-// matmul_upl.wgsl's gemv_upl (where its units split evenly over the lanes) or matmul.wgsl's gemv_vec4 / gemv_word.
+// gemv_upl (matmul_upl.wgsl; gemv_upl_sg, matmul_upl_sg.wgsl, where the adapter has subgroups) where a row's units
+// split evenly over the lanes, else matmul.wgsl's gemv_vec4 / gemv_word.
 // matmul.ts chooses the path and validates; this file only shapes and dispatches.
 import { Kernel, type Overrides } from '../../tensor/kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
@@ -73,8 +74,10 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
     const why = !wide ? 'rows are not 16-byte aligned' : !fits ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : "the adapter lacks the 'subgroups' feature";
     throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${why})`);
   }
-  // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats.
-  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(gpu.device.limits.maxComputeWorkgroupStorageSize / (4 * WG * ROWS)));
+  // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats (beside
+  // gemv_upl_sg's 32-byte mask of subgroup leaders).
+  const shared = gpu.device.limits.maxComputeWorkgroupStorageSize - (kernel === 'upl-sg' ? 32 : 0);
+  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(shared / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
