@@ -222,8 +222,9 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
  * o and down), one x row, over kernels and workgroup shapes: wall time per call, barrier included, as a replayed
- * step pays it. 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows; 'upl' (loads up front) at the lanes that split a
- * row's units evenly, x 2, 4 or 8 rows as its registers allow: about 56 points for HRM-1B, ~15 s on an H200.
+ * step pays it. 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows; 'upl' and 'upl-sg' (loads up front; the latter
+ * reduced on subgroups, where the adapter has them) at the lanes that split a row's units evenly, x 2, 4 or 8 rows
+ * as its registers allow: 80 points for HRM-1B, under a second each (batches of >= 25 ms, 3 samples).
  */
 export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: number, s: Settings): Promise<SweepPoint[]> {
   const layers = [
@@ -240,7 +241,7 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
-      for (const gemv of sweepShapes(L.k)) {
+      for (const gemv of sweepShapes(L.k, gpu.subgroups)) {
         let i = 0;
         const t = await timeCalls(gpu, () => {
           const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv, path: 'gemv' });
@@ -258,14 +259,15 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
   return out;
 }
 
-/** The sweep's matrix-vector kernels and shapes for rows of K bf16 weights. */
-function sweepShapes(K: number): Array<Required<GemvShape>> {
+/** The sweep's matrix-vector kernels and shapes for rows of K bf16 weights ('upl-sg' where the adapter has subgroups). */
+function sweepShapes(K: number, subgroups: boolean): Array<Required<GemvShape>> {
   const shapes: Array<Required<GemvShape>> = [];
+  const upl: GemvKernel[] = subgroups ? ['upl', 'upl-sg'] : ['upl'];
   for (const wg of [32, 64, 128, 256]) {
     for (const rows of [2, 4]) shapes.push({ kernel: 'vec4', wg, rows });
     for (const rows of [2, 4, 8]) {
       const f = uplFit(K, 'bf16', wg, rows);
-      if (f.exact && f.fits) shapes.push({ kernel: 'upl', wg, rows });
+      if (f.exact && f.fits) for (const kernel of upl) shapes.push({ kernel, wg, rows });
     }
   }
   return shapes;

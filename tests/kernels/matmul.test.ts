@@ -8,7 +8,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
-import { uplFit, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
+import { uplFit, type GemvKernel } from '../../src/kernels/matmul/gemv.ts';
 import { matmulAbsRef, matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
@@ -357,16 +357,19 @@ describe('matmul fusions against the float64 reference', async () => {
 describe('gemv_upl (every load up front) against the float64 reference', async () => {
   const gpu = await getGpu();
   // M = 1..4 (one block of MB rows) at the model's K and a short row (64: fewer units than lanes, the tail masked);
-  // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane.
+  // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane, and
+  // 16 lanes x 8 rows, which serve 2 x rows per block (M = 4: two blocks along z).
   const SIZES = [[1, 1536], [2, 64], [3, 4096], [4, 1536], [4, 64], [1, 4096]] as const;
-  const SHAPES: GemvShape[] = [{ wg: 64, rows: 8, kernel: 'upl' }, { wg: 128, rows: 4, kernel: 'upl' }, { wg: 256, rows: 2, kernel: 'upl' }, { wg: 16, rows: 2, kernel: 'upl' }];
+  const SHAPES = [{ wg: 64, rows: 8 }, { wg: 128, rows: 4 }, { wg: 256, rows: 2 }, { wg: 32, rows: 2 }, { wg: 16, rows: 8 }];
+  // gemv_upl_sg where the adapter has subgroups (lavapipe does).
+  const kernels: GemvKernel[] = gpu.subgroups ? ['upl', 'upl-sg'] : ['upl'];
   for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
     for (const [dtype, round] of [['f32', 'none'], ['bf16', 'bf16']] as const) {
-      it(`${c.name} ${dtype}: within the gemv_vec4 tolerance, whole and in row chunks`, async () => {
+      for (const kernel of kernels) it(`${kernel} ${c.name} ${dtype}: within the gemv_vec4 tolerance, whole and in row chunks`, async () => {
         const tally = { total: 0, same: 0 };
         for (const [j, [M, K]] of SIZES.entries()) {
           const N = c.swiglu ? 38 : 37;
-          const gemv = [...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)!;
+          const gemv = { kernel, ...[...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)! };
           // Weights of a model's scale (1 / sqrt(K)): sums of O(1), so sigmoid stays out of f32's subnormals (the GPU
           // flushes them; the reference does not).
           const u = await uploadFused(gpu, M, N, K, dtype, round, 300 + M * K + N, 1 / Math.sqrt(K));
@@ -446,5 +449,12 @@ describe('matmul matrix-vector workgroup shapes (the gemv option)', async () => 
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 48, rows: 2 } })).toThrow(InputError);
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 3 } })).toThrow(/rows 2 or 4/);
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/from 16 to 256/);
+    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 8 } })).toThrow(/8 with the upl kernels/);
+    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 2, kernel: 'upl2' as GemvKernel } })).toThrow(/kernel must be 'vec4' or 'upl' or 'upl-sg'/);
+    // gemv_upl reads whole 16-byte units and holds at most 32 of them per lane.
+    const odd = Tensor.empty(gpu, [8, 63], 'bf16', 'w.odd');
+    expect(() => matmul(Tensor.empty(gpu, [1, 63], 'f32', 'x.odd'), odd, { path: 'gemv', gemv: { wg: 64, rows: 2, kernel: 'upl' } })).toThrow(/'w.odd' .*not 16-byte/);
+    const long = Tensor.empty(gpu, [8, 4096], 'f32', 'w.long');
+    expect(() => matmul(Tensor.empty(gpu, [1, 4096], 'f32', 'x.long'), long, { path: 'gemv', gemv: { wg: 16, rows: 2, kernel: 'upl' } })).toThrow(/64 units per lane x 2 rows exceed 32/);
   });
 });

@@ -1,5 +1,6 @@
 // The matrix-vector path of matmul (decode, short prefill): workgroup shapes per projection and the dispatch of
-// matmul_upl.wgsl's gemv_upl (where its units split evenly over the lanes) or matmul.wgsl's gemv_vec4 / gemv_word.
+// gemv_upl (matmul_upl.wgsl; gemv_upl_sg, matmul_upl_sg.wgsl, where the adapter has subgroups) where a row's units
+// split evenly over the lanes, else matmul.wgsl's gemv_vec4 / gemv_word.
 // matmul.ts chooses the path and validates; this file only shapes and dispatches.
 import { Kernel, type Overrides } from '../../tensor/kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
@@ -9,16 +10,18 @@ import { InputError } from '../../tensor/errors.ts';
 const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
 const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
 const GEMV_UPL = new Kernel('matmul/matmul_upl.wgsl', 'gemv_upl');
+const GEMV_UPL_SG = new Kernel('matmul/matmul_upl_sg.wgsl', 'gemv_upl_sg');
 
 /**
  * The matrix-vector kernel: 'vec4' the K loop (gemv_vec4, or gemv_word where rows are not 16-byte), 'upl' all of a
- * lane's loads up front (gemv_upl: 16-byte rows, rows up to 8, units per row / lanes * rows <= UPL_MAXW).
+ * lane's loads up front (gemv_upl: 16-byte rows, rows up to 8, units per row / lanes * rows <= UPL_MAXW), 'upl-sg'
+ * the same reduced on subgroups (gemv_upl_sg: adapters with the 'subgroups' feature).
  */
-export type GemvKernel = 'vec4' | 'upl';
+export type GemvKernel = 'vec4' | 'upl' | 'upl-sg';
 
 /**
  * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256), weight rows (2 or 4; 'upl'
- * also 8) and the kernel (default: 'upl' where it applies with whole units per lane, else 'vec4').
+ * also 8) and the kernel (default 'vec4'; the upl kernels on request).
  */
 export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel }
 
@@ -29,9 +32,9 @@ const UPL_MAXW = 32;
 export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4' }: GemvShape, kernels: readonly GemvKernel[] = ['vec4']): void {
   const shape = JSON.stringify({ wg, rows, kernel });
   if (!kernels.includes(kernel)) throw new InputError(op, `gemv shape ${shape}: kernel must be ${kernels.map((k) => `'${k}'`).join(' or ')}`);
-  const rowsOk = rows === 2 || rows === 4 || (rows === 8 && kernel === 'upl');
+  const rowsOk = rows === 2 || rows === 4 || (rows === 8 && kernel !== 'vec4');
   if (!(wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0 && rowsOk)) {
-    throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256 and rows 2 or 4 (8 with kernel 'upl')`);
+    throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256 and rows 2 or 4 (8 with the upl kernels)`);
   }
 }
 
@@ -46,6 +49,9 @@ export const GEMV_MAX_M = 4;
 //   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
 // Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
 // prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
+// Those were gemv_vec4's; gemv_upl(_sg) takes the same shapes until a sweep of its own picks others (--sweep-gemv
+// lists 'upl' and 'upl-sg' points). Each splits HRM-1B's bf16 rows evenly: K = 1536 is 192 units (6 per lane at 32
+// lanes, 3 at 64), K = 4096 512 (4 at 128), so decode takes gemv_upl on every projection and lm_head.
 function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
   if (K > 2048) return { WG: 128, ROWS: 2 };
   if (N >= 16384) return { WG: 32, ROWS: 2 };
@@ -59,26 +65,29 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
-  if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl']);
+  if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg']);
   const wide = wideRows(x, c, K);
-  const { upl: UPL, exact, fits } = uplFit(K, c.dtype, WG, ROWS);
+  const { upl: UPL, fits } = uplFit(K, c.dtype, WG, ROWS);
   // gemv_upl measured slower than gemv_vec4 on the H200 at HRM-1B's decode shapes (bench/results, 20261201-224909Z):
-  // it runs on request only.
+  // the upl kernels run on request (bench --sweep-gemv) until a sweep shows one ahead.
   const kernel = shape?.kernel ?? 'vec4';
-  if (kernel === 'upl' && !(wide && fits)) {
-    const why = wide ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : 'rows are not 16-byte aligned';
-    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight [${c.shape.join(', ')}] ${c.dtype}: kernel 'upl' cannot take it (${why})`);
+  if (kernel !== 'vec4' && !(wide && fits && (kernel === 'upl' || gpu.subgroups))) {
+    const why = !wide ? 'rows are not 16-byte aligned' : !fits ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : "the adapter lacks the 'subgroups' feature";
+    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${why})`);
   }
-  // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats.
-  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(gpu.device.limits.maxComputeWorkgroupStorageSize / (4 * WG * ROWS)));
+  // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats (beside
+  // gemv_upl_sg's 32-byte mask of subgroup leaders).
+  const shared = gpu.device.limits.maxComputeWorkgroupStorageSize - (kernel === 'upl-sg' ? 32 : 0);
+  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(shared / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
   const overrides = { ...fixed, WG, ROWS, MB };
-  if (kernel === 'upl') {
-    GEMV_UPL.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL }, workgroups, label: 'matmul.gemv_upl' });
+  if (kernel !== 'vec4') {
+    const [k, label] = kernel === 'upl' ? [GEMV_UPL, 'matmul.gemv_upl'] : [GEMV_UPL_SG, 'matmul.gemv_upl_sg'];
+    k.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL }, workgroups, label });
   } else if (wide) {
     GEMV_VEC4.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_vec4' });
   } else {

@@ -28,20 +28,36 @@ fn tree_sum(segs: u32, lid: u32) {
   }
 }
 
-// Sum acc over the workgroup's lanes and write the block's outputs: ROWS x MB, or with SWIGLU ROWS / 2 x MB.
+// Sum acc over the workgroup's lanes and write the block's outputs.
 fn reduce_store(acc: array<f32, MAXACC>, lid: u32, blk: u32, m0: u32) {
-  let outs = ROWS * MB;
-  for (var o = 0u; o < outs; o++) { red[o * WG + lid] = acc[o]; }
-  tree_sum(outs, lid);
+  for (var o = 0u; o < ROWS * MB; o++) { red[o * WG + lid] = acc[o]; }
+  tree_sum(ROWS * MB, lid);
+  let s = out_segs(lid);
+  store_lane(lid, blk, m0, red[s.x * WG], red[s.y * WG]);
+}
+
+// The sums (segments of red) lane lid's output is made of: (its row, unused), or with SWIGLU (gate, up).
+fn out_segs(lid: u32) -> vec2<u32> {
+  let last = ROWS * MB - 1u;
+  if (SWIGLU) {
+    let P = ROWS / 2u;
+    let g = (lid / P) * ROWS + lid % P;   // the up sum is P segments on
+    return min(vec2<u32>(g, g + P), vec2<u32>(last));
+  }
+  return vec2<u32>(min(lid, last));
+}
+
+// Write lane lid's output of the block (ROWS x MB outputs, or with SWIGLU ROWS / 2 x MB) from its sums a, b
+// (out_segs).
+fn store_lane(lid: u32, blk: u32, m0: u32, a: f32, b: f32) {
   if (SWIGLU) {
     let P = ROWS / 2u;
     let m = m0 + lid / P;
     let i = blk * P + lid % P;
-    let g = (lid / P) * ROWS + lid % P;   // segment of the gate sum; the up sum is P segments on
-    if (lid < P * MB && m < p.M && i < p.N / 2u) { store(m, i, silu_mul(round_out(red[g * WG]), round_out(red[(g + P) * WG]))); }
-  } else if (lid < outs) {
+    if (lid < P * MB && m < p.M && i < p.N / 2u) { store(m, i, silu_mul(round_out(a), round_out(b))); }
+  } else if (lid < ROWS * MB) {
     let m = m0 + lid / ROWS;
     let n = blk * ROWS + lid % ROWS;
-    if (m < p.M && n < p.N) { store(m, n, round_out(red[lid * WG])); }
+    if (m < p.M && n < p.N) { store(m, n, round_out(a)); }
   }
 }

@@ -10,6 +10,8 @@
 //     row per step, for every x row of the block, then reduce across the workgroup in shared memory (log2 WG
 //     barriers, once per workgroup). Needs row starts on 16-byte boundaries: K % 8 == 0 for halves, K % 4 == 0
 //     for f32, tensors at 16-byte offsets.
+//     gemv_upl (matmul_upl.wgsl; gemv_upl_sg in matmul_upl_sg.wgsl reduces on subgroups) is the same work with
+//     every lane's loads issued up front: gemv.ts takes it where a row's units split evenly over the lanes.
 //  2. gemv_word   (decode, any K): the same shape of work reading one u32 word per lane per step; the first and
 //     last word of a row may straddle a neighbouring row when K is odd, so those halves are masked. Kept for
 //     shapes variant 1 cannot take: 2-3x slower than it on an H200 (HRM-1B shapes, M = 1 and 4).
@@ -31,8 +33,8 @@
 //         sums of rows i and I + i, which one workgroup (one thread in 4) computes side by side.
 //  ACC    (all) residual epilogue out = round(out + round(sum)), in place; the old value is read through `out`
 //         itself (one buffer cannot be bound read-only and read-write in the same dispatch).
-// Subgroup reductions are not used: `enable subgroups` cannot sit behind an override (it would fail to compile
-// where the feature is absent), and the reduction is a small part of the work next to streaming the weights.
+// Subgroup reductions need a module of their own: `enable subgroups` cannot sit behind an override (it would fail to
+// compile where the feature is absent); matmul_upl_sg.wgsl is that module for gemv_upl.
 
 // #include "matmul/linear.inc.wgsl"
 // #include "matmul/gemv_block.inc.wgsl"
