@@ -49,9 +49,8 @@ export const GEMV_MAX_M = 4;
 //   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
 // Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
 // prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
-// Those were gemv_vec4's; gemv_upl(_sg) takes the same shapes until a sweep of its own picks others (--sweep-gemv
-// lists 'upl' and 'upl-sg' points). Each splits HRM-1B's bf16 rows evenly: K = 1536 is 192 units (6 per lane at 32
-// lanes, 3 at 64), K = 4096 512 (4 at 128), so decode takes gemv_upl on every projection and lm_head.
+// Those are gemv_vec4's; a forced gemv_upl(_sg) takes the same unless the shape names others (--sweep-gemv lists
+// 'upl' and 'upl-sg' points).
 function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
   if (K > 2048) return { WG: 128, ROWS: 2 };
   if (N >= 16384) return { WG: 32, ROWS: 2 };
