@@ -15,7 +15,6 @@ import { roundBf16 } from '../../tensor/dtype.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
-const ZERO = new Kernel('matmul/sgmat_prep.wgsl', 'zero_flag');
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
 /** The output tile of one workgroup (one subgroup). */
 const TILE = { M: 64, N: 64 };
@@ -96,16 +95,29 @@ export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
   if (round !== 'bf16' || w.dtype !== 'bf16') throw new DTypeError('matmul', `path 'sgmat' needs round 'bf16' and bf16 weights (${what}, round '${round ?? 'none'}')`);
 }
 
-const statsOf = new WeakMap<Gpu, Tensor>();
-
 /**
- * stats[0]: rows (of x or of a weight chunk) holding a value the f16 path cannot take, summed over every call on
- * this device (wrapping at 2^32); any such row sends its call to the f32 fallback. Tests read it.
+ * Per device: stats[0] counts the rows (of x or of a weight chunk) holding a value the f16 path cannot take, over
+ * every call (wrapping at 2^32; tests read it); flag[0] holds the epoch of the last call that had one. Each call
+ * takes a new epoch, so the flag is never cleared: clearing it needs a dispatch or a buffer write, and a write
+ * into an open batch splits its pass.
  */
+const stateOf = new WeakMap<Gpu, { stats: Tensor; flag: Tensor; epoch: number }>();
+
+function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
+  let s = stateOf.get(gpu);
+  if (!s) stateOf.set(gpu, (s = { stats: Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats'), flag: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag'), epoch: 0 }));
+  return s;
+}
+
+function nextEpoch(gpu: Gpu): number {
+  const s = sgmatState(gpu);
+  s.epoch = s.epoch >= 0xffffffff ? 1 : s.epoch + 1;
+  return s.epoch;
+}
+
+/** The device's stats tensor (see sgmatState): tests zero-difference it around a call. */
 export function sgmatStats(gpu: Gpu): Tensor {
-  let t = statsOf.get(gpu);
-  if (!t) statsOf.set(gpu, (t = Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats')));
-  return t;
+  return sgmatState(gpu).stats;
 }
 
 const pad = (n: number, to: number) => Math.ceil(n / to) * to;
@@ -119,15 +131,13 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const { M, K } = u;
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
   const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
-  const stats = sgmatStats(gpu);
-  // Zeroed by a dispatch, not a buffer write: a write into an open batch splits the pass (and costs a staging copy).
-  const flag = Tensor.empty(gpu, [1], 'u32', 'matmul.sgmat.flag');
-  ZERO.dispatch(gpu, { bindings: { flag }, uniforms: {}, workgroups: [1, 1], label: 'matmul.sgmat.zero' });
+  const { stats, flag } = sgmatState(gpu);
+  const epoch = nextEpoch(gpu);
   const scale = Tensor.empty(gpu, [Mp + maxN], 'i32', 'matmul.sgmat.scale');
   const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
   const wh = Tensor.empty(gpu, [maxN, Kp], 'f16', 'matmul.sgmat.w16');
   const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
-  const base = { K, Kp, ldo: u.ldo, scale_w: Mp };
+  const base = { K, Kp, ldo: u.ldo, scale_w: Mp, epoch };
   const toF16 = (src: Tensor, rows: number, padded: number, dst: Tensor, at: number, bf16: boolean, label: string) => TO_F16.dispatch(gpu, {
     bindings: { src, dst, scale, flag, stats }, label, uniforms: { ...base, rows, rows_pad: padded, N: 0, col0: 0, Np: 0, scale_at: at },
     overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, padded, 1),
@@ -148,5 +158,5 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
     });
     col0 += N;
   }
-  for (const t of [flag, scale, xh, wh, c]) t.dispose();
+  for (const t of [scale, xh, wh, c]) t.dispose();
 }

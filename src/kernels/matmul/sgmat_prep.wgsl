@@ -6,9 +6,8 @@
 //    overflows f16. A bf16 value (8 significant bits) is then exact in f16 unless it is 2^32 times smaller than its
 //    row's maximum: those fall into f16's subnormals and are rounded to nearest even (an error below 2^-40 of the
 //    row's largest product, far under the bf16 output's half ulp). A value f16 cannot hold exactly at a normal
-//    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0]: the tensor-core sums are
-//    then not used.
-//  - zero_flag clears flag[0] at the start of each call.
+//    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0] to the call's epoch (a
+//    number every call gets anew, so the flag never needs clearing): the tensor-core sums are then not used.
 //  - sgmat_out: a thread per output: out[m, col0 + n] = round(ldexp(C[m, n], -(e_x[m] + e_w[n]))) (exact, one step:
 //    dividing by the scales one at a time was folded by the driver into one division by their product, which
 //    overflows f32 for a row of tiny values), with matmul.wgsl's residual epilogue (ACC). When flag[0] is set it computes the output with
@@ -16,7 +15,7 @@
 //    depends on the range of the data, only the speed does.
 // Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
 
-struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, scale_at: u32, scale_w: u32 }
+struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, scale_at: u32, scale_w: u32, epoch: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
@@ -24,7 +23,7 @@ struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col
 // Row scale exponents of x at [0, M_pad) and of the weight chunk from scale_w on: to_f16 writes those of its rows
 // from scale_at on, sgmat_out reads both.
 @group(0) @binding(3) var<storage, read_write> scale: array<i32>;
-@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;   // [0]: the call's values the f16 path cannot take
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;   // [0]: the epoch of the last call with values the f16 path cannot take
 @group(0) @binding(5) var<storage, read_write> stats: array<atomic<u32>>;  // [0]: rows with such values, all calls (tests)
 @group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [M_pad, Np]
 @group(0) @binding(7) var<storage, read> x: array<f32>;                    // sgmat_out's fallback operands
@@ -94,7 +93,7 @@ fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
     let hi = scaled(src_bits(r, 2u * j + 1u), e, &ok);
     dst[r * (p.Kp / 2u) + j] = pack2x16float(vec2<f32>(lo, hi));
   }
-  if (!ok) { atomicAdd(&flag[0], 1u); atomicAdd(&stats[0], 1u); }
+  if (!ok) { atomicStore(&flag[0], p.epoch); atomicAdd(&stats[0], 1u); }
 }
 
 @compute @workgroup_size(WG)
@@ -104,7 +103,7 @@ fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   let m = i / p.N;
   let n = i % p.N;
   var v: f32;
-  if (atomicLoad(&flag[0]) == 0u) {
+  if (atomicLoad(&flag[0]) != p.epoch) {
     v = ldexp(c[m * p.Np + n], -(scale[m] + scale[p.scale_w + n]));
   } else {
     v = 0.0;
@@ -114,8 +113,3 @@ fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   if (ACC) { out[j] = round_out(out[j] + round_out(v)); } else { out[j] = round_out(v); }
 }
 
-// The call's flag back to 0 before its to_f16 dispatches (an ordered dispatch: a buffer write would split the pass).
-@compute @workgroup_size(1)
-fn zero_flag() {
-  atomicStore(&flag[0], 0u);
-}
