@@ -17,6 +17,7 @@ export function numel(shape: readonly number[]): number {
 
 export class Tensor {
   private disposed = false;
+  private readonly derived: Tensor[] = [];
 
   constructor(
     readonly gpu: Gpu,
@@ -95,10 +96,23 @@ export class Tensor {
     return v instanceof Float32Array ? v : Float32Array.from(v);
   }
 
+  /**
+   * Dispose `t` with this tensor: a copy of its contents in another form that a kernel family keeps (the f16 copy
+   * of a weight the tensor cores read). Only owned tensors take one (a view's dispose frees nothing).
+   */
+  attach(t: Tensor): void {
+    if (!this.owned) throw new ShapeError('attach', `'${this.label}' is a view; attach to the tensor that owns its buffer`);
+    this.derived.push(t);
+  }
+
+  /** Whether dispose() frees the buffer (false for views). */
+  get ownsBuffer(): boolean { return this.owned; }
+
   dispose(): void {
     if (this.disposed || !this.owned) return;
     this.disposed = true;
     this.gpu.release(this.buffer);
+    for (const t of this.derived.splice(0)) t.dispose();
   }
 }
 

@@ -22,14 +22,14 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
   async function prep(v: Float32Array, rows: number, pad: number, bf16: boolean) {
     const src = Tensor.from(gpu, v, [rows, K], bf16 ? 'bf16' : 'f32', 'src');
     const dst = Tensor.empty(gpu, [pad, Kp], 'f16', 'dst');
-    const scale = Tensor.empty(gpu, [pad + 3], 'i32', 'scale');
+    const scale = Tensor.empty(gpu, [pad], 'i32', 'scale');
     const flag = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'flag');
     const stats = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'stats');
     TO_F16.dispatch(gpu, {
       bindings: { src, dst, scale, flag, stats }, overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, pad, 1),
-      uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, scale_at: 3, scale_w: 0, epoch: 7 },
+      uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: 7 },
     });
-    const r = { h: (await dst.read()) as Float32Array, scale: ((await scale.read()) as Int32Array).slice(3), flag: (await flag.read())[0], rows: (await stats.read())[0] };   // flag: 7 (the epoch) when flagged
+    const r = { h: (await dst.read()) as Float32Array, scale: (await scale.read()) as Int32Array, flag: (await flag.read())[0], rows: (await stats.read())[0] };   // flag: 7 (the epoch) when flagged
     for (const t of [src, dst, scale, flag, stats]) t.dispose();
     return r;
   }
@@ -69,8 +69,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     expectRows(v, M, Mp, r);
   });
 
-  /** sgmat_out over C = (f16 x) @ (f16 w)^T formed in float64, as call 9; the flag holds 9 (`fallback`) or another call's 8. */
-  async function out(fallback: boolean, acc?: Float32Array) {
+  /** sgmat_out over C = (f16 x) @ (f16 w)^T formed in float64, as call 9: the call's flag holds 9 ('call') or another call's 8, the weight's 1 ('weight') or 0. */
+  async function out(fallback: 'call' | 'weight' | null, acc?: Float32Array) {
     const x = await prep(xv, M, Mp, false), w = await prep(wv, N, Np, true);
     const c = new Float32Array(Mp * Np);
     for (let m = 0; m < Mp; m++) for (let n = 0; n < Np; n++) {
@@ -79,22 +79,24 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
       c[m * Np + n] = s;
     }
     const t = {
-      c: Tensor.from(gpu, c, [Mp, Np], 'f32', 'c'), scale: Tensor.from(gpu, Int32Array.from([...x.scale.slice(0, Mp), ...w.scale.slice(0, Np)]), [Mp + Np], 'i32', 'scale'),
-      flag: Tensor.from(gpu, new Uint32Array([fallback ? 9 : 8]), [1], 'u32', 'flag'),
+      // A flagged call must not read the sums at all: they are NaN then.
+      c: Tensor.from(gpu, fallback ? c.fill(NaN) : c, [Mp, Np], 'f32', 'c'), sx: Tensor.from(gpu, x.scale, [Mp], 'i32', 'sx'), sw: Tensor.from(gpu, w.scale, [Np], 'i32', 'sw'),
+      flag: Tensor.from(gpu, new Uint32Array([fallback === 'call' ? 9 : 8]), [1], 'u32', 'flag'),
+      wflag: Tensor.from(gpu, new Uint32Array([fallback === 'weight' ? 1 : 0]), [1], 'u32', 'wflag'),
       x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wv, [N, K], 'bf16', 'w'),
       out: Tensor.from(gpu, acc ?? new Float32Array(M * (N + 3)), [M, N + 3], 'f32', 'out'),
     };
     OUT.dispatch(gpu, {
       bindings: t, overrides: { ROUND: 1, ACC: acc ? 1 : 0 }, workgroups: grid(gpu, M * N, 256),
-      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: N + 3, col0: 3, Np, scale_at: 0, scale_w: Mp, epoch: 9 },
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: N + 3, col0: 3, Np, epoch: 9 },
     });
     const got = await t.out.read();
     for (const v of Object.values(t)) v.dispose();
     return got;
   }
 
-  for (const fallback of [false, true]) {
-    it(`sgmat_out ${fallback ? 'in f32 (flagged call)' : 'from the tensor-core sums'}: within 1 bf16 ulp of float64, residual added`, async () => {
+  for (const fallback of [null, 'call', 'weight'] as const) {
+    it(`sgmat_out ${fallback ? `in f32 (flagged ${fallback})` : 'from the tensor-core sums'}: within 1 bf16 ulp of float64, residual added`, async () => {
       const want = matmulRef(xv, wv, M, N, K, 'bf16');
       const acc = randn(3, M * (N + 3), 2).map(roundBf16);
       for (const a of [undefined, acc]) {

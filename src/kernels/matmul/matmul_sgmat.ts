@@ -122,6 +122,47 @@ export function sgmatStats(gpu: Gpu): Tensor {
 
 const pad = (n: number, to: number) => Math.ceil(n / to) * to;
 
+/** A weight's rows as to_f16 writes them (f16 [Np, Kp], exponents [Np]) and its flag (1: the f16 path cannot take it). */
+interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
+
+/**
+ * The f16 copy of each weight tensor the tensor cores have read, kept with it (attached: disposed when it is): a
+ * prefill would otherwise convert every weight again in every layer call (a quarter of the matmul's dispatches).
+ * It costs the weight's size again in GPU memory, on adapters that take this path only. Views of a buffer are
+ * converted per call instead.
+ */
+const halves = new WeakMap<Tensor, HalfWeight>();
+
+function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows: number; padded: number; K: number; Kp: number; epoch: number; bf16: boolean; label: string }): void {
+  const gpu = src.gpu;
+  TO_F16.dispatch(gpu, {
+    bindings: { src, dst, scale, flag, stats: sgmatState(gpu).stats }, label: u.label,
+    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch },
+    overrides: { SRC_BF16: u.bf16 ? 1 : 0 }, workgroups: grid(gpu, u.padded, 1),
+  });
+}
+
+/** w's f16 copy: the cached one, or (a view) one made for this call, freed by `temps`. */
+function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
+  const cached = halves.get(w);
+  if (cached) return cached;
+  const gpu = w.gpu;
+  const [N, K] = w.shape;
+  const Np = pad(N, TILE.N);
+  const h: HalfWeight = {
+    wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${w.label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${w.label}.f16_scales`),
+    bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${w.label}.f16_flag`),
+  };
+  toF16(w, h.wh, h.sw, h.bad, { rows: N, padded: Np, K, Kp, epoch: 1, bf16: true, label: 'matmul.sgmat.w_f16' });
+  if (w.ownsBuffer) {
+    for (const t of [h.wh, h.sw, h.bad]) w.attach(t);
+    halves.set(w, h);
+  } else {
+    temps.push(h.wh, h.sw, h.bad);
+  }
+  return h;
+}
+
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
  * x f32 [M, K], out f32 [M, ldo].
@@ -131,32 +172,28 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const { M, K } = u;
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
   const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
-  const { stats, flag } = sgmatState(gpu);
+  const { flag } = sgmatState(gpu);
   const epoch = nextEpoch(gpu);
-  const scale = Tensor.empty(gpu, [Mp + maxN], 'i32', 'matmul.sgmat.scale');
+  const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales');
   const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
-  const wh = Tensor.empty(gpu, [maxN, Kp], 'f16', 'matmul.sgmat.w16');
   const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
-  const base = { K, Kp, ldo: u.ldo, scale_w: Mp, epoch };
-  const toF16 = (src: Tensor, rows: number, padded: number, dst: Tensor, at: number, bf16: boolean, label: string) => TO_F16.dispatch(gpu, {
-    bindings: { src, dst, scale, flag, stats }, label, uniforms: { ...base, rows, rows_pad: padded, N: 0, col0: 0, Np: 0, scale_at: at },
-    overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, padded, 1),
-  });
-  toF16(x, M, Mp, xh, 0, false, 'matmul.sgmat.x_f16');
+  const temps = [sx, xh, c];
+  toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;
   for (const w of chunks) {
     const N = w.shape[0], Np = pad(N, TILE.N);
-    toF16(w, N, Np, wh, Mp, true, 'matmul.sgmat.w_f16');
+    const h = halfOf(w, Kp, temps);
     KERNEL.dispatch(gpu, {
-      bindings: { a: xh, b: wh, c }, uniforms: { Kp, Np }, label: 'matmul.sgmat',
+      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np }, label: 'matmul.sgmat',
       workgroups: [Np / TILE.N, Mp / TILE.M],
     });
     OUT.dispatch(gpu, {
-      bindings: { c, scale, flag, x, w, out }, label: 'matmul.sgmat.out',
-      uniforms: { ...base, rows: M, rows_pad: Mp, N, col0, Np, scale_at: 0 }, overrides: { ROUND: 1, ACC: accumulate ? 1 : 0 },
+      bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch }, overrides: { ROUND: 1, ACC: accumulate ? 1 : 0 },
       workgroups: grid(gpu, M * N, 256),
     });
     col0 += N;
   }
-  for (const t of [scale, xh, wh, c]) t.dispose();
+  // Recorded dispatches keep reading them in order; the pool may hand them out again.
+  for (const t of temps) t.dispose();
 }

@@ -15,20 +15,23 @@
 //    depends on the range of the data, only the speed does.
 // Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
 
-struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, scale_at: u32, scale_w: u32, epoch: u32 }
+struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, epoch: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;            // to_f16's [rows_pad, Kp / 2] f16 pairs
-// Row scale exponents of x at [0, M_pad) and of the weight chunk from scale_w on: to_f16 writes those of its rows
-// from scale_at on, sgmat_out reads both.
-@group(0) @binding(3) var<storage, read_write> scale: array<i32>;
-@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;   // [0]: the epoch of the last call with values the f16 path cannot take
+@group(0) @binding(3) var<storage, read_write> scale: array<i32>;        // to_f16's row scale exponents (from scale_at)
+// [0]: the epoch of the last conversion with values the f16 path cannot take (to_f16 writes it; a weight's own
+// flag is kept with its cached f16 copy, written with epoch 1).
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> stats: array<atomic<u32>>;  // [0]: rows with such values, all calls (tests)
 @group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [M_pad, Np]
 @group(0) @binding(7) var<storage, read> x: array<f32>;                    // sgmat_out's fallback operands
 @group(0) @binding(8) var<storage, read> w: array<u32>;
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;
+@group(0) @binding(10) var<storage, read> sx: array<i32>;                  // sgmat_out: x's and the weight's exponents
+@group(0) @binding(11) var<storage, read> sw: array<i32>;
+@group(0) @binding(12) var<storage, read> wflag: array<u32>;               // sgmat_out: the weight's flag
 
 override SRC_BF16: bool = false;
 override ROUND: u32 = 1u;
@@ -86,7 +89,7 @@ fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   // 14 - floor(log2 top), from its exponent bits (a subnormal top is scaled as far as f32 goes).
   var e = 0;
   if (top > 0.0) { e = clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127); }
-  if (t == 0u) { scale[p.scale_at + r] = e; }
+  if (t == 0u) { scale[r] = e; }
   var ok = true;
   for (var j = t; j < p.Kp / 2u; j += WG) {
     let lo = scaled(src_bits(r, 2u * j), e, &ok);
@@ -103,8 +106,8 @@ fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   let m = i / p.N;
   let n = i % p.N;
   var v: f32;
-  if (atomicLoad(&flag[0]) != p.epoch) {
-    v = ldexp(c[m * p.Np + n], -(scale[m] + scale[p.scale_w + n]));
+  if (atomicLoad(&flag[0]) != p.epoch && wflag[0] == 0u) {
+    v = ldexp(c[m * p.Np + n], -(sx[m] + sw[n]));
   } else {
     v = 0.0;
     for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], bf16_at(n * p.K + k), v); }
