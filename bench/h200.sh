@@ -6,7 +6,8 @@
 # First the PyTorch anchors (bench/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU, then every
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
 # JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
-# skips it) into qweights.md, and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# skips it) into qweights.md, the MLX parity checks on this GPU (bench/parity.ts; PARITY=0 skips them) into
+# parity.md, and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).
@@ -54,10 +55,16 @@ for dir in .h200/bench .h200/bench-deno; do
       > "$out/qweights.md" 2> "$out/qweights.log"
     echo "qweights exited with $?"; cat "$out/qweights.md"
   fi
+  if [ -f "$dir/parity.mjs.xz" ] && [ "${PARITY:-1}" = 1 ]; then
+    # MLX parity of the model on this GPU's own kernel paths (bench/parity.ts), into parity.md.
+    echo "== $dir parity"
+    ( source "$dir/enter.sh"; xz -dc "$dir/parity.mjs.xz" > "$dir/parity.mjs" && timeout 120 "$dir/node" "$dir/parity.mjs" ) > "$out/parity.md" 2> "$out/parity.log"
+    echo "parity exited with $?"; cat "$out/parity.md"
+  fi
   if [ -f "$dir/sgmat-probe.mjs.xz" ] && [ "${PROBE:-0}" = 1 ]; then
     # The tensor-core probe (bench/sgmat-probe.ts): one JSON line per kernel form, into sgmat-probe.log.
     echo "== $dir sgmat-probe"
-    ( source "$dir/enter.sh"; xz -dc "$dir/sgmat-probe.mjs.xz" > "$dir/sgmat-probe.mjs" && timeout 150 "$dir/node" "$dir/sgmat-probe.mjs" ) > "$out/sgmat-probe.log" 2>&1
+    ( source "$dir/enter.sh"; xz -dc "$dir/sgmat-probe.mjs.xz" > "$dir/sgmat-probe.mjs" && timeout "${PROBE_S:-150}" "$dir/node" "$dir/sgmat-probe.mjs" ) > "$out/sgmat-probe.log" 2>&1
     echo "sgmat-probe exited with $?"; grep '^{' "$out/sgmat-probe.log" | cut -c1-400
   fi
 done

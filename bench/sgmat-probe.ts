@@ -1,6 +1,5 @@
 // Probe for the H200 (bundled by bench/pack.sh, run by bench/h200.sh with PROBE=1): how fast Dawn's subgroup-matrix
-// (tensor-core) builtins run there by kernel shape, with and without Dawn's robustness transform, and the f32 tiled
-// kernel by register tile. One JSON line per variant. Found so far (bench/results/README.md, run 20261201-224909Z):
+// (tensor-core) builtins run there by kernel shape and load schedule, with and without Dawn's robustness transform. One JSON line per variant. Found so far (bench/results/README.md, run 20261201-224909Z):
 // single 16x16x16 products through workgroup memory are right in every layout tried, so the library kernel's wrong
 // sums came from elsewhere; storage-direct kernels are exact, one subgroup with a 64 x 64 tile the fastest
 // (10.4 TFLOP/s), several subgroups per workgroup slower (5-7), operands staged through workgroup memory slowest
@@ -71,16 +70,32 @@ class Probe {
 
 // (2) Storage-direct kernels: a [M, K] f16 row-major, b [N, K] f16 (the right matrix column-major), c f32 [M, N].
 // A workgroup is sgm x sgn subgroups, each owning tm x tn result matrices of 16 x 16.
-interface Shape { tm: number; tn: number; sgm: number; sgn: number }
-function directCode({ tm, tn, sgm, sgn }: Shape): string {
+interface Shape { tm: number; tn: number; sgm: number; sgn: number; unroll?: number; prefetch?: boolean }
+function directCode({ tm, tn, sgm, sgn, unroll = 1, prefetch = false }: Shape): string {
   const many = sgm * sgn > 1;
+  const L = (side: 'left' | 'right', name: string, i: number, k: string) => side === 'right'
+    ? `subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + ${16 * i}u) * K + ${k}, K)`
+    : `subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + ${16 * i}u) * K + ${k}, K)`;
+  const mma = (a: string, b: string) => { const o: string[] = []; for (let i = 0; i < tm; i++) for (let j = 0; j < tn; j++) o.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(${a}${i}, ${b}${j}, c${i}_${j});`); return o; };
   const lines: string[] = [];
-  for (let j = 0; j < tn; j++) lines.push(`    let b${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + ${16 * j}u) * K + k, K);`);
-  for (let i = 0; i < tm; i++) {
-    lines.push(`    let a${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + ${16 * i}u) * K + k, K);`);
-    for (let j = 0; j < tn; j++) lines.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(a${i}, b${j}, c${i}_${j});`);
+  if (prefetch) {
+    // Register double buffer: the next k-step's tiles load while this one multiplies.
+    const pre: string[] = [];
+    for (let j = 0; j < tn; j++) pre.push(`  var b${j} = ${L('right', 'b', j, '0u')};`);
+    for (let i = 0; i < tm; i++) pre.push(`  var a${i} = ${L('left', 'a', i, '0u')};`);
+    for (let j = 0; j < tn; j++) lines.push(`    let nb${j} = ${L('right', 'b', j, 'min(k + 16u, K - 16u)')};`);
+    for (let i = 0; i < tm; i++) lines.push(`    let na${i} = ${L('left', 'a', i, 'min(k + 16u, K - 16u)')};`);
+    lines.push(...mma('a', 'b'));
+    for (let j = 0; j < tn; j++) lines.push(`    b${j} = nb${j};`);
+    for (let i = 0; i < tm; i++) lines.push(`    a${i} = na${i};`);
+    return header(many) + body({ tm, tn, sgm, sgn }, '', `${pre.join('\n')}\n  for (var k = 0u; k < K; k += 16u) {\n${lines.join('\n')}\n  }`);
   }
-  return header(many) + body({ tm, tn, sgm, sgn }, '', `  for (var k = 0u; k < K; k += 16u) {\n${lines.join('\n')}\n  }`);
+  for (let u = 0; u < unroll; u++) {
+    for (let j = 0; j < tn; j++) lines.push(`    let b${u}_${j} = ${L('right', 'b', j, `k + ${16 * u}u`)};`);
+    for (let i = 0; i < tm; i++) lines.push(`    let a${u}_${i} = ${L('left', 'a', i, `k + ${16 * u}u`)};`);
+  }
+  for (let u = 0; u < unroll; u++) lines.push(...mma(`a${u}_`, `b${u}_`));
+  return header(many) + body({ tm, tn, sgm, sgn }, '', `  for (var k = 0u; k < K; k += ${16 * unroll}u) {\n${lines.join('\n')}\n  }`);
 }
 
 function header(many: boolean): string {
@@ -114,7 +129,7 @@ ${st.join('\n')}
 
 async function speed(pr: Probe, s: Shape, M: number, N: number, K: number) {
   const BM = 16 * s.tm * s.sgm, BN = 16 * s.tn * s.sgn;
-  const variant = `${pr.tag} sg ${s.sgm}x${s.sgn} tiles ${s.tm}x${s.tn} (${BM}x${BN}) ${M}x${N}x${K}`;
+  const variant = `${pr.tag} sg ${s.sgm}x${s.sgn} tiles ${s.tm}x${s.tn} (${BM}x${BN})${s.unroll ? ` unroll ${s.unroll}` : ''}${s.prefetch ? ' prefetch' : ''} ${M}x${N}x${K}`;
   const p = await pr.pipeline(directCode(s), { K, N });
   if (typeof p === 'string') return out({ variant, error: p });
   const av = ints(M * K, 7, 13), bv = ints(N * K, 5, 11);
@@ -134,45 +149,13 @@ async function speed(pr: Probe, s: Shape, M: number, N: number, K: number) {
   out({ variant, maxAbsErr: maxErr, ms, TFLOPs: (2 * M * N * K) / ms / 1e9 });
 }
 
-const shapes: Shape[] = [{ tm: 4, tn: 4, sgm: 1, sgn: 1 }, { tm: 2, tn: 4, sgm: 1, sgn: 1 }, { tm: 4, tn: 8, sgm: 1, sgn: 1 }, { tm: 8, tn: 4, sgm: 1, sgn: 1 }, { tm: 4, tn: 4, sgm: 2, sgn: 1 }];
-for (const [tag, extra] of [['no-robustness', ',disable_robustness'], ['robust', '']] as const) {
+const base: Shape = { tm: 4, tn: 4, sgm: 1, sgn: 1 };
+const shapes: Shape[] = [base, { ...base, unroll: 2 }, { ...base, unroll: 4 }, { ...base, prefetch: true }, { tm: 2, tn: 4, sgm: 1, sgn: 1, unroll: 2 }, { tm: 4, tn: 2, sgm: 1, sgn: 1, prefetch: true }];
+for (const [tag, extra] of [['robust', ''], ['no-robustness', ',disable_robustness']] as const) {
   const pr = new Probe(await device(extra), tag);
   if (!pr.d.features.has('chromium-experimental-subgroup-matrix') || process.argv.includes('--tiled')) { out({ variant: tag, error: 'no subgroup-matrix feature' }); break; }
-  for (const s of tag === 'robust' ? shapes : shapes.slice(0, 3)) await speed(pr, s, 512, 6144, 1536);
-  if (tag === 'robust') await speed(pr, shapes[0], 512, 1536, 4096);
+  for (const s of tag === 'robust' ? shapes : shapes.slice(0, 4)) await speed(pr, s, 512, 6144, 1536);
   pr.d.destroy();
 }
-
-// (3) The f32-FMA tiled kernel (the fallback) over register-tile shapes, on the library's own dispatch.
-{
-  const { Gpu } = await import('../src/tensor/gpu.ts');
-  const { Tensor } = await import('../src/tensor/tensor.ts');
-  const { Kernel } = await import('../src/tensor/kernel.ts');
-  const gpu = await Gpu.create();
-  const tiled = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
-  for (const [M, N, K] of [[512, 6144, 1536], [512, 1536, 4096]]) {
-    const x = Tensor.from(gpu, ints(M * K, 7, 13), [M, K], 'f32', 'x');
-    const w = Tensor.from(gpu, ints(N * K, 5, 11), [N, K], 'bf16', 'w');
-    const o = Tensor.empty(gpu, [M, N], 'f32', 'o');
-    for (const [TX, TY, TM, TN, BK] of [[16, 16, 4, 4, 8], [16, 16, 4, 8, 8], [16, 16, 8, 8, 8], [16, 16, 8, 8, 16], [16, 8, 8, 8, 8]]) {
-      const run = (n: number) => {
-        for (let i = 0; i < n; i++) {
-          tiled.dispatch(gpu, { bindings: { x, w, out: o }, uniforms: { M, N, K, ldo: N, col0: 0, eps: 0 }, overrides: { WDT: 1, ROUND: 1, ACC: 0, TX, TY, TM, TN, BK }, workgroups: [Math.ceil(N / (TX * TN)), Math.ceil(M / (TY * TM))] });
-        }
-        return gpu.sync();
-      };
-      try {
-        await run(2);
-        const t0 = performance.now();
-        await run(20);
-        const ms = (performance.now() - t0) / 20;
-        out({ variant: `tiled ${TX}x${TY} threads, ${TM}x${TN} outputs, BK ${BK}, ${M}x${N}x${K}`, ms, TFLOPs: (2 * M * N * K) / ms / 1e9 });
-      } catch (e) {
-        out({ variant: `tiled ${TX}x${TY}x${TM}x${TN}x${BK}`, error: String(e).slice(0, 200) });
-      }
-    }
-    for (const t of [x, w, o]) t.dispose();
-  }
-  gpu.destroy();
-}
+if (process.argv.includes('--print')) for (const s of [shapes[1], shapes[3]]) console.log(directCode(s));
 process.exit(0);

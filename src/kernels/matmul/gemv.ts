@@ -21,7 +21,7 @@ export type GemvKernel = 'vec4' | 'upl' | 'upl-sg';
 
 /**
  * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256), weight rows (2 or 4; 'upl'
- * also 8) and the kernel (default 'vec4'; the upl kernels on request).
+ * also 8) and the kernel (default 'vec4'; unforced, tunedShape picks shape and kernel per projection).
  */
 export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel }
 
@@ -49,27 +49,29 @@ export const GEMV_MAX_M = 4;
 //   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
 // Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
 // prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
-// Those are gemv_vec4's; a forced gemv_upl(_sg) takes the same unless the shape names others (--sweep-gemv lists
-// 'upl' and 'upl-sg' points).
-function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean): { WG: number; ROWS: number } {
-  if (K > 2048) return { WG: 128, ROWS: 2 };
-  if (N >= 16384) return { WG: 32, ROWS: 2 };
-  if (norm) return { WG: swiglu ? 64 : 32, ROWS: 4 };
-  return { WG: 64, ROWS: 2 };
+// The sweep of 20261201-232224Z (all three kernels, the same measure): gate_up upl-sg 32x4 45.6 against vec4 64x4
+// 56.4 and vec4 32x4 52.0; o_proj upl-sg 32x2 20.9 against vec4 64x2 25.2; gqkv and down_proj within 1 us of
+// vec4's shapes, which they keep. The upl kernels need whole units per lane (uplFit) and gemv_upl_sg subgroups.
+function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): { WG: number; ROWS: number; kernel: GemvKernel } {
+  if (K > 2048) return { WG: 128, ROWS: 2, kernel: 'vec4' };
+  if (N >= 16384) return { WG: 32, ROWS: 2, kernel: 'vec4' };
+  if (norm && !swiglu) return { WG: 32, ROWS: 4, kernel: 'vec4' };
+  const rows = swiglu ? 4 : 2;
+  return upl(32, rows) ? { WG: 32, ROWS: rows, kernel: 'upl-sg' } : { WG: 64, ROWS: rows, kernel: 'vec4' };
 }
 
 /** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says; `shape` overrides the tuned one. */
 export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: GemvShape): void {
   const { M, K } = uniforms;
-  const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1);
+  const wide = wideRows(x, c, K);
+  // gemv_upl_sg where the adapter has subgroups and the units split evenly over the lanes (else gemv_vec4).
+  const sgFits = (wg: number, rows: number) => { const f = uplFit(K, c.dtype, wg, rows); return gpu.subgroups && wide && f.exact && f.fits; };
+  const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1, sgFits);
   const ROWS = shape?.rows ?? tuned.ROWS;
   const WG = shape?.wg ?? tuned.WG;
   if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg']);
-  const wide = wideRows(x, c, K);
   const { upl: UPL, fits } = uplFit(K, c.dtype, WG, ROWS);
-  // gemv_upl measured slower than gemv_vec4 on the H200 at HRM-1B's decode shapes (bench/results, 20261201-224909Z):
-  // the upl kernels run on request (bench --sweep-gemv) until a sweep shows one ahead.
-  const kernel = shape?.kernel ?? 'vec4';
+  const kernel = shape?.kernel ?? (shape ? 'vec4' : tuned.kernel);
   if (kernel !== 'vec4' && !(wide && fits && (kernel === 'upl' || gpu.subgroups))) {
     const why = !wide ? 'rows are not 16-byte aligned' : !fits ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : "the adapter lacks the 'subgroups' feature";
     throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${why})`);

@@ -1,0 +1,51 @@
+// End-to-end parity with MLX (tests/hrm/parity.test.ts's core cases) runnable without vitest, so that the GPU
+// machine checks every path its adapter takes (bench/parity.ts, in bench/h200.sh): CPU drivers, where the tests run,
+// take other kernels (rows matmuls, the sdpa_prefill loop) than a GPU (matrix-vector kernels with subgroups, prefill
+// attention as matmuls, the decode append fused into attention). Same bounds as the test.
+import { dirFiles } from '../../src/hrm/files.ts';
+import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
+import type { Gpu } from '../../src/tensor/gpu.ts';
+import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
+import { fileSource } from '../../src/tensor/sources.ts';
+import { logitsOf, meanKl, teacherForced } from '../helpers/model.ts';
+
+export interface ParityCase { name: string; value: number; bound: number; ok: boolean }
+export interface ParityReport { cases: ParityCase[]; passed: number; failed: number }
+
+const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let m = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) || (Number.isNaN(a[i] - b[i]) ? Infinity : 0));
+  return m;
+};
+
+/** The MLX fixtures under `root` (tests/fixtures/mlx/): f32 logits within 2e-4, greedy ids equal, bf16 mean KL <= 1e-4. */
+export async function checkModelParity(gpu: Gpu, root: string): Promise<ParityReport> {
+  const cases: ParityCase[] = [];
+  const add = (name: string, value: number, bound: number) => cases.push({ name, value, bound, ok: value <= bound });
+  for (const name of ['hrm-tiny-a', 'hrm-tiny-b']) {
+    const ref = await SafetensorsFile.open(fileSource(`${root}${name}/reference.safetensors`));
+    const ints = async (k: string) => [...await ref.array(k)];
+    const f32s = async (k: string) => (await ref.array(k)) as Float32Array;
+    const ids = await ints('prompt_ids');
+    for (const dtype of ['f32', 'bf16'] as const) {
+      const lm: LoadedModel = await loadModel(gpu, dirFiles(`${root}${name}/`), { dtype });
+      try {
+        for (const mask of ['prefix', 'causal'] as const) {
+          const got = await logitsOf(lm, ids, mask);
+          if (dtype === 'f32') add(`${name} f32 ${mask} logits, max |diff|`, maxDiff(got, await f32s(`f32.${mask}_logits`)), 2e-4);
+          else add(`${name} bf16 ${mask} logits, mean KL`, meanKl(await f32s(`bf16.${mask}_logits`), got, lm.config.vocab_size), 1e-4);
+        }
+        if (dtype === 'f32') {
+          const gen = await ints('f32.gen_ids');
+          const { logits, picks } = await teacherForced(lm, ids, gen);
+          add(`${name} f32 greedy ids differing`, picks.filter((p, i) => p !== gen[i]).length, 0);
+          add(`${name} f32 teacher-forced decode logits, max |diff|`, maxDiff(logits, await f32s('f32.gen_logits')), 2e-4);
+        }
+      } finally {
+        lm.model.dispose();
+      }
+    }
+  }
+  const failed = cases.filter((c) => !c.ok).length;
+  return { cases, passed: cases.length - failed, failed };
+}
