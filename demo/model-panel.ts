@@ -1,7 +1,7 @@
 // The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { cacheSlots, isSoftwareAdapter, loadConfigs, loadModel, parameterCount, type ActDtype, type Gpu, type HrmConfig } from '../src/index.ts';
+import { cacheSlots, isSoftwareAdapter, loadConfigs, loadModel, parameterCount, prefillMatmulPath, type ActDtype, type Gpu, type HrmConfig } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
@@ -46,8 +46,9 @@ let loaded: Sizing | null = null;
 const weightChoice = () => $<HTMLSelectElement>('quantize').value as WeightChoice;
 
 /**
- * Which kernels run for the loaded model at the chosen settings. The model's kernels use no optional feature:
- * the subgroup-matrix matmul exists but is off by default (it failed its parity checks through Dawn).
+ * Which kernels run for the loaded model at the chosen settings: the weights' matmul, the attention, the numerics,
+ * the optional features used (subgroups in the matrix-vector reduction; tensor cores for bf16 prefill matmuls,
+ * where the page was started with Dawn's unsafe APIs and their self-check passed).
  */
 function kernelPath(app: App): string {
   const w = app.lm?.model.weights;
@@ -58,7 +59,9 @@ function kernelPath(app: App): string {
   const weights = !w ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${w.L[0]?.gqkv.dtype ?? 'f32'} weights)`;
   const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
     : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
-  return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}; no optional feature used (subgroup-matrix matmul off by default)`;
+  const gpu = app.gpu;
+  const features = !gpu ? '' : `; matrix-vector reduction ${gpu.subgroups && !gpu.cpu ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${prefillMatmulPath(gpu)}`;
+  return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}${features}`;
 }
 
 /** Refresh the adapter table's kernel-path row (after a load, or a dtype / KV change). */

@@ -20,6 +20,8 @@ import { runtimeName } from './tensor/device.ts';
 export { Gpu } from './tensor/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
 export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type Runtime } from './tensor/device.ts';
+/** Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why). */
+export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './tensor/errors.ts';
 
