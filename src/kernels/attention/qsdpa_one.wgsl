@@ -15,7 +15,6 @@
 // a call against 24 (the passes: 39), at 2048 keys 46 against 31 (passes 45).
 // The chunk count comes from the capacity and kv_len is a uniform, so a recorded decode step replays at any
 // position. Keys past kv_len in a score chunk read the last key and are left out.
-// #include "common/half.inc.wgsl"
 
 struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_chunks: u32, zero: u32 }
 
@@ -50,18 +49,11 @@ var<workgroup> red: array<f32, WG>;
 var<workgroup> red_l: array<f32, WG>;
 var<workgroup> red8: array<f32, SL * DB>;   // qone_out: the slices' sums, added by a tree
 
-// #include "common/round.inc.wgsl"
+// #include "quant/packed.inc.wgsl"
+// #include "common/sigmoid.inc.wgsl"
 
-// As qsdpa.wgsl's: in f32 mode an opaque no-op, so the compiler cannot fold q * scale into the dot product.
-fn round_op(x: f32) -> f32 {
-  if (ROUND == 0u) { return bitcast<f32>(bitcast<u32>(x) | p.zero); }
-  return round_out(x);
-}
-
-fn sigmoid(x: f32) -> f32 {
-  let y = 1.0 / (1.0 + exp(abs(x)));
-  return select(1.0 - y, y, x < 0.0);
-}
+// packed.inc.wgsl's packed binding: K (scores) or V (out).
+fn packed_word(i: u32) -> u32 { return cq[i]; }
 
 // Value e (0..31) of a pack whose BITS words are in w (it may straddle two words for 3, 5, 6 and 7 bits).
 fn unpack(w: ptr<function, array<u32, 8>>, e: u32) -> f32 {
@@ -70,15 +62,6 @@ fn unpack(w: ptr<function, array<u32, 8>>, e: u32) -> f32 {
   let sh = bit & 31u;
   var x = (*w)[i] >> sh;
   if (sh + BITS > 32u) { x |= (*w)[i + 1u] << (32u - sh); }
-  return f32(x & ((1u << BITS) - 1u));
-}
-
-// Level of value d of the packed cache row starting at word `base`.
-fn level(base: u32, d: u32) -> f32 {
-  let bit = d * BITS;
-  let sh = bit & 31u;
-  var x = cq[base + (bit >> 5u)] >> sh;
-  if (sh + BITS > 32u) { x |= cq[base + (bit >> 5u) + 1u] << (32u - sh); }
   return f32(x & ((1u << BITS) - 1u));
 }
 

@@ -1,7 +1,7 @@
 // Dequantization of group-wise (GS values) affine quantized rows (packing as in quant.wgsl), as mx.dequantize computes it:
 //   w' = round(round(level * scale) + bias)     with the stored scale/bias, each op rounded to the dtype (ROUND)
 // (MLX multiplies and adds in the input dtype, so a half dtype rounds twice; in f32 the two f32 roundings are kept
-// apart by `keep`, which stops a compiler from contracting them into one fma).
+// apart by round_op (quant/packed.inc.wgsl), which stops a compiler from contracting them into one fma).
 // Variant 1 (dequantize): one thread per output element.
 
 struct Params { n: u32, cols: u32, zero: u32 }
@@ -17,14 +17,9 @@ override ROUND: u32 = 0;
 override GS: u32 = 64;
 override WG: u32 = 64;
 
-// #include "common/half.inc.wgsl"
+// #include "quant/packed.inc.wgsl"
 
-// Rounds to the dtype; in f32 an opaque no-op (p.zero is 0) that pins the f32 rounding of v.
-fn round_op(v: f32) -> f32 {
-  if (ROUND == 1u) { return round_bf16(v); }
-  if (ROUND == 2u) { return round_f16(v); }
-  return bitcast<f32>(bitcast<u32>(v) | p.zero);
-}
+fn packed_word(i: u32) -> u32 { return q[i]; }
 
 @compute @workgroup_size(WG)
 fn dequantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -32,12 +27,6 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   if (i >= p.n) { return; }
   let row = i / p.cols;
   let c = i % p.cols;
-  let bit = c * BITS;
-  let base = row * (p.cols / 32u) * BITS + (bit >> 5u);
-  let s = bit & 31u;
-  var lv = q[base] >> s;
-  if (s + BITS > 32u) { lv |= q[base + 1u] << (32u - s); }
-  lv &= (1u << BITS) - 1u;
   let g = row * (p.cols / GS) + c / GS;
-  out[i] = round_op(round_op(f32(lv) * scales[g]) + biases[g]);
+  out[i] = round_op(round_op(level(row * (p.cols / 32u) * BITS, c) * scales[g]) + biases[g]);
 }
