@@ -81,7 +81,7 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     // The estimate differs only by model.z_L_init (kept on the CPU).
     expect(checkpointBytes(config, Q8) - h.bytes).toBe(config.hidden_size * 4);
     expect((await rows('memory'))[0]).toEqual(['weights, 8-bit (group 64, quantized on load)', fmtBytes(h.bytes)]);
-    expect(await page.$eval('#gpu-path', (el) => el.textContent)).toMatch(/^qlinear \(8-bit weights, group 64.*sdpa over the full-precision cache.*subgroup-matrix matmul off by default/);
+    expect(await page.$eval('#gpu-path', (el) => el.textContent)).toMatch(/^qlinear \(8-bit weights, group 64.*sdpa over the full-precision cache.*matrix-vector reduction (on subgroups|in workgroup memory).*prefill matmuls: (rows \(CPU driver\)|tiled f32|subgroup-matrix)/);
     const text = await pageGenerate(page, PROMPT, TOKENS);
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);
