@@ -49,7 +49,8 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
 /**
  * cache[h, offset + s, :] = RoPE(k block) into `k` and the raw v block into `v`, for the S rows of gqkv. A bf16 cache
  * stores the bf16 rounding; an f32 cache stores f32 values rounded per `round` (bf16 mode keeps bf16 values).
- * The composed form ropeAppend is tested against (the model appends through ropeAppend).
+ * The composed form ropeAppend is tested against (the model appends through ropeAppend, or appendAttendOne when
+ * decoding into a full-precision cache).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
   checkFullAppend('appendKV', gqkv, k, v, opts);
