@@ -44,6 +44,8 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u) {
   var c31 = subgroup_matrix_result<f32, 16, 16>();
   var c32 = subgroup_matrix_result<f32, 16, 16>();
   var c33 = subgroup_matrix_result<f32, 16, 16>();
+  // Written out (16 named accumulators, 8 loads, 16 products a step) rather than arrays indexed in loops, so every
+  // matrix is a value the compiler keeps in registers.
   for (var k = 0u; k < K; k += 16u) {
     let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 0u) * K + k, K);
     let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 16u) * K + k, K);
