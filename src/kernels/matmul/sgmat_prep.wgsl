@@ -1,18 +1,18 @@
 // The two plain-WGSL halves of the subgroup-matrix matmul (matmul_sgmat.ts), around the tensor-core kernel:
 //  - to_f16: one workgroup per row of a source (x: f32 [rows, K]; a weight chunk: bf16 [rows, K] packed two per
 //    u32, element e in word e >> 1, low half when e is even) writes the row as f16 pairs into dst [rows_pad, Kp / 2]
-//    (K padded with zeros to Kp, a multiple of 16; rows past `rows` all zeros), scaled by the power of two
-//    2^e[r], e[r] = 14 - floor(log2 max|row|) (kept as the exponent), so the row's largest value lands in [2^14, 2^15) and no value
+//    (K padded with zeros to Kp, a multiple of 16; rows past `rows` all zeros), scaled by 2^e[r], e[r] = 14 -
+//    floor(log2 max|row|) (kept as the exponent), so the row's largest value lands in [2^14, 2^15) and no value
 //    overflows f16. A bf16 value (8 significant bits) is then exact in f16 unless it is 2^32 times smaller than its
 //    row's maximum: those fall into f16's subnormals and are rounded to nearest even (an error below 2^-40 of the
 //    row's largest product, far under the bf16 output's half ulp). A value f16 cannot hold exactly at a normal
-//    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0] to the call's epoch (a
-//    number every call gets anew, so the flag never needs clearing): the tensor-core sums are then not used.
-//  - sgmat_out: a thread per output: out[m, col0 + n] = round(ldexp(C[m, n], -(e_x[m] + e_w[n]))) (exact, one step:
-//    dividing by the scales one at a time was folded by the driver into one division by their product, which
-//    overflows f32 for a row of tiny values), with matmul.wgsl's residual epilogue (ACC). When flag[0] is set it computes the output with
-//    f32 FMAs from x and the weight instead (the same f32 sum of exact products, in k order), so a result never
-//    depends on the range of the data, only the speed does.
+//    magnitude (an x that is not a bf16 value), or one that is not finite, sets flag[0] to the conversion's epoch
+//    (a number every call gets anew, so the flag never needs clearing; 1 for a weight's own flag).
+//  - sgmat_out: a thread per output: out[m, col0 + n] = round(ldexp(C[m, n], -(e_x[m] + e_w[n]))) (exact, in one
+//    step: dividing by the scales one at a time was folded by the driver into one division by their product, which
+//    overflows f32 for a row of tiny values), with matmul.wgsl's residual epilogue (ACC). When the call's flag holds
+//    its epoch or the weight's flag is set, it computes the output with f32 FMAs from x and the weight instead (the
+//    same f32 sum of exact products, in k order): a result never depends on the range of the data, only the speed.
 // Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
 
 struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, epoch: u32 }
@@ -20,7 +20,7 @@ struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;            // to_f16's [rows_pad, Kp / 2] f16 pairs
-@group(0) @binding(3) var<storage, read_write> scale: array<i32>;        // to_f16's row scale exponents (from scale_at)
+@group(0) @binding(3) var<storage, read_write> scale: array<i32>;          // to_f16's row scale exponents
 // [0]: the epoch of the last conversion with values the f16 path cannot take (to_f16 writes it; a weight's own
 // flag is kept with its cached f16 copy, written with epoch 1).
 @group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;
