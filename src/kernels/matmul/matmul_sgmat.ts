@@ -1,10 +1,10 @@
 // Prefill matmul on subgroup matrices (tensor cores) for bf16 mode: x @ W^T over f32 activations holding bf16
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
-//   2. per weight chunk: the chunk's rows the same way, the tensor-core product C = x16 @ w16^T
-//      (matmul_sgmat.wgsl), then sgmat_out: C unscaled, rounded, added to the residual.
-// Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call, and sgmat_out then
-// computes every output with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
+//   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
+//      product C = x16 @ w16^T (matmul_sgmat.wgsl), then sgmat_out: C unscaled, rounded, added to the residual.
+// Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
+// sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
