@@ -49,18 +49,7 @@ fn inv_rms(ss: f32) -> f32 {
   return inverseSqrt(ss / f32(p.K) + p.eps);
 }
 
-// Both halves of a packed word, (element 2i, element 2i + 1).
-fn halves(word: u32) -> vec2<f32> {
-  if (WDT == 2u) { return unpack2x16float(word); }
-  return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
-}
-
-// Weight element e of the chunk, widened to f32.
-fn weight(e: u32) -> f32 {
-  if (WDT == 0u) { return bitcast<f32>(w[e]); }
-  let h = halves(w[e >> 1u]);
-  return select(h.x, h.y, (e & 1u) == 1u);
-}
+// #include "matmul/weight.inc.wgsl"
 
 // dot of one vec4<u32> of weights with the x values it multiplies: a (f32 weights), or a then b (halves).
 fn dot_unit(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {

@@ -64,18 +64,7 @@ fn to_f16(v: f32) -> f16 {
   return f16(round_f16(v));
 }
 
-// Both halves of a packed weight word, (element 2i, element 2i + 1).
-fn halves(word: u32) -> vec2<f32> {
-  if (WDT == 2u) { return unpack2x16float(word); }
-  return unpack2x16bf16(word);
-}
-
-// Weight element e of the chunk, widened to f32.
-fn weight(e: u32) -> f32 {
-  if (WDT == 0u) { return bitcast<f32>(w[e]); }
-  let h = halves(w[e >> 1u]);
-  return select(h.x, h.y, (e & 1u) == 1u);
-}
+// #include "matmul/weight.inc.wgsl"
 
 // dot of one vec4<u32> of weights with the x values it multiplies (x4 index xi: 2 vec4 for halves, 1 for f32).
 fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {

@@ -44,10 +44,9 @@ var<workgroup> red: array<f32, WG>;
 
 // #include "common/round.inc.wgsl"
 
-fn bf16_at(e: u32) -> f32 {
-  let word = w[e >> 1u];
-  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (e & 1u) == 1u));
-}
+// sgmat_out's fallback reads bf16 weights (the only ones this path takes).
+const WDT: u32 = 1u;
+// #include "matmul/weight.inc.wgsl"
 
 // Element k of source row r as f32 bits (0 past the row or the rows).
 fn src_bits(r: u32, k: u32) -> u32 {
@@ -110,7 +109,7 @@ fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
     v = ldexp(c[m * p.Np + n], -(sx[m] + sw[n]));
   } else {
     v = 0.0;
-    for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], bf16_at(n * p.K + k), v); }
+    for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], weight(n * p.K + k), v); }
   }
   let j = m * p.ldo + p.col0 + n;
   if (ACC) { out[j] = round_out(out[j] + round_out(v)); } else { out[j] = round_out(v); }
