@@ -29,7 +29,7 @@ export interface HeadsOptions {
 }
 
 /** Where element (s, h, d) of a source lives: src[s * sStride + col0 + h * hStride + d]. */
-interface Layout { seq: number; heads: number; dim: number; sStride: number; hStride: number; col0: number }
+export interface Layout { seq: number; heads: number; dim: number; sStride: number; hStride: number; col0: number }
 
 /** q[h, s, :] = RoPE(gqkv[s, q block, head h], position offset + s); f32 [H, S, D], rounded once per `round`. */
 export function ropeQ(gqkv: Tensor, opts: HeadsOptions): Tensor {
@@ -53,8 +53,7 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
  * decoding into a full-precision cache).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
-  checkFullAppend('appendKV', gqkv, k, v, opts);
-  const layout = gqkvLayout('appendKV', gqkv, opts);
+  const layout = checkFullAppend('appendKV', gqkv, k, v, opts);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset, true, opts);
   writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset, false, opts);
 }
@@ -100,12 +99,12 @@ export function ropeAppend(gqkv: Tensor, slot: KVSlot, opts: HeadsOptions): Tens
   return q;
 }
 
-/** Checks an append of gqkv's rows into two full-precision sides (as appendKV does); returns heads and head dim. */
-export function checkFullAppend(op: string, gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): { heads: number; dim: number } {
+/** Checks an append of gqkv's rows into two full-precision sides (as appendKV does); returns gqkv's layout. */
+export function checkFullAppend(op: string, gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): Layout {
   const l = gqkvLayout(op, gqkv, opts);
   checkCache(op, 'k', k, l, opts.offset, opts.round);
   checkCache(op, 'v', v, l, opts.offset, opts.round);
-  return { heads: l.heads, dim: l.dim };
+  return l;
 }
 
 /** A cache side as rope_append.wgsl binds it: mode 0 f32, 1 packed bf16, 2 quantized (bits > 0). */
