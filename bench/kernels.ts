@@ -21,6 +21,7 @@ import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
 import { STREAM_READ } from './wgsl.ts';
+import { capture } from '../src/tensor/capture.ts';
 
 /** HBM bandwidth of an H200 as the CUDA device copy measures it (PERFORMANCE.md): the shares' reference. */
 export const H200_BYTES_PER_S = 4.27e12;
@@ -65,8 +66,12 @@ export interface DispatchFigure {
   gpuUs: Stats;
 }
 
-/** One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape. */
-export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; bytes: number; wallUs: number; GBps: number }
+/**
+ * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: wall us
+ * per call, and where the adapter has timestamps the GPU us per call of one pass of back-to-back calls (passTime),
+ * which GBps is computed from when present.
+ */
+export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; groups: number | null; bytes: number; wallUs: number; passUs: number | null; GBps: number }
 
 /** Decode attention (one query, bf16 cache full to its capacity) on one path. */
 export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'decode'; wallUs: number }
@@ -116,6 +121,50 @@ export async function timeCalls(gpu: Gpu, record: () => void, s: Settings): Prom
     if (per.length) gpuMs = stats(per);
   }
   return { labels, dispatchesPerCall, batch, wallMs: stats(wall), gpuMs, quantized };
+}
+
+/**
+ * GPU microseconds per call over one compute pass of `calls` captured calls, between the pass's two timestamps:
+ * dependent dispatches back to back with their barriers and nothing of JavaScript's recording (which, at ~7-10 us
+ * a dispatch, hides a kernel shorter than that behind wall-clock timing). Null without timestamp-query.
+ */
+export async function passTime(gpu: Gpu, record: () => void, calls: number, samples: number): Promise<Stats | null> {
+  if (!gpu.timestamps) return null;
+  await gpu.sync();
+  const cap = capture(gpu, () => { for (let i = 0; i < calls; i++) record(); });
+  const claimed = gpu.claim(cap.allocated);
+  const device = gpu.device;
+  const qs = device.createQuerySet({ type: 'timestamp', count: 2 });
+  const resolve = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const readback = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const us: number[] = [];
+    for (let i = 0; i <= samples; i++) {   // the first is a warm-up
+      await gpu.scoped('passTime', () => {
+        for (const u of [...cap.uniforms, ...cap.uploads]) device.queue.writeBuffer(u.buffer, u.offset, u.data);
+        const enc = device.createCommandEncoder({ label: 'passTime' });
+        const pass = enc.beginComputePass({ label: 'passTime', timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+        let last: GPUComputePipeline | null = null;
+        for (const d of cap.dispatches) {
+          if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
+          pass.setBindGroup(0, d.bindGroup);
+          pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+        }
+        pass.end();
+        enc.resolveQuerySet(qs, 0, 2, resolve, 0);
+        enc.copyBufferToBuffer(resolve, 0, readback, 0, 16);
+        device.queue.submit([enc.finish()]);
+      });
+      await readback.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(readback.getMappedRange().slice(0));
+      readback.unmap();
+      if (i) us.push(Number(t[1] - t[0]) / 1e3 / calls);
+    }
+    return stats(us);
+  } finally {
+    qs.destroy(); resolve.destroy(); readback.destroy();
+    for (const b of claimed) gpu.release(b);
+  }
 }
 
 function bandwidth(name: string, bytes: number, t: Timing, streamGBps: number | null): BandwidthFigure {
@@ -221,10 +270,11 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
 
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
- * o and down), one x row, over kernels and workgroup shapes: wall time per call, barrier included, as a replayed
- * step pays it. 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows; 'upl' and 'upl-sg' (loads up front; the latter
- * reduced on subgroups, where the adapter has them) at the lanes that split a row's units evenly, x 2, 4 or 8 rows
- * as its registers allow: 80 points for HRM-1B, under a second each (batches of >= 25 ms, 3 samples).
+ * o and down), one x row, over kernels and workgroup shapes: GPU time per call in one pass of 200 back-to-back
+ * calls, barriers included, as a replayed step pays it (passTime; the wall time per call is kept too, but recording
+ * a call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
+ * 'upl' and 'upl-sg' (loads up front; the latter reduced on subgroups, where the adapter has them) at the lanes that
+ * split a row's units evenly, x 2, 4 or 8 rows as its registers allow; 'wide' (sweepShapes).
  */
 export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: number, s: Settings): Promise<SweepPoint[]> {
   const layers = [
@@ -243,12 +293,15 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     try {
       for (const gemv of sweepShapes(L.k, gpu.subgroups)) {
         let i = 0;
-        const t = await timeCalls(gpu, () => {
+        const call = () => {
           const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv, path: 'gemv' });
           if (!L.acc) y.dispose();
-        }, { ...s, samples: Math.min(s.samples, 3) });
-        const us = t.wallMs.median * 1000;
-        out.push({ layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows, bytes: wBytes, wallUs: us, GBps: wBytes / us / 1e3 });
+        };
+        const t = await timeCalls(gpu, call, { ...s, samples: Math.min(s.samples, 3) });
+        const pass = await passTime(gpu, call, 200, 3);
+        const wallUs = t.wallMs.median * 1000;
+        const passUs = pass?.median ?? null;
+        out.push({ layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows, groups: gemv.groups ?? null, bytes: wBytes, wallUs, passUs, GBps: wBytes / (passUs ?? wallUs) / 1e3 });
       }
     } finally {
       x.dispose();
@@ -259,15 +312,26 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
   return out;
 }
 
-/** The sweep's matrix-vector kernels and shapes for rows of K bf16 weights ('upl-sg' where the adapter has subgroups). */
-function sweepShapes(K: number, subgroups: boolean): Array<Required<GemvShape>> {
-  const shapes: Array<Required<GemvShape>> = [];
+/**
+ * The sweep's matrix-vector kernels and shapes for rows of K bf16 weights ('upl-sg' where the adapter has
+ * subgroups; 'wide' at 16..64 lanes a row x 2..8 row groups x 1..4 rows a group, as its registers allow).
+ */
+function sweepShapes(K: number, subgroups: boolean): GemvShape[] {
+  const shapes: GemvShape[] = [];
   const upl: GemvKernel[] = subgroups ? ['upl', 'upl-sg'] : ['upl'];
   for (const wg of [32, 64, 128, 256]) {
     for (const rows of [2, 4]) shapes.push({ kernel: 'vec4', wg, rows });
     for (const rows of [2, 4, 8]) {
       const f = uplFit(K, 'bf16', wg, rows);
       if (f.exact && f.fits) for (const kernel of upl) shapes.push({ kernel, wg, rows });
+    }
+  }
+  for (const wg of [16, 32, 64]) {
+    for (const groups of [2, 4, 8]) {
+      for (const per of [1, 2, 4]) {
+        const f = uplFit(K, 'bf16', wg, per);
+        if (wg * groups <= 256 && groups * per >= 2 && f.exact && f.fits) shapes.push({ kernel: 'wide', wg, groups, rows: groups * per });
+      }
     }
   }
   return shapes;

@@ -6,6 +6,7 @@ import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
 import type { ProfileFigure } from './model.ts';
+import type { SweepPoint } from './kernels.ts';
 import type { Stats } from './stats.ts';
 import { AHEAD } from '../src/hrm/decode.ts';
 
@@ -61,10 +62,11 @@ export function markdown(r: BenchResult): string {
   L.push('');
   if (k.sweep?.length) {
     L.push('## Matrix-vector workgroup shapes (decode projections, fused as the model runs them)', '');
-    L.push('| projection | kernel lanes x rows: wall us per call (GB/s) |', '|---|---|');
+    L.push('| projection | kernel lanes x rows (x groups): GPU us per call in one pass, else wall (GB/s), fastest first |', '|---|---|');
+    const us = (p: SweepPoint) => p.passUs ?? p.wallUs;
     for (const layer of [...new Set(k.sweep.map((p) => p.layer))]) {
-      const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => a.wallUs - b.wallUs);
-      L.push(`| ${layer} | ${pts.map((p) => `${p.kernel ?? 'vec4'} ${p.wg}x${p.rows}: ${f(p.wallUs)} (${f(p.GBps)})`).join(', ')} |`);
+      const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => us(a) - us(b));
+      L.push(`| ${layer} | ${pts.map((p) => `${p.kernel ?? 'vec4'} ${p.wg}x${p.rows}${p.groups ? `/${p.groups}g` : ''}: ${f(us(p))} (${f(p.GBps)})`).join(', ')} |`);
     }
     L.push('');
   }

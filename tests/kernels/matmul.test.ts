@@ -384,6 +384,47 @@ describe('gemv_upl (every load up front) against the float64 reference', async (
   }
 });
 
+describe('gemv_wide (row groups sharing one x read) against the float64 reference', async () => {
+  const gpu = await getGpu();
+  // One x row (decode) at the model's K and a short row; N odd (the last block's slots past N repeat the last row
+  // and are not written), or for swiglu even with I = N / 2 odd. Shapes: 1..2 rows a group, 2..8 groups, 16..64
+  // lanes, each K taking the next shape that splits it evenly.
+  const SHAPES = [{ wg: 32, groups: 8, rows: 16 }, { wg: 16, groups: 4, rows: 8 }, { wg: 64, groups: 4, rows: 4 }, { wg: 32, groups: 2, rows: 2 }];
+  const KS = [1536, 256, 4096];
+  for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
+    for (const [dtype, round] of [['f32', 'none'], ['bf16', 'bf16']] as const) {
+      it(`${c.name} ${dtype}: within the gemv_vec4 tolerance, whole and in row chunks`, async () => {
+        const tally = { total: 0, same: 0 };
+        for (const [j, K] of KS.entries()) {
+          const N = c.swiglu ? 38 : 37;
+          const fit = (g: (typeof SHAPES)[number]) => { const f = uplFit(K, dtype, g.wg, g.rows / g.groups); return f.exact && f.fits; };
+          const gemv = { kernel: 'wide' as const, ...[...SHAPES.slice(j % SHAPES.length), ...SHAPES].find(fit)! };
+          const u = await uploadFused(gpu, 1, N, K, dtype, round, 900 + K + N, 1 / Math.sqrt(K));
+          await expectFusedRef(gpu, c, u.w, u, [1, N, K], round, { path: 'gemv', gemv }, tally);
+          const chunks = [[0, 16], [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+          await expectFusedRef(gpu, c, chunks, u, [1, N, K], round, { path: 'gemv', gemv }, tally);
+        }
+        if (round !== 'none') expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+      });
+    }
+  }
+
+  it('is what one x row takes by default where it fits, and refuses what it cannot take', async () => {
+    const K = 256, N = 37;
+    const u = await uploadFused(gpu, 1, N, K, 'bf16', 'bf16', 77, 1 / Math.sqrt(K));
+    const byDefault = await matmul(u.x, u.w, { round: 'bf16', path: 'gemv' }).read();
+    const wide = await matmul(u.x, u.w, { round: 'bf16', path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 8 } }).read();
+    expect(byDefault).toEqual(wide);
+    const x2 = Tensor.empty(gpu, [2, K], 'f32', 'x2');
+    expect(() => matmul(x2, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 8 } })).toThrow(/'wide' cannot take it \(it takes one x row, not 2\)/);
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 64, groups: 2, rows: 4 } })).toThrow(/32 units a row do not split over 64 lanes/);
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 16, rows: 16 } })).toThrow(/wg x groups <= 256/);
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 4, rows: 6 } })).toThrow(/even multiple of groups/);
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'vec4', wg: 32, rows: 2, groups: 2 } })).toThrow(/groups is for kernel 'wide' only/);
+  });
+});
+
 /**
  * Error bound of a fused f32 result: each sum within (K + 1) u sum |xn w| of the exact one (Higham 3.1); with norm
  * xn itself within (K / 2 + 9) u relative (the sum of squares' error halved by the square root, the division,

@@ -1,6 +1,7 @@
 // The matrix-vector path of matmul (decode, short prefill): workgroup shapes per projection and the dispatch of
-// gemv_upl (matmul_upl.wgsl; gemv_upl_sg, matmul_upl_sg.wgsl, where the adapter has subgroups) where a row's units
-// split evenly over the lanes, else matmul.wgsl's gemv_vec4 / gemv_word.
+// gemv_wide (matmul_wide.wgsl: one x row, many weight rows a workgroup), gemv_upl (matmul_upl.wgsl; gemv_upl_sg,
+// matmul_upl_sg.wgsl, where the adapter has subgroups) where a row's units split evenly over the lanes, else
+// matmul.wgsl's gemv_vec4 / gemv_word.
 // matmul.ts chooses the path and validates; this file only shapes and dispatches.
 import { Kernel, type Overrides } from '../../tensor/kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
@@ -11,30 +12,43 @@ const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
 const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');
 const GEMV_UPL = new Kernel('matmul/matmul_upl.wgsl', 'gemv_upl');
 const GEMV_UPL_SG = new Kernel('matmul/matmul_upl_sg.wgsl', 'gemv_upl_sg');
+const GEMV_WIDE = new Kernel('matmul/matmul_wide.wgsl', 'gemv_wide');
 
 /**
  * The matrix-vector kernel: 'vec4' the K loop (gemv_vec4, or gemv_word where rows are not 16-byte), 'upl' all of a
  * lane's loads up front (gemv_upl: 16-byte rows, rows up to 8, units per row / lanes * rows <= UPL_MAXW), 'upl-sg'
- * the same reduced on subgroups (gemv_upl_sg: adapters with the 'subgroups' feature).
+ * the same reduced on subgroups (gemv_upl_sg: adapters with the 'subgroups' feature), 'wide' `groups` row groups
+ * of `wg` lanes sharing one x read and one norm (gemv_wide: one x row, 16-byte rows, units per row / wg whole).
  */
-export type GemvKernel = 'vec4' | 'upl' | 'upl-sg';
+export type GemvKernel = 'vec4' | 'upl' | 'upl-sg' | 'wide';
 
 /**
- * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256), weight rows (2 or 4; 'upl'
- * also 8) and the kernel (default 'vec4'; unforced, tunedShape picks shape and kernel per projection).
+ * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256; 'wide': lanes per row
+ * group), weight rows per workgroup (2 or 4; 'upl' also 8; 'wide' a multiple of `groups`), the kernel (default
+ * 'vec4'; unforced, tunedShape picks shape and kernel per projection) and, for 'wide', the row groups (a power of
+ * two, wg * groups <= 256).
  */
-export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel }
+export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel; groups?: number }
 
 /** gemv_upl's register array of weight units per lane (MAXW in gemv_upl.inc.wgsl). */
 const UPL_MAXW = 32;
 
 /** A forced shape the matrix-vector kernels can take; `kernels` are those the caller has (qlinear: 'vec4' only). */
-export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4' }: GemvShape, kernels: readonly GemvKernel[] = ['vec4']): void {
-  const shape = JSON.stringify({ wg, rows, kernel });
+export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }: GemvShape, kernels: readonly GemvKernel[] = ['vec4']): void {
+  const shape = JSON.stringify({ wg, rows, kernel, groups });
   if (!kernels.includes(kernel)) throw new InputError(op, `gemv shape ${shape}: kernel must be ${kernels.map((k) => `'${k}'`).join(' or ')}`);
-  const rowsOk = rows === 2 || rows === 4 || (rows === 8 && kernel !== 'vec4');
-  if (!(wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0 && rowsOk)) {
-    throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256 and rows 2 or 4 (8 with the upl kernels)`);
+  const pow2 = (n: number) => Number.isInteger(n) && n >= 1 && (n & (n - 1)) === 0;
+  if (!(pow2(wg) && wg >= 16 && wg <= 256)) throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256`);
+  if (kernel === 'wide') {
+    const g = groups ?? 0;
+    if (!(pow2(g) && wg * g <= 256 && Number.isInteger(rows) && rows >= 2 && rows % 2 === 0 && rows % g === 0 && rows / g <= UPL_MAXW)) {
+      throw new InputError(op, `gemv shape ${shape}: 'wide' needs groups a power of two with wg x groups <= 256, and rows an even multiple of groups, at most ${UPL_MAXW} a group`);
+    }
+    return;
+  }
+  if (groups !== undefined) throw new InputError(op, `gemv shape ${shape}: groups is for kernel 'wide' only`);
+  if (!(rows === 2 || rows === 4 || (rows === 8 && kernel !== 'vec4'))) {
+    throw new InputError(op, `gemv shape ${shape}: rows 2 or 4 (8 with the upl kernels)`);
   }
 }
 
@@ -52,41 +66,52 @@ export const GEMV_MAX_M = 4;
 // The sweep of 20261201-232224Z (all three kernels, the same measure): gate_up upl-sg 32x4 45.6 against vec4 64x4
 // 56.4 and vec4 32x4 52.0; o_proj upl-sg 32x2 20.9 against vec4 64x2 25.2; gqkv and down_proj within 1 us of
 // vec4's shapes, which they keep. The upl kernels need whole units per lane (uplFit) and gemv_upl_sg subgroups.
-function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): { WG: number; ROWS: number; kernel: GemvKernel } {
-  if (K > 2048) return { WG: 128, ROWS: 2, kernel: 'vec4' };
-  if (N >= 16384) return { WG: 32, ROWS: 2, kernel: 'vec4' };
-  if (norm && !swiglu) return { WG: 32, ROWS: 4, kernel: 'vec4' };
+function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): GemvShape {
+  if (K > 2048) return { wg: 128, rows: 2, kernel: 'vec4' };
+  if (N >= 16384) return { wg: 32, rows: 2, kernel: 'vec4' };
+  if (norm && !swiglu) return { wg: 32, rows: 4, kernel: 'vec4' };
   const rows = swiglu ? 4 : 2;
-  return upl(32, rows) ? { WG: 32, ROWS: rows, kernel: 'upl-sg' } : { WG: 64, ROWS: rows, kernel: 'vec4' };
+  return upl(32, rows) ? { wg: 32, rows, kernel: 'upl-sg' } : { wg: 64, rows, kernel: 'vec4' };
+}
+
+/**
+ * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null): 8 row groups of 32
+ * lanes, 2 rows each where the grid still has a workgroup per SM or more, else 1.
+ */
+function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string): GemvShape | null {
+  const groups = 8, wg = 32;
+  const rows = N >= 4096 ? 2 * groups : groups;
+  const f = uplFit(K, dtype, wg, rows / groups);
+  return M === 1 && wide && f.exact && f.fits ? { wg, rows, groups, kernel: 'wide' } : null;
 }
 
 /** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says; `shape` overrides the tuned one. */
 export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: GemvShape): void {
   const { M, K } = uniforms;
+  const N = c.shape[0];
   const wide = wideRows(x, c, K);
-  // gemv_upl_sg where the adapter has subgroups and the units split evenly over the lanes (else gemv_vec4).
-  const sgFits = (wg: number, rows: number) => { const f = uplFit(K, c.dtype, wg, rows); return gpu.subgroups && wide && f.exact && f.fits; };
-  const tuned = tunedShape(c.shape[0], K, fixed.NORM === 1, fixed.SWIGLU === 1, sgFits);
-  const ROWS = shape?.rows ?? tuned.ROWS;
-  const WG = shape?.wg ?? tuned.WG;
-  if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg']);
-  const { upl: UPL, fits } = uplFit(K, c.dtype, WG, ROWS);
-  const kernel = shape?.kernel ?? (shape ? 'vec4' : tuned.kernel);
-  if (kernel !== 'vec4' && !(wide && fits && (kernel === 'upl' || gpu.subgroups))) {
-    const why = !wide ? 'rows are not 16-byte aligned' : !fits ? `${UPL} units per lane x ${ROWS} rows exceed ${UPL_MAXW} registers` : "the adapter lacks the 'subgroups' feature";
-    throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${why})`);
-  }
+  if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg', 'wide']);
+  const tuned: GemvShape = shape ?? tunedWide(N, K, M, wide, c.dtype) ?? tunedShape(N, K, fixed.NORM === 1, fixed.SWIGLU === 1, (wg, rows) => {
+    const f = uplFit(K, c.dtype, wg, rows);
+    return gpu.subgroups && wide && f.exact && f.fits;
+  });
+  const { wg: WG, rows: ROWS, kernel = 'vec4' } = tuned;
+  const unfit = whyUnfit(kernel, tuned, { M, K, dtype: c.dtype, wide, subgroups: gpu.subgroups });
+  if (unfit) throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${unfit})`);
   // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats (beside
   // gemv_upl_sg's 32-byte mask of subgroup leaders).
   const shared = gpu.device.limits.maxComputeWorkgroupStorageSize - (kernel === 'upl-sg' ? 32 : 0);
-  const MB = Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(shared / (4 * WG * ROWS)));
+  const MB = kernel === 'wide' ? 1 : Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(shared / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
-  const blocks = fixed.SWIGLU ? Math.ceil(c.shape[0] / 2 / (ROWS / 2)) : Math.ceil(c.shape[0] / ROWS);
+  const blocks = fixed.SWIGLU ? Math.ceil(N / 2 / (ROWS / 2)) : Math.ceil(N / ROWS);
   const max = gpu.device.limits.maxComputeWorkgroupsPerDimension;
   const gy = Math.ceil(blocks / max);
   const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(M / MB)];
   const overrides = { ...fixed, WG, ROWS, MB };
-  if (kernel !== 'vec4') {
+  const UPL = uplFit(K, c.dtype, WG, 1).upl;
+  if (kernel === 'wide') {
+    GEMV_WIDE.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL, THREADS: WG * tuned.groups! }, workgroups, label: 'matmul.gemv_wide' });
+  } else if (kernel !== 'vec4') {
     const [k, label] = kernel === 'upl' ? [GEMV_UPL, 'matmul.gemv_upl'] : [GEMV_UPL_SG, 'matmul.gemv_upl_sg'];
     k.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL }, workgroups, label });
   } else if (wide) {
@@ -94,6 +119,19 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   } else {
     GEMV_WORD.dispatch(gpu, { bindings: { x, w: c, out }, uniforms, overrides, workgroups, label: 'matmul.gemv_word' });
   }
+}
+
+/** Why `kernel` cannot take this shape and operand, or null. */
+function whyUnfit(kernel: GemvKernel, s: GemvShape, o: { M: number; K: number; dtype: string; wide: boolean; subgroups: boolean }): string | null {
+  if (kernel === 'vec4') return null;
+  if (!o.wide) return 'rows are not 16-byte aligned';
+  const rowsPerLane = kernel === 'wide' ? s.rows / s.groups! : s.rows;
+  const f = uplFit(o.K, o.dtype, s.wg, rowsPerLane);
+  if (kernel === 'wide' && o.M !== 1) return `it takes one x row, not ${o.M}`;
+  if (kernel === 'wide' && !f.exact) return `${(o.K * (o.dtype === 'f32' ? 4 : 2)) / 16} units a row do not split over ${s.wg} lanes`;
+  if (!f.fits) return `${f.upl} units per lane x ${rowsPerLane} rows exceed ${UPL_MAXW} registers`;
+  if (kernel === 'upl-sg' && !o.subgroups) return "the adapter lacks the 'subgroups' feature";
+  return null;
 }
 
 /** 16-byte weight rows and bases let every lane load a whole vec4<u32>; otherwise kernels read word by word. */

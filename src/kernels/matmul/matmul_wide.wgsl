@@ -1,0 +1,73 @@
+// gemv_wide: matmul.wgsl's matrix-vector product (same bindings, fusions, weight dtypes and output side) for one x
+// row, with many weight rows per workgroup. The other gemv kernels give each workgroup 2-4 rows, so every
+// workgroup reads the whole x row again (with NORM twice: once for its norm): for K = 1536 that is 6 KB of x per
+// 12 KB of weights, as much traffic from L2 as half the weights. Here G row groups of WG lanes share a workgroup:
+// ROWS = G * RPG rows, one x read (from L1) and one norm per workgroup.
+//  - Lane l of row group g owns units l, l + WG, ... (UPL of them, exact) of each of its RPG rows (slots
+//    g * RPG ..) and issues all UPL x RPG 16-byte loads before the NORM prologue, which runs while they are in
+//    flight (the whole workgroup: a strided sum of squares and one tree).
+//  - The lanes' sums go to `red` (segment = row slot, WG lanes each); one thread per slot adds its WG partials in
+//    lane order; store_lane (gemv_out.inc.wgsl) pairs SWIGLU's gate and up slots and writes.
+// gemv.ts takes it for M = 1 on 16-byte rows whose units split evenly over the lanes.
+
+// #include "matmul/linear.inc.wgsl"
+// #include "matmul/gemv_block.inc.wgsl"
+
+// Threads per workgroup: G = THREADS / WG row groups (a power of two), RPG = ROWS / G rows per row group, UPL units
+// per lane per row.
+override THREADS: u32 = 256u;
+override UPL: u32 = 1u;
+const MAXW: u32 = 32u;   // registers of weight units per lane: UPL * RPG <= MAXW
+
+// The inverse RMS of x (row 0) by all THREADS threads; red holds the tree (WG * ROWS >= THREADS entries).
+fn wide_inv(tid: u32) -> f32 {
+  let T = THREADS;
+  let xpr = p.K / 4u;
+  var s = 0.0;
+  for (var j = tid; j < xpr; j += 2u * T) {
+    let v = sq4(j, xpr) + sq4(j + T, xpr);
+    s += v.x + v.y + v.z + v.w;
+  }
+  red[tid] = s;
+  workgroupBarrier();
+  for (var span = T / 2u; span > 0u; span >>= 1u) {
+    if (tid < span) { red[tid] += red[tid + span]; }
+    workgroupBarrier();
+  }
+  let inv = inv_rms(red[0]);
+  workgroupBarrier();   // every thread has read red[0] before the sums overwrite it
+  return inv;
+}
+
+@compute @workgroup_size(THREADS)
+fn gemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let blk = wid.x + wid.y * nwg.x;
+  let RPG = ROWS / (THREADS / WG);
+  let g = tid / WG;
+  let l = tid % WG;
+  let upr = p.K / select(8u, 4u, WDT == 0u);   // units per weight row
+  let xstep = select(2u, 1u, WDT == 0u);
+  var wv: array<vec4<u32>, MAXW>;
+  for (var r = 0u; r < RPG; r++) {
+    let b = wrow(blk, g * RPG + r) * upr;
+    for (var i = 0u; i < UPL; i++) { wv[i * RPG + r] = w4[b + l + i * WG]; }
+  }
+  var inv = 1.0;
+  if (NORM) { inv = wide_inv(tid); }
+  var acc: array<f32, MAXW>;
+  for (var i = 0u; i < UPL; i++) {
+    let xs = x_unit((l + i * WG) * xstep, inv);
+    for (var r = 0u; r < RPG; r++) { acc[r] += dot_unit(wv[i * RPG + r], xs[0], xs[1]); }
+  }
+  for (var r = 0u; r < RPG; r++) { red[(g * RPG + r) * WG + l] = acc[r]; }
+  workgroupBarrier();
+  var total = -0.0;   // -0 + x is x for every x
+  if (tid < ROWS) {
+    for (var k = 0u; k < WG; k++) { total += red[tid * WG + k]; }
+  }
+  workgroupBarrier();   // every slot's partials are read before the totals overwrite their first entries
+  if (tid < ROWS) { red[tid * WG] = total; }
+  workgroupBarrier();
+  let s = out_segs(tid);
+  store_lane(tid, blk, 0u, red[s.x * WG], red[s.y * WG]);
+}
