@@ -5,7 +5,7 @@ import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../tensor/errors.ts';
 import { GROUP } from '../quant/quant.ts';
-import type { QuantKV } from './types.ts';
+import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 
@@ -57,11 +57,8 @@ export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOpt
   return out;
 }
 
-/** qsdpaOneAppend's query source: the gqkv row, its H * D width and log2 of the RoPE base. */
-interface Appended { src: Tensor; width: number; log2Base: number }
-
 /** The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys. */
-function dispatchOne(from: { q: Tensor } | Appended, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
+function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = k.q.gpu;
   const dim = k.scales.shape[2] * GROUP;
