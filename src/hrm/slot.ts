@@ -9,6 +9,7 @@ import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '.
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
 import { appendAttendOne, sdpa } from '../kernels/attention/sdpa.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
+import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {
@@ -50,11 +51,15 @@ export class CacheSlot {
 
   /**
    * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
-   * full-precision sides runs both in one split + merge (appendAttendOne: the same bits, one dispatch fewer).
+   * full-precision sides runs both in one split + merge (appendAttendOne), into two quantized sides in qsdpa_one's
+   * two dispatches (qsdpaOneAppend): the same bits, one dispatch fewer.
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
-    if (pass.S === 1 && !pass.shadow && this.k.kind === 'full' && this.v.kind === 'full' && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {
-      const out = appendAttendOne(gqkv, this.k, this.v, { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) });
+    if (pass.S === 1 && !pass.shadow && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {
+      const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
+      const { k, v } = this;
+      const out = k.kind === 'full' && v.kind === 'full' ? appendAttendOne(gqkv, k, v, o)
+        : k.kind === 'quant' && v.kind === 'quant' ? qsdpaOneAppend(gqkv, k, v, o) : null;
       if (out) return out;
     }
     const q = this.append(gqkv, pass);

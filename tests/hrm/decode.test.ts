@@ -1,5 +1,6 @@
-// A captured decode step replayed per token must be the recorded step, bit for bit, at every position.
-import { describe, expect, it } from 'vitest';
+// A captured decode step replayed per token must be the recorded step, bit for bit, at every position; a decode
+// step into a quantized cache (its append inside attention) must be the composed path's, one dispatch fewer.
+import { describe, expect, it, vi } from 'vitest';
 import { DecodeGraph } from '../../src/hrm/decode.ts';
 import { generate } from '../../src/hrm/generate.ts';
 import type { KvSpec } from '../../src/hrm/cache.ts';
@@ -10,6 +11,7 @@ import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import type { HrmModel } from '../../src/hrm/model.ts';
 import { GpuValidationError } from '../../src/tensor/errors.ts';
+import { CacheSlot } from '../../src/hrm/slot.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -71,6 +73,57 @@ describe('decode graph', { timeout: 300_000 }, () => {
       a.dispose(); b.dispose();
     });
   }
+
+  /**
+   * While `fn` runs, every slot appends and attends as before the fused decode paths (ropeAppend, then attention:
+   * the reference they are bit for bit equal to).
+   */
+  async function composed<T>(fn: () => Promise<T>): Promise<T> {
+    const spy = vi.spyOn(CacheSlot.prototype, 'appendAttend').mockImplementation(function (this: CacheSlot, gqkv, pass) {
+      const q = this.append(gqkv, pass);
+      const out = this.attend(q, gqkv, pass);
+      q.dispose();
+      return out;
+    });
+    try { return await fn(); } finally { spy.mockRestore(); }
+  }
+
+  it('quantized decode steps append inside attention: the composed logits bit for bit, one dispatch fewer a layer call', async () => {
+    const gpu = await getGpu();
+    for (const [which, dtype, kv] of [['hrm-tiny-b', 'bf16', { k: 4, v: 4 }], ['hrm-tiny-a', 'f32', { k: 4, v: 8 }]] as const) {
+      const lm = await model(gpu, which, dtype);
+      const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
+      for (const t of FEED) {
+        const step = async (cache: typeof a) => {
+          const d0 = gpu.dispatchCount;
+          const logits = lm.model.forward([t], cache, { mask: 'causal' });
+          return { dispatches: gpu.dispatchCount - d0, logits: await logits.readF32() };
+        };
+        const want = await composed(() => step(a));
+        const got = await step(b);
+        expect(got.logits, `${which} kv ${kv.k}/${kv.v} at ${b.offset}`).toEqual(want.logits);
+        expect(want.dispatches - got.dispatches, 'one dispatch fewer per slot').toBe(b.slots.length);
+      }
+      a.dispose(); b.dispose();
+    }
+  });
+
+  it('generate() with a q4 cache: the composed path\'s tokens, its replayed step as long as a full cache\'s', async () => {
+    const lm = await model(await getGpu(), 'brown', 'f32');
+    const run = async (kv?: KvSpec) => {
+      for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 8, kv })) if (ev.type === 'done') return ev.stats;
+      throw new Error('no done event');
+    };
+    const q4 = { k: 4, v: 4 };
+    const before = await composed(() => run(q4));
+    const fused = await run(q4);
+    expect(fused.ids).toEqual(before.ids);
+    const c = lm.config;
+    const layerCalls = c.H_cycles * (c.L_cycles + 1) * c.num_layers_per_stack;
+    expect(before.decodePath).toHaveProperty('replayed');
+    expect(fused.decodePath).toEqual({ replayed: (before.decodePath as { replayed: number }).replayed - layerCalls });
+    expect(fused.decodePath).toEqual((await run()).decodePath);
+  });
 
   it('refuses, with the reason, when fewer than three positions are left', async () => {
     const lm = await model(await getGpu(), 'hrm-tiny-a', 'f32');

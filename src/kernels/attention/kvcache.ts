@@ -9,7 +9,7 @@ import { checkRopeArgs } from '../rope/rope.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { checkQuantKV } from './kvquant.ts';
-import type { FullKV, KVSide } from './types.ts';
+import type { FullKV, KVSide, QuantKV } from './types.ts';
 
 const HEADS_F32 = new Kernel('attention/kvcache.wgsl', 'heads_f32');
 const HEADS_BF16 = new Kernel('attention/kvcache.wgsl', 'heads_bf16');
@@ -49,8 +49,8 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
 /**
  * cache[h, offset + s, :] = RoPE(k block) into `k` and the raw v block into `v`, for the S rows of gqkv. A bf16 cache
  * stores the bf16 rounding; an f32 cache stores f32 values rounded per `round` (bf16 mode keeps bf16 values).
- * The composed form ropeAppend is tested against (the model appends through ropeAppend, or appendAttendOne when
- * decoding into a full-precision cache).
+ * The composed form ropeAppend is tested against (the model appends through ropeAppend, or appendAttendOne /
+ * qsdpaOneAppend when decoding into a full-precision / quantized cache).
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
   const layout = checkFullAppend('appendKV', gqkv, k, v, opts);
@@ -104,6 +104,14 @@ export function checkFullAppend(op: string, gqkv: Tensor, k: FullKV, v: FullKV, 
   const l = gqkvLayout(op, gqkv, opts);
   checkCache(op, 'k', k, l, opts.offset, opts.round);
   checkCache(op, 'v', v, l, opts.offset, opts.round);
+  return l;
+}
+
+/** Checks an append of gqkv's rows into two quantized sides (as ropeAppend does); returns gqkv's layout. */
+export function checkQuantAppend(op: string, gqkv: Tensor, k: QuantKV, v: QuantKV, opts: HeadsOptions): Layout {
+  const l = gqkvLayout(op, gqkv, opts);
+  appendSide(op, 'k', k, l, opts);
+  appendSide(op, 'v', v, l, opts);
   return l;
 }
 

@@ -1,11 +1,16 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
 // per 32 dims; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
+// qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { QuantKV } from './types.ts';
+import { InputError } from '../../tensor/errors.ts';
+import { GROUP } from '../quant/quant.ts';
+import type { AppendedRow, QuantKV } from './types.ts';
+import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
+const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
 const OUT = new Kernel('attention/qsdpa_one.wgsl', 'qone_out');
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
@@ -33,24 +38,52 @@ export interface QsdpaOneArgs {
 
 /** out [1, heads * dim] from q [heads, 1, dim] over cache positions [0, kvLen) of k and v (validated by qsdpa). */
 export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
-  const gpu = q.gpu;
-  const dim = q.shape[2];
+  dispatchOne({ q }, k, v, out, a);
+}
+
+/**
+ * Decode's cache append and attention in two dispatches (qsdpa_one_append.wgsl's scores, then qone_out): position
+ * `offset` of gqkv [1, 4*H*D] is RoPE'd and quantized into the sides k and v, and its RoPE'd query attends over
+ * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then qsdpa (path 'one', gate
+ * gqkv), one dispatch fewer. Null when qsdpa_one cannot take the slot (the caller composes the two).
+ */
+export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number }): Tensor | null {
+  const { heads, dim } = checkQuantAppend('qsdpaOneAppend', gqkv, k, v, o);
+  if (gqkv.shape[0] !== 1 || !qsdpaOneFits(dim) || k.q.shape[1] !== v.q.shape[1]) return null;
+  if (!Number.isFinite(o.scale)) throw new InputError('qsdpaOneAppend', `scale ${o.scale} must be finite`);
+  const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'qsdpa.out');
+  const args = { heads, kvHeads: heads, kvLen: o.offset + 1, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, k, v, out, args);
+  return out;
+}
+
+/** The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys. */
+function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
+  const append = 'src' in from ? from : null;
+  const gpu = k.q.gpu;
+  const dim = k.scales.shape[2] * GROUP;
   const cap = k.q.shape[1];
   const chunk = (32 * WG) / dim;
   const nChunks = Math.ceil(cap / chunk);
-  const scores = Tensor.empty(gpu, [a.heads, cap], 'f32', 'qsdpa_one.scores');
-  const cmax = Tensor.empty(gpu, [a.heads, nChunks], 'f32', 'qsdpa_one.cmax');
-  const uniforms = { kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0 };
+  // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
+  const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
+  const uniforms = {
+    kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0,
+    width: append?.width ?? 0, log2_base: append?.log2Base ?? 0,
+  };
   const round = roundCode('qsdpa', a.round);
-  SCORES.dispatch(gpu, {
-    bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, scores, cmax }, uniforms,
-    overrides: { HD: dim, BITS: k.bits, ROUND: round }, workgroups: [nChunks, a.heads],
-  });
+  const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
+  const overrides = { HD: dim, BITS: k.bits, ROUND: round };
+  const workgroups: [number, number] = [nChunks, a.heads];
+  if (append) {
+    SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
+  } else {
+    SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
+  }
   OUT.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, cmax, out, gate: a.gate }, uniforms,
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, gate: a.gate }, uniforms,
     overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups: [dim / 32, a.heads],
   });
-  // Recorded dispatches keep reading them in order; the pool may hand them out again.
+  // Recorded dispatches keep reading it in order; the pool may hand it out again.
   scores.dispose();
-  cmax.dispose();
 }

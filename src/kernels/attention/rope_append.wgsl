@@ -10,7 +10,9 @@
 // write one word); then one workgroup per group of 64 values of a quantized side, a lane per value (k_groups and
 // v_groups: H*S*D/64 for a quantized side, else 0).
 // The angle and sin/cos code is rope.wgsl's (rope/angle.inc.wgsl, through rope/elem.inc.wgsl) and the quantization quant.wgsl's
-// (quant/affine.inc.wgsl, Metal rules); the tests compare every output with the composed ops bit for bit.
+// (quant/affine.inc.wgsl, Metal rules, through attention/quant_group.inc.wgsl); the tests compare every output with
+// the composed ops bit for bit. A decode step (S = 1) into two full or two quantized sides appends inside its
+// attention instead (sdpa_one_append.wgsl, qsdpa_one_append.wgsl), with the same code and bits.
 
 struct Params {
   n_pairs: u32, k_groups: u32, v_groups: u32, seq: u32, hd: u32, width: u32, k_cap: u32, v_cap: u32, offset: u32,
@@ -73,9 +75,9 @@ var<workgroup> g_min: array<f32, 64>;
 var<workgroup> g_max: array<f32, 64>;
 var<workgroup> g_lv: array<u32, 64>;
 
-// Group g of the [H, S, D] block at column col0, quantized by its workgroup (lane = value index): min/max by a
-// tree (exact in any order), every lane forms the same scale/bias and its own level, then lanes < 2 * bits pack a
-// word each. Returns the group's scale/bias and, in lanes < 2 * bits, word `lane`; `at` is its index in scales.
+// #include "attention/quant_group.inc.wgsl"
+
+// Group g of the [H, S, D] block at column col0, quantized by its workgroup; `at` is its index in scales.
 struct GroupOut { a: Affine, word: u32, at: u32 }
 
 fn quant_group(col0: u32, g: u32, lane: u32, rope: bool, bits: u32, cap: u32) -> GroupOut {
@@ -83,25 +85,8 @@ fn quant_group(col0: u32, g: u32, lane: u32, rope: bool, bits: u32, cap: u32) ->
   let hs = g / gpr;
   let h = hs / p.seq;
   let s = hs % p.seq;
-  let x = elem(col0, h, s, (g % gpr) * GROUP + lane, rope);
-  g_min[lane] = x;
-  g_max[lane] = x;
-  workgroupBarrier();
-  for (var w = GROUP / 2u; w > 0u; w >>= 1u) {
-    if (lane < w) { g_min[lane] = min(g_min[lane], g_min[lane + w]); g_max[lane] = max(g_max[lane], g_max[lane + w]); }
-    workgroupBarrier();
-  }
-  let a = affine_of(g_min[0], max(0.0, g_max[0]), bits, false);   // Metal: the running max starts at 0
-  g_lv[lane] = level_of(x, a, bits, false);
-  workgroupBarrier();
-  var word = 0u;
-  for (var j = 0u; j < GROUP; j++) {
-    let bit = j * bits;
-    let sh = bit & 31u;
-    if ((bit >> 5u) == lane) { word |= g_lv[j] << sh; }
-    if ((bit >> 5u) + 1u == lane && sh + bits > 32u) { word |= g_lv[j] >> (32u - sh); }
-  }
-  return GroupOut(a, word, (h * cap + p.offset + s) * gpr + g % gpr);
+  let r = quant_lanes(elem(col0, h, s, (g % gpr) * GROUP + lane, rope), 0u, lane, bits);
+  return GroupOut(r.a, r.word, (h * cap + p.offset + s) * gpr + g % gpr);
 }
 
 @compute @workgroup_size(64)

@@ -6,7 +6,7 @@ import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
-import type { AttnMask, FullKV, KVSide } from './types.ts';
+import type { AppendedRow, AttnMask, FullKV, KVSide } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
 import { sdpaMm, sdpaMmFits } from './sdpa_mm.ts';
 import type { Round } from '../common/codes.ts';
@@ -138,11 +138,8 @@ export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOpti
   return out;
 }
 
-/** appendAttendOne's query source: the gqkv row, its H * D width and log2 of the RoPE base. */
-interface Appended { src: Tensor; width: number; log2Base: number }
-
 /** sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). */
-function dispatchOne(from: { q: Tensor } | Appended, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number } }): void {
+function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number } }): void {
   const append = 'src' in from ? from : null;
   const gpu = kd.gpu;
   const [heads, cap, dim] = kd.shape;

@@ -26,3 +26,9 @@ export interface FullKV { kind: 'full'; data: Tensor }
 export interface QuantKV { kind: 'quant'; bits: number; q: Tensor; scales: Tensor; biases: Tensor }
 
 export type KVSide = FullKV | QuantKV;
+
+/**
+ * A decode step's query as the attention kernels that append it read it (appendAttendOne, qsdpaOneAppend): the
+ * gqkv row [1, 4*H*D], its H * D width and log2 of the RoPE base.
+ */
+export interface AppendedRow { src: Tensor; width: number; log2Base: number }

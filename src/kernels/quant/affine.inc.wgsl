@@ -1,5 +1,6 @@
 // MLX's group-64 affine quantization math, shared through `// #include "quant/affine.inc.wgsl"` by quant.wgsl
-// (a thread per group) and attention/rope_append.wgsl (a workgroup per group); rules and rounding: see quant.wgsl.
+// (a thread per group) and attention/quant_group.inc.wgsl (a lane per value: the cache appends); rules and
+// rounding: see quant.wgsl.
 // Levels are packed little-endian: value j of a group occupies bits [j*bits, (j+1)*bits) of its 2*bits words.
 // Never compiled on its own.
 

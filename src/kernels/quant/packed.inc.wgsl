@@ -1,6 +1,6 @@
 // Reading MLX's packed levels (quant.wgsl's layout: a row's values form a little-endian bit stream, 32 values in
 // exactly BITS words per pack) and the rounding of MLX's CPU-rule sums, shared through
-// `// #include "quant/packed.inc.wgsl"` by qmm.wgsl, dequant.wgsl, attention/qsdpa.wgsl and qsdpa_one.wgsl. The includer declares
+// `// #include "quant/packed.inc.wgsl"` by qmm.wgsl, dequant.wgsl, attention/qsdpa.wgsl and qsdpa_one.inc.wgsl. The includer declares
 // `override BITS: u32`, `override ROUND: u32`, `p.zero` (a uniform 0) and `fn packed_word(i: u32) -> u32` (its
 // packed binding). Never compiled on its own.
 // #include "common/round.inc.wgsl"

@@ -1,7 +1,7 @@
 // One element of a head of HRM's gqkv rows as attention uses it, shared through `// #include "rope/elem.inc.wgsl"`
-// by rope_append.wgsl and sdpa_one.wgsl's fused append, so both give the same bits: r(x), or r(RoPE(x)) at `pos`
-// (rotate-half pairs d and d + hd / 2). The includer declares a binding `src: array<f32>` (gqkv) and round_out.
-// Never compiled on its own.
+// by rope_append.wgsl and the attention kernels' fused appends (sdpa_one_append.wgsl, qsdpa_one_append.wgsl), so all
+// give the same bits: r(x), or r(RoPE(x)) at `pos` (rotate-half pairs d and d + hd / 2). The includer declares a
+// binding `src: array<f32>` (gqkv) and round_out. Never compiled on its own.
 // #include "rope/angle.inc.wgsl"
 
 // Element d of the head starting at src[row0], rounded; RoPE'd at position pos when `rope`.

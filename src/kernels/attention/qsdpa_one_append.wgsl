@@ -1,0 +1,66 @@
+// Decode's cache append fused into qsdpa_one.wgsl's scores, for two quantized cache sides (the model's decode step
+// then has no rope_append dispatch): qone_scores_append is qone_scores (attention/qsdpa_one.inc.wgsl) whose query
+// is gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's),
+// and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
+// cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
+// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256). storageBarrier, then its
+// scores read the new key back like every other key (no other workgroup reads that position); qsdpa_one.wgsl's
+// qone_out follows unchanged and reads the new value. Cache heads = query heads: gqkv holds a key per query head.
+
+@group(0) @binding(1) var<storage, read> src: array<f32>;               // gqkv [1, 4 * width], width = H * HD
+@group(0) @binding(2) var<storage, read_write> cq: array<u32>;          // K: [H, cap, HD*BITS/32]
+@group(0) @binding(3) var<storage, read_write> cs: array<f32>;          // [H, cap, HD/64]
+@group(0) @binding(4) var<storage, read_write> cb: array<f32>;
+@group(0) @binding(6) var<storage, read_write> vq: array<u32>;          // V: [H, cap, HD*V_BITS/32]
+@group(0) @binding(7) var<storage, read_write> vs: array<f32>;
+@group(0) @binding(8) var<storage, read_write> vb: array<f32>;
+
+override V_BITS: u32 = 4;
+
+// #include "attention/qsdpa_one.inc.wgsl"
+// #include "rope/elem.inc.wgsl"
+// #include "quant/affine.inc.wgsl"
+
+var<workgroup> g_min: array<f32, WG>;
+var<workgroup> g_max: array<f32, WG>;
+var<workgroup> g_lv: array<u32, WG>;
+
+// #include "attention/quant_group.inc.wgsl"
+
+fn qv(h: u32, e: u32) -> f32 { return head_elem(p.width + h * HD, e, HD, p.kv_len - 1u, p.log2_base, true); }
+
+// Quantizes the new key and value of head h at position `pos` into the cache (every thread calls it).
+fn append_kv(h: u32, pos: u32, t: u32) {
+  let gpr = HD / GROUP;
+  let slot = t / GROUP;
+  let lane = t % GROUP;
+  for (var g0 = 0u; g0 < 2u * gpr; g0 += WG / GROUP) {
+    let g = g0 + slot;   // groups [0, gpr) are K's, [gpr, 2 gpr) V's
+    let live = g < 2u * gpr;
+    let is_v = g >= gpr;
+    var x = 0.0;
+    if (live) { x = head_elem(select(2u, 3u, is_v) * p.width + h * HD, (g % gpr) * GROUP + lane, HD, pos, p.log2_base, !is_v); }
+    let bits = select(BITS, V_BITS, is_v);
+    let r = quant_lanes(x, slot, lane, bits);
+    let at = (h * p.cap + pos) * gpr + g % gpr;
+    if (live && !is_v) {
+      if (lane == 0u) { cs[at] = round_out(r.a.scale); cb[at] = round_out(r.a.bias); }
+      if (lane < 2u * bits) { cq[at * 2u * bits + lane] = r.word; }
+    }
+    if (live && is_v) {
+      if (lane == 0u) { vs[at] = round_out(r.a.scale); vb[at] = round_out(r.a.bias); }
+      if (lane < 2u * bits) { vq[at * 2u * bits + lane] = r.word; }
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let last = p.kv_len - 1u;
+  let k0 = wid.x * CK;
+  if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
+    append_kv(wid.y, last, t);
+    storageBarrier();
+  }
+  chunk_scores(wid, t);
+}

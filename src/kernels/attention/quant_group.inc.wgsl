@@ -1,0 +1,36 @@
+// One group of 64 values quantized by 64 lanes of a workgroup (lane = value index), shared through
+// `// #include "attention/quant_group.inc.wgsl"` by rope_append.wgsl (a workgroup per group) and
+// qsdpa_one_append.wgsl (several groups a workgroup), so the cache appends write the same bits. The includer
+// includes quant/affine.inc.wgsl and declares `var<workgroup> g_min, g_max: array<f32, N>` and `g_lv:
+// array<u32, N>`, N = 64 x the groups quantized at once; group slot `slot` uses [64 slot, 64 slot + 64). It has
+// barriers: every thread of the workgroup calls it, in uniform control flow. Never compiled on its own.
+
+// The group's f32 scale/bias and, in lanes < 2 * bits, word `lane` of its packed levels (0 in the other lanes).
+struct GroupQuant { a: Affine, word: u32 }
+
+// Min/max by a tree (exact in any order), every lane forms the same scale/bias and its own level of x, then
+// lanes < 2 * bits pack a word each.
+fn quant_lanes(x: f32, slot: u32, lane: u32, bits: u32) -> GroupQuant {
+  let i0 = slot * GROUP;
+  g_min[i0 + lane] = x;
+  g_max[i0 + lane] = x;
+  workgroupBarrier();
+  for (var w = GROUP / 2u; w > 0u; w >>= 1u) {
+    if (lane < w) {
+      g_min[i0 + lane] = min(g_min[i0 + lane], g_min[i0 + lane + w]);
+      g_max[i0 + lane] = max(g_max[i0 + lane], g_max[i0 + lane + w]);
+    }
+    workgroupBarrier();
+  }
+  let a = affine_of(g_min[i0], max(0.0, g_max[i0]), bits, false);   // Metal: the running max starts at 0
+  g_lv[i0 + lane] = level_of(x, a, bits, false);
+  workgroupBarrier();
+  var word = 0u;
+  for (var j = 0u; j < GROUP; j++) {
+    let bit = j * bits;
+    let sh = bit & 31u;
+    if ((bit >> 5u) == lane) { word |= g_lv[i0 + j] << sh; }
+    if ((bit >> 5u) + 1u == lane && sh + bits > 32u) { word |= g_lv[i0 + j] >> (32u - sh); }
+  }
+  return GroupQuant(a, word);
+}
