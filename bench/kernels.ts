@@ -8,7 +8,7 @@
 // >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one pass per dispatch)
 // for the kernel's own GPU time; the wall figure also contains the barrier between dependent dispatches, which is
 // what the model pays.
-import type { Gpu } from '../src/tensor/gpu.ts';
+import type { Dispatch, Gpu, Upload } from '../src/tensor/gpu.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul } from '../src/kernels/matmul/matmul.ts';
@@ -67,11 +67,13 @@ export interface DispatchFigure {
 }
 
 /**
- * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: wall us
- * per call, and where the adapter has timestamps the GPU us per call of one pass of back-to-back calls (passTime),
- * which GBps is computed from when present.
+ * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: where the
+ * adapter has timestamps the GPU us per call of one pass of back-to-back calls (passTime), else the wall us per call.
  */
-export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; groups: number | null; bytes: number; wallUs: number; passUs: number | null; GBps: number }
+export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; groups: number | null; bytes: number; wallUs: number | null; passUs: number | null; GBps: number }
+
+/** Pass samples per sweep point (medians). */
+const SWEEP_ROUNDS = 5;
 
 /** Decode attention (one query, bf16 cache full to its capacity) on one path. */
 export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'decode'; wallUs: number }
@@ -124,28 +126,41 @@ export async function timeCalls(gpu: Gpu, record: () => void, s: Settings): Prom
 }
 
 /**
- * GPU microseconds per call over one compute pass of `calls` captured calls, between the pass's two timestamps:
- * dependent dispatches back to back with their barriers and nothing of JavaScript's recording (which, at ~7-10 us
- * a dispatch, hides a kernel shorter than that behind wall-clock timing). Null without timestamp-query.
+ * GPU microseconds per call over one compute pass of `calls` captured calls (passMs): dependent dispatches back to
+ * back with their barriers and nothing of JavaScript's recording (which, at ~7-10 us a dispatch, hides a kernel
+ * shorter than that behind wall-clock timing). Null without timestamp-query.
  */
 export async function passTime(gpu: Gpu, record: () => void, calls: number, samples: number): Promise<Stats | null> {
   if (!gpu.timestamps) return null;
   await gpu.sync();
   const cap = capture(gpu, () => { for (let i = 0; i < calls; i++) record(); });
   const claimed = gpu.claim(cap.allocated);
+  try {
+    const ms = await passMs(gpu, cap.dispatches, [...cap.uniforms, ...cap.uploads], samples);
+    return stats(ms.map((m) => (m * 1000) / calls));
+  } finally {
+    for (const b of claimed) gpu.release(b);
+  }
+}
+
+/**
+ * GPU milliseconds of `dispatches` encoded as one compute pass (after `uploads`), between the pass's two
+ * timestamps, `samples` times after a warm-up. The caller has timestamp-query.
+ */
+export async function passMs(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], samples: number): Promise<number[]> {
   const device = gpu.device;
   const qs = device.createQuerySet({ type: 'timestamp', count: 2 });
   const resolve = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
   const readback = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   try {
-    const us: number[] = [];
-    for (let i = 0; i <= samples; i++) {   // the first is a warm-up
-      await gpu.scoped('passTime', () => {
-        for (const u of [...cap.uniforms, ...cap.uploads]) device.queue.writeBuffer(u.buffer, u.offset, u.data);
-        const enc = device.createCommandEncoder({ label: 'passTime' });
-        const pass = enc.beginComputePass({ label: 'passTime', timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+    const ms: number[] = [];
+    for (let i = 0; i <= samples; i++) {
+      await gpu.scoped('passMs', () => {
+        for (const u of uploads) device.queue.writeBuffer(u.buffer, u.offset, u.data);
+        const enc = device.createCommandEncoder({ label: 'passMs' });
+        const pass = enc.beginComputePass({ label: 'passMs', timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
         let last: GPUComputePipeline | null = null;
-        for (const d of cap.dispatches) {
+        for (const d of dispatches) {
           if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
           pass.setBindGroup(0, d.bindGroup);
           pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
@@ -158,12 +173,11 @@ export async function passTime(gpu: Gpu, record: () => void, calls: number, samp
       await readback.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(readback.getMappedRange().slice(0));
       readback.unmap();
-      if (i) us.push(Number(t[1] - t[0]) / 1e3 / calls);
+      if (i) ms.push(Number(t[1] - t[0]) / 1e6);
     }
-    return stats(us);
+    return ms;
   } finally {
     qs.destroy(); resolve.destroy(); readback.destroy();
-    for (const b of claimed) gpu.release(b);
   }
 }
 
@@ -271,8 +285,8 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
  * o and down), one x row, over kernels and workgroup shapes: GPU time per call in one pass of 200 back-to-back
- * calls, barriers included, as a replayed step pays it (passTime; the wall time per call is kept too, but recording
- * a call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
+ * calls, barriers included, as a replayed step pays it (passTime; wall time only without timestamps: recording a
+ * call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
  * 'upl' and 'upl-sg' (loads up front; the latter reduced on subgroups, where the adapter has them) at the lanes that
  * split a row's units evenly, x 2, 4 or 8 rows as its registers allow; 'wide' (sweepShapes).
  */
@@ -281,6 +295,8 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     { layer: 'gqkv (norm)', n: qkv, k: hidden, norm: true, swiglu: false, acc: false },
     { layer: 'o_proj (residual)', n: hidden, k: hidden, norm: false, swiglu: false, acc: true },
     { layer: 'gate_up (norm, swiglu)', n: 2 * inter, k: hidden, norm: true, swiglu: true, acc: false },
+    // gate_up's rows without the SwiGLU pairing: is gate_up slower per byte than gqkv because of it?
+    { layer: 'gate_up rows (norm only)', n: 2 * inter, k: hidden, norm: true, swiglu: false, acc: false },
     { layer: 'down_proj (residual)', n: hidden, k: inter, norm: false, swiglu: false, acc: true },
   ];
   const out: SweepPoint[] = [];
@@ -291,17 +307,26 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
-      for (const gemv of sweepShapes(L.k, gpu.subgroups)) {
+      const shapes = sweepShapes(L.k, gpu.subgroups);
+      const calls = shapes.map((gemv) => {
         let i = 0;
-        const call = () => {
+        return () => {
           const y = matmul(x, ws[i++ % copies], { norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv, path: 'gemv' });
           if (!L.acc) y.dispose();
         };
-        const t = await timeCalls(gpu, call, { ...s, samples: Math.min(s.samples, 3) });
-        const pass = await passTime(gpu, call, 200, 3);
-        const wallUs = t.wallMs.median * 1000;
-        const passUs = pass?.median ?? null;
-        out.push({ layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows, groups: gemv.groups ?? null, bytes: wBytes, wallUs, passUs, GBps: wBytes / (passUs ?? wallUs) / 1e3 });
+      });
+      // Wall time only without timestamps. Pass samples go round the shapes, so a drift of the GPU's clocks
+      // during the sweep spreads over all of them instead of favouring the first.
+      const wall: number[] = [];
+      for (const c of gpu.timestamps ? [] : calls) wall.push((await timeCalls(gpu, c, { ...s, samples: Math.min(s.samples, 3) })).wallMs.median * 1000);
+      const pass: number[][] = shapes.map(() => []);
+      for (let round = 0; gpu.timestamps && round < SWEEP_ROUNDS; round++) {
+        for (const [j, c] of calls.entries()) pass[j].push((await passTime(gpu, c, 200, 1))!.median);
+      }
+      for (const [j, gemv] of shapes.entries()) {
+        const passUs = pass[j].length ? stats(pass[j]).median : null;
+        const wallUs = wall[j] ?? null;
+        out.push({ layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows, groups: gemv.groups ?? null, bytes: wBytes, wallUs, passUs, GBps: wBytes / (passUs ?? wallUs!) / 1e3 });
       }
     } finally {
       x.dispose();
@@ -319,7 +344,7 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
 function sweepShapes(K: number, subgroups: boolean): GemvShape[] {
   const shapes: GemvShape[] = [];
   const upl: GemvKernel[] = subgroups ? ['upl', 'upl-sg'] : ['upl'];
-  for (const wg of [32, 64, 128, 256]) {
+  for (const wg of [32, 64, 128]) {
     for (const rows of [2, 4]) shapes.push({ kernel: 'vec4', wg, rows });
     for (const rows of [2, 4, 8]) {
       const f = uplFit(K, 'bf16', wg, rows);

@@ -3,7 +3,9 @@
 // ahead of the token being read), and where a decode step's time goes (dispatches, JS time, GPU time per kernel
 // label from one profiled step), per KV-cache configuration. Also the bytes a decode token must read, which turn
 // a bandwidth into a ceiling.
-import type { Gpu } from '../src/tensor/gpu.ts';
+import type { Dispatch, Gpu } from '../src/tensor/gpu.ts';
+import { capture } from '../src/tensor/capture.ts';
+import { passMs } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import { AHEAD, DecodeGraph } from '../src/hrm/decode.ts';
@@ -52,7 +54,16 @@ export interface ProfileFigure {
   kernelMs: number;
   byLabel: LabelTime[];
   quantized: boolean;
+  /** Decode only: the step timed as one pass, whole and without each kernel (null without timestamps). */
+  ablation?: Ablation | null;
 }
+
+/**
+ * A captured decode step timed on the GPU as one compute pass (passMs: no JavaScript, no per-dispatch passes), and
+ * for each kernel (label and grid: the projections share a label) how much faster the pass runs without its
+ * dispatches: what they cost, barriers included. The outputs of such a pass are garbage; only its time counts.
+ */
+export interface Ablation { stepMs: number; dispatches: number; byKernel: Array<{ kernel: string; count: number; ms: number }> }
 
 /** Bytes one decode token reads at the decode's mean context, and the tok/s they allow at a bandwidth. */
 export interface Ceiling {
@@ -131,6 +142,27 @@ async function readRow(t: Tensor): Promise<Float32Array> {
 }
 
 export interface Clock { left(): number }
+
+/** Ablation of the dispatches `step` records (see Ablation); medians of 5 passes each. */
+async function ablate(gpu: Gpu, step: () => unknown): Promise<Ablation> {
+  await gpu.sync();
+  const cap = capture(gpu, step);
+  const claimed = gpu.claim(cap.allocated);
+  try {
+    const uploads = [...cap.uniforms, ...cap.uploads];
+    const time = async (ds: Dispatch[]) => stats(await passMs(gpu, ds, uploads, 5)).median;
+    const stepMs = await time(cap.dispatches);
+    const kernel = (d: Dispatch) => `${d.label} [${d.workgroups.join('x')}]`;
+    const byKernel = [];
+    for (const k of new Set(cap.dispatches.map(kernel))) {
+      const rest = cap.dispatches.filter((d) => kernel(d) !== k);
+      byKernel.push({ kernel: k, count: cap.dispatches.length - rest.length, ms: stepMs - (await time(rest)) });
+    }
+    return { stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms) };
+  } finally {
+    for (const b of claimed) gpu.release(b);
+  }
+}
 
 /** Runs the prefill, decode and profile measurements of one cache configuration. */
 export class ModelBench {
@@ -229,6 +261,7 @@ export class ModelBench {
         const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
         prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
+        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
       }
       return { steps, path, profile: prof };
     } finally {

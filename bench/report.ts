@@ -63,7 +63,7 @@ export function markdown(r: BenchResult): string {
   if (k.sweep?.length) {
     L.push('## Matrix-vector workgroup shapes (decode projections, fused as the model runs them)', '');
     L.push('| projection | kernel lanes x rows (x groups): GPU us per call in one pass, else wall (GB/s), fastest first |', '|---|---|');
-    const us = (p: SweepPoint) => p.passUs ?? p.wallUs;
+    const us = (p: SweepPoint) => p.passUs ?? p.wallUs ?? NaN;
     for (const layer of [...new Set(k.sweep.map((p) => p.layer))]) {
       const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => us(a) - us(b));
       L.push(`| ${layer} | ${pts.map((p) => `${p.kernel ?? 'vec4'} ${p.wg}x${p.rows}${p.groups ? `/${p.groups}g` : ''}: ${f(us(p))} (${f(p.GBps)})`).join(', ')} |`);
@@ -113,6 +113,13 @@ export function markdown(r: BenchResult): string {
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
       L.push(...labelTable(pr));
+      const ab = pr.ablation;
+      if (ab) {
+        L.push('', `The same step as one pass on the GPU (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each kernel's dispatches it runs faster by:`, '');
+        L.push('| kernel [grid] | dispatches | ms saved | of the step |', '|---|---|---|---|');
+        for (const k of ab.byKernel) L.push(`| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`);
+      }
+      L.push('');
     }
     const pf = r.caches.flatMap((c) => c.prefill).find((x) => x.profile);
     if (pf?.profile) {

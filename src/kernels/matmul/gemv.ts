@@ -75,14 +75,16 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (
 }
 
 /**
- * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null): 8 row groups of 32
- * lanes, 2 rows each where the grid still has a workgroup per SM or more, else 1.
+ * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null). From the sweep of
+ * 20261202-005618Z (GPU us per call, one pass of 200 calls, shapes interleaved; bench --sweep-gemv): gqkv
+ * 32 lanes x 16 rows / 4 groups 17.3 against upl-sg 32x4 19.4; gate_up the same 13.4 against 17.5; o_proj
+ * 64 x 4 / 4 groups 14.6 against upl-sg 32x2 15.4; down_proj 64 x 4 / 4 groups 12.0 against vec4 128x2 13.5. (The
+ * figures of one call drift by up to 2x against another's: only those of one sweep compare.)
  */
 function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string): GemvShape | null {
-  const groups = 8, wg = 32;
-  const rows = N >= 4096 ? 2 * groups : groups;
-  const f = uplFit(K, dtype, wg, rows / groups);
-  return M === 1 && wide && f.exact && f.fits ? { wg, rows, groups, kernel: 'wide' } : null;
+  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
+  const f = uplFit(K, dtype, shape.wg, shape.rows / shape.groups!);
+  return M === 1 && wide && f.exact && f.fits ? shape : null;
 }
 
 /** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says; `shape` overrides the tuned one. */
@@ -110,7 +112,7 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const overrides = { ...fixed, WG, ROWS, MB };
   const UPL = uplFit(K, c.dtype, WG, 1).upl;
   if (kernel === 'wide') {
-    GEMV_WIDE.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL, THREADS: WG * tuned.groups! }, workgroups, label: 'matmul.gemv_wide' });
+    GEMV_WIDE.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL, THREADS: WG * tuned.groups!, RPG: ROWS / tuned.groups! }, workgroups, label: 'matmul.gemv_wide' });
   } else if (kernel !== 'vec4') {
     const [k, label] = kernel === 'upl' ? [GEMV_UPL, 'matmul.gemv_upl'] : [GEMV_UPL_SG, 'matmul.gemv_upl_sg'];
     k.dispatch(gpu, { bindings: { x4: x, w4: c, out }, uniforms, overrides: { ...overrides, UPL }, workgroups, label });

@@ -6,16 +6,19 @@
 //  - Lane l of row group g owns units l, l + WG, ... (UPL of them, exact) of each of its RPG rows (slots
 //    g * RPG ..) and issues all UPL x RPG 16-byte loads before the NORM prologue, which runs while they are in
 //    flight (the whole workgroup: a strided sum of squares and one tree).
-//  - The lanes' sums go to `red` (segment = row slot, WG lanes each); one thread per slot adds its WG partials in
-//    lane order; store_lane (gemv_out.inc.wgsl) pairs SWIGLU's gate and up slots and writes.
+//  - The lanes' sums go to `red` lane-major (adjacent slots adjacent, so the adds below read without bank
+//    conflicts); one thread per slot adds its WG partials in lane order into the slot's segment head, where
+//    store_lane (gemv_out.inc.wgsl) reads them, pairs SWIGLU's gate and up slots and writes.
 // gemv.ts takes it for M = 1 on 16-byte rows whose units split evenly over the lanes.
 
 // #include "matmul/linear.inc.wgsl"
 // #include "matmul/gemv_block.inc.wgsl"
 
-// Threads per workgroup: G = THREADS / WG row groups (a power of two), RPG = ROWS / G rows per row group, UPL units
-// per lane per row.
+// Threads per workgroup (G = THREADS / WG row groups, a power of two), rows per row group (ROWS = G * RPG) and units
+// per lane per row: overrides all, so the loops over them unroll and wv / acc stay in registers (indices computed
+// from them at run time sent both arrays to local memory: 3-4x slower on an H200).
 override THREADS: u32 = 256u;
+override RPG: u32 = 1u;
 override UPL: u32 = 1u;
 const MAXW: u32 = 32u;   // registers of weight units per lane: UPL * RPG <= MAXW
 
@@ -42,7 +45,6 @@ fn wide_inv(tid: u32) -> f32 {
 @compute @workgroup_size(THREADS)
 fn gemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let blk = wid.x + wid.y * nwg.x;
-  let RPG = ROWS / (THREADS / WG);
   let g = tid / WG;
   let l = tid % WG;
   let upr = p.K / select(8u, 4u, WDT == 0u);   // units per weight row
@@ -59,13 +61,13 @@ fn gemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
     let xs = x_unit((l + i * WG) * xstep, inv);
     for (var r = 0u; r < RPG; r++) { acc[r] += dot_unit(wv[i * RPG + r], xs[0], xs[1]); }
   }
-  for (var r = 0u; r < RPG; r++) { red[(g * RPG + r) * WG + l] = acc[r]; }
+  for (var r = 0u; r < RPG; r++) { red[l * ROWS + g * RPG + r] = acc[r]; }
   workgroupBarrier();
   var total = -0.0;   // -0 + x is x for every x
   if (tid < ROWS) {
-    for (var k = 0u; k < WG; k++) { total += red[tid * WG + k]; }
+    for (var k = 0u; k < WG; k++) { total += red[k * ROWS + tid]; }
   }
-  workgroupBarrier();   // every slot's partials are read before the totals overwrite their first entries
+  workgroupBarrier();   // every slot's partials are read before the totals overwrite them
   if (tid < ROWS) { red[tid * WG] = total; }
   workgroupBarrier();
   let s = out_segs(tid);
