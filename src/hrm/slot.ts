@@ -7,7 +7,8 @@ import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
-import { appendAttendOne, sdpa } from '../kernels/attention/sdpa.ts';
+import { sdpa } from '../kernels/attention/sdpa.ts';
+import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */

@@ -8,7 +8,8 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
-import { appendAttendOne, sdpa } from '../../src/kernels/attention/sdpa.ts';
+import { sdpa } from '../../src/kernels/attention/sdpa.ts';
+import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
 import type { FullKV } from '../../src/kernels/attention/types.ts';
 
 describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
