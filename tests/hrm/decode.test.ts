@@ -10,6 +10,8 @@ import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import type { HrmModel } from '../../src/hrm/model.ts';
 import { GpuValidationError } from '../../src/tensor/errors.ts';
+import { cacheSlots } from '../../src/hrm/config.ts';
+import { setDecodeMerge, type DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -71,6 +73,32 @@ describe('decode graph', { timeout: 300_000 }, () => {
       a.dispose(); b.dispose();
     });
   }
+
+  it('brown f32, full cache: a step has one dispatch fewer a layer call with the merge folded, and replays either way', async () => {
+    const lm = await model(await getGpu(), 'brown', 'f32');
+    const calls = cacheSlots(lm.config);
+    const size: Partial<Record<DecodeMerge, number>> = {};
+    try {
+      for (const merge of ['separate', 'fold'] as const) {
+        setDecodeMerge(merge);
+        const a = await prefilled(lm, 4), b = await prefilled(lm, 4);
+        const g = build(lm, b, 'logits');
+        size[merge] = g.size;
+        for (const t of FEED.slice(0, 3)) {
+          const want = await lm.model.forward([t], a, { mask: 'causal' }).readF32();
+          g.feed(t);
+          expect(await g.nextLogits(), `${merge} merge`).toEqual(want);
+        }
+        g.dispose();
+        a.dispose(); b.dispose();
+      }
+    } finally {
+      setDecodeMerge('fold');
+    }
+    // One dispatch fewer per layer call (24 here). The totals depend on the driver: a CPU driver runs the norms
+    // as dispatches of their own (186 and 210 on lavapipe), a GPU fuses them into the projections.
+    expect(size.separate! - size.fold!).toBe(calls);
+  });
 
   it('refuses, with the reason, when fewer than three positions are left', async () => {
     const lm = await model(await getGpu(), 'hrm-tiny-a', 'f32');
