@@ -51,7 +51,7 @@ export class CacheSlot {
 
   /**
    * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
-   * full-precision sides runs both in one split + merge (appendAttendOne: the same bits, one dispatch fewer).
+   * full-precision sides runs both in one dispatch (appendAttendOne: the same bits, one dispatch fewer).
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
     if (pass.S === 1 && !pass.shadow && this.k.kind === 'full' && this.v.kind === 'full' && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {
