@@ -15,11 +15,22 @@ var<workgroup> fold_last: u32;
 // Head h's live chunks merged: M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L), gated,
 // or 0 (gated) when there is no key. Each thread loads at most a couple of values per step, never walks a chain:
 // the max is one load a thread and a tree; thread t then takes the dims 4 u .. 4 u + 3 (u = t % (D / 4)) of the
-// chunks r, r + rows, ... (r = t / (D / 4)), and the rows' sums are added by a tree. The order of every sum is
-// fixed by D and kv_len alone.
+// chunks r, r + rows, ... (r = t / (D / 4)), UNROLL of them loaded before any is added, and the rows' sums are
+// added by a tree. The order of every sum is fixed by D and kv_len alone. The gate is loaded first, to arrive
+// while the rest runs.
+const UNROLL: u32 = 4u;
+
 fn merge(h: u32, t: u32) {
   let live = (p.kv_len + CK - 1u) / CK;
   let first = h * p.slots;
+  let units = HD / 4u;
+  let rows = WG / units;
+  let u = t % units;
+  let r = t / units;
+  var g = vec4<f32>(0.0);
+  if (GATE && r == 0u) {
+    for (var j = 0u; j < 4u; j++) { g[j] = gate[h * HD + 4u * u + j]; }
+  }
   var mx = NEG;
   for (var c = t; c < live; c += WG) { mx = max(mx, part_ml[first + c].x); }
   sp[t] = mx;
@@ -29,17 +40,23 @@ fn merge(h: u32, t: u32) {
     workgroupBarrier();
   }
   let M = sp[0];
-  let units = HD / 4u;
-  let rows = WG / units;
-  let u = t % units;
-  let r = t / units;
   var o = vec4<f32>(0.0);
   var l = 0.0;
-  for (var c = r; c < live; c += rows) {
-    let ml = part_ml[first + c];
-    let w = exp(ml.x - M);
-    o += part_o[(first + c) * units + u] * w;
-    l += ml.y * w;
+  for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
+    var ml: array<vec2<f32>, UNROLL>;
+    var oc: array<vec4<f32>, UNROLL>;
+    for (var j = 0u; j < UNROLL; j++) {
+      let c = min(c0 + j * rows, live - 1u);
+      ml[j] = part_ml[first + c];
+      oc[j] = part_o[(first + c) * units + u];
+    }
+    for (var j = 0u; j < UNROLL; j++) {
+      if (c0 + j * rows < live) {
+        let w = exp(ml[j].x - M);
+        o += oc[j] * w;
+        l += ml[j].y * w;
+      }
+    }
   }
   // part: row r's sums of dims 4u.. at 4 t (t = r * units + u), its l at 4 WG + r.
   let b = 4u * t;
@@ -60,7 +77,7 @@ fn merge(h: u32, t: u32) {
       let col = h * HD + 4u * u + j;
       var y = 0.0;
       if (L > 0.0) { y = round_out(part[b + j] / L); }
-      out[col] = gated(y, 0u, col);
+      out[col] = gate_by(y, g[j]);
     }
   }
 }
