@@ -7,7 +7,7 @@
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
 # JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
 # skips it) into qweights.md, the MLX parity checks on this GPU (bench/parity.ts; PARITY=0 skips them) into
-# parity.md, and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# parity.md (with the folded decode merge checked against the separate one), and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).

@@ -15,6 +15,7 @@ import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
@@ -85,6 +86,7 @@ export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
 /** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */
 export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {
   const t0 = now();
+  setDecodeMerge(s.decodeMerge);
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
   const keeper = await DeviceKeeper.open({ ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });

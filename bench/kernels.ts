@@ -76,7 +76,8 @@ export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; row
 const SWEEP_ROUNDS = 5;
 
 /** Decode attention (one query, bf16 cache full to its capacity) on one path. */
-export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'decode'; wallUs: number }
+/** path 'one': sdpa_one with its merge folded into the split; 'one-separate': with a merge dispatch of its own. */
+export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'one-separate' | 'decode'; wallUs: number }
 
 export interface KernelResults {
   stream: BandwidthFigure | null;
@@ -362,7 +363,7 @@ function sweepShapes(K: number, subgroups: boolean): GemvShape[] {
   return shapes;
 }
 
-/** Decode attention with the gate, single-workgroup path vs split keys, over cache lengths: wall time per call. */
+/** Decode attention with the gate, 32-key chunks (merge folded or separate) vs split keys, over cache lengths: wall time per call. */
 export async function attentionSweep(gpu: Gpu, heads: number, dim: number, s: Settings): Promise<AttnPoint[]> {
   const out: AttnPoint[] = [];
   for (const keys of [256, 641, 1024, 2048, 4096]) {
@@ -371,9 +372,10 @@ export async function attentionSweep(gpu: Gpu, heads: number, dim: number, s: Se
     fillRandom(kv, { seed: s.seed + 8, scale: 1 });
     const gate = randomX(gpu, 1, 4 * heads * dim, s.seed + 9);
     try {
-      for (const path of ['one', 'decode'] as const) {
+      for (const path of ['one', 'one-separate', 'decode'] as const) {
         const side = { kind: 'full' as const, data: kv };
-        const t = await timeCalls(gpu, () => sdpa(q, side, side, { kvLen: keys, offset: keys - 1, mask: { kind: 'none' }, scale: 1 / Math.sqrt(dim), round: 'bf16', gate, path }).dispose(), { ...s, samples: Math.min(s.samples, 3) });
+        const how = path === 'one-separate' ? { path: 'one' as const, merge: 'separate' as const } : { path, merge: 'fold' as const };
+        const t = await timeCalls(gpu, () => sdpa(q, side, side, { kvLen: keys, offset: keys - 1, mask: { kind: 'none' }, scale: 1 / Math.sqrt(dim), round: 'bf16', gate, ...how }).dispose(), { ...s, samples: Math.min(s.samples, 3) });
         out.push({ heads, dim, keys, path, wallUs: t.wallMs.median * 1000 });
       }
     } finally {

@@ -71,11 +71,11 @@ export function markdown(r: BenchResult): string {
     L.push('');
   }
   if (k.attention?.length) {
-    L.push('## Decode attention: one workgroup per head vs split keys (bf16 cache, gate fused)', '');
-    L.push('| keys | one (us) | split + combine (us) |', '|---|---|---|');
+    L.push('## Decode attention: 32-key chunks (sdpa_one, merge folded or separate) vs split keys (bf16 cache, gate fused)', '');
+    L.push('| keys | one, merge folded (us) | one, merge separate (us) | split + combine (us) |', '|---|---|---|---|');
     for (const keys of [...new Set(k.attention.map((p) => p.keys))]) {
       const at = (path: string) => k.attention.find((p) => p.keys === keys && p.path === path)?.wallUs;
-      L.push(`| ${keys} | ${f(at('one'))} | ${f(at('decode'))} |`);
+      L.push(`| ${keys} | ${f(at('one'))} | ${f(at('one-separate'))} | ${f(at('decode'))} |`);
     }
     L.push('');
   }

@@ -1,6 +1,8 @@
 // Benchmark settings: command-line flags (Node, Deno) or the page's query string (browser) -> one Settings object,
 // with defaults per model shape. Every runner parses the same way, so every runner measures the same thing.
 
+import type { DecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
+
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4';
 export const CACHES: Record<CacheName, { k: number | null; v: number | null }> = {
@@ -39,6 +41,8 @@ export interface Settings {
   sweepGemv: boolean;
   /** Run the tensor-core matmul's parity checks first and store their report (bench/h200.sh passes it). */
   checkSgmat: boolean;
+  /** Full-cache decode attention's merge: folded into its split (one dispatch) or separate (setDecodeMerge). */
+  decodeMerge: DecodeMerge;
   /** A JSON file (bench/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
@@ -51,7 +55,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, sweepGemv: false, checkSgmat: false, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
+  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -82,6 +86,7 @@ export const USAGE = `usage: bench [options]
   --seed N               seed of the random weights and prompts
   --sweep-gemv           also time the decode projections' matrix-vector kernels (vec4, upl) over workgroup shapes
   --check-sgmat          first run the subgroup-matrix matmul's parity checks (needs the repository's tests/fixtures)
+  --decode-merge fold|separate  full-cache decode attention's merge inside its split (default) or a dispatch of its own
   --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 
 /** Parse flags ('--name value' or '--name=value'); throws with the usage on anything unknown. */
@@ -138,6 +143,9 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'seed': s.seed = int(name, v); break;
       case 'sweep-gemv': s.sweepGemv = true; break;
       case 'check-sgmat': s.checkSgmat = true; break;
+      case 'decode-merge':
+        if (v !== 'fold' && v !== 'separate') throw new Error(`[bench] --decode-merge must be fold or separate (got '${v}')`);
+        s.decodeMerge = v; break;
       case 'anchors': s.anchors = v; break;
       default: throw new Error(`[bench] unknown option --${name}\n${USAGE}`);
     }

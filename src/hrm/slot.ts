@@ -7,7 +7,8 @@ import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
-import { appendAttendOne, sdpa } from '../kernels/attention/sdpa.ts';
+import { sdpa } from '../kernels/attention/sdpa.ts';
+import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
 
@@ -51,8 +52,8 @@ export class CacheSlot {
 
   /**
    * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
-   * full-precision sides runs both in one split + merge (appendAttendOne), into two quantized sides in qsdpa_one's
-   * two dispatches (qsdpaOneAppend): the same bits, one dispatch fewer.
+   * full-precision sides runs both in one dispatch (appendAttendOne), into two quantized sides in qsdpa_one's
+   * two dispatches (qsdpaOneAppend): the same bits, fewer dispatches.
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
     if (pass.S === 1 && !pass.shadow && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {

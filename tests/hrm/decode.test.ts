@@ -12,6 +12,8 @@ import { loadModel } from '../../src/hrm/load.ts';
 import type { HrmModel } from '../../src/hrm/model.ts';
 import { GpuValidationError } from '../../src/tensor/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
+import { cacheSlots } from '../../src/hrm/config.ts';
+import { setDecodeMerge, type DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -108,7 +110,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
     }
   });
 
-  it('generate() with a q4 cache: the composed path\'s tokens, its replayed step as long as a full cache\'s', async () => {
+  it('generate() with a q4 cache: the composed path\'s tokens, its replayed step one dispatch a layer call longer than a full cache\'s', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const run = async (kv?: KvSpec) => {
       for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 8, kv })) if (ev.type === 'done') return ev.stats;
@@ -118,11 +120,37 @@ describe('decode graph', { timeout: 300_000 }, () => {
     const before = await composed(() => run(q4));
     const fused = await run(q4);
     expect(fused.ids).toEqual(before.ids);
-    const c = lm.config;
-    const layerCalls = c.H_cycles * (c.L_cycles + 1) * c.num_layers_per_stack;
+    const layerCalls = cacheSlots(lm.config);
     expect(before.decodePath).toHaveProperty('replayed');
     expect(fused.decodePath).toEqual({ replayed: (before.decodePath as { replayed: number }).replayed - layerCalls });
-    expect(fused.decodePath).toEqual((await run()).decodePath);
+    // A full cache's step has one dispatch fewer again: its merge is folded into the split.
+    expect((await run()).decodePath).toEqual({ replayed: (fused.decodePath as { replayed: number }).replayed - layerCalls });
+  });
+
+  it('brown f32, full cache: a step has one dispatch fewer a layer call with the merge folded, and replays either way', async () => {
+    const lm = await model(await getGpu(), 'brown', 'f32');
+    const calls = cacheSlots(lm.config);
+    const size: Partial<Record<DecodeMerge, number>> = {};
+    try {
+      for (const merge of ['separate', 'fold'] as const) {
+        setDecodeMerge(merge);
+        const a = await prefilled(lm, 4), b = await prefilled(lm, 4);
+        const g = build(lm, b, 'logits');
+        size[merge] = g.size;
+        for (const t of FEED.slice(0, 3)) {
+          const want = await lm.model.forward([t], a, { mask: 'causal' }).readF32();
+          g.feed(t);
+          expect(await g.nextLogits(), `${merge} merge`).toEqual(want);
+        }
+        g.dispose();
+        a.dispose(); b.dispose();
+      }
+    } finally {
+      setDecodeMerge('fold');
+    }
+    // One dispatch fewer per layer call (24 here). The totals depend on the driver: a CPU driver runs the norms
+    // as dispatches of their own (186 and 210 on lavapipe), a GPU fuses them into the projections.
+    expect(size.separate! - size.fold!).toBe(calls);
   });
 
   it('refuses, with the reason, when fewer than three positions are left', async () => {

@@ -1,6 +1,7 @@
 // appendAttendOne (decode's cache append fused into sdpa_one's split) against what it replaces, ropeAppend then
 // sdpa(path 'one', gated by gqkv): the attention output and both cache sides bit for bit, f32 and bf16 caches, at
-// positions on both sides of a 32-key chunk boundary and at the last slot; and a layout it cannot take gives null.
+// positions on both sides of a 32-key chunk boundary and at the last slot, the merge folded into the split and
+// separate; and a layout it cannot take gives null.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
@@ -8,17 +9,20 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
-import { appendAttendOne, sdpa } from '../../src/kernels/attention/sdpa.ts';
+import { sdpa } from '../../src/kernels/attention/sdpa.ts';
+import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
 import type { FullKV } from '../../src/kernels/attention/types.ts';
 
 describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
   const gpu = await getGpu();
-  const H = 3, D = 64, cap = 70;
-  for (const [dtype, round] of [['bf16', 'bf16'], ['f32', 'none'], ['f32', 'bf16']] as const) {
-    it(`${dtype} cache, round ${round}`, async () => {
+  const H = 3, D = 64;
+  // 3 chunks of 32 keys, and 41 (the merge folded over many); positions around chunk edges and the last slot.
+  const positions = { 70: [0, 31, 32, 45, 69], 1300: [0, 30, 31, 32, 1299] };
+  for (const [dtype, round, cap] of [['bf16', 'bf16', 70], ['f32', 'none', 70], ['f32', 'bf16', 70], ['bf16', 'bf16', 1300], ['f32', 'none', 1300]] as const) {
+    it(`${dtype} cache of ${cap}, round ${round}, both merge forms`, async () => {
       const past = randn(11, H * cap * D, 1).map(roundBf16);
       const side = (seed: number): FullKV => ({ kind: 'full', data: Tensor.from(gpu, past.map((x, i) => x * (1 + seed) + (i % 7) / 8), [H, cap, D], dtype, 'kv') });
-      for (const offset of [0, 31, 32, 45, cap - 1]) {
+      for (const offset of positions[cap]) {
         const g = randn(100 + offset, 4 * H * D, 2).map((x) => (round === 'bf16' ? roundBf16(x) : x));
         const gqkv = Tensor.from(gpu, g, [1, 4 * H * D], 'f32', 'gqkv');
         const o = { heads: H, headDim: D, base: 1e4, offset, round, scale: 1 / Math.sqrt(D) };
@@ -28,6 +32,10 @@ describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
         const got = appendAttendOne(gqkv, fused.k, fused.v, o);
         expect(got).not.toBeNull();
         expect(Array.from(await got!.read()), `attention at ${offset}`).toEqual(Array.from(await want.read()));
+        // The separate merge on the same sides (the append writes the same key and value again): the same bits.
+        const separate = appendAttendOne(gqkv, fused.k, fused.v, { ...o, merge: 'separate' });
+        expect(Array.from(await separate!.read()), `separate merge at ${offset}`).toEqual(Array.from(await got!.read()));
+        separate!.dispose();
         for (const s of ['k', 'v'] as const) expect(Array.from(await fused[s].data.read()), `${s} cache at ${offset}`).toEqual(Array.from(await ref[s].data.read()));
         for (const t of [gqkv, q, want, got!, ref.k.data, ref.v.data, fused.k.data, fused.v.data]) t.dispose();
       }

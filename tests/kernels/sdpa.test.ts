@@ -11,6 +11,7 @@ import type { Gpu } from '../../src/tensor/gpu.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
+import { counters } from '../../src/kernels/common/counters.ts';
 import { sdpaRef, type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
 import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
@@ -51,9 +52,11 @@ async function run(gpu: Gpu, c: Case, extra: Partial<SdpaOptions> = {}, kv: 'f32
   // Positions past kvLen are never read: NaN there would show in the output if they were.
   for (let h = 0; h < H; h++) { k.fill(NaN, (h * cap + c.kvLen) * D, (h + 1) * cap * D); v.fill(NaN, (h * cap + c.kvLen) * D, (h + 1) * cap * D); }
   const scale = 1 / Math.sqrt(D);
-  const got = await sdpa(Tensor.from(gpu, q, [H, S, D], 'f32', 'q'), full(gpu, k, [H, cap, D], kvDtype, 'k'), full(gpu, v, [H, cap, D], kvDtype, 'v'), {
-    kvLen: c.kvLen, offset: c.offset, mask: deviceMask(gpu, c.mask, S, c.kvLen), scale, ...extra,
-  }).read() as Float32Array;
+  const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q'), kt = full(gpu, k, [H, cap, D], kvDtype, 'k'), vt = full(gpu, v, [H, cap, D], kvDtype, 'v');
+  const o: SdpaOptions = { kvLen: c.kvLen, offset: c.offset, mask: deviceMask(gpu, c.mask, S, c.kvLen), scale, ...extra };
+  const got = await sdpa(qt, kt, vt, o).read() as Float32Array;
+  // Path 'one' runs both forms of its merge: folded into the split (the default) and as a dispatch of its own.
+  if (o.path === 'one' && !o.merge) expectBitExact(got, await sdpa(qt, kt, vt, { ...o, merge: 'separate' }).read(), `kvLen ${c.kvLen}: folded vs separate merge`);
   return { got, ref: sdpaRef(q, k, v, { heads: H, seq: S, dim: D, cap, kvLen: c.kvLen, offset: c.offset, mask: c.mask, scale }) };
 }
 
@@ -262,7 +265,7 @@ describe('sdpa decode structure', () => {
   });
 });
 
-describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge)', () => {
+describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or separate)', () => {
   // kvLen 1; 31, 32 and 33 around a chunk boundary; 700; 2000 (63 chunks, the last one partial).
   const lens = [1, 31, 32, 33, 700, 2000];
   for (const kv of ['f32', 'bf16'] as const) {
@@ -280,17 +283,49 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge)', () => {
     }
   }
 
-  it('is the default for one query seeing every key: two dispatches, the same at every kvLen of a capacity', async () => {
+  it('is the default for one query seeing every key: one dispatch (two with a separate merge), the same at every kvLen of a capacity', async () => {
     const gpu = await getGpu();
     const H = 2, D = 64;
+    const kernels = { fold: ['one_split_fold'], separate: ['one_split', 'one_merge'] };
     for (const cap of [70, 4100]) {
       const q = Tensor.from(gpu, randn(1, H * D), [H, 1, D], 'f32', 'q');
       const kv = full(gpu, randn(2, H * cap * D), [H, cap, D], 'bf16', 'kv');
-      const records = [1, 33, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125 })));
-      expect(records[0].map((r) => r.kernel)).toEqual(['attention/sdpa_one.wgsl#one_split', 'attention/sdpa_one.wgsl#one_merge']);
-      expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs 33`);
-      expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap}: kvLen 1 vs capacity`);
+      for (const merge of [undefined, 'separate'] as const) {
+        const records = [1, 33, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125, merge })));
+        expect(records[0].map((r) => r.kernel)).toEqual(kernels[merge ?? 'fold'].map((e) => `attention/sdpa_one.wgsl#${e}`));
+        expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs 33`);
+        expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs capacity`);
+      }
     }
+  });
+
+  it('folds the merge over 41 chunks in back-to-back calls of one batch (3 layers, kvLen 0 among them) and leaves the counters at 0', async () => {
+    const gpu = await getGpu();
+    const H = 3, D = 64, cap = 1300;
+    const q = randn(141, H * D, 4);
+    const qt = Tensor.from(gpu, q, [H, 1, D], 'f32', 'q');
+    const layers = [0, 1, 2].map((i) => {
+      const k = randn(142 + 2 * i, H * cap * D).map(roundBf16), v = randn(143 + 2 * i, H * cap * D).map(roundBf16);
+      return { k, v, kt: full(gpu, k, [H, cap, D], 'bf16', 'k'), vt: full(gpu, v, [H, cap, D], 'bf16', 'v') };
+    });
+    const gate = gateSource(gpu, 1, H * D, 149);
+    const calls = [[0, cap], [1, 0], [2, 33], [0, 1], [1, 32], [2, 31], [0, 0], [1, 700]] as const;
+    // Every call recorded before any is read: they share the device's counters, one dispatch after the other.
+    const outs = calls.map(([i, kvLen]) => {
+      const o: SdpaOptions = { kvLen, offset: Math.max(0, kvLen - 1), mask: { kind: 'causal' }, scale: 1 / Math.sqrt(D), path: 'one' };
+      const { kt, vt } = layers[i];
+      return { fold: sdpa(qt, kt, vt, o), gated: sdpa(qt, kt, vt, { ...o, gate }), separate: sdpa(qt, kt, vt, { ...o, merge: 'separate' }), plain: o };
+    });
+    for (const [n, [i, kvLen]] of calls.entries()) {
+      const what = `call ${n}: layer ${i} kvLen ${kvLen}`;
+      const { k, v } = layers[i], x = outs[n];
+      const got = await x.fold.read();
+      expectClose(got, sdpaRef(q, k, v, { heads: H, seq: 1, dim: D, cap, kvLen, offset: x.plain.offset, mask: { kind: 'causal' }, scale: x.plain.scale }), F32_TOL, 0, what);
+      expectBitExact(got, await x.separate.read(), `${what}: folded vs separate`);
+      expectBitExact(await x.gated.read(), await sigmoidGate(gate, x.separate).read(), `${what}: gated`);
+      if (kvLen === 0) expect([...got]).toEqual(new Array(H * D).fill(0));
+    }
+    expect([...new Uint32Array(await gpu.read(counters(gpu, H)))]).toEqual(new Array(counters(gpu, H).size / 4).fill(0));
   });
 
   it('rounds once and gates bit for bit like sigmoidGate; kvLen 0 gives zeros; refuses what it cannot do', async () => {
@@ -336,5 +371,6 @@ describe('sdpa argument checks', () => {
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(InputError);
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, offset: -1 })).toThrow(/\[sdpa\] offset -1 must be an integer >= 0/);
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, scale: NaN })).toThrow(InputError);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, merge: 'last' as never })).toThrow(/\[sdpa\] merge 'last' must be one of fold, separate/);
   });
 });

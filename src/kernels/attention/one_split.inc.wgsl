@@ -3,12 +3,15 @@
 // query comes from and in the bindings' access, and a writable K/V binding could not take a K that is also V.
 // The includer declares `k4`, `v4` (array<vec4<u32>>, [H, cap, D]: f32 bits or packed bf16) and `fn qv(h, d) -> f32`
 // (element d of head h's query). Never compiled on its own.
+// A head's chunk results start `slots` (a multiple of 32) slots apart, so no two heads share a 256-byte span of
+// part_o or part_ml: a folded merge (attention/one_merge.inc.wgsl) reads its head's while other heads' chunks may
+// still be writing theirs, and a span that an earlier merge on the same core cached must not hold its head's data.
 
-struct Params { kv_len: u32, cap: u32, scale: f32, n_chunks: u32, gate_stride: u32, width: u32, log2_base: f32 }
+struct Params { kv_len: u32, cap: u32, scale: f32, slots: u32, gate_stride: u32, width: u32, log2_base: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(4) var<storage, read_write> part_o: array<f32>;    // [H, n_chunks, D]
-@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>;  // [H, n_chunks] (m, l)
+@group(0) @binding(4) var<storage, read_write> part_o: array<vec4<f32>>;  // [H, slots, D / 4]
+@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>; // [H, slots] (m, l)
 
 override HD: u32 = 128;
 override KV_BF16: bool = false;
@@ -103,11 +106,14 @@ fn split(wid: vec3u, t: u32) {
     part[b] = ae.x; part[b + 1u] = ae.y; part[b + 2u] = ae.z; part[b + 3u] = ae.w;
   }
   workgroupBarrier();
-  let slot = h * p.n_chunks + c;
-  for (var dd = t; dd < HD; dd += WG) {
-    var o = 0.0;
-    for (var gg = 0u; gg < groups; gg++) { o += part[gg * HD + dd]; }
-    part_o[slot * HD + dd] = o;
+  let slot = h * p.slots + c;
+  for (var u4 = t; u4 < HD / 4u; u4 += WG) {
+    var o = vec4<f32>(0.0);
+    for (var gg = 0u; gg < groups; gg++) {
+      let b = gg * HD + 4u * u4;
+      o += vec4<f32>(part[b], part[b + 1u], part[b + 2u], part[b + 3u]);
+    }
+    part_o[slot * (HD / 4u) + u4] = o;
   }
   if (t == 0u) {
     var l = 0.0;

@@ -6,24 +6,18 @@ import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
-import type { AppendedRow, AttnMask, FullKV, KVSide } from './types.ts';
-import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
+import type { AttnMask, FullKV, KVSide } from './types.ts';
+import { checkMerge, dispatchOne, oneShape, ONE_WG, type DecodeMerge } from './sdpa_one.ts';
 import { sdpaMm, sdpaMmFits } from './sdpa_mm.ts';
 import type { Round } from '../common/codes.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
-const ONE_SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
-const ONE_MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
-const ONE_SPLIT_APPEND = new Kernel('attention/sdpa_one_append.wgsl', 'one_split_append');
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;
 const DECODE_WG = 64;
-/** Threads of sdpa_one's workgroups and keys per chunk (constants of the shader). */
-const ONE_WG = 256;
-const ONE_CHUNK = 32;
 
 export interface SdpaOptions {
   /** Keys to attend over: cache positions [0, kvLen). */
@@ -39,6 +33,8 @@ export interface SdpaOptions {
    * (sdpa_mm.ts: two batched matmuls) where its score matrix fits, else 'prefill' (sdpa_prefill.wgsl).
    */
   path?: 'prefill' | 'decode' | 'one' | 'matmul';
+  /** Path 'one': the merge folded into the split (one dispatch) or a dispatch of its own; see setDecodeMerge. */
+  merge?: DecodeMerge;
   /**
    * Decode: chunks the key axis is split into (one workgroup each per head and query); by default enough for ~256
    * workgroups over the cache capacity, at least 64 keys each. Each chunk takes ceil(kvLen / chunks) keys rounded
@@ -87,7 +83,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store });
+    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store, merge: checkMerge('sdpa', opts.merge) });
     return out;
   }
 
@@ -122,51 +118,9 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 }
 
 /**
- * Decode's cache append and attention in one split + merge (sdpa_one.wgsl with APPEND): the new position `offset`
- * of gqkv [1, 4*H*D] is RoPE'd and written into the full-precision sides k and v, and its RoPE'd query attends over
- * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then sdpa(path 'one', gate gqkv),
- * one dispatch fewer. Null when sdpa_one cannot take the slot (the caller composes the two).
- */
-export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number }): Tensor | null {
-  const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
-  const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
-  if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
-  if (!Number.isFinite(o.scale)) throw new InputError('appendAttendOne', `scale ${o.scale} must be finite`);
-  const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
-  const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
-  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, scale: o.scale, gateStride: gqkv.shape[1], store });
-  return out;
-}
-
-/** sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). */
-function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number } }): void {
-  const append = 'src' in from ? from : null;
-  const gpu = kd.gpu;
-  const [heads, cap, dim] = kd.shape;
-  const nChunks = Math.ceil(cap / ONE_CHUNK);
-  const partO = Tensor.empty(gpu, [heads, nChunks, dim], 'f32', 'sdpa.part_o');
-  const partMl = Tensor.empty(gpu, [heads, nChunks, 2], 'f32', 'sdpa.part_ml');
-  const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, n_chunks: nChunks, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };
-  const overrides = { HD: dim, KV_BF16: kd.dtype === 'bf16' ? 1 : 0, ...a.store };
-  const parts = { k4: kd, v4: vd, part_o: partO, part_ml: partMl };
-  if (append) ONE_SPLIT_APPEND.dispatch(gpu, { bindings: { ...parts, src: append.src }, uniforms, overrides, workgroups: [nChunks, heads] });
-  else ONE_SPLIT.dispatch(gpu, { bindings: { ...parts, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups: [nChunks, heads] });
-  ONE_MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
-  partO.dispose();
-  partMl.dispose();
-}
-
-/**
  * Decode chunks for a cache of `cap` positions: enough for ~256 workgroups in all, at least 64 keys each. From the
  * capacity, not kvLen, so the dispatches of a decode step are the same at every position.
  */
-/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256. */
-function oneShape(dim: number, bf16: boolean): boolean {
-  const per = bf16 ? 8 : 4;
-  const units = dim / per;
-  return Number.isInteger(units) && ONE_WG % units === 0;
-}
-
 function defaultChunks(cap: number, pairs: number): number {
   const splits = Math.max(1, Math.ceil(256 / pairs));
   const chunk = Math.max(DECODE_WG, Math.ceil(cap / splits / DECODE_WG) * DECODE_WG);
@@ -195,6 +149,7 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   }
   checkIndex(op, 'offset', o.offset);
   if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
+  checkMerge(op, o.merge);
   return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 

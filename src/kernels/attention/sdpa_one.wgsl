@@ -1,5 +1,5 @@
 // Attention for one query per head that sees every key (decode, S = 1), shaped for a GPU with far more cores than
-// heads. Two dispatches:
+// heads. A split and a merge, as two dispatches or one:
 //  - one_split: a workgroup per (chunk of CK keys, head). Scores: PK = WG / CK threads per key, each a strided
 //    slice of the key's 16-byte units (8 bf16 or 4 f32); the slices are summed in shared memory. The chunk's max m,
 //    weights e^(s - m) and their sum l stay in shared memory. Values: the threads form groups of `upr` (units per
@@ -8,7 +8,13 @@
 //    (The split is attention/one_split.inc.wgsl, shared with sdpa_one_append.wgsl, which appends the new key and
 //    value first.)
 //  - one_merge: a workgroup per head: M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L),
-//    then the gate (as ops' sigmoidGate, bit for bit), or 0 when there is no key.
+//    then the gate (as ops' sigmoidGate, bit for bit), or 0 when there is no key (attention/one_merge.inc.wgsl).
+//  - one_split_fold: one_split whose last live chunk of a head to finish runs that head's merge (an atomic count
+//    per head; no workgroup waits for another): one dispatch, the same bits as one_split + one_merge. WGSL orders
+//    storage writes between workgroups only across dispatches, so the fold relies on the barrier before the count
+//    and the one after it reaching the whole device: checked on the CPU drivers by the tests and on the GPU
+//    machine by tests/kernels/sdpa_fold.check.ts (bench/parity.ts); one_split + one_merge is the reference and the
+//    fallback (sdpa_one.ts `merge: 'separate'`, setDecodeMerge).
 // Every thread issues a couple of independent loads and no thread walks a long chain of them: a single workgroup
 // per head (12 on HRM-1B, on a 132-SM H200) took 119 us at 641 keys, split-key flash decoding with 64-key blocks
 // 82 us. The chunk count comes from the capacity, the live chunks from kv_len (a uniform), so a recorded decode
@@ -17,11 +23,9 @@
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // [H, 1, D]
 @group(0) @binding(2) var<storage, read> k4: array<vec4<u32>>;  // [H, cap, D]: f32 bits or packed bf16
 @group(0) @binding(3) var<storage, read> v4: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>; // [1, H * D]
-@group(0) @binding(7) var<storage, read> gate: array<f32>;      // [1, >= H * D]: columns [0, H * D) (GATE)
 
 // #include "attention/one_split.inc.wgsl"
-// #include "common/gate.inc.wgsl"
+// #include "attention/one_merge.inc.wgsl"
 
 fn qv(h: u32, d: u32) -> f32 { return q[h * HD + d]; }
 
@@ -32,42 +36,11 @@ fn one_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
 
 @compute @workgroup_size(WG)
 fn one_merge(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  let h = wid.x;
-  let live = (p.kv_len + CK - 1u) / CK;
-  let first = h * p.n_chunks;
-  var mx = NEG;
-  for (var c = t; c < live; c += WG) { mx = max(mx, part_ml[first + c].x); }
-  sp[t] = mx;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) { sp[t] = max(sp[t], sp[t + s]); }
-    workgroupBarrier();
-  }
-  let M = sp[0];
-  // WG / HD subsets of the chunks, each thread one dim of one subset; then the subsets are added.
-  let subsets = WG / HD;
-  let d = t % HD;
-  let si = t / HD;
-  var o = 0.0;
-  var l = 0.0;
-  if (si < subsets) {
-    for (var c = si; c < live; c += subsets) {
-      let ml = part_ml[first + c];
-      let w = exp(ml.x - M);
-      o += part_o[(first + c) * HD + d] * w;
-      l += ml.y * w;
-    }
-  }
-  part[t] = o;
-  part[WG + t] = l;
-  workgroupBarrier();
-  if (t < HD) {
-    var oo = 0.0;
-    var ll = 0.0;
-    for (var s = 0u; s < subsets; s++) { oo += part[s * HD + t]; ll += part[WG + s * HD + t]; }
-    var y = 0.0;
-    if (ll > 0.0) { y = round_out(oo / ll); }
-    y = gated(y, 0u, h * HD + t);
-    out[h * HD + t] = y;
-  }
+  merge(wid.x, t);
+}
+
+@compute @workgroup_size(WG)
+fn one_split_fold(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  split(wid, t);
+  fold(wid, t);
 }

@@ -3,13 +3,15 @@
 // gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's), and
 // whose workgroup holding that position first writes the new key (RoPE'd) and value into the cache, bit for bit
 // as rope_append, then reads them back like every other key (storageBarrier: no other workgroup reads that
-// position). sdpa_one.wgsl's one_merge follows.
+// position). sdpa_one.wgsl's one_merge follows; one_split_append_fold is the same with the merge folded in
+// (sdpa_one.wgsl's one_split_fold).
 
 @group(0) @binding(2) var<storage, read_write> k4: array<vec4<u32>>;  // [H, cap, D]: f32 bits or packed bf16
 @group(0) @binding(3) var<storage, read_write> v4: array<vec4<u32>>;
 @group(0) @binding(8) var<storage, read> src: array<f32>;             // gqkv [1, 4 * width], width = H * D
 
 // #include "attention/one_split.inc.wgsl"
+// #include "attention/one_merge.inc.wgsl"
 // #include "rope/elem.inc.wgsl"
 
 fn qv(h: u32, d: u32) -> f32 { return head_elem(p.width + h * HD, d, HD, p.kv_len - 1u, p.log2_base, true); }
@@ -30,8 +32,8 @@ fn new_unit(h: u32, side: u32, u: u32, pos: u32) {
   if (side == 0u) { k4[at] = w; } else { v4[at] = w; }
 }
 
-@compute @workgroup_size(WG)
-fn one_split_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+// The new key and value into the cache by the workgroup whose chunk holds them, then the chunk's split.
+fn append_split(wid: vec3u, t: u32) {
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
@@ -40,4 +42,15 @@ fn one_split_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation
     storageBarrier();
   }
   split(wid, t);
+}
+
+@compute @workgroup_size(WG)
+fn one_split_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  append_split(wid, t);
+}
+
+@compute @workgroup_size(WG)
+fn one_split_append_fold(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  append_split(wid, t);
+  fold(wid, t);
 }

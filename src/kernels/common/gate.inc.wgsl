@@ -8,5 +8,11 @@
 // Output element (row, col) of a rounded attention value y.
 fn gated(y: f32, row: u32, col: u32) -> f32 {
   if (!GATE) { return y; }
-  return round_out(round_out(sigmoid(gate[row * p.gate_stride + col])) * y);
+  return gate_by(y, gate[row * p.gate_stride + col]);
+}
+
+// y gated by the gate logit g (loaded by the caller, e.g. ahead of the work producing y).
+fn gate_by(y: f32, g: f32) -> f32 {
+  if (!GATE) { return y; }
+  return round_out(round_out(sigmoid(g)) * y);
 }

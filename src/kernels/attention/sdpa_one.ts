@@ -1,0 +1,97 @@
+// Decode attention over a full-precision cache (one query per head seeing every key): sdpa_one.wgsl's 32-key chunk
+// split and merge, the merge folded into the split by default (one dispatch) or as a dispatch of its own (the
+// reference form); appendAttendOne also appends the new key and value first (sdpa_one_append.wgsl). sdpa() picks
+// this path as 'one' and validates its inputs.
+import { Kernel } from '../../tensor/kernel.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { InputError } from '../../tensor/errors.ts';
+import { roundCode } from '../common/codes.ts';
+import { counters } from '../common/counters.ts';
+import type { AppendedRow, FullKV } from './types.ts';
+import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
+
+const SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
+const MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
+const FOLD = new Kernel('attention/sdpa_one.wgsl', 'one_split_fold');
+const SPLIT_APPEND = new Kernel('attention/sdpa_one_append.wgsl', 'one_split_append');
+const FOLD_APPEND = new Kernel('attention/sdpa_one_append.wgsl', 'one_split_append_fold');
+/** Threads of sdpa_one's workgroups and keys per chunk (constants of the shader). */
+export const ONE_WG = 256;
+const ONE_CHUNK = 32;
+/** A head's chunk results start a multiple of this many slots apart (256 bytes of (m, l); see one_split.inc). */
+const SLOT_ALIGN = 32;
+
+/**
+ * 'fold': the last chunk of a head to finish merges (one dispatch); 'separate': a merge dispatch after the split.
+ * The same bits either way.
+ */
+export type DecodeMerge = 'fold' | 'separate';
+const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
+let defaultMerge: DecodeMerge = 'fold';
+
+/** The merge form decode attention takes when a call names none (benchmarks compare the two). */
+export function setDecodeMerge(merge: DecodeMerge): void {
+  defaultMerge = checkMerge('setDecodeMerge', merge);
+}
+
+/** `merge` when it names a form, the default when undefined; anything else is an InputError naming the option. */
+export function checkMerge(op: string, merge: DecodeMerge | undefined): DecodeMerge {
+  if (merge === undefined) return defaultMerge;
+  if (!MERGES.includes(merge)) throw new InputError(op, `merge '${merge}' must be one of ${MERGES.join(', ')}`);
+  return merge;
+}
+
+/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256. */
+export function oneShape(dim: number, bf16: boolean): boolean {
+  const per = bf16 ? 8 : 4;
+  const units = dim / per;
+  return Number.isInteger(units) && ONE_WG % units === 0;
+}
+
+/**
+ * Decode's cache append and attention in one split + merge (sdpa_one_append.wgsl): the new position `offset`
+ * of gqkv [1, 4*H*D] is RoPE'd and written into the full-precision sides k and v, and its RoPE'd query attends over
+ * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then sdpa(path 'one', gate gqkv),
+ * one dispatch fewer (with `merge: 'fold'`, the default: one dispatch in all). Null when sdpa_one cannot take the
+ * slot (the caller composes the two).
+ */
+export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge }): Tensor | null {
+  const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
+  const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
+  if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
+  if (!Number.isFinite(o.scale)) throw new InputError('appendAttendOne', `scale ${o.scale} must be finite`);
+  const merge = checkMerge('appendAttendOne', o.merge);
+  const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
+  const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, scale: o.scale, gateStride: gqkv.shape[1], store, merge });
+  return out;
+}
+
+export interface OneArgs { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number }; merge: DecodeMerge }
+
+/**
+ * sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). The
+ * workgroups come from the capacity and the counters are the device's, so a captured step replays at any kvLen.
+ */
+export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: OneArgs): void {
+  const append = 'src' in from ? from : null;
+  const gpu = kd.gpu;
+  const [heads, cap, dim] = kd.shape;
+  const nChunks = Math.ceil(cap / ONE_CHUNK);
+  const slots = Math.ceil(nChunks / SLOT_ALIGN) * SLOT_ALIGN;
+  const partO = Tensor.empty(gpu, [heads, slots, dim], 'f32', 'sdpa.part_o');
+  const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'sdpa.part_ml');
+  const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, slots, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };
+  const overrides = { HD: dim, KV_BF16: kd.dtype === 'bf16' ? 1 : 0, ...a.store };
+  const parts = { k4: kd, v4: vd, part_o: partO, part_ml: partMl };
+  const query: Record<string, Tensor> = append ? { src: append.src } : { q: (from as { q: Tensor }).q };
+  if (a.merge === 'fold') {
+    const bindings = { ...parts, ...query, out, gate, done: counters(gpu, heads) };
+    (append ? FOLD_APPEND : FOLD).dispatch(gpu, { bindings, uniforms, overrides, workgroups: [nChunks, heads] });
+  } else {
+    (append ? SPLIT_APPEND : SPLIT).dispatch(gpu, { bindings: { ...parts, ...query }, uniforms, overrides, workgroups: [nChunks, heads] });
+    MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
+  }
+  partO.dispose();
+  partMl.dispose();
+}
