@@ -18,8 +18,12 @@ override KV_BF16: bool = false;
 override ROUND: u32 = 0;
 override GATE: bool = false;
 
+// 16-byte units of K (and of V) a thread holds: max(1, HD / elements per unit / PK), set by sdpa_one.ts (1..8).
+override UPT: u32 = 2;
+
 const WG: u32 = 256u;
 const CK: u32 = 32u;
+const MAXU: u32 = 8u;
 const PK: u32 = WG / CK;
 const NEG: f32 = -1.0e30;
 
@@ -46,8 +50,28 @@ fn odd(w: vec4<u32>) -> vec4<f32> {
   return vec4<f32>(0.0);
 }
 
-// Chunk wid.x of head wid.y: scores, weights and weighted values of its keys into part_o / part_ml.
-fn split(wid: vec3u, t: u32) {
+// This thread's K and V units of chunk c of head h (keys past kv_len read the last key): K units t % PK + i PK of
+// key k0 + t / PK, V unit t % upr of keys k0 + t / upr + i (WG / upr), i < UPT. split() takes them instead of
+// loading as it goes, so every load of the chunk is in flight before the query is RoPE'd and scaled (and, in
+// sdpa_one_append.wgsl, before the new key is written): one memory latency a chunk instead of three in a row.
+struct ChunkUnits { k: array<vec4<u32>, MAXU>, v: array<vec4<u32>, MAXU> }
+
+fn key_row(h: u32, j: u32) -> u32 { return h * p.cap + min(j, p.kv_len - 1u); }
+
+fn chunk_units(c: u32, h: u32, t: u32) -> ChunkUnits {
+  let upr = HD / epu();
+  let k0 = c * CK;
+  var u: ChunkUnits;
+  if (k0 >= p.kv_len) { return u; }   // split() returns at once
+  for (var i = 0u; i < UPT; i++) {
+    u.k[i] = k4[key_row(h, k0 + t / PK) * upr + min(t % PK + i * PK, upr - 1u)];
+    u.v[i] = v4[key_row(h, k0 + t / upr + i * (WG / upr)) * upr + t % upr];
+  }
+  return u;
+}
+
+// Chunk wid.x of head wid.y, from its units: scores, weights and weighted values of its keys into part_o / part_ml.
+fn split(wid: vec3u, t: u32, units: ChunkUnits) {
   let c = wid.x;
   let h = wid.y;
   let k0 = c * CK;
@@ -65,11 +89,10 @@ fn split(wid: vec3u, t: u32) {
     }
   }
   workgroupBarrier();
-  let krow = (h * p.cap + min(k0 + t / PK, last)) * upr;
   var d = 0.0;
-  for (var ui = t % PK; ui < upr; ui += PK) {
-    let w = k4[krow + ui];
-    d += dot(even(w), qe[ui]) + dot(odd(w), qo[ui]);
+  for (var i = 0u; i < UPT; i++) {
+    let ui = t % PK + i * PK;
+    if (ui < upr) { d += dot(even(units.k[i]), qe[ui]) + dot(odd(units.k[i]), qo[ui]); }   // rows of < PK units
   }
   sp[t] = d;
   workgroupBarrier();
@@ -92,11 +115,13 @@ fn split(wid: vec3u, t: u32) {
   let u = t % upr;
   var ae = vec4<f32>(0.0);
   var ao = vec4<f32>(0.0);
-  for (var j = g; j < CK; j += groups) {
-    let w = v4[(h * p.cap + min(k0 + j, last)) * upr + u];
-    let pj = pr[j];
-    ae += pj * even(w);
-    ao += pj * odd(w);
+  for (var i = 0u; i < UPT; i++) {
+    let j = g + i * groups;
+    if (j < CK) {   // groups > CK for rows of < PK units
+      let pj = pr[j];
+      ae += pj * even(units.v[i]);
+      ao += pj * odd(units.v[i]);
+    }
   }
   let b = g * HD + u * epu();
   if (KV_BF16) {

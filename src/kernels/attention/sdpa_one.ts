@@ -82,7 +82,9 @@ export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: T
   const partO = Tensor.empty(gpu, [heads, slots, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'sdpa.part_ml');
   const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, slots, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };
-  const overrides = { HD: dim, KV_BF16: kd.dtype === 'bf16' ? 1 : 0, ...a.store };
+  const bf16 = kd.dtype === 'bf16';
+  // The split's 16-byte units per thread (one_split.inc.wgsl's UPT): a row's units over 8 threads a key.
+  const overrides = { HD: dim, KV_BF16: bf16 ? 1 : 0, UPT: Math.max(1, dim / (bf16 ? 8 : 4) / 8), ...a.store };
   const parts = { k4: kd, v4: vd, part_o: partO, part_ml: partMl };
   const query: Record<string, Tensor> = append ? { src: append.src } : { q: (from as { q: Tensor }).q };
   if (a.merge === 'fold') {

@@ -2,8 +2,8 @@
 // then has no rope_append dispatch): one_split_append is one_split (attention/one_split.inc.wgsl) whose query is
 // gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's), and
 // whose workgroup holding that position first writes the new key (RoPE'd) and value into the cache, bit for bit
-// as rope_append, then reads them back like every other key (storageBarrier: no other workgroup reads that
-// position). sdpa_one.wgsl's one_merge follows; one_split_append_fold is the same with the merge folded in
+// as rope_append, then reads them back (storageBarrier: no other workgroup reads that position; its other keys'
+// units were loaded before, chunk_units). sdpa_one.wgsl's one_merge follows; one_split_append_fold is the same with the merge folded in
 // (sdpa_one.wgsl's one_split_fold).
 
 @group(0) @binding(2) var<storage, read_write> k4: array<vec4<u32>>;  // [H, cap, D]: f32 bits or packed bf16
@@ -32,16 +32,23 @@ fn new_unit(h: u32, side: u32, u: u32, pos: u32) {
   if (side == 0u) { k4[at] = w; } else { v4[at] = w; }
 }
 
-// The new key and value into the cache by the workgroup whose chunk holds them, then the chunk's split.
+// The chunk's units loaded, then the new key and value into the cache by the workgroup whose chunk holds them
+// (its units of that position loaded again once written), then the chunk's split.
 fn append_split(wid: vec3u, t: u32) {
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
+  var units = chunk_units(wid.x, wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     let upr = HD / epu();
     for (var ui = t; ui < 2u * upr; ui += WG) { new_unit(wid.y, ui / upr, ui % upr, last); }
     storageBarrier();
+    let at = (wid.y * p.cap + last) * upr;
+    for (var i = 0u; i < UPT; i++) {
+      if (k0 + t / PK >= last) { units.k[i] = k4[at + min(t % PK + i * PK, upr - 1u)]; }
+      if (k0 + t / upr + i * (WG / upr) >= last) { units.v[i] = v4[at + t % upr]; }
+    }
   }
-  split(wid, t);
+  split(wid, t, units);
 }
 
 @compute @workgroup_size(WG)
