@@ -9,7 +9,7 @@ import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import pkg from '../package.json' with { type: 'json' };
 import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
-import { attentionSweep, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
+import { attentionSweep, streamFloor, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
 import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
@@ -150,6 +150,11 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       });
     }
     await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });
+    if (s.sweepGemv) {
+      // The decode projections' weight sizes at HRM-1B (bf16): o_proj, down_proj, gqkv, gate_up.
+      const i = config.intermediate_size, a = config.num_attention_heads * config.head_dim;
+      await section('stream floor', async (gpu) => { r.kernels.streamFloor = await streamFloor(gpu, [2 * h * a, 2 * h * i, 8 * h * a, 4 * h * i], s); });
+    }
     const streamGBps = r.kernels.stream?.GBps.median ?? null;
     if (s.only !== 'model') {
       await section(`gemv ${qkv}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });

@@ -79,8 +79,13 @@ const SWEEP_ROUNDS = 5;
 /** path 'one': sdpa_one with its merge folded into the split; 'one-separate': with a merge dispatch of its own. */
 export interface AttnPoint { heads: number; dim: number; keys: number; path: 'one' | 'one-separate' | 'decode'; wallUs: number }
 
+/** A streaming read of `bytes` (a decode projection's weight size), dispatched back to back in one pass. */
+export interface StreamFloorPoint { bytes: number; us: number; GBps: number }
+
 export interface KernelResults {
   stream: BandwidthFigure | null;
+  /** What one dispatch reading that many bytes costs at best: the floor the matrix-vector products are held to. */
+  streamFloor?: StreamFloorPoint[];
   gemv: BandwidthFigure[];
   sweep: SweepPoint[];
   attention: AttnPoint[];
@@ -237,6 +242,49 @@ export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure
     sink.dispose();
     params.destroy();
   }
+}
+
+/**
+ * The streaming read over each of `sizes` bytes as 200 dependent dispatches in one timestamped pass (passMs),
+ * cycling over copies that together exceed the L2: per dispatch, launch, tail and barrier included.
+ */
+export async function streamFloor(gpu: Gpu, sizes: number[], s: Settings): Promise<StreamFloorPoint[]> {
+  if (!gpu.timestamps) return [];
+  const device = gpu.device;
+  const WG = 256;
+  const module = device.createShaderModule({ code: STREAM_READ, label: 'bench/wgsl.ts stream_read' });
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'stream_read', constants: { WG } }, label: 'stream_read' });
+  const sink = Tensor.empty(gpu, [64 * 4], 'u32', 'stream.sink');
+  const out: StreamFloorPoint[] = [];
+  try {
+    for (const size of sizes) {
+      const bytes = Math.floor(size / 16) * 16;
+      const copies = Math.max(2, Math.min(64, Math.ceil(s.cacheBust / bytes)));
+      const srcs = Array.from({ length: copies }, (_, i) => Tensor.empty(gpu, [bytes / 4], 'f32', `floor.src${i}`));
+      const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'floor.params' });
+      try {
+        const n4 = bytes / 16;
+        const groups = Math.ceil(n4 / (WG * 8));
+        const data = new Uint8Array(new Uint32Array([n4, groups * WG, 0, 0]).buffer);
+        const dispatches = Array.from({ length: 200 }, (_, i) => ({
+          pipeline, key: 'stream_read', workgroups: [groups, 1, 1] as [number, number, number], label: 'stream_read',
+          bindGroup: device.createBindGroup({
+            layout: pipeline.getBindGroupLayout(0), label: 'floor',
+            entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: srcs[i % copies].binding('floor') }, { binding: 2, resource: sink.binding('floor') }],
+          }),
+        }));
+        const ms = stats(await passMs(gpu, dispatches, [{ buffer: params, offset: 0, data }], 5)).median;
+        const us = (ms * 1000) / dispatches.length;
+        out.push({ bytes, us, GBps: bytes / us / 1e3 });
+      } finally {
+        for (const t of srcs) t.dispose();
+        params.destroy();
+      }
+    }
+  } finally {
+    sink.dispose();
+  }
+  return out;
 }
 
 /** A bf16 [rows, cols] weight split like a checkpoint into bindable row chunks, filled on the GPU. */

@@ -60,6 +60,9 @@ export function markdown(r: BenchResult): string {
   for (const m of k.matmul) L.push(`| ${esc(m.name)} | ${f(m.TFLOPs.median)} TFLOP/s | ${range(m.TFLOPs)} | | | ${f(m.gpuMs?.median)} ms${m.kernelTFLOPs ? ` (${f(m.kernelTFLOPs.median)} TFLOP/s)` : ''} | ${m.labels.join(', ')} |`);
   if (k.dispatch) L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
   L.push('');
+  if (k.streamFloor?.length) {
+    L.push(`Streaming read floor (one dispatch of that many bytes, 200 back to back in one pass): ${k.streamFloor.map((p) => `${f(p.bytes / 1e6)} MB ${f(p.us)} us (${f(p.GBps)} GB/s)`).join(', ')}.`, '');
+  }
   if (k.sweep?.length) {
     L.push('## Matrix-vector workgroup shapes (decode projections, fused as the model runs them)', '');
     L.push('| projection | kernel lanes x rows (x groups): GPU us per call in one pass, else wall (GB/s), fastest first |', '|---|---|');
