@@ -344,8 +344,10 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
     { layer: 'gqkv (norm)', n: qkv, k: hidden, norm: true, swiglu: false, acc: false },
     { layer: 'o_proj (residual)', n: hidden, k: hidden, norm: false, swiglu: false, acc: true },
     { layer: 'gate_up (norm, swiglu)', n: 2 * inter, k: hidden, norm: true, swiglu: true, acc: false },
-    // gate_up's rows without the SwiGLU pairing: is gate_up slower per byte than gqkv because of it?
+    // gate_up's rows without the SwiGLU pairing, and paired with the up half 8 rows further on: is the pairing
+    // slower because gate row i and up row i sit an exact multiple of 4 MiB apart?
     { layer: 'gate_up rows (norm only)', n: 2 * inter, k: hidden, norm: true, swiglu: false, acc: false },
+    { layer: 'gate_up + 16 rows (norm, swiglu)', n: 2 * inter + 16, k: hidden, norm: true, swiglu: true, acc: false },
     { layer: 'down_proj (residual)', n: hidden, k: inter, norm: false, swiglu: false, acc: true },
   ];
   const out: SweepPoint[] = [];

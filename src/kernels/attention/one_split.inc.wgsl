@@ -78,15 +78,13 @@ fn split(wid: vec3u, t: u32, units: ChunkUnits) {
   if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
   let upr = HD / epu();
   let last = p.kv_len - 1u;
-  for (var ui = t; ui < upr; ui += WG) {
-    let d = ui * epu();
-    if (KV_BF16) {
-      qe[ui] = vec4<f32>(qv(h, d), qv(h, d + 2u), qv(h, d + 4u), qv(h, d + 6u)) * p.scale;
-      qo[ui] = vec4<f32>(qv(h, d + 1u), qv(h, d + 3u), qv(h, d + 5u), qv(h, d + 7u)) * p.scale;
-    } else {
-      qe[ui] = vec4<f32>(qv(h, d), qv(h, d + 1u), qv(h, d + 2u), qv(h, d + 3u)) * p.scale;
-      qo[ui] = vec4<f32>(0.0);
-    }
+  // An element of the query a thread (qv may RoPE it: a chain of loads and arithmetic that eight elements a thread
+  // in a row made the longest part of the split).
+  for (var e = t; e < HD; e += WG) {
+    let ui = e / epu();
+    let j = e % epu();
+    let x = qv(h, e) * p.scale;
+    if (!KV_BF16) { qe[ui][j] = x; qo[ui][j] = 0.0; } else if (j % 2u == 0u) { qe[ui][j / 2u] = x; } else { qo[ui][j / 2u] = x; }
   }
   workgroupBarrier();
   var d = 0.0;

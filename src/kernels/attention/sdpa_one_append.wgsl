@@ -16,20 +16,19 @@
 
 fn qv(h: u32, d: u32) -> f32 { return head_elem(p.width + h * HD, d, HD, p.kv_len - 1u, p.log2_base, true); }
 
-// 16-byte unit u of the new key (side 0, RoPE'd) or value (side 1) of head h into the cache at `pos`.
-fn new_unit(h: u32, side: u32, u: u32, pos: u32) {
+// Word w of the new key (side 0, RoPE'd) or value (side 1) of head h into the cache at `pos`: one f32, or two
+// bf16 packed; a word a thread, so no thread walks a chain of RoPE'd elements.
+fn new_word(h: u32, side: u32, w: u32, pos: u32) {
   let row0 = (2u + side) * p.width + h * HD;
-  let d = u * epu();
-  var w: vec4<u32>;
-  for (var j = 0u; j < 4u; j++) {
-    if (KV_BF16) {
-      w[j] = pack_bf16(head_elem(row0, d + 2u * j, HD, pos, p.log2_base, side == 0u), head_elem(row0, d + 2u * j + 1u, HD, pos, p.log2_base, side == 0u));
-    } else {
-      w[j] = bitcast<u32>(head_elem(row0, d + j, HD, pos, p.log2_base, side == 0u));
-    }
+  let rope = side == 0u;
+  var word: u32;
+  if (KV_BF16) {
+    word = pack_bf16(head_elem(row0, 2u * w, HD, pos, p.log2_base, rope), head_elem(row0, 2u * w + 1u, HD, pos, p.log2_base, rope));
+  } else {
+    word = bitcast<u32>(head_elem(row0, w, HD, pos, p.log2_base, rope));
   }
-  let at = (h * p.cap + pos) * (HD / epu()) + u;
-  if (side == 0u) { k4[at] = w; } else { v4[at] = w; }
+  let at = (h * p.cap + pos) * (HD / epu()) + w / 4u;
+  if (side == 0u) { k4[at][w % 4u] = word; } else { v4[at][w % 4u] = word; }
 }
 
 // The chunk's units loaded, then the new key and value into the cache by the workgroup whose chunk holds them
@@ -40,7 +39,8 @@ fn append_split(wid: vec3u, t: u32) {
   var units = chunk_units(wid.x, wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     let upr = HD / epu();
-    for (var ui = t; ui < 2u * upr; ui += WG) { new_unit(wid.y, ui / upr, ui % upr, last); }
+    let wpr = 4u * upr;   // words a row
+    for (var w = t; w < 2u * wpr; w += WG) { new_word(wid.y, w / wpr, w % wpr, last); }
     storageBarrier();
     let at = (wid.y * p.cap + last) * upr;
     for (var i = 0u; i < UPT; i++) {
