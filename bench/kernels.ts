@@ -21,7 +21,7 @@ import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
 import { STREAM_READ } from './wgsl.ts';
-import { capture } from '../src/tensor/capture.ts';
+import { capture, replay } from '../src/tensor/capture.ts';
 
 /** HBM bandwidth of an H200 as the CUDA device copy measures it (PERFORMANCE.md): the shares' reference. */
 export const H200_BYTES_PER_S = 4.27e12;
@@ -161,21 +161,10 @@ export async function passMs(gpu: Gpu, dispatches: readonly Dispatch[], uploads:
   try {
     const ms: number[] = [];
     for (let i = 0; i <= samples; i++) {
-      await gpu.scoped('passMs', () => {
-        for (const u of uploads) device.queue.writeBuffer(u.buffer, u.offset, u.data);
-        const enc = device.createCommandEncoder({ label: 'passMs' });
-        const pass = enc.beginComputePass({ label: 'passMs', timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
-        let last: GPUComputePipeline | null = null;
-        for (const d of dispatches) {
-          if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
-          pass.setBindGroup(0, d.bindGroup);
-          pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-        }
-        pass.end();
+      await replay(gpu, dispatches, uploads, (enc) => {
         enc.resolveQuerySet(qs, 0, 2, resolve, 0);
         enc.copyBufferToBuffer(resolve, 0, readback, 0, 16);
-        device.queue.submit([enc.finish()]);
-      });
+      }, { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 });
       await readback.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(readback.getMappedRange().slice(0));
       readback.unmap();

@@ -56,15 +56,15 @@ export function capture<T>(gpu: Gpu, fn: () => T): Capture<T> {
 
 /**
  * Encode captured dispatches as one batch of their own: redo the uploads (uniform blocks included), one compute
- * pass, then `after` (copies out), submit. Resolves when WebGPU has judged the batch; rejects with its error.
+ * pass (with `timestampWrites` where given: benchmarks), then `after` (copies out), submit. Resolves when WebGPU has judged the batch; rejects with its error.
  */
-export function replay(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void): Promise<void> {
+export function replay(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void, timestampWrites?: GPUComputePassTimestampWrites): Promise<void> {
   if (!gpu.idle) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
   const device = gpu.device;
   return gpu.scoped('replay', () => {
     for (const u of uploads) device.queue.writeBuffer(u.buffer, u.offset, u.data);
     const enc = device.createCommandEncoder({ label: 'replay' });
-    const pass = enc.beginComputePass({ label: 'replay' });
+    const pass = enc.beginComputePass({ label: 'replay', timestampWrites });
     let last: GPUComputePipeline | null = null;
     for (const d of dispatches) {
       if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
