@@ -2,43 +2,55 @@
 // points as qsdpa.wgsl (r() rounds to the dtype, ROUND; Metal's matmul order, f32 sums per run of 32 values):
 //   qs = r(q * r(scale)); s_j = r(qmm(qs, K_j)); p = r(softmax_f32(s)); out = r(qmm(p, V)).
 // qsdpa.wgsl's decode passes give a score row one workgroup per head and walk a key per thread, a long chain of
-// loads on a GPU with far more cores than heads. Two dispatches:
-//  - qone_scores: a workgroup per (chunk of CK = 32 * WG / HD keys, head); a thread per (key, pack of 32 values)
-//    loads the pack's BITS words up front and sums s * (q . levels) + b * (sum q) as qsdpa_scores does; a key's
-//    packs are added in order. Writes r(s_j) to `scores` [H, cap] and the chunk's largest score after them.
-//    (The scores are attention/qsdpa_one.inc.wgsl, shared with qsdpa_one_append.wgsl, which appends the new key
-//    and value first.)
-//  - qone_out: a workgroup per (DB = 32 dims, head): M = the largest chunk max; L = sum e^(s_j - M) over all keys,
-//    summed as qsdpa_softmax sums (SOFT threads, strided, then a tree), so the weights p_j = r(e^(s_j - M) * (1 / L))
-//    are the passes' bit for bit (a sum merged from chunks' (max, sum) moved L by several ulps of the GPU's exp, and
-//    every weight with it: one flipped f16 weight is ~10 ulps of a small output); then sum_j p_j (s * level + b)
-//    over every key, rounded and gated as ops' sigmoidGate (bit for bit).
-// Splitting the values over key chunks too (a third, merging dispatch) was slower on an H200: q8 at 640 keys 38 us
-// a call against 24 (the passes: 39), at 2048 keys 46 against 31 (passes 45).
+// loads on a GPU with far more cores than heads. Two dispatches, both a workgroup per (chunk of CK = 32 * WG / HD
+// keys, head):
+//  - qone_scores: a thread per (key, pack of 32 values) loads the pack's BITS words up front and sums
+//    s * (q . levels) + b * (sum q) as qsdpa_scores does; a key's packs are added in order. Writes r(s_j) to
+//    `scores` [H, cap] and the chunk's largest score after them. (The scores are attention/qsdpa_one.inc.wgsl,
+//    shared with qsdpa_one_append.wgsl, which appends the new key and value first.)
+//  - qone_out: M = the largest chunk max; L = sum e^(s_j - M) over all keys, summed as qsdpa_softmax sums (SOFT
+//    threads, strided, then a tree), so the weights p_j = r(e^(s_j - M) * (1 / L)) are the passes' bit for bit (a
+//    sum merged from chunks' (max, sum) moved L by several ulps of the GPU's exp, and every weight with it: one
+//    flipped f16 weight is ~10 ulps of a small output). Every workgroup sums L itself (kv_len loads, U of them in
+//    flight per thread), no workgroup waits for another. Then the chunk's values: a thread per (E = 8 dims, slice
+//    sl) adds p_j (s * level + b) over keys sl, sl + SL, sl + 2 SL, sl + 3 SL of the chunk in that order, the SL
+//    slices are added by a tree and the chunk's sums go to `part`. The head's last chunk to finish (an atomic count
+//    per head, `done`, as attention/one_merge.inc.wgsl's fold) adds the live chunks' sums: thread (row r, 4 dims)
+//    the chunks r, r + rows, ... in order, the rows by a tree; then rounds and gates as ops' sigmoidGate (bit for
+//    bit) and sets the count back to 0. The value sum's order is fixed by HD and kv_len alone.
+// Every load that waits on nothing (the chunk maxes, the first U softmax scores, the thread's values dequantized
+// and their scores) is issued before the first barrier. A workgroup per (32 dims, head) walking every key took
+// 13.6 us at 641 keys on an H200 (48 workgroups); splitting the values over a third, merging dispatch was slower.
 // The chunk count comes from the capacity and kv_len is a uniform, so a recorded decode step replays at any
-// position. Keys past kv_len in a score chunk read the last key and are left out.
+// position. Keys past kv_len in a chunk read the last key and are left out; chunks past it return at once.
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;                  // [H, 1, HD]
 @group(0) @binding(2) var<storage, read> cq: array<u32>;                 // K (scores) or V (out): [kv_heads, cap, HD*BITS/32]
 @group(0) @binding(3) var<storage, read> cs: array<f32>;                 // [kv_heads, cap, HD/64]
 @group(0) @binding(4) var<storage, read> cb: array<f32>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;  // [H, n_chunks, HD/4]: each chunk's value sums
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;         // [1, H * HD]
 @group(0) @binding(8) var<storage, read> gate: array<f32>;              // [1, >= H * HD]: columns [0, H * HD) (GATE)
+// Per head: live chunks of this dispatch that have finished; 0 between dispatches (common/counters.ts).
+@group(0) @binding(9) var<storage, read_write> done: array<atomic<u32>>;
 
 override GATE: bool = false;
 override SOFT: u32 = 64;   // threads of qone_out's softmax sum: qsdpa_softmax's WG (64, or 256 from 1024 keys of capacity)
 
-// qone_out: DB dims of a head per workgroup; a thread per (E dims, key slice), the keys of a slice strided by SL.
-const DB: u32 = 32u;
+// qone_out: a thread per (E dims, slice); KEYS = CK / SL keys a slice (4 at every HD).
 const E: u32 = 8u;
-const DG: u32 = DB / E;
-const SL: u32 = WG / DG;
+const KEYS: u32 = 4u;
+override DG: u32 = HD / E;
+override SL: u32 = WG / DG;
+const U: u32 = 8u;         // softmax scores a thread loads before it adds them
+const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
 
 var<workgroup> red_l: array<f32, WG>;
-var<workgroup> red8: array<f32, SL * DB>;   // qone_out: the slices' sums, added by a tree
+var<workgroup> red8: array<f32, WG * E>;   // the slices' sums [SL, HD], then the merge's rows [rows, HD]
+var<workgroup> fold_last: u32;
 
 // #include "attention/qsdpa_one.inc.wgsl"
-// #include "common/sigmoid.inc.wgsl"
+// #include "common/gate.inc.wgsl"
 
 fn qv(h: u32, e: u32) -> f32 { return q[h * HD + e]; }
 
@@ -47,12 +59,59 @@ fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   chunk_scores(wid, t);
 }
 
+// Scores j0, j0 + SOFT, ..., U of them (past kv_len: the last key's, never added).
+fn soft_batch(row: u32, j0: u32) -> array<f32, U> {
+  var s: array<f32, U>;
+  for (var i = 0u; i < U; i++) { s[i] = scores[row + min(j0 + i * SOFT, p.kv_len - 1u)]; }
+  return s;
+}
+
+// Values d0 .. d0 + E - 1 of V row `vrow`, s * level + b: E * BITS bits from bit d0 * BITS of the row's stream,
+// within 3 words (2 unless BITS is 7), each loaded once.
+fn dequant(vrow: u32, d0: u32) -> array<f32, E> {
+  let groups = HD / 64u;
+  let wpr = groups * 2u * BITS;
+  let sc = cs[vrow * groups + d0 / 64u];
+  let bi = cb[vrow * groups + d0 / 64u];
+  let w0 = vrow * wpr + d0 * BITS / 32u;
+  let end = (vrow + 1u) * wpr - 1u;
+  let w = array<u32, 3>(cq[w0], cq[min(w0 + 1u, end)], cq[min(w0 + 2u, end)]);
+  let r0 = d0 * BITS % 32u;
+  var x: array<f32, E>;
+  for (var e = 0u; e < E; e++) {
+    let bit = r0 + e * BITS;
+    let sh = bit & 31u;
+    let i = bit >> 5u;   // 0, 1 (or 2 at 7 bits): selects, not an indexed local array
+    let lo = select(select(w[2], w[1], i == 1u), w[0], i == 0u);
+    let hi = select(w[2], w[1], i == 0u);
+    var lv = lo >> sh;
+    if (sh + BITS > 32u) { lv |= hi << (32u - sh); }
+    x[e] = sc * f32(lv & ((1u << BITS) - 1u)) + bi;
+  }
+  return x;
+}
+
 @compute @workgroup_size(WG)
 fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let c = wid.x;
   let h = wid.y;
   let live = (p.kv_len + CK - 1u) / CK;
+  if (c >= live) { return; }   // the same for the whole workgroup
+  let row = h * p.cap;
+  let last = p.kv_len - 1u;
   var m = -MAXF;
   for (var i = t; i < live; i += WG) { m = max(m, scores[cmax_at(h, i)]); }
+  var sv = soft_batch(row, t);
+  let d0 = (t % DG) * E;
+  let sl = t / DG;
+  let vrow0 = (h / (p.heads / p.kv_heads)) * p.cap;
+  var vals: array<array<f32, E>, KEYS>;
+  var sj: array<f32, KEYS>;
+  for (var i = 0u; i < KEYS; i++) {
+    let j = min(c * CK + i * SL + sl, last);
+    sj[i] = scores[row + j];
+    vals[i] = dequant(vrow0 + j, d0);
+  }
   red[t] = m;
   workgroupBarrier();
   for (var n = WG / 2u; n > 0u; n >>= 1u) {
@@ -62,7 +121,12 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
   let big = red[0];
   var l = 0.0;
   if (t < SOFT) {
-    for (var j = t; j < p.kv_len; j += SOFT) { l += exp(scores[h * p.cap + j] - big); }
+    for (var j0 = t; j0 < p.kv_len; j0 += U * SOFT) {
+      if (j0 != t) { sv = soft_batch(row, j0); }
+      for (var i = 0u; i < U; i++) {
+        if (j0 + i * SOFT < p.kv_len) { l += exp(sv[i] - big); }
+      }
+    }
   }
   red_l[t] = l;
   workgroupBarrier();
@@ -71,30 +135,57 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
     workgroupBarrier();
   }
   let inv = 1.0 / red_l[0];
-  let dl = (t % DG) * E;
-  let d0 = wid.x * DB + dl;
-  let sl = t / DG;
-  let groups = HD / 64u;
-  let wpr = groups * 2u * BITS;
-  let kvh = h / (p.heads / p.kv_heads);
   var acc: array<f32, E>;
-  for (var j = sl; j < p.kv_len; j += SL) {
-    let pj = round_out(exp(scores[h * p.cap + j] - big) * inv);
-    let vrow = kvh * p.cap + j;
-    let sc = cs[vrow * groups + d0 / 64u];
-    let bi = cb[vrow * groups + d0 / 64u];
-    for (var e = 0u; e < E; e++) { acc[e] += pj * (sc * level(vrow * wpr, d0 + e) + bi); }
+  for (var i = 0u; i < KEYS; i++) {
+    if (c * CK + i * SL + sl <= last) {
+      let pj = round_out(exp(sj[i] - big) * inv);
+      for (var e = 0u; e < E; e++) { acc[e] += pj * vals[i][e]; }
+    }
   }
-  for (var e = 0u; e < E; e++) { red8[sl * DB + dl + e] = acc[e]; }
+  for (var e = 0u; e < E; e++) { red8[sl * HD + d0 + e] = acc[e]; }
   workgroupBarrier();
   for (var n = SL / 2u; n > 0u; n >>= 1u) {
-    for (var i = t; i < n * DB; i += WG) { red8[i] += red8[i + n * DB]; }
+    for (var i = t; i < n * HD; i += WG) { red8[i] += red8[i + n * HD]; }
     workgroupBarrier();
   }
-  if (t < DB) {
-    let i = h * HD + wid.x * DB + t;
-    var y = round_out(red8[t]);
-    if (GATE) { y = round_out(round_out(sigmoid(gate[i])) * y); }
-    out[i] = y;
+  let units = HD / 4u;
+  if (t < units) { part[(h * p.n_chunks + c) * units + t] = vec4<f32>(red8[4u * t], red8[4u * t + 1u], red8[4u * t + 2u], red8[4u * t + 3u]); }
+  storageBarrier();   // the chunk's sums before its count
+  if (t == 0u) { fold_last = select(0u, 1u, atomicAdd(&done[h], 1u) == live - 1u); }
+  if (workgroupUniformLoad(&fold_last) == 0u) { return; }
+  storageBarrier();   // the count before the other chunks' sums are read
+  merge(h, live, t);
+  if (t == 0u) { atomicStore(&done[h], 0u); }
+}
+
+// Head h's output from its live chunks' sums (see the header); the gate is loaded first, to arrive meanwhile.
+fn merge(h: u32, live: u32, t: u32) {
+  let units = HD / 4u;
+  let rows = WG / units;
+  let u = t % units;
+  let r = t / units;
+  var g = vec4<f32>(0.0);
+  if (GATE && r == 0u) {
+    for (var j = 0u; j < 4u; j++) { g[j] = gate[h * HD + 4u * u + j]; }
+  }
+  var o = vec4<f32>(0.0);
+  for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
+    var oc: array<vec4<f32>, UNROLL>;
+    for (var j = 0u; j < UNROLL; j++) { oc[j] = part[(h * p.n_chunks + min(c0 + j * rows, live - 1u)) * units + u]; }
+    for (var j = 0u; j < UNROLL; j++) {
+      if (c0 + j * rows < live) { o += oc[j]; }
+    }
+  }
+  let b = 4u * t;   // row r's dims 4u.. (t = r * units + u)
+  for (var j = 0u; j < 4u; j++) { red8[b + j] = o[j]; }
+  workgroupBarrier();
+  for (var s = rows / 2u; s > 0u; s >>= 1u) {
+    if (r < s) {
+      for (var j = 0u; j < 4u; j++) { red8[b + j] += red8[b + 4u * s * units + j]; }
+    }
+    workgroupBarrier();
+  }
+  if (r == 0u) {
+    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(red8[b + j]), g[j]); }
   }
 }
