@@ -67,25 +67,22 @@ fn soft_batch(row: u32, j0: u32) -> array<f32, U> {
 }
 
 // Values d0 .. d0 + E - 1 of V row `vrow`, s * level + b: E * BITS bits from bit d0 * BITS of the row's stream,
-// within 3 words (2 unless BITS is 7), each loaded once.
+// within two words at the bits a cache takes (2, 3, 4, 5, 6, 8), each loaded once.
 fn dequant(vrow: u32, d0: u32) -> array<f32, E> {
   let groups = HD / 64u;
   let wpr = groups * 2u * BITS;
   let sc = cs[vrow * groups + d0 / 64u];
   let bi = cb[vrow * groups + d0 / 64u];
   let w0 = vrow * wpr + d0 * BITS / 32u;
-  let end = (vrow + 1u) * wpr - 1u;
-  let w = array<u32, 3>(cq[w0], cq[min(w0 + 1u, end)], cq[min(w0 + 2u, end)]);
+  let lo = cq[w0];
+  let hi = cq[min(w0 + 1u, (vrow + 1u) * wpr - 1u)];
   let r0 = d0 * BITS % 32u;
   var x: array<f32, E>;
   for (var e = 0u; e < E; e++) {
     let bit = r0 + e * BITS;
     let sh = bit & 31u;
-    let i = bit >> 5u;   // 0, 1 (or 2 at 7 bits): selects, not an indexed local array
-    let lo = select(select(w[2], w[1], i == 1u), w[0], i == 0u);
-    let hi = select(w[2], w[1], i == 0u);
-    var lv = lo >> sh;
-    if (sh + BITS > 32u) { lv |= hi << (32u - sh); }
+    var lv = select(lo, hi, bit >= 32u) >> sh;
+    if (sh + BITS > 32u) { lv |= hi << (32u - sh); }   // only from lo, into hi
     x[e] = sc * f32(lv & ((1u << BITS) - 1u)) + bi;
   }
   return x;
