@@ -8,19 +8,22 @@
 //    s * (q . levels) + b * (sum q) as qsdpa_scores does; a key's packs are added in order. Writes r(s_j) to
 //    `scores` [H, cap] and the chunk's largest score after them. (The scores are attention/qsdpa_one.inc.wgsl,
 //    shared with qsdpa_one_append.wgsl, which appends the new key and value first.)
-//  - qone_out: M = the largest chunk max; L = sum e^(s_j - M) over all keys, summed as qsdpa_softmax sums (SOFT
-//    threads, strided, then a tree), so the weights p_j = r(e^(s_j - M) * (1 / L)) are the passes' bit for bit (a
-//    sum merged from chunks' (max, sum) moved L by several ulps of the GPU's exp, and every weight with it: one
-//    flipped f16 weight is ~10 ulps of a small output). Every workgroup sums L itself (kv_len loads, U of them in
-//    flight per thread), no workgroup waits for another. Then the chunk's values: a thread per (E = 8 dims, slice
-//    sl) adds p_j (s * level + b) over keys sl, sl + SL, sl + 2 SL, sl + 3 SL of the chunk in that order, the SL
-//    slices are added by a tree and the chunk's sums go to `part`. The head's last chunk to finish (an atomic count
-//    per head, `done`, as attention/one_merge.inc.wgsl's fold) adds the live chunks' sums: thread (row r, 4 dims)
-//    the chunks r, r + rows, ... in order, the rows by a tree; then rounds and gates as ops' sigmoidGate (bit for
-//    bit) and sets the count back to 0. The value sum's order is fixed by HD and kv_len alone.
-// Every load that waits on nothing (the chunk maxes, the first U softmax scores, the thread's values dequantized
-// and their scores) is issued before the first barrier. A workgroup per (32 dims, head) walking every key took
-// 13.6 us at 641 keys on an H200 (48 workgroups); splitting the values over a third, merging dispatch was slower.
+//  - qone_out: M = the largest chunk max (every thread takes them all: a max is exact in any order); L = sum
+//    e^(s_j - M) over all keys, summed as qsdpa_softmax sums (SOFT threads, strided, then a tree), so the weights
+//    p_j = r(e^(s_j - M) * (1 / L)) are the passes' bit for bit (a sum merged from chunks' (max, sum) moved L by
+//    several ulps of the GPU's exp, and every weight with it: one flipped f16 weight is ~10 ulps of a small output).
+//    Every workgroup sums L itself (kv_len loads, U of them in flight per thread); none waits for another. Then the
+//    chunk's values: a thread per (E = 8 dims, slice sl) adds p_j (s * level + b) over keys sl, sl + SL, sl + 2 SL,
+//    sl + 3 SL of the chunk in that order; the SL slices are added in order into the chunk's sums in `part`. The
+//    head's last chunk to finish (an atomic count per head, `done`, as attention/one_merge.inc.wgsl's fold) adds
+//    the live chunks' sums: row r (of WG / (HD / 4) rows, 4 dims a thread) the chunks r, r + rows, ... in order,
+//    then the rows in order; rounds, gates as ops' sigmoidGate (bit for bit) and sets the count back to 0. The
+//    value sum's order is fixed by HD and kv_len alone.
+// Every load that waits on nothing (the first U softmax scores, the thread's values dequantized and their scores,
+// then the chunk maxes) is issued before the first barrier, and no barrier waits on a tree that need not be one.
+// The values as a workgroup per (32 dims, head) walking every key took 13.6 us a call at 641 keys on an H200 (48
+// workgroups, most of the time waiting on loads one after another). (Before that, values split over key chunks
+// with a third, merging dispatch measured slower than it: 38 us against 24 at 640 keys, an earlier build.)
 // The chunk count comes from the capacity and kv_len is a uniform, so a recorded decode step replays at any
 // position. Keys past kv_len in a chunk read the last key and are left out; chunks past it return at once.
 
@@ -46,7 +49,7 @@ const U: u32 = 8u;         // softmax scores a thread loads before it adds them
 const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
 
 var<workgroup> red_l: array<f32, WG>;
-var<workgroup> red8: array<f32, WG * E>;   // the slices' sums [SL, HD], then the merge's rows [rows, HD]
+var<workgroup> red4: array<vec4<f32>, WG * E / 4u>;   // the slices' sums [SL, HD / 4], then the merge's rows
 var<workgroup> fold_last: u32;
 
 // #include "attention/qsdpa_one.inc.wgsl"
@@ -96,8 +99,6 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
   if (c >= live) { return; }   // the same for the whole workgroup
   let row = h * p.cap;
   let last = p.kv_len - 1u;
-  var m = -MAXF;
-  for (var i = t; i < live; i += WG) { m = max(m, scores[cmax_at(h, i)]); }
   var sv = soft_batch(row, t);
   let d0 = (t % DG) * E;
   let sl = t / DG;
@@ -109,13 +110,13 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
     sj[i] = scores[row + j];
     vals[i] = dequant(vrow0 + j, d0);
   }
-  red[t] = m;
-  workgroupBarrier();
-  for (var n = WG / 2u; n > 0u; n >>= 1u) {
-    if (t < n) { red[t] = max(red[t], red[t + n]); }
-    workgroupBarrier();
+  // M by every thread from the chunk maxes, U loads at a time (a max is exact in any order: no tree to wait on).
+  var big = -MAXF;
+  for (var i0 = 0u; i0 < live; i0 += U) {
+    var cm: array<f32, U>;
+    for (var i = 0u; i < U; i++) { cm[i] = scores[cmax_at(h, min(i0 + i, live - 1u))]; }
+    for (var i = 0u; i < U; i++) { big = max(big, cm[i]); }
   }
-  let big = red[0];
   var l = 0.0;
   if (t < SOFT) {
     for (var j0 = t; j0 < p.kv_len; j0 += U * SOFT) {
@@ -139,14 +140,16 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
       for (var e = 0u; e < E; e++) { acc[e] += pj * vals[i][e]; }
     }
   }
-  for (var e = 0u; e < E; e++) { red8[sl * HD + d0 + e] = acc[e]; }
-  workgroupBarrier();
-  for (var n = SL / 2u; n > 0u; n >>= 1u) {
-    for (var i = t; i < n * HD; i += WG) { red8[i] += red8[i + n * HD]; }
-    workgroupBarrier();
-  }
   let units = HD / 4u;
-  if (t < units) { part[(h * p.n_chunks + c) * units + t] = vec4<f32>(red8[4u * t], red8[4u * t + 1u], red8[4u * t + 2u], red8[4u * t + 3u]); }
+  let at = sl * units + d0 / 4u;
+  red4[at] = vec4<f32>(acc[0], acc[1], acc[2], acc[3]);
+  red4[at + 1u] = vec4<f32>(acc[4], acc[5], acc[6], acc[7]);
+  workgroupBarrier();
+  if (t < units) {
+    var o = vec4<f32>(0.0);
+    for (var k = 0u; k < SL; k++) { o += red4[k * units + t]; }
+    part[(h * p.n_chunks + c) * units + t] = o;
+  }
   storageBarrier();   // the chunk's sums before its count
   if (t == 0u) { fold_last = select(0u, 1u, atomicAdd(&done[h], 1u) == live - 1u); }
   if (workgroupUniformLoad(&fold_last) == 0u) { return; }
@@ -173,16 +176,11 @@ fn merge(h: u32, live: u32, t: u32) {
       if (c0 + j * rows < live) { o += oc[j]; }
     }
   }
-  let b = 4u * t;   // row r's dims 4u.. (t = r * units + u)
-  for (var j = 0u; j < 4u; j++) { red8[b + j] = o[j]; }
+  red4[t] = o;   // row r's dims 4u .. 4u + 3 (t = r * units + u)
   workgroupBarrier();
-  for (var s = rows / 2u; s > 0u; s >>= 1u) {
-    if (r < s) {
-      for (var j = 0u; j < 4u; j++) { red8[b + j] += red8[b + 4u * s * units + j]; }
-    }
-    workgroupBarrier();
-  }
   if (r == 0u) {
-    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(red8[b + j]), g[j]); }
+    var y = vec4<f32>(0.0);
+    for (var k = 0u; k < rows; k++) { y += red4[k * units + u]; }
+    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(y[j]), g[j]); }
   }
 }
