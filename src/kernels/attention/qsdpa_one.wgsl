@@ -19,7 +19,7 @@
 //    the live chunks' sums: row r (of WG / (HD / 4) rows, 4 dims a thread) the chunks r, r + rows, ... in order,
 //    then the rows in order; rounds, gates as ops' sigmoidGate (bit for bit) and sets the count back to 0. The
 //    value sum's order is fixed by HD and kv_len alone.
-// Every load that waits on nothing (the first U softmax scores, the thread's values dequantized and their scores,
+// Every load that waits on nothing (the first U softmax scores, the words of the thread's values and their scores,
 // then the chunk maxes) is issued before the first barrier, and no barrier waits on a tree that need not be one.
 // The values as a workgroup per (32 dims, head) walking every key took 13.6 us a call at 641 keys on an H200 (48
 // workgroups, most of the time waiting on loads one after another). (Before that, values split over key chunks
@@ -69,26 +69,26 @@ fn soft_batch(row: u32, j0: u32) -> array<f32, U> {
   return s;
 }
 
-// Values d0 .. d0 + E - 1 of V row `vrow`, s * level + b: E * BITS bits from bit d0 * BITS of the row's stream,
-// within two words at the bits a cache takes (2, 3, 4, 5, 6, 8), each loaded once.
-fn dequant(vrow: u32, d0: u32) -> array<f32, E> {
+// The words, scale and bias of values d0 .. d0 + E - 1 of V row `vrow`: E * BITS bits from bit d0 * BITS of the
+// row's stream, within two words at the bits a cache takes (2, 3, 4, 5, 6, 8). Kept packed until the weights are
+// known (16 registers for a thread's keys, not 32).
+struct VPack { lo: u32, hi: u32, s: f32, b: f32 }
+
+fn vpack(vrow: u32, d0: u32) -> VPack {
   let groups = HD / 64u;
   let wpr = groups * 2u * BITS;
-  let sc = cs[vrow * groups + d0 / 64u];
-  let bi = cb[vrow * groups + d0 / 64u];
   let w0 = vrow * wpr + d0 * BITS / 32u;
-  let lo = cq[w0];
-  let hi = cq[min(w0 + 1u, (vrow + 1u) * wpr - 1u)];
-  let r0 = d0 * BITS % 32u;
-  var x: array<f32, E>;
-  for (var e = 0u; e < E; e++) {
-    let bit = r0 + e * BITS;
-    let sh = bit & 31u;
-    var lv = select(lo, hi, bit >= 32u) >> sh;
-    if (sh + BITS > 32u) { lv |= hi << (32u - sh); }   // only from lo, into hi
-    x[e] = sc * f32(lv & ((1u << BITS) - 1u)) + bi;
-  }
-  return x;
+  let g = vrow * groups + d0 / 64u;
+  return VPack(cq[w0], cq[min(w0 + 1u, (vrow + 1u) * wpr - 1u)], cs[g], cb[g]);
+}
+
+// Value d0 + e of a VPack: s * level + b.
+fn value(v: VPack, d0: u32, e: u32) -> f32 {
+  let bit = d0 * BITS % 32u + e * BITS;
+  let sh = bit & 31u;
+  var lv = select(v.lo, v.hi, bit >= 32u) >> sh;
+  if (sh + BITS > 32u) { lv |= v.hi << (32u - sh); }   // only from lo, into hi
+  return v.s * f32(lv & ((1u << BITS) - 1u)) + v.b;
 }
 
 @compute @workgroup_size(WG)
@@ -103,12 +103,12 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
   let d0 = (t % DG) * E;
   let sl = t / DG;
   let vrow0 = (h / (p.heads / p.kv_heads)) * p.cap;
-  var vals: array<array<f32, E>, KEYS>;
+  var vals: array<VPack, KEYS>;
   var sj: array<f32, KEYS>;
   for (var i = 0u; i < KEYS; i++) {
     let j = min(c * CK + i * SL + sl, last);
     sj[i] = scores[row + j];
-    vals[i] = dequant(vrow0 + j, d0);
+    vals[i] = vpack(vrow0 + j, d0);
   }
   // M by every thread from the chunk maxes, U loads at a time (a max is exact in any order: no tree to wait on).
   var big = -MAXF;
@@ -137,7 +137,7 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
   for (var i = 0u; i < KEYS; i++) {
     if (c * CK + i * SL + sl <= last) {
       let pj = round_out(exp(sj[i] - big) * inv);
-      for (var e = 0u; e < E; e++) { acc[e] += pj * vals[i][e]; }
+      for (var e = 0u; e < E; e++) { acc[e] += pj * value(vals[i], d0, e); }
     }
   }
   let units = HD / 4u;
