@@ -29,6 +29,22 @@ describe('qsdpa_one (single-query decode over a quantized cache) vs the float64 
   });
 });
 
+describe('qsdpa_one\'s values over many key chunks (merged by the last chunk of a head) vs the float64 reference', () => {
+  it('kvLen 1, 31, 32, 33, 640, 641, 2048 and the capacity (head dim 128: chunks of 64 keys), f32 and bf16', async () => {
+    for (const [i, kvLen] of [1, 31, 32, 33, 640, 641, 2048, 2100].entries()) {
+      await check({ ...ONE, cap: 2100, offset: kvLen - 1, round: i % 2 ? 'bf16' : 'none', seed: 40 + i });
+    }
+  });
+  it('V bits 2, 3, 4, 5, 6 and 8 (values straddling two words at 3, 5 and 6)', async () => {
+    for (const vBits of [2, 3, 4, 5, 6, 8]) await check({ ...ONE, cap: 700, offset: 640, vBits, round: vBits % 2 ? 'none' : 'bf16', seed: 60 + vBits });
+  });
+  it('head dims 64 and 256 around their chunk edges (128 and 32 keys) and at the capacity', async () => {
+    for (const [dim, ck] of [[64, 128], [256, 32]]) {
+      for (const kvLen of [1, ck - 1, ck, ck + 1, 641, 1100]) await check({ ...ONE, dim, cap: 1100, offset: kvLen - 1, vBits: 6, seed: dim + kvLen });
+    }
+  });
+});
+
 describe('qsdpa_one vs qsdpa\'s passes (the reference path)', () => {
   /**
    * The same scores (a key's packs added in the passes' order) and weights (the softmax sum in qsdpa_softmax's
@@ -66,7 +82,7 @@ describe('qsdpa_one decode structure and selection', () => {
         await check({ ...base, offset: kvLen - 1 });
       }
       expect(kernels(records[0]), mask).toEqual(['qone_scores', 'qone_out']);
-      expect(records[0].map((r) => r.workgroups), `${mask}: 300 keys in chunks of 64, 128 dims in blocks of 32, 2 heads`).toEqual([[5, 2, 1], [4, 2, 1]]);
+      expect(records[0].map((r) => r.workgroups), `${mask}: 300 keys in chunks of 64, 2 heads, for the scores and the values`).toEqual([[5, 2, 1], [5, 2, 1]]);
       expectSameStructure(records[0], records[1], ['kv_len'], `${mask}: kvLen 1 vs mid`);
       expectSameStructure(records[0], records[2], ['kv_len'], `${mask}: kvLen 1 vs capacity`);
     }

@@ -4,7 +4,7 @@
 // not also take V). The includer declares `cq`, `cs`, `cb` (the packed words, scales and biases of K for the
 // scores, of V for qone_out) and `fn qv(h, e) -> f32` (element e of head h's query). Never compiled on its own.
 
-struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_chunks: u32, zero: u32, width: u32, log2_base: f32 }
+struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_chunks: u32, zero: u32, width: u32, log2_base: f32, gate_stride: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 // [H, cap] scores, then [H, n_chunks] each chunk's largest score: one binding, so that the appending kernel's K,

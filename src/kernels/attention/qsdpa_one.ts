@@ -1,5 +1,5 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
-// per 32 dims; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
+// over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
 // qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -8,6 +8,7 @@ import { GROUP } from '../quant/quant.ts';
 import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
+import { counters } from '../common/counters.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
@@ -67,9 +68,11 @@ function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, 
   const nChunks = Math.ceil(cap / chunk);
   // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
   const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
+  // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).
+  const part = Tensor.empty(gpu, [a.heads * nChunks * dim], 'f32', 'qsdpa_one.part');
   const uniforms = {
     kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0,
-    width: append?.width ?? 0, log2_base: append?.log2Base ?? 0,
+    width: append?.width ?? 0, log2_base: append?.log2Base ?? 0, gate_stride: a.gate.shape.at(-1) ?? 0,
   };
   const round = roundCode('qsdpa', a.round);
   const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
@@ -81,9 +84,10 @@ function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, 
     SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
   }
   OUT.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, gate: a.gate }, uniforms,
-    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups: [dim / 32, a.heads],
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done: counters(gpu, a.heads) }, uniforms,
+    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups,
   });
-  // Recorded dispatches keep reading it in order; the pool may hand it out again.
+  // Recorded dispatches keep reading them in order; the pool may hand them out again.
   scores.dispose();
+  part.dispose();
 }
