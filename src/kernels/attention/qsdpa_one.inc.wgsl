@@ -41,8 +41,27 @@ fn unpack(w: ptr<function, array<u32, 8>>, e: u32) -> f32 {
   return f32(x & ((1u << BITS) - 1u));
 }
 
-// Scores of chunk wid.x of head wid.y into `scores`, and the chunk's max.
-fn chunk_scores(wid: vec3u, t: u32) {
+// This thread's pack of its key in chunk c of head h: the BITS words, scale and bias (keys past kv_len read the
+// last key). chunk_scores takes them instead of loading after the query, so the loads are in flight while the
+// query is RoPE'd (and, in qsdpa_one_append.wgsl, while the new key is quantized).
+struct KeyPack { w: array<u32, 8>, s: f32, b: f32 }
+
+fn key_pack(c: u32, h: u32, t: u32) -> KeyPack {
+  var kp: KeyPack;
+  let k0 = c * CK;
+  if (k0 >= p.kv_len) { return kp; }   // chunk_scores returns at once
+  let groups = HD / 64u;
+  let krow = (h / (p.heads / p.kv_heads)) * p.cap + min(k0 + t / PACKS, p.kv_len - 1u);
+  let pk = t % PACKS;
+  let wb = (krow * groups * 2u + pk) * BITS;
+  for (var i = 0u; i < BITS; i++) { kp.w[i] = cq[wb + i]; }
+  kp.s = cs[krow * groups + pk / 2u];
+  kp.b = cb[krow * groups + pk / 2u];
+  return kp;
+}
+
+// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
+fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
   let c = wid.x;
   let h = wid.y;
   let k0 = c * CK;
@@ -50,15 +69,10 @@ fn chunk_scores(wid: vec3u, t: u32) {
   let sc = round_op(p.scale);
   for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
   let last = p.kv_len - 1u;
-  let j = k0 + t / PACKS;
   let pk = t % PACKS;
-  let groups = HD / 64u;
-  let krow = (h / (p.heads / p.kv_heads)) * p.cap + min(j, last);
-  let wb = (krow * groups * 2u + pk) * BITS;
-  var w: array<u32, 8>;
-  for (var i = 0u; i < BITS; i++) { w[i] = cq[wb + i]; }
-  let s = cs[krow * groups + pk / 2u];
-  let b = cb[krow * groups + pk / 2u];
+  var w = kp.w;
+  let s = kp.s;
+  let b = kp.b;
   workgroupBarrier();
   var dt = 0.0;
   var xs = 0.0;

@@ -59,7 +59,7 @@ fn qv(h: u32, e: u32) -> f32 { return q[h * HD + e]; }
 
 @compute @workgroup_size(WG)
 fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  chunk_scores(wid, t);
+  chunk_scores(wid, t, key_pack(wid.x, wid.y, t));
 }
 
 // Scores j0, j0 + SOFT, ..., U of them (past kv_len: the last key's, never added).

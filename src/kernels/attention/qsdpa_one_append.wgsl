@@ -4,7 +4,8 @@
 // and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
 // cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
 // groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256). storageBarrier, then its
-// scores read the new key back like every other key (no other workgroup reads that position); qsdpa_one.wgsl's
+// scores read the new key back (no other workgroup reads that position; its other keys' packs were loaded first,
+// key_pack); qsdpa_one.wgsl's
 // qone_out follows unchanged and reads the new value. Cache heads = query heads: gqkv holds a key per query head.
 
 @group(0) @binding(1) var<storage, read> src: array<f32>;               // gqkv [1, 4 * width], width = H * HD
@@ -58,9 +59,11 @@ fn append_kv(h: u32, pos: u32, t: u32) {
 fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
+  var kp = key_pack(wid.x, wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     append_kv(wid.y, last, t);
     storageBarrier();
+    if (k0 + t / PACKS >= last) { kp = key_pack(wid.x, wid.y, t); }   // the new key's pack, now written
   }
-  chunk_scores(wid, t);
+  chunk_scores(wid, t, kp);
 }

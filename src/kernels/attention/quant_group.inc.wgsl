@@ -26,7 +26,10 @@ fn quant_lanes(x: f32, slot: u32, lane: u32, bits: u32) -> GroupQuant {
   g_lv[i0 + lane] = level_of(x, a, bits, false);
   workgroupBarrier();
   var word = 0u;
-  for (var j = 0u; j < GROUP; j++) {
+  // Only values whose bits reach word `lane` (value j covers bits j bits .. j bits + bits - 1): ~32 / bits + 2
+  // of the 64 instead of all of them, the same word.
+  let j0 = (32u * lane) / bits;
+  for (var j = select(j0, j0 - 1u, j0 > 0u); j < min(GROUP, (32u * lane + 32u) / bits + 1u); j++) {
     let bit = j * bits;
     let sh = bit & 31u;
     if ((bit >> 5u) == lane) { word |= g_lv[i0 + j] << sh; }
