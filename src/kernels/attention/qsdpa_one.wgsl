@@ -165,9 +165,7 @@ fn merge(h: u32, live: u32, t: u32) {
   let u = t % units;
   let r = t / units;
   var g = vec4<f32>(0.0);
-  if (GATE && r == 0u) {
-    for (var j = 0u; j < 4u; j++) { g[j] = gate[h * HD + 4u * u + j]; }
-  }
+  if (r == 0u) { g = gate4(h * HD + 4u * u); }
   var o = vec4<f32>(0.0);
   for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
     var oc: array<vec4<f32>, UNROLL>;

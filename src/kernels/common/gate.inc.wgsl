@@ -16,3 +16,11 @@ fn gate_by(y: f32, g: f32) -> f32 {
   if (!GATE) { return y; }
   return round_out(round_out(sigmoid(g)) * y);
 }
+
+// The gate logits of columns col .. col + 3 of row 0 (one query: decode), for gate_by; zeros without GATE. The
+// merges load them before their sums, so that they arrive meanwhile.
+fn gate4(col: u32) -> vec4<f32> {
+  var g = vec4<f32>(0.0);
+  if (GATE) { for (var j = 0u; j < 4u; j++) { g[j] = gate[col + j]; } }
+  return g;
+}
