@@ -420,6 +420,10 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 64, groups: 2, rows: 4 } })).toThrow(/32 units a row do not split over 64 lanes/);
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 16, rows: 16 } })).toThrow(/wg x groups <= 256/);
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 4, rows: 6 } })).toThrow(/even multiple of groups/);
+    // 32 KB of partial sums: past WebGPU's default 16 KB of workgroup memory (a device may grant more).
+    const big = () => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 256 } }).dispose();
+    if (gpu.device.limits.maxComputeWorkgroupStorageSize < 4 * 32 * 256) expect(big).toThrow(/32 x 256 partial sums exceed the \d+ bytes of workgroup memory/);
+    else expect(big).not.toThrow();
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'vec4', wg: 32, rows: 2, groups: 2 } })).toThrow(/groups is for kernel 'wide' only/);
   });

@@ -98,11 +98,11 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
     return gpu.subgroups && wide && f.exact && f.fits;
   });
   const { wg: WG, rows: ROWS, kernel = 'vec4' } = tuned;
-  const unfit = whyUnfit(kernel, tuned, { M, K, dtype: c.dtype, wide, subgroups: gpu.subgroups });
-  if (unfit) throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${unfit})`);
   // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats (beside
   // gemv_upl_sg's 32-byte mask of subgroup leaders).
   const shared = gpu.device.limits.maxComputeWorkgroupStorageSize - (kernel === 'upl-sg' ? 32 : 0);
+  const unfit = whyUnfit(kernel, tuned, { M, K, dtype: c.dtype, wide, subgroups: gpu.subgroups, shared });
+  if (unfit) throw new InputError('matmul', `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${unfit})`);
   const MB = kernel === 'wide' ? 1 : Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS), Math.floor(shared / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
   const blocks = fixed.SWIGLU ? Math.ceil(N / 2 / (ROWS / 2)) : Math.ceil(N / ROWS);
@@ -124,9 +124,10 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
 }
 
 /** Why `kernel` cannot take this shape and operand, or null. */
-function whyUnfit(kernel: GemvKernel, s: GemvShape, o: { M: number; K: number; dtype: string; wide: boolean; subgroups: boolean }): string | null {
+function whyUnfit(kernel: GemvKernel, s: GemvShape, o: { M: number; K: number; dtype: string; wide: boolean; subgroups: boolean; shared: number }): string | null {
   if (kernel === 'vec4') return null;
   if (!o.wide) return 'rows are not 16-byte aligned';
+  if (kernel === 'wide' && 4 * s.wg * s.rows > o.shared) return `its ${s.wg} x ${s.rows} partial sums exceed the ${o.shared} bytes of workgroup memory`;
   const rowsPerLane = kernel === 'wide' ? s.rows / s.groups! : s.rows;
   const f = uplFit(o.K, o.dtype, s.wg, rowsPerLane);
   if (kernel === 'wide' && o.M !== 1) return `it takes one x row, not ${o.M}`;
