@@ -253,7 +253,7 @@ export async function streamFloor(gpu: Gpu, sizes: number[], s: Settings): Promi
       const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'floor.params' });
       try {
         const n4 = bytes / 16;
-        const groups = Math.ceil(n4 / (WG * 8));
+        const groups = Math.min(device.limits.maxComputeWorkgroupsPerDimension, Math.ceil(n4 / (WG * 8)));   // grid-stride past it
         const data = new Uint8Array(new Uint32Array([n4, groups * WG, 0, 0]).buffer);
         const dispatches = Array.from({ length: 200 }, (_, i) => ({
           pipeline, key: 'stream_read', workgroups: [groups, 1, 1] as [number, number, number], label: 'stream_read',

@@ -22,7 +22,8 @@ export { Gpu } from './tensor/gpu.ts';
 export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type Runtime } from './tensor/device.ts';
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why);
- * whether decode attention merges its chunks inside its split dispatch ('fold', the default) or in one of its own.
+ * whether full-precision decode attention merges its chunks inside its split dispatch ('fold', the default) or in
+ * one of its own (quantized caches always merge in their values pass's last chunk).
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';

@@ -15,11 +15,12 @@ import type { FullKV } from '../../src/kernels/attention/types.ts';
 
 describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
   const gpu = await getGpu();
-  const H = 3, D = 64;
-  // 3 chunks of 32 keys, and 41 (the merge folded over many); positions around chunk edges and the last slot.
+  const H = 3;
+  // 3 chunks of 32 keys, and 41 (the merge folded over many); positions around chunk edges and the last slot. Head
+  // dim 32 in bf16 is 4 units a row: more thread groups than keys in the values' sum, clamped to the chunk.
   const positions = { 70: [0, 31, 32, 45, 69], 1300: [0, 30, 31, 32, 1299] };
-  for (const [dtype, round, cap] of [['bf16', 'bf16', 70], ['f32', 'none', 70], ['f32', 'bf16', 70], ['bf16', 'bf16', 1300], ['f32', 'none', 1300]] as const) {
-    it(`${dtype} cache of ${cap}, round ${round}, both merge forms`, async () => {
+  for (const [dtype, round, cap, D] of [['bf16', 'bf16', 70, 64], ['f32', 'none', 70, 64], ['f32', 'bf16', 70, 64], ['bf16', 'bf16', 1300, 64], ['f32', 'none', 1300, 64], ['bf16', 'bf16', 70, 32]] as const) {
+    it(`${dtype} cache of ${cap}, head dim ${D}, round ${round}, both merge forms`, async () => {
       const past = randn(11, H * cap * D, 1).map(roundBf16);
       const side = (seed: number): FullKV => ({ kind: 'full', data: Tensor.from(gpu, past.map((x, i) => x * (1 + seed) + (i % 7) / 8), [H, cap, D], dtype, 'kv') });
       for (const offset of positions[cap]) {
@@ -46,6 +47,9 @@ describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
     const gqkv = Tensor.from(gpu, new Float32Array(4 * 2 * 6), [1, 4 * 2 * 6], 'f32', 'gqkv');
     const side = (): FullKV => ({ kind: 'full', data: Tensor.from(gpu, new Float32Array(2 * 4 * 6), [2, 4, 6], 'f32', 'kv6') });
     expect(appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 1, scale: 1 })).toBeNull();
+    // 512 dims: 64 bf16 units a row divide the workgroup, but a thread would hold 8 of them and more (sdpa's 256 cap).
+    const wide = (): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, [1, 4, 512], 'bf16', 'kv512') });
+    expect(appendAttendOne(Tensor.empty(gpu, [1, 4 * 512], 'f32', 'gqkv512'), wide(), wide(), { heads: 1, headDim: 512, base: 1e4, offset: 1, scale: 1 })).toBeNull();
     expect(() => appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 4, scale: 1 })).toThrow(ShapeError);
     expect(() => appendAttendOne(gqkv, side(), side(), { heads: 2, headDim: 6, base: 1e4, offset: 4, scale: 1 })).toThrow(/overflows k cache 'kv6'/);
   });

@@ -425,6 +425,8 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
     if (gpu.device.limits.maxComputeWorkgroupStorageSize < 4 * 32 * 256) expect(big).toThrow(/32 x 256 partial sums exceed the \d+ bytes of workgroup memory/);
     else expect(big).not.toThrow();
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
+    // A thread adds and stores each row: 32 rows over 16 threads would leave half unwritten.
+    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 16, groups: 1, rows: 32 } })).toThrow(/at most wg a group/);
     expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'vec4', wg: 32, rows: 2, groups: 2 } })).toThrow(/groups is for kernel 'wide' only/);
   });
 });

@@ -58,6 +58,11 @@ struct ChunkUnits { k: array<vec4<u32>, MAXU>, v: array<vec4<u32>, MAXU> }
 
 fn key_row(h: u32, j: u32) -> u32 { return h * p.cap + min(j, p.kv_len - 1u); }
 
+// The key of this thread's V unit i in the chunk from k0; past the chunk's last key (rows of fewer than 8 units
+// have more thread groups than keys, whose sums are left out) it reads that key, so no thread reads another
+// chunk's keys, which the appending chunk may be writing.
+fn v_key(k0: u32, t: u32, i: u32) -> u32 { return min(k0 + t / (HD / epu()) + i * (WG / (HD / epu())), k0 + CK - 1u); }
+
 fn chunk_units(c: u32, h: u32, t: u32) -> ChunkUnits {
   let upr = HD / epu();
   let k0 = c * CK;
@@ -65,7 +70,7 @@ fn chunk_units(c: u32, h: u32, t: u32) -> ChunkUnits {
   if (k0 >= p.kv_len) { return u; }   // split() returns at once
   for (var i = 0u; i < UPT; i++) {
     u.k[i] = k4[key_row(h, k0 + t / PK) * upr + min(t % PK + i * PK, upr - 1u)];
-    u.v[i] = v4[key_row(h, k0 + t / upr + i * (WG / upr)) * upr + t % upr];
+    u.v[i] = v4[key_row(h, v_key(k0, t, i)) * upr + t % upr];
   }
   return u;
 }

@@ -12,7 +12,7 @@ struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_
 @group(0) @binding(5) var<storage, read_write> scores: array<f32>;
 
 override HD: u32 = 128;    // 64, 128 or 256
-override BITS: u32 = 4;    // 2..8: K's (scores) or V's (qone_out)
+override BITS: u32 = 4;    // K's (scores) or V's (qone_out): 2, 3, 4, 5, 6 or 8 (qone_out's VPack spans 8 values in two words)
 override ROUND: u32 = 0;
 
 const WG: u32 = 256u;

@@ -29,7 +29,11 @@ export type DecodeMerge = 'fold' | 'separate';
 const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 let defaultMerge: DecodeMerge = 'fold';
 
-/** The merge form decode attention takes when a call names none (benchmarks compare the two). */
+/**
+ * The merge form full-precision decode attention takes when a call names none (benchmarks compare the two). The
+ * quantized caches' values pass (qsdpa_one) always merges in its last chunk, its reference being the multi-pass
+ * qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
+ */
 export function setDecodeMerge(merge: DecodeMerge): void {
   defaultMerge = checkMerge('setDecodeMerge', merge);
 }
@@ -41,11 +45,15 @@ export function checkMerge(op: string, merge: DecodeMerge | undefined): DecodeMe
   return merge;
 }
 
-/** sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256. */
+/**
+ * sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256, and a
+ * head is at most 256 dims (a thread holds at most 8 units of a chunk; the merge needs a row of threads per dim
+ * group).
+ */
 export function oneShape(dim: number, bf16: boolean): boolean {
   const per = bf16 ? 8 : 4;
   const units = dim / per;
-  return Number.isInteger(units) && ONE_WG % units === 0;
+  return dim <= 256 && Number.isInteger(units) && ONE_WG % units === 0;
 }
 
 /**
@@ -67,7 +75,7 @@ export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOpti
   return out;
 }
 
-export interface OneArgs { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number }; merge: DecodeMerge }
+interface OneArgs { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number }; merge: DecodeMerge }
 
 /**
  * sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). The

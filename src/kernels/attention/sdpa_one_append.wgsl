@@ -45,7 +45,7 @@ fn append_split(wid: vec3u, t: u32) {
     let at = (wid.y * p.cap + last) * upr;
     for (var i = 0u; i < UPT; i++) {
       if (k0 + t / PK >= last) { units.k[i] = k4[at + min(t % PK + i * PK, upr - 1u)]; }
-      if (k0 + t / upr + i * (WG / upr) >= last) { units.v[i] = v4[at + t % upr]; }
+      if (v_key(k0, t, i) >= last) { units.v[i] = v4[at + t % upr]; }
     }
   }
   split(wid, t, units);

@@ -41,8 +41,9 @@ export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }
   if (!(pow2(wg) && wg >= 16 && wg <= 256)) throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256`);
   if (kernel === 'wide') {
     const g = groups ?? 0;
-    if (!(pow2(g) && wg * g <= 256 && Number.isInteger(rows) && rows >= 2 && rows % 2 === 0 && rows % g === 0 && rows / g <= UPL_MAXW)) {
-      throw new InputError(op, `gemv shape ${shape}: 'wide' needs groups a power of two with wg x groups <= 256, and rows an even multiple of groups, at most ${UPL_MAXW} a group`);
+    // One thread adds and stores each row: rows <= wg x groups.
+    if (!(pow2(g) && wg * g <= 256 && Number.isInteger(rows) && rows >= 2 && rows % 2 === 0 && rows % g === 0 && rows / g <= Math.min(UPL_MAXW, wg))) {
+      throw new InputError(op, `gemv shape ${shape}: 'wide' needs groups a power of two with wg x groups <= 256, and rows an even multiple of groups, at most ${UPL_MAXW} and at most wg a group`);
     }
     return;
   }
@@ -54,7 +55,9 @@ export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }
 
 /** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
 export const GEMV_MAX_M = 4;
-// Matrix-vector workgroup shapes (lanes x weight rows), from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
+// The shapes of the kernels before gemv_wide, which one x row now takes wherever a row's units split evenly over
+// its lanes (tunedWide): these serve several x rows (short prefills on the matrix-vector path) and rows that do not
+// split. They came from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
 // the model's fusions; bench/results/nvidia-h200_node_1b_20261130-002400Z.md), wall us per call with the barrier:
 //   K = 4096 (down_proj + residual): 128x2 10.9, 64x2 12.6, 32x2 15.1;
 //   K = 1536, norm + swiglu (gate_up): 64x4 17.6, 32x4 18.6, 32x2 21.1;
@@ -75,7 +78,8 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (
 }
 
 /**
- * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null). From the sweep of
+ * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null); lm_head (N = 65536)
+ * takes the large-N shape (3.6 TB/s in 20261202-014013Z's GEMV 65536x1536). From the sweep of
  * 20261202-005618Z (GPU us per call, one pass of 200 calls, shapes interleaved; bench --sweep-gemv): gqkv
  * 32 lanes x 16 rows / 4 groups 17.3 against upl-sg 32x4 19.4; gate_up the same 13.4 against 17.5; o_proj
  * 64 x 4 / 4 groups 14.6 against upl-sg 32x2 15.4; down_proj 64 x 4 / 4 groups 12.0 against vec4 128x2 13.5. (The
