@@ -8,7 +8,7 @@
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
-import { counters } from '../../src/kernels/common/counters.ts';
+import { tallyBatch } from './sdpa_fold.check.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';
 import { gateLogits, randn, rng } from '../helpers/seeded.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';
@@ -64,13 +64,7 @@ export async function checkQuantFold(gpu: Gpu, s: QuantFoldStress): Promise<Pari
   }
   const got: Tensor[] = [];
   for (let r = 0; r < s.reps; r++) for (const c of calls) got.push(qsdpa(q, c.k, c.v, opts(c.n, 'one')));
-  let bad = 0;
-  for (const [i, t] of got.entries()) {
-    const a = new Uint32Array((await t.read()).buffer), b = new Uint32Array(alone[i % calls.length].buffer);
-    if (a.some((x, j) => x !== b[j])) bad++;
-    t.dispose();
-  }
-  const left = new Uint32Array(await gpu.read(counters(gpu, H))).filter((x) => x !== 0).length;
+  const { bad, left } = await tallyBatch(gpu, got, alone, H);
   for (const t of [q, gate, ...layers.flatMap((l) => [l.k, l.v]).flatMap((kv) => [kv.q, kv.scales, kv.biases])]) t.dispose();
   const what = `${H} heads of ${D}, cap ${s.cap}, kvLen ${s.lens.join('/')}, K/V bits ${s.bits.map((b) => b.join('/')).join(', ')} x ${s.reps}`;
   return [

@@ -42,17 +42,26 @@ export async function checkFold(gpu: Gpu, s: FoldStress): Promise<ParityCase[]> 
   const want = await Promise.all(calls.map((c) => sdpa(q, c.k, c.v, opts(c.n, 'separate')).read()));
   const got: Tensor[] = [];
   for (let r = 0; r < s.reps; r++) for (const c of calls) got.push(sdpa(q, c.k, c.v, opts(c.n, 'fold')));
-  let bad = 0;
-  for (const [i, t] of got.entries()) {
-    const a = new Uint32Array((await t.read()).buffer), b = new Uint32Array(want[i % calls.length].buffer);
-    if (a.some((x, j) => x !== b[j])) bad++;
-    t.dispose();
-  }
-  const left = new Uint32Array(await gpu.read(counters(gpu, H))).filter((x) => x !== 0).length;
+  const { bad, left } = await tallyBatch(gpu, got, want, H);
   for (const t of [q, gate, ...layers.flatMap((l) => [l.k.data, l.v.data])]) t.dispose();
   const what = `${H} heads of ${D}, cap ${cap}, kvLen ${s.lens.join('/')}, ${s.layers} layers x ${s.reps}`;
   return [
     { name: `decode attention, folded merge vs separate: calls differing of ${got.length} (${what})`, value: bad, bound: 0, ok: bad === 0 },
     { name: 'decode attention, folded merge: counters left non-zero', value: left, bound: 0, ok: left === 0 },
   ];
+}
+
+/**
+ * Of `got` (outputs recorded back to back: repetitions of want's calls, in order), those differing in any bit from
+ * their call's `want` (each freed once read), and how many of the first `heads` counters the folds left non-zero.
+ */
+export async function tallyBatch(gpu: Gpu, got: Tensor[], want: ArrayBufferView[], heads: number): Promise<{ bad: number; left: number }> {
+  let bad = 0;
+  for (const [i, t] of got.entries()) {
+    const a = new Uint32Array((await t.read()).buffer), w = want[i % want.length], b = new Uint32Array(w.buffer, w.byteOffset, w.byteLength / 4);
+    if (a.some((x, j) => x !== b[j])) bad++;
+    t.dispose();
+  }
+  const left = new Uint32Array(await gpu.read(counters(gpu, heads))).subarray(0, heads).filter((x) => x !== 0).length;
+  return { bad, left };
 }
