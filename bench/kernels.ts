@@ -213,17 +213,9 @@ export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure
   const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'stream.params' });
   try {
     fillRandom(src, { seed: s.seed, scale: 1 });
-    const WG = 256;
-    const n4 = bytes / 16;
-    const groups = Math.min(device.limits.maxComputeWorkgroupsPerDimension, Math.ceil(n4 / (WG * 8)));
-    const module = device.createShaderModule({ code: STREAM_READ, label: 'bench/wgsl.ts stream_read' });
-    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'stream_read', constants: { WG } }, label: 'stream_read' });
-    device.queue.writeBuffer(params, 0, new Uint32Array([n4, groups * WG, 0, 0]));
-    const bindGroup = device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0), label: 'stream_read',
-      entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: src.binding('stream') }, { binding: 2, resource: sink.binding('stream') }],
-    });
-    const t = await timeCalls(gpu, () => gpu.dispatch({ pipeline, bindGroup, key: 'stream_read', workgroups: [groups, 1, 1], label: 'stream_read' }), s);
+    const { dispatch, data } = streamDispatch(gpu, src, sink, params);
+    device.queue.writeBuffer(params, 0, data);
+    const t = await timeCalls(gpu, () => gpu.dispatch(dispatch), s);
     return bandwidth(`stream read ${(bytes / 2 ** 20).toFixed(0)} MiB`, bytes, t, null);
   } finally {
     await gpu.sync().catch(() => undefined);
@@ -233,6 +225,33 @@ export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure
   }
 }
 
+const STREAM_WG = 256;
+const streamPipelines = new WeakMap<GPUDevice, GPUComputePipeline>();
+
+/**
+ * One streaming read of all of `src` (STREAM_READ, grid-stride, ~8 vec4 a thread), its pipeline made once per
+ * device, and the params block to upload into `params` before it runs.
+ */
+function streamDispatch(gpu: Gpu, src: Tensor, sink: Tensor, params: GPUBuffer): { dispatch: Dispatch; data: Uint8Array<ArrayBuffer> } {
+  const device = gpu.device;
+  let pipeline = streamPipelines.get(device);
+  if (!pipeline) {
+    const module = device.createShaderModule({ code: STREAM_READ, label: 'bench/wgsl.ts stream_read' });
+    pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'stream_read', constants: { WG: STREAM_WG } }, label: 'stream_read' });
+    streamPipelines.set(device, pipeline);
+  }
+  const n4 = src.byteLength / 16;
+  const groups = Math.min(device.limits.maxComputeWorkgroupsPerDimension, Math.ceil(n4 / (STREAM_WG * 8)));
+  const bindGroup = device.createBindGroup({
+    layout: pipeline.getBindGroupLayout(0), label: 'stream_read',
+    entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: src.binding('stream') }, { binding: 2, resource: sink.binding('stream') }],
+  });
+  return {
+    dispatch: { pipeline, bindGroup, key: 'stream_read', workgroups: [groups, 1, 1], label: 'stream_read' },
+    data: new Uint8Array(new Uint32Array([n4, groups * STREAM_WG, 0, 0]).buffer),
+  };
+}
+
 /**
  * The streaming read over each of `sizes` bytes as 200 dependent dispatches in one timestamped pass (passMs),
  * cycling over copies that together exceed the L2: per dispatch, launch, tail and barrier included.
@@ -240,9 +259,6 @@ export async function streamRead(gpu: Gpu, s: Settings): Promise<BandwidthFigure
 export async function streamFloor(gpu: Gpu, sizes: number[], s: Settings): Promise<StreamFloorPoint[]> {
   if (!gpu.timestamps) return [];
   const device = gpu.device;
-  const WG = 256;
-  const module = device.createShaderModule({ code: STREAM_READ, label: 'bench/wgsl.ts stream_read' });
-  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'stream_read', constants: { WG } }, label: 'stream_read' });
   const sink = Tensor.empty(gpu, [64 * 4], 'u32', 'stream.sink');
   const out: StreamFloorPoint[] = [];
   try {
@@ -252,16 +268,10 @@ export async function streamFloor(gpu: Gpu, sizes: number[], s: Settings): Promi
       const srcs = Array.from({ length: copies }, (_, i) => Tensor.empty(gpu, [bytes / 4], 'f32', `floor.src${i}`));
       const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'floor.params' });
       try {
-        const n4 = bytes / 16;
-        const groups = Math.min(device.limits.maxComputeWorkgroupsPerDimension, Math.ceil(n4 / (WG * 8)));   // grid-stride past it
-        const data = new Uint8Array(new Uint32Array([n4, groups * WG, 0, 0]).buffer);
-        const dispatches = Array.from({ length: 200 }, (_, i) => ({
-          pipeline, key: 'stream_read', workgroups: [groups, 1, 1] as [number, number, number], label: 'stream_read',
-          bindGroup: device.createBindGroup({
-            layout: pipeline.getBindGroupLayout(0), label: 'floor',
-            entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: srcs[i % copies].binding('floor') }, { binding: 2, resource: sink.binding('floor') }],
-          }),
-        }));
+        // Every copy has the same size, so one params block serves them all.
+        const reads = srcs.map((src) => streamDispatch(gpu, src, sink, params));
+        const data = reads[0].data;
+        const dispatches = Array.from({ length: 200 }, (_, i) => reads[i % copies].dispatch);
         const ms = stats(await passMs(gpu, dispatches, [{ buffer: params, offset: 0, data }], 5)).median;
         const us = (ms * 1000) / dispatches.length;
         out.push({ bytes, us, GBps: bytes / us / 1e3 });
