@@ -68,7 +68,7 @@ export interface DispatchFigure {
 
 /**
  * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: where the
- * adapter has timestamps the GPU us per call of one pass of back-to-back calls (passTime), else the wall us per call.
+ * adapter has timestamps the GPU us per call of one pass of back-to-back calls (passCalls), else the wall us per call.
  */
 export interface SweepPoint { layer: string; kernel: GemvKernel; wg: number; rows: number; groups: number | null; bytes: number; wallUs: number | null; passUs: number | null; GBps: number }
 
@@ -132,21 +132,20 @@ export async function timeCalls(gpu: Gpu, record: () => void, s: Settings): Prom
 }
 
 /**
- * GPU microseconds per call over one compute pass of `calls` captured calls (passMs): dependent dispatches back to
- * back with their barriers and nothing of JavaScript's recording (which, at ~7-10 us a dispatch, hides a kernel
- * shorter than that behind wall-clock timing). Null without timestamp-query.
+ * `calls` calls of `record` captured once, to be timed as one compute pass (passMs) as often as wanted: GPU
+ * microseconds per call, dependent dispatches back to back with their barriers and nothing of JavaScript's
+ * recording (which, at ~7-10 us a dispatch, hides a kernel shorter than that behind wall-clock timing). `release`
+ * gives the capture's buffers back. The caller has timestamp-query.
  */
-export async function passTime(gpu: Gpu, record: () => void, calls: number, samples: number): Promise<Stats | null> {
-  if (!gpu.timestamps) return null;
+export async function passCalls(gpu: Gpu, record: () => void, calls: number): Promise<{ us: (samples: number) => Promise<number[]>; release: () => void }> {
   await gpu.sync();
   const cap = capture(gpu, () => { for (let i = 0; i < calls; i++) record(); });
   const claimed = gpu.claim(cap.allocated);
-  try {
-    const ms = await passMs(gpu, cap.dispatches, [...cap.uniforms, ...cap.uploads], samples);
-    return stats(ms.map((m) => (m * 1000) / calls));
-  } finally {
-    for (const b of claimed) gpu.release(b);
-  }
+  const uploads = [...cap.uniforms, ...cap.uploads];
+  return {
+    us: async (samples) => (await passMs(gpu, cap.dispatches, uploads, samples)).map((m) => (m * 1000) / calls),
+    release: () => { for (const b of claimed) gpu.release(b); },
+  };
 }
 
 /**
@@ -333,7 +332,7 @@ export async function gemv(gpu: Gpu, rows: number, cols: number, s: Settings, st
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
  * o and down), one x row, over kernels and workgroup shapes: GPU time per call in one pass of 200 back-to-back
- * calls, barriers included, as a replayed step pays it (passTime; wall time only without timestamps: recording a
+ * calls, barriers included, as a replayed step pays it (passCalls; wall time only without timestamps: recording a
  * call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
  * 'upl' and 'upl-sg' (loads up front; the latter reduced on subgroups, where the adapter has them) at the lanes that
  * split a row's units evenly, x 2, 4 or 8 rows as its registers allow; 'wide' (sweepShapes).
@@ -370,8 +369,14 @@ export async function gemvSweep(gpu: Gpu, hidden: number, inter: number, qkv: nu
       const wall: number[] = [];
       for (const c of gpu.timestamps ? [] : calls) wall.push((await timeCalls(gpu, c, { ...s, samples: Math.min(s.samples, 3) })).wallMs.median * 1000);
       const pass: number[][] = shapes.map(() => []);
-      for (let round = 0; gpu.timestamps && round < SWEEP_ROUNDS; round++) {
-        for (const [j, c] of calls.entries()) pass[j].push((await passTime(gpu, c, 200, 1))!.median);
+      const captured = [];
+      try {
+        for (const c of gpu.timestamps ? calls : []) captured.push(await passCalls(gpu, c, 200));
+        for (let round = 0; round < SWEEP_ROUNDS; round++) {
+          for (const [j, c] of captured.entries()) pass[j].push(...(await c.us(1)));
+        }
+      } finally {
+        for (const c of captured) c.release();
       }
       for (const [j, gemv] of shapes.entries()) {
         const passUs = pass[j].length ? stats(pass[j]).median : null;

@@ -57,7 +57,7 @@ export interface SdpaOptions {
  * capacity: kvLen and offset are uniform values, so a recorded decode step replays at any position.
  */
 export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor {
-  const { heads, seq, dim, kvBf16, gateStride } = validate(q, k, v, opts);
+  const { heads, seq, dim, kvBf16, gateStride, merge } = validate(q, k, v, opts);
   const kd = (k as FullKV).data, vd = (v as FullKV).data;
   const gpu = q.gpu;
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'sdpa.out');
@@ -83,7 +83,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store, merge: checkMerge('sdpa', opts.merge) });
+    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store, merge });
     return out;
   }
 
@@ -127,7 +127,7 @@ function defaultChunks(cap: number, pairs: number): number {
   return Math.max(1, Math.ceil(cap / chunk));
 }
 
-function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number } {
+function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number; merge: DecodeMerge } {
   const op = 'sdpa';
   if (q.dtype !== 'f32') throw new DTypeError(op, `q '${q.label}' is ${q.dtype}; expected f32`);
   if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
@@ -149,8 +149,8 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   }
   checkIndex(op, 'offset', o.offset);
   if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
-  checkMerge(op, o.merge);
-  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
+  const merge = checkMerge(op, o.merge);
+  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0, merge };
 }
 
 /** Validates an attention gate (f32 rows of S, the gate block in the first `width` columns); returns its row stride. */
