@@ -143,14 +143,14 @@ async function readRow(t: Tensor): Promise<Float32Array> {
 
 export interface Clock { left(): number }
 
-/** Ablation of the dispatches `step` records (see Ablation); medians of 5 passes each. */
-async function ablate(gpu: Gpu, step: () => unknown): Promise<Ablation> {
+/** Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each. */
+async function ablate(gpu: Gpu, step: () => unknown, passes = 5): Promise<Ablation> {
   await gpu.sync();
   const cap = capture(gpu, step);
   const claimed = gpu.claim(cap.allocated);
   try {
     const uploads = [...cap.uniforms, ...cap.uploads];
-    const time = async (ds: Dispatch[]) => stats(await passMs(gpu, ds, uploads, 5)).median;
+    const time = async (ds: Dispatch[]) => stats(await passMs(gpu, ds, uploads, passes)).median;
     const stepMs = await time(cap.dispatches);
     const kernel = (d: Dispatch) => `${d.label} [${d.workgroups.join('x')}]`;
     const byKernel = [];
@@ -202,6 +202,15 @@ export class ModelBench {
       // Where a prefill goes: the same forward with a pass per dispatch (outside the timed runs).
       const r = await this.prefillOnce(name, n, this.s.seed, true);
       profile = summarizeProfile(this.gpu.lastTimings, r.dispatches, n);
+      // And as one pass, each kernel's dispatches left out in turn (all logits: reading the last row copies it,
+      // which a capture cannot hold; lm_head over every row is a kernel of its own grid).
+      const cache = this.cache(name, n);
+      try {
+        const ids = promptIds(n, this.info.config.vocab_size, this.s.seed);
+        profile.ablation = await ablate(this.gpu, () => this.model.forward(ids, cache, { mask: 'prefix' }).dispose(), 3);
+      } finally {
+        cache.dispose();
+      }
     }
     return {
       tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),

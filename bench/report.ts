@@ -5,7 +5,7 @@ import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
-import type { ProfileFigure } from './model.ts';
+import type { Ablation, ProfileFigure } from './model.ts';
 import type { SweepPoint } from './kernels.ts';
 import type { Stats } from './stats.ts';
 import { AHEAD } from '../src/hrm/decode.ts';
@@ -119,8 +119,7 @@ export function markdown(r: BenchResult): string {
       const ab = pr.ablation;
       if (ab) {
         L.push('', `The same step as one pass on the GPU (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each kernel's dispatches it runs faster by:`, '');
-        L.push('| kernel [grid] | dispatches | ms saved | of the step |', '|---|---|---|---|');
-        for (const k of ab.byKernel) L.push(`| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`);
+        L.push(...ablationTable(ab));
       }
       L.push('');
     }
@@ -130,6 +129,11 @@ export function markdown(r: BenchResult): string {
       L.push(`A prefill takes ${f(pf.ms.median)} ms (${pf.dispatches} dispatches, ${f(pf.encodeMs.median)} ms of it recording); ` +
         `the GPU kernels ${f(pf.profile.kernelMs)} ms by per-dispatch timestamps (${pf.profile.profiled} of ${pf.profile.dispatches} dispatches).`, '');
       L.push(...labelTable(pf.profile));
+      const ab = pf.profile.ablation;
+      if (ab) {
+        L.push(`The same prefill as one pass on the GPU, every position's logits (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each kernel's dispatches it runs faster by:`, '');
+        L.push(...ablationTable(ab));
+      }
     }
   }
   L.push(...anchorTable(r));
@@ -142,6 +146,12 @@ export function markdown(r: BenchResult): string {
   for (const x of r.recovered) L.push(`- recovered: ${esc(x.unit)} was redone on a new device after the device was lost (${esc(x.error).slice(0, 200)})`);
   L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** What leaving out each kernel's dispatches saves a one-pass forward (Ablation), largest first. */
+function ablationTable(ab: Ablation): string[] {
+  return ['| kernel [grid] | dispatches | ms saved | of the pass |', '|---|---|---|---|',
+    ...ab.byKernel.map((k) => `| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`)];
 }
 
 /** GPU time per kernel label of a profiled forward, largest first. */
