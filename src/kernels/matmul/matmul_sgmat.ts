@@ -9,7 +9,7 @@
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, FeatureError } from '../../tensor/errors.ts';
+import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../tensor/dtype.ts';
 
@@ -48,7 +48,7 @@ onNewDevice(async (gpu) => {
   const before = (await sgmatStats(gpu).read())[0];
   let verdict: string | null = null;
   try {
-    dispatchSgmat(x, [w], out, { M, K, ldo: N }, false);
+    dispatchSgmat(x, [w], out, { M, K, ldo: N });
     const got = await out.read();
     const fell = (await sgmatStats(gpu).read())[0] - before;
     let bad = 0, at = -1;
@@ -137,7 +137,7 @@ function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows:
   const gpu = src.gpu;
   TO_F16.dispatch(gpu, {
     bindings: { src, dst, scale, flag, stats: sgmatState(gpu).stats }, label: u.label,
-    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch },
+    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch, S: 0 },
     overrides: { SRC_BF16: u.bf16 ? 1 : 0 }, workgroups: grid(gpu, u.padded, 1),
   });
 }
@@ -165,11 +165,13 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
 
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
- * x f32 [M, K], out f32 [M, ldo].
+ * x f32 [M, K], out f32 [M, ldo]. `swiglu` (one chunk [2I, K] only; matmul() composes the chunked case): out [M, I]
+ * = siluMul of the product, fused into sgmat_out.
  */
-export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, accumulate: boolean): void {
+export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
+  if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
   const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
   const { flag } = sgmatState(gpu);
@@ -189,8 +191,9 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
     });
     OUT.dispatch(gpu, {
       bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
-      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch }, overrides: { ROUND: 1, ACC: accumulate ? 1 : 0 },
-      workgroups: grid(gpu, M * N, 256),
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch, S: 1 },
+      overrides: { ROUND: 1, ACC: f.accumulate ? 1 : 0, SWIGLU: f.swiglu ? 1 : 0 },
+      workgroups: grid(gpu, M * (f.swiglu ? N / 2 : N), 256),
     });
     col0 += N;
   }
