@@ -2,7 +2,8 @@
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
-//      product C = x16 @ w16^T (matmul_sgmat.wgsl), then sgmat_out: C unscaled, rounded, added to the residual.
+//      product C = x16 @ w16^T (matmul_sgmat.wgsl; K split into slices by sgmat_schedule.ts), then sgmat_out: C's
+//      slices added, unscaled, rounded, added to the residual or passed through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
@@ -12,13 +13,14 @@ import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../tensor/dtype.ts';
+import { sgmatSchedule, splitFor } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
 /** The output tile of one workgroup (one subgroup). */
 const TILE = { M: 64, N: 64 };
-/** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
+/** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result), its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
 /** Below this many x rows the f16 copies of the weights cost more than the tensor cores save. */
@@ -29,7 +31,7 @@ export function sgmatUnavailable(gpu: Gpu): string | null {
   return featureMissing(gpu) ?? selfCheck.get(gpu) ?? null;
 }
 
-/** The self-check's verdict per device: null passed, else why not (a device never checked has no entry). */
+/** The self-check's verdict per device: null passed, else why not (never checked: no entry). */
 const selfCheck = new WeakMap<Gpu, string | null>();
 
 /**
@@ -111,8 +113,7 @@ function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
 
 function nextEpoch(gpu: Gpu): number {
   const s = sgmatState(gpu);
-  s.epoch = s.epoch >= 0xffffffff ? 1 : s.epoch + 1;
-  return s.epoch;
+  return (s.epoch = s.epoch >= 0xffffffff ? 1 : s.epoch + 1);
 }
 
 /** The device's stats tensor (see sgmatState): tests zero-difference it around a call. */
@@ -165,35 +166,32 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
 
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
- * x f32 [M, K], out f32 [M, ldo]. `swiglu` (one chunk [2I, K] only; matmul() composes the chunked case): out [M, I]
- * = siluMul of the product, fused into sgmat_out.
+ * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product.
  */
 export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
-  const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
-  const { flag } = sgmatState(gpu);
-  const epoch = nextEpoch(gpu);
-  const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales');
-  const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
-  const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
+  // Each chunk's K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs.
+  const plans = chunks.map((w) => splitFor(gpu, Mp, pad(w.shape[0], TILE.N), Kp, TILE));
+  const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
+  const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
+  const c = Tensor.empty(gpu, [Math.max(...plans.map((q) => q.S * q.Np)), Mp], 'f32', 'matmul.sgmat.c');
   const temps = [sx, xh, c];
   toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;
-  for (const w of chunks) {
-    const N = w.shape[0], Np = pad(N, TILE.N);
+  for (const [i, w] of chunks.entries()) {
+    const N = w.shape[0], { Np, S, Ks } = plans[i];
     const h = halfOf(w, Kp, temps);
     KERNEL.dispatch(gpu, {
-      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np }, label: 'matmul.sgmat',
-      workgroups: [Np / TILE.N, Mp / TILE.M],
+      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np, Ks, slab: Mp * Np }, label: 'matmul.sgmat',
+      overrides: { PIPE: sgmatSchedule().pipe ? 1 : 0 }, workgroups: [Np / TILE.N, Mp / TILE.M, S],
     });
     OUT.dispatch(gpu, {
       bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
-      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch, S: 1 },
-      overrides: { ROUND: 1, ACC: f.accumulate ? 1 : 0, SWIGLU: f.swiglu ? 1 : 0 },
-      workgroups: grid(gpu, M * (f.swiglu ? N / 2 : N), 256),
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch, S },
+      overrides: { ROUND: 1, ACC: f.accumulate ? 1 : 0, SWIGLU: f.swiglu ? 1 : 0 }, workgroups: grid(gpu, M * (f.swiglu ? N / 2 : N), 256),
     });
     col0 += N;
   }
