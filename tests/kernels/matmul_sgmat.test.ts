@@ -50,6 +50,8 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       // Few tiles want 4 slices, but 'auto' keeps >= 8 steps of 16 in each: K 112 (7 steps) stays whole.
       expect(splitFor(big, 128, 64, 112, tile)).toEqual({ Np: 64, S: 1, Ks: 112 });
       expect(splitFor(big, 128, 64, 512, tile)).toEqual({ Np: 64, S: 4, Ks: 128 });
+      // The self-check's product (130 x 70 x 260): 17 steps in 2 slices, so the check covers the split.
+      expect(splitFor(big, 192, 128, 272, tile)).toEqual({ Np: 128, S: 2, Ks: 144 });
       setSgmatSchedule({ splitK: 4 });
       // Forced: 21 steps in slices of 6 (the last 3); 3 steps give 3 slices of one, not an empty fourth.
       expect(splitFor(big, 512, 1536, 336, tile)).toEqual({ Np: 1536, S: 4, Ks: 96 });

@@ -2,8 +2,7 @@
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
-//      product C = x16 @ w16^T (matmul_sgmat.wgsl; K split into slices by sgmat_schedule.ts), then sgmat_out: C's
-//      slices added, unscaled, rounded, added to the residual or passed through SwiGLU.
+//      product C = x16 @ w16^T (matmul_sgmat.wgsl, scheduled by sgmat_schedule.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
@@ -20,7 +19,7 @@ const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
 const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
 /** The output tile of one workgroup (one subgroup). */
 const TILE = { M: 64, N: 64 };
-/** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result), its subgroup size. */
+/** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
 /** Below this many x rows the f16 copies of the weights cost more than the tensor cores save. */
@@ -36,12 +35,13 @@ const selfCheck = new WeakMap<Gpu, string | null>();
 
 /**
  * Before a device is used: one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
- * sizes through the tensor cores must equal the float64 result rounded to bf16 bit for bit and take no fallback; otherwise the
- * path is off on this device, with the reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
+ * sizes through the tensor cores (default schedule: K split in 2, as o_proj's and down's) must equal the float64
+ * result rounded to bf16 bit for bit and take no fallback; otherwise the path is off on this device, with the
+ * reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
  */
 onNewDevice(async (gpu) => {
   if (featureMissing(gpu) !== null) return;
-  const M = 130, N = 70, K = 100;
+  const M = 130, N = 70, K = 260;
   const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
   const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 16);
   const x = Tensor.from(gpu, xv, [M, K], 'f32', 'sgmat.check.x');
