@@ -9,7 +9,7 @@ import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import pkg from '../package.json' with { type: 'json' };
 import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
-import { attentionSweep, streamFloor, dispatchCost, gemv, gemvSweep, matmulFlops, streamRead, type KernelResults } from './kernels.ts';
+import { attentionSweep, streamFloor, dispatchCost, gemv, gemvSweep, matmulFlops, sgmatSchedules, streamRead, type KernelResults } from './kernels.ts';
 import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
@@ -163,6 +163,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         for (const n of [qkv, config.vocab_size]) await section(`gemv ${n}x${h} f16 x`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16')); });
       } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
       await section(`matmul ${s.matmulRows} rows`, async (gpu) => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
+      await section(`sgmat schedules ${s.matmulRows} rows`, async (gpu) => { r.kernels.matmul.push(...await sgmatSchedules(gpu, s.matmulRows, h, config.intermediate_size, qkv, s)); });
       await section('dispatch chain', async (gpu) => { r.kernels.dispatch = await dispatchCost(gpu, s); });
       if (s.sweepGemv) {
         await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, config.intermediate_size, qkv, s); });

@@ -1,7 +1,8 @@
 // Kernel microbenchmarks: the device's streaming-read bandwidth (the ceiling every decode figure is held
 // against), the library's bf16 matrix-vector product on the model's two characteristic shapes (f32 x, and f16 x
 // where the device has shader-f16), the prefill-shaped
-// matmul in TFLOP/s, and the cost of one small dependent dispatch.
+// matmul in TFLOP/s (and the tensor-core path's schedules on the layer's four prefill shapes), and the cost of one
+// small dependent dispatch.
 //
 // Timing. A "call" is recorded `batch` times into one command buffer, then submitted and awaited: wall time per
 // call = (submit -> GPU done) / batch, recording excluded, so the fixed submit/readback latency is spread over
@@ -11,11 +12,12 @@
 import type { Dispatch, Gpu, Upload } from '../src/tensor/gpu.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
-import { matmul } from '../src/kernels/matmul/matmul.ts';
+import { matmul, type MatmulOptions } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../src/kernels/matmul/gemv.ts';
 import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
-import { add } from '../src/kernels/ops/ops.ts';
+import { setSgmatSchedule } from '../src/kernels/matmul/sgmat_schedule.ts';
+import { add, siluMul } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
@@ -456,19 +458,82 @@ export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: 
   const out: MatmulFigure[] = [];
   try {
     for (const [mode, call] of variants) {
-      const t = await timeCalls(gpu, () => call().dispose(), s);
-      const flops = 2 * m * n * k;
-      out.push({
-        name: `matmul ${m}x${k} @ ${n}x${k}^T (bf16 weights; ${mode})`, flops, ...t,
-        TFLOPs: stats(t.wallMs.samples.map((ms) => flops / ms / 1e9)),
-        kernelTFLOPs: t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => flops / ms / 1e9)) : null,
-      });
+      out.push(flopsFigure(`matmul ${m}x${k} @ ${n}x${k}^T (bf16 weights; ${mode})`, 2 * m * n * k, await timeCalls(gpu, () => call().dispose(), s)));
     }
     return out;
   } finally {
     x.dispose();
     xb.dispose();
     for (const c of w) c.dispose();
+  }
+}
+
+function flopsFigure(name: string, flops: number, t: Timing): MatmulFigure {
+  return {
+    name, flops, ...t,
+    TFLOPs: stats(t.wallMs.samples.map((ms) => flops / ms / 1e9)),
+    kernelTFLOPs: t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => flops / ms / 1e9)) : null,
+  };
+}
+
+/**
+ * The tensor-core matmul (path 'sgmat') on the model layer's four prefill products at `m` rows, with the model's
+ * fusions (swiglu into gate_up, the residual into o_proj and down), under each schedule (sgmat_schedule.ts:
+ * operand prefetch off / on x split-K 1, 2, 4), and gate_up once more as matmul then siluMul at the default schedule:
+ * which schedule each shape should default to. GPU time by timestamps covers the whole call (x to f16, the
+ * product, the output pass). Empty where the adapter has no subgroup matrices.
+ */
+export async function sgmatSchedules(gpu: Gpu, m: number, hidden: number, inter: number, qkv: number, s: Settings): Promise<MatmulFigure[]> {
+  if (sgmatUnavailable(gpu) !== null) return [];
+  const owned: Tensor[] = [];
+  /** x [m, k] holding bf16 values (2x is exact; the rounding makes every value a bf16 value). */
+  const bfX = (k: number, seed: number): Tensor => {
+    const r = randomX(gpu, m, k, seed), b = add(r, r, { round: 'bf16' });
+    r.dispose();
+    owned.push(b);
+    return b;
+  };
+  const xh = bfX(hidden, s.seed + 5), xi = bfX(inter, s.seed + 6);
+  const acc = Tensor.empty(gpu, [m, hidden], 'f32', 'bench.residual');
+  fillRandom(acc, { seed: s.seed + 7, scale: 1 });
+  owned.push(acc);
+  const shapes: Array<{ name: string; x: Tensor; n: number; k: number; opts: MatmulOptions; fusion: string }> = [
+    { name: 'gqkv', x: xh, n: qkv, k: hidden, opts: {}, fusion: 'plain' },
+    { name: 'o_proj', x: xh, n: hidden, k: hidden, opts: { accumulate: acc }, fusion: 'residual' },
+    { name: 'gate_up', x: xh, n: 2 * inter, k: hidden, opts: { swiglu: true }, fusion: 'swiglu fused' },
+    { name: 'down', x: xi, n: hidden, k: inter, opts: { accumulate: acc }, fusion: 'residual' },
+  ];
+  const quick = { ...s, samples: Math.min(s.samples, 3) };
+  const out: MatmulFigure[] = [];
+  const was = setSgmatSchedule({});
+  try {
+    for (const sh of shapes) {
+      const w = randomWeight(gpu, sh.n, sh.k, s.seed * 37 + sh.n + sh.k, `sched.${sh.name}`);
+      owned.push(...w);
+      const call = (o: MatmulOptions) => {
+        const r = matmul(sh.x, w.length === 1 ? w[0] : w, { round: 'bf16', path: 'sgmat', ...sh.opts, ...o });
+        if (r !== sh.opts.accumulate) r.dispose();
+      };
+      const label = `sgmat ${sh.name} ${m}x${sh.k} @ ${sh.n}x${sh.k}^T`;
+      for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) {
+        setSgmatSchedule({ pipe, splitK });
+        out.push(flopsFigure(`${label} (${sh.fusion}; pipe ${pipe ? 'on' : 'off'}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, () => call({}), quick)));
+      }
+      if (sh.opts.swiglu) {
+        // The form before the fusion: the product into [m, 2I], then siluMul.
+        setSgmatSchedule(was);
+        const composed = () => {
+          const gu = matmul(sh.x, w.length === 1 ? w[0] : w, { round: 'bf16', path: 'sgmat' });
+          siluMul(gu, { round: 'bf16' }).dispose();
+          gu.dispose();
+        };
+        out.push(flopsFigure(`${label} (matmul then siluMul; default schedule)`, 2 * m * sh.n * sh.k, await timeCalls(gpu, composed, quick)));
+      }
+    }
+    return out;
+  } finally {
+    setSgmatSchedule(was);
+    for (const t of owned) t.dispose();
   }
 }
 

@@ -169,6 +169,8 @@ function prefillNotes(r: BenchResult): string[] {
     L.push(`Subgroup-matrix parity checks (tests/kernels/matmul_sgmat.check.ts): **${p.passed} passed, ${p.failed} failed**; ${p.outputs} outputs, ` +
       `${pct(p.exact)} equal to the correctly rounded float64 result, ${pct(p.within1)} within 1 bf16 ulp, worst ${p.worstUlp} ulp` +
       (p.mlx ? `; MLX fixture ${pct(p.mlx.within1)} within 1 ulp, worst ${p.mlx.worst}.` : '.'));
+    // Older result files have no per-schedule tally.
+    for (const t of p.schedules ?? []) L.push(`- schedule ${esc(t.schedule)}: ${t.passed} passed, ${t.failed} failed, ${pct(t.within1)} within 1 ulp, worst ${t.worstUlp} ulp`);
     for (const c of p.cases.filter((x) => x.failure)) L.push(`- sgmat parity failed: ${esc(c.name)}: ${esc(c.failure!)}`);
   }
   return [...L, ''];

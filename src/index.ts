@@ -21,12 +21,14 @@ export { Gpu } from './tensor/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
 export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type Runtime } from './tensor/device.ts';
 /**
- * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why);
+ * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
+ * and the tensor cores' schedule (operand prefetch, split-K: the same numbers, another speed);
  * whether full-precision decode attention merges its chunks inside its split dispatch ('fold', the default) or in
  * one of its own; for a decode step into a quantized cache, whether its values run in the workgroup that finishes a
  * head's scores last ('fold': one dispatch) or in a values pass of their own.
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
+export { setSgmatSchedule, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './tensor/errors.ts';

@@ -8,6 +8,9 @@
 // cancels), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off, the kernel rule. Also per case: how many rows held a value the f16 path cannot take (stats[0]; their call then
 // computes in f32): bf16 data of any range must have none (each row is scaled into f16's range), data that is
 // not bf16 or not finite must have some and still meet the criterion.
+// Every case runs under each schedule of the tensor-core kernel (sgmat_schedule.ts: the default, then operand
+// prefetch off and on x split-K 1, 2, 4; a split is capped by K's steps of 16): a schedule changes the summation
+// order only, so each must meet the same criterion; `schedules` tallies them.
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { SafetensorsFile } from '../../src/tensor/safetensors.ts';
@@ -15,13 +18,17 @@ import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { sgmatStats } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { setSgmatSchedule, type SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
 
 export interface SgmatCase { name: string; outputs: number; worstUlp: number; within1: number; fallbackRows: number; failure: string | null }
+export interface SgmatScheduleTally { schedule: string; passed: number; failed: number; within1: number; worstUlp: number }
 export interface SgmatReport {
+  /** Every case under every schedule (the schedule in brackets after the case's name). */
   cases: SgmatCase[];
+  schedules: SgmatScheduleTally[];
   passed: number;
   failed: number;
   /** Over every output of every case, against the correctly rounded float64 result. */
@@ -93,30 +100,62 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     for (const t of [x, ...w, out]) t.dispose();
   };
 
-  // Odd and tile-straddling shapes: M and N off the 64-tile, K off the 32-slice and odd (bf16 rows straddle words).
-  for (const [M, N, K] of [[64, 64, 64], [1, 5, 3], [100, 70, 45], [130, 200, 333], [65, 129, 1536], [256, 96, 97]]) {
-    const seed = M * 7919 + N * 31 + K;
-    await run(`[${M},${K}] @ [${N},${K}]^T`, M, N, K, bf(randn(seed, M * K, 4)), bf(randn(seed + 1, N * K, 0.1)), { fallback: false });
+  /** The cases, each one call; `tag` names the schedule they run under. */
+  const all = async (tag: string) => {
+    // Odd and tile-straddling shapes: M and N off the 64-tile, K off the 32-slice and odd (bf16 rows straddle words).
+    for (const [M, N, K] of [[64, 64, 64], [1, 5, 3], [100, 70, 45], [130, 200, 333], [65, 129, 1536], [256, 96, 97]]) {
+      const seed = M * 7919 + N * 31 + K;
+      await run(`[${M},${K}] @ [${N},${K}]^T ${tag}`, M, N, K, bf(randn(seed, M * K, 4)), bf(randn(seed + 1, N * K, 0.1)), { fallback: false });
+    }
+    // Row-chunked weights (chunks start mid-tile of the output: col0 28 and 91), and the fusions matmul() routes
+    // around the kernel (norm first, swiglu after) or into its epilogue (accumulate).
+    const M = 77, N = 130, K = 96;
+    const xv = bf(randn(5, M * K, 3)), wv = bf(randn(6, N * K, 0.2)), rv = bf(randn(7, M * N, 2));
+    await run(`chunks of 28, 63 and 39 rows ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fallback: false });
+    await run(`accumulate (residual epilogue) ${tag}`, M, N, K, xv, wv, { fused: { accumulate: rv }, fallback: false });
+    await run(`norm ${tag}`, M, N, K, xv, wv, { fused: { norm: 1e-5 }, fallback: false });
+    await run(`swiglu (fused into sgmat_out, I = 65) ${tag}`, M, N, K, xv, wv, { fused: { swiglu: true }, fallback: false });
+    await run(`swiglu, chunks (matmul then siluMul) ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fused: { swiglu: true }, fallback: false });
+    await run(`chunks + accumulate ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
+    // Odd sizes for the fused SwiGLU (M off the tile, K off 16, I = 35 odd) and for the residual under a split
+    // whose slices are uneven (K 333: 21 steps of 16, slices of 11 + 10 or 6 + 6 + 6 + 3).
+    const xs = bf(randn(9, 100 * 45, 2)), ws = bf(randn(10, 70 * 45, 0.3));
+    await run(`swiglu [100,45] @ [70,45]^T ${tag}`, 100, 70, 45, xs, ws, { fused: { swiglu: true }, fallback: false });
+    await run(`swiglu, x not bf16 (f32 fallback) ${tag}`, 100, 70, 45, randn(11, 100 * 45, 2), ws, { fused: { swiglu: true }, fallback: true });
+    await run(`accumulate [70,333] @ [90,333]^T ${tag}`, 70, 90, 333, bf(randn(12, 70 * 333, 2)), bf(randn(13, 90 * 333, 0.1)),
+      { fused: { accumulate: bf(randn(14, 70 * 90, 3)) }, fallback: false });
+    // Tiny and huge bf16 values (each row is scaled by its own power of two: no fallback), then values f16 cannot
+    // hold at any scale: x not bf16 at all, a NaN.
+    const odd = xv.slice(), wodd = wv.slice();
+    odd[3 * K + 5] = roundBf16(1e-30); odd[40 * K + 50] = 327680; wodd[7 * K + 70] = 2 ** -30; wodd[100 * K + 2] = 200;
+    odd[60 * K + 1] = roundBf16(1e30); odd.fill(2 ** -100, 70 * K, 71 * K);
+    await run(`tiny and huge values ${tag}`, M, N, K, odd, wodd, { fallback: false });
+    await run(`x not bf16 (f32 values) ${tag}`, M, N, K, randn(8, M * K, 3), wv, { fallback: true });
+    const nan = xv.slice();
+    nan[10 * K + 33] = NaN;
+    await run(`a NaN in x (its row becomes NaN) ${tag}`, M, N, K, nan, wv, { fallback: true });
+  };
+
+  const schedules: SgmatScheduleTally[] = [];
+  const was = setSgmatSchedule({});
+  try {
+    const each: SgmatSchedule[] = [was];
+    for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ pipe, splitK });
+    for (const sch of each) {
+      setSgmatSchedule(sch);
+      const tag = `[${sch === was ? 'default: ' : ''}pipe ${sch.pipe ? 'on' : 'off'}, split-K ${sch.splitK}]`;
+      const from = cases.length;
+      await all(tag);
+      const mine = cases.slice(from), outs = mine.reduce((a, c) => a + c.outputs, 0);
+      const failedHere = mine.filter((c) => c.failure).length;
+      schedules.push({
+        schedule: tag, passed: mine.length - failedHere, failed: failedHere,
+        within1: mine.reduce((a, c) => a + c.within1 * c.outputs, 0) / outs, worstUlp: Math.max(...mine.map((c) => c.worstUlp)),
+      });
+    }
+  } finally {
+    setSgmatSchedule(was);
   }
-  // Row-chunked weights (chunks start mid-tile of the output: col0 28 and 91), and the fusions matmul() routes
-  // around the kernel (norm first, swiglu after) or into its epilogue (accumulate).
-  const M = 77, N = 130, K = 96;
-  const xv = bf(randn(5, M * K, 3)), wv = bf(randn(6, N * K, 0.2)), rv = bf(randn(7, M * N, 2));
-  await run('chunks of 28, 63 and 39 rows', M, N, K, xv, wv, { chunks: [28, 91], fallback: false });
-  await run('accumulate (residual epilogue)', M, N, K, xv, wv, { fused: { accumulate: rv }, fallback: false });
-  await run('norm', M, N, K, xv, wv, { fused: { norm: 1e-5 }, fallback: false });
-  await run('swiglu', M, N, K, xv, wv, { fused: { swiglu: true }, fallback: false });
-  await run('chunks + accumulate', M, N, K, xv, wv, { chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
-  // Tiny and huge bf16 values (each row is scaled by its own power of two: no fallback), then values f16 cannot
-  // hold at any scale: x not bf16 at all, a NaN.
-  const odd = xv.slice(), wodd = wv.slice();
-  odd[3 * K + 5] = roundBf16(1e-30); odd[40 * K + 50] = 327680; wodd[7 * K + 70] = 2 ** -30; wodd[100 * K + 2] = 200;
-  odd[60 * K + 1] = roundBf16(1e30); odd.fill(2 ** -100, 70 * K, 71 * K);
-  await run('tiny and huge values', M, N, K, odd, wodd, { fallback: false });
-  await run('x not bf16 (f32 values)', M, N, K, randn(8, M * K, 3), wv, { fallback: true });
-  const nan = xv.slice();
-  nan[10 * K + 33] = NaN;
-  await run('a NaN in x (its row becomes NaN)', M, N, K, nan, wv, { fallback: true });
 
   let mlxFigure: SgmatReport['mlx'] = null;
   if (mlx) {
@@ -130,5 +169,5 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     for (const t of [x, w, out]) t.dispose();
   }
   const failed = cases.filter((c) => c.failure).length;
-  return { cases, passed: cases.length - failed, failed, outputs: n, exact: exact / n, within1: within / n, worstUlp: worst, mlx: mlxFigure, ms: Math.round(performance.now() - t0) };
+  return { cases, schedules, passed: cases.length - failed, failed, outputs: n, exact: exact / n, within1: within / n, worstUlp: worst, mlx: mlxFigure, ms: Math.round(performance.now() - t0) };
 }

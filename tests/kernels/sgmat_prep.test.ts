@@ -10,6 +10,7 @@ import { Kernel, grid } from '../../src/tensor/kernel.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
+import { siluMul } from '../../src/kernels/ops/ops.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
@@ -27,7 +28,7 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     const stats = Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'stats');
     TO_F16.dispatch(gpu, {
       bindings: { src, dst, scale, flag, stats }, overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, pad, 1),
-      uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: 7 },
+      uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: 7, S: 0 },
     });
     const r = { h: (await dst.read()) as Float32Array, scale: (await scale.read()) as Int32Array, flag: (await flag.read())[0], rows: (await stats.read())[0] };   // flag: 7 (the epoch) when flagged
     for (const t of [src, dst, scale, flag, stats]) t.dispose();
@@ -69,26 +70,32 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     expectRows(v, M, Mp, r);
   });
 
-  /** sgmat_out over C = (f16 x) @ (f16 w)^T formed in float64, as call 9: the call's flag holds 9 ('call') or another call's 8, the weight's 1 ('weight') or 0. */
-  async function out(fallback: 'call' | 'weight' | null, acc?: Float32Array) {
-    const x = await prep(xv, M, Mp, false), w = await prep(wv, N, Np, true);
-    const c = new Float32Array(Mp * Np);
-    for (let m = 0; m < Mp; m++) for (let n = 0; n < Np; n++) {
+  /**
+   * sgmat_out over C = (f16 x) @ (f16 w)^T formed here, as call 9: the call's flag holds 9 ('call') or another
+   * call's 8, the weight's 1 ('weight') or 0. `S` slabs: slab z holds the f32 partial sums over K slice z of 16 *
+   * ceil(Kp / 16 / S) columns, as the tensor-core kernel's split-K writes them. `swiglu`: w's rows are gate then up.
+   */
+  async function out(fallback: 'call' | 'weight' | null, o: { acc?: Float32Array; wv?: Float32Array; S?: number; swiglu?: boolean } = {}) {
+    const wvals = o.wv ?? wv, n = wvals.length / K, np = Math.ceil(n / 16) * 16, S = o.S ?? 1;
+    const cols = o.swiglu ? n / 2 : n;
+    const x = await prep(xv, M, Mp, false), w = await prep(wvals, n, np, true);
+    const c = new Float32Array(S * Mp * np), Ks = 16 * Math.ceil(Kp / 16 / S);
+    for (let z = 0; z < S; z++) for (let m = 0; m < Mp; m++) for (let j = 0; j < np; j++) {
       let s = 0;
-      for (let k = 0; k < Kp; k++) s += x.h[m * Kp + k] * w.h[n * Kp + k];
-      c[m * Np + n] = s;
+      for (let k = z * Ks; k < Math.min(Kp, (z + 1) * Ks); k++) s += x.h[m * Kp + k] * w.h[j * Kp + k];
+      c[(z * Mp + m) * np + j] = s;
     }
     const t = {
       // A flagged call must not read the sums at all: they are NaN then.
-      c: Tensor.from(gpu, fallback ? c.fill(NaN) : c, [Mp, Np], 'f32', 'c'), sx: Tensor.from(gpu, x.scale, [Mp], 'i32', 'sx'), sw: Tensor.from(gpu, w.scale, [Np], 'i32', 'sw'),
+      c: Tensor.from(gpu, fallback ? c.fill(NaN) : c, [S * Mp, np], 'f32', 'c'), sx: Tensor.from(gpu, x.scale, [Mp], 'i32', 'sx'), sw: Tensor.from(gpu, w.scale, [np], 'i32', 'sw'),
       flag: Tensor.from(gpu, new Uint32Array([fallback === 'call' ? 9 : 8]), [1], 'u32', 'flag'),
       wflag: Tensor.from(gpu, new Uint32Array([fallback === 'weight' ? 1 : 0]), [1], 'u32', 'wflag'),
-      x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wv, [N, K], 'bf16', 'w'),
-      out: Tensor.from(gpu, acc ?? new Float32Array(M * (N + 3)), [M, N + 3], 'f32', 'out'),
+      x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wvals, [n, K], 'bf16', 'w'),
+      out: Tensor.from(gpu, o.acc ?? new Float32Array(M * (cols + 3)), [M, cols + 3], 'f32', 'out'),
     };
     OUT.dispatch(gpu, {
-      bindings: t, overrides: { ROUND: 1, ACC: acc ? 1 : 0 }, workgroups: grid(gpu, M * N, 256),
-      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: N + 3, col0: 3, Np, epoch: 9 },
+      bindings: t, overrides: { ROUND: 1, ACC: o.acc ? 1 : 0, SWIGLU: o.swiglu ? 1 : 0 }, workgroups: grid(gpu, M * cols, 256),
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N: n, ldo: cols + 3, col0: 3, Np: np, epoch: 9, S },
     });
     const got = await t.out.read();
     for (const v of Object.values(t)) v.dispose();
@@ -100,7 +107,7 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
       const want = matmulRef(xv, wv, M, N, K, 'bf16');
       const acc = randn(3, M * (N + 3), 2).map(roundBf16);
       for (const a of [undefined, acc]) {
-        const got = await out(fallback, a);
+        const got = await out(fallback, { acc: a });
         let bad = 0;
         for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
           const g = got[m * (N + 3) + 3 + n];
@@ -111,6 +118,44 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
         // Columns before col0 are left alone.
         for (let m = 0; m < M; m++) expect(got[m * (N + 3)]).toBe(a ? a[m * (N + 3)] : 0);
       }
+    });
+  }
+
+  it('sgmat_out adds the split-K slabs: 2, 3 and 4 slices (Kp = 48: 32 + 16, 3 x 16, and an empty fourth)', async () => {
+    // Each slab alone is a partial sum far from the product: a slab left out or read at the wrong place fails.
+    // An empty slice's slab is all zeros, as the tensor-core kernel stores it.
+    const want = matmulRef(xv, wv, M, N, K, 'bf16');
+    for (const S of [2, 3, 4]) {
+      const got = await out(null, { S });
+      let bad = 0;
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        const g = got[m * (N + 3) + 3 + n];
+        if (!(Math.abs(g - want[m * N + n]) <= ulpOf('bf16', want[m * N + n])) || roundBf16(g) !== g) bad++;
+      }
+      expect(bad, `${S} slices: outputs off by more than 1 ulp`).toBe(0);
+    }
+  });
+
+  // Gate rows then up rows, I = 15 (odd): the fused output must equal sgmat_out's product followed by ops' siluMul.
+  const I = 15, gu = randn(4, 2 * I * K, 0.3).map(roundBf16);
+  for (const fallback of [null, 'call'] as const) {
+    it(`sgmat_out SWIGLU ${fallback ? 'in f32 (flagged call)' : 'over 2 slabs'}: bit for bit the product then siluMul`, async () => {
+      const S = fallback ? 1 : 2;
+      const prod = await out(fallback, { wv: gu, S });
+      const got = await out(fallback, { wv: gu, S, swiglu: true });
+      // The product's columns without the 3 left untouched before col0.
+      const dense = new Float32Array(M * 2 * I);
+      for (let m = 0; m < M; m++) dense.set(prod.subarray(m * (2 * I + 3) + 3, (m + 1) * (2 * I + 3)), m * 2 * I);
+      const t = Tensor.from(gpu, dense, [M, 2 * I], 'f32', 'gu');
+      const r = siluMul(t, { round: 'bf16' });
+      const ref = await r.read();
+      t.dispose(); r.dispose();
+      let bad = 0, first = -1;
+      for (let m = 0; m < M; m++) for (let i = 0; i < I; i++) {
+        if (!Object.is(got[m * (I + 3) + 3 + i], ref[m * I + i])) { bad++; if (first < 0) first = m * I + i; }
+      }
+      expect(bad, `first at ${first}: ${got[Math.floor(first / I) * (I + 3) + 3 + first % I]} vs ${ref[first]}`).toBe(0);
+      for (let m = 0; m < M; m++) expect(got[m * (I + 3)]).toBe(0);
     });
   }
 });

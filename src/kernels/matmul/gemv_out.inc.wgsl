@@ -4,12 +4,7 @@
 // `override SWIGLU: bool`, `override WG/ROWS/MB: u32`, `const MAXACC: u32`, `var<workgroup> red: array<f32,
 // WG * ROWS * MB>`, `p.M`, `p.N`, `p.ldo`, `p.col0` and a binding `out: array<f32>`. Never compiled on its own.
 // #include "common/round.inc.wgsl"
-// #include "common/sigmoid.inc.wgsl"
-
-// siluMul's formula on the rounded gate and up outputs.
-fn silu_mul(g: f32, u: f32) -> f32 {
-  return round_out(round_out(g * round_out(sigmoid(g))) * u);
-}
+// #include "common/silu_mul.inc.wgsl"
 
 // Output (m, n) of this chunk; with ACC added to the value already there, as add() rounds it.
 fn store(m: u32, n: u32, v: f32) {

@@ -24,7 +24,8 @@ export interface MatmulOptions {
   /**
    * Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters.
    * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
-   * adapter that offers them; it handles fusions as 'tiled' does. 'auto' takes it for bf16 prefill (autoPath).
+   * adapter that offers them; it runs norm first as 'tiled' does and fuses swiglu (one weight tensor) and
+   * accumulate into its output pass. 'auto' takes it for bf16 prefill (autoPath).
    */
   path?: 'auto' | 'gemv' | 'tiled' | 'rows' | 'sgmat';
   /**
@@ -35,8 +36,8 @@ export interface MatmulOptions {
   norm?: { eps: number };
   /**
    * w is [2I, K], gate rows then up rows (HRM's gate_up_proj), and the output [..., I] is siluMul(x @ W^T) bit for
-   * bit. Fused into the matrix-vector kernels for a single weight tensor; row-chunked weights and the tiled path
-   * run matmul then siluMul. Not combinable with `accumulate`.
+   * bit. Fused into the matrix-vector kernels and the output pass of path 'sgmat' for a single weight tensor; row-chunked
+   * weights and the tiled path run matmul then siluMul. Not combinable with `accumulate`.
    */
   swiglu?: boolean;
   /**
@@ -63,8 +64,9 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const gpu = x.gpu;
   const round = roundCode('matmul', opts.round);
   const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N, chunks[0].dtype, opts.round) : checkPath(x, chunks, opts.path, opts.round);
-  if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || path === 'sgmat')) {
-    // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows.
+  if (opts.swiglu && (chunks.length > 1 || path === 'tiled')) {
+    // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows. Path 'sgmat'
+    // fuses it into its output pass for one chunk (every output there reads the whole product).
     const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();
@@ -77,7 +79,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
   if (path === 'sgmat') {
-    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, fuse.ACC === 1);
+    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, { accumulate: fuse.ACC === 1, swiglu: opts.swiglu });
     if (xin !== x) xin.dispose();
     return out;
   }

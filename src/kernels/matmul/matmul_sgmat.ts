@@ -2,16 +2,17 @@
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
-//      product C = x16 @ w16^T (matmul_sgmat.wgsl), then sgmat_out: C unscaled, rounded, added to the residual.
+//      product C = x16 @ w16^T (matmul_sgmat.wgsl, scheduled by sgmat_schedule.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, FeatureError } from '../../tensor/errors.ts';
+import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../tensor/dtype.ts';
+import { sgmatSchedule, splitFor } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
@@ -29,17 +30,18 @@ export function sgmatUnavailable(gpu: Gpu): string | null {
   return featureMissing(gpu) ?? selfCheck.get(gpu) ?? null;
 }
 
-/** The self-check's verdict per device: null passed, else why not (a device never checked has no entry). */
+/** The self-check's verdict per device: null passed, else why not (never checked: no entry). */
 const selfCheck = new WeakMap<Gpu, string | null>();
 
 /**
  * Before a device is used: one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
- * sizes through the tensor cores must equal the float64 result rounded to bf16 bit for bit and take no fallback; otherwise the
- * path is off on this device, with the reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
+ * sizes through the tensor cores (default schedule: K split in 2, as o_proj's and down's) must equal the float64
+ * result rounded to bf16 bit for bit and take no fallback; otherwise the path is off on this device, with the
+ * reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
  */
 onNewDevice(async (gpu) => {
   if (featureMissing(gpu) !== null) return;
-  const M = 130, N = 70, K = 100;
+  const M = 130, N = 70, K = 260;
   const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
   const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 16);
   const x = Tensor.from(gpu, xv, [M, K], 'f32', 'sgmat.check.x');
@@ -48,7 +50,7 @@ onNewDevice(async (gpu) => {
   const before = (await sgmatStats(gpu).read())[0];
   let verdict: string | null = null;
   try {
-    dispatchSgmat(x, [w], out, { M, K, ldo: N }, false);
+    dispatchSgmat(x, [w], out, { M, K, ldo: N });
     const got = await out.read();
     const fell = (await sgmatStats(gpu).read())[0] - before;
     let bad = 0, at = -1;
@@ -111,8 +113,7 @@ function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
 
 function nextEpoch(gpu: Gpu): number {
   const s = sgmatState(gpu);
-  s.epoch = s.epoch >= 0xffffffff ? 1 : s.epoch + 1;
-  return s.epoch;
+  return (s.epoch = s.epoch >= 0xffffffff ? 1 : s.epoch + 1);
 }
 
 /** The device's stats tensor (see sgmatState): tests zero-difference it around a call. */
@@ -137,7 +138,7 @@ function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows:
   const gpu = src.gpu;
   TO_F16.dispatch(gpu, {
     bindings: { src, dst, scale, flag, stats: sgmatState(gpu).stats }, label: u.label,
-    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch },
+    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch, S: 0 },
     overrides: { SRC_BF16: u.bf16 ? 1 : 0 }, workgroups: grid(gpu, u.padded, 1),
   });
 }
@@ -165,32 +166,32 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
 
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
- * x f32 [M, K], out f32 [M, ldo].
+ * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product.
  */
-export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, accumulate: boolean): void {
+export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
+  if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
-  const maxN = Math.max(...chunks.map((c) => pad(c.shape[0], TILE.N)));
-  const { flag } = sgmatState(gpu);
-  const epoch = nextEpoch(gpu);
-  const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales');
-  const xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
-  const c = Tensor.empty(gpu, [Mp, maxN], 'f32', 'matmul.sgmat.c');
+  // Each chunk's K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs.
+  const plans = chunks.map((w) => splitFor(gpu, Mp, pad(w.shape[0], TILE.N), Kp, TILE));
+  const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
+  const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
+  const c = Tensor.empty(gpu, [Math.max(...plans.map((q) => q.S * q.Np)), Mp], 'f32', 'matmul.sgmat.c');
   const temps = [sx, xh, c];
   toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;
-  for (const w of chunks) {
-    const N = w.shape[0], Np = pad(N, TILE.N);
+  for (const [i, w] of chunks.entries()) {
+    const N = w.shape[0], { Np, S, Ks } = plans[i];
     const h = halfOf(w, Kp, temps);
     KERNEL.dispatch(gpu, {
-      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np }, label: 'matmul.sgmat',
-      workgroups: [Np / TILE.N, Mp / TILE.M],
+      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np, Ks, slab: Mp * Np }, label: 'matmul.sgmat',
+      overrides: { PIPE: sgmatSchedule().pipe ? 1 : 0 }, workgroups: [Np / TILE.N, Mp / TILE.M, S],
     });
     OUT.dispatch(gpu, {
       bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
-      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch }, overrides: { ROUND: 1, ACC: accumulate ? 1 : 0 },
-      workgroups: grid(gpu, M * N, 256),
+      uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch, S },
+      overrides: { ROUND: 1, ACC: f.accumulate ? 1 : 0, SWIGLU: f.swiglu ? 1 : 0 }, workgroups: grid(gpu, M * (f.swiglu ? N / 2 : N), 256),
     });
     col0 += N;
   }

@@ -13,9 +13,13 @@
 //    overflows f32 for a row of tiny values), with matmul.wgsl's residual epilogue (ACC). When the call's flag holds
 //    its epoch or the weight's flag is set, it computes the output with f32 FMAs from x and the weight instead (the
 //    same f32 sum of exact products, in k order): a result never depends on the range of the data, only the speed.
+//    C is S slabs [S, rows_pad, Np] when the tensor-core kernel split K into S slices (matmul_sgmat.wgsl): they are
+//    added in slice order before unscaling (one more f32 summation order of the same exact products).
+//    SWIGLU (a single weight chunk [2I, K], N = 2I its rows): a thread per output of [rows, I], out[m, col0 + i] =
+//    silu_mul(r(g), r(u)) of the unscaled columns i and I + i, bit for bit the product followed by ops' siluMul.
 // Rounding is round_out (ROUND: 1 bf16 in bf16 mode).
 
-struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, epoch: u32 }
+struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col0: u32, Np: u32, epoch: u32, S: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;                  // to_f16's row source (f32 bits or bf16 pairs)
@@ -25,7 +29,7 @@ struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col
 // flag is kept with its cached f16 copy, written with epoch 1).
 @group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> stats: array<atomic<u32>>;  // [0]: rows with such values, all calls (tests)
-@group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [M_pad, Np]
+@group(0) @binding(6) var<storage, read> c: array<f32>;                    // sgmat_out's tensor-core sums [S, M_pad, Np]
 @group(0) @binding(7) var<storage, read> x: array<f32>;                    // sgmat_out's fallback operands
 @group(0) @binding(8) var<storage, read> w: array<u32>;
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;
@@ -36,6 +40,7 @@ struct Params { rows: u32, rows_pad: u32, K: u32, Kp: u32, N: u32, ldo: u32, col
 override SRC_BF16: bool = false;
 override ROUND: u32 = 1u;
 override ACC: bool = false;
+override SWIGLU: bool = false;
 
 const WG: u32 = 256u;
 const EXP: u32 = 0x7f800000u;
@@ -43,6 +48,7 @@ const EXP: u32 = 0x7f800000u;
 var<workgroup> red: array<f32, WG>;
 
 // #include "common/round.inc.wgsl"
+// #include "common/silu_mul.inc.wgsl"
 
 // sgmat_out's fallback reads bf16 weights (the only ones this path takes).
 const WDT: u32 = 1u;
@@ -98,20 +104,33 @@ fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   if (!ok) { atomicStore(&flag[0], p.epoch); atomicAdd(&stats[0], 1u); }
 }
 
-@compute @workgroup_size(WG)
-fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let i = gid.x + gid.y * nwg.x * WG;
-  if (i >= p.rows * p.N) { return; }
-  let m = i / p.N;
-  let n = i % p.N;
-  var v: f32;
-  if (atomicLoad(&flag[0]) != p.epoch && wflag[0] == 0u) {
-    v = ldexp(c[m * p.Np + n], -(sx[m] + sw[n]));
-  } else {
-    v = 0.0;
-    for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], weight(n * p.K + k), v); }
+// Column n of the chunk's product for row m: from the tensor cores' slabs (`fast`), else with f32 FMAs.
+fn product(m: u32, n: u32, fast: bool) -> f32 {
+  if (fast) {
+    var sum = c[m * p.Np + n];
+    for (var z = 1u; z < p.S; z++) { sum += c[(z * p.rows_pad + m) * p.Np + n]; }
+    return ldexp(sum, -(sx[m] + sw[n]));
   }
-  let j = m * p.ldo + p.col0 + n;
-  if (ACC) { out[j] = round_out(out[j] + round_out(v)); } else { out[j] = round_out(v); }
+  var v = 0.0;
+  for (var k = 0u; k < p.K; k++) { v = fma(x[m * p.K + k], weight(n * p.K + k), v); }
+  return v;
 }
 
+@compute @workgroup_size(WG)
+fn sgmat_out(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let cols = select(p.N, p.N / 2u, SWIGLU);
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.rows * cols) { return; }
+  let m = i / cols;
+  let n = i % cols;
+  let fast = atomicLoad(&flag[0]) != p.epoch && wflag[0] == 0u;
+  let v = round_out(product(m, n, fast));
+  let j = m * p.ldo + p.col0 + n;
+  if (SWIGLU) {
+    out[j] = silu_mul(v, round_out(product(m, cols + n, fast)));
+  } else if (ACC) {
+    out[j] = round_out(out[j] + v);
+  } else {
+    out[j] = v;
+  }
+}
