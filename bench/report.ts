@@ -151,7 +151,9 @@ export function markdown(r: BenchResult): string {
 /** What leaving out each kernel's dispatches saves a one-pass forward (Ablation), largest first. */
 function ablationTable(ab: Ablation): string[] {
   return ['| kernel [grid] | dispatches | ms saved | of the pass |', '|---|---|---|---|',
-    ...ab.byKernel.map((k) => `| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`)];
+    // Slower without a kernel: the data it leaves unwritten sends later ones down other paths (a NaN in x takes the
+    // tensor cores' f32 fallback, say), so no cost can be read off.
+    ...ab.byKernel.map((k) => k.ms < 0 ? `| ${esc(k.kernel)} | ${k.count} | — | (slower without it) |` : `| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`)];
 }
 
 /** GPU time per kernel label of a profiled forward, largest first. */

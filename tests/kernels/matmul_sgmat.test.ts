@@ -42,11 +42,11 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     const big = fake(2 ** 30), tile = { M: 64, N: 64 };
     const was = setSgmatSchedule({ splitK: 'auto' });
     try {
-      // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 2 slices.
+      // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
       expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ Np: 6144, S: 1, Ks: 1536 });
       expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ Np: 8192, S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ Np: 1536, S: 2, Ks: 768 });
-      expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ Np: 1536, S: 2, Ks: 2048 });
+      expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ Np: 1536, S: 4, Ks: 384 });
+      expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ Np: 1536, S: 4, Ks: 1024 });
       // Few tiles want 4 slices, but 'auto' keeps >= 8 steps of 16 in each: K 112 (7 steps) stays whole.
       expect(splitFor(big, 128, 64, 112, tile)).toEqual({ Np: 64, S: 1, Ks: 112 });
       expect(splitFor(big, 128, 64, 512, tile)).toEqual({ Np: 64, S: 4, Ks: 128 });

@@ -2,8 +2,8 @@
 // ropeAppend then qsdpa (path 'one', gated by gqkv) as CacheSlot.appendAttend composes them: the attention output
 // and every word, scale and bias of both cache sides bit for bit, at K/V bits 4/4, 8/8 and 4/8, f32 and bf16, head
 // dims 64, 128 and 256, positions on both sides of a score chunk's edge and at the cache's last slot, and groups
-// whose values are all negative, in one dispatch (the values run by the head's last chunk to finish its scores) and
-// in two (merge 'separate'); its dispatches (two or one fewer) do not change with the position; shapes it cannot
+// whose values are all negative, in one dispatch (qone_fused: every chunk computes its head's scores) and in two
+// (merge 'separate'); its dispatches (two or one fewer) do not change with the position; shapes it cannot
 // take give null, bad caches a clear error.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
@@ -103,7 +103,7 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
     for (const merge of ['fold', 'separate'] as const) {
       const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset, merge)));
       const first = at(0);
-      const want = merge === 'fold' ? ['qone_scores_append_fold'] : ['qone_scores_append', 'qone_out'];
+      const want = merge === 'fold' ? ['qone_fused'] : ['qone_scores_append', 'qone_out'];
       expect(first.map((d) => d.kernel.split('#')[1]), merge).toEqual(want);
       expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual(want.map(() => [3, 3, 1]));
       expectSameStructure(first, at(70), ['kv_len'], `${merge}: positions 0 and 70`);

@@ -4,10 +4,10 @@
 // between the workgroups of one dispatch only across dispatches. The merge's order is fixed, so every call in the
 // batch must give the bits of the same call run alone; each of those must agree with qsdpa's passes (the reference
 // path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after. The same for
-// decode's one-dispatch append (qsdpa_one_append.wgsl's qone_scores_append_fold, where the last chunk of a head to
-// finish its scores runs all of the head's values): every batched call gives the bits of the same call alone, and
-// each of those the bits of the two-dispatch form (merge 'separate'). Appending one position again writes the same
-// bits, so the calls can repeat. tests/kernels/qsdpa_fold.test.ts runs it small.
+// decode's one-dispatch append (qsdpa_one_append.wgsl's qone_fused: every chunk computes its head's scores, then
+// its values, merged by the last to finish): every batched call gives the bits of the same call alone, and each of
+// those the bits of the two-dispatch form (merge 'separate'). Appending one position again writes the same bits, so
+// the calls can repeat. tests/kernels/qsdpa_fold.test.ts runs it small.
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';

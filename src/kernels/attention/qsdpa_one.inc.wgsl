@@ -4,15 +4,12 @@
 // not also take V). The includer declares `cq`, `cs`, `cb` (the packed words, scales and biases of K for the
 // scores, of V for qone_out) and `fn qv(h, e) -> f32` (element e of head h's query). Never compiled on its own.
 
-struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_chunks: u32, zero: u32, width: u32, log2_base: f32, gate_stride: u32, rstride: u32 }
+struct Params { kv_len: u32, cap: u32, heads: u32, kv_heads: u32, scale: f32, n_chunks: u32, zero: u32, width: u32, log2_base: f32, gate_stride: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-// Per head, rstride words apart (a multiple of 64: no two heads share a 256-byte span, as one_split.inc.wgsl's
-// parts, since a folded values pass reads its head's while other heads' chunks may still be writing theirs): the
-// head's cap scores, its n_chunks chunk maxes (f32 bits), then the appended value's words, scales and biases
-// (qsdpa_one_append.wgsl). One binding, so that the appending kernel's K, V, query source and scores stay within
-// WebGPU's default 8 storage bindings.
-@group(0) @binding(5) var<storage, read_write> scores: array<u32>;
+// [H, cap] scores, then [H, n_chunks] each chunk's largest score: one binding, so that the appending kernel's K,
+// V, query source and scores stay within WebGPU's default 8 storage bindings.
+@group(0) @binding(5) var<storage, read_write> scores: array<f32>;
 
 override HD: u32 = 128;    // 64, 128 or 256
 override BITS: u32 = 4;    // K's (scores) or V's (qone_out): 2, 3, 4, 5, 6 or 8 (qone_out's VPack spans 8 values in two words)
@@ -31,10 +28,8 @@ var<workgroup> red: array<f32, WG>;
 // packed.inc.wgsl's packed binding: K (scores) or V (out).
 fn packed_word(i: u32) -> u32 { return cq[i]; }
 
-// Where head h keeps the score of key j, and chunk c its largest score, in `scores`; an f32 there.
-fn score_at(h: u32, j: u32) -> u32 { return h * p.rstride + j; }
-fn cmax_at(h: u32, c: u32) -> u32 { return h * p.rstride + p.cap + c; }
-fn score(i: u32) -> f32 { return bitcast<f32>(scores[i]); }
+// Where chunk c of head h keeps its largest score in `scores`.
+fn cmax_at(h: u32, c: u32) -> u32 { return p.heads * p.cap + h * p.n_chunks + c; }
 
 // Value e (0..31) of a pack whose BITS words are in w (it may straddle two words for 3, 5, 6 and 7 bits).
 fn unpack(w: ptr<function, array<u32, 8>>, e: u32) -> f32 {
@@ -65,20 +60,16 @@ fn key_pack(c: u32, h: u32, t: u32) -> KeyPack {
   return kp;
 }
 
-// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
-fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
-  let c = wid.x;
-  let h = wid.y;
-  let k0 = c * CK;
-  if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
+// The query (qv) scaled into qsh; the caller barriers before the packs read it.
+fn load_query(h: u32, t: u32) {
   let sc = round_op(p.scale);
   for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
-  let last = p.kv_len - 1u;
+}
+
+// Thread t's share of its key's score, from its pack (of PACKS), into red[t]: s * (q . levels) + b * (sum q).
+fn pack_part(kp: KeyPack, t: u32) {
   let pk = t % PACKS;
   var w = kp.w;
-  let s = kp.s;
-  let b = kp.b;
-  workgroupBarrier();
   var dt = 0.0;
   var xs = 0.0;
   for (var e = 0u; e < 32u; e++) {
@@ -86,16 +77,30 @@ fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
     dt += qe * unpack(&w, e);
     xs += qe;
   }
-  red[t] = s * dt + b * xs;
+  red[t] = kp.s * dt + kp.b * xs;
+}
+
+// Key t's score (t < CK) from its packs' shares in red, added in order and rounded.
+fn key_score(t: u32) -> f32 {
+  var acc = 0.0;
+  for (var i = 0u; i < PACKS; i++) { acc += red[t * PACKS + i]; }
+  return round_out(acc);
+}
+
+// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
+fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
+  let c = wid.x;
+  let h = wid.y;
+  let k0 = c * CK;
+  if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
+  load_query(h, t);
+  workgroupBarrier();
+  pack_part(kp, t);
   workgroupBarrier();
   var sj = -MAXF;
-  if (t < CK) {
-    var acc = 0.0;
-    for (var i = 0u; i < PACKS; i++) { acc += red[t * PACKS + i]; }
-    if (k0 + t <= last) {
-      sj = round_out(acc);
-      scores[score_at(h, k0 + t)] = bitcast<u32>(sj);
-    }
+  if (t < CK && k0 + t < p.kv_len) {
+    sj = key_score(t);
+    scores[h * p.cap + k0 + t] = sj;
   }
   // The chunk's max by a tree over its CK keys.
   workgroupBarrier();
@@ -105,5 +110,5 @@ fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
     if (t < n) { red[t] = max(red[t], red[t + n]); }
     workgroupBarrier();
   }
-  if (t == 0u) { scores[cmax_at(h, c)] = bitcast<u32>(red[0]); }
+  if (t == 0u) { scores[cmax_at(h, c)] = red[0]; }
 }

@@ -1,9 +1,8 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
 // over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and
 // validates its inputs; qsdpa.wgsl's passes are the reference. qsdpaOneAppend also appends the step's key and value
-// first (qsdpa_one_append.wgsl), in place of rope_append, and by default runs the values in the workgroup that
-// finishes a head's scores last: one dispatch (setDecodeMerge 'separate', or a device binding fewer than 10 storage
-// buffers, keeps the two).
+// first (qsdpa_one_append.wgsl), in place of rope_append, by default in one dispatch (qone_fused: every chunk's
+// workgroup computes all of its head's scores), where the device allows it; setDecodeMerge 'separate' keeps two.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../tensor/errors.ts';
@@ -17,11 +16,13 @@ import { checkMerge, type DecodeMerge } from './sdpa_one.ts';
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
 const OUT = new Kernel('attention/qsdpa_one.wgsl', 'qone_out');
-const FOLD_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append_fold');
-/** Storage buffers the one-dispatch form binds (K and V with their scales and biases, gqkv, scores, out, counters). */
-const FOLD_BINDINGS = 10;
+const FUSED = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_fused');
+/** Storage buffers qone_fused binds: K and V with their scales and biases, gqkv, the chunks' sums, out, counters. */
+const FUSED_BINDINGS = 10;
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
+/** Workgroup memory qone_fused needs besides its scores, at head dim 256 (the most): qsdpa_one_append.wgsl's arrays. */
+const FUSED_FIXED_BYTES = 4 * (256 + 14 * WG + 64 + 8 + 1);
 
 /** Head dims qsdpa_one handles: a key's 32-value packs and a value row's dims must divide its 256 threads. */
 export function qsdpaOneFits(dim: number): boolean {
@@ -60,49 +61,56 @@ export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOpt
   const { heads, dim } = checkQuantAppend('qsdpaOneAppend', gqkv, k, v, o);
   if (gqkv.shape[0] !== 1 || !qsdpaOneFits(dim) || k.q.shape[1] !== v.q.shape[1]) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('qsdpaOneAppend', `scale ${o.scale} must be finite`);
-  const fold = checkMerge('qsdpaOneAppend', o.merge) === 'fold' && gqkv.gpu.device.limits.maxStorageBuffersPerShaderStage >= FOLD_BINDINGS;
+  const scap = fusedScores(k.q.shape[1]);
+  const limits = gqkv.gpu.device.limits;
+  const fused = checkMerge('qsdpaOneAppend', o.merge) === 'fold' && limits.maxStorageBuffersPerShaderStage >= FUSED_BINDINGS
+    && FUSED_FIXED_BYTES + 4 * scap <= limits.maxComputeWorkgroupStorageSize;
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'qsdpa.out');
   const args = { heads, kvHeads: heads, kvLen: o.offset + 1, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
-  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base), fold }, k, v, out, args);
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base), scap: fused ? scap : 0 }, k, v, out, args);
   return out;
 }
 
+/** The scores a qone_fused workgroup holds for a cache of `cap` positions: a power of two, so few pipelines compile. */
+function fusedScores(cap: number): number {
+  return Math.max(256, 2 ** Math.ceil(Math.log2(cap)));
+}
+
 /** The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys. */
-function dispatchOne(from: { q: Tensor } | (AppendedRow & { fold: boolean }), k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
+function dispatchOne(from: { q: Tensor } | (AppendedRow & { scap: number }), k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = k.q.gpu;
   const dim = k.scales.shape[2] * GROUP;
   const cap = k.q.shape[1];
   const chunk = (32 * WG) / dim;
   const nChunks = Math.ceil(cap / chunk);
-  // Per head (one binding, spans of whole 256 bytes: see qsdpa_one.inc.wgsl): the scores, each chunk's largest,
-  // and the appended value's words, scales and biases.
-  const rstride = Math.ceil((cap + nChunks + (dim * v.bits) / 32 + (2 * dim) / GROUP) / 64) * 64;
-  const scores = Tensor.empty(gpu, [a.heads * rstride], 'u32', 'qsdpa_one.scores');
   const uniforms = {
     kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0,
-    width: append?.width ?? 0, log2_base: append?.log2Base ?? 0, gate_stride: a.gate.shape.at(-1) ?? 0, rstride,
+    width: append?.width ?? 0, log2_base: append?.log2Base ?? 0, gate_stride: a.gate.shape.at(-1) ?? 0,
   };
   const round = roundCode('qsdpa', a.round);
-  const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
   const overrides = { HD: dim, BITS: k.bits, ROUND: round };
   const values = { V_BITS: v.bits, SOFT: softmaxThreads(cap) };
   const workgroups: [number, number] = [nChunks, a.heads];
-  if (append?.fold) {
-    const bindings = { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases, out, done: counters(gpu, a.heads) };
-    FOLD_APPEND.dispatch(gpu, { bindings, uniforms, overrides: { ...overrides, ...values }, workgroups });
-    scores.dispose();
+  // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).
+  const part = Tensor.empty(gpu, [a.heads * nChunks * dim], 'f32', 'qsdpa_one.part');
+  const done = counters(gpu, a.heads);
+  if (append?.scap) {
+    const bindings = { cq: k.q, cs: k.scales, cb: k.biases, src: append.src, vq: v.q, vs: v.scales, vb: v.biases, part, out, done };
+    FUSED.dispatch(gpu, { bindings, uniforms, overrides: { ...overrides, ...values, SCAP: append.scap }, workgroups });
+    part.dispose();
     return;
   }
+  // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
+  const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
+  const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
   if (append) {
     SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
   } else {
     SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
   }
-  // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).
-  const part = Tensor.empty(gpu, [a.heads * nChunks * dim], 'f32', 'qsdpa_one.part');
   OUT.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done: counters(gpu, a.heads) }, uniforms,
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done }, uniforms,
     overrides: { HD: dim, ROUND: round, ...values, GATE: a.gated ? 1 : 0 }, workgroups,
   });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.

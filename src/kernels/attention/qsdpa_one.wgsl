@@ -18,9 +18,8 @@
 //    head's last chunk to finish (an atomic count per head, `done`, as attention/one_merge.inc.wgsl's fold) adds
 //    the live chunks' sums: row r (of WG / (HD / 4) rows, 4 dims a thread) the chunks r, r + rows, ... in order,
 //    then the rows in order; rounds, gates as ops' sigmoidGate (bit for bit) and sets the count back to 0. The
-//    value sum's order is fixed by HD and kv_len alone. (The values' functions are
-//    attention/qsdpa_one_values.inc.wgsl, shared with qsdpa_one_append.wgsl's folded form, which runs every chunk's
-//    values in the workgroup that finishes a head's scores last, in this order: the same bits in one dispatch.)
+//    value sum's order is fixed by HD and kv_len alone. (The values and the merge are
+//    attention/qsdpa_one_values.inc.wgsl, shared with qsdpa_one_append.wgsl's one-dispatch form.)
 // Every load that waits on nothing (the first U softmax scores, the words of the thread's values and their scores,
 // then the chunk maxes) is issued before the first barrier, and no barrier waits on a tree that need not be one.
 // The values as a workgroup per (32 dims, head) walking every key took 13.6 us a call at 641 keys on an H200 (48
@@ -40,21 +39,18 @@
 @group(0) @binding(9) var<storage, read_write> done: array<atomic<u32>>;
 
 override GATE: bool = false;
-override V_BITS: u32 = 4;   // V's bits (qone_out; cq then binds V)
-
-const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
-
-var<workgroup> fold_last: u32;
+override V_BITS: u32 = 4;   // V's bits (qone_out, whose cq binds V)
 
 // #include "attention/qsdpa_one.inc.wgsl"
-// #include "attention/qsdpa_one_values.inc.wgsl"
 // #include "common/gate.inc.wgsl"
+// #include "attention/qsdpa_one_values.inc.wgsl"
 
 fn qv(h: u32, e: u32) -> f32 { return q[h * HD + e]; }
 fn v_word(i: u32) -> u32 { return cq[i]; }
 fn v_scale(g: u32) -> f32 { return cs[g]; }
 fn v_bias(g: u32) -> f32 { return cb[g]; }
-fn key_vpack(h: u32, j: u32, d0: u32) -> VPack { return vpack(v_row(h, j), d0); }
+fn soft_score(h: u32, j: u32) -> f32 { return scores[h * p.cap + j]; }
+fn gate_logits(h: u32, u: u32) -> vec4<f32> { return gate4(h * HD + 4u * u); }
 
 @compute @workgroup_size(WG)
 fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
@@ -67,44 +63,16 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
   let h = wid.y;
   let live = (p.kv_len + CK - 1u) / CK;
   if (c >= live) { return; }   // the same for the whole workgroup
-  let sv = soft_batch(score_at(h, 0u), t);
-  let d0 = (t % DG) * E;
+  let sv = soft_batch(h, t);
   let sl = t / DG;
-  let cv = chunk_vals(h, c, d0, sl);
-  let stats = softmax_stats(h, live, t, sv);
-  chunk_sums(cv, c, d0, sl, stats);
-  workgroupBarrier();
-  let units = HD / 4u;
-  if (t < units) { part[(h * p.n_chunks + c) * units + t] = slice_sum(t); }
-  storageBarrier();   // the chunk's sums before its count
-  if (t == 0u) { fold_last = select(0u, 1u, atomicAdd(&done[h], 1u) == live - 1u); }
-  if (workgroupUniformLoad(&fold_last) == 0u) { return; }
-  storageBarrier();   // the count before the other chunks' sums are read
-  merge(h, live, t);
-  if (t == 0u) { atomicStore(&done[h], 0u); }
-}
-
-// Head h's output from its live chunks' sums (see the header); the gate is loaded first, to arrive meanwhile.
-fn merge(h: u32, live: u32, t: u32) {
-  let units = HD / 4u;
-  let rows = WG / units;
-  let u = t % units;
-  let r = t / units;
-  var g = vec4<f32>(0.0);
-  if (r == 0u) { g = gate4(h * HD + 4u * u); }
-  var o = vec4<f32>(0.0);
-  for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
-    var oc: array<vec4<f32>, UNROLL>;
-    for (var j = 0u; j < UNROLL; j++) { oc[j] = part[(h * p.n_chunks + min(c0 + j * rows, live - 1u)) * units + u]; }
-    for (var j = 0u; j < UNROLL; j++) {
-      if (c0 + j * rows < live) { o += oc[j]; }
-    }
+  let sj = chunk_sj(h, c, sl);
+  let v = chunk_vpacks(h, c, (t % DG) * E, sl);
+  // M by every thread from the chunk maxes, U loads at a time (a max is exact in any order: no tree to wait on).
+  var big = -MAXF;
+  for (var i0 = 0u; i0 < live; i0 += U) {
+    var cm: array<f32, U>;
+    for (var i = 0u; i < U; i++) { cm[i] = scores[cmax_at(h, min(i0 + i, live - 1u))]; }
+    for (var i = 0u; i < U; i++) { big = max(big, cm[i]); }
   }
-  red4[t] = o;   // row r's dims 4u .. 4u + 3 (t = r * units + u)
-  workgroupBarrier();
-  if (r == 0u) {
-    var y = vec4<f32>(0.0);
-    for (var k = 0u; k < rows; k++) { y += red4[k * units + u]; }
-    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(y[j]), g[j]); }
-  }
+  chunk_values(h, c, live, t, v, sj, softmax_stats(h, big, t, sv));
 }

@@ -7,12 +7,14 @@
 // scores read the new key back (no other workgroup reads that position; its other keys' packs were loaded first,
 // key_pack); qsdpa_one.wgsl's qone_out follows unchanged and reads the new value. Cache heads = query heads: gqkv
 // holds a key per query head.
-// qone_scores_append_fold is the whole step in one dispatch: the workgroup that finishes a head's scores last (an
-// atomic count per head, as qone_out's merge) runs qone_out's values for every chunk of the head in qone_out's
-// order (head_values), so the output is qone_scores_append + qone_out's bit for bit. It reads only its own head's
-// 256-byte-aligned span of `scores`, and the appended value from there (append_kv leaves a copy): another head's
-// tail on the same core may have cached a line of the cache around that position before it was written. It
-// binds 10 storage buffers (qsdpa_one.ts falls back to the two dispatches on devices with fewer).
+// qone_fused is the whole step in one dispatch, a workgroup per (chunk, head) as qone_out: every workgroup
+// quantizes the new key itself (only the chunk holding it writes the key and value to the cache), computes every
+// score of its head (qone_scores' code, a chunk of keys a round, the next round's packs loaded first) into
+// workgroup memory, and from them M, L and its chunk's values as qone_out (attention/qsdpa_one_values.inc.wgsl),
+// merged by the head's last chunk to finish: the bits of qone_scores_append + qone_out, without the dispatch
+// boundary between them and without a second read of the scores. Each score is computed by every chunk of its
+// head (K read live times from L2); a workgroup holds the head's scores (SCAP >= cap floats), so qsdpa_one.ts
+// takes this form where that and its 10 storage bindings fit the device.
 @group(0) @binding(1) var<storage, read> src: array<f32>;               // gqkv [1, 4 * width], width = H * HD
 @group(0) @binding(2) var<storage, read_write> cq: array<u32>;          // K: [H, cap, HD*BITS/32]
 @group(0) @binding(3) var<storage, read_write> cs: array<f32>;          // [H, cap, HD/64]
@@ -20,22 +22,27 @@
 @group(0) @binding(6) var<storage, read_write> vq: array<u32>;          // V: [H, cap, HD*V_BITS/32]
 @group(0) @binding(7) var<storage, read_write> vs: array<f32>;
 @group(0) @binding(8) var<storage, read_write> vb: array<f32>;
-@group(0) @binding(9) var<storage, read_write> out: array<f32>;         // [1, H * HD] (fold)
-// Per head: live chunks that have finished their scores (fold); 0 between dispatches (common/counters.ts).
-@group(0) @binding(10) var<storage, read_write> done: array<atomic<u32>>;
-// Declared for common/gate.inc.wgsl only: the fold reads the gate logits from src (gqkv's gate block) instead.
-@group(0) @binding(11) var<storage, read> gate: array<f32>;
+@group(0) @binding(9) var<storage, read_write> part: array<vec4<f32>>;  // (fused) [H, n_chunks, HD/4]: chunks' value sums
+@group(0) @binding(10) var<storage, read_write> out: array<f32>;        // (fused) [1, H * HD]
+// (fused) Per head: live chunks that have finished; 0 between dispatches (common/counters.ts).
+@group(0) @binding(11) var<storage, read_write> done: array<atomic<u32>>;
+// Declared for common/gate.inc.wgsl only: the fused kernel reads the gate logits from src (gqkv's gate block).
+@group(0) @binding(12) var<storage, read> gate: array<f32>;
 
 override V_BITS: u32 = 4;
 override GATE: bool = true;
-
-var<workgroup> fold_last: u32;
+override SCAP: u32 = 1024;   // (fused) scores a workgroup holds: >= cap
 
 // #include "attention/qsdpa_one.inc.wgsl"
-// #include "attention/qsdpa_one_values.inc.wgsl"
-// #include "common/gate.inc.wgsl"
 // #include "rope/elem.inc.wgsl"
 // #include "quant/affine.inc.wgsl"
+// #include "common/gate.inc.wgsl"
+// #include "attention/qsdpa_one_values.inc.wgsl"
+
+var<workgroup> ssc: array<f32, SCAP>;       // (fused) the head's scores
+var<workgroup> nkw: array<u32, 64>;         // (fused) the new key's packed words (HD * BITS / 32 <= 64)
+var<workgroup> nks: array<f32, 4>;          // (fused) its scales and biases, a group of 64 each
+var<workgroup> nkb: array<f32, 4>;
 
 var<workgroup> g_min: array<f32, WG>;
 var<workgroup> g_max: array<f32, WG>;
@@ -47,22 +54,16 @@ fn qv(h: u32, e: u32) -> f32 { return head_elem(p.width + h * HD, e, HD, p.kv_le
 fn v_word(i: u32) -> u32 { return vq[i]; }
 fn v_scale(g: u32) -> f32 { return vs[g]; }
 fn v_bias(g: u32) -> f32 { return vb[g]; }
-
-// The appended value's copy in head h's span of `scores`: its V row's words, then its scales, then its biases.
-fn vnew_at(h: u32) -> u32 { return cmax_at(h, p.n_chunks); }
-
-fn key_vpack(h: u32, j: u32, d0: u32) -> VPack {
-  if (j != p.kv_len - 1u) { return vpack(v_row(h, j), d0); }
-  let groups = HD / 64u;
-  let wpr = groups * 2u * V_BITS;
-  let at = vnew_at(h);
-  let w0 = at + d0 * V_BITS / 32u;
-  let g = at + wpr + d0 / 64u;
-  return VPack(scores[w0], scores[min(w0 + 1u, at + wpr - 1u)], bitcast<f32>(scores[g]), bitcast<f32>(scores[g + groups]));
+fn soft_score(h: u32, j: u32) -> f32 { return ssc[j]; }
+fn gate_logits(h: u32, u: u32) -> vec4<f32> {
+  var g = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) { g[j] = src[h * HD + 4u * u + j]; }
+  return g;
 }
 
-// Quantizes the new key and value of head h at position `pos` into the cache (every thread calls it).
-fn append_kv(h: u32, pos: u32, t: u32) {
+// Quantizes the new key and value of head h at position `pos`: into the cache when `to_cache` (the same for the
+// whole workgroup), the key's words, scales and biases into nkw / nks / nkb always (every thread calls it).
+fn append_kv(h: u32, pos: u32, t: u32, to_cache: bool) {
   let gpr = HD / GROUP;
   let slot = t / GROUP;
   let lane = t % GROUP;
@@ -76,88 +77,85 @@ fn append_kv(h: u32, pos: u32, t: u32) {
     let r = quant_lanes(x, slot, lane, bits);
     let at = (h * p.cap + pos) * gpr + g % gpr;
     if (live && !is_v) {
-      if (lane == 0u) { cs[at] = round_out(r.a.scale); cb[at] = round_out(r.a.bias); }
-      if (lane < 2u * bits) { cq[at * 2u * bits + lane] = r.word; }
-    }
-    if (live && is_v) {
-      let copy = vnew_at(h);
-      let gi = g % gpr;
       if (lane == 0u) {
-        vs[at] = round_out(r.a.scale);
-        vb[at] = round_out(r.a.bias);
-        scores[copy + 2u * bits * gpr + gi] = bitcast<u32>(round_out(r.a.scale));
-        scores[copy + 2u * bits * gpr + gpr + gi] = bitcast<u32>(round_out(r.a.bias));
+        nks[g] = round_out(r.a.scale);
+        nkb[g] = round_out(r.a.bias);
+        if (to_cache) { cs[at] = nks[g]; cb[at] = nkb[g]; }
       }
       if (lane < 2u * bits) {
-        vq[at * 2u * bits + lane] = r.word;
-        scores[copy + gi * 2u * bits + lane] = r.word;
+        nkw[g * 2u * bits + lane] = r.word;
+        if (to_cache) { cq[at * 2u * bits + lane] = r.word; }
       }
+    }
+    if (live && is_v && to_cache) {
+      if (lane == 0u) { vs[at] = round_out(r.a.scale); vb[at] = round_out(r.a.bias); }
+      if (lane < 2u * bits) { vq[at * 2u * bits + lane] = r.word; }
     }
   }
 }
 
 @compute @workgroup_size(WG)
 fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  scores_append(wid, t);
-}
-
-@compute @workgroup_size(WG)
-fn qone_scores_append_fold(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  scores_append(wid, t);
-  let h = wid.y;
-  let live = (p.kv_len + CK - 1u) / CK;
-  if (wid.x >= live) { return; }   // the same for the whole workgroup
-  storageBarrier();   // the chunk's scores (and the appended value's copy) before its count
-  if (t == 0u) { fold_last = select(0u, 1u, atomicAdd(&done[h], 1u) == live - 1u); }
-  if (workgroupUniformLoad(&fold_last) == 0u) { return; }
-  storageBarrier();   // the count before the other chunks' scores are read
-  head_values(h, live, t);
-  if (t == 0u) { atomicStore(&done[h], 0u); }
-}
-
-// Head h's output from every live chunk's scores, in one workgroup: qone_out's values of chunk 0, 1, ... (each
-// chunk's slices added in order, chunk c into merge row c % rows), then the rows in order, as qone_out and its
-// merge add them; the next chunk's loads are issued before a chunk's sums. The gate logits come from gqkv's gate
-// block, loaded first.
-fn head_values(h: u32, live: u32, t: u32) {
-  let units = HD / 4u;
-  let rows = WG / units;
-  let u = t % units;
-  let r = t / units;
-  var g = vec4<f32>(0.0);
-  if (r == 0u) { for (var j = 0u; j < 4u; j++) { g[j] = src[h * HD + 4u * u + j]; } }
-  let sv = soft_batch(score_at(h, 0u), t);
-  let d0 = (t % DG) * E;
-  let sl = t / DG;
-  var cv = chunk_vals(h, 0u, d0, sl);
-  let stats = softmax_stats(h, live, t, sv);
-  var o = vec4<f32>(0.0);
-  for (var c = 0u; c < live; c++) {
-    let cur = cv;
-    if (c + 1u < live) { cv = chunk_vals(h, c + 1u, d0, sl); }
-    chunk_sums(cur, c, d0, sl, stats);
-    workgroupBarrier();
-    if (r == c % rows) { o += slice_sum(u); }
-    workgroupBarrier();   // every row has read red4 before the next chunk's sums overwrite it
-  }
-  red4[t] = o;   // row r's dims 4u .. 4u + 3 (t = r * units + u)
-  workgroupBarrier();
-  if (r == 0u) {
-    var y = vec4<f32>(0.0);
-    for (var k = 0u; k < rows; k++) { y += red4[k * units + u]; }
-    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(y[j]), g[j]); }
-  }
-}
-
-// qone_scores_append's work: the append (in the workgroup holding the new position), then the chunk's scores.
-fn scores_append(wid: vec3u, t: u32) {
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
   var kp = key_pack(wid.x, wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
-    append_kv(wid.y, last, t);
+    append_kv(wid.y, last, t, true);
     storageBarrier();
     if (k0 + t / PACKS >= last) { kp = key_pack(wid.x, wid.y, t); }   // the new key's pack, now written
   }
   chunk_scores(wid, t, kp);
+}
+
+// The new key's pack of thread t (as key_pack reads it from the cache), from nkw / nks / nkb.
+fn new_pack(t: u32) -> KeyPack {
+  var kp: KeyPack;
+  let pk = t % PACKS;
+  for (var i = 0u; i < BITS; i++) { kp.w[i] = nkw[pk * BITS + i]; }
+  kp.s = nks[pk / 2u];
+  kp.b = nkb[pk / 2u];
+  return kp;
+}
+
+@compute @workgroup_size(WG)
+fn qone_fused(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let c = wid.x;
+  let h = wid.y;
+  let last = p.kv_len - 1u;
+  let live = (p.kv_len + CK - 1u) / CK;
+  if (c >= live) { return; }   // the same for the whole workgroup
+  var kp = key_pack(0u, h, t);
+  let holds = c == last / CK;
+  append_kv(h, last, t, holds);
+  storageBarrier();   // (the chunk holding the new position) its value, written, before chunk_vpacks reads it
+  let sl = t / DG;
+  let v = chunk_vpacks(h, c, (t % DG) * E, sl);
+  load_query(h, t);
+  // Every score of the head, a chunk of keys a round (the new key's pack from nkw), and the largest.
+  var big = -MAXF;
+  for (var r = 0u; r < live; r++) {
+    var cur = kp;
+    if (r * CK + t / PACKS == last) { cur = new_pack(t); }
+    if (r + 1u < live) { kp = key_pack(r + 1u, h, t); }
+    workgroupBarrier();   // qsh written (round 0), red read (later rounds)
+    pack_part(cur, t);
+    workgroupBarrier();
+    let j = r * CK + t;
+    if (t < CK && j < p.kv_len) {
+      let sj = key_score(t);
+      ssc[j] = sj;
+      big = max(big, sj);
+    }
+  }
+  // M by a tree over the CK threads' maxes (a max is exact in any order).
+  workgroupBarrier();
+  red[t] = select(-MAXF, big, t < CK);
+  workgroupBarrier();
+  for (var n = CK / 2u; n > 0u; n >>= 1u) {
+    if (t < n) { red[t] = max(red[t], red[t + n]); }
+    workgroupBarrier();
+  }
+  let M = red[0];
+  let stats = softmax_stats(h, M, t, soft_batch(h, t));
+  chunk_values(h, c, live, t, v, chunk_sj(h, c, sl), stats);
 }

@@ -13,7 +13,7 @@ export interface SgmatSchedule {
 }
 
 const SPLITS = [1, 2, 4] as const;
-let current: SgmatSchedule = { pipe: false, splitK: 'auto' };
+let current: SgmatSchedule = { pipe: true, splitK: 'auto' };
 
 /**
  * Sets the schedule the tensor-core matmul takes from its next call on (fields left out keep their value) and
@@ -38,7 +38,7 @@ export function sgmatSchedule(): SgmatSchedule {
  * 'auto' splits until the workgroups reach this many: two per SM of the H200 (132 SMs), where a workgroup is one
  * 32-lane subgroup and N = 1536 at 512 rows gives only 192 of them. A guess to retune from the benchmark's rows.
  */
-export const SPLIT_TARGET_WORKGROUPS = 264;
+export const SPLIT_TARGET_WORKGROUPS = 512;
 /** 'auto' keeps at least this many k steps of 16 in a slice: each slice's slab costs a C write and read. */
 export const SPLIT_MIN_STEPS = 8;
 
