@@ -21,7 +21,9 @@ override PACKS: u32 = HD / 32u;          // threads per key in the scores
 override CK: u32 = WG / PACKS;           // keys per chunk
 
 var<workgroup> qsh: array<f32, HD>;
-var<workgroup> red: array<f32, WG>;
+// Pack shares of RF rounds of WG threads (qone_fused scores WG keys a round: RF = PACKS), or WG values of a tree.
+override RF: u32 = 1u;
+var<workgroup> red: array<f32, WG * RF>;
 
 // #include "quant/packed.inc.wgsl"
 
@@ -66,9 +68,10 @@ fn load_query(h: u32, t: u32) {
   for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
 }
 
-// Thread t's share of its key's score, from its pack (of PACKS), into red[t]: s * (q . levels) + b * (sum q).
-fn pack_part(kp: KeyPack, t: u32) {
-  let pk = t % PACKS;
+// A thread's share of its key's score, from its pack (of PACKS), into red[slot] (slot % PACKS: the pack):
+// s * (q . levels) + b * (sum q).
+fn pack_part(kp: KeyPack, slot: u32) {
+  let pk = slot % PACKS;
   var w = kp.w;
   var dt = 0.0;
   var xs = 0.0;
@@ -77,10 +80,10 @@ fn pack_part(kp: KeyPack, t: u32) {
     dt += qe * unpack(&w, e);
     xs += qe;
   }
-  red[t] = kp.s * dt + kp.b * xs;
+  red[slot] = kp.s * dt + kp.b * xs;
 }
 
-// Key t's score (t < CK) from its packs' shares in red, added in order and rounded.
+// Key t's score from its packs' shares in red (slots t * PACKS ..), added in order and rounded.
 fn key_score(t: u32) -> f32 {
   var acc = 0.0;
   for (var i = 0u; i < PACKS; i++) { acc += red[t * PACKS + i]; }

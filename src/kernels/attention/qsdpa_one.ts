@@ -22,7 +22,7 @@ const FUSED_BINDINGS = 10;
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
 /** Workgroup memory qone_fused needs besides its scores, at head dim 256 (the most): qsdpa_one_append.wgsl's arrays. */
-const FUSED_FIXED_BYTES = 4 * (256 + 14 * WG + 64 + 8 + 1);
+const FUSED_FIXED_BYTES = 4 * (256 + 20 * WG + 64 + 8 + 1);
 
 /** Head dims qsdpa_one handles: a key's 32-value packs and a value row's dims must divide its 256 threads. */
 export function qsdpaOneFits(dim: number): boolean {
@@ -97,7 +97,7 @@ function dispatchOne(from: { q: Tensor } | (AppendedRow & { scap: number }), k: 
   const done = counters(gpu, a.heads);
   if (append?.scap) {
     const bindings = { cq: k.q, cs: k.scales, cb: k.biases, src: append.src, vq: v.q, vs: v.scales, vb: v.biases, part, out, done };
-    FUSED.dispatch(gpu, { bindings, uniforms, overrides: { ...overrides, ...values, SCAP: append.scap }, workgroups });
+    FUSED.dispatch(gpu, { bindings, uniforms, overrides: { ...overrides, ...values, SCAP: append.scap, RF: dim / 32 }, workgroups });
     part.dispose();
     return;
   }

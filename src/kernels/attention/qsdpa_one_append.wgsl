@@ -9,7 +9,7 @@
 // holds a key per query head.
 // qone_fused is the whole step in one dispatch, a workgroup per (chunk, head) as qone_out: every workgroup
 // quantizes the new key itself (only the chunk holding it writes the key and value to the cache), computes every
-// score of its head (qone_scores' code, a chunk of keys a round, the next round's packs loaded first) into
+// score of its head (qone_scores' code; WG keys a round, PACKS chunks, the next round's packs loaded first) into
 // workgroup memory, and from them M, L and its chunk's values as qone_out (attention/qsdpa_one_values.inc.wgsl),
 // merged by the head's last chunk to finish: the bits of qone_scores_append + qone_out, without the dispatch
 // boundary between them and without a second read of the scores. Each score is computed by every chunk of its
@@ -32,6 +32,7 @@
 override V_BITS: u32 = 4;
 override GATE: bool = true;
 override SCAP: u32 = 1024;   // (fused) scores a workgroup holds: >= cap
+const MAX_RF: u32 = 8u;      // (fused) RF = PACKS <= 8 (HD <= 256)
 
 // #include "attention/qsdpa_one.inc.wgsl"
 // #include "rope/elem.inc.wgsl"
@@ -124,34 +125,42 @@ fn qone_fused(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index
   let last = p.kv_len - 1u;
   let live = (p.kv_len + CK - 1u) / CK;
   if (c >= live) { return; }   // the same for the whole workgroup
-  var kp = key_pack(0u, h, t);
+  // Round r scores keys r WG .. r WG + WG - 1: RF = PACKS chunks, a pack of each a thread; the next round's packs
+  // are loaded before this round's sums.
+  var kp: array<KeyPack, MAX_RF>;
+  for (var i = 0u; i < RF; i++) { kp[i] = key_pack(i, h, t); }
   let holds = c == last / CK;
   append_kv(h, last, t, holds);
   storageBarrier();   // (the chunk holding the new position) its value, written, before chunk_vpacks reads it
   let sl = t / DG;
   let v = chunk_vpacks(h, c, (t % DG) * E, sl);
   load_query(h, t);
-  // Every score of the head, a chunk of keys a round (the new key's pack from nkw), and the largest.
+  // Every score of the head (the new key's pack from nkw) and the largest.
   var big = -MAXF;
-  for (var r = 0u; r < live; r++) {
+  let rounds = (p.kv_len + WG - 1u) / WG;
+  for (var r = 0u; r < rounds; r++) {
     var cur = kp;
-    if (r * CK + t / PACKS == last) { cur = new_pack(t); }
-    if (r + 1u < live) { kp = key_pack(r + 1u, h, t); }
+    for (var i = 0u; i < RF; i++) {
+      if ((r * RF + i) * CK + t / PACKS == last) { cur[i] = new_pack(t); }
+    }
+    if (r + 1u < rounds) {
+      for (var i = 0u; i < RF; i++) { kp[i] = key_pack((r + 1u) * RF + i, h, t); }
+    }
     workgroupBarrier();   // qsh written (round 0), red read (later rounds)
-    pack_part(cur, t);
+    for (var i = 0u; i < RF; i++) { pack_part(cur[i], i * WG + t); }
     workgroupBarrier();
-    let j = r * CK + t;
-    if (t < CK && j < p.kv_len) {
+    let j = r * WG + t;
+    if (j < p.kv_len) {
       let sj = key_score(t);
       ssc[j] = sj;
       big = max(big, sj);
     }
   }
-  // M by a tree over the CK threads' maxes (a max is exact in any order).
+  // M by a tree over the threads' maxes (a max is exact in any order).
   workgroupBarrier();
-  red[t] = select(-MAXF, big, t < CK);
+  red[t] = big;
   workgroupBarrier();
-  for (var n = CK / 2u; n > 0u; n >>= 1u) {
+  for (var n = WG / 2u; n > 0u; n >>= 1u) {
     if (t < n) { red[t] = max(red[t], red[t + n]); }
     workgroupBarrier();
   }
