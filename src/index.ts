@@ -24,8 +24,7 @@ export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, typ
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
  * and the tensor cores' schedule (operand prefetch, split-K: the same numbers, another speed);
  * whether full-precision decode attention merges its chunks inside its split dispatch ('fold', the default) or in
- * one of its own; for a decode step into a quantized cache, whether its values run in the workgroup that finishes a
- * head's scores last ('fold': one dispatch) or in a values pass of their own.
+ * one of its own (quantized caches always merge in their values pass's last chunk).
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
 export { setSgmatSchedule, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';

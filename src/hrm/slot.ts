@@ -52,9 +52,8 @@ export class CacheSlot {
 
   /**
    * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
-   * full-precision sides runs both in one dispatch (appendAttendOne), as does one into two quantized sides
-   * (qsdpaOneAppend; two dispatches where the device binds fewer than 10 storage buffers): the same bits, fewer
-   * dispatches.
+   * full-precision sides runs both in one dispatch (appendAttendOne), into two quantized sides in qsdpa_one's
+   * two dispatches (qsdpaOneAppend): the same bits, fewer dispatches.
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
     if (pass.S === 1 && !pass.shadow && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {

@@ -2,9 +2,8 @@
 // ropeAppend then qsdpa (path 'one', gated by gqkv) as CacheSlot.appendAttend composes them: the attention output
 // and every word, scale and bias of both cache sides bit for bit, at K/V bits 4/4, 8/8 and 4/8, f32 and bf16, head
 // dims 64, 128 and 256, positions on both sides of a score chunk's edge and at the cache's last slot, and groups
-// whose values are all negative, in one dispatch (qone_fused: every chunk computes its head's scores) and in two
-// (merge 'separate'); its dispatches (two or one fewer) do not change with the position; shapes it cannot
-// take give null, bad caches a clear error.
+// whose values are all negative; its dispatches (one fewer) do not change with the position; shapes it cannot take
+// give null, bad caches a clear error.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn, rng } from '../helpers/seeded.ts';
@@ -18,7 +17,6 @@ import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';
-import type { DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 
 interface Shape { heads: number; dim: number; cap: number; kBits: number; vBits: number; round: Round }
 
@@ -47,18 +45,18 @@ function gqkvOf(gpu: Gpu, s: Shape, seed: number, negative = false): Tensor {
   return Tensor.from(gpu, g, [1, 4 * w], 'f32', 'gqkv');
 }
 
-const opts = (s: Shape, offset: number, merge?: DecodeMerge) => ({ heads: s.heads, headDim: s.dim, base: 1e4, offset, round: s.round, scale: 1 / Math.sqrt(s.dim), merge });
+const opts = (s: Shape, offset: number) => ({ heads: s.heads, headDim: s.dim, base: 1e4, offset, round: s.round, scale: 1 / Math.sqrt(s.dim) });
 
 /** The composed step (ropeAppend, then qsdpa one gated by gqkv) and the fused one, on two copies of one cache. */
-async function compare(gpu: Gpu, s: Shape, offset: number, seed: number, negative = false, merge?: DecodeMerge): Promise<void> {
-  const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, D ${s.dim}, ${s.heads} heads, position ${offset}${negative ? ', negative groups' : ''}, merge ${merge ?? 'default'}`;
+async function compare(gpu: Gpu, s: Shape, offset: number, seed: number, negative = false): Promise<void> {
+  const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, D ${s.dim}, ${s.heads} heads, position ${offset}${negative ? ', negative groups' : ''}`;
   const gqkv = gqkvOf(gpu, s, seed, negative);
   const o = opts(s, offset);
   const ref = { k: side(gpu, s, s.kBits, seed + 1), v: side(gpu, s, s.vBits, seed + 2) };
   const fused = { k: side(gpu, s, s.kBits, seed + 1), v: side(gpu, s, s.vBits, seed + 2) };
   const q = ropeAppend(gqkv, ref, o);
   const want = qsdpa(q, ref.k, ref.v, { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: o.scale, round: s.round, gate: gqkv, path: 'one' });
-  const got = qsdpaOneAppend(gqkv, fused.k, fused.v, { ...o, merge });
+  const got = qsdpaOneAppend(gqkv, fused.k, fused.v, o);
   expect(got, what).not.toBeNull();
   expect(await bits(got!), `${what}: attention`).toEqual(await bits(want));
   for (const n of ['k', 'v'] as const) {
@@ -80,8 +78,6 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
         for (const round of ['none', 'bf16'] as const) {
           const s: Shape = { heads, dim, cap, kBits, vBits, round };
           for (const offset of [0, ck - 1, ck, cap - 1]) await compare(gpu, s, offset, dim + 10 * kBits + vBits + offset + (round === 'bf16' ? 7 : 0));
-          // The two-dispatch form (the fold's reference) at the chunk edge and the last slot.
-          for (const offset of [ck, cap - 1]) await compare(gpu, s, offset, dim + kBits + offset, false, 'separate');
         }
       }
     });
@@ -92,23 +88,19 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
       const s: Shape = { heads: 2, dim: 128, cap: 80, kBits: 4, vBits: 8, round };
       // At position 0 RoPE is the identity, so the stored keys are negative too; later only the values are.
       for (const offset of [0, 64]) await compare(gpu, s, offset, 500 + offset, true);
-      await compare(gpu, s, 64, 564, true, 'separate');
     }
   });
 
-  it('one dispatch (two with merge \'separate\') where the composed step has three, the same at every position', () => {
+  it('two dispatches where the composed step has three, the same at every position', () => {
     const s: Shape = { heads: 3, dim: 128, cap: 134, kBits: 8, vBits: 4, round: 'bf16' };
     const gqkv = gqkvOf(gpu, s, 9);
     const k = side(gpu, s, s.kBits, 1), v = side(gpu, s, s.vBits, 2);
-    for (const merge of ['fold', 'separate'] as const) {
-      const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset, merge)));
-      const first = at(0);
-      const want = merge === 'fold' ? ['qone_fused'] : ['qone_scores_append', 'qone_out'];
-      expect(first.map((d) => d.kernel.split('#')[1]), merge).toEqual(want);
-      expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual(want.map(() => [3, 3, 1]));
-      expectSameStructure(first, at(70), ['kv_len'], `${merge}: positions 0 and 70`);
-      expectSameStructure(first, at(s.cap - 1), ['kv_len'], `${merge}: positions 0 and the last slot`);
-    }
+    const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset)));
+    const first = at(0);
+    expect(first.map((d) => d.kernel.split('#')[1])).toEqual(['qone_scores_append', 'qone_out']);
+    expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual([[3, 3, 1], [3, 3, 1]]);
+    expectSameStructure(first, at(70), ['kv_len'], 'positions 0 and 70');
+    expectSameStructure(first, at(s.cap - 1), ['kv_len'], 'positions 0 and the last slot');
     const composed = recordDispatches(() => {
       const q = ropeAppend(gqkv, { k, v }, opts(s, 5));
       qsdpa(q, k, v, { kvLen: 6, offset: 5, mask: { kind: 'causal' }, scale: 1, round: s.round, gate: gqkv });

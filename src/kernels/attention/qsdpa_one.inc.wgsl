@@ -21,9 +21,7 @@ override PACKS: u32 = HD / 32u;          // threads per key in the scores
 override CK: u32 = WG / PACKS;           // keys per chunk
 
 var<workgroup> qsh: array<f32, HD>;
-// Pack shares of RF rounds of WG threads (qone_fused scores WG keys a round: RF = PACKS), or WG values of a tree.
-override RF: u32 = 1u;
-var<workgroup> red: array<f32, WG * RF>;
+var<workgroup> red: array<f32, WG>;
 
 // #include "quant/packed.inc.wgsl"
 
@@ -62,17 +60,20 @@ fn key_pack(c: u32, h: u32, t: u32) -> KeyPack {
   return kp;
 }
 
-// The query (qv) scaled into qsh; the caller barriers before the packs read it.
-fn load_query(h: u32, t: u32) {
+// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
+fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
+  let c = wid.x;
+  let h = wid.y;
+  let k0 = c * CK;
+  if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
   let sc = round_op(p.scale);
   for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
-}
-
-// A thread's share of its key's score, from its pack (of PACKS), into red[slot] (slot % PACKS: the pack):
-// s * (q . levels) + b * (sum q).
-fn pack_part(kp: KeyPack, slot: u32) {
-  let pk = slot % PACKS;
+  let last = p.kv_len - 1u;
+  let pk = t % PACKS;
   var w = kp.w;
+  let s = kp.s;
+  let b = kp.b;
+  workgroupBarrier();
   var dt = 0.0;
   var xs = 0.0;
   for (var e = 0u; e < 32u; e++) {
@@ -80,30 +81,16 @@ fn pack_part(kp: KeyPack, slot: u32) {
     dt += qe * unpack(&w, e);
     xs += qe;
   }
-  red[slot] = kp.s * dt + kp.b * xs;
-}
-
-// Key t's score from its packs' shares in red (slots t * PACKS ..), added in order and rounded.
-fn key_score(t: u32) -> f32 {
-  var acc = 0.0;
-  for (var i = 0u; i < PACKS; i++) { acc += red[t * PACKS + i]; }
-  return round_out(acc);
-}
-
-// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
-fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
-  let c = wid.x;
-  let h = wid.y;
-  let k0 = c * CK;
-  if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
-  load_query(h, t);
-  workgroupBarrier();
-  pack_part(kp, t);
+  red[t] = s * dt + b * xs;
   workgroupBarrier();
   var sj = -MAXF;
-  if (t < CK && k0 + t < p.kv_len) {
-    sj = key_score(t);
-    scores[h * p.cap + k0 + t] = sj;
+  if (t < CK) {
+    var acc = 0.0;
+    for (var i = 0u; i < PACKS; i++) { acc += red[t * PACKS + i]; }
+    if (k0 + t <= last) {
+      sj = round_out(acc);
+      scores[h * p.cap + k0 + t] = sj;
+    }
   }
   // The chunk's max by a tree over its CK keys.
   workgroupBarrier();

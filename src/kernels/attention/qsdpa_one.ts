@@ -1,8 +1,6 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
-// over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and
-// validates its inputs; qsdpa.wgsl's passes are the reference. qsdpaOneAppend also appends the step's key and value
-// first (qsdpa_one_append.wgsl), in place of rope_append, by default in one dispatch (qone_fused: every chunk's
-// workgroup computes all of its head's scores), where the device allows it; setDecodeMerge 'separate' keeps two.
+// over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
+// qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../tensor/errors.ts';
@@ -11,18 +9,12 @@ import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
-import { checkMerge, type DecodeMerge } from './sdpa_one.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
 const OUT = new Kernel('attention/qsdpa_one.wgsl', 'qone_out');
-const FUSED = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_fused');
-/** Storage buffers qone_fused binds: K and V with their scales and biases, gqkv, the chunks' sums, out, counters. */
-const FUSED_BINDINGS = 10;
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
-/** Workgroup memory qone_fused needs besides its scores, at head dim 256 (the most): qsdpa_one_append.wgsl's arrays. */
-const FUSED_FIXED_BYTES = 4 * (256 + 20 * WG + 64 + 8 + 1);
 
 /** Head dims qsdpa_one handles: a key's 32-value packs and a value row's dims must divide its 256 threads. */
 export function qsdpaOneFits(dim: number): boolean {
@@ -51,67 +43,49 @@ export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: Qsdp
 }
 
 /**
- * Decode's cache append and attention (qsdpa_one_append.wgsl): position `offset` of gqkv [1, 4*H*D] is RoPE'd and
- * quantized into the sides k and v, and its RoPE'd query attends over the offset + 1 cached keys, gated by gqkv's
- * gate block: bit for bit ropeAppend then qsdpa (path 'one', gate gqkv), in one dispatch (`merge` 'fold', the
- * default where the device binds 10 storage buffers) or two ('separate': the scores, then qone_out). Null when
- * qsdpa_one cannot take the slot (the caller composes the two).
+ * Decode's cache append and attention in two dispatches (qsdpa_one_append.wgsl's scores, then qone_out): position
+ * `offset` of gqkv [1, 4*H*D] is RoPE'd and quantized into the sides k and v, and its RoPE'd query attends over
+ * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then qsdpa (path 'one', gate
+ * gqkv), one dispatch fewer. Null when qsdpa_one cannot take the slot (the caller composes the two).
  */
-export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge }): Tensor | null {
+export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number }): Tensor | null {
   const { heads, dim } = checkQuantAppend('qsdpaOneAppend', gqkv, k, v, o);
   if (gqkv.shape[0] !== 1 || !qsdpaOneFits(dim) || k.q.shape[1] !== v.q.shape[1]) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('qsdpaOneAppend', `scale ${o.scale} must be finite`);
-  const scap = fusedScores(k.q.shape[1]);
-  const limits = gqkv.gpu.device.limits;
-  const fused = checkMerge('qsdpaOneAppend', o.merge) === 'fold' && limits.maxStorageBuffersPerShaderStage >= FUSED_BINDINGS
-    && FUSED_FIXED_BYTES + 4 * scap <= limits.maxComputeWorkgroupStorageSize;
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'qsdpa.out');
   const args = { heads, kvHeads: heads, kvLen: o.offset + 1, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
-  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base), scap: fused ? scap : 0 }, k, v, out, args);
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, k, v, out, args);
   return out;
 }
 
-/** The scores a qone_fused workgroup holds for a cache of `cap` positions: a power of two, so few pipelines compile. */
-function fusedScores(cap: number): number {
-  return Math.max(256, 2 ** Math.ceil(Math.log2(cap)));
-}
-
 /** The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys. */
-function dispatchOne(from: { q: Tensor } | (AppendedRow & { scap: number }), k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
+function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = k.q.gpu;
   const dim = k.scales.shape[2] * GROUP;
   const cap = k.q.shape[1];
   const chunk = (32 * WG) / dim;
   const nChunks = Math.ceil(cap / chunk);
+  // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
+  const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
+  // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).
+  const part = Tensor.empty(gpu, [a.heads * nChunks * dim], 'f32', 'qsdpa_one.part');
   const uniforms = {
     kv_len: a.kvLen, cap, heads: a.heads, kv_heads: a.kvHeads, scale: a.scale, n_chunks: nChunks, zero: 0,
     width: append?.width ?? 0, log2_base: append?.log2Base ?? 0, gate_stride: a.gate.shape.at(-1) ?? 0,
   };
   const round = roundCode('qsdpa', a.round);
-  const overrides = { HD: dim, BITS: k.bits, ROUND: round };
-  const values = { V_BITS: v.bits, SOFT: softmaxThreads(cap) };
-  const workgroups: [number, number] = [nChunks, a.heads];
-  // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).
-  const part = Tensor.empty(gpu, [a.heads * nChunks * dim], 'f32', 'qsdpa_one.part');
-  const done = counters(gpu, a.heads);
-  if (append?.scap) {
-    const bindings = { cq: k.q, cs: k.scales, cb: k.biases, src: append.src, vq: v.q, vs: v.scales, vb: v.biases, part, out, done };
-    FUSED.dispatch(gpu, { bindings, uniforms, overrides: { ...overrides, ...values, SCAP: append.scap, RF: dim / 32 }, workgroups });
-    part.dispose();
-    return;
-  }
-  // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
-  const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
   const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
+  const overrides = { HD: dim, BITS: k.bits, ROUND: round };
+  const workgroups: [number, number] = [nChunks, a.heads];
   if (append) {
     SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
   } else {
     SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
   }
   OUT.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done }, uniforms,
-    overrides: { HD: dim, ROUND: round, ...values, GATE: a.gated ? 1 : 0 }, workgroups,
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done: counters(gpu, a.heads) }, uniforms,
+    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups,
   });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   scores.dispose();

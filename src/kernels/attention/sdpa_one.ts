@@ -30,11 +30,9 @@ const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 let defaultMerge: DecodeMerge = 'fold';
 
 /**
- * The form decode attention takes when a call names none (benchmarks compare the two): over a full-precision cache
- * the merge folded into the split or a dispatch of its own; for a decode step appending into a quantized cache
- * (qsdpaOneAppend) the values run by the workgroup that finishes a head's scores last, or as qone_out after the
- * scores. (qone_out itself always merges in its last chunk, its reference being the multi-pass qsdpa.) Every fold is
- * stress-checked on the benchmark GPU (bench/parity.ts).
+ * The merge form full-precision decode attention takes when a call names none (benchmarks compare the two). The
+ * quantized caches' values pass (qsdpa_one) always merges in its last chunk, its reference being the multi-pass
+ * qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
  */
 export function setDecodeMerge(merge: DecodeMerge): void {
   defaultMerge = checkMerge('setDecodeMerge', merge);
