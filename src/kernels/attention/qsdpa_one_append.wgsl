@@ -3,10 +3,10 @@
 // is gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's),
 // and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
 // cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
-// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256). storageBarrier, then its
-// scores read the new key back (no other workgroup reads that position; its other keys' packs were loaded first,
-// key_pack); qsdpa_one.wgsl's
-// qone_out follows unchanged and reads the new value. Cache heads = query heads: gqkv holds a key per query head.
+// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256). Its scores then take the
+// new key's pack from workgroup memory (the words, scale and bias it wrote: no second trip to memory; its other
+// keys' packs were loaded first, key_pack); qsdpa_one.wgsl's qone_out follows unchanged and reads the new value
+// (written a dispatch earlier). Cache heads = query heads: gqkv holds a key per query head.
 
 @group(0) @binding(1) var<storage, read> src: array<f32>;               // gqkv [1, 4 * width], width = H * HD
 @group(0) @binding(2) var<storage, read_write> cq: array<u32>;          // K: [H, cap, HD*BITS/32]
@@ -25,6 +25,9 @@ override V_BITS: u32 = 4;
 var<workgroup> g_min: array<f32, WG>;
 var<workgroup> g_max: array<f32, WG>;
 var<workgroup> g_lv: array<u32, WG>;
+var<workgroup> nkw: array<u32, 64>;   // the new key's packed words (HD * BITS / 32 <= 64)
+var<workgroup> nks: array<f32, 4>;    // its scales and biases, a group of 64 each
+var<workgroup> nkb: array<f32, 4>;
 
 // #include "attention/quant_group.inc.wgsl"
 
@@ -45,8 +48,16 @@ fn append_kv(h: u32, pos: u32, t: u32) {
     let r = quant_lanes(x, slot, lane, bits);
     let at = (h * p.cap + pos) * gpr + g % gpr;
     if (live && !is_v) {
-      if (lane == 0u) { cs[at] = round_out(r.a.scale); cb[at] = round_out(r.a.bias); }
-      if (lane < 2u * bits) { cq[at * 2u * bits + lane] = r.word; }
+      if (lane == 0u) {
+        nks[g] = round_out(r.a.scale);
+        nkb[g] = round_out(r.a.bias);
+        cs[at] = nks[g];
+        cb[at] = nkb[g];
+      }
+      if (lane < 2u * bits) {
+        nkw[g * 2u * bits + lane] = r.word;
+        cq[at * 2u * bits + lane] = r.word;
+      }
     }
     if (live && is_v) {
       if (lane == 0u) { vs[at] = round_out(r.a.scale); vb[at] = round_out(r.a.bias); }
@@ -62,8 +73,18 @@ fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocati
   var kp = key_pack(wid.x, wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     append_kv(wid.y, last, t);
-    storageBarrier();
-    if (k0 + t / PACKS >= last) { kp = key_pack(wid.x, wid.y, t); }   // the new key's pack, now written
+    workgroupBarrier();
+    if (k0 + t / PACKS >= last) { kp = new_pack(t); }   // the new key's (keys past it: never added)
   }
   chunk_scores(wid, t, kp);
+}
+
+// The new key's pack of thread t, as key_pack would read it from the cache once written: from nkw / nks / nkb.
+fn new_pack(t: u32) -> KeyPack {
+  var kp: KeyPack;
+  let pk = t % PACKS;
+  for (var i = 0u; i < BITS; i++) { kp.w[i] = nkw[pk * BITS + i]; }
+  kp.s = nks[pk / 2u];
+  kp.b = nkb[pk / 2u];
+  return kp;
 }
