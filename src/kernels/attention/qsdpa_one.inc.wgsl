@@ -60,14 +60,19 @@ fn key_pack(c: u32, h: u32, t: u32) -> KeyPack {
   return kp;
 }
 
-// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs, and the chunk's max.
+// Head h's query (qv), scaled, into qsh: before chunk_scores, which barriers before reading it.
+fn load_query(h: u32, t: u32) {
+  let sc = round_op(p.scale);
+  for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
+}
+
+// Scores of chunk wid.x of head wid.y into `scores` from the threads' packs and the query in qsh, and the chunk's
+// max.
 fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
   let c = wid.x;
   let h = wid.y;
   let k0 = c * CK;
   if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
-  let sc = round_op(p.scale);
-  for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
   let last = p.kv_len - 1u;
   let pk = t % PACKS;
   var w = kp.w;

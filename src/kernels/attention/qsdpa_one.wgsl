@@ -45,7 +45,7 @@ const E: u32 = 8u;
 const KEYS: u32 = 4u;
 override DG: u32 = HD / E;
 override SL: u32 = WG / DG;
-const U: u32 = 16u;        // softmax scores (and chunk maxes) a thread loads before it adds them: 1024 keys in one go
+const U: u32 = 8u;         // softmax scores a thread loads before it adds them
 const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
 
 var<workgroup> red_l: array<f32, WG>;
@@ -59,7 +59,9 @@ fn qv(h: u32, e: u32) -> f32 { return q[h * HD + e]; }
 
 @compute @workgroup_size(WG)
 fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  chunk_scores(wid, t, key_pack(wid.x, wid.y, t));
+  let kp = key_pack(wid.x, wid.y, t);
+  load_query(wid.y, t);
+  chunk_scores(wid, t, kp);
 }
 
 // Scores j0, j0 + SOFT, ..., U of them (past kv_len: the last key's, never added).

@@ -3,7 +3,8 @@
 // is gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's),
 // and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
 // cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
-// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256). Its scores then take the
+// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256), after its query is RoPE'd
+// into workgroup memory (so the two sets of loads are in flight together). Its scores then take the
 // new key's pack from workgroup memory (the words, scale and bias it wrote: no second trip to memory; its other
 // keys' packs were loaded first, key_pack); qsdpa_one.wgsl's qone_out follows unchanged and reads the new value
 // (written a dispatch earlier). Cache heads = query heads: gqkv holds a key per query head.
@@ -71,6 +72,8 @@ fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocati
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
   var kp = key_pack(wid.x, wid.y, t);
+  // The query (RoPE'd from gqkv) before the append: its loads are in flight with the new key's and value's.
+  load_query(wid.y, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     append_kv(wid.y, last, t);
     workgroupBarrier();
