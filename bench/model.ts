@@ -190,6 +190,17 @@ export class ModelBench {
     }
   }
 
+  /** The prefill of `n` tokens as one pass, ablated (see Ablation), into a fresh cache. */
+  private async prefillAblation(name: CacheName, n: number): Promise<Ablation> {
+    const cache = this.cache(name, n);
+    try {
+      const ids = promptIds(n, this.info.config.vocab_size, this.s.seed);
+      return await ablate(this.gpu, () => this.model.forward(ids, cache, { mask: 'prefix' }).dispose(), 3);
+    } finally {
+      cache.dispose();
+    }
+  }
+
   async prefill(name: CacheName, n: number): Promise<PrefillFigure> {
     for (let w = 0; w < this.s.warmup; w++) await this.prefillOnce(name, n, this.s.seed + 100 + w);
     const runs = [];
@@ -203,14 +214,9 @@ export class ModelBench {
       const r = await this.prefillOnce(name, n, this.s.seed, true);
       profile = summarizeProfile(this.gpu.lastTimings, r.dispatches, n);
       // And as one pass, each kernel's dispatches left out in turn (all logits: reading the last row copies it,
-      // which a capture cannot hold; lm_head over every row is a kernel of its own grid).
-      const cache = this.cache(name, n);
-      try {
-        const ids = promptIds(n, this.info.config.vocab_size, this.s.seed);
-        profile.ablation = await ablate(this.gpu, () => this.model.forward(ids, cache, { mask: 'prefix' }).dispose(), 3);
-      } finally {
-        cache.dispose();
-      }
+      // which a capture cannot hold; lm_head over every row is a kernel of its own grid). Not on CPU drivers: a
+      // prefill's twenty-odd kernels times three passes take minutes there and say nothing of a GPU.
+      if (!this.gpu.cpu) profile.ablation = await this.prefillAblation(name, n);
     }
     return {
       tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),
