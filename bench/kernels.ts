@@ -16,7 +16,7 @@ import { matmul, type MatmulOptions } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../src/kernels/matmul/gemv.ts';
 import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule } from '../src/kernels/matmul/sgmat_schedule.ts';
+import { setSgmatSchedule, sgmatSchedule } from '../src/kernels/matmul/sgmat_schedule.ts';
 import { add, siluMul } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
@@ -505,25 +505,25 @@ export async function sgmatSchedules(gpu: Gpu, m: number, hidden: number, inter:
   ];
   const quick = { ...s, samples: Math.min(s.samples, 3) };
   const out: MatmulFigure[] = [];
-  const was = setSgmatSchedule({});
+  const was = sgmatSchedule();
   try {
     for (const sh of shapes) {
       const w = randomWeight(gpu, sh.n, sh.k, s.seed * 37 + sh.n + sh.k, `sched.${sh.name}`);
       owned.push(...w);
-      const call = (o: MatmulOptions) => {
-        const r = matmul(sh.x, w.length === 1 ? w[0] : w, { round: 'bf16', path: 'sgmat', ...sh.opts, ...o });
+      const call = () => {
+        const r = matmul(sh.x, w, { round: 'bf16', path: 'sgmat', ...sh.opts });
         if (r !== sh.opts.accumulate) r.dispose();
       };
       const label = `sgmat ${sh.name} ${m}x${sh.k} @ ${sh.n}x${sh.k}^T`;
       for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) {
         setSgmatSchedule({ pipe, splitK });
-        out.push(flopsFigure(`${label} (${sh.fusion}; pipe ${pipe ? 'on' : 'off'}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, () => call({}), quick)));
+        out.push(flopsFigure(`${label} (${sh.fusion}; pipe ${pipe ? 'on' : 'off'}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, call, quick)));
       }
       if (sh.opts.swiglu) {
         // The form before the fusion: the product into [m, 2I], then siluMul.
         setSgmatSchedule(was);
         const composed = () => {
-          const gu = matmul(sh.x, w.length === 1 ? w[0] : w, { round: 'bf16', path: 'sgmat' });
+          const gu = matmul(sh.x, w, { round: 'bf16', path: 'sgmat' });
           siluMul(gu, { round: 'bf16' }).dispose();
           gu.dispose();
         };

@@ -19,7 +19,7 @@ import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { sgmatStats } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule, type SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { setSgmatSchedule, sgmatSchedule, type SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
@@ -150,7 +150,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   };
 
   const schedules: SgmatScheduleTally[] = [];
-  const was = setSgmatSchedule({});
+  const was = sgmatSchedule();
   try {
     const each: SgmatSchedule[] = [was];
     for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ pipe, splitK });

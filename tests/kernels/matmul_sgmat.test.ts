@@ -43,20 +43,20 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     const was = setSgmatSchedule({ splitK: 'auto' });
     try {
       // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
-      expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ Np: 6144, S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ Np: 8192, S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ Np: 1536, S: 4, Ks: 384 });
-      expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ Np: 1536, S: 4, Ks: 1024 });
+      expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
+      expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
+      expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ S: 4, Ks: 384 });
+      expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ S: 4, Ks: 1024 });
       // Few tiles want 4 slices, but 'auto' keeps >= 8 steps of 16 in each: K 112 (7 steps) stays whole.
-      expect(splitFor(big, 128, 64, 112, tile)).toEqual({ Np: 64, S: 1, Ks: 112 });
-      expect(splitFor(big, 128, 64, 512, tile)).toEqual({ Np: 64, S: 4, Ks: 128 });
+      expect(splitFor(big, 128, 64, 112, tile)).toEqual({ S: 1, Ks: 112 });
+      expect(splitFor(big, 128, 64, 512, tile)).toEqual({ S: 4, Ks: 128 });
       // The self-check's product (130 x 70 x 260): 17 steps in 2 slices, so the check covers the split.
-      expect(splitFor(big, 192, 128, 272, tile)).toEqual({ Np: 128, S: 2, Ks: 144 });
+      expect(splitFor(big, 192, 128, 272, tile)).toEqual({ S: 2, Ks: 144 });
       setSgmatSchedule({ splitK: 4 });
       // Forced: 21 steps in slices of 6 (the last 3); 3 steps give 3 slices of one, not an empty fourth.
-      expect(splitFor(big, 512, 1536, 336, tile)).toEqual({ Np: 1536, S: 4, Ks: 96 });
-      expect(splitFor(big, 64, 64, 48, tile)).toEqual({ Np: 64, S: 3, Ks: 16 });
-      expect(splitFor(big, 64, 64, 16, tile)).toEqual({ Np: 64, S: 1, Ks: 16 });
+      expect(splitFor(big, 512, 1536, 336, tile)).toEqual({ S: 4, Ks: 96 });
+      expect(splitFor(big, 64, 64, 48, tile)).toEqual({ S: 3, Ks: 16 });
+      expect(splitFor(big, 64, 64, 16, tile)).toEqual({ S: 1, Ks: 16 });
       // 4 slabs of 512 x 1536 f32 are 12 MiB: a 7 MiB binding limit leaves 1 slab (2 would be 6 MiB: fits).
       expect(splitFor(fake(7 * 2 ** 20), 512, 1536, 1536, tile).S).toBe(2);
       expect(splitFor(fake(4 * 2 ** 20), 512, 1536, 1536, tile).S).toBe(1);

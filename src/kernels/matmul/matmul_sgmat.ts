@@ -173,11 +173,14 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
-  // Each chunk's K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs.
-  const plans = chunks.map((w) => splitFor(gpu, Mp, pad(w.shape[0], TILE.N), Kp, TILE));
+  // Each chunk's padded rows and K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs [S, Mp, Np].
+  const plans = chunks.map((w) => {
+    const Np = pad(w.shape[0], TILE.N);
+    return { Np, ...splitFor(gpu, Mp, Np, Kp, TILE) };
+  });
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
   const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
-  const c = Tensor.empty(gpu, [Math.max(...plans.map((q) => q.S * q.Np)), Mp], 'f32', 'matmul.sgmat.c');
+  const c = Tensor.empty(gpu, [Math.max(...plans.map((q) => q.S * Mp * q.Np))], 'f32', 'matmul.sgmat.c');
   const temps = [sx, xh, c];
   toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;

@@ -31,6 +31,7 @@ export function setSgmatSchedule(s: Partial<SgmatSchedule>): SgmatSchedule {
   return was;
 }
 
+/** The schedule the tensor-core matmul takes now. */
 export function sgmatSchedule(): SgmatSchedule {
   return current;
 }
@@ -41,21 +42,21 @@ export function sgmatSchedule(): SgmatSchedule {
  * prefetch on), o_proj took 0.125 / 0.089 / 0.084 ms and down_proj 0.28 / 0.20 / 0.18 in 1 / 2 / 4 slices, while
  * gqkv and gate_up (768 and 1024 tiles) were fastest whole.
  */
-export const SPLIT_TARGET_WORKGROUPS = 512;
+const SPLIT_TARGET_WORKGROUPS = 512;
 /** 'auto' keeps at least this many k steps of 16 in a slice: each slice's slab costs a C write and read. */
-export const SPLIT_MIN_STEPS = 8;
+const SPLIT_MIN_STEPS = 8;
 
 /**
  * The K slices of one product C [Mp, Np] over Kp columns in workgroup tiles of `tile`: S slices of Ks columns (a
  * multiple of 16; the last slice may be shorter, and S is lowered so none is empty), S slabs of C fitting one
  * storage binding.
  */
-export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tile: { M: number; N: number }): { Np: number; S: number; Ks: number } {
+export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tile: { M: number; N: number }): { S: number; Ks: number } {
   const steps = Kp / 16, tiles = (Mp / tile.M) * (Np / tile.N);
   const want = current.splitK;
   let S: number = want === 'auto' ? (SPLITS.find((s) => tiles * s >= SPLIT_TARGET_WORKGROUPS) ?? 4) : want;
   if (want === 'auto') while (S > 1 && steps / S < SPLIT_MIN_STEPS) S /= 2;
   while (S > 1 && S * Mp * Np * 4 > gpu.device.limits.maxStorageBufferBindingSize) S /= 2;
   const Ks = 16 * Math.ceil(steps / S);
-  return { Np, S: Math.ceil(Kp / Ks), Ks };
+  return { S: Math.ceil(Kp / Ks), Ks };
 }
