@@ -276,7 +276,8 @@ export class ModelBench {
         const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
         prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
-        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
+        // Not on CPU drivers: a dozen kernels times five passes take most of a minute there, saying nothing of a GPU.
+        if (!this.gpu.cpu) prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
       }
       return { steps, path, profile: prof };
     } finally {

@@ -20,7 +20,7 @@ describe('bench harness', () => {
       const tsx = join(root, 'node_modules/.bin/tsx');
       const args = ['bench/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4', '--prompt', '4',
         '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
-      await promisify(execFile)(tsx, args, { cwd: root, timeout: 110_000, maxBuffer: 1 << 24 });
+      await promisify(execFile)(tsx, args, { cwd: root, timeout: 280_000, maxBuffer: 1 << 24 });
       const files = readdirSync(out);
       const base = files.find((f) => f.endsWith('.json'))!.slice(0, -5);
       expect(base).toMatch(/_node_tiny_\d{8}-\d{6}Z$/);

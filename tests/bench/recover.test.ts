@@ -59,7 +59,7 @@ describe('bench device loss', () => {
     expect(r.caches.map((c) => c.name)).toEqual(['full', 'q8']);
     for (const c of r.caches) checkCache(c, true);
     expect(r.caches[1].decode!.dispatchesPerToken).toBeGreaterThan(0);
-  }, 200_000);
+  }, 400_000);
 
   it('passes other errors through without a retry', async () => {
     const attempts: number[] = [];

@@ -19,7 +19,8 @@ import { model } from '../helpers/model.ts';
 
 const repeated = (word: string) => `${Array(40).fill(word).join(' ')}.`;
 
-describe('R-NIAH on the embedded model', { timeout: 300_000 }, () => {
+// Six runs of two cells, each a 160-token prefill per cache: about 4 minutes on SwiftShader with another file beside it.
+describe('R-NIAH on the embedded model', { timeout: 600_000 }, () => {
   it('finds a repeated-keyword needle with the reference cache, not without it or with another word; q4 cells reported', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const backend = new HrmBackend(lm, { condition: 'noisy' });
