@@ -37,7 +37,9 @@ if command -v apt-get >/dev/null; then
       added=1
     fi
     $sudo apt-get update -qq || true
-    if apt-cache policy mesa-vulkan-drivers | grep -q bookworm-backports && apt_install -t bookworm-backports mesa-vulkan-drivers; then
+    # The policy is read whole before grep: `apt-cache ... | grep -q` fails under pipefail when grep exits early.
+    policy=$(apt-cache policy mesa-vulkan-drivers 2>/dev/null || true)
+    if grep -q bookworm-backports <<<"$policy" && apt_install -t bookworm-backports mesa-vulkan-drivers; then
       echo "setup: mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers) from bookworm-backports: Node's Dawn runs on lavapipe"
     else
       # Leave no source behind that makes every later apt-get update fail.
