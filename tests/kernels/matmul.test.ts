@@ -354,7 +354,9 @@ describe('matmul fusions against the float64 reference', async () => {
   }
 });
 
-describe('gemv_upl (every load up front) against the float64 reference', async () => {
+// These two compile a pipeline for every workgroup shape: on lavapipe with a cold Mesa shader cache (a fresh
+// machine) LLVM takes minutes for them beside another file (upl 176 s, the shapes 300+), seconds once cached.
+describe('gemv_upl (every load up front) against the float64 reference', { timeout: 900_000 }, async () => {
   const gpu = await getGpu();
   // M = 1..4 (one block of MB rows) at the model's K and a short row (64: fewer units than lanes, the tail masked);
   // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane, and
@@ -470,7 +472,7 @@ describe('matmul fusions as HRM uses them', async () => {
   });
 });
 
-describe('matmul matrix-vector workgroup shapes (the gemv option)', async () => {
+describe('matmul matrix-vector workgroup shapes (the gemv option)', { timeout: 900_000 }, async () => {
   const gpu = await getGpu();
   it('every lane count and row count gives the bits of the default shape, fused or not', async () => {
     const K = 200, N = 38;
