@@ -54,7 +54,7 @@ export interface ProfileFigure {
   kernelMs: number;
   byLabel: LabelTime[];
   quantized: boolean;
-  /** Decode only: the step timed as one pass, whole and without each kernel (null without timestamps). */
+  /** The step timed as one pass, whole and without each kernel (null without timestamps or on a CPU driver). */
   ablation?: Ablation | null;
 }
 
@@ -143,8 +143,12 @@ async function readRow(t: Tensor): Promise<Float32Array> {
 
 export interface Clock { left(): number }
 
-/** Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each. */
-async function ablate(gpu: Gpu, step: () => unknown, passes = 5): Promise<Ablation> {
+/**
+ * Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each. None on CPU drivers:
+ * a pass per kernel of a step takes minutes there and says nothing of a GPU.
+ */
+async function ablate(gpu: Gpu, step: () => unknown, passes = 5): Promise<Ablation | null> {
+  if (gpu.cpu) return null;
   await gpu.sync();
   const cap = capture(gpu, step);
   const claimed = gpu.claim(cap.allocated);
@@ -191,7 +195,7 @@ export class ModelBench {
   }
 
   /** The prefill of `n` tokens as one pass, ablated (see Ablation), into a fresh cache. */
-  private async prefillAblation(name: CacheName, n: number): Promise<Ablation> {
+  private async prefillAblation(name: CacheName, n: number): Promise<Ablation | null> {
     const cache = this.cache(name, n);
     try {
       const ids = promptIds(n, this.info.config.vocab_size, this.s.seed);
@@ -214,9 +218,8 @@ export class ModelBench {
       const r = await this.prefillOnce(name, n, this.s.seed, true);
       profile = summarizeProfile(this.gpu.lastTimings, r.dispatches, n);
       // And as one pass, each kernel's dispatches left out in turn (all logits: reading the last row copies it,
-      // which a capture cannot hold; lm_head over every row is a kernel of its own grid). Not on CPU drivers: a
-      // prefill's twenty-odd kernels times three passes take minutes there and say nothing of a GPU.
-      if (!this.gpu.cpu) profile.ablation = await this.prefillAblation(name, n);
+      // which a capture cannot hold; lm_head over every row is a kernel of its own grid).
+      profile.ablation = await this.prefillAblation(name, n);
     }
     return {
       tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),
@@ -276,8 +279,7 @@ export class ModelBench {
         const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
         prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
-        // Not on CPU drivers: a dozen kernels times five passes take most of a minute there, saying nothing of a GPU.
-        if (!this.gpu.cpu) prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
+        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
       }
       return { steps, path, profile: prof };
     } finally {
