@@ -15,8 +15,8 @@ import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul, type MatmulOptions } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../src/kernels/matmul/gemv.ts';
-import { sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule, sgmatSchedule } from '../src/kernels/matmul/sgmat_schedule.ts';
+import { sgmatUnavailable, stagedUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { setSgmatSchedule, sgmatSchedule, type SgmatKernel } from '../src/kernels/matmul/sgmat_schedule.ts';
 import { add, siluMul } from '../src/kernels/ops/ops.ts';
 import { sdpa } from '../src/kernels/attention/sdpa.ts';
 import { chunkRows } from '../src/hrm/weights.ts';
@@ -478,8 +478,8 @@ function flopsFigure(name: string, flops: number, t: Timing): MatmulFigure {
 
 /**
  * The tensor-core matmul (path 'sgmat') on the model layer's four prefill products at `m` rows, with the model's
- * fusions (swiglu into gate_up, the residual into o_proj and down), under each schedule (sgmat_schedule.ts:
- * operand prefetch off / on x split-K 1, 2, 4), and gate_up once more as matmul then siluMul at the default schedule:
+ * fusions (swiglu into gate_up, the residual into o_proj and down), under each schedule (sgmat_schedule.ts: the
+ * direct kernel with operand prefetch off / on and the staged kernel, x split-K 1, 2, 4), and gate_up once more as matmul then siluMul at the default schedule:
  * which schedule each shape should default to. GPU time by timestamps covers the whole call (x to f16, the
  * product, the output pass). Empty where the adapter has no subgroup matrices.
  */
@@ -515,9 +515,12 @@ export async function sgmatSchedules(gpu: Gpu, m: number, hidden: number, inter:
         if (r !== sh.opts.accumulate) r.dispose();
       };
       const label = `sgmat ${sh.name} ${m}x${sh.k} @ ${sh.n}x${sh.k}^T`;
-      for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) {
-        setSgmatSchedule({ pipe, splitK });
-        out.push(flopsFigure(`${label} (${sh.fusion}; pipe ${pipe ? 'on' : 'off'}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, call, quick)));
+      const forms: Array<{ kernel: SgmatKernel; pipe: boolean }> = [{ kernel: 'direct', pipe: false }, { kernel: 'direct', pipe: true }];
+      if (stagedUnavailable(gpu) === null) forms.push({ kernel: 'staged', pipe: false });
+      for (const { kernel, pipe } of forms) for (const splitK of [1, 2, 4] as const) {
+        setSgmatSchedule({ kernel, pipe, splitK });
+        const form = kernel === 'staged' ? 'staged' : `direct, pipe ${pipe ? 'on' : 'off'}`;
+        out.push(flopsFigure(`${label} (${sh.fusion}; ${form}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, call, quick)));
       }
       if (sh.opts.swiglu) {
         // The form before the fusion: the product into [m, 2I], then siluMul.

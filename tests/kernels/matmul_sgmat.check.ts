@@ -8,9 +8,10 @@
 // cancels), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off, the kernel rule. Also per case: how many rows held a value the f16 path cannot take (stats[0]; their call then
 // computes in f32): bf16 data of any range must have none (each row is scaled into f16's range), data that is
 // not bf16 or not finite must have some and still meet the criterion.
-// Every case runs under each schedule of the tensor-core kernel (sgmat_schedule.ts: the default, then operand
-// prefetch off and on x split-K 1, 2, 4; a split is capped by K's steps of 16): a schedule changes the summation
-// order only, so each must meet the same criterion; `schedules` tallies them.
+// Every case runs under each schedule of the tensor-core kernels (sgmat_schedule.ts: the default, then the direct
+// kernel with operand prefetch off and on x split-K 1, 2, 4, and the staged kernel (where it runs) x split-K 1, 2,
+// 4; a split is capped by K's blocks): a schedule changes the summation order only, so each must meet the same
+// criterion; `schedules` tallies them.
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { SafetensorsFile } from '../../src/tensor/safetensors.ts';
@@ -18,7 +19,7 @@ import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { sgmatStats } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { sgmatKernel, sgmatStats, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { setSgmatSchedule, sgmatSchedule, type SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
@@ -153,10 +154,12 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   const was = sgmatSchedule();
   try {
     const each: SgmatSchedule[] = [was];
-    for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ pipe, splitK });
+    for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'direct', pipe, splitK });
+    if (stagedUnavailable(gpu) === null) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'staged', pipe: false, splitK });
     for (const sch of each) {
       setSgmatSchedule(sch);
-      const tag = `[${sch === was ? 'default: ' : ''}pipe ${sch.pipe ? 'on' : 'off'}, split-K ${sch.splitK}]`;
+      const form = sgmatKernel(gpu) === 'direct' ? `direct, pipe ${sch.pipe ? 'on' : 'off'}` : 'staged';
+      const tag = `[${sch === was ? 'default: ' : ''}${form}, split-K ${sch.splitK}]`;
       const from = cases.length;
       await all(tag);
       const mine = cases.slice(from), outs = mine.reduce((a, c) => a + c.outputs, 0);

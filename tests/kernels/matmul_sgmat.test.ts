@@ -8,7 +8,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, FeatureError } from '../../src/tensor/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { SGMAT_KERNELS, setSgmatSchedule, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
 
@@ -22,7 +22,7 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     const has = gpu.device.features.has('chromium-experimental-subgroup-matrix');
     expect(gpu.summary.subgroupMatrix.length > 0).toBe(has);
     expect(gpu.summary.subgroupSizes.every((v) => Number.isInteger(v) && v >= 0)).toBe(true);
-    expect(prefillMatmulPath(gpu)).toMatch(gpu.cpu ? /^rows/ : why === null ? /^subgroup-matrix f16 16x16x16 from 128 rows/ : /^tiled f32 \((no |failed its self-check)/);
+    expect(prefillMatmulPath(gpu)).toMatch(gpu.cpu ? /^rows/ : why === null ? /^subgroup-matrix f16 16x16x16 from 128 rows, (staged|direct)/ : /^tiled f32 \((no |failed its self-check)/);
   });
 
   it('a forced sgmat path says why it cannot run, or needs bf16 rounding of bf16 weights', () => {
@@ -39,7 +39,7 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
 
   it('split-K: the auto rule on the model shapes, forced splits, slices never empty, slabs within one binding', () => {
     const fake = (bytes: number) => ({ device: { limits: { maxStorageBufferBindingSize: bytes } } }) as unknown as Gpu;
-    const big = fake(2 ** 30), tile = { M: 64, N: 64 };
+    const big = fake(2 ** 30), tile = SGMAT_KERNELS.direct, staged = SGMAT_KERNELS.staged;
     const was = setSgmatSchedule({ splitK: 'auto' });
     try {
       // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
@@ -47,12 +47,20 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
       expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ S: 4, Ks: 384 });
       expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ S: 4, Ks: 1024 });
-      // Few tiles want 4 slices, but 'auto' keeps >= 8 steps of 16 in each: K 112 (7 steps) stays whole.
+      // The staged kernel's 128 x 128 tiles: gqkv (192) and gate_up (256) whole, o_proj and down (48) in 4 slices
+      // of a multiple of 64 columns; the self-check's product (256 x 128 x 320 padded) in 2 slices of 192 and 128.
+      expect(splitFor(big, 512, 6144, 1536, staged)).toEqual({ S: 1, Ks: 1536 });
+      expect(splitFor(big, 512, 8192, 1536, staged)).toEqual({ S: 1, Ks: 1536 });
+      expect(splitFor(big, 512, 1536, 1536, staged)).toEqual({ S: 4, Ks: 384 });
+      expect(splitFor(big, 512, 1536, 4096, staged)).toEqual({ S: 4, Ks: 1024 });
+      expect(splitFor(big, 256, 128, 320, staged)).toEqual({ S: 2, Ks: 192 });
+      // Few tiles want 4 slices, but 'auto' keeps >= 128 columns in each: K 112 (7 steps of 16) stays whole.
       expect(splitFor(big, 128, 64, 112, tile)).toEqual({ S: 1, Ks: 112 });
       expect(splitFor(big, 128, 64, 512, tile)).toEqual({ S: 4, Ks: 128 });
       // The self-check's product (130 x 70 x 260): 17 steps in 2 slices, so the check covers the split.
       expect(splitFor(big, 192, 128, 272, tile)).toEqual({ S: 2, Ks: 144 });
       setSgmatSchedule({ splitK: 4 });
+      expect(splitFor(big, 256, 128, 320, staged)).toEqual({ S: 3, Ks: 128 });
       // Forced: 21 steps in slices of 6 (the last 3); 3 steps give 3 slices of one, not an empty fourth.
       expect(splitFor(big, 512, 1536, 336, tile)).toEqual({ S: 4, Ks: 96 });
       expect(splitFor(big, 64, 64, 48, tile)).toEqual({ S: 3, Ks: 16 });
@@ -64,6 +72,7 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       setSgmatSchedule(was);
     }
     expect(() => setSgmatSchedule({ splitK: 3 as 2 })).toThrow(/^\[setSgmatSchedule\] splitK 3 must be 1, 2, 4 or 'auto'$/);
+    expect(() => setSgmatSchedule({ kernel: 'fast' as 'staged' })).toThrow(/^\[setSgmatSchedule\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
     const before = setSgmatSchedule({ pipe: true });
     expect(setSgmatSchedule(before)).toEqual({ ...before, pipe: true });
   });

@@ -2,7 +2,8 @@
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
-//      product C = x16 @ w16^T (matmul_sgmat.wgsl, scheduled by sgmat_schedule.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
+//      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
+//      schedule in sgmat_schedule.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
@@ -12,13 +13,18 @@ import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../tensor/dtype.ts';
-import { sgmatSchedule, splitFor } from './sgmat_schedule.ts';
+import { SGMAT_KERNELS, setSgmatSchedule, sgmatSchedule, splitFor, type SgmatKernel } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
-const KERNEL = new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat');
-/** The output tile of one workgroup (one subgroup). */
-const TILE = { M: 64, N: 64 };
+const KERNELS: Record<SgmatKernel, Kernel> = {
+  staged: new Kernel('matmul/matmul_sgmat_staged.wgsl', 'matmul_sgmat_staged'),
+  direct: new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat'),
+};
+/** Rows and columns are padded to the larger kernel's tile, K to its block: either kernel takes any operand. */
+const PAD = { M: 128, N: 128, K: 64 };
+/** The staged kernel's workgroup memory (two 128 x 72 f16 tiles). */
+const STAGED_SHARED = 2 * 128 * 72 * 2;
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
@@ -32,15 +38,54 @@ export function sgmatUnavailable(gpu: Gpu): string | null {
 
 /** The self-check's verdict per device: null passed, else why not (never checked: no entry). */
 const selfCheck = new WeakMap<Gpu, string | null>();
+/** The staged kernel's own verdict where it failed the self-check and the direct kernel passed it. */
+const stagedCheck = new WeakMap<Gpu, string>();
+
+/** Why the staged kernel cannot run here (it takes the subgroup id and 36 KiB of workgroup memory), or null. */
+export function stagedUnavailable(gpu: Gpu): string | null {
+  if (!gpu.subgroups) return "no 'subgroups' feature";
+  const have = gpu.device.limits.maxComputeWorkgroupStorageSize;
+  if (have < STAGED_SHARED) return `${have} bytes of workgroup memory, ${STAGED_SHARED} needed`;
+  return stagedCheck.get(gpu) ?? null;
+}
+
+/** The kernel the current schedule takes on this device; a forced 'staged' that cannot run is a FeatureError. */
+export function sgmatKernel(gpu: Gpu): SgmatKernel {
+  const want = sgmatSchedule().kernel, why = stagedUnavailable(gpu);
+  if (want === 'staged' && why !== null) throw new FeatureError('matmul', `tensor-core kernel 'staged' cannot run on this adapter: ${why}`);
+  return want === 'direct' || why !== null ? 'direct' : 'staged';
+}
 
 /**
  * Before a device is used: one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
- * sizes through the tensor cores (default schedule: K split in 2, as o_proj's and down's) must equal the float64
- * result rounded to bf16 bit for bit and take no fallback; otherwise the path is off on this device, with the
- * reason in sgmatUnavailable (a driver that gets subgroup matrices wrong).
+ * sizes through the tensor cores (K split in 2: 320 padded columns in slices of 192 and 128 for the staged kernel,
+ * 160 and 160 for the direct one) must equal the float64 result rounded to bf16 bit for bit and take no fallback.
+ * The staged kernel is checked first where it can run; if it fails, the direct kernel is checked and takes the
+ * path alone (stagedUnavailable says why). If that fails too, the path is off on this device, with the reason in
+ * sgmatUnavailable (a driver that gets subgroup matrices wrong).
  */
 onNewDevice(async (gpu) => {
   if (featureMissing(gpu) !== null) return;
+  const was = sgmatSchedule();
+  try {
+    if (stagedUnavailable(gpu) === null) {
+      setSgmatSchedule({ kernel: 'staged', splitK: 'auto' });
+      const why = await checkProduct(gpu);
+      if (why === null) {
+        selfCheck.set(gpu, null);
+        return;
+      }
+      stagedCheck.set(gpu, `the staged kernel ${why}`);
+    }
+    setSgmatSchedule({ kernel: 'direct', pipe: true, splitK: 'auto' });
+    selfCheck.set(gpu, await checkProduct(gpu));
+  } finally {
+    setSgmatSchedule(was);
+  }
+});
+
+/** The self-check's product under the current schedule: null when exact, else what went wrong. */
+async function checkProduct(gpu: Gpu): Promise<string | null> {
   const M = 130, N = 70, K = 260;
   const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
   const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 16);
@@ -48,7 +93,6 @@ onNewDevice(async (gpu) => {
   const w = Tensor.from(gpu, wv, [N, K], 'bf16', 'sgmat.check.w');
   const out = Tensor.empty(gpu, [M, N], 'f32', 'sgmat.check.out');
   const before = (await sgmatStats(gpu).read())[0];
-  let verdict: string | null = null;
   try {
     dispatchSgmat(x, [w], out, { M, K, ldo: N });
     const got = await out.read();
@@ -59,14 +103,13 @@ onNewDevice(async (gpu) => {
       for (let k = 0; k < K; k++) s += xv[m * K + k] * wv[n * K + k];
       if (got[m * N + n] !== roundBf16(s)) { bad++; if (at < 0) at = m * N + n; }
     }
-    if (bad || fell) verdict = `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)`;
+    return bad || fell ? `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)` : null;
   } catch (e) {
-    verdict = `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`;
+    return `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`;
   } finally {
     for (const t of [x, w, out]) t.dispose();
   }
-  selfCheck.set(gpu, verdict);
-});
+}
 
 function featureMissing(gpu: Gpu): string | null {
   const s = gpu.summary;
@@ -84,8 +127,9 @@ function featureMissing(gpu: Gpu): string | null {
 export function prefillMatmulPath(gpu: Gpu): string {
   if (gpu.cpu) return 'rows (CPU driver)';
   const why = sgmatUnavailable(gpu);
+  const staged = stagedUnavailable(gpu);
   return why === null
-    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows (tiled f32 below, and in f32 mode)`
+    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
     : `tiled f32 (${why})`;
 }
 
@@ -149,7 +193,7 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
   if (cached) return cached;
   const gpu = w.gpu;
   const [N, K] = w.shape;
-  const Np = pad(N, TILE.N);
+  const Np = pad(N, PAD.N);
   const h: HalfWeight = {
     wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${w.label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${w.label}.f16_scales`),
     bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${w.label}.f16_flag`),
@@ -172,11 +216,12 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
-  const Kp = pad(K, CONFIG.K), Mp = pad(M, TILE.M);
+  const Kp = pad(K, PAD.K), Mp = pad(M, PAD.M);
+  const kernel = sgmatKernel(gpu), tiling = SGMAT_KERNELS[kernel];
   // Each chunk's padded rows and K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs [S, Mp, Np].
   const plans = chunks.map((w) => {
-    const Np = pad(w.shape[0], TILE.N);
-    return { Np, ...splitFor(gpu, Mp, Np, Kp, TILE) };
+    const Np = pad(w.shape[0], PAD.N);
+    return { Np, ...splitFor(gpu, Mp, Np, Kp, tiling) };
   });
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
   const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
@@ -187,9 +232,9 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   for (const [i, w] of chunks.entries()) {
     const N = w.shape[0], { Np, S, Ks } = plans[i];
     const h = halfOf(w, Kp, temps);
-    KERNEL.dispatch(gpu, {
-      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np, Ks, slab: Mp * Np }, label: 'matmul.sgmat',
-      overrides: { PIPE: sgmatSchedule().pipe ? 1 : 0 }, workgroups: [Np / TILE.N, Mp / TILE.M, S],
+    KERNELS[kernel].dispatch(gpu, {
+      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np, Ks, slab: Mp * Np }, label: `matmul.sgmat_${kernel}`,
+      overrides: kernel === 'direct' ? { PIPE: sgmatSchedule().pipe ? 1 : 0 } : {}, workgroups: [Np / tiling.N, Mp / tiling.M, S],
     });
     OUT.dispatch(gpu, {
       bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
