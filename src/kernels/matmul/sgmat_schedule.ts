@@ -19,16 +19,18 @@ export interface SgmatSchedule {
 }
 
 /**
- * Each kernel's workgroup tile, the K columns a slice is a multiple of, and the workgroups 'auto' splits K until it
- * reaches: the direct kernel's workgroup is one subgroup (about four per SM of the H200's 132 at 512); the staged
- * one is four subgroups with 36 KiB of workgroup memory, about 1.5 per SM at 192 (the probe's 512-row products ran
- * one wave of 192 and 256 workgroups in the same time).
+ * Each kernel's workgroup tile, the K columns a slice is a multiple of, the workgroups 'auto' splits K until it
+ * reaches and the most slices it takes. The direct kernel's workgroup is one subgroup: about four per SM of the
+ * H200's 132 at 512 (20261202-040125Z: o_proj 0.125 / 0.089 / 0.084 ms and down 0.28 / 0.20 / 0.18 in 1 / 2 / 4
+ * slices, gqkv and gate_up fastest whole). The staged one is four subgroups with 36 KiB of workgroup memory: in
+ * 20261202-095347Z gqkv (192 tiles) took 0.217 / 0.191 / 0.221 ms, o_proj (48) 0.112 / 0.079 / 0.087, down (48)
+ * 0.243 / 0.152 / 0.168 and gate_up (256) 0.217 / 0.235 / 0.275: two slices below 256 tiles, none from there.
  */
 export const SGMAT_KERNELS: Record<SgmatKernel, SgmatTiling> = {
-  staged: { M: 128, N: 128, kStep: 64, target: 192 },
-  direct: { M: 64, N: 64, kStep: 16, target: 512 },
+  staged: { M: 128, N: 128, kStep: 64, target: 256, maxSplit: 2 },
+  direct: { M: 64, N: 64, kStep: 16, target: 512, maxSplit: 4 },
 };
-export interface SgmatTiling { M: number; N: number; kStep: number; target: number }
+export interface SgmatTiling { M: number; N: number; kStep: number; target: number; maxSplit: 2 | 4 }
 
 const SPLITS = [1, 2, 4] as const;
 // Prefetch on: gqkv 0.344 -> 0.241 ms, gate_up 0.288 -> 0.283 on the H200 (20261202-040125Z).
@@ -61,13 +63,12 @@ const SPLIT_MIN_COLUMNS = 128;
 /**
  * The K slices of one product C [Mp, Np] over Kp columns in `tiling`'s workgroup tiles: S slices of Ks columns (a
  * multiple of its kStep; the last slice may be shorter, and S is lowered so none is empty), S slabs of C fitting
- * one storage binding. From the direct kernel's rows of 20261202-040125Z (prefetch on): o_proj took 0.125 / 0.089
- * / 0.084 ms and down_proj 0.28 / 0.20 / 0.18 in 1 / 2 / 4 slices, while gqkv and gate_up were fastest whole.
+ * one storage binding.
  */
 export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling): { S: number; Ks: number } {
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
   const want = current.splitK;
-  let S: number = want === 'auto' ? (SPLITS.find((s) => tiles * s >= tiling.target) ?? 4) : want;
+  let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? 4) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
   while (S > 1 && S * Mp * Np * 4 > gpu.device.limits.maxStorageBufferBindingSize) S /= 2;
   const Ks = tiling.kStep * Math.ceil(steps / S);
