@@ -14,9 +14,10 @@ import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo 
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
-import { prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
+import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
+import { checkSdpaF16, type SdpaF16Report } from '../tests/kernels/sdpa_sgmat.check.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
@@ -43,7 +44,7 @@ export interface BenchResult {
   /** The path bf16 prefill matmuls take on this adapter (prefillMatmulPath). */
   prefillMatmul: { path: string };
   /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why it did not run. */
-  parity: { sgmat: SgmatReport | { skipped: string } } | null;
+  parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
   /** The PyTorch anchors' JSON (bench/torch-anchors.py, run by bench/h200.sh in the same call), verbatim; null without --anchors. */
   anchors: unknown;
   errors: string[];
@@ -147,6 +148,11 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         const p = r.parity.sgmat;
         log('skipped' in p ? `sgmat parity: skipped, ${p.skipped}` : `sgmat parity: ${p.passed} passed, ${p.failed} failed, worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
           (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
+        // Prefill attention's products on the same tensor cores (tests/kernels/sdpa_sgmat.check.ts).
+        const whyAttn = batchedSgmatUnavailable(gpu);
+        const a = r.parity.attention = whyAttn === null ? await checkSdpaF16(gpu) : { skipped: whyAttn };
+        log('skipped' in a ? `attention tensor-core parity: skipped, ${a.skipped}` : `attention tensor-core parity: ${a.passed} passed, ${a.failed} failed` +
+          (a.failed ? `; ${a.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
       });
     }
     await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });

@@ -175,6 +175,12 @@ function prefillNotes(r: BenchResult): string[] {
     for (const t of p.schedules ?? []) L.push(`- schedule ${esc(t.schedule)}: ${t.passed} passed, ${t.failed} failed, ${pct(t.within1)} within 1 ulp, worst ${t.worstUlp} ulp`);
     for (const c of p.cases.filter((x) => x.failure)) L.push(`- sgmat parity failed: ${esc(c.name)}: ${esc(c.failure!)}`);
   }
+  const a = r.parity?.attention;
+  if (a && 'skipped' in a) L.push(`Prefill attention on tensor cores, parity checks: skipped, ${esc(a.skipped)}.`);
+  else if (a) {
+    L.push(`Prefill attention on tensor cores, parity checks against its f32 path (tests/kernels/sdpa_sgmat.check.ts): **${a.passed} passed, ${a.failed} failed**.`);
+    for (const c of a.cases) L.push(`- ${esc(c.name)}: worst ${f(c.worstUlp)} ulp${c.flagged ? ', flagged (f32 fallback)' : ''}${c.failure ? `: **failed**, ${esc(c.failure)}` : ''}`);
+  }
   return [...L, ''];
 }
 

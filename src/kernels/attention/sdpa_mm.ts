@@ -2,15 +2,23 @@
 // ran at under 1 TFLOP/s (2.2 ms a layer at 512 tokens on an H200, most of a prefill), while the tiled matmul
 // runs at ~15. sdpa() takes this path for prefill where it fits (sdpaMmFits) and keeps sdpa_prefill as the
 // reference and the path of CPU drivers; the results agree up to f32 summation order.
+// In bf16 mode on a device with tensor cores (subgroup matrices and the staged kernel) the two products run there
+// instead (sdpa_mm_f16.wgsl gives the numerics); setAttentionTensorCores(false) keeps the f32 products (reference,
+// benchmarks).
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
+import type { Gpu } from '../../tensor/gpu.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
-import { MASK_CODE } from '../common/codes.ts';
+import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
+import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
 import type { AttnMask } from './types.ts';
 
 const KV = new Kernel('attention/sdpa_mm.wgsl', 'kv_f32');
 const SOFTMAX = new Kernel('attention/sdpa_mm.wgsl', 'softmax_rows');
 const FINISH = new Kernel('attention/sdpa_mm.wgsl', 'finish');
+const QKV_F16 = new Kernel('attention/sdpa_mm_f16.wgsl', 'qkv_f16');
+const SOFTMAX_F16 = new Kernel('attention/sdpa_mm_f16.wgsl', 'softmax_f16');
+const FINISH_F16 = new Kernel('attention/sdpa_mm_f16.wgsl', 'finish_f16');
 
 /** Largest score matrix (all heads, f32) this path allocates; longer prompts take sdpa_prefill. */
 const MAX_SCORE_BYTES = 256 * 2 ** 20;
@@ -28,8 +36,29 @@ export function sdpaMmFits(gpu: { maxBinding: number }, heads: number, seq: numb
   return bytes <= Math.min(MAX_SCORE_BYTES, gpu.maxBinding);
 }
 
+const pad = (n: number, to: number) => Math.max(to, Math.ceil(n / to) * to);
+
+let tensorCores = true;
+
+/** Whether bf16 prefill attention may take the tensor cores (default true); returns the previous setting. */
+export function setAttentionTensorCores(on: boolean): boolean {
+  const was = tensorCores;
+  tensorCores = on;
+  return was;
+}
+
+/**
+ * Whether this call's products run on the tensor cores: bf16 rounding of a packed bf16 cache, on a device that can,
+ * with its padded scores [H, Sp, kvp] in one binding.
+ */
+export function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
+  const bytes = a.heads * pad(a.seq, 128) * pad(a.kvLen, 128) * 4;
+  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && !gpu.cpu && bytes <= gpu.maxBinding && batchedSgmatUnavailable(gpu) === null;
+}
+
 /** out [S, H*D] = gated(r(softmax(scale * q K^T + mask) V)) for q [H, S, D] and cache sides kd, vd [H, cap, D]. */
 export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs): void {
+  if (attentionOnTensorCores(q.gpu, a)) return sdpaMmF16(q, kd, vd, out, a);
   const gpu = q.gpu;
   const { heads: H, seq: S, dim: D, kvLen } = a;
   const kvp = Math.max(PAD, Math.ceil(kvLen / PAD) * PAD);
@@ -46,4 +75,35 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
   FINISH.dispatch(gpu, { bindings: { l, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   for (const t of [kc, vc, s, l]) t.dispose();
+}
+
+
+/** c [B, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T of f16 operands in f32 (batchedSgmat's contract). */
+export type F16Product = (a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number }, label: string) => void;
+
+/**
+ * sdpaMm's products on the tensor cores (sdpa_mm_f16.wgsl): the same five dispatches, f16 operands. `product`
+ * stands in for the tensor cores in tests on devices without them.
+ */
+export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs, product: F16Product = batchedSgmat): void {
+  const gpu = q.gpu;
+  const { heads: H, seq: S, dim: D, kvLen } = a;
+  const sp = pad(S, 128), kvp = pad(kvLen, 128), dk = pad(D, 64), dn = pad(D, 128);
+  const qh = Tensor.empty(gpu, [H, sp, dk], 'f16', 'sdpa_mm.q16');
+  const kh = Tensor.empty(gpu, [H, kvp, dk], 'f16', 'sdpa_mm.k16');
+  const vt = Tensor.empty(gpu, [H, dn, 2 * kvp], 'f16', 'sdpa_mm.vt16');
+  const s = Tensor.empty(gpu, [H, sp, kvp], 'f32', 'sdpa_mm.s');
+  const ph = Tensor.empty(gpu, [H, sp, 2 * kvp], 'f16', 'sdpa_mm.p16');
+  const l = Tensor.empty(gpu, [H, sp], 'f32', 'sdpa_mm.l');
+  const o = Tensor.empty(gpu, [H, sp, dn], 'f32', 'sdpa_mm.o');
+  const { flag, epoch } = sgmatCallFlag(gpu);
+  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch };
+  const overrides = { KV_BF16: 1, MASK: MASK_CODE[a.mask.kind], ...a.store };
+  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag }, uniforms, overrides, workgroups: grid(gpu, H * Math.max(sp * dk, kvp * dk, dn * kvp), 256) });
+  product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk }, 'sdpa_mm.qk_sgmat');
+  SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf }, uniforms, overrides, workgroups: [S, H] });
+  product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp }, 'sdpa_mm.pv_sgmat');
+  FINISH_F16.dispatch(gpu, { bindings: { v: vd, flag, s, l, o, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
+  // Recorded dispatches keep reading them in order; the pool may hand them out again.
+  for (const t of [qh, kh, vt, s, ph, l, o]) t.dispose();
 }

@@ -129,7 +129,7 @@ export function prefillMatmulPath(gpu: Gpu): string {
   const why = sgmatUnavailable(gpu);
   const staged = stagedUnavailable(gpu);
   return why === null
-    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
+    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles, prefill attention\'s products too' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
     : `tiled f32 (${why})`;
 }
 
@@ -153,6 +153,35 @@ function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
   let s = stateOf.get(gpu);
   if (!s) stateOf.set(gpu, (s = { stats: Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats'), flag: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag'), epoch: 0 }));
   return s;
+}
+
+/**
+ * The per-device flag of calls with values the f16 path cannot take, and a new epoch for one call (see sgmatState):
+ * prefill attention's tensor-core path (attention/sdpa_mm.ts) flags its operands the same way.
+ */
+export function sgmatCallFlag(gpu: Gpu): { flag: Tensor; epoch: number } {
+  return { flag: sgmatState(gpu).flag, epoch: nextEpoch(gpu) };
+}
+
+/**
+ * c [B, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T per batch, f16 operands, f32 sums of exact products, on the
+ * staged kernel (one K slice): Mp and Np multiples of 128, Kp of 64. The caller checks batchedSgmatUnavailable.
+ */
+export function batchedSgmat(a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number }, label: string): void {
+  const { batch, Mp, Np, Kp } = u;
+  if (Mp % PAD.M || Np % PAD.N || Kp % PAD.K || a.size !== batch * Mp * Kp || b.size !== batch * Np * Kp || c.size !== batch * Mp * Np) {
+    throw new InputError('matmul', `batched sgmat ${label}: a [${a.shape.join(', ')}], b [${b.shape.join(', ')}], c [${c.shape.join(', ')}] do not hold ${batch} products of [${Mp}, ${Kp}] @ [${Np}, ${Kp}]^T (Mp, Np multiples of ${PAD.M}, Kp of ${PAD.K})`);
+  }
+  KERNELS.staged.dispatch(a.gpu, {
+    bindings: { a, b, c }, label,
+    uniforms: { Kp, Np, Ks: Kp, slab: Mp * Np, nslice: 1, a_batch: (Mp * Kp) / 8, b_batch: (Np * Kp) / 8 },
+    workgroups: [Np / PAD.N, Mp / PAD.M, batch],
+  });
+}
+
+/** Why batchedSgmat cannot run on this device (no tensor cores, or no staged kernel), or null. */
+export function batchedSgmatUnavailable(gpu: Gpu): string | null {
+  return sgmatUnavailable(gpu) ?? stagedUnavailable(gpu);
 }
 
 function nextEpoch(gpu: Gpu): number {
@@ -232,8 +261,9 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   for (const [i, w] of chunks.entries()) {
     const N = w.shape[0], { Np, S, Ks } = plans[i];
     const h = halfOf(w, Kp, temps);
+    const uniforms: Record<string, number> = kernel === 'staged' ? { Kp, Np, Ks, slab: Mp * Np, nslice: S, a_batch: 0, b_batch: 0 } : { Kp, Np, Ks, slab: Mp * Np };
     KERNELS[kernel].dispatch(gpu, {
-      bindings: { a: xh, b: h.wh, c }, uniforms: { Kp, Np, Ks, slab: Mp * Np }, label: `matmul.sgmat_${kernel}`,
+      bindings: { a: xh, b: h.wh, c }, uniforms, label: `matmul.sgmat_${kernel}`,
       overrides: kernel === 'direct' ? { PIPE: sgmatSchedule().pipe ? 1 : 0 } : {}, workgroups: [Np / tiling.N, Mp / tiling.M, S],
     });
     OUT.dispatch(gpu, {

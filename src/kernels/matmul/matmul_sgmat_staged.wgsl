@@ -1,5 +1,6 @@
 // C = A @ B^T on subgroup matrices with the operands staged through workgroup memory: matmul_sgmat.wgsl's product
-// (same bindings' data, same split-K slabs, same f32 accumulation of exact f16 products) for tiles of 128 x 128.
+// (same bindings' data, same split-K slabs, same f32 accumulation of exact f16 products) for tiles of 128 x 128,
+// also batched (prefill attention's products, a head per batch: attention/sdpa_mm.ts).
 // A workgroup is 4 subgroups of 32 lanes (2 x 2, each owning 4 x 4 result matrices of 16 x 16, a 64 x 64
 // quarter). Every 64 columns of K, its 128 threads copy the tile's A rows (128 x 64) and B rows (128 x 64) into
 // workgroup memory with 16-byte loads (a and b bound as vec4<u32>: 8 f16 each), and the subgroups load their
@@ -15,7 +16,9 @@ enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 
-struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32 }
+// nslice K slices a product, workgroups.z = batch * nslice + slice; a_batch / b_batch: 16-byte units between the
+// operands of consecutive batches (0 for one product: the matmul path; a head's q and K in attention).
+struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32, nslice: u32, a_batch: u32, b_batch: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4<u32>>;   // f16 [Mp, Kp], 8 a unit
@@ -67,12 +70,13 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
   let am = (sg / 2u) * 64u;
   let bn = (sg % 2u) * 64u;
   let kv = p.Kp / 8u;
-  let k0 = wid.z * p.Ks;
+  let batch = wid.z / p.nslice;
+  let k0 = (wid.z % p.nslice) * p.Ks;
   let k1 = min(p.Kp, k0 + p.Ks);
   let row = t / 8u;
   let u = t % 8u;
-  let ia = (mw + row) * kv + u;
-  let ib = (nw + row) * kv + u;
+  let ia = batch * p.a_batch + (mw + row) * kv + u;
+  let ib = batch * p.b_batch + (nw + row) * kv + u;
   let rs = 16u * kv;
   let at = row * LD + u * 8u;
   var c00 = subgroup_matrix_result<f32, 16, 16>();

@@ -1,0 +1,187 @@
+// Prefill attention's two batched products on tensor cores (sdpa_mm.ts, bf16 mode): S = q K^T and O = P V run on
+// the staged subgroup-matrix kernel (matmul/matmul_sgmat_staged.wgsl, a head per workgroups.z), around three
+// passes here that mirror sdpa_mm.wgsl's:
+//  - qkv_f16: a thread per element: q [H, S, D] as qh [H, Sp, Dk], the cache's K (first kv_len positions) as
+//    kh [H, kvp, Dk] and V transposed, twice side by side, as vt [H, Dn, 2 kvp], all f16 and zero-padded (Sp, kvp,
+//    Dn multiples of 128, Dk of 64). bf16 values are exact in f16 between 2^-17 and 65504; a value that is not (out
+//    of range, not finite, or not a bf16 value) sets flag[0] to the call's epoch (the per-device flag the
+//    tensor-core matmul uses), and the passes below then compute the call in f32 from q and the cache instead,
+//    as sdpa_mm.wgsl does.
+//  - softmax_f16: a workgroup per (query, head) row of S: s'_j = scale * S_j where key j is visible (MASK,
+//    common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible) written over S in f32, and to ph
+//    [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = f16(2^15 P_j) in column j, lo = f16(2^15 P_j - hi) in
+//    column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved outputs
+//    near zero by several bf16 ulps); L = sum P_j of the f32 weights.
+//  - finish_f16: out[s, h*D + d] = gated(r(2^-15 O / L)), 0 for a query that sees no key.
+// Numerics against sdpa_mm.wgsl's f32 path: the scores are f32 sums of exact products and the value sums f32 sums
+// of exact products of V with weights within ~2^-22 of the f32 ones (other summation orders): outputs round to the
+// same bf16 value or a neighbour (tests/kernels/sdpa_sgmat.check.ts).
+
+enable f16;
+
+struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u32, scale: f32, gate_stride: u32, hd: u32, sp: u32, dk: u32, dn: u32, epoch: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;              // [H, S, D]
+@group(0) @binding(2) var<storage, read> k: array<u32>;              // [H, cap, D] packed bf16 (KV_BF16) or f32 bits
+@group(0) @binding(3) var<storage, read> v: array<u32>;
+@group(0) @binding(4) var<storage, read_write> qh: array<f16>;       // [H, Sp, Dk]
+@group(0) @binding(5) var<storage, read_write> kh: array<f16>;       // [H, kvp, Dk]
+@group(0) @binding(6) var<storage, read_write> vt: array<f16>;       // [H, Dn, 2 kvp]: V^T twice
+@group(0) @binding(7) var<storage, read_write> flag: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read_write> s: array<f32>;        // [H, Sp, kvp]: tensor-core scores, then P
+@group(0) @binding(9) var<storage, read_write> ph: array<f16>;       // [H, Sp, 2 kvp]: 2^15 P as hi | lo
+@group(0) @binding(10) var<storage, read_write> l: array<f32>;       // [H, Sp]
+@group(0) @binding(11) var<storage, read> mask: array<u32>;          // see MASK
+@group(0) @binding(12) var<storage, read> o: array<f32>;             // [H, Sp, Dn]: tensor-core P V
+@group(0) @binding(13) var<storage, read_write> out: array<f32>;     // [S, H * D]
+@group(0) @binding(14) var<storage, read> gate: array<f32>;          // [S, gate_stride] (GATE)
+
+override KV_BF16: bool = true;
+override MASK: u32 = 0;
+override ROUND: u32 = 1;
+override GATE: bool = false;
+
+const WG: u32 = 256u;
+const NEG: f32 = -1.0e30;          // "no score": WGSL does not promise infinities
+const P_SCALE: f32 = 32768.0;      // 2^15
+
+var<workgroup> red: array<f32, WG>;
+
+// #include "common/gate.inc.wgsl"
+// #include "common/mask.inc.wgsl"
+// #include "attention/kv_load.inc.wgsl"
+
+// Whether f16 holds x exactly, from its bits (a compiler may fold f32(f16(x)) == x to true): a normal f16 keeps
+// 10 of f32's 23 mantissa bits, a subnormal one fewer, down to 2^-24.
+fn fits_f16(x: f32) -> bool {
+  let u = bitcast<u32>(x) & 0x7fffffffu;
+  if (u == 0u) { return true; }
+  let e = i32(u >> 23u) - 127;
+  if (e > 15 || e < -24) { return false; }
+  let drop = 13u + u32(max(0, -14 - e));
+  return (u & ((1u << drop) - 1u)) == 0u;
+}
+
+// x as f16, or 0 with the call flagged when f16 cannot hold it exactly.
+fn half(x: f32) -> f16 {
+  if (fits_f16(x)) { return f16(x); }
+  atomicStore(&flag[0], p.epoch);
+  return 0.0h;
+}
+
+// x (in [0, 2^15]) rounded to f16's 11 significant bits, as an f32, by integer rounding to nearest even (the
+// compiler cannot fold x - f32(f16(x)) to 0 this way); below f16's normal range, f16's own rounding (lo is then 0).
+fn hi_part(x: f32) -> f32 {
+  if (x < 6.103515625e-5) { return f32(f16(x)); }
+  let u = bitcast<u32>(x);
+  return bitcast<f32>((u + 0xfffu + ((u >> 13u) & 1u)) & 0xffffe000u);
+}
+
+@compute @workgroup_size(WG)
+fn qkv_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  let D = p.hd;
+  if (i < p.heads * p.sp * p.dk) {
+    let d = i % p.dk;
+    let r = (i / p.dk) % p.sp;
+    let h = i / (p.dk * p.sp);
+    var x = 0.0h;
+    if (r < p.seq && d < D) { x = half(q[(h * p.seq + r) * D + d]); }
+    qh[i] = x;
+  }
+  if (i < p.heads * p.kvp * p.dk) {
+    let d = i % p.dk;
+    let j = (i / p.dk) % p.kvp;
+    let h = i / (p.dk * p.kvp);
+    var x = 0.0h;
+    if (j < p.kv_len && d < D) { x = half(k_at((h * p.cap + j) * D + d)); }
+    kh[i] = x;
+  }
+  if (i < p.heads * p.dn * p.kvp) {
+    let j = i % p.kvp;
+    let d = (i / p.kvp) % p.dn;
+    let h = i / (p.kvp * p.dn);
+    var x = 0.0h;
+    if (j < p.kv_len && d < D) { x = half(v_at((h * p.cap + j) * D + d)); }
+    let at = (h * p.dn + d) * 2u * p.kvp + j;
+    vt[at] = x;
+    vt[at + p.kvp] = x;
+  }
+}
+
+// The max (or with `add` the sum) of red[0 .. WG), in every lane; red is free again after.
+fn tree(t: u32, add: bool) -> f32 {
+  workgroupBarrier();
+  for (var n = WG / 2u; n > 0u; n >>= 1u) {
+    if (t < n) { red[t] = select(max(red[t], red[t + n]), red[t] + red[t + n], add); }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+// Whether this call's operands all went through f16 exactly (read in uniform control flow: every thread the same).
+fn exact() -> bool {
+  return atomicLoad(&flag[0]) != p.epoch;
+}
+
+@compute @workgroup_size(WG)
+fn softmax_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = wid.x;   // query
+  let h = wid.y;
+  let row = (h * p.sp + i) * p.kvp;
+  let fast = exact();
+  var mx = NEG;
+  for (var j = t; j < p.kv_len; j += WG) {
+    if (!fast) {
+      // The f32 score from q and the cache (sdpa_mm.wgsl's operands).
+      var acc = 0.0;
+      for (var d = 0u; d < p.hd; d++) { acc += q[(h * p.seq + i) * p.hd + d] * k_at((h * p.cap + j) * p.hd + d); }
+      s[row + j] = acc;
+    }
+    if (visible(i, j)) { mx = max(mx, p.scale * s[row + j]); }
+  }
+  red[t] = mx;
+  let big = tree(t, false);
+  var sum = 0.0;
+  for (var j = t; j < p.kvp; j += WG) {
+    var e = 0.0;
+    if (j < p.kv_len && visible(i, j)) { e = exp(p.scale * s[row + j] - big); }
+    s[row + j] = e;
+    let x = e * P_SCALE;
+    let hi = hi_part(x);
+    ph[2u * row + j] = f16(hi);
+    ph[2u * row + p.kvp + j] = f16(x - hi);
+    sum += e;
+  }
+  red[t] = sum;
+  let total = tree(t, true);
+  if (t == 0u) { l[h * p.sp + i] = total; }
+}
+
+@compute @workgroup_size(WG)
+fn finish_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  let width = p.heads * p.hd;
+  if (i >= p.seq * width) { return; }
+  let r = i / width;
+  let c = i % width;
+  let h = c / p.hd;
+  let d = c % p.hd;
+  let total = l[h * p.sp + r];
+  var y = 0.0;
+  if (total > 0.0) {
+    var acc = 0.0;
+    if (exact()) {
+      acc = o[(h * p.sp + r) * p.dn + d] / P_SCALE;
+    } else {
+      // The f32 weights (over S) against the cache's values, in key order.
+      let row = (h * p.sp + r) * p.kvp;
+      for (var j = 0u; j < p.kv_len; j++) { acc += s[row + j] * v_at((h * p.cap + j) * p.hd + d); }
+    }
+    y = round_out(acc / total);
+  }
+  out[i] = gated(y, r, c);
+}
