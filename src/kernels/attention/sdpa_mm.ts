@@ -7,7 +7,8 @@
 // benchmarks).
 import { Kernel, grid } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
+import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
+import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
 import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
 import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
@@ -47,13 +48,56 @@ export function setAttentionTensorCores(on: boolean): boolean {
   return was;
 }
 
+/** Devices whose tensor-core attention failed its self-check, and why. */
+const selfCheck = new WeakMap<Gpu, string>();
+
+/** Why bf16 prefill attention cannot take the tensor cores on this device, or null. */
+export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
+  return gpu.cpu ? 'a CPU driver' : batchedSgmatUnavailable(gpu) ?? selfCheck.get(gpu) ?? null;
+}
+
 /**
  * Whether this call's products run on the tensor cores: bf16 rounding of a packed bf16 cache, on a device that can,
  * with its padded scores [H, Sp, kvp] in one binding.
  */
 export function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
   const bytes = a.heads * pad(a.seq, 128) * pad(a.kvLen, 128) * 4;
-  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && !gpu.cpu && bytes <= gpu.maxBinding && batchedSgmatUnavailable(gpu) === null;
+  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && attentionTensorCoresUnavailable(gpu) === null;
+}
+
+/**
+ * Before a device is used (after the tensor-core matmul's own check): one causal call of 2 heads x 33 queries
+ * (head dim 64) on bf16 data must agree with the f32 products within 1 bf16 ulp + 2^-20 (the criterion of
+ * tests/kernels/sdpa_sgmat.check.ts); otherwise the f32 products stay the path on this device, with the reason.
+ */
+onNewDevice(async (gpu) => {
+  if (attentionTensorCoresUnavailable(gpu) !== null) return;
+  const H = 2, S = 33, D = 64;
+  const bf = (n: number, a: number, b: number) => Float32Array.from({ length: n }, (_, i) => ((i * a) % b - (b >> 1)) / 16);
+  const q = Tensor.from(gpu, bf(H * S * D, 7, 23), [H, S, D], 'f32', 'attention.check.q');
+  const k = Tensor.from(gpu, bf(H * S * D, 5, 19), [H, S, D], 'bf16', 'attention.check.k');
+  const v = Tensor.from(gpu, bf(H * S * D, 3, 17), [H, S, D], 'bf16', 'attention.check.v');
+  const outs = [0, 1].map(() => Tensor.empty(gpu, [S, H * D], 'f32', 'attention.check.out'));
+  const mask: AttnMask = { kind: 'causal' };
+  const maskBuf = placeholder(gpu, 'no_mask', 'u32');
+  const args: SdpaMmArgs = { heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf, gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 } };
+  try {
+    const was = setAttentionTensorCores(false);
+    try { sdpaMm(q, k, v, outs[0], args); } finally { setAttentionTensorCores(was); }
+    sdpaMmF16(q, k, v, outs[1], args);
+    const [want, got] = [await outs[0].read(), await outs[1].read()];
+    const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= ulpBf16(w) + 2 ** -20));
+    if (bad >= 0) selfCheck.set(gpu, `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
+  } catch (e) {
+    selfCheck.set(gpu, `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`);
+  } finally {
+    for (const t of [q, k, v, ...outs]) t.dispose();
+  }
+});
+
+/** The spacing of bf16 values at |x|. */
+function ulpBf16(x: number): number {
+  return 2 ** (Math.max(-126, Math.floor(Math.log2(Math.abs(x) || 2 ** -126))) - 7);
 }
 
 /** out [S, H*D] = gated(r(softmax(scale * q K^T + mask) V)) for q [H, S, D] and cache sides kd, vd [H, cap, D]. */

@@ -52,30 +52,12 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
 
-// Whether f16 holds x exactly, from its bits (a compiler may fold f32(f16(x)) == x to true): a normal f16 keeps
-// 10 of f32's 23 mantissa bits, a subnormal one fewer, down to 2^-24.
-fn fits_f16(x: f32) -> bool {
-  let u = bitcast<u32>(x) & 0x7fffffffu;
-  if (u == 0u) { return true; }
-  let e = i32(u >> 23u) - 127;
-  if (e > 15 || e < -24) { return false; }
-  let drop = 13u + u32(max(0, -14 - e));
-  return (u & ((1u << drop) - 1u)) == 0u;
-}
-
-// x as f16, or 0 with the call flagged when f16 cannot hold it exactly.
+// x as f16, or 0 with the call flagged when f16 cannot hold it exactly. round_f16 (common/half.inc.wgsl) rounds
+// with integer operations: a compiler may fold f32(f16(x)) == x, or x - f32(f16(x)), to a constant.
 fn half(x: f32) -> f16 {
-  if (fits_f16(x)) { return f16(x); }
+  if (abs(x) <= 65504.0 && round_f16(x) == x) { return f16(x); }
   atomicStore(&flag[0], p.epoch);
   return 0.0h;
-}
-
-// x (in [0, 2^15]) rounded to f16's 11 significant bits, as an f32, by integer rounding to nearest even (the
-// compiler cannot fold x - f32(f16(x)) to 0 this way); below f16's normal range, f16's own rounding (lo is then 0).
-fn hi_part(x: f32) -> f32 {
-  if (x < 6.103515625e-5) { return f32(f16(x)); }
-  let u = bitcast<u32>(x);
-  return bitcast<f32>((u + 0xfffu + ((u >> 13u) & 1u)) & 0xffffe000u);
 }
 
 @compute @workgroup_size(WG)
@@ -151,7 +133,7 @@ fn softmax_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
     if (j < p.kv_len && visible(i, j)) { e = exp(p.scale * s[row + j] - big); }
     s[row + j] = e;
     let x = e * P_SCALE;
-    let hi = hi_part(x);
+    let hi = round_f16(x);
     ph[2u * row + j] = f16(hi);
     ph[2u * row + p.kvp + j] = f16(x - hi);
     sum += e;
