@@ -22,12 +22,12 @@ export { Gpu } from './tensor/gpu.ts';
 export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type Runtime } from './tensor/device.ts';
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
- * and the tensor cores' schedule (operand prefetch, split-K: the same numbers, another speed);
+ * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another speed);
  * whether full-precision decode attention merges its chunks inside its split dispatch ('fold', the default) or in
  * one of its own (quantized caches always merge in their values pass's last chunk).
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
-export { setSgmatSchedule, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
+export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './tensor/errors.ts';

@@ -140,14 +140,16 @@ export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: Sdp
   const ph = Tensor.empty(gpu, [H, sp, 2 * kvp], 'f16', 'sdpa_mm.p16');
   const l = Tensor.empty(gpu, [H, sp], 'f32', 'sdpa_mm.l');
   const o = Tensor.empty(gpu, [H, sp, dn], 'f32', 'sdpa_mm.o');
+  const rows = H * (sp + kvp + dn);
+  const ex = Tensor.empty(gpu, [rows], 'i32', 'sdpa_mm.row_scales');
   const { flag, epoch } = sgmatCallFlag(gpu);
   const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch };
   const overrides = { KV_BF16: 1, MASK: MASK_CODE[a.mask.kind], ...a.store };
-  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag }, uniforms, overrides, workgroups: grid(gpu, H * Math.max(sp * dk, kvp * dk, dn * kvp), 256) });
+  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, rows, 1) });
   product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk }, 'sdpa_mm.qk_sgmat');
-  SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf }, uniforms, overrides, workgroups: [S, H] });
+  SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf, ex }, uniforms, overrides, workgroups: [S, H] });
   product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp }, 'sdpa_mm.pv_sgmat');
-  FINISH_F16.dispatch(gpu, { bindings: { v: vd, flag, s, l, o, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
+  FINISH_F16.dispatch(gpu, { bindings: { v: vd, flag, s, l, o, out, gate: a.gate, ex }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
-  for (const t of [qh, kh, vt, s, ph, l, o]) t.dispose();
+  for (const t of [qh, kh, vt, s, ph, l, o, ex]) t.dispose();
 }

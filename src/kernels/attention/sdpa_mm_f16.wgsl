@@ -1,21 +1,25 @@
 // Prefill attention's two batched products on tensor cores (sdpa_mm.ts, bf16 mode): S = q K^T and O = P V run on
 // the staged subgroup-matrix kernel (matmul/matmul_sgmat_staged.wgsl, a head per workgroups.z), around three
 // passes here that mirror sdpa_mm.wgsl's:
-//  - qkv_f16: a thread per element: q [H, S, D] as qh [H, Sp, Dk], the cache's K (first kv_len positions) as
-//    kh [H, kvp, Dk] and V transposed, twice side by side, as vt [H, Dn, 2 kvp], all f16 and zero-padded (Sp, kvp,
-//    Dn multiples of 128, Dk of 64). bf16 values are exact in f16 between 2^-17 and 65504; a value that is not (out
-//    of range, not finite, or not a bf16 value) sets flag[0] to the call's epoch (the per-device flag the
-//    tensor-core matmul uses), and the passes below then compute the call in f32 from q and the cache instead,
-//    as sdpa_mm.wgsl does.
-//  - softmax_f16: a workgroup per (query, head) row of S: s'_j = scale * S_j where key j is visible (MASK,
-//    common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible) written over S in f32, and to ph
-//    [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = f16(2^15 P_j) in column j, lo = f16(2^15 P_j - hi) in
-//    column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved outputs
-//    near zero by several bf16 ulps); L = sum P_j of the f32 weights.
-//  - finish_f16: out[s, h*D + d] = gated(r(2^-15 O / L)), 0 for a query that sees no key.
+//  - qkv_f16: a workgroup per row of the three f16 operands, each zero-padded: q [H, S, D] as qh [H, Sp, Dk], the
+//    cache's K (first kv_len positions) as kh [H, kvp, Dk], and V transposed, twice side by side, as vt [H, Dn,
+//    2 kvp] (Sp, kvp, Dn multiples of 128, Dk of 64). As matmul/sgmat_prep.wgsl's to_f16 does, each row is scaled
+//    by 2^e (e = 14 - floor(log2 of the row's largest magnitude), kept in ex) into f16's range, where a bf16 value
+//    is exact unless it is 2^32 times smaller than the row's largest (then rounded: far below an output's half
+//    ulp). A value the scaled f16 cannot hold at a normal magnitude (not a bf16 value) or one that is not finite
+//    sets flag[0] to the call's epoch (the per-device flag the tensor-core matmul uses), and the passes below then
+//    compute the call in f32 from q and the cache instead, as sdpa_mm.wgsl does. (Unscaled, every row holding a
+//    value under 2^-17, most rows of a real model, fell back.)
+//  - softmax_f16: a workgroup per (query, head) row of S: s'_j = scale * 2^-(e_q + e_k) S_j where key j is visible
+//    (MASK, common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible) written over S in f32, and
+//    to ph [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = round_f16(2^15 P_j) in column j, lo = f16(2^15 P_j -
+//    hi) in column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved
+//    outputs near zero by several bf16 ulps); L = sum P_j of the f32 weights.
+//  - finish_f16: out[s, h*D + d] = gated(r(2^-(15 + e_v) O / L)), 0 for a query that sees no key.
 // Numerics against sdpa_mm.wgsl's f32 path: the scores are f32 sums of exact products and the value sums f32 sums
 // of exact products of V with weights within ~2^-22 of the f32 ones (other summation orders): outputs round to the
-// same bf16 value or a neighbour (tests/kernels/sdpa_sgmat.check.ts).
+// same bf16 value or a neighbour (tests/kernels/sdpa_sgmat.check.ts). round_f16 (common/half.inc.wgsl) rounds with
+// integer operations: a compiler may fold x - f32(f16(x)) to 0 (lavapipe did).
 
 enable f16;
 
@@ -27,7 +31,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(3) var<storage, read> v: array<u32>;
 @group(0) @binding(4) var<storage, read_write> qh: array<f16>;       // [H, Sp, Dk]
 @group(0) @binding(5) var<storage, read_write> kh: array<f16>;       // [H, kvp, Dk]
-@group(0) @binding(6) var<storage, read_write> vt: array<f16>;       // [H, Dn, 2 kvp]: V^T twice
+@group(0) @binding(6) var<storage, read_write> vt: array<f16>;       // [H, Dn, 2 kvp]: V^T twice, rows scaled
 @group(0) @binding(7) var<storage, read_write> flag: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read_write> s: array<f32>;        // [H, Sp, kvp]: tensor-core scores, then P
 @group(0) @binding(9) var<storage, read_write> ph: array<f16>;       // [H, Sp, 2 kvp]: 2^15 P as hi | lo
@@ -36,6 +40,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(12) var<storage, read> o: array<f32>;             // [H, Sp, Dn]: tensor-core P V
 @group(0) @binding(13) var<storage, read_write> out: array<f32>;     // [S, H * D]
 @group(0) @binding(14) var<storage, read> gate: array<f32>;          // [S, gate_stride] (GATE)
+@group(0) @binding(15) var<storage, read_write> ex: array<i32>;      // row scale exponents: qh's [H Sp], kh's [H kvp], vt's [H Dn]
 
 override KV_BF16: bool = true;
 override MASK: u32 = 0;
@@ -45,6 +50,7 @@ override GATE: bool = false;
 const WG: u32 = 256u;
 const NEG: f32 = -1.0e30;          // "no score": WGSL does not promise infinities
 const P_SCALE: f32 = 32768.0;      // 2^15
+const EXP: u32 = 0x7f800000u;
 
 var<workgroup> red: array<f32, WG>;
 
@@ -52,44 +58,69 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
 
-// x as f16, or 0 with the call flagged when f16 cannot hold it exactly. round_f16 (common/half.inc.wgsl) rounds
-// with integer operations: a compiler may fold f32(f16(x)) == x, or x - f32(f16(x)), to a constant.
-fn half(x: f32) -> f16 {
-  if (abs(x) <= 65504.0 && round_f16(x) == x) { return f16(x); }
-  atomicStore(&flag[0], p.epoch);
-  return 0.0h;
+// Element c of operand row r (rows: qh's H Sp, then kh's H kvp, then vt's H Dn), 0 in the padding.
+fn operand(r: u32, c: u32) -> f32 {
+  let D = p.hd;
+  let nq = p.heads * p.sp;
+  let nk = p.heads * p.kvp;
+  if (r < nq) {
+    let h = r / p.sp;
+    let i = r % p.sp;
+    if (i < p.seq && c < D) { return q[(h * p.seq + i) * D + c]; }
+    return 0.0;
+  }
+  if (r < nq + nk) {
+    let h = (r - nq) / p.kvp;
+    let j = (r - nq) % p.kvp;
+    if (j < p.kv_len && c < D) { return k_at((h * p.cap + j) * D + c); }
+    return 0.0;
+  }
+  let h = (r - nq - nk) / p.dn;
+  let d = (r - nq - nk) % p.dn;
+  if (c < p.kv_len && d < D) { return v_at((h * p.cap + c) * D + d); }
+  return 0.0;
+}
+
+// x * 2^e as an f16 value, and whether the f16 path can take it (finite; exact at f16's normal magnitudes).
+fn scaled(x: f32, e: i32, ok: ptr<function, bool>) -> f16 {
+  if ((bitcast<u32>(x) & EXP) == EXP) { *ok = false; return 0.0h; }
+  let v = ldexp(x, e);
+  let mag = bitcast<u32>(v) & 0x7fffffffu;
+  if (mag >= 0x38800000u && (mag & 0x1fffu) != 0u) { *ok = false; }
+  return f16(round_f16(v));
 }
 
 @compute @workgroup_size(WG)
-fn qkv_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let i = gid.x + gid.y * nwg.x * WG;
-  let D = p.hd;
-  if (i < p.heads * p.sp * p.dk) {
-    let d = i % p.dk;
-    let r = (i / p.dk) % p.sp;
-    let h = i / (p.dk * p.sp);
-    var x = 0.0h;
-    if (r < p.seq && d < D) { x = half(q[(h * p.seq + r) * D + d]); }
-    qh[i] = x;
+fn qkv_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let r = wid.x + wid.y * nwg.x;
+  let nq = p.heads * p.sp;
+  let nk = p.heads * p.kvp;
+  if (r >= nq + nk + p.heads * p.dn) { return; }   // the same for the whole workgroup (a folded grid's spares)
+  let len = select(p.dk, p.kvp, r >= nq + nk);
+  var mx = 0.0;
+  for (var c = t; c < len; c += WG) {
+    let b = bitcast<u32>(operand(r, c)) & 0x7fffffffu;
+    if (b < EXP) { mx = max(mx, bitcast<f32>(b)); }
   }
-  if (i < p.heads * p.kvp * p.dk) {
-    let d = i % p.dk;
-    let j = (i / p.dk) % p.kvp;
-    let h = i / (p.dk * p.kvp);
-    var x = 0.0h;
-    if (j < p.kv_len && d < D) { x = half(k_at((h * p.cap + j) * D + d)); }
-    kh[i] = x;
+  red[t] = mx;
+  let top = tree(t, false);
+  var e = 0;
+  if (top > 0.0) { e = clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127); }
+  if (t == 0u) { ex[r] = e; }
+  var ok = true;
+  for (var c = t; c < len; c += WG) {
+    let x = scaled(operand(r, c), e, &ok);
+    if (r < nq) {
+      qh[r * p.dk + c] = x;
+    } else if (r < nq + nk) {
+      kh[(r - nq) * p.dk + c] = x;
+    } else {
+      let at = (r - nq - nk) * 2u * p.kvp + c;
+      vt[at] = x;
+      vt[at + p.kvp] = x;
+    }
   }
-  if (i < p.heads * p.dn * p.kvp) {
-    let j = i % p.kvp;
-    let d = (i / p.kvp) % p.dn;
-    let h = i / (p.kvp * p.dn);
-    var x = 0.0h;
-    if (j < p.kv_len && d < D) { x = half(v_at((h * p.cap + j) * D + d)); }
-    let at = (h * p.dn + d) * 2u * p.kvp + j;
-    vt[at] = x;
-    vt[at + p.kvp] = x;
-  }
+  if (!ok) { atomicStore(&flag[0], p.epoch); }
 }
 
 // The max (or with `add` the sum) of red[0 .. WG), in every lane; red is free again after.
@@ -116,8 +147,11 @@ fn softmax_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   let row = (h * p.sp + i) * p.kvp;
   let fast = exact();
   var mx = NEG;
+  let eq = ex[h * p.sp + i];
   for (var j = t; j < p.kv_len; j += WG) {
-    if (!fast) {
+    if (fast) {
+      s[row + j] = ldexp(s[row + j], -(eq + ex[p.heads * p.sp + h * p.kvp + j]));
+    } else {
       // The f32 score from q and the cache (sdpa_mm.wgsl's operands).
       var acc = 0.0;
       for (var d = 0u; d < p.hd; d++) { acc += q[(h * p.seq + i) * p.hd + d] * k_at((h * p.cap + j) * p.hd + d); }
@@ -157,7 +191,7 @@ fn finish_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   if (total > 0.0) {
     var acc = 0.0;
     if (exact()) {
-      acc = o[(h * p.sp + r) * p.dn + d] / P_SCALE;
+      acc = ldexp(o[(h * p.sp + r) * p.dn + d], -(15 + ex[p.heads * (p.sp + p.kvp) + h * p.dn + d]));
     } else {
       // The f32 weights (over S) against the cache's values, in key order.
       let row = (h * p.sp + r) * p.kvp;
