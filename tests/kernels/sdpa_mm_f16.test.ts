@@ -10,7 +10,7 @@ import type { F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 
 const PRODUCT = `enable f16;
-struct P { mp: u32, np: u32, kp: u32 }
+struct P { mp: u32, np: u32, kp: u32, ks: u32, nsl: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> a: array<f16>;
 @group(0) @binding(2) var<storage, read> b: array<f16>;
@@ -18,22 +18,24 @@ struct P { mp: u32, np: u32, kp: u32 }
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {
   if (g.x >= p.np) { return; }
+  let batch = g.z / p.nsl;
+  let k0 = (g.z % p.nsl) * p.ks;
   var acc = 0.0;
-  for (var k = 0u; k < p.kp; k++) { acc += f32(a[(g.z * p.mp + g.y) * p.kp + k]) * f32(b[(g.z * p.np + g.x) * p.kp + k]); }
+  for (var k = k0; k < min(p.kp, k0 + p.ks); k++) { acc += f32(a[(batch * p.mp + g.y) * p.kp + k]) * f32(b[(batch * p.np + g.x) * p.kp + k]); }
   c[(g.z * p.mp + g.y) * p.np + g.x] = acc;
 }`;
 
-/** The products as plain f32 sums of f16 products, recorded into the open batch like any kernel. */
+/** The products as plain f32 sums of f16 products in the K slices asked for, recorded into the open batch like any kernel. */
 function plainProduct(gpu: Gpu): F16Product {
   const pipeline = gpu.device.createComputePipeline({ layout: 'auto', compute: { module: gpu.device.createShaderModule({ code: PRODUCT }), entryPoint: 'main' } });
   return (a, b, c, u, label) => {
-    const params = gpu.device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-    gpu.device.queue.writeBuffer(params, 0, new Uint32Array([u.Mp, u.Np, u.Kp, 0]));
+    const params = gpu.device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    gpu.device.queue.writeBuffer(params, 0, new Uint32Array([u.Mp, u.Np, u.Kp, 64 * Math.ceil(u.Kp / 64 / u.slices), u.slices, 0, 0, 0]));
     const bindGroup = gpu.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
       entries: [{ binding: 0, resource: { buffer: params } }, ...[a, b, c].map((t, i) => ({ binding: i + 1, resource: t.binding(label) }))],
     });
-    gpu.dispatch({ pipeline, bindGroup, key: label, workgroups: [Math.ceil(u.Np / 64), u.Mp, u.batch], label });
+    gpu.dispatch({ pipeline, bindGroup, key: label, workgroups: [Math.ceil(u.Np / 64), u.Mp, u.batch * u.slices], label });
   };
 }
 

@@ -123,7 +123,7 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
 
 
 /** c [B, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T of f16 operands in f32 (batchedSgmat's contract). */
-export type F16Product = (a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number }, label: string) => void;
+export type F16Product = (a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number; slices: number }, label: string) => void;
 
 /**
  * sdpaMm's products on the tensor cores (sdpa_mm_f16.wgsl): the same five dispatches, f16 operands. `product`
@@ -139,16 +139,19 @@ export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: Sdp
   const s = Tensor.empty(gpu, [H, sp, kvp], 'f32', 'sdpa_mm.s');
   const ph = Tensor.empty(gpu, [H, sp, 2 * kvp], 'f16', 'sdpa_mm.p16');
   const l = Tensor.empty(gpu, [H, sp], 'f32', 'sdpa_mm.l');
-  const o = Tensor.empty(gpu, [H, sp, dn], 'f32', 'sdpa_mm.o');
+  // P V has few output tiles (a head's are Sp / 128 x Dn / 128) and a long K (2 kvp): split K so that its
+  // workgroups fill the GPU (~264 staged workgroups on an H200), at least 2 blocks of 64 a slice.
+  const nsl = Math.max(1, Math.min(8, Math.ceil(264 / (H * (sp / 128) * (dn / 128))), Math.floor((2 * kvp) / 128)));
+  const o = Tensor.empty(gpu, [H, nsl, sp, dn], 'f32', 'sdpa_mm.o');
   const rows = H * (sp + kvp + dn);
   const ex = Tensor.empty(gpu, [rows], 'i32', 'sdpa_mm.row_scales');
   const { flag, epoch } = sgmatCallFlag(gpu);
-  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch };
+  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch, nsl };
   const overrides = { KV_BF16: 1, MASK: MASK_CODE[a.mask.kind], ...a.store };
   QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, rows, 1) });
-  product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk }, 'sdpa_mm.qk_sgmat');
+  product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk, slices: 1 }, 'sdpa_mm.qk_sgmat');
   SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf, ex }, uniforms, overrides, workgroups: [S, H] });
-  product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp }, 'sdpa_mm.pv_sgmat');
+  product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp, slices: nsl }, 'sdpa_mm.pv_sgmat');
   FINISH_F16.dispatch(gpu, { bindings: { v: vd, flag, s, l, o, out, gate: a.gate, ex }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   for (const t of [qh, kh, vt, s, ph, l, o, ex]) t.dispose();

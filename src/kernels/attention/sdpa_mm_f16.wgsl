@@ -15,7 +15,8 @@
 //    to ph [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = round_f16(2^15 P_j) in column j, lo = f16(2^15 P_j -
 //    hi) in column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved
 //    outputs near zero by several bf16 ulps); L = sum P_j of the f32 weights.
-//  - finish_f16: out[s, h*D + d] = gated(r(2^-(15 + e_v) O / L)), 0 for a query that sees no key.
+//  - finish_f16: out[s, h*D + d] = gated(r(2^-(15 + e_v) O / L)), 0 for a query that sees no key; O is the sum of
+//    the P V product's K slices, in slice order (sdpa_mm.ts splits its long K to fill the GPU).
 // Numerics against sdpa_mm.wgsl's f32 path: the scores are f32 sums of exact products and the value sums f32 sums
 // of exact products of V with weights within ~2^-22 of the f32 ones (other summation orders): outputs round to the
 // same bf16 value or a neighbour (tests/kernels/sdpa_sgmat.check.ts). round_f16 (common/half.inc.wgsl) rounds with
@@ -23,7 +24,7 @@
 
 enable f16;
 
-struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u32, scale: f32, gate_stride: u32, hd: u32, sp: u32, dk: u32, dn: u32, epoch: u32 }
+struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u32, scale: f32, gate_stride: u32, hd: u32, sp: u32, dk: u32, dn: u32, epoch: u32, nsl: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;              // [H, S, D]
@@ -37,7 +38,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(9) var<storage, read_write> ph: array<f16>;       // [H, Sp, 2 kvp]: 2^15 P as hi | lo
 @group(0) @binding(10) var<storage, read_write> l: array<f32>;       // [H, Sp]
 @group(0) @binding(11) var<storage, read> mask: array<u32>;          // see MASK
-@group(0) @binding(12) var<storage, read> o: array<f32>;             // [H, Sp, Dn]: tensor-core P V
+@group(0) @binding(12) var<storage, read> o: array<f32>;             // [H, nsl, Sp, Dn]: tensor-core P V in nsl K slices
 @group(0) @binding(13) var<storage, read_write> out: array<f32>;     // [S, H * D]
 @group(0) @binding(14) var<storage, read> gate: array<f32>;          // [S, gate_stride] (GATE)
 @group(0) @binding(15) var<storage, read_write> ex: array<i32>;      // row scale exponents: qh's [H Sp], kh's [H kvp], vt's [H Dn]
@@ -191,7 +192,8 @@ fn finish_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   if (total > 0.0) {
     var acc = 0.0;
     if (exact()) {
-      acc = ldexp(o[(h * p.sp + r) * p.dn + d], -(15 + ex[p.heads * (p.sp + p.kvp) + h * p.dn + d]));
+      for (var z = 0u; z < p.nsl; z++) { acc += o[((h * p.nsl + z) * p.sp + r) * p.dn + d]; }
+      acc = ldexp(acc, -(15 + ex[p.heads * (p.sp + p.kvp) + h * p.dn + d]));
     } else {
       // The f32 weights (over S) against the cache's values, in key order.
       let row = (h * p.sp + r) * p.kvp;

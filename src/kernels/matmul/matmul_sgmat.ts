@@ -164,18 +164,19 @@ export function sgmatCallFlag(gpu: Gpu): { flag: Tensor; epoch: number } {
 }
 
 /**
- * c [B, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T per batch, f16 operands, f32 sums of exact products, on the
- * staged kernel (one K slice): Mp and Np multiples of 128, Kp of 64. The caller checks batchedSgmatUnavailable.
+ * c [B, S, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T per batch, in S = `slices` K slices (their sums are the
+ * caller's to add, in slice order), f16 operands, f32 sums of exact products, on the staged kernel: Mp and Np
+ * multiples of 128, Kp of 64. The caller checks batchedSgmatUnavailable.
  */
-export function batchedSgmat(a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number }, label: string): void {
-  const { batch, Mp, Np, Kp } = u;
-  if (Mp % PAD.M || Np % PAD.N || Kp % PAD.K || a.size !== batch * Mp * Kp || b.size !== batch * Np * Kp || c.size !== batch * Mp * Np) {
-    throw new InputError('matmul', `batched sgmat ${label}: a [${a.shape.join(', ')}], b [${b.shape.join(', ')}], c [${c.shape.join(', ')}] do not hold ${batch} products of [${Mp}, ${Kp}] @ [${Np}, ${Kp}]^T (Mp, Np multiples of ${PAD.M}, Kp of ${PAD.K})`);
+export function batchedSgmat(a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number; slices: number }, label: string): void {
+  const { batch, Mp, Np, Kp, slices } = u;
+  if (Mp % PAD.M || Np % PAD.N || Kp % PAD.K || !(Number.isInteger(slices) && slices >= 1) || a.size !== batch * Mp * Kp || b.size !== batch * Np * Kp || c.size !== batch * slices * Mp * Np) {
+    throw new InputError('matmul', `batched sgmat ${label}: a [${a.shape.join(', ')}], b [${b.shape.join(', ')}], c [${c.shape.join(', ')}] do not hold ${batch} products of [${Mp}, ${Kp}] @ [${Np}, ${Kp}]^T in ${slices} K slices (Mp, Np multiples of ${PAD.M}, Kp of ${PAD.K})`);
   }
   KERNELS.staged.dispatch(a.gpu, {
     bindings: { a, b, c }, label,
-    uniforms: { Kp, Np, Ks: Kp, slab: Mp * Np, nslice: 1, a_batch: (Mp * Kp) / 8, b_batch: (Np * Kp) / 8 },
-    workgroups: [Np / PAD.N, Mp / PAD.M, batch],
+    uniforms: { Kp, Np, Ks: PAD.K * Math.ceil(Kp / PAD.K / slices), slab: Mp * Np, nslice: slices, a_batch: (Mp * Kp) / 8, b_batch: (Np * Kp) / 8 },
+    workgroups: [Np / PAD.N, Mp / PAD.M, batch * slices],
   });
 }
 
