@@ -33,6 +33,7 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/gate.inc.wgsl"
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
+// #include "attention/row_tree.inc.wgsl"
 
 @compute @workgroup_size(WG)
 fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -50,18 +51,6 @@ fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
   }
   kc[i] = kx;
   vc[i] = vx;
-}
-
-// The max (or with `add` the sum) of red[0 .. WG), in every lane; red is free again after.
-fn tree(t: u32, add: bool) -> f32 {
-  workgroupBarrier();
-  for (var n = WG / 2u; n > 0u; n >>= 1u) {
-    if (t < n) { red[t] = select(max(red[t], red[t + n]), red[t] + red[t + n], add); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
 }
 
 @compute @workgroup_size(WG)

@@ -58,6 +58,7 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/gate.inc.wgsl"
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
+// #include "attention/row_tree.inc.wgsl"
 
 // Element c of operand row r (rows: qh's H Sp, then kh's H kvp, then vt's H Dn), 0 in the padding.
 fn operand(r: u32, c: u32) -> f32 {
@@ -122,18 +123,6 @@ fn qkv_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     }
   }
   if (!ok) { atomicStore(&flag[0], p.epoch); }
-}
-
-// The max (or with `add` the sum) of red[0 .. WG), in every lane; red is free again after.
-fn tree(t: u32, add: bool) -> f32 {
-  workgroupBarrier();
-  for (var n = WG / 2u; n > 0u; n >>= 1u) {
-    if (t < n) { red[t] = select(max(red[t], red[t + n]), red[t] + red[t + n], add); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
 }
 
 // Whether this call's operands all went through f16 exactly (read in uniform control flow: every thread the same).
