@@ -129,7 +129,7 @@ export function prefillMatmulPath(gpu: Gpu): string {
   const why = sgmatUnavailable(gpu);
   const staged = stagedUnavailable(gpu);
   return why === null
-    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles, prefill attention\'s products too' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
+    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
     : `tiled f32 (${why})`;
 }
 
