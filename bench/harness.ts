@@ -18,6 +18,7 @@ import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '..
 import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../tests/kernels/sdpa_sgmat.check.ts';
+import { attentionTensorCoresUnavailable } from '../src/kernels/attention/sdpa_mm.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
@@ -41,8 +42,11 @@ export interface BenchResult {
   model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
   kernels: KernelResults;
   caches: CacheResult[];
-  /** The path bf16 prefill matmuls take on this adapter (prefillMatmulPath). */
-  prefillMatmul: { path: string };
+  /**
+   * The path bf16 prefill matmuls take on this adapter (prefillMatmulPath), and whether prefill attention's products
+   * take the tensor cores (null) or why not.
+   */
+  prefillMatmul: { path: string; attentionNotOnTensorCores?: string | null };
   /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why it did not run. */
   parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
   /** The PyTorch anchors' JSON (bench/torch-anchors.py, run by bench/h200.sh in the same call), verbatim; null without --anchors. */
@@ -101,7 +105,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       timestamps: first.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
     settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
-    caches: [], prefillMatmul: { path: prefillMatmulPath(first) }, parity: null, anchors: hooks.anchors ?? null,
+    caches: [], prefillMatmul: { path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first) }, parity: null, anchors: hooks.anchors ?? null,
     errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };

@@ -164,7 +164,8 @@ function labelTable(p: ProfileFigure): string[] {
 
 /** Which path prefill matmuls took, and the tensor-core kernel's parity report where it ran. */
 function prefillNotes(r: BenchResult): string[] {
-  const L = [`Prefill matmuls (bf16): ${esc(r.prefillMatmul.path)}.`];
+  const why = r.prefillMatmul.attentionNotOnTensorCores;
+  const L = [`Prefill matmuls (bf16): ${esc(r.prefillMatmul.path)}.` + (why === undefined ? '' : ` Prefill attention's products (bf16): ${why === null ? 'tensor cores' : `f32 (${esc(why)})`}.`)];
   const p = r.parity?.sgmat;
   if (p && 'skipped' in p) L.push(`Subgroup-matrix parity checks: skipped, ${esc(p.skipped)}.`);
   else if (p) {

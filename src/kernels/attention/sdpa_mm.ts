@@ -60,7 +60,7 @@ export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
  * Whether this call's products run on the tensor cores: bf16 rounding of a packed bf16 cache, on a device that can,
  * with its padded scores [H, Sp, kvp] in one binding.
  */
-export function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
+function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
   const bytes = a.heads * pad(a.seq, 128) * pad(a.kvLen, 128) * 4;
   return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && attentionTensorCoresUnavailable(gpu) === null;
 }
