@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, FeatureError } from '../../src/tensor/errors.ts';
+import { DTypeError, FeatureError, InputError } from '../../src/tensor/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { batchedSgmat, prefillMatmulPath, sgmatKernel, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { SGMAT_KERNELS, setSgmatSchedule, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
@@ -75,6 +75,37 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     expect(() => setSgmatSchedule({ kernel: 'fast' as 'staged' })).toThrow(/^\[setSgmatSchedule\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
     const before = setSgmatSchedule({ pipe: true });
     expect(setSgmatSchedule(before)).toEqual({ ...before, pipe: true });
+  });
+
+  it('the kernel choice: auto takes the staged kernel only where it can run; a forced one that cannot says why', () => {
+    const staged = stagedUnavailable(gpu);
+    // 36 KiB of workgroup memory and the subgroup id: an adapter with less, or without subgroups, is named.
+    if (!gpu.subgroups) expect(staged).toBe("no 'subgroups' feature");
+    else if (gpu.device.limits.maxComputeWorkgroupStorageSize < 36864) expect(staged).toBe(`${gpu.device.limits.maxComputeWorkgroupStorageSize} bytes of workgroup memory, 36864 needed`);
+    const was = setSgmatSchedule({ kernel: 'auto' });
+    try {
+      expect(sgmatKernel(gpu)).toBe(staged === null ? 'staged' : 'direct');
+      setSgmatSchedule({ kernel: 'direct' });
+      expect(sgmatKernel(gpu)).toBe('direct');
+      setSgmatSchedule({ kernel: 'staged' });
+      if (staged === null) expect(sgmatKernel(gpu)).toBe('staged');
+      else expect(() => sgmatKernel(gpu)).toThrow(new RegExp(`^\\[matmul\\] tensor-core kernel 'staged' cannot run on this adapter: ${staged.replace(/[()']/g, '.')}$`));
+    } finally {
+      setSgmatSchedule(was);
+    }
+  });
+
+  it('batched products name the operands whose shapes do not make the products asked for', () => {
+    const a = Tensor.empty(gpu, [2, 128, 64], 'f16', 'a'), b = Tensor.empty(gpu, [2, 128, 64], 'f16', 'b'), c = Tensor.empty(gpu, [2, 128, 128], 'f32', 'c');
+    try {
+      // Mp not a multiple of 128; c too small for 2 slices; a fractional slice count.
+      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 64, Np: 128, Kp: 64, slices: 1 }, 'qk')).toThrow(InputError);
+      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 2 }, 'qk')).toThrow(
+        /^\[matmul\] batched sgmat qk: a \[2, 128, 64\], b \[2, 128, 64\], c \[2, 128, 128\] do not hold 2 products of \[128, 64\] @ \[128, 64\]\^T in 2 K slices/);
+      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 1.5 }, 'qk')).toThrow(InputError);
+    } finally {
+      for (const t of [a, b, c]) t.dispose();
+    }
   });
 
   it('matches float64, MLX and its own numerics rule on odd shapes, chunks, fusions and out-of-range values', async (ctx) => {
