@@ -33,7 +33,7 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/gate.inc.wgsl"
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
-// #include "attention/row_tree.inc.wgsl"
+// #include "attention/softmax_row.inc.wgsl"
 
 @compute @workgroup_size(WG)
 fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -57,24 +57,12 @@ fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
 fn softmax_rows(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
   let i = wid.x;   // query
   let h = wid.y;
-  let row = (h * p.seq + i) * p.kvp;
-  var mx = NEG;
-  for (var j = t; j < p.kv_len; j += WG) {
-    if (visible(i, j)) { mx = max(mx, p.scale * s[row + j]); }
-  }
-  red[t] = mx;
-  let big = tree(t, false);
-  var sum = 0.0;
-  for (var j = t; j < p.kvp; j += WG) {
-    var e = 0.0;
-    if (j < p.kv_len && visible(i, j)) { e = exp(p.scale * s[row + j] - big); }
-    s[row + j] = e;
-    sum += e;
-  }
-  red[t] = sum;
-  let total = tree(t, true);
+  let total = softmax_row(t, i, (h * p.seq + i) * p.kvp);
   if (t == 0u) { l[h * p.seq + i] = total; }
 }
+
+// softmax_row's hook: the weights stay in s only.
+fn weight_out(row: u32, j: u32, e: f32) {}
 
 @compute @workgroup_size(WG)
 fn finish(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

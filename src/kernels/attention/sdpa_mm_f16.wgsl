@@ -58,7 +58,7 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/gate.inc.wgsl"
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
-// #include "attention/row_tree.inc.wgsl"
+// #include "attention/softmax_row.inc.wgsl"
 
 // Element c of operand row r (rows: qh's H Sp, then kh's H kvp, then vt's H Dn), 0 in the padding.
 fn operand(r: u32, c: u32) -> f32 {
@@ -135,36 +135,29 @@ fn softmax_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   let i = wid.x;   // query
   let h = wid.y;
   let row = (h * p.sp + i) * p.kvp;
-  let fast = exact();
-  var mx = NEG;
   let eq = ex[h * p.sp + i];
+  let fast = exact();
+  // The scores as f32 values: the tensor cores' unscaled, or computed from q and the cache (sdpa_mm.wgsl's
+  // operands). Each thread writes the keys softmax_row then reads in it: no barrier between.
   for (var j = t; j < p.kv_len; j += WG) {
     if (fast) {
       s[row + j] = ldexp(s[row + j], -(eq + ex[p.heads * p.sp + h * p.kvp + j]));
     } else {
-      // The f32 score from q and the cache (sdpa_mm.wgsl's operands).
       var acc = 0.0;
       for (var d = 0u; d < p.hd; d++) { acc += q[(h * p.seq + i) * p.hd + d] * k_at((h * p.cap + j) * p.hd + d); }
       s[row + j] = acc;
     }
-    if (visible(i, j)) { mx = max(mx, p.scale * s[row + j]); }
   }
-  red[t] = mx;
-  let big = tree(t, false);
-  var sum = 0.0;
-  for (var j = t; j < p.kvp; j += WG) {
-    var e = 0.0;
-    if (j < p.kv_len && visible(i, j)) { e = exp(p.scale * s[row + j] - big); }
-    s[row + j] = e;
-    let x = e * P_SCALE;
-    let hi = round_f16(x);
-    ph[2u * row + j] = f16(hi);
-    ph[2u * row + p.kvp + j] = f16(x - hi);
-    sum += e;
-  }
-  red[t] = sum;
-  let total = tree(t, true);
+  let total = softmax_row(t, i, row);
   if (t == 0u) { l[h * p.sp + i] = total; }
+}
+
+// softmax_row's hook: 2^15 P_j as two f16 halves into ph (see the header).
+fn weight_out(row: u32, j: u32, e: f32) {
+  let x = e * P_SCALE;
+  let hi = round_f16(x);
+  ph[2u * row + j] = f16(hi);
+  ph[2u * row + p.kvp + j] = f16(x - hi);
 }
 
 @compute @workgroup_size(WG)
