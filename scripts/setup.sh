@@ -50,4 +50,6 @@ if command -v apt-get >/dev/null; then
 else
   echo "setup: no apt-get; install a Vulkan driver (Mesa's lavapipe without a GPU) and Chromium yourself" >&2
 fi
-npm ci --no-audit --no-fund
+# npm ci starts from an empty node_modules, so a second try is clean: an install script racing its own freshly
+# written binary (esbuild's version check has failed with ETXTBSY, 1 run in 4 here) is not a reason to fail setup.
+npm ci --no-audit --no-fund || { echo "setup: npm ci failed; trying once more" >&2; npm ci --no-audit --no-fund; }
