@@ -23,11 +23,14 @@ export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, typ
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
  * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another speed);
- * whether full-precision decode attention merges its chunks inside its split dispatch ('fold', the default) or in
- * one of its own (quantized caches always merge in their values pass's last chunk).
+ * whether bf16 prefill attention's products take the tensor cores (the default where they pass their self-check) or
+ * stay in f32 (within a bf16 ulp of each other); whether full-precision decode attention merges its chunks inside
+ * its split dispatch ('fold', the default) or in one of its own (quantized caches always merge in their values
+ * pass's last chunk).
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
 export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
+export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './tensor/errors.ts';

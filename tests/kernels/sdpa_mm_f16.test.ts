@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { checkSdpaF16 } from './sdpa_sgmat.check.ts';
-import type { F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
+import { attentionTensorCoresUnavailable, setAttentionTensorCores, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
+import { batchedSgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 
 const PRODUCT = `enable f16;
@@ -41,6 +42,14 @@ function plainProduct(gpu: Gpu): F16Product {
 
 describe('prefill attention on f16 products (the tensor-core path, products emulated)', async () => {
   const gpu = await getGpu();
+  it('says why attention stays off the tensor cores, and the switch gives back its previous setting', () => {
+    const why = attentionTensorCoresUnavailable(gpu);
+    if (gpu.cpu) expect(why).toBe('a CPU driver');
+    else if (batchedSgmatUnavailable(gpu) !== null) expect(why).toBe(batchedSgmatUnavailable(gpu));
+    expect(setAttentionTensorCores(false)).toBe(true);
+    expect(setAttentionTensorCores(true)).toBe(false);
+  });
+
   it('matches the f32 path within one bf16 ulp on odd shapes, masks and gates; out-of-range values take the f32 fallbacks', async (ctx) => {
     if (!gpu.f16) {
       console.log('sdpa_mm_f16: skipped, no shader-f16 on this adapter');
