@@ -3,10 +3,9 @@
 // passes here that mirror sdpa_mm.wgsl's:
 //  - qkv_f16: a workgroup per row of the three f16 operands, each zero-padded: q [H, S, D] as qh [H, Sp, Dk], the
 //    cache's K (first kv_len positions) as kh [H, kvp, Dk], and V transposed, twice side by side, as vt [H, Dn,
-//    2 kvp] (Sp, kvp, Dn multiples of 128, Dk of 64). As matmul/sgmat_prep.wgsl's to_f16 does, each row is scaled
-//    by 2^e (e = 14 - floor(log2 of the row's largest magnitude), kept in ex) into f16's range, where a bf16 value
-//    is exact unless it is 2^32 times smaller than the row's largest (then rounded: far below an output's half
-//    ulp). A value the scaled f16 cannot hold at a normal magnitude (not a bf16 value) or one that is not finite
+//    2 kvp] (Sp, kvp, Dn multiples of 128, Dk of 64). Each row is scaled by 2^e (kept in ex) into f16's range as
+//    matmul/sgmat_prep.wgsl's to_f16 scales its rows (common/f16_scale.inc.wgsl), where a bf16 value is exact
+//    unless it is 2^32 times smaller than the row's largest (then rounded: far below an output's half ulp). A value the scaled f16 cannot hold at a normal magnitude (not a bf16 value) or one that is not finite
 //    sets flag[0] to the call's epoch (the per-device flag the tensor-core matmul uses), and the passes below then
 //    compute the call in f32 from q and the cache instead, as sdpa_mm.wgsl does. (Unscaled, every row holding a
 //    value under 2^-17, most rows of a real model, fell back.)
@@ -51,7 +50,6 @@ override GATE: bool = false;
 const WG: u32 = 256u;
 const NEG: f32 = -1.0e30;          // "no score": WGSL does not promise infinities
 const P_SCALE: f32 = 32768.0;      // 2^15
-const EXP: u32 = 0x7f800000u;
 
 var<workgroup> red: array<f32, WG>;
 
@@ -59,6 +57,7 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
 // #include "attention/softmax_row.inc.wgsl"
+// #include "common/f16_scale.inc.wgsl"
 
 // Element c of operand row r (rows: qh's H Sp, then kh's H kvp, then vt's H Dn), 0 in the padding.
 fn operand(r: u32, c: u32) -> f32 {
@@ -83,15 +82,6 @@ fn operand(r: u32, c: u32) -> f32 {
   return 0.0;
 }
 
-// x * 2^e as an f16 value, and whether the f16 path can take it (finite; exact at f16's normal magnitudes).
-fn scaled(x: f32, e: i32, ok: ptr<function, bool>) -> f16 {
-  if ((bitcast<u32>(x) & EXP) == EXP) { *ok = false; return 0.0h; }
-  let v = ldexp(x, e);
-  let mag = bitcast<u32>(v) & 0x7fffffffu;
-  if (mag >= 0x38800000u && (mag & 0x1fffu) != 0u) { *ok = false; }
-  return f16(round_f16(v));
-}
-
 @compute @workgroup_size(WG)
 fn qkv_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
   let r = wid.x + wid.y * nwg.x;
@@ -100,18 +90,13 @@ fn qkv_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   if (r >= nq + nk + p.heads * p.dn) { return; }   // the same for the whole workgroup (a folded grid's spares)
   let len = select(p.dk, p.kvp, r >= nq + nk);
   var mx = 0.0;
-  for (var c = t; c < len; c += WG) {
-    let b = bitcast<u32>(operand(r, c)) & 0x7fffffffu;
-    if (b < EXP) { mx = max(mx, bitcast<f32>(b)); }
-  }
+  for (var c = t; c < len; c += WG) { mx = finite_max(mx, bitcast<u32>(operand(r, c))); }
   red[t] = mx;
-  let top = tree(t, false);
-  var e = 0;
-  if (top > 0.0) { e = clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127); }
+  let e = row_exponent(tree(t, false));
   if (t == 0u) { ex[r] = e; }
   var ok = true;
   for (var c = t; c < len; c += WG) {
-    let x = scaled(operand(r, c), e, &ok);
+    let x = f16(scaled(bitcast<u32>(operand(r, c)), e, &ok));
     if (r < nq) {
       qh[r * p.dk + c] = x;
     } else if (r < nq + nk) {

@@ -43,12 +43,12 @@ override ACC: bool = false;
 override SWIGLU: bool = false;
 
 const WG: u32 = 256u;
-const EXP: u32 = 0x7f800000u;
 
 var<workgroup> red: array<f32, WG>;
 
 // #include "common/round.inc.wgsl"
 // #include "common/silu_mul.inc.wgsl"
+// #include "common/f16_scale.inc.wgsl"
 
 // sgmat_out's fallback reads bf16 weights (the only ones this path takes).
 const WDT: u32 = 1u;
@@ -65,35 +65,20 @@ fn src_bits(r: u32, k: u32) -> u32 {
   return src[e];
 }
 
-// v * 2^e as an f16 value held in f32, and whether the f16 path can take it (finite, exact at normal magnitudes).
-fn scaled(bits: u32, e: i32, ok: ptr<function, bool>) -> f32 {
-  if ((bits & EXP) == EXP) { *ok = false; return 0.0; }
-  let v = ldexp(bitcast<f32>(bits), e);
-  let mag = bitcast<u32>(v) & 0x7fffffffu;
-  if (mag >= 0x38800000u && (mag & 0x1fffu) != 0u) { *ok = false; }   // normal f16: 10 fraction bits
-  return round_f16(v);
-}
-
 @compute @workgroup_size(WG)
 fn to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
   let r = wid.x + wid.y * nwg.x;
   if (r >= p.rows_pad) { return; }   // the same for the whole workgroup (a folded grid's spare workgroups)
   // Largest magnitude of the row; non-finite values are left out here and flagged below.
   var mx = 0.0;
-  for (var k = t; k < p.K; k += WG) {
-    let b = src_bits(r, k) & 0x7fffffffu;
-    if (b < EXP) { mx = max(mx, bitcast<f32>(b)); }
-  }
+  for (var k = t; k < p.K; k += WG) { mx = finite_max(mx, src_bits(r, k)); }
   red[t] = mx;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (t < s) { red[t] = max(red[t], red[t + s]); }
     workgroupBarrier();
   }
-  let top = red[0];
-  // 14 - floor(log2 top), from its exponent bits (a subnormal top is scaled as far as f32 goes).
-  var e = 0;
-  if (top > 0.0) { e = clamp(141 - i32(bitcast<u32>(top) >> 23u), -126, 127); }
+  let e = row_exponent(red[0]);
   if (t == 0u) { scale[r] = e; }
   var ok = true;
   for (var j = t; j < p.Kp / 2u; j += WG) {
