@@ -188,6 +188,11 @@ function reflectable(src: string): string {
   return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
 }
 
+/** `n` rounded up to a multiple of `to`, at least one `to` (the padded size of a dimension tiled by `to`). */
+export function padTo(n: number, to: number): number {
+  return Math.max(to, Math.ceil(n / to) * to);
+}
+
 /** Workgroup grid covering `n` threads of `wg` each, folded into 2-D past the per-dimension limit. */
 export function grid(gpu: Gpu, n: number, wg: number): [number, number] {
   const groups = Math.ceil(n / wg);

@@ -5,12 +5,13 @@
 // In bf16 mode on a device with tensor cores (subgroup matrices and the staged kernel) the two products run there
 // instead (sdpa_mm_f16.wgsl gives the numerics); setAttentionTensorCores(false) keeps the f32 products (reference,
 // benchmarks).
-import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Kernel, grid, padTo } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
 import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
+import { SGMAT_KERNELS } from '../matmul/sgmat_schedule.ts';
 import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
 import type { AttnMask } from './types.ts';
 
@@ -33,11 +34,9 @@ export interface SdpaMmArgs {
 
 /** Whether the score matrix of this call fits the path's budget and one binding. */
 export function sdpaMmFits(gpu: { maxBinding: number }, heads: number, seq: number, kvLen: number): boolean {
-  const bytes = heads * seq * Math.max(PAD, Math.ceil(kvLen / PAD) * PAD) * 4;
+  const bytes = heads * seq * padTo(kvLen, PAD) * 4;
   return bytes <= Math.min(MAX_SCORE_BYTES, gpu.maxBinding);
 }
-
-const pad = (n: number, to: number) => Math.max(to, Math.ceil(n / to) * to);
 
 let tensorCores = true;
 
@@ -61,7 +60,7 @@ export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
  * with its padded scores [H, Sp, kvp] in one binding.
  */
 function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
-  const bytes = a.heads * pad(a.seq, 128) * pad(a.kvLen, 128) * 4;
+  const bytes = a.heads * padTo(a.seq, SGMAT_KERNELS.staged.M) * padTo(a.kvLen, SGMAT_KERNELS.staged.N) * 4;
   return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && attentionTensorCoresUnavailable(gpu) === null;
 }
 
@@ -105,7 +104,7 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
   if (attentionOnTensorCores(q.gpu, a)) return sdpaMmF16(q, kd, vd, out, a);
   const gpu = q.gpu;
   const { heads: H, seq: S, dim: D, kvLen } = a;
-  const kvp = Math.max(PAD, Math.ceil(kvLen / PAD) * PAD);
+  const kvp = padTo(kvLen, PAD);
   const kc = Tensor.empty(gpu, [H, kvp, D], 'f32', 'sdpa_mm.k');
   const vc = Tensor.empty(gpu, [H, kvp, D], 'f32', 'sdpa_mm.v');
   const s = Tensor.empty(gpu, [H, S, kvp], 'f32', 'sdpa_mm.s');
@@ -121,9 +120,8 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
   for (const t of [kc, vc, s, l]) t.dispose();
 }
 
-
-/** c [B, Mp, Np] = a [B, Mp, Kp] @ b [B, Np, Kp]^T of f16 operands in f32 (batchedSgmat's contract). */
-export type F16Product = (a: Tensor, b: Tensor, c: Tensor, u: { batch: number; Mp: number; Np: number; Kp: number; slices: number }, label: string) => void;
+/** Batched f16 products in K slices, as batchedSgmat computes them (tests stand in for it without tensor cores). */
+export type F16Product = typeof batchedSgmat;
 
 /**
  * sdpaMm's products on the tensor cores (sdpa_mm_f16.wgsl): the same five dispatches, f16 operands. `product`
@@ -132,7 +130,9 @@ export type F16Product = (a: Tensor, b: Tensor, c: Tensor, u: { batch: number; M
 export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs, product: F16Product = batchedSgmat): void {
   const gpu = q.gpu;
   const { heads: H, seq: S, dim: D, kvLen } = a;
-  const sp = pad(S, 128), kvp = pad(kvLen, 128), dk = pad(D, 64), dn = pad(D, 128);
+  // Padded to the staged kernel's tiles: queries (M), keys and head dims (N), head dims as K (its block).
+  const T = SGMAT_KERNELS.staged;
+  const sp = padTo(S, T.M), kvp = padTo(kvLen, T.N), dk = padTo(D, T.kStep), dn = padTo(D, T.N);
   const qh = Tensor.empty(gpu, [H, sp, dk], 'f16', 'sdpa_mm.q16');
   const kh = Tensor.empty(gpu, [H, kvp, dk], 'f16', 'sdpa_mm.k16');
   const vt = Tensor.empty(gpu, [H, dn, 2 * kvp], 'f16', 'sdpa_mm.vt16');
@@ -141,7 +141,7 @@ export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: Sdp
   const l = Tensor.empty(gpu, [H, sp], 'f32', 'sdpa_mm.l');
   // P V has few output tiles (a head's are Sp / 128 x Dn / 128) and a long K (2 kvp): split K so that its
   // workgroups fill the GPU (~264 staged workgroups on an H200), at least 2 blocks of 64 a slice.
-  const nsl = Math.max(1, Math.min(8, Math.ceil(264 / (H * (sp / 128) * (dn / 128))), Math.floor((2 * kvp) / 128)));
+  const nsl = Math.max(1, Math.min(8, Math.ceil(264 / (H * (sp / T.M) * (dn / T.N))), Math.floor((2 * kvp) / (2 * T.kStep))));
   const o = Tensor.empty(gpu, [H, nsl, sp, dn], 'f32', 'sdpa_mm.o');
   const rows = H * (sp + kvp + dn);
   const ex = Tensor.empty(gpu, [rows], 'i32', 'sdpa_mm.row_scales');

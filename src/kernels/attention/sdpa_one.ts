@@ -2,7 +2,7 @@
 // split and merge, the merge folded into the split by default (one dispatch) or as a dispatch of its own (the
 // reference form); appendAttendOne also appends the new key and value first (sdpa_one_append.wgsl). sdpa() picks
 // this path as 'one' and validates its inputs.
-import { Kernel } from '../../tensor/kernel.ts';
+import { Kernel, padTo } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../tensor/errors.ts';
 import { roundCode } from '../common/codes.ts';
@@ -86,7 +86,7 @@ export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: T
   const gpu = kd.gpu;
   const [heads, cap, dim] = kd.shape;
   const nChunks = Math.ceil(cap / ONE_CHUNK);
-  const slots = Math.ceil(nChunks / SLOT_ALIGN) * SLOT_ALIGN;
+  const slots = padTo(nChunks, SLOT_ALIGN);
   const partO = Tensor.empty(gpu, [heads, slots, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'sdpa.part_ml');
   const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, slots, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };

@@ -7,7 +7,7 @@
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
-import { Kernel, grid } from '../../tensor/kernel.ts';
+import { Kernel, grid, padTo } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
@@ -21,8 +21,8 @@ const KERNELS: Record<SgmatKernel, Kernel> = {
   staged: new Kernel('matmul/matmul_sgmat_staged.wgsl', 'matmul_sgmat_staged'),
   direct: new Kernel('matmul/matmul_sgmat.wgsl', 'matmul_sgmat'),
 };
-/** Rows and columns are padded to the larger kernel's tile, K to its block: either kernel takes any operand. */
-const PAD = { M: 128, N: 128, K: 64 };
+/** Rows and columns are padded to the staged kernel's tile, K to its block (the direct kernel's divide them): either kernel takes any operand. */
+const PAD = { M: SGMAT_KERNELS.staged.M, N: SGMAT_KERNELS.staged.N, K: SGMAT_KERNELS.staged.kStep };
 /** The staged kernel's workgroup memory (two 128 x 72 f16 tiles). */
 const STAGED_SHARED = 2 * 128 * 72 * 2;
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
@@ -195,8 +195,6 @@ export function sgmatStats(gpu: Gpu): Tensor {
   return sgmatState(gpu).stats;
 }
 
-const pad = (n: number, to: number) => Math.ceil(n / to) * to;
-
 /** A weight's rows as to_f16 writes them (f16 [Np, Kp], exponents [Np]) and its flag (1: the f16 path cannot take it). */
 interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
 
@@ -223,7 +221,7 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
   if (cached) return cached;
   const gpu = w.gpu;
   const [N, K] = w.shape;
-  const Np = pad(N, PAD.N);
+  const Np = padTo(N, PAD.N);
   const h: HalfWeight = {
     wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${w.label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${w.label}.f16_scales`),
     bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${w.label}.f16_flag`),
@@ -246,11 +244,11 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
-  const Kp = pad(K, PAD.K), Mp = pad(M, PAD.M);
+  const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M);
   const kernel = sgmatKernel(gpu), tiling = SGMAT_KERNELS[kernel];
   // Each chunk's padded rows and K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs [S, Mp, Np].
   const plans = chunks.map((w) => {
-    const Np = pad(w.shape[0], PAD.N);
+    const Np = padTo(w.shape[0], PAD.N);
     return { Np, ...splitFor(gpu, Mp, Np, Kp, tiling) };
   });
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
