@@ -68,7 +68,7 @@ const SPLIT_MIN_COLUMNS = 128;
 export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling): { S: number; Ks: number } {
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
   const want = current.splitK;
-  let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? 4) : want;
+  let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? tiling.maxSplit) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
   while (S > 1 && S * Mp * Np * 4 > gpu.device.limits.maxStorageBufferBindingSize) S /= 2;
   const Ks = tiling.kStep * Math.ceil(steps / S);
