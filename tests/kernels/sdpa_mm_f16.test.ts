@@ -9,6 +9,11 @@ import { checkSdpaF16 } from './sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable, setAttentionTensorCores, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
 import { batchedSgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
+import { placeholder } from '../../src/kernels/common/placeholder.ts';
+import { sdpaMmF16 } from '../../src/kernels/attention/sdpa_mm.ts';
+import { randn } from '../helpers/seeded.ts';
 
 const PRODUCT = `enable f16;
 struct P { mp: u32, np: u32, kp: u32, ks: u32, nsl: u32 }
@@ -58,5 +63,57 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
     const r = await checkSdpaF16(gpu, plainProduct(gpu));
     expect(r.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`)).toEqual([]);
     expect(r.cases.length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('qkv_f16 writes q, K and V^T (twice) as f16 rows scaled by a power of two, zero padding over dirty buffers', async (ctx) => {
+    if (!gpu.f16) ctx.skip();
+    // D 96 pads to 128 (Dk and Dn), 50 keys to 128, 37 queries to 128; rows span 2^-60 .. 2^60, one is all zeros.
+    const H = 3, S = 37, D = 96, cap = 70, kvLen = 50, Dk = 128, Dn = 128, Sp = 128, kvp = 128;
+    const rowScaled = (seed: number, rows: number, len: number) => {
+      const x = randn(seed, rows * len, 4);
+      for (let r = 0; r < rows; r++) for (let c = 0; c < len; c++) x[r * len + c] = roundBf16(x[r * len + c] * 2 ** (((r * 37) % 121) - 60));
+      return x;
+    };
+    const q = rowScaled(1, H * S, D), k = rowScaled(2, H * cap, D), v = randn(3, H * cap * D, 3).map(roundBf16);
+    q.fill(0, 5 * D, 6 * D);
+    for (let j = 0; j < cap; j++) v[(1 * cap + j) * D + 7] *= 2 ** 40;   // head 1, dim 7: a column far above the rest
+    // Garbage in the pool at every size the call allocates, so unwritten padding would show.
+    for (const bytes of [H * Sp * Dk * 2, H * Dn * 2 * kvp * 2]) {
+      for (let i = 0; i < 3; i++) Tensor.from(gpu, new Uint32Array(bytes / 4).fill(0x3c003c00), [bytes / 4], 'u32', 'dirty').dispose();
+    }
+    const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q'), kd = Tensor.from(gpu, k, [H, cap, D], 'bf16', 'k'), vd = Tensor.from(gpu, v, [H, cap, D], 'bf16', 'v');
+    const out = Tensor.empty(gpu, [S, H * D], 'f32', 'out');
+    const seen: Tensor[] = [];
+    const plain = plainProduct(gpu);
+    const product: F16Product = (a, b, c, u, label) => {
+      for (const t of seen.length ? [b] : [a, b]) {
+        const copy = Tensor.empty(gpu, [t.size], 'f16', `copy of ${t.label}`);
+        gpu.copy(t.binding('copy'), copy.binding('copy'));
+        seen.push(copy);
+      }
+      plain(a, b, c, u, label);
+    };
+    sdpaMmF16(qt, kd, vd, out, {
+      heads: H, seq: S, dim: D, kvLen, offset: 13, scale: 0.1, kvBf16: true, mask: { kind: 'causal' }, maskBuf: placeholder(gpu, 'no_mask', 'u32'),
+      gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: 1, GATE: 0 },
+    }, product);
+    const [qh, kh, vt] = await Promise.all(seen.map((t) => t.read() as Promise<Float32Array>));
+    // The scale to_f16 takes: the row's largest magnitude into [2^14, 2^15).
+    const scaledRow = (row: number[]) => {
+      const top = Math.max(...row.map(Math.abs));
+      const e = top > 0 ? 14 - Math.floor(Math.log2(top)) : 0;
+      return row.map((x) => x * 2 ** e);
+    };
+    const mismatch = (name: string, got: Float32Array, rows: number, len: number, at: (r: number, c: number) => number) => {
+      for (let r = 0; r < rows; r++) {
+        const want = scaledRow(Array.from({ length: len }, (_, c) => at(r, c)));
+        for (let c = 0; c < len; c++) if (got[r * len + c] !== want[c]) return `${name} row ${r} column ${c}: ${got[r * len + c]}, want ${want[c]}`;
+      }
+      return null;
+    };
+    expect(mismatch('qh', qh, H * Sp, Dk, (r, c) => (r % Sp < S && c < D ? q[(Math.floor(r / Sp) * S + (r % Sp)) * D + c] : 0))).toBeNull();
+    expect(mismatch('kh', kh, H * kvp, Dk, (r, c) => (r % kvp < kvLen && c < D ? k[(Math.floor(r / kvp) * cap + (r % kvp)) * D + c] : 0))).toBeNull();
+    expect(mismatch('vt', vt, H * Dn, 2 * kvp, (r, c) => (c % kvp < kvLen && r % Dn < D ? v[(Math.floor(r / Dn) * cap + (c % kvp)) * D + (r % Dn)] : 0))).toBeNull();
+    for (const t of [qt, kd, vd, out, ...seen]) t.dispose();
   });
 });

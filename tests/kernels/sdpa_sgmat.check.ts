@@ -43,6 +43,7 @@ export async function checkSdpaF16(gpu: Gpu, product: F16Product = batchedSgmat)
     { name: 'prompt block, gated, D 64', heads: 3, seq: 37, dim: 64, cap: 64, kvLen: 37, offset: 0, mask: { kind: 'prefix', tokenTypes: prefix(37, 30) }, gate: true },
     { name: '130 queries after 20, causal, D 128', heads: 2, seq: 130, dim: 128, cap: 200, kvLen: 150, offset: 20, mask: { kind: 'causal' }, gate: false },
     { name: 'D 96 (padded to 128), causal, gated', heads: 2, seq: 5, dim: 96, cap: 40, kvLen: 30, offset: 25, mask: { kind: 'causal' }, gate: true },
+    { name: 'D 256 (eight elements a thread in qkv_f16), causal', heads: 2, seq: 20, dim: 256, cap: 24, kvLen: 24, offset: 4, mask: { kind: 'causal' }, gate: true },
     { name: 'explicit mask, D 128', heads: 1, seq: 9, dim: 128, cap: 20, kvLen: 20, offset: 11, mask: { kind: 'explicit', mask: explicit(9, 20) }, gate: false },
     { name: 'a key of 1e5 (over f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33, kvLen: 33, offset: 0, mask: { kind: 'causal' }, gate: true, spoil: (_q, k) => { k[64 * 5 + 3] = roundBf16(1e5); } },
     { name: 'a value of 2^-30 beside values near 1 (under f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33, kvLen: 33, offset: 0, mask: { kind: 'causal' }, gate: false, spoil: (_q, _k, v) => { v[64 * 40 + 1] = 2 ** -30; } },

@@ -1,4 +1,5 @@
-// A long batch is submitted in parts while it is recorded (Gpu.dispatch, every 256 dispatches), so the GPU starts
+// A long batch is submitted in parts while it is recorded (Gpu.dispatch: after 32 dispatches, then parts twice
+// the last up to 256, starting over with each batch), so the GPU starts
 // on a prefill's first layers while JavaScript records the rest: results stay in order, and an error in a part
 // submitted early is still reported, at the next read.
 import { describe, expect, it } from 'vitest';
@@ -10,23 +11,27 @@ import { add } from '../../src/kernels/ops/ops.ts';
 describe('early submits of long batches', async () => {
   const gpu = await getGpu();
 
-  it('600 dependent adds give 600, in three submits', async () => {
+  it('600 dependent adds give 600 in parts of 32, 64, 128, 256 and the rest; the next batch starts at 32 again', async () => {
     const submit = gpu.device.queue.submit.bind(gpu.device.queue);
     let submits = 0;
     gpu.device.queue.submit = (b: Iterable<GPUCommandBuffer>) => { submits++; submit(b); };
     try {
       await gpu.sync();
-      submits = 0;
       const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
-      let x = Tensor.from(gpu, new Float32Array([0]), [1], 'f32', 'x');
-      for (let i = 0; i < 600; i++) {
-        const y = add(x, one);
+      for (const [n, parts] of [[600, 5], [100, 3]]) {
+        await gpu.sync();
+        submits = 0;
+        let x = Tensor.from(gpu, new Float32Array([0]), [1], 'f32', 'x');
+        for (let i = 0; i < n; i++) {
+          const y = add(x, one);
+          x.dispose();
+          x = y;
+        }
+        expect((await x.read())[0]).toBe(n);
+        expect(submits).toBe(parts);   // 600: 32 + 64 + 128 + 256, then the rest with the read; 100: 32 + 64, the rest
         x.dispose();
-        x = y;
       }
-      expect((await x.read())[0]).toBe(600);
-      expect(submits).toBe(3);   // parts of 256, 256, then the rest with the read
-      for (const t of [one, x]) t.dispose();
+      one.dispose();
     } finally {
       gpu.device.queue.submit = submit;
     }

@@ -26,6 +26,8 @@ const FINISH_F16 = new Kernel('attention/sdpa_mm_f16.wgsl', 'finish_f16');
 const MAX_SCORE_BYTES = 256 * 2 ** 20;
 /** Keys are padded to this multiple (the matmul tiles'). */
 const PAD = 64;
+/** qkv_f16's workgroups (sdpa_mm_f16.wgsl): RPW rows of q and K, or VD dims of V; a row of at most MAX_DK (LANES * EPT). */
+const QKV = { RPW: 8, VD: 8, MAX_DK: 256 };
 
 export interface SdpaMmArgs {
   heads: number; seq: number; dim: number; kvLen: number; offset: number; scale: number;
@@ -57,11 +59,12 @@ export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
 
 /**
  * Whether this call's products run on the tensor cores: bf16 rounding of a packed bf16 cache, on a device that can,
- * with its padded scores [H, Sp, kvp] in one binding.
+ * with its padded scores [H, Sp, kvp] in one binding and head dims qkv_f16 takes.
  */
-function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
+function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'dim' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
   const bytes = a.heads * padTo(a.seq, SGMAT_KERNELS.staged.M) * padTo(a.kvLen, SGMAT_KERNELS.staged.N) * 4;
-  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && attentionTensorCoresUnavailable(gpu) === null;
+  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && padTo(a.dim, SGMAT_KERNELS.staged.kStep) <= QKV.MAX_DK
+    && attentionTensorCoresUnavailable(gpu) === null;
 }
 
 /**
@@ -143,12 +146,12 @@ export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: Sdp
   // workgroups fill the GPU (~264 staged workgroups on an H200), at least 2 blocks of 64 a slice.
   const nsl = Math.max(1, Math.min(8, Math.ceil(264 / (H * (sp / T.M) * (dn / T.N))), Math.floor((2 * kvp) / (2 * T.kStep))));
   const o = Tensor.empty(gpu, [H, nsl, sp, dn], 'f32', 'sdpa_mm.o');
-  const rows = H * (sp + kvp + dn);
-  const ex = Tensor.empty(gpu, [rows], 'i32', 'sdpa_mm.row_scales');
+  const ex = Tensor.empty(gpu, [H * (sp + kvp + dn)], 'i32', 'sdpa_mm.row_scales');
+  const qkvGroups = Math.ceil((H * (sp + kvp)) / QKV.RPW) + (H * dn) / QKV.VD;
   const { flag, epoch } = sgmatCallFlag(gpu);
   const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch, nsl };
   const overrides = { KV_BF16: 1, MASK: MASK_CODE[a.mask.kind], ...a.store };
-  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, rows, 1) });
+  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, qkvGroups, 1) });
   product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk, slices: 1 }, 'sdpa_mm.qk_sgmat');
   SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf, ex }, uniforms, overrides, workgroups: [S, H] });
   product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp, slices: nsl }, 'sdpa_mm.pv_sgmat');

@@ -1,14 +1,18 @@
 // Prefill attention's two batched products on tensor cores (sdpa_mm.ts, bf16 mode): S = q K^T and O = P V run on
 // the staged subgroup-matrix kernel (matmul/matmul_sgmat_staged.wgsl, a head per workgroups.z), around three
 // passes here that mirror sdpa_mm.wgsl's:
-//  - qkv_f16: a workgroup per row of the three f16 operands, each zero-padded: q [H, S, D] as qh [H, Sp, Dk], the
-//    cache's K (first kv_len positions) as kh [H, kvp, Dk], and V transposed, twice side by side, as vt [H, Dn,
-//    2 kvp] (Sp, kvp, Dn multiples of 128, Dk of 64). Each row is scaled by 2^e (kept in ex) into f16's range as
+//  - qkv_f16: the three f16 operands, each zero-padded: q [H, S, D] as qh [H, Sp, Dk], the cache's K (first kv_len
+//    positions) as kh [H, kvp, Dk], and V transposed, twice side by side, as vt [H, Dn, 2 kvp] (Sp, kvp, Dn
+//    multiples of 128, Dk of 64, at most LANES * EPT). Each row is scaled by 2^e (kept in ex) into f16's range as
 //    matmul/sgmat_prep.wgsl's to_f16 scales its rows (common/f16_scale.inc.wgsl), where a bf16 value is exact
-//    unless it is 2^32 times smaller than the row's largest (then rounded: far below an output's half ulp). A value the scaled f16 cannot hold at a normal magnitude (not a bf16 value) or one that is not finite
-//    sets flag[0] to the call's epoch (the per-device flag the tensor-core matmul uses), and the passes below then
-//    compute the call in f32 from q and the cache instead, as sdpa_mm.wgsl does. (Unscaled, every row holding a
-//    value under 2^-17, most rows of a real model, fell back.)
+//    unless it is 2^32 times smaller than the row's largest (then rounded: far below an output's half ulp). A value
+//    the scaled f16 cannot hold at a normal magnitude (not a bf16 value) or one that is not finite sets flag[0] to
+//    the call's epoch (the per-device flag the tensor-core matmul uses), and the passes below then compute the call
+//    in f32 from q and the cache instead, as sdpa_mm.wgsl does. (Unscaled, every row holding a value under 2^-17,
+//    most rows of a real model, fell back.) Two kinds of workgroup: the first RPW rows of q and K a workgroup
+//    (LANES threads a row, its elements held in registers between the max and the writes), then VD of V's dims a
+//    workgroup (LANES threads a dim, walking the keys: each warp writes 32 consecutive keys of a vt row). A
+//    workgroup per row with a 256-thread tree, V read down its columns, took 5.8 ms of a 94 ms prefill.
 //  - softmax_f16: a workgroup per (query, head) row of S: s'_j = scale * 2^-(e_q + e_k) S_j where key j is visible
 //    (MASK, common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible) written over S in f32, and
 //    to ph [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = round_f16(2^15 P_j) in column j, lo = f16(2^15 P_j -
@@ -59,53 +63,100 @@ var<workgroup> red: array<f32, WG>;
 // #include "attention/softmax_row.inc.wgsl"
 // #include "common/f16_scale.inc.wgsl"
 
-// Element c of operand row r (rows: qh's H Sp, then kh's H kvp, then vt's H Dn), 0 in the padding.
-fn operand(r: u32, c: u32) -> f32 {
-  let D = p.hd;
+// qkv_f16's workgroups: q and K rows, RPW a workgroup, LANES threads a row of at most LANES * EPT elements; then
+// V's dims, VD a workgroup, LANES threads a dim.
+const LANES: u32 = 32u;
+const RPW: u32 = WG / LANES;
+const VD: u32 = WG / LANES;
+const EPT: u32 = 8u;
+
+// f32 bits of element c of row r of qh (r < H Sp) or kh (the next H kvp rows), 0 in the padding.
+fn qk_bits(r: u32, c: u32) -> u32 {
   let nq = p.heads * p.sp;
-  let nk = p.heads * p.kvp;
+  if (c >= p.hd) { return 0u; }
   if (r < nq) {
-    let h = r / p.sp;
     let i = r % p.sp;
-    if (i < p.seq && c < D) { return q[(h * p.seq + i) * D + c]; }
-    return 0.0;
+    if (i < p.seq) { return bitcast<u32>(q[((r / p.sp) * p.seq + i) * p.hd + c]); }
+    return 0u;
   }
-  if (r < nq + nk) {
-    let h = (r - nq) / p.kvp;
-    let j = (r - nq) % p.kvp;
-    if (j < p.kv_len && c < D) { return k_at((h * p.cap + j) * D + c); }
-    return 0.0;
+  let j = (r - nq) % p.kvp;
+  if (j < p.kv_len) { return bitcast<u32>(k_at(((r - nq) / p.kvp * p.cap + j) * p.hd + c)); }
+  return 0u;
+}
+
+// f32 bits of V's key j, dim d in head h, 0 in the padding.
+fn v_bits(h: u32, j: u32, d: u32) -> u32 {
+  if (j < p.kv_len && d < p.hd) { return bitcast<u32>(v_at((h * p.cap + j) * p.hd + d)); }
+  return 0u;
+}
+
+// The largest of red[slot * LANES ..][0 .. LANES) (each slot's LANES threads' values), for every thread of the slot.
+fn slot_max(t: u32, mx: f32) -> f32 {
+  red[t] = mx;
+  workgroupBarrier();
+  let lane = t % LANES;
+  for (var n = LANES / 2u; n > 0u; n >>= 1u) {
+    if (lane < n) { red[t] = max(red[t], red[t + n]); }
+    workgroupBarrier();
   }
-  let h = (r - nq - nk) / p.dn;
-  let d = (r - nq - nk) % p.dn;
-  if (c < p.kv_len && d < D) { return v_at((h * p.cap + c) * D + d); }
-  return 0.0;
+  return red[t - lane];
 }
 
 @compute @workgroup_size(WG)
 fn qkv_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let r = wid.x + wid.y * nwg.x;
-  let nq = p.heads * p.sp;
-  let nk = p.heads * p.kvp;
-  if (r >= nq + nk + p.heads * p.dn) { return; }   // the same for the whole workgroup (a folded grid's spares)
-  let len = select(p.dk, p.kvp, r >= nq + nk);
+  let g = wid.x + wid.y * nwg.x;
+  let rows = p.heads * (p.sp + p.kvp);
+  let row_groups = (rows + RPW - 1u) / RPW;
+  // Both branches and the return depend on the workgroup alone (a folded grid's spares return).
+  if (g < row_groups) {
+    qk_rows(g, t, rows);
+  } else if (g < row_groups + p.heads * p.dn / VD) {
+    v_dims(g - row_groups, t);
+  }
+}
+
+// Rows g * RPW .. of qh and kh.
+fn qk_rows(g: u32, t: u32, rows: u32) {
+  let lane = t % LANES;
+  let r = g * RPW + t / LANES;
+  let live = r < rows;
+  var bits: array<u32, EPT>;
   var mx = 0.0;
-  for (var c = t; c < len; c += WG) { mx = finite_max(mx, bitcast<u32>(operand(r, c))); }
-  red[t] = mx;
-  let e = row_exponent(tree(t, false));
-  if (t == 0u) { ex[r] = e; }
+  for (var i = 0u; i < EPT; i++) {
+    bits[i] = select(0u, qk_bits(r, lane + i * LANES), live);
+    mx = finite_max(mx, bits[i]);
+  }
+  let e = row_exponent(slot_max(t, mx));
+  if (!live) { return; }
+  if (lane == 0u) { ex[r] = e; }
+  let nq = p.heads * p.sp;
   var ok = true;
-  for (var c = t; c < len; c += WG) {
-    let x = f16(scaled(bitcast<u32>(operand(r, c)), e, &ok));
-    if (r < nq) {
-      qh[r * p.dk + c] = x;
-    } else if (r < nq + nk) {
-      kh[(r - nq) * p.dk + c] = x;
-    } else {
-      let at = (r - nq - nk) * 2u * p.kvp + c;
-      vt[at] = x;
-      vt[at + p.kvp] = x;
+  for (var i = 0u; i < EPT; i++) {
+    let c = lane + i * LANES;
+    if (c < p.dk) {
+      let x = f16(scaled(bits[i], e, &ok));
+      if (r < nq) { qh[r * p.dk + c] = x; } else { kh[(r - nq) * p.dk + c] = x; }
     }
+  }
+  if (!ok) { atomicStore(&flag[0], p.epoch); }
+}
+
+// Dims of V (rows of vt) VD * g' .. of every head, g' = g: head g / (Dn / VD).
+fn v_dims(g: u32, t: u32) {
+  let per = p.dn / VD;
+  let h = g / per;
+  let d = (g % per) * VD + t / LANES;
+  let lane = t % LANES;
+  var mx = 0.0;
+  for (var j = lane; j < p.kv_len; j += LANES) { mx = finite_max(mx, v_bits(h, j, d)); }
+  let e = row_exponent(slot_max(t, mx));
+  let r = h * p.dn + d;
+  if (lane == 0u) { ex[p.heads * (p.sp + p.kvp) + r] = e; }
+  var ok = true;
+  for (var j = lane; j < p.kvp; j += LANES) {
+    let x = f16(scaled(v_bits(h, j, d), e, &ok));
+    vt[r * 2u * p.kvp + j] = x;
+    vt[r * 2u * p.kvp + p.kvp + j] = x;
   }
   if (!ok) { atomicStore(&flag[0], p.epoch); }
 }
