@@ -7,7 +7,7 @@
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
 # JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
 # skips it) into qweights.md, the MLX parity checks on this GPU (bench/parity.ts; PARITY=0 skips them) into
-# parity.md (with the folded decode merge checked against the separate one), and with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# parity.md (with the folded decode merge checked against the separate one), with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log, and with PREFETCH=1 bench/prefetch-probe.ts into prefetch-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).
@@ -66,6 +66,12 @@ for dir in .h200/bench .h200/bench-deno; do
     echo "== $dir sgmat-probe"
     ( source "$dir/enter.sh"; xz -dc "$dir/sgmat-probe.mjs.xz" > "$dir/sgmat-probe.mjs" && timeout "${PROBE_S:-150}" "$dir/node" "$dir/sgmat-probe.mjs" ) > "$out/sgmat-probe.log" 2>&1
     echo "sgmat-probe exited with $?"; grep '^{' "$out/sgmat-probe.log" | cut -c1-400
+  fi
+  if [ -f "$dir/prefetch-probe.mjs.xz" ] && [ "${PREFETCH:-0}" = 1 ]; then
+    # Weights pulled into L2 by the dispatch before their product (bench/prefetch-probe.ts): one JSON line per variant.
+    echo "== $dir prefetch-probe"
+    ( source "$dir/enter.sh"; xz -dc "$dir/prefetch-probe.mjs.xz" > "$dir/prefetch-probe.mjs" && timeout 120 "$dir/node" "$dir/prefetch-probe.mjs" ) > "$out/prefetch-probe.log" 2>&1
+    echo "prefetch-probe exited with $?"; grep '^{' "$out/prefetch-probe.log" | cut -c1-300
   fi
 done
 [ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }
