@@ -16,7 +16,6 @@ import { now } from './stats.ts';
 import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
-import { setQuantDecodeForm } from '../src/kernels/attention/qsdpa_one.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../tests/kernels/sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../src/kernels/attention/sdpa_mm.ts';
@@ -93,7 +92,6 @@ export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
 export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {
   const t0 = now();
   setDecodeMerge(s.decodeMerge);
-  setQuantDecodeForm(s.quantDecode);
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
   const keeper = await DeviceKeeper.open({ ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });

@@ -2,7 +2,6 @@
 // with defaults per model shape. Every runner parses the same way, so every runner measures the same thing.
 
 import type { DecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
-import type { QuantDecodeForm } from '../src/kernels/attention/qsdpa_one.ts';
 
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4';
@@ -44,8 +43,6 @@ export interface Settings {
   checkSgmat: boolean;
   /** Full-cache decode attention's merge: folded into its split (one dispatch) or separate (setDecodeMerge). */
   decodeMerge: DecodeMerge;
-  /** Quantized-cache decode attention: one dispatch where it can (fused), always two (split), or auto (setQuantDecodeForm). */
-  quantDecode: QuantDecodeForm;
   /** A JSON file (bench/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
@@ -58,7 +55,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, quantDecode: 'auto' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
+  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -90,7 +87,6 @@ export const USAGE = `usage: bench [options]
   --sweep-gemv           also time the decode projections' matrix-vector kernels (vec4, upl) over workgroup shapes
   --check-sgmat          first run the subgroup-matrix matmul's parity checks (needs the repository's tests/fixtures)
   --decode-merge fold|separate  full-cache decode attention's merge inside its split (default) or a dispatch of its own
-  --quant-decode auto|fused|split  quantized-cache decode attention in one dispatch (fused; auto: on GPUs) or two
   --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 
 /** Parse flags ('--name value' or '--name=value'); throws with the usage on anything unknown. */
@@ -150,9 +146,6 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'decode-merge':
         if (v !== 'fold' && v !== 'separate') throw new Error(`[bench] --decode-merge must be fold or separate (got '${v}')`);
         s.decodeMerge = v; break;
-      case 'quant-decode':
-        if (v !== 'auto' && v !== 'fused' && v !== 'split') throw new Error(`[bench] --quant-decode must be auto, fused or split (got '${v}')`);
-        s.quantDecode = v; break;
       case 'anchors': s.anchors = v; break;
       default: throw new Error(`[bench] unknown option --${name}\n${USAGE}`);
     }
