@@ -32,7 +32,6 @@ export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
 export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
-export { setQuantDecodeForm, type QuantDecodeForm } from './kernels/attention/qsdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './tensor/errors.ts';
 

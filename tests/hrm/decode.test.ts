@@ -14,7 +14,6 @@ import { GpuValidationError } from '../../src/tensor/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
 import { cacheSlots } from '../../src/hrm/config.ts';
 import { setDecodeMerge, type DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
-import { setQuantDecodeForm } from '../../src/kernels/attention/qsdpa_one.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -91,58 +90,41 @@ describe('decode graph', { timeout: 300_000 }, () => {
     try { return await fn(); } finally { spy.mockRestore(); }
   }
 
-  it('quantized decode steps append inside attention: the composed logits bit for bit, one dispatch fewer a layer call (two fused)', async () => {
+  it('quantized decode steps append inside attention: the composed logits bit for bit, one dispatch fewer a layer call', async () => {
     const gpu = await getGpu();
-    for (const [form, fewer] of [['split', 1], ['fused', 2]] as const) {
-      const was = setQuantDecodeForm(form);
-      try {
-        for (const [which, dtype, kv] of [['hrm-tiny-b', 'bf16', { k: 4, v: 4 }], ['hrm-tiny-a', 'f32', { k: 4, v: 8 }]] as const) {
-          const lm = await model(gpu, which, dtype);
-          const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
-          for (const t of FEED) {
-            const step = async (cache: typeof a) => {
-              const d0 = gpu.dispatchCount;
-              const logits = lm.model.forward([t], cache, { mask: 'causal' });
-              return { dispatches: gpu.dispatchCount - d0, logits: await logits.readF32() };
-            };
-            const want = await composed(() => step(a));
-            const got = await step(b);
-            expect(got.logits, `${form}: ${which} kv ${kv.k}/${kv.v} at ${b.offset}`).toEqual(want.logits);
-            expect(want.dispatches - got.dispatches, `${form}: dispatches fewer per slot`).toBe(fewer * b.slots.length);
-          }
-          a.dispose(); b.dispose();
-        }
-      } finally {
-        setQuantDecodeForm(was);
+    for (const [which, dtype, kv] of [['hrm-tiny-b', 'bf16', { k: 4, v: 4 }], ['hrm-tiny-a', 'f32', { k: 4, v: 8 }]] as const) {
+      const lm = await model(gpu, which, dtype);
+      const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
+      for (const t of FEED) {
+        const step = async (cache: typeof a) => {
+          const d0 = gpu.dispatchCount;
+          const logits = lm.model.forward([t], cache, { mask: 'causal' });
+          return { dispatches: gpu.dispatchCount - d0, logits: await logits.readF32() };
+        };
+        const want = await composed(() => step(a));
+        const got = await step(b);
+        expect(got.logits, `${which} kv ${kv.k}/${kv.v} at ${b.offset}`).toEqual(want.logits);
+        expect(want.dispatches - got.dispatches, 'one dispatch fewer per slot').toBe(b.slots.length);
       }
+      a.dispose(); b.dispose();
     }
   });
 
-  it('generate() with a q4 cache: the composed path\'s tokens, its replayed step one dispatch a layer call longer than a full cache\'s (as long fused)', async () => {
+  it('generate() with a q4 cache: the composed path\'s tokens, its replayed step one dispatch a layer call longer than a full cache\'s', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const run = async (kv?: KvSpec) => {
       for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 8, kv })) if (ev.type === 'done') return ev.stats;
       throw new Error('no done event');
     };
     const q4 = { k: 4, v: 4 };
-    const was = setQuantDecodeForm('split');
-    try {
-      const before = await composed(() => run(q4));
-      const split = await run(q4);
-      expect(split.ids).toEqual(before.ids);
-      const layerCalls = cacheSlots(lm.config);
-      expect(before.decodePath).toHaveProperty('replayed');
-      expect(split.decodePath).toEqual({ replayed: (before.decodePath as { replayed: number }).replayed - layerCalls });
-      // A full cache's step has one dispatch fewer again: its merge is folded into the split; the fused form has as many.
-      const full = await run();
-      expect(full.decodePath).toEqual({ replayed: (split.decodePath as { replayed: number }).replayed - layerCalls });
-      setQuantDecodeForm('fused');
-      const fused = await run(q4);
-      expect(fused.ids).toEqual(before.ids);
-      expect(fused.decodePath).toEqual(full.decodePath);
-    } finally {
-      setQuantDecodeForm(was);
-    }
+    const before = await composed(() => run(q4));
+    const fused = await run(q4);
+    expect(fused.ids).toEqual(before.ids);
+    const layerCalls = cacheSlots(lm.config);
+    expect(before.decodePath).toHaveProperty('replayed');
+    expect(fused.decodePath).toEqual({ replayed: (before.decodePath as { replayed: number }).replayed - layerCalls });
+    // A full cache's step has one dispatch fewer again: its merge is folded into the split.
+    expect((await run()).decodePath).toEqual({ replayed: (fused.decodePath as { replayed: number }).replayed - layerCalls });
   });
 
   it('brown f32, full cache: a step has one dispatch fewer a layer call with the merge folded, and replays either way', async () => {

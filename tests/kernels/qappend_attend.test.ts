@@ -3,8 +3,7 @@
 // and every word, scale and bias of both cache sides bit for bit, at K/V bits 4/4, 8/8 and 4/8, f32 and bf16, head
 // dims 64, 128 and 256, positions on both sides of a score chunk's edge and at the cache's last slot, and groups
 // whose values are all negative; its dispatches (one fewer) do not change with the position; shapes it cannot take
-// give null, bad caches a clear error. Both forms: qone_fused (one dispatch, every chunk scoring its whole head) and
-// the two dispatches (qone_scores_append, qone_out).
+// give null, bad caches a clear error.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn, rng } from '../helpers/seeded.ts';
@@ -16,7 +15,7 @@ import type { Round } from '../../src/kernels/common/codes.ts';
 import { roundTo } from '../../src/kernels/quant/quant.ref.ts';
 import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend, quantDecodeFused, setQuantDecodeForm, type QuantDecodeForm } from '../../src/kernels/attention/qsdpa_one.ts';
+import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';
 
 interface Shape { heads: number; dim: number; cap: number; kBits: number; vBits: number; round: Round }
@@ -72,57 +71,36 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
   const gpu = await getGpu();
   // Keys per score chunk: 32 * 256 / D. Capacity two chunks and a few keys, so the last slot is a third chunk's.
   const geometry: Array<[number, number]> = [[64, 4], [128, 3], [256, 2]];
-  /** Runs `fn` with the quantized decode form set to `form`, then restores it. */
-  const withForm = async (form: QuantDecodeForm, fn: () => Promise<void> | void) => {
-    const was = setQuantDecodeForm(form);
-    try { await fn(); } finally { setQuantDecodeForm(was); }
-  };
-  for (const form of ['fused', 'split'] as const) {
-    for (const [dim, heads] of geometry) {
-      const ck = (32 * 256) / dim, cap = 2 * ck + 6;
-      it(`${form}: head dim ${dim}, ${heads} heads: first key, a chunk's last, the next's first, the last slot`, () => withForm(form, async () => {
-        expect(quantDecodeFused(gpu, cap)).toBe(form === 'fused');
-        for (const [kBits, vBits] of [[4, 4], [8, 8], [4, 8]]) {
-          for (const round of ['none', 'bf16'] as const) {
-            const s: Shape = { heads, dim, cap, kBits, vBits, round };
-            for (const offset of [0, ck - 1, ck, cap - 1]) await compare(gpu, s, offset, dim + 10 * kBits + vBits + offset + (round === 'bf16' ? 7 : 0));
-          }
+  for (const [dim, heads] of geometry) {
+    const ck = (32 * 256) / dim, cap = 2 * ck + 6;
+    it(`head dim ${dim}, ${heads} heads: first key, a chunk's last, the next's first, the last slot`, async () => {
+      for (const [kBits, vBits] of [[4, 4], [8, 8], [4, 8]]) {
+        for (const round of ['none', 'bf16'] as const) {
+          const s: Shape = { heads, dim, cap, kBits, vBits, round };
+          for (const offset of [0, ck - 1, ck, cap - 1]) await compare(gpu, s, offset, dim + 10 * kBits + vBits + offset + (round === 'bf16' ? 7 : 0));
         }
-      }));
-    }
+      }
+    });
   }
 
-  it('groups whose values are all negative (the largest as Metal finds it is 0), both forms', async () => {
-    for (const form of ['fused', 'split'] as const) {
-      await withForm(form, async () => {
-        for (const round of ['none', 'bf16'] as const) {
-          const s: Shape = { heads: 2, dim: 128, cap: 80, kBits: 4, vBits: 8, round };
-          // At position 0 RoPE is the identity, so the stored keys are negative too; later only the values are.
-          for (const offset of [0, 64]) await compare(gpu, s, offset, 500 + offset, true);
-        }
-      });
+  it('groups whose values are all negative (the largest as Metal finds it is 0)', async () => {
+    for (const round of ['none', 'bf16'] as const) {
+      const s: Shape = { heads: 2, dim: 128, cap: 80, kBits: 4, vBits: 8, round };
+      // At position 0 RoPE is the identity, so the stored keys are negative too; later only the values are.
+      for (const offset of [0, 64]) await compare(gpu, s, offset, 500 + offset, true);
     }
   });
 
-  it('one dispatch fused, two split, where the composed step has three; the same at every position', () => {
+  it('two dispatches where the composed step has three, the same at every position', () => {
     const s: Shape = { heads: 3, dim: 128, cap: 134, kBits: 8, vBits: 4, round: 'bf16' };
     const gqkv = gqkvOf(gpu, s, 9);
     const k = side(gpu, s, s.kBits, 1), v = side(gpu, s, s.vBits, 2);
-    for (const [form, kernels] of [['fused', ['qone_fused']], ['split', ['qone_scores_append', 'qone_out']]] as const) {
-      const was = setQuantDecodeForm(form);
-      try {
-        const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset)));
-        const first = at(0);
-        expect(first.map((d) => d.kernel.split('#')[1]), form).toEqual(kernels);
-        expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads').toEqual(kernels.map(() => [3, 3, 1]));
-        expectSameStructure(first, at(70), ['kv_len'], `${form}: positions 0 and 70`);
-        expectSameStructure(first, at(s.cap - 1), ['kv_len'], `${form}: positions 0 and the last slot`);
-      } finally {
-        setQuantDecodeForm(was);
-      }
-    }
-    expect(setQuantDecodeForm('auto')).toBe('auto');
-    expect(() => setQuantDecodeForm('both' as QuantDecodeForm)).toThrow(/form "both" must be 'auto', 'fused' or 'split'/);
+    const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset)));
+    const first = at(0);
+    expect(first.map((d) => d.kernel.split('#')[1])).toEqual(['qone_scores_append', 'qone_out']);
+    expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual([[3, 3, 1], [3, 3, 1]]);
+    expectSameStructure(first, at(70), ['kv_len'], 'positions 0 and 70');
+    expectSameStructure(first, at(s.cap - 1), ['kv_len'], 'positions 0 and the last slot');
     const composed = recordDispatches(() => {
       const q = ropeAppend(gqkv, { k, v }, opts(s, 5));
       qsdpa(q, k, v, { kvLen: 6, offset: 5, mask: { kind: 'causal' }, scale: 1, round: s.round, gate: gqkv });

@@ -4,13 +4,10 @@
 // between the workgroups of one dispatch only across dispatches. The merge's order is fixed, so every call in the
 // batch must give the bits of the same call run alone; each of those must agree with qsdpa's passes (the reference
 // path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
-// checkQuantFusedFold does the same for the decode step's fused form (qsdpaOneAppend's qone_fused: the append,
-// every chunk scoring its whole head, the values and the folded merge in one dispatch): batched against alone, and
-// alone against the two dispatches bit for bit. tests/kernels/qsdpa_fold.test.ts runs both small.
+// tests/kernels/qsdpa_fold.test.ts runs it small.
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend, quantDecodeFused, setQuantDecodeForm } from '../../src/kernels/attention/qsdpa_one.ts';
 import { tallyBatch } from './sdpa_fold.check.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';
 import { gateLogits, randn, rng } from '../helpers/seeded.ts';
@@ -75,43 +72,4 @@ export async function checkQuantFold(gpu: Gpu, s: QuantFoldStress): Promise<Pari
     { name: `quantized decode attention, folded values merge vs qsdpa's passes: calls beyond 2e-6 relative of ${calls.length}`, value: off, bound: 0, ok: off === 0 },
     { name: 'quantized decode attention, folded values merge: counters left non-zero', value: left, bound: 0, ok: left === 0 },
   ];
-}
-
-/**
- * The fused decode step (append + attention in one dispatch) over the stress's calls: batched calls differing from
- * the same call alone, calls alone differing from the two dispatches (bits), and the counters left. Repeated calls
- * append the same key and value at the same position, so a batch of them leaves each cache as one call does.
- */
-export async function checkQuantFusedFold(gpu: Gpu, s: QuantFoldStress): Promise<ParityCase[]> {
-  const { heads: H, dim: D } = s;
-  const gqkv = Tensor.from(gpu, randn(3, 4 * H * D, 2), [1, 4 * H * D], 'f32', 'qfused.gqkv');
-  const layers = s.bits.map(([kb, vb], i) => ({ k: side(gpu, s, kb, 30 + 2 * i), v: side(gpu, s, vb, 31 + 2 * i) }));
-  const calls = layers.flatMap(({ k, v }) => s.lens.map((n) => ({ k, v, n })));
-  const step = (c: (typeof calls)[number]) => qsdpaOneAppend(gqkv, c.k, c.v, { heads: H, headDim: D, base: 1e4, offset: c.n - 1, round: 'none', scale: 1 / Math.sqrt(D) })!;
-  const was = setQuantDecodeForm('fused');
-  try {
-    const fused = quantDecodeFused(gpu, s.cap);
-    const alone: Float32Array[] = [];
-    let split = 0;
-    for (const c of calls) {
-      const one = await step(c).readF32();
-      setQuantDecodeForm('split');
-      const two = await step(c).readF32();
-      setQuantDecodeForm('fused');
-      if (one.some((x, i) => !Object.is(x, two[i]))) split++;
-      alone.push(one);
-    }
-    const got: Tensor[] = [];
-    for (let r = 0; r < s.reps; r++) for (const c of calls) got.push(step(c));
-    const { bad, left } = await tallyBatch(gpu, got, alone, H);
-    const what = `${H} heads of ${D}, cap ${s.cap}, positions ${s.lens.map((n) => n - 1).join('/')}, K/V bits ${s.bits.map((b) => b.join('/')).join(', ')} x ${s.reps}${fused ? '' : '; NOT FUSED on this device'}`;
-    return [
-      { name: `quantized decode step fused in one dispatch, in a batch vs alone: calls differing of ${got.length} (${what})`, value: bad, bound: 0, ok: bad === 0 },
-      { name: `quantized decode step fused vs its two dispatches: calls differing of ${calls.length}`, value: split, bound: 0, ok: split === 0 && fused },
-      { name: 'quantized decode step fused: counters left non-zero', value: left, bound: 0, ok: left === 0 },
-    ];
-  } finally {
-    setQuantDecodeForm(was);
-    for (const t of [gqkv, ...layers.flatMap((l) => [l.k, l.v]).flatMap((kv) => [kv.q, kv.scales, kv.biases])]) t.dispose();
-  }
 }

@@ -50,14 +50,9 @@ fn key_pack(c: u32, h: u32, t: u32) -> KeyPack {
   var kp: KeyPack;
   let k0 = c * CK;
   if (k0 >= p.kv_len) { return kp; }   // chunk_scores returns at once
-  return pack_at(h, min(k0 + t / PACKS, p.kv_len - 1u), t % PACKS);
-}
-
-// Pack pk of key j of head h, from the cache.
-fn pack_at(h: u32, j: u32, pk: u32) -> KeyPack {
-  var kp: KeyPack;
   let groups = HD / 64u;
-  let krow = (h / (p.heads / p.kv_heads)) * p.cap + j;
+  let krow = (h / (p.heads / p.kv_heads)) * p.cap + min(k0 + t / PACKS, p.kv_len - 1u);
+  let pk = t % PACKS;
   let wb = (krow * groups * 2u + pk) * BITS;
   for (var i = 0u; i < BITS; i++) { kp.w[i] = cq[wb + i]; }
   kp.s = cs[krow * groups + pk / 2u];
@@ -71,23 +66,6 @@ fn load_query(h: u32, t: u32) {
   for (var e = t; e < HD; e += WG) { qsh[e] = round_op(qv(h, e) * sc); }
 }
 
-// Pack pk of a key against the query in qsh: s * (q . levels) + b * (sum q) over its 32 values in order. A key's
-// score is its packs' parts added in order from 0, rounded. One function for both score layouts (a pack a thread
-// through workgroup memory, a key a thread), and its result opaque to the compiler (p.zero is a uniform 0), so that
-// neither layout's sum is fused into the part's products: both give the same bits (the key-a-thread layout's sum
-// had been contracted into them, 1 ulp off in f32).
-fn pack_part(kp: KeyPack, pk: u32) -> f32 {
-  var w = kp.w;
-  var dt = 0.0;
-  var xs = 0.0;
-  for (var e = 0u; e < 32u; e++) {
-    let qe = qsh[pk * 32u + e];
-    dt += qe * unpack(&w, e);
-    xs += qe;
-  }
-  return bitcast<f32>(bitcast<u32>(kp.s * dt + kp.b * xs) | p.zero);
-}
-
 // Scores of chunk wid.x of head wid.y into `scores` from the threads' packs and the query in qsh, and the chunk's
 // max.
 fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
@@ -96,8 +74,19 @@ fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
   let k0 = c * CK;
   if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
   let last = p.kv_len - 1u;
+  let pk = t % PACKS;
+  var w = kp.w;
+  let s = kp.s;
+  let b = kp.b;
   workgroupBarrier();
-  red[t] = pack_part(kp, t % PACKS);
+  var dt = 0.0;
+  var xs = 0.0;
+  for (var e = 0u; e < 32u; e++) {
+    let qe = qsh[pk * 32u + e];
+    dt += qe * unpack(&w, e);
+    xs += qe;
+  }
+  red[t] = s * dt + b * xs;
   workgroupBarrier();
   var sj = -MAXF;
   if (t < CK) {

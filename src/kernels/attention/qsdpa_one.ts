@@ -1,11 +1,9 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
 // over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
-// qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append, and
-// where the device can, in one dispatch (qone_fused: every chunk scores its whole head; setQuantDecodeForm).
+// qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../tensor/errors.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
 import { GROUP } from '../quant/quant.ts';
 import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
@@ -15,7 +13,6 @@ import { counters } from '../common/counters.ts';
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
 const OUT = new Kernel('attention/qsdpa_one.wgsl', 'qone_out');
-const FUSED = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_fused');
 /** Threads of every qsdpa_one workgroup (the shader's WG). */
 const WG = 256;
 
@@ -27,40 +24,6 @@ export function qsdpaOneFits(dim: number): boolean {
 /** Threads of qsdpa_softmax (and of qsdpa_one's softmax sum, which mirrors its order) over `span` keys. */
 export function softmaxThreads(span: number): number {
   return span >= 1024 ? 256 : 64;
-}
-
-/**
- * How a decode step's quantized attention runs: 'fused', one dispatch (qone_fused) where the device can hold a
- * head's scores in workgroup memory and bind its 10 storage buffers, else the two; 'split', always the two
- * (qone_scores_append, qone_out); 'auto' (the default), 'fused' on GPUs and 'split' on CPU drivers, where every
- * chunk scoring its whole head costs more than a dispatch. All give the same bits.
- */
-export type QuantDecodeForm = 'auto' | 'fused' | 'split';
-let quantDecodeForm: QuantDecodeForm = 'auto';
-
-/** Sets the form of quantized decode attention (default 'auto'); returns the previous one. */
-export function setQuantDecodeForm(form: QuantDecodeForm): QuantDecodeForm {
-  if (!['auto', 'fused', 'split'].includes(form)) throw new InputError('setQuantDecodeForm', `form ${JSON.stringify(form)} must be 'auto', 'fused' or 'split'`);
-  const was = quantDecodeForm;
-  quantDecodeForm = form;
-  return was;
-}
-
-/** Whether a decode step into quantized caches of `cap` positions takes qone_fused on this device now. */
-export function quantDecodeFused(gpu: Gpu, cap: number): boolean {
-  return fusedScores(gpu, cap) !== null;
-}
-
-/** qone_fused's workgroup memory besides its scores (query, trees, the quantizer's groups, the values' sums), bytes. */
-const FUSED_FIXED_BYTES = 16 * 1024;
-
-/** Scores qone_fused holds for a cache of `cap` positions (rounded up: fewer pipelines), or null when the form or the device rules it out. */
-function fusedScores(gpu: Gpu, cap: number): number | null {
-  if (quantDecodeForm === 'split' || (quantDecodeForm === 'auto' && gpu.cpu)) return null;
-  const limits = gpu.device.limits;
-  const scap = 256 * Math.ceil(cap / 256);
-  if (limits.maxStorageBuffersPerShaderStage < 10 || FUSED_FIXED_BYTES + 4 * scap > limits.maxComputeWorkgroupStorageSize) return null;
-  return scap;
 }
 
 export interface QsdpaOneArgs {
@@ -114,23 +77,16 @@ function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, 
   const round = roundCode('qsdpa', a.round);
   const keys = { cq: k.q, cs: k.scales, cb: k.biases, scores };
   const overrides = { HD: dim, BITS: k.bits, ROUND: round };
-  const values = { HD: dim, BITS: v.bits, V_BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 };
   const workgroups: [number, number] = [nChunks, a.heads];
-  const done = counters(gpu, a.heads);
-  const scap = append ? fusedScores(gpu, cap) : null;
-  if (append && scap !== null) {
-    FUSED.dispatch(gpu, {
-      bindings: { src: append.src, cq: k.q, cs: k.scales, cb: k.biases, vq: v.q, vs: v.scales, vb: v.biases, part, out, done },
-      uniforms, overrides: { ...values, BITS: k.bits, SCAP: scap }, workgroups,
-    });
+  if (append) {
+    SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
   } else {
-    if (append) {
-      SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
-    } else {
-      SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
-    }
-    OUT.dispatch(gpu, { bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done }, uniforms, overrides: values, workgroups });
+    SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
   }
+  OUT.dispatch(gpu, {
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done: counters(gpu, a.heads) }, uniforms,
+    overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups,
+  });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   scores.dispose();
   part.dispose();

@@ -19,8 +19,6 @@
 //    the live chunks' sums: row r (of WG / (HD / 4) rows, 4 dims a thread) the chunks r, r + rows, ... in order,
 //    then the rows in order; rounds, gates as ops' sigmoidGate (bit for bit) and sets the count back to 0. The
 //    value sum's order is fixed by HD and kv_len alone.
-//    (The values and the merge are attention/qsdpa_one_values.inc.wgsl, shared with qsdpa_one_append.wgsl's
-//    qone_fused, which runs the whole step in one dispatch.)
 // Every load that waits on nothing (the first U softmax scores, the words of the thread's values and their scores,
 // then the chunk maxes) is issued before the first barrier, and no barrier waits on a tree that need not be one.
 // The values as a workgroup per (32 dims, head) walking every key took 13.6 us a call at 641 keys on an H200 (48
@@ -40,18 +38,24 @@
 @group(0) @binding(9) var<storage, read_write> done: array<atomic<u32>>;
 
 override GATE: bool = false;
-override V_BITS: u32 = 4;   // qone_out's BITS (its binding cq is V)
+override SOFT: u32 = 64;   // threads of qone_out's softmax sum: qsdpa_softmax's WG (64, or 256 from 1024 keys of capacity)
+
+// qone_out: a thread per (E dims, slice); KEYS = CK / SL keys a slice (4 at every HD).
+const E: u32 = 8u;
+const KEYS: u32 = 4u;
+override DG: u32 = HD / E;
+override SL: u32 = WG / DG;
+const U: u32 = 8u;         // softmax scores a thread loads before it adds them
+const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
+
+var<workgroup> red_l: array<f32, WG>;
+var<workgroup> red4: array<vec4<f32>, WG * E / 4u>;   // the slices' sums [SL, HD / 4], then the merge's rows
+var<workgroup> fold_last: u32;
 
 // #include "attention/qsdpa_one.inc.wgsl"
 // #include "common/gate.inc.wgsl"
-// #include "attention/qsdpa_one_values.inc.wgsl"
 
 fn qv(h: u32, e: u32) -> f32 { return q[h * HD + e]; }
-fn soft_score(h: u32, j: u32) -> f32 { return scores[h * p.cap + j]; }
-fn v_word(i: u32) -> u32 { return cq[i]; }
-fn v_scale(g: u32) -> f32 { return cs[g]; }
-fn v_bias(g: u32) -> f32 { return cb[g]; }
-fn gate_logits(h: u32, u: u32) -> vec4<f32> { return gate4(h * HD + 4u * u); }
 
 @compute @workgroup_size(WG)
 fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
@@ -60,16 +64,54 @@ fn qone_scores(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   chunk_scores(wid, t, kp);
 }
 
+// Scores j0, j0 + SOFT, ..., U of them (past kv_len: the last key's, never added).
+fn soft_batch(row: u32, j0: u32) -> array<f32, U> {
+  var s: array<f32, U>;
+  for (var i = 0u; i < U; i++) { s[i] = scores[row + min(j0 + i * SOFT, p.kv_len - 1u)]; }
+  return s;
+}
+
+// The words, scale and bias of values d0 .. d0 + E - 1 of V row `vrow`: E * BITS bits from bit d0 * BITS of the
+// row's stream, within two words at the bits a cache takes (2, 3, 4, 5, 6, 8). Kept packed until the weights are
+// known (16 registers for a thread's keys, not 32).
+struct VPack { lo: u32, hi: u32, s: f32, b: f32 }
+
+fn vpack(vrow: u32, d0: u32) -> VPack {
+  let groups = HD / 64u;
+  let wpr = groups * 2u * BITS;
+  let w0 = vrow * wpr + d0 * BITS / 32u;
+  let g = vrow * groups + d0 / 64u;
+  return VPack(cq[w0], cq[min(w0 + 1u, (vrow + 1u) * wpr - 1u)], cs[g], cb[g]);
+}
+
+// Value d0 + e of a VPack: s * level + b.
+fn value(v: VPack, d0: u32, e: u32) -> f32 {
+  let bit = d0 * BITS % 32u + e * BITS;
+  let sh = bit & 31u;
+  var lv = select(v.lo, v.hi, bit >= 32u) >> sh;
+  if (sh + BITS > 32u) { lv |= v.hi << (32u - sh); }   // only from lo, into hi
+  return v.s * f32(lv & ((1u << BITS) - 1u)) + v.b;
+}
+
 @compute @workgroup_size(WG)
 fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
   let c = wid.x;
   let h = wid.y;
   let live = (p.kv_len + CK - 1u) / CK;
   if (c >= live) { return; }   // the same for the whole workgroup
-  let sv = soft_batch(h, t);
+  let row = h * p.cap;
+  let last = p.kv_len - 1u;
+  var sv = soft_batch(row, t);
+  let d0 = (t % DG) * E;
   let sl = t / DG;
-  let sj = chunk_sj(h, c, sl);
-  let vals = chunk_vpacks(h, c, (t % DG) * E, sl);
+  let vrow0 = (h / (p.heads / p.kv_heads)) * p.cap;
+  var vals: array<VPack, KEYS>;
+  var sj: array<f32, KEYS>;
+  for (var i = 0u; i < KEYS; i++) {
+    let j = min(c * CK + i * SL + sl, last);
+    sj[i] = scores[row + j];
+    vals[i] = vpack(vrow0 + j, d0);
+  }
   // M by every thread from the chunk maxes, U loads at a time (a max is exact in any order: no tree to wait on).
   var big = -MAXF;
   for (var i0 = 0u; i0 < live; i0 += U) {
@@ -77,5 +119,68 @@ fn qone_out(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) 
     for (var i = 0u; i < U; i++) { cm[i] = scores[cmax_at(h, min(i0 + i, live - 1u))]; }
     for (var i = 0u; i < U; i++) { big = max(big, cm[i]); }
   }
-  chunk_values(h, c, live, t, vals, sj, big, softmax_inv(h, big, t, sv));
+  var l = 0.0;
+  if (t < SOFT) {
+    for (var j0 = t; j0 < p.kv_len; j0 += U * SOFT) {
+      if (j0 != t) { sv = soft_batch(row, j0); }
+      for (var i = 0u; i < U; i++) {
+        if (j0 + i * SOFT < p.kv_len) { l += exp(sv[i] - big); }
+      }
+    }
+  }
+  red_l[t] = l;
+  workgroupBarrier();
+  for (var n = SOFT / 2u; n > 0u; n >>= 1u) {
+    if (t < n) { red_l[t] += red_l[t + n]; }
+    workgroupBarrier();
+  }
+  let inv = 1.0 / red_l[0];
+  var acc: array<f32, E>;
+  for (var i = 0u; i < KEYS; i++) {
+    if (c * CK + i * SL + sl <= last) {
+      let pj = round_out(exp(sj[i] - big) * inv);
+      for (var e = 0u; e < E; e++) { acc[e] += pj * value(vals[i], d0, e); }
+    }
+  }
+  let units = HD / 4u;
+  let at = sl * units + d0 / 4u;
+  red4[at] = vec4<f32>(acc[0], acc[1], acc[2], acc[3]);
+  red4[at + 1u] = vec4<f32>(acc[4], acc[5], acc[6], acc[7]);
+  workgroupBarrier();
+  if (t < units) {
+    var o = vec4<f32>(0.0);
+    for (var k = 0u; k < SL; k++) { o += red4[k * units + t]; }
+    part[(h * p.n_chunks + c) * units + t] = o;
+  }
+  storageBarrier();   // the chunk's sums before its count
+  if (t == 0u) { fold_last = select(0u, 1u, atomicAdd(&done[h], 1u) == live - 1u); }
+  if (workgroupUniformLoad(&fold_last) == 0u) { return; }
+  storageBarrier();   // the count before the other chunks' sums are read
+  merge(h, live, t);
+  if (t == 0u) { atomicStore(&done[h], 0u); }
+}
+
+// Head h's output from its live chunks' sums (see the header); the gate is loaded first, to arrive meanwhile.
+fn merge(h: u32, live: u32, t: u32) {
+  let units = HD / 4u;
+  let rows = WG / units;
+  let u = t % units;
+  let r = t / units;
+  var g = vec4<f32>(0.0);
+  if (r == 0u) { g = gate4(h * HD + 4u * u); }
+  var o = vec4<f32>(0.0);
+  for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
+    var oc: array<vec4<f32>, UNROLL>;
+    for (var j = 0u; j < UNROLL; j++) { oc[j] = part[(h * p.n_chunks + min(c0 + j * rows, live - 1u)) * units + u]; }
+    for (var j = 0u; j < UNROLL; j++) {
+      if (c0 + j * rows < live) { o += oc[j]; }
+    }
+  }
+  red4[t] = o;   // row r's dims 4u .. 4u + 3 (t = r * units + u)
+  workgroupBarrier();
+  if (r == 0u) {
+    var y = vec4<f32>(0.0);
+    for (var k = 0u; k < rows; k++) { y += red4[k * units + u]; }
+    for (var j = 0u; j < 4u; j++) { out[h * HD + 4u * u + j] = gate_by(round_out(y[j]), g[j]); }
+  }
 }
