@@ -8,7 +8,7 @@ import { capture } from '../src/tensor/capture.ts';
 import { passMs } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
-import { AHEAD, DecodeGraph } from '../src/hrm/decode.ts';
+import { DecodeGraph } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
@@ -241,12 +241,12 @@ export class ModelBench {
       graph = built instanceof DecodeGraph ? built : null;
       const steps = [];
       if (graph) {
-        // As generate() runs it: AHEAD steps queued, each token read while later steps run.
+        // As generate() runs it (AHEAD steps queued, unless --ahead says otherwise), each token read while later steps run.
         graph.feed(tok);
         const queued: Array<{ t0: number; encodeMs: number; token: Promise<number> }> = [];
         let left = tokens, last = now();
         while (left > 0 || queued.length) {
-          while (left > 0 && queued.length < AHEAD) {
+          while (left > 0 && queued.length < this.s.ahead) {
             const t0 = now();
             const token = graph.next();
             queued.push({ t0, encodeMs: now() - t0, token });
