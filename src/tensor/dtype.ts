@@ -36,6 +36,20 @@ export function bf16ToF32(h: number): number {
   return f32[0];
 }
 
+const f64 = new Float64Array(1);
+const f64Hi = new Uint32Array(f64.buffer, 4, 1);
+
+/**
+ * Spacing of the half type's values at |x|: the ulp of x's binade (read from its exponent bits, exact at powers of
+ * two), the subnormal spacing below the smallest normal. The unit of the parity criteria, in tests and self-checks.
+ */
+export function halfUlp(x: number, dtype: 'bf16' | 'f16'): number {
+  const [mant, minExp] = dtype === 'bf16' ? [7, -126] : [10, -14];
+  f64[0] = x;
+  const e = x === 0 ? minExp : Math.max(minExp, ((f64Hi[0] >>> 20) & 0x7ff) - 1023);
+  return 2 ** (e - mant);
+}
+
 /** Round an f32 value to the nearest bf16 value (RNE), returned as a number. */
 export function roundBf16(x: number): number {
   return bf16ToF32(f32ToBf16(x));

@@ -2,14 +2,7 @@
 // (the op-fixture criterion) and per-element tolerances; both name the first element outside.
 import { expect } from 'vitest';
 import { ropeAngleRef } from '../../src/kernels/rope/rope.ref.ts';
-
-/** Spacing of the half type at |x| (the ulp of x's binade; subnormal spacing near zero). */
-export function halfUlp(x: number, dtype: 'bf16' | 'f16'): number {
-  const a = Math.abs(x);
-  const [mant, minExp] = dtype === 'bf16' ? [7, -126] : [10, -14];
-  const e = a === 0 ? minExp : Math.max(minExp, Math.floor(Math.log2(a)));
-  return 2 ** (e - mant);
-}
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 export interface UlpOptions {
   /** Fraction of elements that must be within; default 0.999. */

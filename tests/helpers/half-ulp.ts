@@ -1,15 +1,9 @@
 // Distances in units in the last place of bf16 / f16 values: how op outputs are compared with MLX's.
-
-const f64 = new Float64Array(1);
-const u32 = new Uint32Array(f64.buffer);
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 /** Spacing of `dtype` values at |v| (the gap above it; subnormal spacing below the smallest normal). */
 export function ulpOf(dtype: 'bf16' | 'f16', v: number): number {
-  const mant = dtype === 'bf16' ? 7 : 10;
-  const minExp = dtype === 'bf16' ? -126 : -14;
-  f64[0] = Math.abs(v);
-  const e = v === 0 ? minExp : Math.max(minExp, ((u32[1] >>> 20) & 0x7ff) - 1023);
-  return 2 ** (e - mant);
+  return halfUlp(v, dtype);
 }
 
 export interface UlpStats {

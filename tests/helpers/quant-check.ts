@@ -2,6 +2,7 @@
 // activation dtype, each failing with the first bad index.
 import { expect } from 'vitest';
 import type { Round } from '../../src/kernels/common/codes.ts';
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -21,12 +22,9 @@ export function expectBitExact(got: ArrayLike<number>, want: ArrayLike<number>, 
   }
 }
 
-/** Spacing of the dtype's values at |v| (f32 for 'none'); subnormal spacing below the smallest normal. */
+/** Spacing of the dtype's values at |v| (f32's for 'none': bf16's over 2^16); subnormal spacing below the smallest normal. */
 export function ulpOf(round: Round, v: number): number {
-  const [mant, minExp] = round === 'bf16' ? [7, -126] : round === 'f16' ? [10, -14] : [23, -126];
-  const e = v === 0 ? minExp : Math.max(minExp, Math.floor(Math.log2(Math.abs(v))));
-  // log2 may land one off right at powers of two; the spacing just below is half, which only tightens the check.
-  return 2 ** (e - mant);
+  return round === 'none' ? halfUlp(v, 'bf16') / 2 ** 16 : halfUlp(v, round);
 }
 
 export interface UlpSummary { exact: number; within1: number; worst: number; worstAt: number }

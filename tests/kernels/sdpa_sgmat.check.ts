@@ -8,7 +8,7 @@
 // path's, computed in another order); values out of f16's range are scaled into it with their row.
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
+import { halfUlp, roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { maskBinding } from '../../src/kernels/attention/mask.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';
@@ -17,7 +17,6 @@ import { batchedSgmat, sgmatCallFlag } from '../../src/kernels/matmul/matmul_sgm
 import type { AttnMask } from '../../src/kernels/attention/types.ts';
 import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { randn } from '../helpers/seeded.ts';
-import { halfUlp } from '../helpers/attn-parity.ts';
 
 export interface SdpaF16Case { name: string; outputs: number; worstUlp: number; flagged: boolean; failure: string | null }
 export interface SdpaF16Report { cases: SdpaF16Case[]; passed: number; failed: number; ms: number }

@@ -7,6 +7,7 @@
 // benchmarks).
 import { Kernel, grid, padTo } from '../../tensor/kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
+import { halfUlp } from '../../tensor/dtype.ts';
 import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
@@ -88,7 +89,7 @@ onNewDevice(async (gpu) => {
     try { sdpaMm(q, k, v, outs[0], args); } finally { setAttentionTensorCores(was); }
     sdpaMmF16(q, k, v, outs[1], args);
     const [want, got] = [await outs[0].read(), await outs[1].read()];
-    const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= ulpBf16(w) + 2 ** -20));
+    const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= halfUlp(w, 'bf16') + 2 ** -20));
     if (bad >= 0) selfCheck.set(gpu, `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
   } catch (e) {
     selfCheck.set(gpu, `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`);
@@ -96,11 +97,6 @@ onNewDevice(async (gpu) => {
     for (const t of [q, k, v, ...outs]) t.dispose();
   }
 });
-
-/** The spacing of bf16 values at |x|. */
-function ulpBf16(x: number): number {
-  return 2 ** (Math.max(-126, Math.floor(Math.log2(Math.abs(x) || 2 ** -126))) - 7);
-}
 
 /** out [S, H*D] = gated(r(softmax(scale * q K^T + mask) V)) for q [H, S, D] and cache sides kd, vd [H, cap, D]. */
 export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs): void {
