@@ -14,6 +14,7 @@ import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';
 import { sdpaMmF16 } from '../../src/kernels/attention/sdpa_mm.ts';
 import { randn } from '../helpers/seeded.ts';
+import { f16RowExponent } from '../helpers/f16-rows.ts';
 
 const PRODUCT = `enable f16;
 struct P { mp: u32, np: u32, kp: u32, ks: u32, nsl: u32 }
@@ -98,11 +99,9 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
       gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: 1, GATE: 0 },
     }, product);
     const [qh, kh, vt] = await Promise.all(seen.map((t) => t.read() as Promise<Float32Array>));
-    // The scale to_f16 takes: the row's largest magnitude into [2^14, 2^15).
     const scaledRow = (row: number[]) => {
-      const top = Math.max(...row.map(Math.abs));
-      const e = top > 0 ? 14 - Math.floor(Math.log2(top)) : 0;
-      return row.map((x) => x * 2 ** e);
+      const s = 2 ** f16RowExponent(row);
+      return row.map((x) => x * s);
     };
     const mismatch = (name: string, got: Float32Array, rows: number, len: number, at: (r: number, c: number) => number) => {
       for (let r = 0; r < rows; r++) {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf } from '../helpers/half-ulp.ts';
+import { f16RowExponent } from '../helpers/f16-rows.ts';
 import { Kernel, grid } from '../../src/tensor/kernel.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
@@ -39,8 +40,7 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
   function expectRows(v: Float32Array, rows: number, pad: number, r: { h: Float32Array; scale: Int32Array }) {
     for (let i = 0; i < pad; i++) {
       const row = i < rows ? v.subarray(i * K, (i + 1) * K) : new Float32Array(K);
-      const top = row.reduce((a, e) => (Number.isFinite(e) ? Math.max(a, Math.abs(e)) : a), 0);
-      const e = top > 0 ? Math.min(127, 14 - Math.floor(Math.log2(top))) : 0;
+      const e = f16RowExponent(row);
       expect(r.scale[i], `scale exponent of row ${i}`).toBe(e);
       const s = 2 ** e;
       for (let k = 0; k < Kp; k++) {
