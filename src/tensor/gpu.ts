@@ -203,10 +203,7 @@ export class Gpu {
     this.dispatchCount++;
     // A long batch (a prefill) is submitted in parts as it is recorded, so the GPU runs the first layers while
     // JavaScript records the rest; its errors are reported at the next settle. Not while profiling (one pass set).
-    if (++this.batchDispatches >= this.nextPart && !this.profile) {
-      this.early.push(...this.submit());
-      this.nextPart = Math.min(2 * this.nextPart, EARLY_SUBMIT.max);
-    }
+    if (++this.batchDispatches >= this.nextPart && !this.profile) this.early.push(...this.submit(true));
   }
 
   /** No batch open, nothing being captured or profiled: what capture and replay need. */
@@ -287,13 +284,16 @@ export class Gpu {
   /** Submit everything recorded and report any WebGPU error raised while recording it. */
   async flush(op = 'flush'): Promise<void> {
     const pending = this.submit();
-    this.nextPart = EARLY_SUBMIT.first;
     await this.settle(op, pending);
   }
 
-  /** Submit without waiting; returns the error-scope promises for `settle`. */
-  private submit(): Promise<GPUError | null>[] {
+  /**
+   * Submit without waiting; returns the error-scope promises for `settle`. `part`: an early part of a batch still
+   * being recorded (the next part may be twice as long); otherwise the batch ends and the next starts small again.
+   */
+  private submit(part = false): Promise<GPUError | null>[] {
     this.watch.check('submit');
+    this.nextPart = part ? Math.min(2 * this.nextPart, EARLY_SUBMIT.max) : EARLY_SUBMIT.first;
     if (!this.encoder) return [];
     this.endPass();
     let timing: Promise<DispatchTiming[]> | null = null;
@@ -335,7 +335,6 @@ export class Gpu {
     this.endPass();
     this.commandEncoder().copyBufferToBuffer(src.buffer, src.offset, staging, 0, size);
     const pending = this.submit();
-    this.nextPart = EARLY_SUBMIT.first;
     try {
       await this.settle(op, pending);
       await staging.mapAsync(GPUMapMode.READ);
