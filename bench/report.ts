@@ -8,7 +8,6 @@ import { benchConfig, type BenchResult } from './harness.ts';
 import type { Ablation, ProfileFigure } from './model.ts';
 import type { SweepPoint } from './kernels.ts';
 import type { Stats } from './stats.ts';
-import { AHEAD } from '../src/hrm/decode.ts';
 
 export interface Rendered { base: string; json: string; md: string; svg: string }
 
@@ -96,7 +95,7 @@ export function markdown(r: BenchResult): string {
     L.push('');
     for (const c of r.caches) {
       const path = c.decode?.path;
-      if (path) L.push(`- **${c.name}** decode: ${'replayed' in path ? `one captured step of ${path.replayed} dispatches replayed per token, greedy tokens fed back on the GPU, ${r.settings.ahead ?? AHEAD} steps queued ahead` : `each step recorded (${esc(path.recorded)})`}`);
+      if (path) L.push(`- **${c.name}** decode: ${'replayed' in path ? `one captured step of ${path.replayed} dispatches replayed per token, greedy tokens fed back on the GPU, ${r.settings.ahead} steps queued ahead` : `each step recorded (${esc(path.recorded)})`}`);
     }
     L.push('');
     for (const c of r.caches) for (const e of c.errors) L.push(`- **${c.name}**: error in ${esc(e).slice(0, 300)}`);
