@@ -57,7 +57,7 @@ fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
 fn softmax_rows(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
   let i = wid.x;   // query
   let h = wid.y;
-  let total = softmax_row(t, i, (h * p.seq + i) * p.kvp);
+  let total = softmax_row(t, i, (h * p.seq + i) * p.kvp, true);
   if (t == 0u) { l[h * p.seq + i] = total; }
 }
 

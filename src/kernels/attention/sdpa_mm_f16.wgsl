@@ -14,8 +14,8 @@
 //    workgroup (LANES threads a dim, walking the keys: each warp writes 32 consecutive keys of a vt row). A
 //    workgroup per row with a 256-thread tree, V read down its columns, took 5.8 ms of a 94 ms prefill.
 //  - softmax_f16: a workgroup per (query, head) row of S: s'_j = scale * 2^-(e_q + e_k) S_j where key j is visible
-//    (MASK, common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible) written over S in f32, and
-//    to ph [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = round_f16(2^15 P_j) in column j, lo = f16(2^15 P_j -
+//    (MASK, common/mask.inc.wgsl), M = max s', P_j = e^(s'_j - M) (0 where not visible), written over S in f32 only
+//    when the call falls back (finish_f16 then reads them), and to ph [H, Sp, 2 kvp] as two f16 halves of 2^15 P_j: hi = round_f16(2^15 P_j) in column j, lo = f16(2^15 P_j -
 //    hi) in column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved
 //    outputs near zero by several bf16 ulps); L = sum P_j of the f32 weights.
 //  - finish_f16: out[s, h*D + d] = gated(r(2^-(15 + e_v) O / L)), 0 for a query that sees no key; O is the sum of
@@ -184,7 +184,7 @@ fn softmax_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
       s[row + j] = acc;
     }
   }
-  let total = softmax_row(t, i, row);
+  let total = softmax_row(t, i, row, !fast);   // the f32 weights: only the fallback's finish reads them
   if (t == 0u) { l[h * p.sp + i] = total; }
 }
 

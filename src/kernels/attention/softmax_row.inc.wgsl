@@ -18,8 +18,9 @@ fn tree(t: u32, add: bool) -> f32 {
 }
 
 // Query i's row of s from `row`: s'_j = scale * s_j where key j is visible, M = max s', P_j = e^(s'_j - M) (0 where
-// not visible or past kv_len, up to kvp) written over s and passed to weight_out; returns L = sum P_j.
-fn softmax_row(t: u32, i: u32, row: u32) -> f32 {
+// not visible or past kv_len, up to kvp) passed to weight_out, and written over s when `keep` (where the includer
+// reads them back); returns L = sum P_j.
+fn softmax_row(t: u32, i: u32, row: u32, keep: bool) -> f32 {
   var mx = NEG;
   for (var j = t; j < p.kv_len; j += WG) {
     if (visible(i, j)) { mx = max(mx, p.scale * s[row + j]); }
@@ -30,7 +31,7 @@ fn softmax_row(t: u32, i: u32, row: u32) -> f32 {
   for (var j = t; j < p.kvp; j += WG) {
     var e = 0.0;
     if (j < p.kv_len && visible(i, j)) { e = exp(p.scale * s[row + j] - big); }
-    s[row + j] = e;
+    if (keep) { s[row + j] = e; }
     weight_out(row, j, e);
     sum += e;
   }
