@@ -7,7 +7,7 @@
 # pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
 # JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
 # skips it) into qweights.md, the MLX parity checks on this GPU (bench/parity.ts; PARITY=0 skips them) into
-# parity.md (with the folded decode merge checked against the separate one), with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log, and with PREFETCH=1 bench/prefetch-probe.ts into prefetch-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
+# parity.md (with the folded decode merge checked against the separate one), NODE_FLAGS (e.g. V8's --max-semi-space-size=64) go to node before the bench, with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log, with PREFETCH=1 bench/prefetch-probe.ts into prefetch-probe.log, and with QONE=1 bench/qone-probe.ts into qone-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
 # view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
 # minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
 # inside a 600 s limit).
@@ -39,7 +39,7 @@ for dir in .h200/bench .h200/bench-deno; do
     # shellcheck disable=SC1091
     source "$dir/enter.sh"
     if [ -f "$dir/bench-bundle.mjs.xz" ]; then
-      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" "$dir/bench-bundle.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
+      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     elif [ -f "$dir/bench-deno.mjs.xz" ]; then
       xz -dc "$dir/bench-deno.mjs.xz" > "$dir/bench-deno.mjs" && "$dir/deno" run -A "$dir/bench-deno.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     else
@@ -72,6 +72,12 @@ for dir in .h200/bench .h200/bench-deno; do
     echo "== $dir prefetch-probe"
     ( source "$dir/enter.sh"; xz -dc "$dir/prefetch-probe.mjs.xz" > "$dir/prefetch-probe.mjs" && timeout 120 "$dir/node" "$dir/prefetch-probe.mjs" ) > "$out/prefetch-probe.log" 2>&1
     echo "prefetch-probe exited with $?"; grep '^{' "$out/prefetch-probe.log" | cut -c1-300
+  fi
+  if [ -f "$dir/qone-probe.mjs.xz" ] && [ "${QONE:-0}" = 1 ]; then
+    # Quantized-cache decode attention's dispatches timed apart (bench/qone-probe.ts): one JSON line per form.
+    echo "== $dir qone-probe"
+    ( source "$dir/enter.sh"; xz -dc "$dir/qone-probe.mjs.xz" > "$dir/qone-probe.mjs" && timeout 120 "$dir/node" "$dir/qone-probe.mjs" ) > "$out/qone-probe.log" 2>&1
+    echo "qone-probe exited with $?"; grep '^{' "$out/qone-probe.log" | cut -c1-300
   fi
 done
 [ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }

@@ -177,6 +177,52 @@ export async function passMs(gpu: Gpu, dispatches: readonly Dispatch[], uploads:
   }
 }
 
+/** Replayed steps timed by their own pass timestamps while `ahead` of them are queued (see QueuedSteps). */
+export interface QueuedSteps { steps: number; ahead: number; passMs: Stats; gapMs: Stats; wallMs: number }
+
+/**
+ * `dispatches` replayed `steps` times as a decode runs them: each its own submit and pass (with timestamps), a
+ * 4-byte readback mapped per step, `ahead` steps in flight before the oldest is awaited. Where a replayed step's
+ * time goes beyond its lone pass (passMs): its pass running slower when queued, or the GPU idle between passes
+ * (gapMs: next pass's start after this pass's end). The caller has timestamp-query.
+ */
+export async function queuedPassMs(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], steps: number, ahead: number): Promise<QueuedSteps> {
+  const device = gpu.device;
+  const qs = device.createQuerySet({ type: 'timestamp', count: 2 * steps });
+  const resolve = device.createBuffer({ size: 16 * steps, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const times = device.createBuffer({ size: 16 * steps, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const staging = Array.from({ length: ahead }, () => device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  try {
+    await replay(gpu, dispatches, uploads); // warm
+    const queued: Array<Promise<void>> = [];
+    const t0 = now();
+    for (let i = 0; i < steps; i++) {
+      if (queued.length === ahead) await queued.shift();
+      const buf = staging[i % ahead];
+      const done = replay(gpu, dispatches, uploads, (enc) => enc.copyBufferToBuffer(probe, 0, buf, 0, 4),
+        { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 });
+      queued.push(done.then(() => buf.mapAsync(GPUMapMode.READ)).then(() => { buf.getMappedRange().slice(0); buf.unmap(); }));
+    }
+    await Promise.all(queued);
+    const wallMs = (now() - t0) / steps;
+    const enc = device.createCommandEncoder();
+    enc.resolveQuerySet(qs, 0, 2 * steps, resolve, 0);
+    enc.copyBufferToBuffer(resolve, 0, times, 0, 16 * steps);
+    device.queue.submit([enc.finish()]);
+    await times.mapAsync(GPUMapMode.READ);
+    const t = new BigUint64Array(times.getMappedRange().slice(0));
+    times.unmap();
+    const ms = (a: bigint, b: bigint) => Number(b - a) / 1e6;
+    const pass = Array.from({ length: steps }, (_, i) => ms(t[2 * i], t[2 * i + 1]));
+    const gap = Array.from({ length: steps - 1 }, (_, i) => ms(t[2 * i + 1], t[2 * i + 2]));
+    return { steps, ahead, passMs: stats(pass), gapMs: stats(gap), wallMs };
+  } finally {
+    qs.destroy(); resolve.destroy(); times.destroy(); probe.destroy();
+    for (const b of staging) b.destroy();
+  }
+}
+
 function bandwidth(name: string, bytes: number, t: Timing, streamGBps: number | null): BandwidthFigure {
   const GBps = stats(t.wallMs.samples.map((ms) => bytes / ms / 1e6));
   const kernelGBps = t.gpuMs && t.gpuMs.median > 0 ? stats(t.gpuMs.samples.filter((ms) => ms > 0).map((ms) => bytes / ms / 1e6)) : null;

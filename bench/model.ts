@@ -5,7 +5,7 @@
 // a bandwidth into a ceiling.
 import type { Dispatch, Gpu } from '../src/tensor/gpu.ts';
 import { capture } from '../src/tensor/capture.ts';
-import { passMs } from './kernels.ts';
+import { passMs, queuedPassMs, type QueuedSteps } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import { DecodeGraph } from '../src/hrm/decode.ts';
@@ -13,7 +13,7 @@ import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
-import { now, stats, type Stats } from './stats.ts';
+import { gcWatch, now, stats, type GcFigure, type Stats } from './stats.ts';
 import { deviceLoss } from './recover.ts';
 
 export interface PrefillFigure {
@@ -42,6 +42,8 @@ export interface DecodeFigure {
   path: { replayed: number } | { recorded: string };
   /** Mean positions attended per decoded token. */
   meanContext: number;
+  /** Garbage-collection pauses over the timed steps of every repetition (null where not reported). */
+  gc?: GcFigure | null;
 }
 
 export interface LabelTime { label: string; count: number; ms: number; share: number }
@@ -63,7 +65,13 @@ export interface ProfileFigure {
  * for each kernel (label and grid: the projections share a label) how much faster the pass runs without its
  * dispatches: what they cost, barriers included. The outputs of such a pass are garbage; only its time counts.
  */
-export interface Ablation { stepMs: number; dispatches: number; byKernel: Array<{ kernel: string; count: number; ms: number }> }
+export interface Ablation {
+  stepMs: number;
+  dispatches: number;
+  byKernel: Array<{ kernel: string; count: number; ms: number }>;
+  /** Decode only: the step replayed as generation queues it (4 ahead, a readback each), and all at once. */
+  queued?: QueuedSteps[];
+}
 
 /** Bytes one decode token reads at the decode's mean context, and the tok/s they allow at a bandwidth. */
 export interface Ceiling {
@@ -131,6 +139,8 @@ export function promptIds(n: number, vocab: number, seed: number): number[] {
   });
 }
 
+const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
+
 function argmax(row: Float32Array): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
@@ -147,7 +157,7 @@ export interface Clock { left(): number }
  * Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each. None on CPU drivers:
  * a pass per kernel of a step takes minutes there and says nothing of a GPU.
  */
-async function ablate(gpu: Gpu, step: () => unknown, passes = 5): Promise<Ablation | null> {
+async function ablate(gpu: Gpu, step: () => unknown, passes = 5, queued = false): Promise<Ablation | null> {
   if (gpu.cpu) return null;
   await gpu.sync();
   const cap = capture(gpu, step);
@@ -162,7 +172,8 @@ async function ablate(gpu: Gpu, step: () => unknown, passes = 5): Promise<Ablati
       const rest = cap.dispatches.filter((d) => kernel(d) !== k);
       byKernel.push({ kernel: k, count: cap.dispatches.length - rest.length, ms: stepMs - (await time(rest)) });
     }
-    return { stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms) };
+    const q = queued ? [await queuedPassMs(gpu, cap.dispatches, uploads, 32, 4), await queuedPassMs(gpu, cap.dispatches, uploads, 32, 32)] : undefined;
+    return { stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms), queued: q };
   } finally {
     for (const b of claimed) gpu.release(b);
   }
@@ -231,7 +242,7 @@ export class ModelBench {
    * Prefill `prompt` tokens, then decode `tokens` tokens; returns per-step times. With `profile`, one more step
    * is recorded with per-dispatch timestamps (outside the timed steps: profiling opens a pass per dispatch).
    */
-  private async decodeOnce(name: CacheName, tokens: number, seed: number, profile: boolean): Promise<{ steps: Array<{ ms: number; encodeMs: number; dispatches: number }>; path: DecodeFigure['path']; profile: ProfileFigure | null }> {
+  private async decodeOnce(name: CacheName, tokens: number, seed: number, profile: boolean): Promise<{ steps: Array<{ ms: number; encodeMs: number; dispatches: number }>; path: DecodeFigure['path']; profile: ProfileFigure | null; gc: GcFigure | null }> {
     const { prompt } = this.s;
     const cache = this.cache(name, prompt + tokens + 1);
     let graph: DecodeGraph | null = null;
@@ -240,6 +251,7 @@ export class ModelBench {
       const built = DecodeGraph.tryBuild(this.model, cache, 'greedy');
       graph = built instanceof DecodeGraph ? built : null;
       const steps = [];
+      const gc = gcWatch();
       if (graph) {
         // As generate() runs it (AHEAD steps queued, unless --ahead says otherwise), each token read while later steps run.
         graph.feed(tok);
@@ -268,6 +280,7 @@ export class ModelBench {
           steps.push({ ms: now() - t0, encodeMs: t1 - t0, dispatches: this.gpu.dispatchCount - d0 });
         }
       }
+      const gcs = gc?.stop() ?? null;
       const path: DecodeFigure['path'] = graph ? { replayed: graph.size } : { recorded: (built as { reason: string }).reason };
       graph?.dispose();
       graph = null;
@@ -279,9 +292,9 @@ export class ModelBench {
         const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
         prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
-        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })));
+        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })), 5, true);
       }
-      return { steps, path, profile: prof };
+      return { steps, path, profile: prof, gc: gcs };
     } finally {
       graph?.dispose();
       cache.dispose();
@@ -305,6 +318,7 @@ export class ModelBench {
       dispatchesPerToken: steps[steps.length - 1].dispatches,
       path: reps[0].path,
       meanContext: prompt + (decodeTokens + 1) / 2,
+      gc: reps.every((r) => r.gc) ? { count: sum(reps.map((r) => r.gc!.count)), ms: sum(reps.map((r) => r.gc!.ms)), maxMs: Math.max(...reps.map((r) => r.gc!.maxMs)) } : null,
     };
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
   }

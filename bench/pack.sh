@@ -37,6 +37,7 @@ case "$kind" in
     bundle bench/qweights.ts "$dir/qweights.mjs"
     bundle bench/sgmat-probe.ts "$dir/sgmat-probe.mjs"
     bundle bench/prefetch-probe.ts "$dir/prefetch-probe.mjs"
+    bundle bench/qone-probe.ts "$dir/qone-probe.mjs"
     bundle bench/parity.ts "$dir/parity.mjs"
     ;;
   deno)

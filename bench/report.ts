@@ -114,11 +114,17 @@ export function markdown(r: BenchResult): string {
         `the profiled step runs one pass per dispatch).` +
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
+      const gc = p.decode.gc;
+      if (gc) L.push(`Garbage collection over the timed steps: ${gc.count} pauses, ${f(gc.ms)} ms in all (${f(gc.ms / p.decode.stepMs.samples.length)} ms a token), the longest ${f(gc.maxMs)} ms.`, '');
       L.push(...labelTable(pr));
       const ab = pr.ablation;
       if (ab) {
         L.push('', `The same step as one pass on the GPU (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each kernel's dispatches it runs faster by:`, '');
         L.push(...ablationTable(ab));
+        for (const q of ab.queued ?? []) {
+          L.push('', `Replayed ${q.steps} times, ${q.ahead} in flight (a submit, a pass and a 4-byte readback each): ${f(q.wallMs)} ms a step of wall time; ` +
+            `each pass ${f(q.passMs.median)} ms (${f(q.passMs.min)}–${f(q.passMs.max)}), the GPU idle ${f(q.gapMs.median)} ms (${f(q.gapMs.min)}–${f(q.gapMs.max)}) between passes.`);
+        }
       }
       L.push('');
     }

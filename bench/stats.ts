@@ -32,3 +32,26 @@ export function round4(v: number): number {
 }
 
 export const now = (): number => (globalThis.performance ?? Date).now();
+
+/** Garbage-collection pauses seen while a watch ran (Node's `gc` performance entries). */
+export interface GcFigure { count: number; ms: number; maxMs: number }
+
+/**
+ * Watch the JavaScript engine's garbage-collection pauses until `stop()`; null where the runtime does not report
+ * them (browsers, Deno). Dawn's Node binding polls the GPU by allocating a callback per event-loop turn while any
+ * of its promises is pending, so a GPU-bound loop of awaits makes garbage of its own.
+ */
+export function gcWatch(): { stop(): GcFigure } | null {
+  const PO = (globalThis as { PerformanceObserver?: typeof PerformanceObserver }).PerformanceObserver;
+  if (!PO?.supportedEntryTypes?.includes('gc')) return null;
+  const pauses: number[] = [];
+  const obs = new PO((list) => { for (const e of list.getEntries()) pauses.push(e.duration); });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      for (const e of obs.takeRecords()) pauses.push(e.duration);
+      obs.disconnect();
+      return { count: pauses.length, ms: pauses.reduce((a, x) => a + x, 0), maxMs: Math.max(0, ...pauses) };
+    },
+  };
+}
