@@ -8,7 +8,7 @@ import { capture } from '../src/tensor/capture.ts';
 import { passMs, queuedPassMs, type QueuedSteps } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
-import { DecodeGraph } from '../src/hrm/decode.ts';
+import { DecodeGraph, QueueDepth } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
@@ -69,7 +69,7 @@ export interface Ablation {
   stepMs: number;
   dispatches: number;
   byKernel: Array<{ kernel: string; count: number; ms: number }>;
-  /** Decode only: the step replayed as generation queues it (4 ahead, a readback each), and all at once. */
+  /** Decode only: the step replayed 32 times with 4 steps in flight (a readback each), and all 32 at once. */
   queued?: QueuedSteps[];
 }
 
@@ -253,12 +253,14 @@ export class ModelBench {
       const steps = [];
       const gc = gcWatch();
       if (graph) {
-        // As generate() runs it (AHEAD steps queued, unless --ahead says otherwise), each token read while later steps run.
+        // As generate() runs it (steps queued by QueueDepth, unless --ahead fixes their number), each token read
+        // while later steps run.
         graph.feed(tok);
+        const depth = new QueueDepth(this.s.ahead === 'auto' ? undefined : this.s.ahead);
         const queued: Array<{ t0: number; encodeMs: number; token: Promise<number> }> = [];
         let left = tokens, last = now();
         while (left > 0 || queued.length) {
-          while (left > 0 && queued.length < this.s.ahead) {
+          while (left > 0 && queued.length < depth.depth) {
             const t0 = now();
             const token = graph.next();
             queued.push({ t0, encodeMs: now() - t0, token });
@@ -266,6 +268,7 @@ export class ModelBench {
           }
           const q = queued.shift()!;
           tok = await q.token;
+          depth.read();
           const t = now();
           steps.push({ ms: t - last, encodeMs: q.encodeMs, dispatches: graph.size });
           last = t;

@@ -95,7 +95,7 @@ export function markdown(r: BenchResult): string {
     L.push('');
     for (const c of r.caches) {
       const path = c.decode?.path;
-      if (path) L.push(`- **${c.name}** decode: ${'replayed' in path ? `one captured step of ${path.replayed} dispatches replayed per token, greedy tokens fed back on the GPU, ${r.settings.ahead} steps queued ahead` : `each step recorded (${esc(path.recorded)})`}`);
+      if (path) L.push(`- **${c.name}** decode: ${'replayed' in path ? `one captured step of ${path.replayed} dispatches replayed per token, greedy tokens fed back on the GPU, ${r.settings.ahead === 'auto' ? 'steps queued ahead as generate() queues them (~100 ms of steps, 4-32)' : `${r.settings.ahead} steps queued ahead`}` : `each step recorded (${esc(path.recorded)})`}`);
     }
     L.push('');
     for (const c of r.caches) for (const e of c.errors) L.push(`- **${c.name}**: error in ${esc(e).slice(0, 300)}`);

@@ -2,7 +2,6 @@
 // with defaults per model shape. Every runner parses the same way, so every runner measures the same thing.
 
 import type { DecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
-import { AHEAD } from '../src/hrm/decode.ts';
 
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4';
@@ -27,8 +26,8 @@ export interface Settings {
   /** Timed prefill repetitions per length and cache; timed decode repetitions per cache. */
   reps: number;
   decodeReps: number;
-  /** Greedy decode steps queued ahead of the token being read (src/hrm/decode.ts AHEAD by default). */
-  ahead: number;
+  /** Greedy decode steps queued ahead of the token being read; 'auto': src/hrm/decode.ts QueueDepth, as generate() queues them. */
+  ahead: number | 'auto';
   /** Kernel microbenchmarks: timed batches per kernel. */
   samples: number;
   /** Bytes of the streaming-read buffer (capped by the adapter's binding limit). */
@@ -58,7 +57,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, ahead: AHEAD, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
+  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, ahead: 'auto' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results' };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -89,7 +88,8 @@ export const USAGE = `usage: bench [options]
   --seed N               seed of the random weights and prompts
   --sweep-gemv           also time the decode projections' matrix-vector kernels (vec4, upl) over workgroup shapes
   --check-sgmat          first run the subgroup-matrix matmul's parity checks (needs the repository's tests/fixtures)
-  --ahead N              greedy decode steps queued ahead of the token being read (default ${AHEAD})
+  --ahead N|auto         greedy decode steps queued ahead of the token being read (default auto: as generate()
+                         queues them, ~100 ms of steps, 4-32)
   --decode-merge fold|separate  full-cache decode attention's merge inside its split (default) or a dispatch of its own
   --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 
@@ -147,7 +147,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'seed': s.seed = int(name, v); break;
       case 'sweep-gemv': s.sweepGemv = true; break;
       case 'check-sgmat': s.checkSgmat = true; break;
-      case 'ahead': s.ahead = int(name, v, 1); break;
+      case 'ahead': s.ahead = v === 'auto' ? 'auto' : int(name, v, 1); break;
       case 'decode-merge':
         if (v !== 'fold' && v !== 'separate') throw new Error(`[bench] --decode-merge must be fold or separate (got '${v}')`);
         s.decodeMerge = v; break;

@@ -176,22 +176,53 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
   return patches;
 }
 
-/** Greedy steps queued ahead of the token being read: enough to cover reading one back and handling it. */
-export const AHEAD = 4;
+/**
+ * How many greedy steps stay queued ahead of the token being read: enough for QUEUE_MS of steps (a pause of the
+ * JavaScript thread, such as a garbage collection after a prefill, 25-75 ms on the H200, then leaves the GPU busy),
+ * at least 4 (reading a token back and handling it), at most 32 (the steps run past a stop and dropped). Learnt
+ * from the time between tokens read; `fixed` pins it (benchmarks).
+ */
+export class QueueDepth {
+  static readonly QUEUE_MS = 100;
+  static readonly MIN = 4;
+  static readonly MAX = 32;
+  private stepMs = 0;
+  private lastRead = 0;
+
+  constructor(private readonly fixed?: number) {}
+
+  get depth(): number {
+    if (this.fixed !== undefined) return this.fixed;
+    if (this.stepMs <= 0) return QueueDepth.MIN;
+    return Math.max(QueueDepth.MIN, Math.min(QueueDepth.MAX, Math.ceil(QueueDepth.QUEUE_MS / this.stepMs)));
+  }
+
+  /** A token was read (at `t`, ms): its interval from the one before is a step's time once the queue runs. */
+  read(t = performance.now()): void {
+    if (this.lastRead > 0) {
+      const ms = t - this.lastRead;
+      this.stepMs = this.stepMs === 0 ? ms : 0.8 * this.stepMs + 0.2 * ms;
+    }
+    this.lastRead = t;
+  }
+}
 
 /**
- * Greedy tokens after `first`, `count` of them, from a greedy graph: up to `ahead` steps are queued before the
- * oldest is awaited, so the GPU has the next steps while JavaScript handles a token. Closing the generator early
- * waits for the steps still queued (their tokens are dropped).
+ * Greedy tokens after `first`, `count` of them, from a greedy graph: steps are queued (QueueDepth, or `ahead`
+ * fixed) before the oldest is awaited, so the GPU has the next steps while JavaScript handles a token. Closing the
+ * generator early waits for the steps still queued (their tokens are dropped).
  */
-export async function* greedySteps(graph: DecodeGraph, first: number, count: number, ahead = AHEAD): AsyncGenerator<number> {
+export async function* greedySteps(graph: DecodeGraph, first: number, count: number, ahead?: number): AsyncGenerator<number> {
   graph.feed(first);
+  const depth = new QueueDepth(ahead);
   const queued: Array<Promise<number>> = [];
   let left = count;
   try {
     while (left > 0 || queued.length) {
-      while (left > 0 && queued.length < ahead) { queued.push(graph.next()); left--; }
-      yield await queued.shift()!;
+      while (left > 0 && queued.length < depth.depth) { queued.push(graph.next()); left--; }
+      const token = await queued.shift()!;
+      depth.read();
+      yield token;
     }
   } finally {
     await Promise.allSettled(queued);

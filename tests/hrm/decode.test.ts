@@ -1,7 +1,7 @@
 // A captured decode step replayed per token must be the recorded step, bit for bit, at every position; a decode
 // step into a quantized cache (its append inside attention) must be the composed path's, one dispatch fewer.
 import { describe, expect, it, vi } from 'vitest';
-import { DecodeGraph } from '../../src/hrm/decode.ts';
+import { DecodeGraph, QueueDepth } from '../../src/hrm/decode.ts';
 import { generate } from '../../src/hrm/generate.ts';
 import type { KvSpec } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
@@ -249,5 +249,31 @@ describe('decode graph', { timeout: 300_000 }, () => {
     const stopped = await run(Object.create(lm.tokenizer, { eosTokenIds: { value: eosIds } }));
     expect(stopped.stopReason).toBe('eos');
     expect(stopped.ids).toEqual(free.ids.slice(0, free.ids.indexOf(free.ids[2])));
+  });
+});
+
+describe('QueueDepth', () => {
+  /** Depth after tokens read every `ms` milliseconds. */
+  const after = (ms: number, reads = 30, fixed?: number) => {
+    const q = new QueueDepth(fixed);
+    for (let i = 0; i < reads; i++) q.read(1000 + i * ms);
+    return q.depth;
+  };
+
+  it('queues about QUEUE_MS of steps, within [MIN, MAX]', () => {
+    expect(new QueueDepth().depth).toBe(QueueDepth.MIN);   // nothing read yet
+    expect(after(6)).toBe(Math.ceil(QueueDepth.QUEUE_MS / 6));   // an H200 decode step: 17
+    expect(after(40)).toBe(QueueDepth.MIN);   // a CPU driver's step
+    expect(after(0.5)).toBe(QueueDepth.MAX);
+  });
+
+  it('follows the step time as it changes, and a fixed depth stays', () => {
+    const q = new QueueDepth();
+    for (let i = 0; i < 30; i++) q.read(i * 5);
+    const fast = q.depth;
+    for (let i = 0; i < 30; i++) q.read(150 + i * 15);
+    expect(fast).toBe(20);
+    expect(q.depth).toBe(7);
+    expect(after(1, 30, 7)).toBe(7);
   });
 });

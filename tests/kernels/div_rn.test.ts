@@ -62,7 +62,7 @@ describe('div_rn', () => {
     const d = gpu.device;
     const pairs = cases();
     const n = pairs.length;
-    const buf = (data: Float32Array | null, usage: number) => {
+    const buf = (data: Float32Array<ArrayBuffer> | null, usage: number) => {
       const b = d.createBuffer({ size: 4 * n, usage });
       if (data) d.queue.writeBuffer(b, 0, data);
       return b;
