@@ -90,7 +90,7 @@ export function markdown(r: BenchResult): string {
     for (const c of r.caches) {
       const pre = lens.map((n) => f(c.prefill.find((p) => p.tokens === n)?.tokPerS.median));
       const d = c.decode;
-      L.push(`| ${c.name} | ${pre.join(' | ')} | ${f(d?.tokPerS.median)} | ${range(d?.tokPerS)} | ${f(c.ceiling.tokPerS)} | ${d && c.ceiling.tokPerS ? pct(d.tokPerS.median / c.ceiling.tokPerS) : '—'} | ${f(c.ceiling.bytesPerToken / 1e9)} GB | ${d?.dispatchesPerToken ?? '—'} | ${f(d?.encodeMs.median)} | ${f(d?.stepMs.median)} |`);
+      L.push(`| ${c.name} | ${pre.join(' | ')} | ${f(d?.tokPerS.median)} | ${range(d?.tokPerS)} | ${f(c.ceiling.tokPerS)} | ${d && c.ceiling.tokPerS ? pct(d.tokPerS.median / c.ceiling.tokPerS) : '—'} | ${f(c.ceiling.bytesPerToken / 1e9)} GB | ${d?.dispatchesPerToken ?? '—'} | ${f(d?.encodeMs.median)} | ${d ? f(1000 / d.tokPerS.median) : '—'} |`);
     }
     L.push('');
     for (const c of r.caches) {
@@ -104,7 +104,8 @@ export function markdown(r: BenchResult): string {
     for (const p of r.caches) {
       if (!p.profile || !p.decode) continue;
       const pr = p.profile;
-      const step = p.decode.stepMs.median, rec = p.decode.encodeMs.median;
+      // Per token of the median repetition: with steps queued, the time between two tokens read is no step's time.
+      const step = 1000 / p.decode.tokPerS.median, rec = p.decode.encodeMs.median;
       const rest = step - ('replayed' in p.decode.path ? 0 : rec) - pr.kernelMs;
       L.push(`## Where a decode step goes (${p.name} cache, context ${pr.context})`, '');
       L.push(`A token takes ${f(step)} ms: JavaScript spends ${f(rec)} ms on a step (recording it, or replaying the captured one; with replay ` +
