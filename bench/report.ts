@@ -267,5 +267,5 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 
 /** Everything a runner writes, as strings. */
 export async function render(r: BenchResult): Promise<Rendered> {
-  return { base: baseName(r), json: JSON.stringify(r, null, 1) + '\n', md: markdown(r), svg: await renderSvg(decodePlotSpec(r)) };
+  return { base: baseName(r), json: JSON.stringify(r) + '\n', md: markdown(r), svg: await renderSvg(decodePlotSpec(r)) };
 }
