@@ -8,7 +8,7 @@ import { capture } from '../src/tensor/capture.ts';
 import { passMs, queuedPassMs, type QueuedSteps } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
-import { DecodeGraph, QueueDepth } from '../src/hrm/decode.ts';
+import { DecodeGraph, greedySteps } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
@@ -154,10 +154,11 @@ async function readRow(t: Tensor): Promise<Float32Array> {
 export interface Clock { left(): number }
 
 /**
- * Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each. None on CPU drivers:
- * a pass per kernel of a step takes minutes there and says nothing of a GPU.
+ * Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each; with `queued` (a decode
+ * step) also the step replayed as generation queues it (Ablation.queued). None on CPU drivers: a pass per kernel of
+ * a step takes minutes there and says nothing of a GPU.
  */
-async function ablate(gpu: Gpu, step: () => unknown, passes = 5, queued = false): Promise<Ablation | null> {
+async function ablate(gpu: Gpu, step: () => unknown, { passes = 5, queued = false } = {}): Promise<Ablation | null> {
   if (gpu.cpu) return null;
   await gpu.sync();
   const cap = capture(gpu, step);
@@ -210,7 +211,7 @@ export class ModelBench {
     const cache = this.cache(name, n);
     try {
       const ids = promptIds(n, this.info.config.vocab_size, this.s.seed);
-      return await ablate(this.gpu, () => this.model.forward(ids, cache, { mask: 'prefix' }).dispose(), 3);
+      return await ablate(this.gpu, () => this.model.forward(ids, cache, { mask: 'prefix' }).dispose(), { passes: 3 });
     } finally {
       cache.dispose();
     }
@@ -253,25 +254,17 @@ export class ModelBench {
       const steps = [];
       const gc = gcWatch();
       if (graph) {
-        // As generate() runs it (steps queued by QueueDepth, unless --ahead fixes their number), each token read
-        // while later steps run.
-        graph.feed(tok);
-        const depth = new QueueDepth(this.s.ahead === 'auto' ? undefined : this.s.ahead);
-        const queued: Array<{ t0: number; encodeMs: number; token: Promise<number> }> = [];
-        let left = tokens, last = now();
-        while (left > 0 || queued.length) {
-          while (left > 0 && queued.length < depth.depth) {
-            const t0 = now();
-            const token = graph.next();
-            queued.push({ t0, encodeMs: now() - t0, token });
-            left--;
-          }
-          const q = queued.shift()!;
-          tok = await q.token;
-          depth.read();
-          const t = now();
-          steps.push({ ms: t - last, encodeMs: q.encodeMs, dispatches: graph.size });
-          last = t;
+        // As generate() runs it (greedySteps: steps queued by QueueDepth unless --ahead fixes their number), each
+        // token read while later steps run; each step's JavaScript is the time its next() takes to return.
+        const g = graph;
+        const encodeMs: number[] = [];
+        const timed = { feed: (t: number) => g.feed(t), next: () => { const t0 = now(); const p = g.next(); encodeMs.push(now() - t0); return p; } };
+        let last = now();
+        for await (const t of greedySteps(timed, tok, tokens, this.s.ahead === 'auto' ? undefined : this.s.ahead)) {
+          tok = t;
+          const at = now();
+          steps.push({ ms: at - last, encodeMs: encodeMs[steps.length], dispatches: g.size });
+          last = at;
         }
       } else {
         for (let i = 0; i < tokens; i++) {
@@ -295,7 +288,7 @@ export class ModelBench {
         const d0 = this.gpu.dispatchCount;
         await readRow(this.model.forward([tok], cache, { mask: 'causal', logits: 'last' }));
         prof = summarizeProfile(this.gpu.lastTimings, this.gpu.dispatchCount - d0, context);
-        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })), 5, true);
+        prof.ablation = await ablate(this.gpu, () => cache.at(cache.offset - 1, () => this.model.forward([tok], cache, { mask: 'causal', logits: 'last' })), { queued: true });
       }
       return { steps, path, profile: prof, gc: gcs };
     } finally {

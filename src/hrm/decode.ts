@@ -177,17 +177,17 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
 }
 
 /**
- * How many greedy steps stay queued ahead of the token being read: enough for QUEUE_MS of steps (a pause of the
- * JavaScript thread, such as a garbage collection after a prefill, 25-75 ms on the H200, then leaves the GPU busy),
- * at least 4 (reading a token back and handling it), at most 32 (the steps run past a stop and dropped). Learnt
- * from the time between tokens read; `fixed` pins it (benchmarks).
+ * How many greedy steps stay queued ahead of the token being read: enough for QUEUE_MS of steps, so that a pause of
+ * the JavaScript thread (on the H200 a stall or two of 25-115 ms per 128 tokens after a prefill, garbage collection
+ * among them) leaves the GPU busy; at least 4 (reading a token back and handling it), at most 32 (the steps run past
+ * a stop and dropped). Learnt from the time between tokens read; `fixed` pins it (benchmarks).
  */
 export class QueueDepth {
   static readonly QUEUE_MS = 100;
   static readonly MIN = 4;
   static readonly MAX = 32;
   private stepMs = 0;
-  private lastRead = 0;
+  private lastRead: number | null = null;
 
   constructor(private readonly fixed?: number) {}
 
@@ -199,7 +199,7 @@ export class QueueDepth {
 
   /** A token was read (at `t`, ms): its interval from the one before is a step's time once the queue runs. */
   read(t = performance.now()): void {
-    if (this.lastRead > 0) {
+    if (this.lastRead !== null) {
       const ms = t - this.lastRead;
       this.stepMs = this.stepMs === 0 ? ms : 0.8 * this.stepMs + 0.2 * ms;
     }
@@ -210,9 +210,10 @@ export class QueueDepth {
 /**
  * Greedy tokens after `first`, `count` of them, from a greedy graph: steps are queued (QueueDepth, or `ahead`
  * fixed) before the oldest is awaited, so the GPU has the next steps while JavaScript handles a token. Closing the
- * generator early waits for the steps still queued (their tokens are dropped).
+ * generator early waits for the steps still queued (their tokens are dropped). `graph` is anything that feeds and
+ * queues steps as a DecodeGraph does (the bench wraps one to time its calls).
  */
-export async function* greedySteps(graph: DecodeGraph, first: number, count: number, ahead?: number): AsyncGenerator<number> {
+export async function* greedySteps(graph: Pick<DecodeGraph, 'feed' | 'next'>, first: number, count: number, ahead?: number): AsyncGenerator<number> {
   graph.feed(first);
   const depth = new QueueDepth(ahead);
   const queued: Array<Promise<number>> = [];
