@@ -30,6 +30,14 @@ if [ "${ANCHORS:-1}" = 1 ]; then
 fi
 status=0
 ran=0
+# A probe bundled by pack.sh from bench/NAME.ts, run from pack $dir for at most SECONDS: its output into
+# $out/NAME.log, its JSON lines (one per measured form) shown.
+probe() { # NAME SECONDS
+  [ -f "$dir/$1.mjs.xz" ] || return 0
+  echo "== $dir $1"
+  ( source "$dir/enter.sh"; xz -dc "$dir/$1.mjs.xz" > "$dir/$1.mjs" && timeout "$2" "$dir/node" "$dir/$1.mjs" ) > "$out/$1.log" 2>&1
+  echo "$1 exited with $?"; grep '^{' "$out/$1.log" | cut -c1-400
+}
 for dir in .h200/bench .h200/bench-deno; do
   [ -f "$dir/enter.sh" ] || continue
   ran=1
@@ -61,24 +69,12 @@ for dir in .h200/bench .h200/bench-deno; do
     ( source "$dir/enter.sh"; xz -dc "$dir/parity.mjs.xz" > "$dir/parity.mjs" && timeout 120 "$dir/node" "$dir/parity.mjs" ) > "$out/parity.md" 2> "$out/parity.log"
     echo "parity exited with $?"; cat "$out/parity.md"
   fi
-  if [ -f "$dir/sgmat-probe.mjs.xz" ] && [ "${PROBE:-0}" = 1 ]; then
-    # The tensor-core probe (bench/sgmat-probe.ts): one JSON line per kernel form, into sgmat-probe.log.
-    echo "== $dir sgmat-probe"
-    ( source "$dir/enter.sh"; xz -dc "$dir/sgmat-probe.mjs.xz" > "$dir/sgmat-probe.mjs" && timeout "${PROBE_S:-150}" "$dir/node" "$dir/sgmat-probe.mjs" ) > "$out/sgmat-probe.log" 2>&1
-    echo "sgmat-probe exited with $?"; grep '^{' "$out/sgmat-probe.log" | cut -c1-400
-  fi
-  if [ -f "$dir/prefetch-probe.mjs.xz" ] && [ "${PREFETCH:-0}" = 1 ]; then
-    # Weights pulled into L2 by the dispatch before their product (bench/prefetch-probe.ts): one JSON line per variant.
-    echo "== $dir prefetch-probe"
-    ( source "$dir/enter.sh"; xz -dc "$dir/prefetch-probe.mjs.xz" > "$dir/prefetch-probe.mjs" && timeout 120 "$dir/node" "$dir/prefetch-probe.mjs" ) > "$out/prefetch-probe.log" 2>&1
-    echo "prefetch-probe exited with $?"; grep '^{' "$out/prefetch-probe.log" | cut -c1-300
-  fi
-  if [ -f "$dir/qone-probe.mjs.xz" ] && [ "${QONE:-0}" = 1 ]; then
-    # Quantized-cache decode attention's dispatches timed apart (bench/qone-probe.ts): one JSON line per form.
-    echo "== $dir qone-probe"
-    ( source "$dir/enter.sh"; xz -dc "$dir/qone-probe.mjs.xz" > "$dir/qone-probe.mjs" && timeout 120 "$dir/node" "$dir/qone-probe.mjs" ) > "$out/qone-probe.log" 2>&1
-    echo "qone-probe exited with $?"; grep '^{' "$out/qone-probe.log" | cut -c1-300
-  fi
+  # The probes, each when asked: the tensor-core kernel forms (bench/sgmat-probe.ts), weights pulled into L2 by the
+  # dispatch before their product (bench/prefetch-probe.ts), the quantized decode attention's dispatches timed apart
+  # (bench/qone-probe.ts).
+  [ "${PROBE:-0}" = 1 ] && probe sgmat-probe "${PROBE_S:-150}"
+  [ "${PREFETCH:-0}" = 1 ] && probe prefetch-probe 120
+  [ "${QONE:-0}" = 1 ] && probe qone-probe 120
 done
 [ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }
 ls -la "$out"

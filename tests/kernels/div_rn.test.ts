@@ -48,7 +48,8 @@ function cases(): Array<[number, number]> {
   }
   // Subnormal operands, exact quotients, results near f32's largest.
   for (let i = 0; i < 200; i++) {
-    out.push([fromBits(1 + Math.floor(r() * 0x7fffff)), f32(sig() * 2 ** -140)], [f32(sig()), fromBits(1 + Math.floor(r() * 0x7fffff)) * 2 ** 0 || 1e-40]);
+    const sub = () => fromBits(1 + Math.floor(r() * 0x7fffff));   // a nonzero subnormal
+    out.push([sub(), f32(sig() * 2 ** -140)], [f32(sig() * 2 ** -100), sub()]);
     const q = Math.floor(r() * 4096) + 1, b = f32(sig());
     out.push([f32(q * b), b], [f32(3.4e38 * r()), f32(0.5 + r())]);
   }
