@@ -8,6 +8,13 @@ import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/tensor/device.ts';
 import { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { fileSource } from '../src/tensor/sources.ts';
 import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+
+/** The CPU the JavaScript runs on, and how busy the machine was: replay-bound figures differ by host. */
+function host(): string {
+  const c = cpus();
+  return `${c[0]?.model.trim() ?? 'unknown CPU'} x ${c.length}, load ${loadavg().map((l) => l.toFixed(1)).join(' / ')}`;
+}
 
 /** Set by bench/pack.sh when it bundles (the machine that runs the bundle has no git checkout). */
 declare const __BENCH_COMMIT__: string | undefined;
@@ -48,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
     warn: (m) => console.error(m),
     update: (r) => { saveJson(settings.out, r); },
     commit: await commit(),
+    host: host(),
     timestamps,
     anchors,
     mlxOps: () => SafetensorsFile.open(fileSource('tests/fixtures/mlx/ops.safetensors')),

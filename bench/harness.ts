@@ -30,6 +30,8 @@ export interface BenchEnv {
   /** hrm-webgpu's version and the pinned versions of its dependencies (package.json). */
   packages: Record<string, string>;
   commit: string | null;
+  /** The host's CPU, core count and load average when the run started (Node and Deno; absent in a browser). */
+  host?: string;
   /** How GPU timestamps were obtained (Dawn quantizes them to 65.5 us unless a toggle turns that off). */
   timestamps: string;
 }
@@ -67,6 +69,8 @@ export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | '
   /** Called after each section with the result so far (runners write it, so a killed run leaves figures). */
   update?(r: BenchResult): void | Promise<void>;
   commit?: string | null;
+  /** The host's CPU and load (BenchEnv.host). */
+  host?: string;
   timestamps?: string;
   /** The runner's MLX fixture file for --check-sgmat (tests/fixtures/mlx/ops.safetensors), where it can read files. */
   mlxOps?: () => Promise<SafetensorsFile>;
@@ -102,6 +106,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       runtime: first.summary.runtime, runtimeVersion: runtimeVersion(), adapter: first.summary,
       packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
       commit: hooks.commit ?? null,
+      ...(hooks.host ? { host: hooks.host } : {}),
       timestamps: first.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
     },
     settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },

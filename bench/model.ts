@@ -314,7 +314,10 @@ export class ModelBench {
       dispatchesPerToken: steps[steps.length - 1].dispatches,
       path: reps[0].path,
       meanContext: prompt + (decodeTokens + 1) / 2,
-      gc: reps.every((r) => r.gc) ? { count: sum(reps.map((r) => r.gc!.count)), ms: sum(reps.map((r) => r.gc!.ms)), maxMs: Math.max(...reps.map((r) => r.gc!.maxMs)) } : null,
+      gc: reps.every((r) => r.gc) ? {
+        count: sum(reps.map((r) => r.gc!.count)), ms: sum(reps.map((r) => r.gc!.ms)), maxMs: Math.max(...reps.map((r) => r.gc!.maxMs)),
+        major: { count: sum(reps.map((r) => r.gc!.major?.count ?? 0)), ms: sum(reps.map((r) => r.gc!.major?.ms ?? 0)) },
+      } : null,
     };
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
   }

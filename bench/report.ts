@@ -45,7 +45,7 @@ export function markdown(r: BenchResult): string {
   const s = r.settings;
   const L: string[] = [];
   L.push(`# hrm-webgpu benchmark: ${benchConfig(s).name}, ${adapterName(r)}`, '');
-  L.push(`${r.env.runtimeVersion}; ${r.date}${r.env.commit ? `; commit ${r.env.commit}` : ''}; timestamps: ${r.env.timestamps}.`);
+  L.push(`${r.env.runtimeVersion}; ${r.date}${r.env.commit ? `; commit ${r.env.commit}` : ''}${r.env.host ? `; host ${r.env.host}` : ''}; timestamps: ${r.env.timestamps}.`);
   if (s.only !== 'kernels') {
     L.push(`Random bf16 weights, ${s.dtype} activations; prefill ${s.prefill.join(' and ')} tokens (${s.warmup} warm-up, ${s.reps} timed); ` +
       `decode ${s.decodeTokens} tokens after a ${s.prompt}-token prompt (${s.decodeReps} timed); KV caches ${s.caches.join(', ')}.`);
@@ -116,7 +116,7 @@ export function markdown(r: BenchResult): string {
         (p.ceiling.tokPerS ? ` Streaming the ${f(p.ceiling.bytesPerToken / 1e9)} GB it reads at the measured bandwidth would take ${f(1000 / p.ceiling.tokPerS)} ms.` : '') +
         `${pr.quantized ? ' **Timestamps look quantized (65.5 us steps): per-label times are rough.**' : ''}`, '');
       const gc = p.decode.gc;
-      if (gc) L.push(`Garbage collection over the timed steps: ${gc.count} pauses, ${f(gc.ms)} ms in all (${f(gc.ms / p.decode.stepMs.samples.length)} ms a token), the longest ${f(gc.maxMs)} ms.`, '');
+      if (gc) L.push(`Garbage collection over the timed steps: ${gc.count} pauses, ${f(gc.ms)} ms in all (${f(gc.ms / p.decode.stepMs.samples.length)} ms a token), the longest ${f(gc.maxMs)} ms${gc.major ? `; ${gc.major.count} of them full (mark-compact), ${f(gc.major.ms)} ms` : ''}.`, '');
       L.push(...labelTable(pr));
       const ab = pr.ablation;
       if (ab) {

@@ -34,7 +34,13 @@ export function round4(v: number): number {
 export const now = (): number => (globalThis.performance ?? Date).now();
 
 /** Garbage-collection pauses seen while a watch ran (Node's `gc` performance entries). */
-export interface GcFigure { count: number; ms: number; maxMs: number }
+export interface GcFigure {
+  count: number;
+  ms: number;
+  maxMs: number;
+  /** Of them, full mark-compact collections (Node's kind NODE_PERFORMANCE_GC_MAJOR) and their time. */
+  major?: { count: number; ms: number };
+}
 
 /**
  * Watch the JavaScript engine's garbage-collection pauses until `stop()`; null where the runtime does not report
@@ -44,14 +50,23 @@ export interface GcFigure { count: number; ms: number; maxMs: number }
 export function gcWatch(): { stop(): GcFigure } | null {
   const PO = (globalThis as { PerformanceObserver?: typeof PerformanceObserver }).PerformanceObserver;
   if (!PO?.supportedEntryTypes?.includes('gc')) return null;
+  const MAJOR = 4;
   const pauses: number[] = [];
-  const obs = new PO((list) => { for (const e of list.getEntries()) pauses.push(e.duration); });
+  const major: number[] = [];
+  const take = (list: PerformanceEntry[]) => {
+    for (const e of list) {
+      pauses.push(e.duration);
+      if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === MAJOR) major.push(e.duration);
+    }
+  };
+  const obs = new PO((list) => take(list.getEntries()));
   obs.observe({ entryTypes: ['gc'] });
   return {
     stop: () => {
-      for (const e of obs.takeRecords()) pauses.push(e.duration);
+      take(obs.takeRecords());
       obs.disconnect();
-      return { count: pauses.length, ms: pauses.reduce((a, x) => a + x, 0), maxMs: Math.max(0, ...pauses) };
+      const sum = (a: number[]) => a.reduce((t, x) => t + x, 0);
+      return { count: pauses.length, ms: sum(pauses), maxMs: Math.max(0, ...pauses), major: { count: major.length, ms: sum(major) } };
     },
   };
 }
