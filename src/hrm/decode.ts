@@ -9,7 +9,6 @@
 import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
 import type { Dispatch, Upload } from '../tensor/gpu.ts';
 import { capture, replay, type Capture } from '../tensor/capture.ts';
-import { quietly } from '../tensor/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
@@ -117,9 +116,9 @@ export class DecodeGraph {
     this.cache.advance([0]);
     const n = this.pace.submitted();
     try {
-      await quietly(done);
+      await done;
       const asked = await this.pace.until(n);
-      await quietly(staging.mapAsync(GPUMapMode.READ));
+      await staging.mapAsync(GPUMapMode.READ);
       this.pace.finished(n, asked);
       const bytes = staging.getMappedRange().slice(0);
       staging.unmap();
