@@ -10,6 +10,7 @@ import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
 import type { Dispatch, Upload } from '../tensor/gpu.ts';
 import { capture, replay, type Capture } from '../tensor/capture.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { runtimeName } from '../tensor/device.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';
@@ -22,7 +23,7 @@ interface Patch { chunk: number; word: number; base: number; slope: number }
 export class DecodeGraph {
   private readonly words: Uint32Array[];
   private readonly staging: GPUBuffer[] = [];
-  private readonly pace = new ReadbackPace();
+  private readonly pace = new ReadbackPace(runtimeName() === 'node');
   private disposed = false;
 
   private constructor(
@@ -186,7 +187,7 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
  * event loop, so a readback awaited from its submit on (through QueueDepth's ~100 ms of queued steps) spins the
  * thread and makes megabytes of garbage a token (on lavapipe 2.9 MB a token, collected in pauses of 30-60 ms every
  * ~15 tokens; on the H200 pauses of up to 120 ms). Sleeping on a timer until the step is due leaves nothing pending
- * meanwhile.
+ * meanwhile. Only under Node (DecodeGraph paces there alone).
  *  - A step is due `stepMs` after the one before, counted from the last readback that completed; it is asked
  *    MARGIN_MS (or a tenth of a step) before.
  *  - `stepMs` is learnt from readbacks that completed while being polled (so at the GPU's finish, within a poll):
@@ -210,7 +211,11 @@ export class ReadbackPace {
   private anchor: { t: number; step: number } | null = null;   // a completion: when, and which step
   private polled: { t: number; step: number } | null = null;   // the last completion seen as it happened
 
-  constructor(private readonly clock: () => number = () => performance.now(), private readonly sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))) {}
+  /**
+   * `paced` false: every readback is asked at once (browsers and Deno, whose bindings do not poll so; their timers
+   * may also be clamped to 4 ms). `clock` and `sleep` are the tests' to replace.
+   */
+  constructor(private readonly paced = true, private readonly clock: () => number = () => performance.now(), private readonly sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))) {}
 
   /** The learnt GPU time of a step (ms; 0 before two completions were seen as they happened). */
   get step(): number { return this.stepMs; }
@@ -220,7 +225,7 @@ export class ReadbackPace {
 
   /** Wait until step `n` is due; resolves to when the readback may be asked. */
   async until(n: number): Promise<number> {
-    if (this.stepMs > 0 && this.anchor) {
+    if (this.paced && this.stepMs > 0 && this.anchor) {
       const margin = Math.max(ReadbackPace.MARGIN_MS, 0.1 * this.stepMs);
       const ms = this.anchor.t + (n - this.anchor.step) * this.stepMs - margin - this.clock();
       if (ms >= 1) await this.sleep(ms);

@@ -286,7 +286,7 @@ describe('ReadbackPace', () => {
    */
   async function simulate(finish: (n: number) => number, steps: number, res = 0.05) {
     let now = 0;
-    const pace = new ReadbackPace(() => now, async (ms) => { now += ms; });
+    const pace = new ReadbackPace(true, () => now, async (ms) => { now += ms; });
     const early: number[] = [], polled: number[] = [];
     for (let i = 0; i < steps; i++) pace.submitted();
     for (let n = 0; n < steps; n++) {
@@ -325,9 +325,22 @@ describe('ReadbackPace', () => {
 
   it('does not wait without an estimate, nor for a step already due', async () => {
     let slept = 0;
-    const pace = new ReadbackPace(() => 0, async (ms) => { slept += ms; });
+    const pace = new ReadbackPace(true, () => 0, async (ms) => { slept += ms; });
     pace.submitted();
     expect(await pace.until(0)).toBe(0);
+    expect(slept).toBe(0);
+  });
+
+  it('unpaced (browsers, Deno), asks every readback at once, estimate or not', async () => {
+    let now = 0, slept = 0;
+    const pace = new ReadbackPace(false, () => now, async (ms) => { slept += ms; now += ms; });
+    for (let n = 0; n < 20; n++) {
+      pace.submitted();
+      const asked = await pace.until(n);
+      now = asked + 6;
+      pace.finished(n, asked);
+    }
+    expect(pace.step).toBeGreaterThan(5);   // it still learns
     expect(slept).toBe(0);
   });
 });
