@@ -3,7 +3,7 @@
 // ahead of the token being read), and where a decode step's time goes (dispatches, JS time, GPU time per kernel
 // label from one profiled step), per KV-cache configuration. Also the bytes a decode token must read, which turn
 // a bandwidth into a ceiling.
-import type { Dispatch, Gpu } from '../src/tensor/gpu.ts';
+import type { Dispatch, Gpu, PassSpan } from '../src/tensor/gpu.ts';
 import { capture } from '../src/tensor/capture.ts';
 import { passMs, queuedPassMs, type QueuedSteps } from './kernels.ts';
 import type { Tensor } from '../src/tensor/tensor.ts';
@@ -26,6 +26,21 @@ export interface PrefillFigure {
   dispatches: number;
   /** One more prefill recorded with per-dispatch timestamps (full cache, longest prompt; null elsewhere). */
   profile?: ProfileFigure | null;
+  /** One more prefill timed pass by pass as it runs untimed (full cache, longest prompt; null elsewhere). */
+  timeline?: PrefillTimeline | null;
+}
+
+/**
+ * A prefill's passes on the GPU (Gpu.timelineNext: one pass per part submitted while recording), beside its wall
+ * and recording time: how much of the wall the GPU was busy, and where it waited for JavaScript.
+ */
+export interface PrefillTimeline {
+  wallMs: number;
+  encodeMs: number;
+  passes: PassSpan[];
+  /** Sum of the passes' durations, and the span from the first pass's start to the last one's end (GPU clock). */
+  busyMs: number;
+  spanMs: number;
 }
 
 export interface DecodeFigure {
@@ -188,13 +203,17 @@ export class ModelBench {
     return this.model.newCache({ capacity, kv: CACHES[name], mode: 'after-prefill' });
   }
 
-  /** One prefill of `n` tokens into a fresh cache; times and dispatch count (with `profile`, timestamps too). */
-  private async prefillOnce(name: CacheName, n: number, seed: number, profile = false): Promise<{ ms: number; encodeMs: number; dispatches: number }> {
+  /**
+   * One prefill of `n` tokens into a fresh cache; times and dispatch count. `timing` 'profile': a pass and
+   * timestamps per dispatch (Gpu.profileNext); 'timeline': timestamps per part's pass (Gpu.timelineNext).
+   */
+  private async prefillOnce(name: CacheName, n: number, seed: number, timing?: 'profile' | 'timeline'): Promise<{ ms: number; encodeMs: number; dispatches: number }> {
     const cache = this.cache(name, n);
     try {
       const ids = promptIds(n, this.info.config.vocab_size, seed);
       await this.gpu.sync();
-      if (profile) this.gpu.profileNext(2048);
+      if (timing === 'profile') this.gpu.profileNext(2048);
+      if (timing === 'timeline') this.gpu.timelineNext();
       const d0 = this.gpu.dispatchCount;
       const t0 = now();
       const logits = this.model.forward(ids, cache, { mask: 'prefix', logits: 'last' });
@@ -225,9 +244,15 @@ export class ModelBench {
       runs.push(await this.prefillOnce(name, n, this.s.seed + r));
     }
     let profile: ProfileFigure | null = null;
+    let timeline: PrefillTimeline | null = null;
     if (name === 'full' && n === Math.max(...this.s.prefill) && this.gpu.timestamps) {
+      // As the timed runs, but each part's pass timestamped: the GPU's busy time against the wall.
+      const t = await this.prefillOnce(name, n, this.s.seed, 'timeline');
+      const passes = this.gpu.lastTimeline;
+      const busyMs = passes.reduce((a, x) => a + x.endMs - x.startMs, 0);
+      timeline = { wallMs: t.ms, encodeMs: t.encodeMs, passes, busyMs, spanMs: passes.length ? passes[passes.length - 1].endMs : 0 };
       // Where a prefill goes: the same forward with a pass per dispatch (outside the timed runs).
-      const r = await this.prefillOnce(name, n, this.s.seed, true);
+      const r = await this.prefillOnce(name, n, this.s.seed, 'profile');
       profile = summarizeProfile(this.gpu.lastTimings, r.dispatches, n);
       // And as one pass, each kernel's dispatches left out in turn (all logits: reading the last row copies it,
       // which a capture cannot hold; lm_head over every row is a kernel of its own grid).
@@ -235,7 +260,7 @@ export class ModelBench {
     }
     return {
       tokens: n, tokPerS: stats(runs.map((r) => (n * 1000) / r.ms)), ms: stats(runs.map((r) => r.ms)),
-      encodeMs: stats(runs.map((r) => r.encodeMs)), dispatches: runs[0].dispatches, profile,
+      encodeMs: stats(runs.map((r) => r.encodeMs)), dispatches: runs[0].dispatches, profile, timeline,
     };
   }
 

@@ -5,7 +5,7 @@ import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
-import type { Ablation, ProfileFigure } from './model.ts';
+import type { Ablation, PrefillTimeline, ProfileFigure } from './model.ts';
 import type { SweepPoint } from './kernels.ts';
 import type { Stats } from './stats.ts';
 
@@ -135,6 +135,7 @@ export function markdown(r: BenchResult): string {
       L.push(`A prefill takes ${f(pf.ms.median)} ms (${pf.dispatches} dispatches, ${f(pf.encodeMs.median)} ms of it recording); ` +
         `the GPU kernels ${f(pf.profile.kernelMs)} ms by per-dispatch timestamps (${pf.profile.profiled} of ${pf.profile.dispatches} dispatches).`, '');
       L.push(...labelTable(pf.profile));
+      if (pf.timeline) L.push(...timelineLines(pf.timeline), '');
       const ab = pf.profile.ablation;
       if (ab) {
         L.push(`The same prefill as one pass on the GPU, every position's logits (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each kernel's dispatches it runs faster by:`, '');
@@ -152,6 +153,18 @@ export function markdown(r: BenchResult): string {
   for (const x of r.recovered) L.push(`- recovered: ${esc(x.unit)} was redone on a new device after the device was lost (${esc(x.error).slice(0, 200)})`);
   L.push('', `Elapsed ${r.elapsedS.toFixed(0)} s${r.complete ? '' : ' (incomplete)'}.`, '');
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** A prefill timed pass by pass: the GPU's busy time against the wall, and its longest waits between passes. */
+function timelineLines(t: PrefillTimeline): string[] {
+  const gaps = t.passes.slice(1).map((p, i) => ({ ms: p.startMs - t.passes[i].endMs, before: i + 1, after: t.passes.slice(0, i + 1).reduce((a, x) => a + x.dispatches, 0) }));
+  const worst = [...gaps].sort((a, b) => b.ms - a.ms).slice(0, 3).filter((g) => g.ms > 0.01);
+  return [
+    `The same prefill timed pass by pass (its ${t.passes.length} passes, in the parts submitted while it is recorded, each timestamped): ` +
+    `wall ${f(t.wallMs)} ms, recording ${f(t.encodeMs)} ms; the GPU busy ${f(t.busyMs)} ms over ${f(t.spanMs)} ms from its first pass's start to its last pass's end ` +
+    `(idle between passes ${f(t.spanMs - t.busyMs)} ms${worst.length ? `, the longest ${worst.map((g) => `${f(g.ms)} ms before pass ${g.before + 1} (after ${g.after} dispatches)`).join(', ')}` : ''}); ` +
+    `the other ${f(t.wallMs - t.spanMs)} ms of the wall are before the first pass starts (recording up to the first submit, and the submit) and after the last ends (the readback).`,
+  ];
 }
 
 /** What leaving out each kernel's dispatches saves a one-pass forward (Ablation), largest first. */

@@ -21,6 +21,9 @@ const UNIFORM_CHUNK = 64 * 1024;
 /** GPU time of each labelled dispatch of one profiled batch, in milliseconds. */
 export interface DispatchTiming { label: string; ms: number }
 
+/** One pass of a timed batch (see `timelineNext`): GPU milliseconds from the batch's first pass's start. */
+export interface PassSpan { startMs: number; endMs: number; dispatches: number }
+
 /** One dispatch, encoded or captured. `key` names the bound buffer ranges (equal keys bind the same bytes). */
 export interface Dispatch {
   pipeline: GPUComputePipeline;
@@ -75,6 +78,9 @@ export class Gpu {
   private opErrors: Promise<HrmError | null>[] = [];
   /** Timings of the last profiled flush (see `profileNext`). */
   lastTimings: DispatchTiming[] = [];
+  private timeline: { querySet: GPUQuerySet; passes: number[]; capacity: number } | null = null;
+  /** The passes of the last timed batch (see `timelineNext`), once its flush has resolved them. */
+  lastTimeline: PassSpan[] = [];
   /** Dispatches recorded since creation: a cheap counter for benchmarks. */
   dispatchCount = 0;
   /** Dispatches in the open batch, the count that submits its next part early, and the error scopes of those parts (see dispatch). */
@@ -190,6 +196,18 @@ export class Gpu {
     this.profile = { querySet: this.device.createQuerySet({ type: 'timestamp', count: capacity * 2 }), labels: [], capacity };
   }
 
+  /**
+   * Time the next batch pass by pass (for benchmarks): each pass, so each part a long batch is submitted in while
+   * it is recorded, gets timestamps at its start and end, and the flush that ends the batch puts them in
+   * `lastTimeline`. Unlike profileNext the batch runs as it would untimed; the gaps between its passes are where
+   * the GPU waited for JavaScript.
+   */
+  timelineNext(capacity = 256): void {
+    if (!this.timestamps) throw new GpuValidationError('timeline', 'this adapter does not offer timestamp-query');
+    this.endPass();
+    this.timeline = { querySet: this.device.createQuerySet({ type: 'timestamp', count: capacity * 2 }), passes: [], capacity };
+  }
+
   /** Record one dispatch into the open batch, or into the capture in progress. */
   dispatch(d: Dispatch): void {
     if (this.capturing) {
@@ -197,6 +215,7 @@ export class Gpu {
       return;
     }
     const pass = this.computePass(d.label);
+    if (this.timeline?.passes.length) this.timeline.passes[this.timeline.passes.length - 1]++;
     pass.setPipeline(d.pipeline);
     pass.setBindGroup(0, d.bindGroup);
     pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
@@ -259,6 +278,14 @@ export class Gpu {
       });
       return this.pass;
     }
+    const t = this.timeline;
+    if (!this.pass && t && t.passes.length < t.capacity) {
+      const i = t.passes.length;
+      t.passes.push(0);
+      this.pass = this.commandEncoder().beginComputePass({
+        label: 'batch', timestampWrites: { querySet: t.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 },
+      });
+    }
     this.pass ??= this.commandEncoder().beginComputePass({ label: 'batch' });
     return this.pass;
   }
@@ -298,6 +325,11 @@ export class Gpu {
     this.endPass();
     let timing: Promise<DispatchTiming[]> | null = null;
     if (this.profile) timing = this.resolveTimings(this.encoder, this.profile);
+    let spans: Promise<void> | null = null;
+    if (!part && this.timeline) {
+      spans = this.resolveTimeline(this.encoder, this.timeline).then((p) => { this.lastTimeline = p; });
+      this.timeline = null;
+    }
     for (const u of this.takeUniforms(false)) this.device.queue.writeBuffer(u.buffer, 0, u.data);
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = null;
@@ -306,7 +338,7 @@ export class Gpu {
     const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
     if (timing) timing.then((t) => { this.lastTimings = t; });
     this.profile = null;
-    return timing ? [...errors, timing.then(() => null)] : errors;
+    return [...errors, ...[timing, spans].filter((x) => x !== null).map((x) => x.then(() => null))];
   }
 
   /**
@@ -371,16 +403,28 @@ export class Gpu {
   }
 
   private async resolveTimings(encoder: GPUCommandEncoder, p: NonNullable<Gpu['profile']>): Promise<DispatchTiming[]> {
-    const n = p.labels.length;
-    if (!n) return [];
+    const t = await this.readTimestamps(encoder, p.querySet, p.labels.length);
+    return p.labels.map((label, i) => ({ label, ms: Number(t[2 * i + 1] - t[2 * i]) / 1e6 }));
+  }
+
+  private async resolveTimeline(encoder: GPUCommandEncoder, l: NonNullable<Gpu['timeline']>): Promise<PassSpan[]> {
+    const t = await this.readTimestamps(encoder, l.querySet, l.passes.length);
+    const at = (i: number) => Number(t[i] - t[0]) / 1e6;
+    return l.passes.map((dispatches, i) => ({ startMs: at(2 * i), endMs: at(2 * i + 1), dispatches }));
+  }
+
+  /** The n begin / end timestamp pairs of `querySet` (ns), resolved at the end of `encoder`; destroys the set. */
+  private async readTimestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet, n: number): Promise<BigUint64Array> {
+    if (!n) { querySet.destroy(); return new BigUint64Array(0); }
     const resolve = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     const readback = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    encoder.resolveQuerySet(p.querySet, 0, 2 * n, resolve, 0);
+    encoder.resolveQuerySet(querySet, 0, 2 * n, resolve, 0);
     encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16 * n);
     await new Promise((r) => setTimeout(r, 0));
     await readback.mapAsync(GPUMapMode.READ);
     const t = new BigUint64Array(readback.getMappedRange().slice(0));
-    readback.destroy(); resolve.destroy(); p.querySet.destroy();
-    return p.labels.map((label, i) => ({ label, ms: Number(t[2 * i + 1] - t[2 * i]) / 1e6 }));
+    readback.destroy(); resolve.destroy(); querySet.destroy();
+    return t;
   }
+
 }

@@ -74,12 +74,20 @@ describe('bench harness', () => {
         expect(p.kernelMs).toBeGreaterThan(0);
         expect(p.byLabel.reduce((a, x) => a + x.count, 0)).toBe(p.profiled);
         expect(p.byLabel.some((x) => x.label.startsWith('matmul'))).toBe(true);
+        // The timed-by-pass prefill: its passes hold every dispatch of a prefill, in order on the GPU's clock.
+        const pf = full.prefill.find((x) => x.timeline)!;
+        const t = pf.timeline!;
+        expect(t.passes.reduce((a, x) => a + x.dispatches, 0)).toBe(pf.dispatches);
+        expect(t.busyMs).toBeGreaterThan(0);
+        expect(t.busyMs).toBeLessThanOrEqual(t.spanMs + 1e-9);
+        expect(t.spanMs).toBeLessThan(t.wallMs);
       }
 
       const md = readFileSync(join(out, `${base}.md`), 'utf8');
       expect(md).toContain('## Kernels');
       expect(md).toContain('## Model, per KV cache');
       expect(md).toMatch(/\| full \| [\d.]+ \| [\d.]+ \|/);
+      if (r.env.adapter.features.includes('timestamp-query')) expect(md).toMatch(/The same prefill timed pass by pass \(its \d+ passes, .*the GPU busy [\d.]+ ms over [\d.]+ ms/);
       const svg = readFileSync(join(out, `${base}.svg`), 'utf8');
       expect(svg.startsWith('<svg')).toBe(true);
       expect(svg).toContain('ceiling');

@@ -37,6 +37,30 @@ describe('early submits of long batches', async () => {
     }
   });
 
+  it('timelineNext times each part\'s pass: 600 adds in five passes, in order, their dispatches counted; the next batch untimed', async () => {
+    if (!gpu.timestamps) return;
+    await gpu.sync();
+    const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
+    const run = async () => {
+      let x = Tensor.from(gpu, new Float32Array([0]), [1], 'f32', 'x');
+      for (let i = 0; i < 600; i++) { const y = add(x, one); x.dispose(); x = y; }
+      expect((await x.read())[0]).toBe(600);
+      x.dispose();
+    };
+    gpu.timelineNext();
+    await run();
+    const t = gpu.lastTimeline;
+    expect(t.map((p) => p.dispatches)).toEqual([32, 64, 128, 256, 120]);
+    expect(t[0].startMs).toBe(0);
+    for (const [i, p] of t.entries()) {
+      expect(p.endMs).toBeGreaterThanOrEqual(p.startMs);
+      if (i) expect(p.startMs).toBeGreaterThanOrEqual(t[i - 1].endMs);
+    }
+    await run();
+    expect(gpu.lastTimeline).toBe(t);   // untimed: the last timeline stays
+    one.dispose();
+  });
+
   it('a validation error in an early part is reported at the next read', async () => {
     const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
     const gone = gpu.device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE });
