@@ -186,8 +186,8 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
  * promises is pending, Dawn's Node binding polls the device with a freshly allocated callback on every turn of the
  * event loop, so a readback awaited from its submit on (through QueueDepth's ~100 ms of queued steps) spins the
  * thread and makes megabytes of garbage a token (on lavapipe 2.9 MB a token, collected in pauses of 30-60 ms every
- * ~15 tokens; on the H200 pauses of up to 120 ms). Sleeping on a timer until the step is due leaves nothing pending
- * meanwhile. Only under Node (DecodeGraph paces there alone).
+ * ~15 tokens; the H200's decodes showed pauses of up to 120 ms). Sleeping on a timer until the step is due leaves
+ * nothing pending meanwhile. Only under Node (DecodeGraph paces there alone).
  *  - A step is due `stepMs` after the one before, counted from the last readback that completed; it is asked
  *    MARGIN_MS (or a tenth of a step) before.
  *  - `stepMs` is learnt from readbacks that completed while being polled (so at the GPU's finish, within a poll):
