@@ -9,6 +9,7 @@
 import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
 import type { Dispatch, Upload } from '../tensor/gpu.ts';
 import { capture, replay, type Capture } from '../tensor/capture.ts';
+import { quietly } from '../tensor/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { runtimeName } from '../tensor/device.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
@@ -117,9 +118,9 @@ export class DecodeGraph {
     this.cache.advance([0]);
     const n = this.pace.submitted();
     try {
-      await done;
+      await quietly(done);
       const asked = await this.pace.until(n);
-      await staging.mapAsync(GPUMapMode.READ);
+      await quietly(staging.mapAsync(GPUMapMode.READ));
       this.pace.finished(n, asked);
       const bytes = staging.getMappedRange().slice(0);
       staging.unmap();

@@ -2,6 +2,7 @@
 // arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
 // submits it and turns anything WebGPU complained about into a typed error. Capturing a batch for replay is
 // capture.ts; this file only routes dispatches, uploads and allocations to a capture while one runs.
+import { quietly } from './quiet.ts';
 import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from './errors.ts';
 import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
@@ -352,8 +353,8 @@ export class Gpu {
   private async settle(op: string, pending: Promise<GPUError | null>[]): Promise<void> {
     // This batch's pipeline checks are taken before awaiting: one a later batch adds meanwhile is that batch's.
     const ops = this.opErrors.splice(0);
-    const errors = await Promise.all([...this.early.splice(0), ...pending]);
-    const own = (await Promise.all(ops)).find((e) => e);
+    const errors = await quietly(Promise.all([...this.early.splice(0), ...pending]));
+    const own = (await quietly(Promise.all(ops))).find((e) => e);
     this.watch.check(op);
     if (own) throw own;
     const first = errors.find((e) => e);
@@ -369,7 +370,7 @@ export class Gpu {
     const pending = this.submit();
     try {
       await this.settle(op, pending);
-      await staging.mapAsync(GPUMapMode.READ);
+      await quietly(staging.mapAsync(GPUMapMode.READ));
       return staging.getMappedRange().slice(0, src.size);
     } finally {
       staging.destroy();
@@ -379,7 +380,7 @@ export class Gpu {
   /** Wait until the GPU has finished all submitted work. */
   async sync(): Promise<void> {
     await this.flush('sync');
-    await this.device.queue.onSubmittedWorkDone();
+    await quietly(this.device.queue.onSubmittedWorkDone());
   }
 
   destroy(): void {
