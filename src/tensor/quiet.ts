@@ -1,29 +1,57 @@
-// Awaiting the GPU without spinning the thread. While any promise of Dawn's Node binding (npm `webgpu`) is pending,
-// the binding polls the device from a setImmediate callback that it allocates anew on every turn of the event loop,
-// so an idle wait turns the loop hundreds of thousands of times a second: on lavapipe a quarter of the process's CPU
-// time in that polling and a sixth in collecting its garbage, and on the H200 collection pauses of 30-120 ms that
-// stall the recording of the next batch. `quietly` lets the loop turn at most once every POLL_MS while one of our
-// waits is pending (each turn blocks the thread that long in Atomics.wait): the same results, each at most POLL_MS
-// later. Only under Node, where the binding behaves so and the main thread may block; elsewhere a plain await.
+// Awaiting the GPU without making the thread spin. While any promise of Dawn's Node binding (npm `webgpu`) is
+// pending, the binding polls the device from a setImmediate callback that it allocates anew on every turn of the
+// event loop, so an idle wait turns the loop hundreds of thousands of times a second: on lavapipe a quarter of the
+// process's CPU time went to that polling and a sixth to collecting its garbage. `quietly` lets the loop turn at most
+// once every POLL_MS while one of our waits has been pending for GRACE_MS: one callback of ours a turn blocks the
+// thread that long (Atomics.wait), so the binding polls ~10,000 times a second. Short waits (an error scope, a small
+// read) run as before; a long one (a prefill's result) settles at most ~POLL_MS later than it would.
+//  - One such callback at most: its chain ends at the first turn with no wait pending. (The first version started a
+//    chain for every wait that found none pending, while the chain of the last one was still queued: chains piled
+//    up over a run, each turn took their sum, and on the H200 every wait took milliseconds, the GPU idled between
+//    batches and clocked down: runs 20261202-161039Z and -162154Z.)
+//  - Where a 0.1 ms wait keeps sleeping far longer (a coarse timer), the turns spin on the clock instead.
+// Only under Node, where the binding behaves so and the main thread may block; elsewhere a plain await.
 import { runtimeName } from './device.ts';
 
 /** How long each turn of the event loop blocks while a wait is pending (ms). */
 export const POLL_MS = 0.1;
+/** How long waits run unthrottled before the turns block (ms): the polling of a short wait makes little garbage. */
+export const GRACE_MS = 1;
 
 const cell = runtimeName() === 'node' && typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
 let waits = 0;
+let since = 0;   // when the pending waits began (waits went from 0 to 1)
+let chain = false;
+let overslept = 0;
 
-/** One callback a turn, blocking POLL_MS, while any wait is pending. */
+/** The one callback a turn while any wait is pending: blocks (or spins) POLL_MS, then queues itself again. */
 function turn(): void {
-  if (waits === 0) return;
-  Atomics.wait(cell!, 0, 0, POLL_MS);
+  if (waits === 0) {
+    chain = false;
+    return;
+  }
+  const t0 = performance.now();
+  if (t0 - since < GRACE_MS) {
+    setImmediate(turn);
+    return;
+  }
+  if (overslept < 8) {
+    Atomics.wait(cell!, 0, 0, POLL_MS);
+    overslept = performance.now() - t0 > 10 * POLL_MS ? overslept + 1 : 0;
+  } else {
+    while (performance.now() - t0 < POLL_MS) { /* spin: this host's timed waits sleep too long */ }
+  }
   setImmediate(turn);
 }
 
 /** `await p` for a promise the GPU's progress settles (mapAsync, onSubmittedWorkDone, popErrorScope). */
 export async function quietly<T>(p: Promise<T>): Promise<T> {
   if (!cell) return p;
-  if (waits++ === 0) setImmediate(turn);
+  if (waits++ === 0) since = performance.now();
+  if (!chain) {
+    chain = true;
+    setImmediate(turn);
+  }
   try {
     return await p;
   } finally {
