@@ -203,7 +203,7 @@ export { renderCompareTable, renderRepeatability, type CompareRow } from './refr
 // ---- types the exports above refer to, so apps can name them ----------------------------------------------
 export type { Tensor } from './tensor/tensor.ts';
 export type { DType } from './tensor/dtype.ts';
-export type { BufferView, Dispatch, DispatchTiming, Recorder, Upload } from './tensor/gpu.ts';
+export type { BufferView, Dispatch, DispatchTiming, PassSpan, Recorder, Upload } from './tensor/gpu.ts';
 export type { Capture } from './tensor/capture.ts';
 export type { DeviceWatch } from './tensor/device.ts';
 export type { ByteSource, Progress } from './tensor/sources.ts';
