@@ -9,7 +9,7 @@
 // >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one pass per dispatch)
 // for the kernel's own GPU time; the wall figure also contains the barrier between dependent dispatches, which is
 // what the model pays.
-import type { Dispatch, Gpu, Upload } from '../src/tensor/gpu.ts';
+import { readTimestamps, type Dispatch, type Gpu, type Upload } from '../src/tensor/gpu.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul, type MatmulOptions } from '../src/kernels/matmul/matmul.ts';
@@ -189,8 +189,6 @@ export interface QueuedSteps { steps: number; ahead: number; passMs: Stats; gapM
 export async function queuedPassMs(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], steps: number, ahead: number): Promise<QueuedSteps> {
   const device = gpu.device;
   const qs = device.createQuerySet({ type: 'timestamp', count: 2 * steps });
-  const resolve = device.createBuffer({ size: 16 * steps, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-  const times = device.createBuffer({ size: 16 * steps, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
   const staging = Array.from({ length: ahead }, () => device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
   try {
@@ -207,18 +205,15 @@ export async function queuedPassMs(gpu: Gpu, dispatches: readonly Dispatch[], up
     await Promise.all(queued);
     const wallMs = (now() - t0) / steps;
     const enc = device.createCommandEncoder();
-    enc.resolveQuerySet(qs, 0, 2 * steps, resolve, 0);
-    enc.copyBufferToBuffer(resolve, 0, times, 0, 16 * steps);
+    const read = readTimestamps(device, enc, qs, steps);
     device.queue.submit([enc.finish()]);
-    await times.mapAsync(GPUMapMode.READ);
-    const t = new BigUint64Array(times.getMappedRange().slice(0));
-    times.unmap();
+    const t = await read;
     const ms = (a: bigint, b: bigint) => Number(b - a) / 1e6;
     const pass = Array.from({ length: steps }, (_, i) => ms(t[2 * i], t[2 * i + 1]));
     const gap = Array.from({ length: steps - 1 }, (_, i) => ms(t[2 * i + 1], t[2 * i + 2]));
     return { steps, ahead, passMs: stats(pass), gapMs: stats(gap), wallMs };
   } finally {
-    qs.destroy(); resolve.destroy(); times.destroy(); probe.destroy();
+    qs.destroy(); probe.destroy();
     for (const b of staging) b.destroy();
   }
 }

@@ -324,11 +324,11 @@ export class Gpu {
     this.nextPart = part ? Math.min(2 * this.nextPart, EARLY_SUBMIT.max) : EARLY_SUBMIT.first;
     if (!this.encoder) return [];
     this.endPass();
-    let timing: Promise<DispatchTiming[]> | null = null;
-    if (this.profile) timing = this.resolveTimings(this.encoder, this.profile);
-    let spans: Promise<void> | null = null;
+    // Timestamps resolved at the end of this batch; the flush that settles it waits for them too.
+    const timed: Promise<void>[] = [];
+    if (this.profile) timed.push(this.resolveTimings(this.encoder, this.profile).then((t) => { this.lastTimings = t; }));
     if (!part && this.timeline) {
-      spans = this.resolveTimeline(this.encoder, this.timeline).then((p) => { this.lastTimeline = p; });
+      timed.push(this.resolveTimeline(this.encoder, this.timeline).then((p) => { this.lastTimeline = p; }));
       this.timeline = null;
     }
     for (const u of this.takeUniforms(false)) this.device.queue.writeBuffer(u.buffer, 0, u.data);
@@ -337,9 +337,8 @@ export class Gpu {
     this.batchDispatches = 0;
     for (const f of this.afterSubmit.splice(0)) f();
     const errors = [this.device.popErrorScope(), this.device.popErrorScope(), this.device.popErrorScope()];
-    if (timing) timing.then((t) => { this.lastTimings = t; });
     this.profile = null;
-    return [...errors, ...[timing, spans].filter((x) => x !== null).map((x) => x.then(() => null))];
+    return [...errors, ...timed.map((x) => x.then(() => null))];
   }
 
   /**
@@ -404,28 +403,32 @@ export class Gpu {
   }
 
   private async resolveTimings(encoder: GPUCommandEncoder, p: NonNullable<Gpu['profile']>): Promise<DispatchTiming[]> {
-    const t = await this.readTimestamps(encoder, p.querySet, p.labels.length);
+    const t = await readTimestamps(this.device, encoder, p.querySet, p.labels.length).finally(() => p.querySet.destroy());
     return p.labels.map((label, i) => ({ label, ms: Number(t[2 * i + 1] - t[2 * i]) / 1e6 }));
   }
 
   private async resolveTimeline(encoder: GPUCommandEncoder, l: NonNullable<Gpu['timeline']>): Promise<PassSpan[]> {
-    const t = await this.readTimestamps(encoder, l.querySet, l.passes.length);
+    const t = await readTimestamps(this.device, encoder, l.querySet, l.passes.length).finally(() => l.querySet.destroy());
     const at = (i: number) => Number(t[i] - t[0]) / 1e6;
     return l.passes.map((dispatches, i) => ({ startMs: at(2 * i), endMs: at(2 * i + 1), dispatches }));
   }
+}
 
-  /** The n begin / end timestamp pairs of `querySet` (ns), resolved at the end of `encoder`; destroys the set. */
-  private async readTimestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet, n: number): Promise<BigUint64Array> {
-    if (!n) { querySet.destroy(); return new BigUint64Array(0); }
-    const resolve = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-    const readback = this.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    encoder.resolveQuerySet(querySet, 0, 2 * n, resolve, 0);
-    encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16 * n);
-    await new Promise((r) => setTimeout(r, 0));
+/**
+ * The first `pairs` begin / end timestamp pairs of `querySet` (ns): the resolve and the copy are encoded into
+ * `encoder` at once, so call this before finishing and submitting it; the copy is mapped once that has run.
+ */
+export async function readTimestamps(device: GPUDevice, encoder: GPUCommandEncoder, querySet: GPUQuerySet, pairs: number): Promise<BigUint64Array> {
+  if (!pairs) return new BigUint64Array(0);
+  const resolve = device.createBuffer({ size: 16 * pairs, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const readback = device.createBuffer({ size: 16 * pairs, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    encoder.resolveQuerySet(querySet, 0, 2 * pairs, resolve, 0);
+    encoder.copyBufferToBuffer(resolve, 0, readback, 0, 16 * pairs);
+    await new Promise((r) => setTimeout(r, 0));   // the caller's submit first: mapping a buffer it copies into fails
     await readback.mapAsync(GPUMapMode.READ);
-    const t = new BigUint64Array(readback.getMappedRange().slice(0));
-    readback.destroy(); resolve.destroy(); querySet.destroy();
-    return t;
+    return new BigUint64Array(readback.getMappedRange().slice(0));
+  } finally {
+    readback.destroy(); resolve.destroy();
   }
-
 }
