@@ -13,7 +13,7 @@ import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';
 import { stackCalls, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, type HrmWeights } from '../src/hrm/weights.ts';
 import { CACHES, type CacheName, type Settings } from './settings.ts';
-import { gcWatch, now, stats, type GcFigure, type Stats } from './stats.ts';
+import { addGc, gcWatch, now, stats, type GcFigure, type Stats } from './stats.ts';
 import { deviceLoss } from './recover.ts';
 
 export interface PrefillFigure {
@@ -153,8 +153,6 @@ export function promptIds(n: number, vocab: number, seed: number): number[] {
     return 16 + (x % (vocab - 16));
   });
 }
-
-const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
 
 function argmax(row: Float32Array): number {
   let best = 0;
@@ -339,10 +337,7 @@ export class ModelBench {
       dispatchesPerToken: steps[steps.length - 1].dispatches,
       path: reps[0].path,
       meanContext: prompt + (decodeTokens + 1) / 2,
-      gc: reps.every((r) => r.gc) ? {
-        count: sum(reps.map((r) => r.gc!.count)), ms: sum(reps.map((r) => r.gc!.ms)), maxMs: Math.max(...reps.map((r) => r.gc!.maxMs)),
-        major: { count: sum(reps.map((r) => r.gc!.major?.count ?? 0)), ms: sum(reps.map((r) => r.gc!.major?.ms ?? 0)) },
-      } : null,
+      gc: reps.every((r) => r.gc) ? addGc(reps.map((r) => r.gc!)) : null,
     };
     return { decode, profile: reps.map((r) => r.profile).find((p) => p) ?? null };
   }

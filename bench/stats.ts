@@ -33,6 +33,8 @@ export function round4(v: number): number {
 
 export const now = (): number => (globalThis.performance ?? Date).now();
 
+const sum = (a: number[]) => a.reduce((t, x) => t + x, 0);
+
 /** Garbage-collection pauses seen while a watch ran (Node's `gc` performance entries). */
 export interface GcFigure {
   count: number;
@@ -65,8 +67,15 @@ export function gcWatch(): { stop(): GcFigure } | null {
     stop: () => {
       take(obs.takeRecords());
       obs.disconnect();
-      const sum = (a: number[]) => a.reduce((t, x) => t + x, 0);
       return { count: pauses.length, ms: sum(pauses), maxMs: Math.max(0, ...pauses), major: { count: major.length, ms: sum(major) } };
     },
+  };
+}
+
+/** The pauses of several watches (a decode's repetitions) as one figure. */
+export function addGc(figs: GcFigure[]): GcFigure {
+  return {
+    count: sum(figs.map((g) => g.count)), ms: sum(figs.map((g) => g.ms)), maxMs: Math.max(0, ...figs.map((g) => g.maxMs)),
+    major: { count: sum(figs.map((g) => g.major?.count ?? 0)), ms: sum(figs.map((g) => g.major?.ms ?? 0)) },
   };
 }
