@@ -9,9 +9,8 @@
 import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
 import type { Dispatch, Upload } from '../tensor/gpu.ts';
 import { capture, replay, type Capture } from '../tensor/capture.ts';
-import { quietly } from '../tensor/quiet.ts';
+import { bindingPolls, quietly } from '../tensor/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { runtimeName } from '../tensor/device.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';
@@ -24,7 +23,7 @@ interface Patch { chunk: number; word: number; base: number; slope: number }
 export class DecodeGraph {
   private readonly words: Uint32Array[];
   private readonly staging: GPUBuffer[] = [];
-  private readonly pace = new ReadbackPace(runtimeName() === 'node');
+  private readonly pace = new ReadbackPace(bindingPolls);
   private disposed = false;
 
   private constructor(
@@ -188,7 +187,7 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
  * event loop, so a readback awaited from its submit on (through QueueDepth's ~100 ms of queued steps) spins the
  * thread and makes megabytes of garbage a token (on lavapipe 2.9 MB a token, collected in pauses of 30-60 ms every
  * ~15 tokens; the H200's decodes showed pauses of up to 120 ms). Sleeping on a timer until the step is due leaves
- * nothing pending meanwhile. Only under Node (DecodeGraph paces there alone).
+ * nothing pending meanwhile. DecodeGraph paces only where the binding polls so (quiet.ts bindingPolls: Node).
  *  - A step is due `stepMs` after the one before, counted from the last readback that completed; it is asked
  *    MARGIN_MS (or a tenth of a step) before.
  *  - `stepMs` is learnt from readbacks that completed while being polled (so at the GPU's finish, within a poll):

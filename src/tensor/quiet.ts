@@ -18,7 +18,14 @@ export const POLL_MS = 0.1;
 /** How long waits run unthrottled before the turns block (ms): the polling of a short wait makes little garbage. */
 export const GRACE_MS = 1;
 
-const cell = runtimeName() === 'node' && typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
+/**
+ * Whether this runtime's WebGPU binding polls so while a promise is pending (Node's; browsers and Deno resolve
+ * without allocating a turn). Waits are throttled here, and decode readbacks paced (hrm/decode.ts ReadbackPace),
+ * only where it does.
+ */
+export const bindingPolls = runtimeName() === 'node';
+
+const cell = bindingPolls && typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
 let waits = 0;
 let since = 0;   // when the pending waits began (waits went from 0 to 1)
 let chain = false;
