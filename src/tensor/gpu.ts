@@ -52,10 +52,13 @@ export function onNewDevice(check: (gpu: Gpu) => Promise<void>): void {
 
 /**
  * Dispatches after which an open batch is submitted while recording goes on (Gpu.dispatch): the first part small so
- * that the GPU starts at once, each next part twice the last up to EARLY_SUBMIT.max. (A prefill at 512 tokens on
- * the H200 records a dispatch in ~19 us and runs one in ~36: a first part of 256 left the GPU idle ~5 ms.)
+ * that the GPU starts at once, each next part `growth` times the last (rounded up) up to EARLY_SUBMIT.max. The GPU
+ * runs part n while JavaScript records part n + 1, so it idles unless recording a part is no slower than running
+ * one `growth` times shorter. A prefill at 512 tokens on the H200 records a dispatch in ~29 us and runs one in
+ * ~35: parts doubling left the GPU idle 9.3 ms before the fifth part (20261202-174625Z's timeline); 1.25 keeps
+ * recording within the GPU's time at that ratio. (A first part of 256 had left it idle ~5 ms at the start.)
  */
-const EARLY_SUBMIT = { first: 32, max: 256 };
+const EARLY_SUBMIT = { first: 32, growth: 1.25, max: 256 };
 
 export class Gpu {
   readonly watch: DeviceWatch;
@@ -317,11 +320,11 @@ export class Gpu {
 
   /**
    * Submit without waiting; returns the error-scope promises for `settle`. `part`: an early part of a batch still
-   * being recorded (the next part may be twice as long); otherwise the batch ends and the next starts small again.
+   * being recorded (the next part may be longer: EARLY_SUBMIT); otherwise the batch ends and the next starts small again.
    */
   private submit(part = false): Promise<GPUError | null>[] {
     this.watch.check('submit');
-    this.nextPart = part ? Math.min(2 * this.nextPart, EARLY_SUBMIT.max) : EARLY_SUBMIT.first;
+    this.nextPart = part ? Math.min(Math.ceil(EARLY_SUBMIT.growth * this.nextPart), EARLY_SUBMIT.max) : EARLY_SUBMIT.first;
     if (!this.encoder) return [];
     this.endPass();
     // Timestamps resolved at the end of this batch; the flush that settles it waits for them too.

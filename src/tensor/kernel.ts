@@ -12,6 +12,8 @@ type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
 interface UniformField { name: string; offset: number; type: 'u32' | 'i32' | 'f32' }
 export type Overrides = Record<string, number>;
+/** A step down Kernel's pipeline lookup: override name, then value, then the next override (or the pipeline). */
+interface OverrideNode { next: Map<string, Map<number, OverrideNode>>; pipeline?: GPUComputePipeline }
 
 /** Bind groups kept per pipeline before the cache starts over. */
 const BIND_GROUP_CACHE = 4096;
@@ -37,7 +39,7 @@ export class Kernel {
   private readonly layouts = new WeakMap<GPUDevice, { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>();
   private readonly bindGroups = new WeakMap<GPUComputePipeline, Map<string, GPUBindGroup>>();
   private readonly modules = new WeakMap<GPUDevice, GPUShaderModule>();
-  private readonly pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+  private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string, GPUComputePipeline>; byOrder: OverrideNode }>();
 
   /** `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'); `entry` the @compute function. */
   constructor(readonly file: string, readonly entry: string, readonly name = entry) {
@@ -69,7 +71,7 @@ export class Kernel {
     const label = args.label ?? this.name;
     const pipeline = this.pipeline(gpu, args.overrides ?? {}, label);
     const entries: GPUBindGroupEntry[] = [];
-    const given = new Set(Object.keys(args.bindings));
+    let bound = 0;
     for (const b of this.bindings) {
       if (b.access === 'uniform') {
         entries.push({ binding: b.binding, resource: gpu.uniform(this.packUniforms(args.uniforms ?? {}, label)) });
@@ -77,14 +79,18 @@ export class Kernel {
       }
       const v = args.bindings[b.name];
       if (!v) throw new ShapeError(label, `missing binding '${b.name}' (kernel binds: ${this.storageNames().join(', ')})`);
-      given.delete(b.name);
+      bound++;
       const view = v instanceof Tensor ? v.binding(label) : v;
       if (view.size > gpu.maxBinding) {
         throw new BindingSizeError(label, `binding '${b.name}' is ${view.size} bytes; this adapter binds at most ${gpu.maxBinding}`);
       }
       entries.push({ binding: b.binding, resource: { buffer: view.buffer, offset: view.offset, size: view.size } });
     }
-    if (given.size) throw new ShapeError(label, `unknown binding(s) ${[...given].join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
+    // Every binding the kernel declares was found above; any other name given is a mistake.
+    if (countKeys(args.bindings) !== bound) {
+      const unknown = Object.keys(args.bindings).filter((n) => !this.bindings.some((b) => b.name === n));
+      throw new ShapeError(label, `unknown binding(s) ${unknown.join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
+    }
     const wg = typeof args.workgroups === 'number' ? [args.workgroups, 1, 1] : [args.workgroups[0], args.workgroups[1] ?? 1, args.workgroups[2] ?? 1];
     const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
     if (wg.some((w) => !Number.isInteger(w) || w < 0 || w > maxWg)) {
@@ -124,11 +130,9 @@ export class Kernel {
   private packUniforms(values: Record<string, number>, label: string): Uint8Array {
     const bytes = new Uint8Array(Math.max(16, this.uniformSize));
     const view = new DataView(bytes.buffer);
-    const given = new Set(Object.keys(values));
     for (const f of this.uniformFields) {
       const v = values[f.name];
       if (v === undefined) throw new ShapeError(label, `missing uniform '${f.name}'`);
-      given.delete(f.name);
       if (f.type === 'f32') view.setFloat32(f.offset, v, true);
       else {
         const ok = Number.isInteger(v) && (f.type === 'u32' ? v >= 0 && v <= 0xffffffff : v >= -0x80000000 && v <= 0x7fffffff);
@@ -136,17 +140,32 @@ export class Kernel {
         if (f.type === 'u32') view.setUint32(f.offset, v, true); else view.setInt32(f.offset, v, true);
       }
     }
-    if (given.size) throw new ShapeError(label, `unknown uniform(s) ${[...given].join(', ')}`);
+    if (countKeys(values) !== this.uniformFields.length) {
+      const unknown = Object.keys(values).filter((n) => !this.uniformFields.some((f) => f.name === n));
+      throw new ShapeError(label, `unknown uniform(s) ${unknown.join(', ')}`);
+    }
     return bytes;
   }
 
   private pipeline(gpu: Gpu, overrides: Overrides, label: string): GPUComputePipeline {
     const device = gpu.device;
     let cache = this.pipelines.get(device);
-    if (!cache) this.pipelines.set(device, (cache = new Map()));
+    if (!cache) this.pipelines.set(device, (cache = { byKey: new Map(), byOrder: { next: new Map() } }));
+    // Looked up first by the overrides as given, name by name and value by value down a tree of maps (this runs
+    // every dispatch: no sorting, no strings built), then by their sorted key, under which a pipeline is made once
+    // whatever order its callers list the overrides in.
+    let node = cache.byOrder;
+    for (const k in overrides) {
+      let byValue = node.next.get(k);
+      if (!byValue) node.next.set(k, (byValue = new Map()));
+      let child = byValue.get(overrides[k]);
+      if (!child) byValue.set(overrides[k], (child = { next: new Map() }));
+      node = child;
+    }
+    if (node.pipeline) return node.pipeline;
     const key = Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
-    let p = cache.get(key);
-    if (p) return p;
+    let p = cache.byKey.get(key);
+    if (p) return (node.pipeline = p);
     for (const k of Object.keys(overrides)) {
       if (!this.overrideNames.includes(k)) throw new ShapeError(label, `unknown override '${k}' (declared: ${this.overrideNames.join(', ') || 'none'})`);
     }
@@ -160,8 +179,8 @@ export class Kernel {
       compute: { module, entryPoint: this.entry, constants: overrides },
     });
     gpu.checkLater(`${label}: pipeline ${this.file}:${this.entry}${key ? ` {${key}}` : ''}`, device.popErrorScope());
-    cache.set(key, p);
-    return p;
+    cache.byKey.set(key, p);
+    return (node.pipeline = p);
   }
 
   private layout(device: GPUDevice): { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout } {
@@ -186,6 +205,13 @@ export class Kernel {
  */
 function reflectable(src: string): string {
   return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
+}
+
+/** Own enumerable keys of `o`, counted without building their array (the dispatch path runs this every call). */
+function countKeys(o: object): number {
+  let n = 0;
+  for (const _ in o) n++;
+  return n;
 }
 
 /** `n` rounded up to a multiple of `to`, at least one `to` (the padded size of a dimension tiled by `to`). */

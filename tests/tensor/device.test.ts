@@ -54,9 +54,35 @@ describe('device', () => {
     const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
     expect(() => k.dispatch(gpu, { bindings: { a, out: a }, uniforms: U, workgroups: 1 })).toThrow(/missing binding 'b'/);
     expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, eps: 1 }, workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a, c: a }, uniforms: U, workgroups: 1 })).toThrow(/unknown binding\(s\) c \(kernel binds: a, b, out\)/);
+    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: U, overrides: { WG: 64, TILE: 2 }, workgroups: 1 })).toThrow(/unknown override 'TILE'/);
     expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, n: -1 }, workgroups: 1 })).toThrow(ShapeError);
     const fake = { buffer: a.buffer, offset: 0, size: gpu.maxBinding + 4 };
     expect(() => k.dispatch(gpu, { bindings: { a: fake, b: a, out: a }, uniforms: U, workgroups: 1 })).toThrow(BindingSizeError);
+  });
+
+  it('makes one pipeline per set of overrides, whatever order they are listed in', async () => {
+    const gpu = await getGpu();
+    const k = new Kernel('ops/elementwise.wgsl', 'add');
+    const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
+    const b = Tensor.from(gpu, [10, 20], [2], 'f32', 'b');
+    const pipelines: GPUComputePipeline[] = [];
+    const record = gpu.dispatch.bind(gpu);
+    gpu.dispatch = (d) => { pipelines.push(d.pipeline); record(d); };
+    const outs: Tensor[] = [];
+    try {
+      for (const overrides of [{ WG: 64, ROUND: 0 }, { ROUND: 0, WG: 64 }, { WG: 64, ROUND: 0 }, { WG: 32, ROUND: 0 }, { ROUND: 0, WG: 32 }]) {
+        const out = Tensor.empty(gpu, [2], 'f32', 'out');
+        k.dispatch(gpu, { bindings: { a, b, out }, uniforms: U, overrides, workgroups: 1 });
+        outs.push(out);
+      }
+    } finally {
+      gpu.dispatch = record;
+    }
+    expect(pipelines.slice(1, 3).every((p) => p === pipelines[0])).toBe(true);
+    expect(pipelines[3]).not.toBe(pipelines[0]);
+    expect(pipelines[4]).toBe(pipelines[3]);
+    for (const out of outs) expect([...await out.read()]).toEqual([11, 22]);
   });
 
   it('turns a WebGPU validation error into a typed error at flush', async () => {

@@ -1,5 +1,5 @@
-// A long batch is submitted in parts while it is recorded (Gpu.dispatch: after 32 dispatches, then parts twice
-// the last up to 256, starting over with each batch), so the GPU starts
+// A long batch is submitted in parts while it is recorded (Gpu.dispatch: after 32 dispatches, then parts 1.25 times
+// the last, rounded up, up to 256, starting over with each batch), so the GPU starts
 // on a prefill's first layers while JavaScript records the rest: results stay in order, and an error in a part
 // submitted early is still reported, at the next read.
 import { describe, expect, it } from 'vitest';
@@ -11,14 +11,14 @@ import { add } from '../../src/kernels/ops/ops.ts';
 describe('early submits of long batches', async () => {
   const gpu = await getGpu();
 
-  it('600 dependent adds give 600 in parts of 32, 64, 128, 256 and the rest; the next batch starts at 32 again', async () => {
+  it('600 dependent adds give 600 in parts of 32, 40, 50, 63, 79, 99, 124 and the rest; the next batch starts at 32 again', async () => {
     const submit = gpu.device.queue.submit.bind(gpu.device.queue);
     let submits = 0;
     gpu.device.queue.submit = (b: Iterable<GPUCommandBuffer>) => { submits++; submit(b); };
     try {
       await gpu.sync();
       const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
-      for (const [n, parts] of [[600, 5], [100, 3]]) {
+      for (const [n, parts] of [[600, 8], [100, 3]]) {
         await gpu.sync();
         submits = 0;
         let x = Tensor.from(gpu, new Float32Array([0]), [1], 'f32', 'x');
@@ -28,7 +28,7 @@ describe('early submits of long batches', async () => {
           x = y;
         }
         expect((await x.read())[0]).toBe(n);
-        expect(submits).toBe(parts);   // 600: 32 + 64 + 128 + 256, then the rest with the read; 100: 32 + 64, the rest
+        expect(submits).toBe(parts);   // 600: seven parts (487 dispatches), then the rest with the read; 100: 32 + 40, the rest
         x.dispose();
       }
       one.dispose();
@@ -37,7 +37,7 @@ describe('early submits of long batches', async () => {
     }
   });
 
-  it('timelineNext times each part\'s pass: 600 adds in five passes, in order, their dispatches counted; the next batch untimed', async () => {
+  it('timelineNext times each part\'s pass: 600 adds in eight passes, in order, their dispatches counted; the next batch untimed', async () => {
     if (!gpu.timestamps) return;
     await gpu.sync();
     const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
@@ -50,7 +50,7 @@ describe('early submits of long batches', async () => {
     gpu.timelineNext();
     await run();
     const t = gpu.lastTimeline;
-    expect(t.map((p) => p.dispatches)).toEqual([32, 64, 128, 256, 120]);
+    expect(t.map((p) => p.dispatches)).toEqual([32, 40, 50, 63, 79, 99, 124, 113]);
     expect(t[0].startMs).toBe(0);
     for (const [i, p] of t.entries()) {
       expect(p.endMs).toBeGreaterThanOrEqual(p.startMs);
