@@ -9,7 +9,7 @@
 import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
 import type { Dispatch, Upload } from '../tensor/gpu.ts';
 import { capture, replay, type Capture } from '../tensor/capture.ts';
-import { bindingPolls, quietly } from '../tensor/quiet.ts';
+import { quietly } from '../tensor/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
@@ -23,7 +23,6 @@ interface Patch { chunk: number; word: number; base: number; slope: number }
 export class DecodeGraph {
   private readonly words: Uint32Array[];
   private readonly staging: GPUBuffer[] = [];
-  private readonly pace = new ReadbackPace(bindingPolls);
   private disposed = false;
 
   private constructor(
@@ -115,12 +114,9 @@ export class DecodeGraph {
     const staging = this.takeStaging(size);
     const done = replay(this.ids.gpu, this.dispatches, this.uploads, (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
     this.cache.advance([0]);
-    const n = this.pace.submitted();
     try {
       await quietly(done);
-      const asked = await this.pace.until(n);
       await quietly(staging.mapAsync(GPUMapMode.READ));
-      this.pace.finished(n, asked);
       const bytes = staging.getMappedRange().slice(0);
       staging.unmap();
       return bytes;
@@ -179,77 +175,6 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
     }
   }
   return patches;
-}
-
-/**
- * When to ask for a queued step's readback: when the GPU should have finished it, not at once. While any of its
- * promises is pending, Dawn's Node binding polls the device with a freshly allocated callback on every turn of the
- * event loop, so a readback awaited from its submit on (through QueueDepth's ~100 ms of queued steps) spins the
- * thread and makes megabytes of garbage a token (on lavapipe 2.9 MB a token, collected in pauses of 30-60 ms every
- * ~15 tokens; the H200's decodes showed pauses of up to 120 ms). Sleeping on a timer until the step is due leaves
- * nothing pending meanwhile. DecodeGraph paces only where the binding polls so (quiet.ts bindingPolls: Node).
- *  - A step is due `stepMs` after the one before, counted from the last readback that completed; it is asked
- *    MARGIN_MS (or a tenth of a step) before.
- *  - `stepMs` is learnt from readbacks that completed while being polled (so at the GPU's finish, within a poll):
- *    their spacing divided by the steps between them, an average that one stalled step moves by half a step.
- *  - A readback that completes within EARLY_MS of being asked was already done when asked. The estimate is then
- *    late, so it shrinks by a fifth.
- *  - With no estimate yet, a readback is asked at once. Asking late costs nothing while later queued steps keep
- *    the GPU busy; asking early only polls until the step is done.
- */
-export class ReadbackPace {
-  /** A readback completing within this (ms) of being asked was done before it was asked. */
-  static readonly EARLY_MS = 0.25;
-  /**
-   * A readback is asked this much (or a tenth of a step, if more) before it is due: a completion is seen a poll
-   * after the GPU's finish (0.05-0.8 ms), and anchoring the next step there would make every ask later than the one
-   * before.
-   */
-  static readonly MARGIN_MS = 1;
-  private stepMs = 0;
-  private submittedSteps = 0;
-  private anchor: { t: number; step: number } | null = null;   // a completion: when, and which step
-  private polled: { t: number; step: number } | null = null;   // the last completion seen as it happened
-
-  /**
-   * `paced` false: every readback is asked at once (browsers and Deno, whose bindings do not poll so; their timers
-   * may also be clamped to 4 ms). `clock` and `sleep` are the tests' to replace.
-   */
-  constructor(private readonly paced = true, private readonly clock: () => number = () => performance.now(), private readonly sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))) {}
-
-  /** The learnt GPU time of a step (ms; 0 before two completions were seen as they happened). */
-  get step(): number { return this.stepMs; }
-
-  /** A step was submitted: its number, for until() and finished(). */
-  submitted(): number { return this.submittedSteps++; }
-
-  /** Wait until step `n` is due; resolves to when the readback may be asked. */
-  async until(n: number): Promise<number> {
-    if (this.paced && this.stepMs > 0 && this.anchor) {
-      const margin = Math.max(ReadbackPace.MARGIN_MS, 0.1 * this.stepMs);
-      const ms = this.anchor.t + (n - this.anchor.step) * this.stepMs - margin - this.clock();
-      if (ms >= 1) await this.sleep(ms);
-    }
-    return this.clock();
-  }
-
-  /** Step `n`'s readback, asked at `asked`, completed now. */
-  finished(n: number, asked: number): void {
-    const t = this.clock();
-    if (t - asked <= ReadbackPace.EARLY_MS) {
-      this.stepMs *= 0.8;
-      this.polled = null;
-      this.anchor = { t: asked, step: n };
-      return;
-    }
-    if (this.polled && n > this.polled.step) {
-      // A stall (one step late by a lot) moves the estimate by at most half a step.
-      const ms = (t - this.polled.t) / (n - this.polled.step);
-      this.stepMs = this.stepMs === 0 ? ms : 0.8 * this.stepMs + 0.2 * Math.min(ms, 3.5 * this.stepMs);
-    }
-    this.polled = { t, step: n };
-    this.anchor = { t, step: n };
-  }
 }
 
 /**

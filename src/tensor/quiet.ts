@@ -5,6 +5,10 @@
 // once every POLL_MS while one of our waits has been pending for GRACE_MS: one callback of ours a turn blocks the
 // thread that long (Atomics.wait), so the binding polls ~10,000 times a second. Short waits (an error scope, a small
 // read) run as before; a long one (a prefill's result) settles at most ~POLL_MS later than it would.
+// (Decode readbacks were once also paced, each asked only when its step should be done. Under `quietly` that saved
+// no collection on lavapipe, and on the H200 it fed back on itself: a wait throttled to 0.1 ms a turn made a late
+// ask look like a slow step, so its estimate stuck at 37-60 ms a token for a second or more per repetition,
+// run 20261202-180041Z. Every readback is now asked at once.)
 //  - One such callback at most: its chain ends at the first turn with no wait pending. (The first version started a
 //    chain for every wait that found none pending, while the chain of the last one was still queued: chains piled
 //    up over a run, each turn took their sum, and on the H200 every wait took milliseconds, the GPU idled between
@@ -20,10 +24,9 @@ export const GRACE_MS = 1;
 
 /**
  * Whether this runtime's WebGPU binding polls so while a promise is pending (Node's; browsers and Deno resolve
- * without allocating a turn). Waits are throttled here, and decode readbacks paced (hrm/decode.ts ReadbackPace),
- * only where it does.
+ * without allocating a turn). Waits are throttled only where it does.
  */
-export const bindingPolls = runtimeName() === 'node';
+const bindingPolls = runtimeName() === 'node';
 
 const cell = bindingPolls && typeof SharedArrayBuffer === 'function' ? new Int32Array(new SharedArrayBuffer(4)) : null;
 let waits = 0;

@@ -1,7 +1,7 @@
 // A captured decode step replayed per token must be the recorded step, bit for bit, at every position; a decode
 // step into a quantized cache (its append inside attention) must be the composed path's, one dispatch fewer.
 import { describe, expect, it, vi } from 'vitest';
-import { DecodeGraph, QueueDepth, ReadbackPace } from '../../src/hrm/decode.ts';
+import { DecodeGraph, QueueDepth } from '../../src/hrm/decode.ts';
 import { generate } from '../../src/hrm/generate.ts';
 import type { KvSpec } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
@@ -275,72 +275,5 @@ describe('QueueDepth', () => {
     expect(fast).toBe(20);
     expect(q.depth).toBe(7);
     expect(after(1, 30, 7)).toBe(7);
-  });
-});
-
-describe('ReadbackPace', () => {
-  /**
-   * Steps read back in order from a simulated GPU: step n finishes at finish(n), a completion is seen `res` ms after
-   * the later of the ask and the finish (a poll). Returns, per step, how early it was asked (finish - ask; negative:
-   * late) and how long it was polled.
-   */
-  async function simulate(finish: (n: number) => number, steps: number, res = 0.05) {
-    let now = 0;
-    const pace = new ReadbackPace(true, () => now, async (ms) => { now += ms; });
-    const early: number[] = [], polled: number[] = [];
-    for (let i = 0; i < steps; i++) pace.submitted();
-    for (let n = 0; n < steps; n++) {
-      const asked = await pace.until(n);
-      now = Math.max(asked, finish(n)) + res;
-      early.push(finish(n) - asked);
-      polled.push(now - asked);
-      pace.finished(n, asked);
-    }
-    return { pace, early, polled };
-  }
-
-  it('learns a steady GPU\'s step and asks each readback just before its step finishes', async () => {
-    const { pace, early, polled } = await simulate((n) => 20 + 6 * n, 200);
-    expect(early.slice(0, 2).every((e) => e > 0)).toBe(true);   // no estimate: asked at once
-    expect(pace.step).toBeGreaterThan(5.7);
-    expect(pace.step).toBeLessThan(6.3);
-    // Once learnt: asked before the finish, never more than the margin (1 ms) plus a little early.
-    for (const e of early.slice(20)) {
-      expect(e).toBeGreaterThan(0);
-      expect(e).toBeLessThan(1.7);
-    }
-    expect(polled.slice(20).reduce((a, x) => a + x, 0) / 180).toBeLessThan(1.7);   // of 6 ms a step
-  });
-
-  it('follows a GPU that speeds up, slows down or stalls, and never falls ever further behind', async () => {
-    // 10 ms a step, then 4, then 8 with a stall of 80 ms at step 250.
-    const at = [0];
-    for (let n = 1; n < 400; n++) at.push(at[n - 1] + (n < 100 ? 10 : n < 200 ? 4 : 8) + (n === 250 ? 80 : 0));
-    const { pace, early } = await simulate((n) => at[n], 400);
-    expect(Math.min(...early)).toBeGreaterThan(-12);   // late by at most a couple of steps, even across the changes
-    expect(early.slice(350).every((e) => e > -1)).toBe(true);
-    expect(pace.step).toBeGreaterThan(7.5);
-    expect(pace.step).toBeLessThan(8.5);
-  });
-
-  it('does not wait without an estimate, nor for a step already due', async () => {
-    let slept = 0;
-    const pace = new ReadbackPace(true, () => 0, async (ms) => { slept += ms; });
-    pace.submitted();
-    expect(await pace.until(0)).toBe(0);
-    expect(slept).toBe(0);
-  });
-
-  it('unpaced (browsers, Deno), asks every readback at once, estimate or not', async () => {
-    let now = 0, slept = 0;
-    const pace = new ReadbackPace(false, () => now, async (ms) => { slept += ms; now += ms; });
-    for (let n = 0; n < 20; n++) {
-      pace.submitted();
-      const asked = await pace.until(n);
-      now = asked + 6;
-      pace.finished(n, asked);
-    }
-    expect(pace.step).toBeGreaterThan(5);   // it still learns
-    expect(slept).toBe(0);
   });
 });
