@@ -389,9 +389,9 @@ describe('gemv_upl (every load up front) against the float64 reference', { timeo
 describe('gemv_wide (row groups sharing one x read) against the float64 reference', async () => {
   const gpu = await getGpu();
   // One x row (decode) at the model's K and a short row; N odd (the last block's slots past N repeat the last row
-  // and are not written), or for swiglu even with I = N / 2 odd. Shapes: 1..2 rows a group, 2..8 groups, 16..64
-  // lanes, each K taking the next shape that splits it evenly.
-  const SHAPES = [{ wg: 32, groups: 8, rows: 16 }, { wg: 16, groups: 4, rows: 8 }, { wg: 64, groups: 4, rows: 4 }, { wg: 32, groups: 2, rows: 2 }];
+  // and are not written), or for swiglu even with I = N / 2 odd. Shapes: 1..4 rows a group, 2..8 groups, 16..64
+  // lanes, each K taking the next shape that splits it evenly (the model's K 1536 the default gate_up shape first).
+  const SHAPES = [{ wg: 64, groups: 4, rows: 16 }, { wg: 32, groups: 8, rows: 16 }, { wg: 16, groups: 4, rows: 8 }, { wg: 64, groups: 4, rows: 4 }, { wg: 32, groups: 2, rows: 2 }];
   const KS = [1536, 256, 4096];
   for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
     for (const [dtype, round] of [['f32', 'none'], ['bf16', 'bf16']] as const) {

@@ -83,10 +83,12 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (
  * 20261202-005618Z (GPU us per call, one pass of 200 calls, shapes interleaved; bench --sweep-gemv): gqkv
  * 32 lanes x 16 rows / 4 groups 17.3 against upl-sg 32x4 19.4; gate_up the same 13.4 against 17.5; o_proj
  * 64 x 4 / 4 groups 14.6 against upl-sg 32x2 15.4; down_proj 64 x 4 / 4 groups 12.0 against vec4 128x2 13.5. (The
- * figures of one call drift by up to 2x against another's: only those of one sweep compare.)
+ * figures of one call drift by up to 2x against another's: only those of one sweep compare.) gate_up with its
+ * SwiGLU takes 64 lanes instead: 10.3 us against 11.0 in both sweeps of 20261202-154236Z and -183606Z (gqkv keeps
+ * 32: 9.14-9.22 against 64's 9.49).
  */
-function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string): GemvShape | null {
-  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
+function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string, swiglu: boolean): GemvShape | null {
+  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: swiglu ? 64 : 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
   const f = uplFit(K, dtype, shape.wg, shape.rows / shape.groups!);
   return M === 1 && wide && f.exact && f.fits ? shape : null;
 }
@@ -97,7 +99,7 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const N = c.shape[0];
   const wide = wideRows(x, c, K);
   if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg', 'wide']);
-  const tuned: GemvShape = shape ?? tunedWide(N, K, M, wide, c.dtype) ?? tunedShape(N, K, fixed.NORM === 1, fixed.SWIGLU === 1, (wg, rows) => {
+  const tuned: GemvShape = shape ?? tunedWide(N, K, M, wide, c.dtype, fixed.SWIGLU === 1) ?? tunedShape(N, K, fixed.NORM === 1, fixed.SWIGLU === 1, (wg, rows) => {
     const f = uplFit(K, c.dtype, wg, rows);
     return gpu.subgroups && wide && f.exact && f.fits;
   });
