@@ -75,7 +75,21 @@ fn chunk_units(c: u32, h: u32, t: u32) -> ChunkUnits {
   return u;
 }
 
-// Chunk wid.x of head wid.y, from its units: scores, weights and weighted values of its keys into part_o / part_ml.
+// Head h's query, scaled, into qe / qo for chunk c's split (nothing for a chunk past kv_len): an element a thread
+// (qv may RoPE it: a chain of loads and arithmetic that eight elements a thread in a row made the longest part of
+// the split). split() reads them after a barrier.
+fn load_query(c: u32, h: u32, t: u32) {
+  if (c * CK >= p.kv_len) { return; }
+  for (var e = t; e < HD; e += WG) {
+    let ui = e / epu();
+    let j = e % epu();
+    let x = qv(h, e) * p.scale;
+    if (!KV_BF16) { qe[ui][j] = x; qo[ui][j] = 0.0; } else if (j % 2u == 0u) { qe[ui][j / 2u] = x; } else { qo[ui][j / 2u] = x; }
+  }
+}
+
+// Chunk wid.x of head wid.y, from its units and the query load_query left in qe / qo: scores, weights and weighted
+// values of its keys into part_o / part_ml.
 fn split(wid: vec3u, t: u32, units: ChunkUnits) {
   let c = wid.x;
   let h = wid.y;
@@ -83,15 +97,7 @@ fn split(wid: vec3u, t: u32, units: ChunkUnits) {
   if (k0 >= p.kv_len) { return; }   // the same for the whole workgroup
   let upr = HD / epu();
   let last = p.kv_len - 1u;
-  // An element of the query a thread (qv may RoPE it: a chain of loads and arithmetic that eight elements a thread
-  // in a row made the longest part of the split).
-  for (var e = t; e < HD; e += WG) {
-    let ui = e / epu();
-    let j = e % epu();
-    let x = qv(h, e) * p.scale;
-    if (!KV_BF16) { qe[ui][j] = x; qo[ui][j] = 0.0; } else if (j % 2u == 0u) { qe[ui][j / 2u] = x; } else { qo[ui][j / 2u] = x; }
-  }
-  workgroupBarrier();
+  workgroupBarrier();   // the query's elements, from every thread
   var d = 0.0;
   for (var i = 0u; i < UPT; i++) {
     let ui = t % PK + i * PK;

@@ -31,7 +31,9 @@ fn qv(h: u32, d: u32) -> f32 { return q[h * HD + d]; }
 
 @compute @workgroup_size(WG)
 fn one_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  split(wid, t, chunk_units(wid.x, wid.y, t));
+  let units = chunk_units(wid.x, wid.y, t);
+  load_query(wid.x, wid.y, t);
+  split(wid, t, units);
 }
 
 @compute @workgroup_size(WG)
@@ -41,6 +43,8 @@ fn one_merge(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
 
 @compute @workgroup_size(WG)
 fn one_split_fold(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  split(wid, t, chunk_units(wid.x, wid.y, t));
+  let units = chunk_units(wid.x, wid.y, t);
+  load_query(wid.x, wid.y, t);
+  split(wid, t, units);
   fold(wid, t);
 }
