@@ -87,10 +87,8 @@ export class Kernel {
       entries.push({ binding: b.binding, resource: { buffer: view.buffer, offset: view.offset, size: view.size } });
     }
     // Every binding the kernel declares was found above; any other name given is a mistake.
-    if (countKeys(args.bindings) !== bound) {
-      const unknown = Object.keys(args.bindings).filter((n) => !this.bindings.some((b) => b.name === n));
-      throw new ShapeError(label, `unknown binding(s) ${unknown.join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
-    }
+    const extra = unknownKeys(args.bindings, bound, (n) => this.bindings.some((b) => b.name === n));
+    if (extra.length) throw new ShapeError(label, `unknown binding(s) ${extra.join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
     const wg = typeof args.workgroups === 'number' ? [args.workgroups, 1, 1] : [args.workgroups[0], args.workgroups[1] ?? 1, args.workgroups[2] ?? 1];
     const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
     if (wg.some((w) => !Number.isInteger(w) || w < 0 || w > maxWg)) {
@@ -140,10 +138,8 @@ export class Kernel {
         if (f.type === 'u32') view.setUint32(f.offset, v, true); else view.setInt32(f.offset, v, true);
       }
     }
-    if (countKeys(values) !== this.uniformFields.length) {
-      const unknown = Object.keys(values).filter((n) => !this.uniformFields.some((f) => f.name === n));
-      throw new ShapeError(label, `unknown uniform(s) ${unknown.join(', ')}`);
-    }
+    const extra = unknownKeys(values, this.uniformFields.length, (n) => this.uniformFields.some((f) => f.name === n));
+    if (extra.length) throw new ShapeError(label, `unknown uniform(s) ${extra.join(', ')}`);
     return bytes;
   }
 
@@ -207,11 +203,14 @@ function reflectable(src: string): string {
   return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
 }
 
-/** Own enumerable keys of `o`, counted without building their array (the dispatch path runs this every call). */
-function countKeys(o: object): number {
+/**
+ * The keys of `given` that `known` rejects, where `found` of its keys were already matched: none when it has no
+ * more keys than that, counted without building their array (the dispatch path runs this every call).
+ */
+function unknownKeys(given: object, found: number, known: (name: string) => boolean): string[] {
   let n = 0;
-  for (const _ in o) n++;
-  return n;
+  for (const _ in given) n++;
+  return n === found ? [] : Object.keys(given).filter((k) => !known(k));
 }
 
 /** `n` rounded up to a multiple of `to`, at least one `to` (the padded size of a dimension tiled by `to`). */
