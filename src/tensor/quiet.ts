@@ -1,10 +1,11 @@
 // Awaiting the GPU without making the thread spin. While any promise of Dawn's Node binding (npm `webgpu`) is
 // pending, the binding polls the device from a setImmediate callback that it allocates anew on every turn of the
 // event loop, so an idle wait turns the loop hundreds of thousands of times a second: on lavapipe a quarter of the
-// process's CPU time went to that polling and a sixth to collecting its garbage. `quietly` lets the loop turn at most
-// once every POLL_MS while one of our waits has been pending for GRACE_MS: one callback of ours a turn blocks the
-// thread that long (Atomics.wait), so the binding polls ~10,000 times a second. Short waits (an error scope, a small
-// read) run as before; a long one (a prefill's result) settles at most ~POLL_MS later than it would.
+// process's CPU time went to that polling and a sixth to collecting its garbage. `quietly` lets an idle loop turn at
+// most once every POLL_MS while one of our waits has been pending for GRACE_MS: one callback of ours a turn blocks
+// the thread that long (Atomics.wait) when nothing else ran since the last turn, so the binding polls ~10,000 times
+// a second. Short waits (an error scope, a small read) run as before; a long one (a prefill's result) settles at
+// most ~POLL_MS later than it would.
 // (Decode readbacks were once also paced, each asked only when its step should be done. Under `quietly` that saved
 // no collection on lavapipe, and on the H200 it fed back on itself: a wait throttled to 0.1 ms a turn made a late
 // ask look like a slow step, so its estimate stuck at 37-60 ms a token for a second or more per repetition,
