@@ -88,6 +88,14 @@ fn load_query(c: u32, h: u32, t: u32) {
   }
 }
 
+// Chunk wid.x of head wid.y's units, then its query into qe / qo: the chunk's loads are in flight before the
+// query's chain runs. Every split starts so.
+fn chunk_start(wid: vec3u, t: u32) -> ChunkUnits {
+  let units = chunk_units(wid.x, wid.y, t);
+  load_query(wid.x, wid.y, t);
+  return units;
+}
+
 // Chunk wid.x of head wid.y, from its units and the query load_query left in qe / qo: scores, weights and weighted
 // values of its keys into part_o / part_ml.
 fn split(wid: vec3u, t: u32, units: ChunkUnits) {

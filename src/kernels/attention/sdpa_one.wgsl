@@ -31,9 +31,7 @@ fn qv(h: u32, d: u32) -> f32 { return q[h * HD + d]; }
 
 @compute @workgroup_size(WG)
 fn one_split(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  let units = chunk_units(wid.x, wid.y, t);
-  load_query(wid.x, wid.y, t);
-  split(wid, t, units);
+  split(wid, t, chunk_start(wid, t));
 }
 
 @compute @workgroup_size(WG)
@@ -43,8 +41,6 @@ fn one_merge(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
 
 @compute @workgroup_size(WG)
 fn one_split_fold(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32) {
-  let units = chunk_units(wid.x, wid.y, t);
-  load_query(wid.x, wid.y, t);
-  split(wid, t, units);
+  split(wid, t, chunk_start(wid, t));
   fold(wid, t);
 }

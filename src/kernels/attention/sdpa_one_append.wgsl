@@ -47,8 +47,7 @@ fn new_unit(side: u32, u: u32) -> vec4<u32> {
 fn append_split(wid: vec3u, t: u32) {
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
-  var units = chunk_units(wid.x, wid.y, t);
-  load_query(wid.x, wid.y, t);
+  var units = chunk_start(wid, t);
   if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
     let upr = HD / epu();
     let wpr = 4u * upr;   // words a row
