@@ -2,7 +2,7 @@
 // the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
 // one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
 // that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
-import type { Gpu } from '../src/tensor/gpu.ts';
+import { Gpu } from '../src/tensor/gpu.ts';
 import { runtimeInfo, type AdapterSummary } from '../src/tensor/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
@@ -98,7 +98,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   setDecodeMerge(s.decodeMerge);
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
-  const keeper = await DeviceKeeper.open({ ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
+  const keeper = await DeviceKeeper.open({ create: () => Gpu.create({ robustness: s.robustness }), ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
   const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
   const r: BenchResult = {
     schema: SCHEMA, date: new Date().toISOString(),

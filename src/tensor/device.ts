@@ -32,6 +32,13 @@ export interface DeviceOptions {
    * users exercise the tensor-splitting paths with small tensors.
    */
   bindingLimit?: number;
+  /**
+   * Dawn's robust buffer access (default true). false adds Dawn's `disable_robustness` toggle under Node: Tint then
+   * stops clamping every storage access to its binding, which this library's kernels do not need (each keeps its
+   * own accesses in bounds), at the cost of WebGPU's guarantee for code that does not. Browsers decide for
+   * themselves (Chrome: --enable-dawn-features=disable_robustness).
+   */
+  robustness?: boolean;
 }
 
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
@@ -82,7 +89,7 @@ export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantizati
 export const DAWN_FEATURE_TOGGLES = 'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia';
 
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
-async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
+async function gpuEntries(robust: boolean): Promise<Array<() => Promise<GPUAdapter | null>>> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
   if (nav?.gpu) return [(o?: GPURequestAdapterOptions) => nav.gpu!.requestAdapter(o)] as never;
   if (runtimeName() !== 'node') throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
@@ -95,7 +102,8 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
   // Dawn instances are kept alive for the life of the process: letting a failed one be garbage-collected
   // crashes Dawn (std::system_error from a destructor thread).
   // Dawn rounds GPU timestamps to 65.5 us by default, which erases per-dispatch timings: ask for nanoseconds.
-  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, DAWN_FEATURE_TOGGLES]); dawnInstances.push(g); return g; };
+  const toggles = robust ? DAWN_FEATURE_TOGGLES : `${DAWN_FEATURE_TOGGLES},disable_robustness`;
+  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, toggles]); dawnInstances.push(g); return g; };
   const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
   const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
@@ -116,7 +124,7 @@ async function gpuEntries(): Promise<Array<() => Promise<GPUAdapter | null>>> {
 /** Request an adapter and a device with the adapter's own maxima for buffer/binding limits. */
 export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device: GPUDevice; adapter: GPUAdapter; summary: AdapterSummary }> {
   let adapter: GPUAdapter | null = null;
-  for (const attempt of await gpuEntries()) {
+  for (const attempt of await gpuEntries(opts.robustness !== false)) {
     adapter = await attempt();
     if (adapter) break;
   }

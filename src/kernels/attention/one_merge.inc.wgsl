@@ -15,8 +15,8 @@ var<workgroup> fold_last: u32;
 // Head h's live chunks merged: M = max m_c, L = sum l_c e^(m_c - M), out = round(sum o_c e^(m_c - M) / L), gated,
 // or 0 (gated) when there is no key. Each thread loads at most a couple of values per step, never walks a chain:
 // the max is one load a thread and a tree; thread t then takes the dims 4 u .. 4 u + 3 (u = t % (D / 4)) of the
-// chunks r, r + rows, ... (r = t / (D / 4)), UNROLL of them loaded before any is added, and the rows' sums are
-// added by a tree. The order of every sum is fixed by D and kv_len alone. The gate is loaded first, to arrive
+// chunks r, r + rows, ... (r = t / (D / 4)), UNROLL of them loaded before any is added (the first UNROLL before
+// the max's tree), and the rows' sums are added by a tree. The order of every sum is fixed by D and kv_len alone. The gate is loaded first, to arrive
 // while the rest runs.
 const UNROLL: u32 = 4u;
 
@@ -29,6 +29,16 @@ fn merge(h: u32, t: u32) {
   let r = t / units;
   var g = vec4<f32>(0.0);
   if (r == 0u) { g = gate4(h * HD + 4u * u); }
+  // This thread's first UNROLL chunks, loaded before the max's tree so that their latency overlaps it (with no
+  // key, live is 0: chunk 0's stale results are loaded and never added).
+  var ml: array<vec2<f32>, UNROLL>;
+  var oc: array<vec4<f32>, UNROLL>;
+  let lastc = max(live, 1u) - 1u;
+  for (var j = 0u; j < UNROLL; j++) {
+    let c = min(r + j * rows, lastc);
+    ml[j] = part_ml[first + c];
+    oc[j] = part_o[(first + c) * units + u];
+  }
   var mx = NEG;
   for (var c = t; c < live; c += WG) { mx = max(mx, part_ml[first + c].x); }
   sp[t] = mx;
@@ -41,12 +51,12 @@ fn merge(h: u32, t: u32) {
   var o = vec4<f32>(0.0);
   var l = 0.0;
   for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
-    var ml: array<vec2<f32>, UNROLL>;
-    var oc: array<vec4<f32>, UNROLL>;
-    for (var j = 0u; j < UNROLL; j++) {
-      let c = min(c0 + j * rows, live - 1u);
-      ml[j] = part_ml[first + c];
-      oc[j] = part_o[(first + c) * units + u];
+    if (c0 != r) {
+      for (var j = 0u; j < UNROLL; j++) {
+        let c = min(c0 + j * rows, lastc);
+        ml[j] = part_ml[first + c];
+        oc[j] = part_o[(first + c) * units + u];
+      }
     }
     for (var j = 0u; j < UNROLL; j++) {
       if (c0 + j * rows < live) {
