@@ -6,6 +6,11 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 import { addRef, logSumExpRowsRef } from '../../src/kernels/ops/ops.ref.ts';
 import { Kernel } from '../../src/tensor/kernel.ts';
+import { Gpu } from '../../src/tensor/gpu.ts';
+import { dirFiles } from '../../src/hrm/files.ts';
+import { loadModel } from '../../src/hrm/load.ts';
+import { disposeWeights } from '../../src/hrm/weights.ts';
+import { fixtureDir, logitsOf } from '../helpers/model.ts';
 import { BindingSizeError, ShapeError } from '../../src/tensor/errors.ts';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/tensor/dtype.ts';
 
@@ -18,6 +23,21 @@ describe('device', () => {
     expect(gpu.summary.runtime).toBe('node');
     expect(gpu.maxBinding).toBeGreaterThanOrEqual(128 * 1024 * 1024);
     expect(gpu.summary.limits.maxStorageBufferBindingSize).toBe(gpu.maxBinding);
+  });
+
+  it('without Dawn\'s robustness (Node), the model gives the same bits: no kernel reads or writes out of bounds', async () => {
+    // Robustness clamps every access into its binding; a kernel that relied on that would differ here.
+    const [plain, unsafe] = [await getGpu(), await Gpu.create({ robustness: false })];
+    try {
+      const ids = [5, 9, 100, 7, 31, 2, 64];
+      const logits = async (gpu: Gpu, kv?: { k: number; v: number }) => {
+        const lm = await loadModel(gpu, dirFiles(fixtureDir('hrm-tiny-b')), { dtype: 'bf16' });
+        try { return await logitsOf(lm, ids, 'prefix', kv); } finally { disposeWeights(lm.model.weights); }
+      };
+      for (const kv of [undefined, { k: 4, v: 8 }]) expect(await logits(unsafe, kv)).toEqual(await logits(plain, kv));
+    } finally {
+      unsafe.destroy();
+    }
   });
 
   it('adds odd-sized vectors like the CPU', async () => {
