@@ -9,7 +9,7 @@ import { checkModelParity } from '../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../tests/kernels/sdpa_fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../tests/kernels/qsdpa_fold.check.ts';
 
-const gpu = await Gpu.create({ robustness: !process.argv.includes('--no-robustness') });
+const gpu = await Gpu.create({ robustness: process.argv.includes('--robustness') });
 const model = await checkModelParity(gpu, 'tests/fixtures/mlx/');
 const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
 const r = { cases, failed: cases.filter((c) => !c.ok).length, passed: cases.filter((c) => c.ok).length };

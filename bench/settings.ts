@@ -51,7 +51,7 @@ export interface Settings {
   budget: number;
   /** Output folder (runners that write files). */
   out: string;
-  /** Dawn's robust buffer access (DeviceOptions.robustness; --no-robustness turns it off under Node). */
+  /** Dawn's robust buffer access under Node (DeviceOptions.robustness: off unless --robustness). */
   robustness: boolean;
 }
 
@@ -59,7 +59,7 @@ const MiB = 1 << 20;
 
 /** Defaults for a shape and speed. */
 export function defaults(config: ConfigName, quick: boolean): Settings {
-  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, ahead: 'auto' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results', robustness: true };
+  const base = { config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, ahead: 'auto' as const, anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1, seed: 1, budget: 420, out: 'bench/results', robustness: false };
   if (config === '1b') {
     return quick
       ? { ...base, prefill: [128, 512], prompt: 512, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, streamBytes: 1024 * MiB, cacheBust: 256 * MiB, matmulRows: 512, dispatchChain: 500 }
@@ -93,7 +93,7 @@ export const USAGE = `usage: bench [options]
   --ahead N|auto         greedy decode steps queued ahead of the token being read (default auto: as generate()
                          queues them, ~100 ms of steps, 4-32)
   --decode-merge fold|separate  full-cache decode attention's merge inside its split (default) or a dispatch of its own
-  --no-robustness        Dawn without robust buffer access (Node: its disable_robustness toggle)
+  --robustness           Dawn with its robust buffer access (Node; the library turns it off by default)
   --anchors FILE         store FILE's JSON (bench/torch-anchors.py) under 'anchors' and compare with it`;
 
 /** Parse flags ('--name value' or '--name=value'); throws with the usage on anything unknown. */
@@ -106,7 +106,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
     if (a === '--quick') { flags.set('quick', '1'); continue; }
     if (a === '--sweep-gemv') { flags.set('sweep-gemv', '1'); continue; }
     if (a === '--check-sgmat') { flags.set('check-sgmat', '1'); continue; }
-    if (a === '--no-robustness') { flags.set('no-robustness', '1'); continue; }
+    if (a === '--robustness') { flags.set('robustness', '1'); continue; }
     if (!a.startsWith('--')) throw new Error(`[bench] unexpected argument '${a}'\n${USAGE}`);
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
@@ -151,7 +151,7 @@ export function parseArgs(argv: string[]): Settings & { help: boolean } {
       case 'seed': s.seed = int(name, v); break;
       case 'sweep-gemv': s.sweepGemv = true; break;
       case 'check-sgmat': s.checkSgmat = true; break;
-      case 'no-robustness': s.robustness = false; break;
+      case 'robustness': s.robustness = true; break;
       case 'ahead': s.ahead = v === 'auto' ? 'auto' : int(name, v, 1); break;
       case 'decode-merge':
         if (v !== 'fold' && v !== 'separate') throw new Error(`[bench] --decode-merge must be fold or separate (got '${v}')`);

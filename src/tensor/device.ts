@@ -17,6 +17,8 @@ export interface AdapterSummary {
   subgroupMatrix: string[];
   /** [min, max] subgroup size the adapter reports ([0, 0] when it does not say). */
   subgroupSizes: [number, number];
+  /** Dawn's robust buffer access as this library set it (Node: DeviceOptions.robustness); null where the runtime decides. */
+  robust: boolean | null;
 }
 
 export interface DeviceOptions {
@@ -33,10 +35,13 @@ export interface DeviceOptions {
    */
   bindingLimit?: number;
   /**
-   * Dawn's robust buffer access (default true). false adds Dawn's `disable_robustness` toggle under Node: Tint then
-   * stops clamping every storage access to its binding, which this library's kernels do not need (each keeps its
-   * own accesses in bounds), at the cost of WebGPU's guarantee for code that does not. Browsers decide for
-   * themselves (Chrome: --enable-dawn-features=disable_robustness).
+   * Dawn's robust buffer access under Node (npm `webgpu`). Default false: there every shader the device runs is
+   * this library's, each keeping its accesses in bounds (tests/tensor/device.test.ts checks the model's bits with
+   * and without), so Dawn's `disable_robustness` toggle is set, as native Dawn programs set it in release builds;
+   * Tint's clamps and bounds tests around every access otherwise halve the tensor cores' speed (the prefill of
+   * HRM-Text-1B on an H200: 96 ms with them, 61 without, bench/results runs 20261203-064219Z and -064319Z). true
+   * keeps them.
+   * Browsers and Deno decide for themselves (Chrome: --enable-dawn-features=disable_robustness).
    */
   robustness?: boolean;
 }
@@ -89,9 +94,9 @@ export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantizati
 export const DAWN_FEATURE_TOGGLES = 'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia';
 
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
-async function gpuEntries(robust: boolean): Promise<Array<() => Promise<GPUAdapter | null>>> {
+async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() => Promise<GPUAdapter | null>>; robust: boolean | null }> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
-  if (nav?.gpu) return [(o?: GPURequestAdapterOptions) => nav.gpu!.requestAdapter(o)] as never;
+  if (nav?.gpu) return { attempts: [(o?: GPURequestAdapterOptions) => nav.gpu!.requestAdapter(o)] as never, robust: null };
   if (runtimeName() !== 'node') throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
   const spec = 'webgpu';
   const mod = (await import(/* @vite-ignore */ spec)) as { create(o: string[]): GPU; globals: object };
@@ -118,13 +123,14 @@ async function gpuEntries(robust: boolean): Promise<Array<() => Promise<GPUAdapt
       }
     });
   }
-  return attempts;
+  return { attempts, robust };
 }
 
 /** Request an adapter and a device with the adapter's own maxima for buffer/binding limits. */
 export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device: GPUDevice; adapter: GPUAdapter; summary: AdapterSummary }> {
   let adapter: GPUAdapter | null = null;
-  for (const attempt of await gpuEntries(opts.robustness !== false)) {
+  const entries = await gpuEntries(opts.robustness === true);
+  for (const attempt of entries.attempts) {
     adapter = await attempt();
     if (adapter) break;
   }
@@ -148,7 +154,7 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     description: info.description ?? '', runtime: runtimeName(),
     fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
     subgroupMatrix: device.features.has(SUBGROUP_MATRIX) ? matrixConfigs(info) : [],
-    subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0],
+    subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0], robust: entries.robust,
   };
   return { device, adapter, summary };
 }

@@ -11,7 +11,7 @@ import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
 
 const adapter = (over: Partial<AdapterSummary>): AdapterSummary => ({
-  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, subgroupMatrix: [], subgroupSizes: [0, 0], ...over,
+  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, subgroupMatrix: [], subgroupSizes: [0, 0], robust: null, ...over,
 });
 
 describe('public API', () => {

@@ -23,8 +23,8 @@ const KERNELS: Record<SgmatKernel, Kernel> = {
 };
 /** Rows and columns are padded to the staged kernel's tile, K to its block (the direct kernel's divide them): either kernel takes any operand. */
 const PAD = { M: SGMAT_KERNELS.staged.M, N: SGMAT_KERNELS.staged.N, K: SGMAT_KERNELS.staged.kStep };
-/** The staged kernel's workgroup memory: its A and B tiles (M and N rows of f16) as 16 x 16 matrices, rows 24 f16 apart (SL). */
-const STAGED_SHARED = (SGMAT_KERNELS.staged.M + SGMAT_KERNELS.staged.N) * (SGMAT_KERNELS.staged.kStep / 16) * 24 * 2;
+/** The staged kernel's workgroup memory: its A and B tiles, M and N rows of f16 each, rows padded by 8 (LD = kStep + 8). */
+const STAGED_SHARED = (SGMAT_KERNELS.staged.M + SGMAT_KERNELS.staged.N) * (SGMAT_KERNELS.staged.kStep + 8) * 2;
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
@@ -41,7 +41,7 @@ const selfCheck = new WeakMap<Gpu, string | null>();
 /** The staged kernel's own verdict where it failed the self-check and the direct kernel passed it. */
 const stagedCheck = new WeakMap<Gpu, string>();
 
-/** Why the staged kernel cannot run here (it takes the subgroup id and 48 KiB of workgroup memory), or null. */
+/** Why the staged kernel cannot run here (it takes the subgroup id and 36 KiB of workgroup memory), or null. */
 export function stagedUnavailable(gpu: Gpu): string | null {
   if (!gpu.subgroups) return "no 'subgroups' feature";
   const have = gpu.device.limits.maxComputeWorkgroupStorageSize;

@@ -6,15 +6,11 @@
 // workgroup memory with 16-byte loads (a and b bound as vec4<u32>: 8 f16 each), and the subgroups load their
 // matrices from there: each operand is read from memory once per workgroup instead of once per subgroup matrix
 // load, and the next 64 columns' loads are issued before this block's products (a register double buffer).
-// Workgroup memory holds each 16 x 16 operand matrix on its own (an array per 16 rows x 16 columns, rows SL = 24
-// f16 apart, so the 8 rows one 16-byte-a-row load phase reads fall in different banks), and every matrix load
-// names its array with offset 0 and a constant stride: Tint's robustness then proves each load in bounds and
-// leaves it alone, where a run-time offset made it wrap every load in a bounds test (2.1x slower on the H200:
-// 20261203-064219Z against the same run without robustness, -064319Z).
+// Rows are padded to 72 f16 (144 bytes) so the 16 rows one matrix load reads fall in different banks.
 // Measured on the H200 (bench/sgmat-probe.ts, 512 x 8192 x 1536, the probe's clock): 39 TFLOP/s against 12 for
 // the storage-direct kernel; 32 columns a block 37, 64 x 64 tiles of one subgroup 24.
 // Needs Mp and Np multiples of 128 and the slice bounds multiples of 64 (matmul_sgmat.ts pads and splits so),
-// subgroups of exactly 32 (so 128 threads are 4 subgroups) and 48 KiB of workgroup memory.
+// subgroups of exactly 32 (so 128 threads are 4 subgroups) and 36 KiB of workgroup memory.
 
 enable f16;
 enable subgroups;
@@ -30,21 +26,19 @@ struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32, nslice: u32, a_batch: u32,
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;   // f32 [S, Mp, Np]
 
 const BK: u32 = 64u;
-const SL: u32 = 24u;   // f16 between a staged matrix's rows: 48 bytes, 12 banks on from each other
+const LD: u32 = 72u;   // BK + 8: a matrix load's 16 rows start 144 bytes apart, 4 banks on from each other
 
-// Matrix (16 rows r, 16 columns kb of the block) at index r * 4 + kb, each element (i, j) at i * SL + j.
-alias Staged = array<array<f16, 384>, 32>;   // 32 matrices of 16 x SL
-var<workgroup> sa: Staged;
-var<workgroup> sb: Staged;
+var<workgroup> sa: array<f16, 9216>;   // 128 rows x LD
+var<workgroup> sb: array<f16, 9216>;
 
-// 8 f16 (one 16-byte unit) into matrix m of workgroup memory at `at`.
-fn put(s: ptr<workgroup, Staged>, m: u32, at: u32, v: vec4<u32>) {
+// 8 f16 (one 16-byte unit) into workgroup memory at `at`.
+fn put(s: ptr<workgroup, array<f16, 9216>>, at: u32, v: vec4<u32>) {
   let x = bitcast<vec2<f16>>(v.x);
   let y = bitcast<vec2<f16>>(v.y);
   let z = bitcast<vec2<f16>>(v.z);
   let w = bitcast<vec2<f16>>(v.w);
-  (*s)[m][at] = x.x; (*s)[m][at + 1u] = x.y; (*s)[m][at + 2u] = y.x; (*s)[m][at + 3u] = y.y;
-  (*s)[m][at + 4u] = z.x; (*s)[m][at + 5u] = z.y; (*s)[m][at + 6u] = w.x; (*s)[m][at + 7u] = w.y;
+  (*s)[at] = x.x; (*s)[at + 1u] = x.y; (*s)[at + 2u] = y.x; (*s)[at + 3u] = y.y;
+  (*s)[at + 4u] = z.x; (*s)[at + 5u] = z.y; (*s)[at + 6u] = w.x; (*s)[at + 7u] = w.y;
 }
 
 // Thread t copies units (t % 8) of rows t / 8 + 16 r, r < 8, of each operand: one block is 8 units a row.
@@ -57,12 +51,12 @@ fn fetch(ia: u32, ib: u32, rs: u32) -> Block {
                b[ib], b[ib + rs], b[ib + 2u * rs], b[ib + 3u * rs], b[ib + 4u * rs], b[ib + 5u * rs], b[ib + 6u * rs], b[ib + 7u * rs]);
 }
 
-// Row t / 8 + 16 r is row t / 8 of row block r; unit t % 8 is half t % 2 of column block (t % 8) / 2.
-fn stage(g: Block, kb: u32, at: u32) {
-  put(&sa, kb, at, g.a0); put(&sa, 4u + kb, at, g.a1); put(&sa, 8u + kb, at, g.a2); put(&sa, 12u + kb, at, g.a3);
-  put(&sa, 16u + kb, at, g.a4); put(&sa, 20u + kb, at, g.a5); put(&sa, 24u + kb, at, g.a6); put(&sa, 28u + kb, at, g.a7);
-  put(&sb, kb, at, g.b0); put(&sb, 4u + kb, at, g.b1); put(&sb, 8u + kb, at, g.b2); put(&sb, 12u + kb, at, g.b3);
-  put(&sb, 16u + kb, at, g.b4); put(&sb, 20u + kb, at, g.b5); put(&sb, 24u + kb, at, g.b6); put(&sb, 28u + kb, at, g.b7);
+fn stage(g: Block, at: u32) {
+  let r = 16u * LD;
+  put(&sa, at, g.a0); put(&sa, at + r, g.a1); put(&sa, at + 2u * r, g.a2); put(&sa, at + 3u * r, g.a3);
+  put(&sa, at + 4u * r, g.a4); put(&sa, at + 5u * r, g.a5); put(&sa, at + 6u * r, g.a6); put(&sa, at + 7u * r, g.a7);
+  put(&sb, at, g.b0); put(&sb, at + r, g.b1); put(&sb, at + 2u * r, g.b2); put(&sb, at + 3u * r, g.b3);
+  put(&sb, at + 4u * r, g.b4); put(&sb, at + 5u * r, g.b5); put(&sb, at + 6u * r, g.b6); put(&sb, at + 7u * r, g.b7);
 }
 
 // Every subgroup-matrix statement stands on a line of its own: reflection (tensor/kernel.ts, reflectable) leaves
@@ -75,8 +69,6 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
   let nw = wid.x * 128u;
   let am = (sg / 2u) * 64u;
   let bn = (sg % 2u) * 64u;
-  let ma = (sg / 2u) * 16u;   // this subgroup's first A matrix: row block am / 16, column block 0
-  let mb = (sg % 2u) * 16u;
   let kv = p.Kp / 8u;
   let batch = wid.z / p.nslice;
   let k0 = (wid.z % p.nslice) * p.Ks;
@@ -86,7 +78,7 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
   let ia = batch * p.a_batch + (mw + row) * kv + u;
   let ib = batch * p.b_batch + (nw + row) * kv + u;
   let rs = 16u * kv;
-  let at = row * SL + (u % 2u) * 8u;
+  let at = row * LD + u * 8u;
   var c00 = subgroup_matrix_result<f32, 16, 16>();
   var c01 = subgroup_matrix_result<f32, 16, 16>();
   var c02 = subgroup_matrix_result<f32, 16, 16>();
@@ -106,30 +98,30 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
   // The first block (at a valid column even for an empty slice, which never stages it).
   var g = fetch(ia + min(k0, p.Kp - BK) / 8u, ib + min(k0, p.Kp - BK) / 8u, rs);
   for (var k = k0; k < k1; k += BK) {
-    stage(g, u / 2u, at);
+    stage(g, at);
     workgroupBarrier();
     if (k + BK < k1) { g = fetch(ia + (k + BK) / 8u, ib + (k + BK) / 8u, rs); }
-    for (var kb = 0u; kb < 4u; kb++) {
-      let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb[mb + 0u + kb], 0u, SL);
-      let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb[mb + 4u + kb], 0u, SL);
-      let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb[mb + 8u + kb], 0u, SL);
-      let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb[mb + 12u + kb], 0u, SL);
-      let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa[ma + 0u + kb], 0u, SL);
+    for (var kk = 0u; kk < BK; kk += 16u) {
+      let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 0u) * LD + kk, LD);
+      let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 16u) * LD + kk, LD);
+      let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 32u) * LD + kk, LD);
+      let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 48u) * LD + kk, LD);
+      let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 0u) * LD + kk, LD);
       c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
       c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
       c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
       c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
-      let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa[ma + 4u + kb], 0u, SL);
+      let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 16u) * LD + kk, LD);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
       c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
       c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
-      let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa[ma + 8u + kb], 0u, SL);
+      let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 32u) * LD + kk, LD);
       c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
       c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
       c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
       c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
-      let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa[ma + 12u + kb], 0u, SL);
+      let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 48u) * LD + kk, LD);
       c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
       c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
       c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
