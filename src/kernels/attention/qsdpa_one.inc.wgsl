@@ -97,13 +97,20 @@ fn chunk_scores(wid: vec3u, t: u32, kp: KeyPack) {
       scores[h * p.cap + k0 + t] = sj;
     }
   }
-  // The chunk's max by a tree over its CK keys.
+  // The chunk's max over its CK keys: runs of 8 into red[CK ..], then thread 0 over the runs (two barriers where a
+  // tree took log2(CK); a max is exact in any order).
   workgroupBarrier();
   if (t < CK) { red[t] = sj; }
   workgroupBarrier();
-  for (var n = CK / 2u; n > 0u; n >>= 1u) {
-    if (t < n) { red[t] = max(red[t], red[t + n]); }
-    workgroupBarrier();
+  if (t < CK / 8u) {
+    var m = red[8u * t];
+    for (var i = 1u; i < 8u; i++) { m = max(m, red[8u * t + i]); }
+    red[CK + t] = m;
   }
-  if (t == 0u) { scores[cmax_at(h, c)] = red[0]; }
+  workgroupBarrier();
+  if (t == 0u) {
+    var m = red[CK];
+    for (var i = 1u; i < CK / 8u; i++) { m = max(m, red[CK + i]); }
+    scores[cmax_at(h, c)] = m;
+  }
 }

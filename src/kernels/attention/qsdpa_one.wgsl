@@ -45,7 +45,8 @@ const E: u32 = 8u;
 const KEYS: u32 = 4u;
 override DG: u32 = HD / E;
 override SL: u32 = WG / DG;
-const U: u32 = 8u;         // softmax scores a thread loads before it adds them
+const U: u32 = 16u;        // softmax scores (and chunk maxes) a thread loads before it adds them: below 1024
+                           // keys, SOFT = 64 threads load every score and the workgroup every chunk max at once
 const UNROLL: u32 = 8u;    // chunk sums a merging thread loads before it adds them
 
 var<workgroup> red_l: array<f32, WG>;

@@ -8,21 +8,34 @@
 // The group's f32 scale/bias and, in lanes < 2 * bits, word `lane` of its packed levels (0 in the other lanes).
 struct GroupQuant { a: Affine, word: u32 }
 
-// Min/max by a tree (exact in any order), every lane forms the same scale/bias and its own level of x, then
+// Min/max (exact in any order) by lanes < 8 over runs of 8 lanes, each into its run's head, then every lane over
+// the heads: two barriers where a tree took log2(64) + 1 (the append is on decode's path: the appending chunk of
+// qsdpa_one_append.wgsl finishes last). Every lane forms the same scale/bias and its own level of x, then
 // lanes < 2 * bits pack a word each.
 fn quant_lanes(x: f32, slot: u32, lane: u32, bits: u32) -> GroupQuant {
   let i0 = slot * GROUP;
   g_min[i0 + lane] = x;
   g_max[i0 + lane] = x;
   workgroupBarrier();
-  for (var w = GROUP / 2u; w > 0u; w >>= 1u) {
-    if (lane < w) {
-      g_min[i0 + lane] = min(g_min[i0 + lane], g_min[i0 + lane + w]);
-      g_max[i0 + lane] = max(g_max[i0 + lane], g_max[i0 + lane + w]);
+  if (lane < GROUP / 8u) {   // run `lane` is read and written by this lane alone
+    let r = i0 + 8u * lane;
+    var lo = g_min[r];
+    var hi = g_max[r];
+    for (var i = 1u; i < 8u; i++) {
+      lo = min(lo, g_min[r + i]);
+      hi = max(hi, g_max[r + i]);
     }
-    workgroupBarrier();
+    g_min[r] = lo;
+    g_max[r] = hi;
   }
-  let a = affine_of(g_min[i0], max(0.0, g_max[i0]), bits, false);   // Metal: the running max starts at 0
+  workgroupBarrier();
+  var lo = g_min[i0];
+  var hi = g_max[i0];
+  for (var k = 1u; k < GROUP / 8u; k++) {
+    lo = min(lo, g_min[i0 + 8u * k]);
+    hi = max(hi, g_max[i0 + 8u * k]);
+  }
+  let a = affine_of(lo, max(0.0, hi), bits, false);   // Metal: the running max starts at 0
   g_lv[i0 + lane] = level_of(x, a, bits, false);
   workgroupBarrier();
   var word = 0u;
