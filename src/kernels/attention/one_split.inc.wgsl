@@ -89,7 +89,7 @@ fn load_query(c: u32, h: u32, t: u32) {
 }
 
 // Chunk wid.x of head wid.y's units, then its query into qe / qo: the chunk's loads are in flight before the
-// query's chain runs. Every split starts so.
+// query's chain runs. Every split starts so (sdpa_one_append.wgsl's issues the new key's and value's loads between).
 fn chunk_start(wid: vec3u, t: u32) -> ChunkUnits {
   let units = chunk_units(wid.x, wid.y, t);
   load_query(wid.x, wid.y, t);

@@ -3,8 +3,8 @@
 // is gqkv's q block RoPE'd at position kv_len - 1 as rope_append does it (each workgroup rotates its own head's),
 // and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
 // cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
-// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256), after its query is RoPE'd
-// into workgroup memory (so the two sets of loads are in flight together). Its scores then take the
+// groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256), the first round's elements
+// loaded before its query is RoPE'd into workgroup memory (so the two sets of loads are in flight together). Its scores then take the
 // new key's pack from workgroup memory (the words, scale and bias it wrote: no second trip to memory; its other
 // keys' packs were loaded first, key_pack); qsdpa_one.wgsl's qone_out follows unchanged and reads the new value
 // (written a dispatch earlier). Cache heads = query heads: gqkv holds a key per query head.
@@ -34,8 +34,19 @@ var<workgroup> nkb: array<f32, 4>;
 
 fn qv(h: u32, e: u32) -> f32 { return head_elem(p.width + h * HD, e, HD, p.kv_len - 1u, p.log2_base, true); }
 
-// Quantizes the new key and value of head h at position `pos` into the cache (every thread calls it).
-fn append_kv(h: u32, pos: u32, t: u32) {
+// The element thread t quantizes in the round of groups from g0: element t % GROUP of group g0 + t / GROUP, the new
+// key's (RoPE'd) for groups [0, gpr), the value's for [gpr, 2 gpr); 0 past them.
+fn kv_elem(h: u32, pos: u32, t: u32, g0: u32) -> f32 {
+  let gpr = HD / GROUP;
+  let g = g0 + t / GROUP;
+  if (g >= 2u * gpr) { return 0.0; }
+  let is_v = g >= gpr;
+  return head_elem(select(2u, 3u, is_v) * p.width + h * HD, (g % gpr) * GROUP + t % GROUP, HD, pos, p.log2_base, !is_v);
+}
+
+// Quantizes the new key and value of head h at position `pos` into the cache (every thread calls it); x0 is the
+// thread's element of the first round (kv_elem(h, pos, t, 0), loaded by the caller before the query's).
+fn append_kv(h: u32, pos: u32, t: u32, x0: f32) {
   let gpr = HD / GROUP;
   let slot = t / GROUP;
   let lane = t % GROUP;
@@ -43,8 +54,8 @@ fn append_kv(h: u32, pos: u32, t: u32) {
     let g = g0 + slot;   // groups [0, gpr) are K's, [gpr, 2 gpr) V's
     let live = g < 2u * gpr;
     let is_v = g >= gpr;
-    var x = 0.0;
-    if (live) { x = head_elem(select(2u, 3u, is_v) * p.width + h * HD, (g % gpr) * GROUP + lane, HD, pos, p.log2_base, !is_v); }
+    var x = x0;
+    if (g0 > 0u) { x = kv_elem(h, pos, t, g0); }
     let bits = select(BITS, V_BITS, is_v);
     let r = quant_lanes(x, slot, lane, bits);
     let at = (h * p.cap + pos) * gpr + g % gpr;
@@ -72,10 +83,13 @@ fn qone_scores_append(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocati
   let last = p.kv_len - 1u;
   let k0 = wid.x * CK;
   var kp = key_pack(wid.x, wid.y, t);
-  // The query (RoPE'd from gqkv) before the append: its loads are in flight with the new key's and value's.
+  // The new key's and value's elements, then the query (RoPE'd from gqkv): their loads are in flight together.
+  let appending = k0 <= last && last < k0 + CK;   // the same for the whole workgroup
+  var x0 = 0.0;
+  if (appending) { x0 = kv_elem(wid.y, last, t, 0u); }
   load_query(wid.y, t);
-  if (k0 <= last && last < k0 + CK) {   // the same for the whole workgroup
-    append_kv(wid.y, last, t);
+  if (appending) {
+    append_kv(wid.y, last, t, x0);
     workgroupBarrier();
     if (k0 + t / PACKS >= last) { kp = new_pack(t); }   // the new key's (keys past it: never added)
   }
