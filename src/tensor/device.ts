@@ -107,6 +107,7 @@ async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() => Prom
   // Dawn instances are kept alive for the life of the process: letting a failed one be garbage-collected
   // crashes Dawn (std::system_error from a destructor thread).
   // Dawn rounds GPU timestamps to 65.5 us by default, which erases per-dispatch timings: ask for nanoseconds.
+  // Unless DeviceOptions.robustness asks for it, Dawn's robustness is off (see there).
   const toggles = robust ? DAWN_FEATURE_TOGGLES : `${DAWN_FEATURE_TOGGLES},disable_robustness`;
   const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, toggles]); dawnInstances.push(g); return g; };
   const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
