@@ -16,9 +16,23 @@ var<workgroup> fold_last: u32;
 // or 0 (gated) when there is no key. Each thread loads at most a couple of values per step, never walks a chain:
 // the max is one load a thread and a tree; thread t then takes the dims 4 u .. 4 u + 3 (u = t % (D / 4)) of the
 // chunks r, r + rows, ... (r = t / (D / 4)), UNROLL of them loaded before any is added (the first UNROLL before
-// the max's tree), and the rows' sums are added by a tree. The order of every sum is fixed by D and kv_len alone. The gate is loaded first, to arrive
-// while the rest runs.
+// the max's tree), and the rows' sums are added by a tree. The order of every sum is fixed by D and kv_len alone.
+// The gate is loaded first, to arrive while the rest runs.
 const UNROLL: u32 = 4u;
+
+// (m, l) and dims 4 u .. 4 u + 3 of the sums of chunks c0, c0 + rows, ... (UNROLL of them, from `first`; past the
+// last live chunk, `lastc`, its results again: loaded, never added).
+struct ChunkParts { ml: array<vec2<f32>, UNROLL>, o: array<vec4<f32>, UNROLL> }
+
+fn chunk_parts(first: u32, c0: u32, rows: u32, lastc: u32, u: u32) -> ChunkParts {
+  var cp: ChunkParts;
+  for (var j = 0u; j < UNROLL; j++) {
+    let c = min(c0 + j * rows, lastc);
+    cp.ml[j] = part_ml[first + c];
+    cp.o[j] = part_o[(first + c) * (HD / 4u) + u];
+  }
+  return cp;
+}
 
 fn merge(h: u32, t: u32) {
   let live = (p.kv_len + CK - 1u) / CK;
@@ -31,14 +45,8 @@ fn merge(h: u32, t: u32) {
   if (r == 0u) { g = gate4(h * HD + 4u * u); }
   // This thread's first UNROLL chunks, loaded before the max's tree so that their latency overlaps it (with no
   // key, live is 0: chunk 0's stale results are loaded and never added).
-  var ml: array<vec2<f32>, UNROLL>;
-  var oc: array<vec4<f32>, UNROLL>;
   let lastc = max(live, 1u) - 1u;
-  for (var j = 0u; j < UNROLL; j++) {
-    let c = min(r + j * rows, lastc);
-    ml[j] = part_ml[first + c];
-    oc[j] = part_o[(first + c) * units + u];
-  }
+  var cp = chunk_parts(first, r, rows, lastc, u);
   var mx = NEG;
   for (var c = t; c < live; c += WG) { mx = max(mx, part_ml[first + c].x); }
   sp[t] = mx;
@@ -51,18 +59,12 @@ fn merge(h: u32, t: u32) {
   var o = vec4<f32>(0.0);
   var l = 0.0;
   for (var c0 = r; c0 < live; c0 += UNROLL * rows) {
-    if (c0 != r) {
-      for (var j = 0u; j < UNROLL; j++) {
-        let c = min(c0 + j * rows, lastc);
-        ml[j] = part_ml[first + c];
-        oc[j] = part_o[(first + c) * units + u];
-      }
-    }
+    if (c0 != r) { cp = chunk_parts(first, c0, rows, lastc, u); }
     for (var j = 0u; j < UNROLL; j++) {
       if (c0 + j * rows < live) {
-        let w = exp(ml[j].x - M);
-        o += oc[j] * w;
-        l += ml[j].y * w;
+        let w = exp(cp.ml[j].x - M);
+        o += cp.o[j] * w;
+        l += cp.ml[j].y * w;
       }
     }
   }

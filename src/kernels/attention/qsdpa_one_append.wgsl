@@ -4,10 +4,10 @@
 // and whose workgroup holding that position first quantizes the new key (RoPE'd) and value of its head into the
 // cache, bit for bit as rope_append (the same element and group code, attention/quant_group.inc.wgsl): 2 HD / 64
 // groups, four at a time over the 256 threads (one round at HD 64 and 128, two at 256), the first round's elements
-// loaded before its query is RoPE'd into workgroup memory (so the two sets of loads are in flight together). Its scores then take the
-// new key's pack from workgroup memory (the words, scale and bias it wrote: no second trip to memory; its other
-// keys' packs were loaded first, key_pack); qsdpa_one.wgsl's qone_out follows unchanged and reads the new value
-// (written a dispatch earlier). Cache heads = query heads: gqkv holds a key per query head.
+// loaded before its query is RoPE'd into workgroup memory (so the two sets of loads are in flight together). Its
+// scores then take the new key's pack from workgroup memory (the words, scale and bias it wrote: no second trip to
+// memory; its other keys' packs were loaded first, key_pack); qsdpa_one.wgsl's qone_out follows unchanged and
+// reads the new value (written a dispatch earlier). Cache heads = query heads: gqkv holds a key per query head.
 
 @group(0) @binding(1) var<storage, read> src: array<f32>;               // gqkv [1, 4 * width], width = H * HD
 @group(0) @binding(2) var<storage, read_write> cq: array<u32>;          // K: [H, cap, HD*BITS/32]
