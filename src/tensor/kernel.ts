@@ -7,6 +7,7 @@ import { SHADERS } from '../kernels/shaders.gen.ts';
 import { BindingSizeError, HrmError, ShapeError } from './errors.ts';
 import { bufferId, type BufferView, type Gpu } from './gpu.ts';
 import { Tensor } from './tensor.ts';
+import { specialize, specializes } from './specialize.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
@@ -38,7 +39,8 @@ export class Kernel {
   readonly overrideNames: string[];
   private readonly layouts = new WeakMap<GPUDevice, { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>();
   private readonly bindGroups = new WeakMap<GPUComputePipeline, Map<string, GPUBindGroup>>();
-  private readonly modules = new WeakMap<GPUDevice, GPUShaderModule>();
+  /** Shader modules per device: one under '' (overrides as pipeline constants), or one per override key (specialize.ts). */
+  private readonly modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
   private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string, GPUComputePipeline>; byOrder: OverrideNode }>();
 
   /** `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'); `entry` the @compute function. */
@@ -159,7 +161,7 @@ export class Kernel {
       node = child;
     }
     if (node.pipeline) return node.pipeline;
-    const key = Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
+    const key = overrideKey(overrides);
     let p = cache.byKey.get(key);
     if (p) return (node.pipeline = p);
     for (const k of Object.keys(overrides)) {
@@ -167,16 +169,33 @@ export class Kernel {
     }
     // In an error scope of its own: a shader or override WebGPU rejects is reported at this op, not as the batch's.
     device.pushErrorScope('validation');
-    let module = this.modules.get(device);
-    if (!module) this.modules.set(device, (module = device.createShaderModule({ code: this.source, label: this.file })));
-    p = device.createComputePipeline({
-      label: `${this.name}${key ? `{${key}}` : ''}`,
-      layout: this.layout(device).pipelineLayout,
-      compute: { module, entryPoint: this.entry, constants: overrides },
-    });
+    p = device.createComputePipeline(this.pipelineDescriptor(device, overrides, label));
     gpu.checkLater(`${label}: pipeline ${this.file}:${this.entry}${key ? ` {${key}}` : ''}`, device.popErrorScope());
     cache.byKey.set(key, p);
     return (node.pipeline = p);
+  }
+
+  /**
+   * The pipeline of these overrides: one module of the source for all of them, or where the runtime's translator
+   * cannot take overrides (specialize.ts), one module per value set with the values written in. Public for the
+   * variant sweep (tests/runtimes/variants.ts), which creates each pipeline the way dispatch does.
+   */
+  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name): GPUComputePipelineDescriptor {
+    const key = overrideKey(overrides);
+    const special = specializes();
+    const moduleKey = special ? key : '';
+    let modules = this.modules.get(device);
+    if (!modules) this.modules.set(device, (modules = new Map()));
+    let module = modules.get(moduleKey);
+    if (!module) {
+      const code = special ? specialize(this.source, overrides, label) : this.source;
+      modules.set(moduleKey, (module = device.createShaderModule({ code, label: `${this.file}${special && key ? `{${key}}` : ''}` })));
+    }
+    return {
+      label: `${this.name}${key ? `{${key}}` : ''}`,
+      layout: this.layout(device).pipelineLayout,
+      compute: { module, entryPoint: this.entry, constants: special ? {} : overrides },
+    };
   }
 
   private layout(device: GPUDevice): { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout } {
@@ -201,6 +220,11 @@ export class Kernel {
  */
 function reflectable(src: string): string {
   return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
+}
+
+/** Overrides in a canonical form, `NAME=value,...` sorted by name: a pipeline's cache key and label. */
+export function overrideKey(overrides: Overrides): string {
+  return Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
 }
 
 /**
