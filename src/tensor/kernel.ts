@@ -30,6 +30,14 @@ export interface DispatchArgs {
   label?: string;
 }
 
+/** Every Kernel made so far, in creation order (wrappers make theirs at module load). */
+const registry: Kernel[] = [];
+
+/** The kernels the loaded modules made: the list a sweep of every pipeline variant starts from. */
+export function allKernels(): readonly Kernel[] {
+  return registry;
+}
+
 /** One WGSL entry point with its reflected interface. */
 export class Kernel {
   readonly source: string;
@@ -66,6 +74,7 @@ export class Kernel {
       return { name: r.name, binding: r.binding, access };
     }).sort((a, b) => a.binding - b.binding);
     this.overrideNames = reflect.overrides.map((o) => o.name);
+    registry.push(this);
   }
 
   /** Record one dispatch into the gpu's open batch. */
@@ -189,7 +198,8 @@ export class Kernel {
     let module = modules.get(moduleKey);
     if (!module) {
       const code = special ? specialize(this.source, overrides, label) : this.source;
-      modules.set(moduleKey, (module = device.createShaderModule({ code, label: `${this.file}${special && key ? `{${key}}` : ''}` })));
+      const moduleLabel = `${this.file}${special && key ? `{${key}}` : ''}`;
+      modules.set(moduleKey, (module = device.createShaderModule({ code, label: moduleLabel })));
     }
     return {
       label: `${this.name}${key ? `{${key}}` : ''}`,

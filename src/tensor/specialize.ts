@@ -41,7 +41,10 @@ export function specialize(source: string, values: Overrides, label: string): st
     return `const ${name}: ${type} = ${v === undefined ? init.trim() : literal(v, type, name, label)};`;
   });
   const stray = /^[ \t]*(@id\([^)]*\)[ \t]*)?override\b.*$/m.exec(out);
-  if (stray) throw new ShapeError(label, `cannot specialize the override declaration '${stray[0].trim()}' (expected 'override NAME: TYPE = DEFAULT;')`);
+  if (stray) {
+    const want = "expected 'override NAME: TYPE = DEFAULT;'";
+    throw new ShapeError(label, `cannot specialize the override declaration '${stray[0].trim()}' (${want})`);
+  }
   const unknown = Object.keys(values).filter((k) => !seen.has(k));
   if (unknown.length) throw new ShapeError(label, `unknown override(s) ${unknown.join(', ')}`);
   return out;

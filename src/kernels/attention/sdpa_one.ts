@@ -26,7 +26,7 @@ const SLOT_ALIGN = 32;
  * The same bits either way.
  */
 export type DecodeMerge = 'fold' | 'separate';
-const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
+export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 let defaultMerge: DecodeMerge = 'fold';
 
 /**
