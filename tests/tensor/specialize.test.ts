@@ -1,19 +1,13 @@
 // Override values written into the WGSL (tensor/specialize.ts, what Deno's wgpu gets): the text transform, its
-// errors, and the same bits as pipeline constants on this adapter for the kernel naga panicked on (gemv_wide) and a
-// whole forward of the embedded model.
-import { afterEach, describe, expect, it } from 'vitest';
-import { specialize, specializes } from '../../src/tensor/specialize.ts';
+// errors, and the same bits as pipeline constants for the kernel naga panicked on (gemv_wide) and a whole forward
+// of the embedded model, in Node and in Deno.
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { specialize } from '../../src/tensor/specialize.ts';
 import { ShapeError } from '../../src/tensor/errors.ts';
-import { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { loadModel } from '../../src/hrm/load.ts';
-import { dirFiles } from '../../src/hrm/files.ts';
-import { randn } from '../helpers/seeded.ts';
-import { BROWN } from '../helpers/fixtures.ts';
-
-// gemv_wide's operands: 256 bf16 a row are 32 16-byte units, one per lane of a 32-lane row group.
-const K = 256, N = 64;
+import { N, outputBits, PROMPT } from '../helpers/specialized-bits.ts';
 
 const SRC = [
   'override WG: u32 = 64u;',
@@ -54,36 +48,20 @@ describe('specialize: overrides as consts in the source', () => {
   });
 });
 
-describe('specialized pipelines on this adapter', () => {
-  afterEach(() => { specializes(null); });
-
-  /** Bits of gemv_wide's products (with its norm, and with swiglu) and of the embedded model's bf16 logits. */
-  async function run(special: boolean): Promise<Uint32Array[]> {
-    specializes(special);
-    const gpu = await Gpu.create();
-    try {
-      const x = Tensor.from(gpu, randn(1, K), [1, K], 'f32', 'x');
-      const w = Tensor.from(gpu, randn(2, N * K, 0.1), [N, K], 'bf16', 'w');
-      const gemv = { kernel: 'wide' as const, wg: 32, groups: 4, rows: 16 };
-      const out: Uint32Array[] = [];
-      for (const swiglu of [false, true]) {
-        const y = matmul(x, w, { path: 'gemv', gemv, norm: { eps: 1e-6 }, swiglu, round: 'bf16' });
-        out.push(new Uint32Array((await y.readF32()).buffer));
-      }
-      const lm = await loadModel(gpu, dirFiles(BROWN), { dtype: 'bf16' });
-      const cache = lm.model.newCache({ capacity: 8, kv: { k: 8, v: 4 } });
-      const logits = lm.model.forward([6, 40, 41, 42, 43, 44, 45], cache, { mask: 'prefix' });
-      out.push(new Uint32Array((await logits.readF32()).buffer));
-      return out;
-    } finally {
-      gpu.destroy();
-    }
-  }
-
-  it('give the same bits as pipeline constants', async () => {
-    const plain = await run(false);
-    const special = await run(true);
-    expect(plain.map((a) => a.length)).toEqual([N, N / 2, 7 * 2048]);
+describe('specialized pipelines give the same bits as pipeline constants', () => {
+  it('in Node (Dawn): gemv_wide and a forward of the embedded model', async () => {
+    const plain = await outputBits(false, true);
+    const special = await outputBits(true, true);
+    expect(plain.map((a) => a.length)).toEqual([N, N / 2, PROMPT.length * 2048]);
     for (let i = 0; i < plain.length; i++) expect(special[i], `output ${i}`).toEqual(plain[i]);
+  }, 120_000);
+
+  it('in Deno (wgpu): a forward of the embedded model', async () => {
+    const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+    const opts = { cwd: fileURLToPath(new URL('../..', import.meta.url)), timeout: 110_000 };
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-specialize.ts'], opts);
+    const r = JSON.parse(stdout.trim().split('\n').pop()!) as { n: number; same: boolean; firstDiff: number };
+    expect(r.n).toBe(PROMPT.length * 2048);
+    expect(r, `first differing logit ${r.firstDiff}`).toMatchObject({ same: true });
   }, 120_000);
 });
