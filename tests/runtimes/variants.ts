@@ -7,19 +7,22 @@
 //     Shapes: HRM-Text-1B's layers (one per stack; the layer count changes no shape) and the embedded model's, with
 //     bf16/q8/q4 weights, f32/bf16 activations, bench/settings.ts's caches, and the bench's prompts (prefill 128
 //     and 512, a decode step after each) plus a 3-token one (the few-row matrix-vector and decode-attention paths).
-//     Subgroup kernels are traced only where the adapter has subgroups (the wrappers choose them then).
+//     Where the adapter has shader-f16, matmulF16 too (f16 activations: the bench's f16 GEMV rows) over those
+//     layers' dense weights, each output form. Subgroup kernels are traced only where the adapter has subgroups
+//     (the wrappers choose them then).
 //  2. Create: each traced variant, and each kernel the loaded modules made (allKernels) with its defaults, through
 //     createComputePipelineAsync in an error scope of its own (Kernel.pipelineDescriptor: as a dispatch would).
 // A kernel whose WGSL enables a feature this device lacks is not created but listed as unavailable. Not traced:
-// the benchmark's own shapes (bench/kernels.ts: --sweep-gemv's forced gemv shapes, matmul_f16), created here
-// with their defaults only.
+// the benchmark's forced shapes (bench/kernels.ts: --sweep-gemv's gemv shapes); their kernels are created here.
 // Prints one JSON line: { adapter, features, created, failed, unavailable, unmade, traced, traceMs, ms }.
 import { readdirSync, readFileSync, writeSync } from 'node:fs';
 import { Gpu } from '../../src/tensor/gpu.ts';
 import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } from '../../src/tensor/kernel.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
-import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
+import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/weights.ts';
+import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { MERGES, setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 import { CACHES } from '../../bench/settings.ts';
@@ -41,6 +44,7 @@ const embedded = parseConfig(JSON.parse(readFileSync(embeddedConfig, 'utf8')));
 const CONFIGS: HrmConfig[] = [{ ...HRM_TEXT_1B, num_layers_per_stack: 1 }, { ...embedded, num_layers_per_stack: 1 }];
 const WEIGHTS: Array<QuantSpec | undefined> = [undefined, { bits: 8, groupSize: 64 }, { bits: 4, groupSize: 64 }];
 const PROMPTS = [3, 128, 512];
+const F16_OUTPUTS: MatmulF16Options[] = [{ out: 'f16' }, { out: 'f32' }, { out: 'f32', round: 'bf16' }];
 
 /** A prefill of each prompt length and a decode step after it, with each of the bench's caches. */
 function traceModel(model: HrmModel): void {
@@ -58,6 +62,19 @@ function traceModel(model: HrmModel): void {
   }
 }
 
+/** matmulF16 (f16 activations: the API and the bench's f16 GEMV rows) over a layer's dense weights, each output. */
+function traceF16(weights: HrmWeights): void {
+  const layer = weights.L[0];
+  for (const w of [layer.gqkv, layer.o, layer.gateUp, layer.down]) {
+    if (w.quant) continue;
+    for (const M of [1, ...PROMPTS]) {
+      const x = Tensor.empty(gpu, [M, w.cols], 'f16', 'x');
+      for (const opts of F16_OUTPUTS) matmulF16(x, w.chunks, opts).dispose();
+      x.dispose();
+    }
+  }
+}
+
 // ---- 1. trace -------------------------------------------------------------------------------------------------
 const traced = new Map<string, { kernel: Kernel; overrides: Overrides }>();
 const dispatch = Kernel.prototype.dispatch;
@@ -66,7 +83,8 @@ Kernel.prototype.dispatch = function (this: Kernel, _gpu: Gpu, args: DispatchArg
   traced.set(`${this.file}#${this.entry}{${overrideKey(overrides)}}`, { kernel: this, overrides });
 };
 const flags = gpu as unknown as { cpu: boolean; f16: boolean };
-const choices = { cpu: [false, true], f16: gpu.f16 ? [true, false] : [false], merge: MERGES };
+const hasF16 = gpu.f16;
+const choices = { cpu: [false, true], f16: hasF16 ? [true, false] : [false], merge: MERGES };
 for (const c of CONFIGS) {
   for (const quant of WEIGHTS) {
     const weights = await randomWeights(gpu, c, 0, quant);
@@ -78,6 +96,10 @@ for (const c of CONFIGS) {
           for (const dtype of ['f32', 'bf16'] as const) traceModel(new HrmModel(gpu, c, weights, dtype));
         }
       }
+    }
+    if (hasF16) {
+      Object.assign(flags, { cpu: false, f16: true });
+      traceF16(weights);
     }
     disposeWeights(weights);
   }
