@@ -22,6 +22,12 @@ const BUILT_IN: Record<string, ErrorConstructor> = {
   Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError,
 };
 
+/** DOMException names that WebGPU, fetch, streams and postMessage throw (NetworkError is the library's own). */
+const DOM_EXCEPTIONS = new Set([
+  'AbortError', 'TimeoutError', 'NotSupportedError', 'InvalidStateError', 'OperationError', 'DataCloneError', 'NotAllowedError',
+  'SecurityError', 'QuotaExceededError', 'EncodingError', 'NotReadableError', 'NotFoundError', 'DataError', 'UnknownError',
+]);
+
 /** The error `p` describes, as an instance of its class where this side knows the class. */
 export function reviveError(p: ErrorPayload): Error {
   let e: Error;
@@ -31,8 +37,7 @@ export function reviveError(p: ErrorPayload): Error {
     e.message = p.message;
   } else if (BUILT_IN[p.name]) {
     e = new BUILT_IN[p.name](p.message);
-  } else if (typeof DOMException !== 'undefined' && /^[A-Z]\w*Error$/.test(p.name) && !p.op) {
-    // AbortError, TimeoutError, NotSupportedError...: what WebGPU and fetch throw.
+  } else if (typeof DOMException !== 'undefined' && DOM_EXCEPTIONS.has(p.name)) {
     e = new DOMException(p.message, p.name) as unknown as Error;
   } else {
     e = new Error(p.message);

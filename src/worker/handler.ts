@@ -41,6 +41,11 @@ export class WorkerHandler {
 
   constructor(private readonly post: Post, private readonly opts: WorkerHandlerOptions = {}) {}
 
+  /** The model the worker holds (for a worker script's own use of it), or null. */
+  get loaded(): LoadedModel | null {
+    return this.lm;
+  }
+
   /** Take one message from the page (`self.onmessage = (ev) => handler.onmessage(ev)`). */
   onmessage(ev: { data: Request }): void {
     const m = ev.data;
