@@ -63,8 +63,8 @@ export interface DeviceOptions {
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
 const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_MATRIX] as const;
 /** The optional features fast paths run on (timestamp-query only times them). */
-export const FAST_FEATURES = ['shader-f16', 'subgroups', SUBGROUP_MATRIX] as const;
-export type FastFeature = (typeof FAST_FEATURES)[number];
+export type FastFeature = 'shader-f16' | 'subgroups' | 'chromium-experimental-subgroup-matrix';
+export const FAST_FEATURES: readonly FastFeature[] = ['shader-f16', 'subgroups', SUBGROUP_MATRIX];
 /** The DeviceOptions flag that turns each feature off. */
 const FEATURE_OPTION: Record<FastFeature, 'f16' | 'subgroups' | 'subgroupMatrix'> = { 'shader-f16': 'f16', subgroups: 'subgroups', [SUBGROUP_MATRIX]: 'subgroupMatrix' };
 /** What unlocks a feature an adapter does not offer, per runtime (where it depends on more than the hardware). */

@@ -2,7 +2,7 @@
 // from fake adapter feature sets), and which fast paths run on it and why each is off (fastPaths, from fake devices
 // shaped as an H200 in Chrome, a GPU without tensor cores, a CPU driver); then the summary of this machine's device.
 import { describe, expect, it } from 'vitest';
-import { featureStates, FAST_FEATURES, type FastFeature, type Runtime } from '../../src/tensor/device.ts';
+import { featureStates, FAST_FEATURES, type Runtime } from '../../src/tensor/device.ts';
 import { fastPaths } from '../../src/kernels/paths.ts';
 import { Gpu } from '../../src/tensor/gpu.ts';
 
@@ -64,7 +64,7 @@ describe('feature detection', () => {
     const gpu = await Gpu.create({ f16: false });
     try {
       const s = gpu.summary;
-      for (const f of FAST_FEATURES as readonly FastFeature[]) expect(s.fastFeatures[f].on).toBe(s.features.includes(f));
+      for (const f of FAST_FEATURES) expect(s.fastFeatures[f].on).toBe(s.features.includes(f));
       expect(s.fastFeatures['shader-f16']).toEqual({ on: false, why: 'disabled by option (DeviceOptions.f16: false)' });
       expect(s.fastPaths).toEqual(fastPaths(gpu));
       expect(s.fastPaths['prefill matmuls on tensor cores (bf16)'].why).toMatch(/^no (chromium-experimental-subgroup-matrix|shader-f16): /);
