@@ -50,7 +50,8 @@ export function markdown(r: BenchResult): string {
   L.push(`${r.env.runtimeVersion}; ${r.date}${r.env.commit ? `; commit ${r.env.commit}` : ''}${r.env.host ? `; host ${r.env.host}` : ''}; timestamps: ${r.env.timestamps}` +
     `${typeof robust === 'boolean' ? `; Dawn's robust buffer access ${robust ? 'on' : 'off'}` : ''}.`);
   if (a.fastFeatures) {   // absent in results from before 20261204
-    const onOff = (m: Record<string, { on: boolean; why?: string }>) => Object.entries(m).map(([k, v]) => `${k} ${v.on ? 'on' : `off (${v.why})`}`).join('; ');
+    const onOff = (m: Record<string, { on: boolean; why?: string }>) =>
+      Object.entries(m).map(([k, v]) => `${k} ${v.on ? 'on' : `off (${v.why})`}`).join('; ');
     L.push(`Features: ${onOff(a.fastFeatures)}. Fast paths: ${onOff(a.fastPaths)}.`);
   }
   if (s.only !== 'kernels') {

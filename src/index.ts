@@ -19,7 +19,10 @@ import { runtimeName } from './tensor/device.ts';
 /** The GPU context (device, buffer pool, kernels' command encoder). `await Gpu.create()` opens one. */
 export { Gpu } from './tensor/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
-export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type FastFeature, type OnOff, type Runtime } from './tensor/device.ts';
+export {
+  isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type FastFeature, type OnOff,
+  type Runtime,
+} from './tensor/device.ts';
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
  * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another speed);

@@ -26,7 +26,10 @@ const PATHS: FastPath[] = [
     name: 'staged tensor-core kernel (128x128 tiles)', needs: [SGMAT, 'shader-f16', 'subgroups'],
     declines: (gpu) => sgmatUnavailable(gpu) ?? stagedUnavailable(gpu),
   },
-  { name: 'prefill attention on tensor cores (bf16)', needs: [SGMAT, 'shader-f16', 'subgroups'], declines: attentionTensorCoresUnavailable },
+  {
+    name: 'prefill attention on tensor cores (bf16)', needs: [SGMAT, 'shader-f16', 'subgroups'],
+    declines: attentionTensorCoresUnavailable,
+  },
 ];
 
 /** The fast paths on `gpu`: on, or off and why (the first missing feature, a CPU driver, the kernel's own reason). */

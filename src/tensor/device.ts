@@ -66,7 +66,9 @@ const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_
 export type FastFeature = 'shader-f16' | 'subgroups' | 'chromium-experimental-subgroup-matrix';
 export const FAST_FEATURES: readonly FastFeature[] = ['shader-f16', 'subgroups', SUBGROUP_MATRIX];
 /** The DeviceOptions flag that turns each feature off. */
-const FEATURE_OPTION: Record<FastFeature, 'f16' | 'subgroups' | 'subgroupMatrix'> = { 'shader-f16': 'f16', subgroups: 'subgroups', [SUBGROUP_MATRIX]: 'subgroupMatrix' };
+const FEATURE_OPTION: Record<FastFeature, 'f16' | 'subgroups' | 'subgroupMatrix'> = {
+  'shader-f16': 'f16', subgroups: 'subgroups', [SUBGROUP_MATRIX]: 'subgroupMatrix',
+};
 /** What unlocks a feature an adapter does not offer, per runtime (where it depends on more than the hardware). */
 const UNLOCK: Record<FastFeature, Partial<Record<Runtime, string>>> = {
   'shader-f16': {
@@ -82,12 +84,15 @@ const UNLOCK: Record<FastFeature, Partial<Record<Runtime, string>>> = {
 };
 
 /** Whether a device got each fast-path feature: the adapter's offer, the device's grant, the options that asked. */
-export function featureStates(offered: ReadonlySet<string>, granted: ReadonlySet<string>, opts: DeviceOptions, runtime: Runtime): Record<FastFeature, OnOff> {
+export function featureStates(
+  offered: ReadonlySet<string>, granted: ReadonlySet<string>, opts: DeviceOptions, runtime: Runtime,
+): Record<FastFeature, OnOff> {
   const out = {} as Record<FastFeature, OnOff>;
   for (const f of FAST_FEATURES) {
     const hint = UNLOCK[f][runtime];
+    const option = FEATURE_OPTION[f];
     out[f] = granted.has(f) ? { on: true }
-      : opts[FEATURE_OPTION[f]] === false ? { on: false, why: `disabled by option (DeviceOptions.${FEATURE_OPTION[f]}: false)` }
+      : opts[option] === false ? { on: false, why: `disabled by option (DeviceOptions.${option}: false)` }
       : !offered.has(f) ? { on: false, why: `the adapter does not offer it${hint ? ` (${hint})` : ''}` }
       : { on: false, why: 'the adapter offers it but the device did not enable it' };
   }
@@ -201,7 +206,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
     subgroupMatrix: device.features.has(SUBGROUP_MATRIX) ? matrixConfigs(info) : [],
     subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0], robust: entries.robust,
-    fastFeatures: featureStates(new Set(adapter.features), new Set(device.features), opts, runtimeName()), fastPaths: {},
+    fastFeatures: featureStates(new Set(adapter.features), new Set(device.features), opts, runtimeName()),
+    fastPaths: {},
   };
   return { device, adapter, summary };
 }

@@ -5,14 +5,16 @@
 import { DeviceLostError } from '../tensor/errors.ts';
 import { reviveError, WorkerError } from './errors.ts';
 import type {
-  Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request, WorkerGenerateOptions,
-  WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerRefractOptions,
+  Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request,
+  WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerRefractOptions,
 } from './protocol.ts';
 
 /** What the client talks to: a `Worker`, or anything with its message interface (a MessagePort, a test's fake). */
 export interface WorkerPort {
   postMessage(message: Request, transfer?: Transferable[]): void;
-  addEventListener(type: 'message' | 'error' | 'messageerror', listener: (ev: { data?: unknown; message?: string }) => void): void;
+  addEventListener(
+    type: 'message' | 'error' | 'messageerror', listener: (ev: { data?: unknown; message?: string }) => void,
+  ): void;
   terminate?(): void;
 }
 
@@ -49,7 +51,9 @@ export interface ClientRefractOptions extends WorkerRefractOptions {
  * @example
  * const hrm = new HrmWorkerClient(new Worker(new URL('./hrm.worker.ts', import.meta.url), { type: 'module' }));
  * await hrm.load('https://huggingface.co/sapientinc/HRM-Text-1B/resolve/main', { progressCallback: (p) => show(p) });
- * for await (const ev of hrm.generate('The jury said', { maxTokens: 32, signal })) if (ev.type === 'text') out.append(ev.text);
+ * for await (const ev of hrm.generate('The jury said', { maxTokens: 32, signal })) {
+ *   if (ev.type === 'text') out.append(ev.text);
+ * }
  *
  * Calls run in the worker one at a time, in the order they were made.
  */
@@ -64,27 +68,33 @@ export class HrmWorkerClient {
   constructor(private readonly port: WorkerPort) {
     port.addEventListener('message', (ev) => this.receive(ev.data as Reply));
     // An error the worker did not catch (a script that failed to load, a crash): its state is unknown, so it ends.
-    port.addEventListener('error', (ev) => this.kill(`the worker stopped: ${ev.message || 'an error it did not catch (see its console)'}`));
+    port.addEventListener('error', (ev) => {
+      this.kill(`the worker stopped: ${ev.message || 'an error it did not catch (see its console)'}`);
+    });
     port.addEventListener('messageerror', () => this.kill('the worker sent a message this page could not read'));
   }
 
   /** Load a model in the worker (the previous one is freed). No source: the embedded model. */
   async load(source?: string | URL | Iterable<File>, opts: ClientLoadOptions = {}): Promise<WorkerModelInfo> {
     const { progressCallback, ...options } = opts;
-    const src = source === undefined || typeof source === 'string' ? source : source instanceof URL ? source.href : [...source];
+    const src = source === undefined || typeof source === 'string' ? source
+      : source instanceof URL ? source.href : [...source];
     this.info = null;
-    this.info = await this.call('load', { source: src, options }, { onProgress: progressCallback as Pending['onProgress'] });
+    const onProgress = progressCallback as Pending['onProgress'];
+    this.info = await this.call('load', { source: src, options }, { onProgress });
     return this.info;
   }
 
-  /** Stream a completion: `text` events, then one `done` (the library's `generate`). The signal stops it in the worker. */
+  /** Stream a completion: `text` events, then one `done` (the library's `generate`); `signal` stops it there. */
   async *generate(prompt: string, opts: ClientGenerateOptions = {}): AsyncGenerator<GenerateEvent> {
     const { signal, ...options } = opts;
     const queue: GenerateEvent[] = [];
     let wake: (() => void) | null = null;
     let state: { done: boolean; error?: Error } = { done: false };
-    const { id, result } = this.send('generate', { prompt, options }, { signal, onEvent: (ev) => { queue.push(ev); wake?.(); } });
-    result.then(() => { state = { done: true }; }, (error: Error) => { state = { done: true, error }; }).finally(() => wake?.());
+    const onEvent = (ev: GenerateEvent) => { queue.push(ev); wake?.(); };
+    const { id, result } = this.send('generate', { prompt, options }, { signal, onEvent });
+    result.then(() => { state = { done: true }; }, (error: Error) => { state = { done: true, error }; })
+      .finally(() => wake?.());
     try {
       for (;;) {
         if (queue.length) yield queue.shift()!;
@@ -99,7 +109,9 @@ export class HrmWorkerClient {
   }
 
   /** Generate at once: the text and stats (`onText` sees each piece as it arrives). */
-  async generateText(prompt: string, opts: ClientGenerateOptions & { onText?: (text: string) => void } = {}): Promise<{ text: string; stats: GenerateStats }> {
+  async generateText(
+    prompt: string, opts: ClientGenerateOptions & { onText?: (text: string) => void } = {},
+  ): Promise<{ text: string; stats: GenerateStats }> {
     const { onText, ...rest } = opts;
     for await (const ev of this.generate(prompt, rest)) {
       if (ev.type === 'text') onText?.(ev.text);
@@ -157,7 +169,9 @@ export class HrmWorkerClient {
   }
 
   /** Send a call; its id names it in `abort` messages. */
-  private send<M extends Method>(method: M, args: Calls[M]['args'], hooks: Hooks): { id: number; result: Promise<Calls[M]['result']> } {
+  private send<M extends Method>(
+    method: M, args: Calls[M]['args'], hooks: Hooks,
+  ): { id: number; result: Promise<Calls[M]['result']> } {
     const id = this.nextId++;
     if (this.dead) return { id, result: Promise.reject(this.dead) };
     const { signal, ...rest } = hooks;

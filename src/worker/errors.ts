@@ -24,8 +24,9 @@ const BUILT_IN: Record<string, ErrorConstructor> = {
 
 /** DOMException names that WebGPU, fetch, streams and postMessage throw (NetworkError is the library's own). */
 const DOM_EXCEPTIONS = new Set([
-  'AbortError', 'TimeoutError', 'NotSupportedError', 'InvalidStateError', 'OperationError', 'DataCloneError', 'NotAllowedError',
-  'SecurityError', 'QuotaExceededError', 'EncodingError', 'NotReadableError', 'NotFoundError', 'DataError', 'UnknownError',
+  'AbortError', 'TimeoutError', 'NotSupportedError', 'InvalidStateError', 'OperationError', 'DataCloneError',
+  'NotAllowedError', 'SecurityError', 'QuotaExceededError', 'EncodingError', 'NotReadableError', 'NotFoundError',
+  'DataError', 'UnknownError',
 ]);
 
 /** The error `p` describes, as an instance of its class where this side knows the class. */
@@ -33,7 +34,8 @@ export function reviveError(p: ErrorPayload): Error {
   let e: Error;
   const Typed = HRM_ERRORS.get(p.name);
   if (Typed) {
-    e = p.name === 'NetworkError' ? new typed.NetworkError(p.op ?? 'worker', '', p.transient, p.status) : new Typed(p.op ?? 'worker', '');
+    const op = p.op ?? 'worker';
+    e = p.name === 'NetworkError' ? new typed.NetworkError(op, '', p.transient, p.status) : new Typed(op, '');
     e.message = p.message;
   } else if (BUILT_IN[p.name]) {
     e = new BUILT_IN[p.name](p.message);
@@ -45,7 +47,9 @@ export function reviveError(p: ErrorPayload): Error {
   }
   // The worker's stack says where it was thrown; this side's would only show the message handler.
   if (p.stack) {
-    try { Object.defineProperty(e, 'stack', { value: p.stack, configurable: true, writable: true }); } catch { /* a frozen stack: keep it */ }
+    try {
+      Object.defineProperty(e, 'stack', { value: p.stack, configurable: true, writable: true });
+    } catch { /* a stack that cannot be redefined: keep this side's */ }
   }
   return e;
 }

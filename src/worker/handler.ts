@@ -1,20 +1,27 @@
 // The worker's side of a model in a dedicated worker (client.ts is the page's): it owns the GPU device, the model,
 // its tokenizer and REFRACT, and serves the client's calls one at a time (one device, one stream of GPU work).
 // A worker script is one line: `installWorkerHandler()`. Shaped after WebLLM's WebWorkerMLCEngineHandler.
-import { generate, HrmBackend, HrmModel, loadModel, logits, modelFiles, runRefract, type ModelFiles } from '../index.ts';
+import {
+  generate, HrmBackend, HrmModel, loadModel, logits, modelFiles, runRefract, type ModelFiles,
+} from '../index.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
 import { InputError } from '../tensor/errors.ts';
 import { WorkerError } from './errors.ts';
-import { errorPayload, type Calls, type Method, type Reply, type Request, type WorkerModelInfo, type WorkerModelSource } from './protocol.ts';
+import {
+  errorPayload, type Calls, type LoadProgress, type Method, type Reply, type Request, type WorkerModelInfo,
+  type WorkerModelSource,
+} from './protocol.ts';
 
 /** What the page learns about a loaded model. */
 function modelInfo(lm: LoadedModel): WorkerModelInfo {
   const w = lm.model.weights;
-  const q = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])].find((m) => m.quant)?.quant;
+  const matrices = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
+  const q = matrices.find((m) => m.quant)?.quant;
   return {
-    name: lm.name, checkpoint: lm.checkpoint, config: lm.config, tokenizer: lm.tokenizer !== null, chatTemplate: lm.chatTemplate,
-    dtype: lm.model.dtype, weightBytes: w.bytes, quant: q ? { bits: q.bits, groupSize: q.groupSize } : null, adapter: lm.model.gpu.summary,
+    name: lm.name, checkpoint: lm.checkpoint, config: lm.config, tokenizer: lm.tokenizer !== null,
+    chatTemplate: lm.chatTemplate, dtype: lm.model.dtype, weightBytes: w.bytes,
+    quant: q ? { bits: q.bits, groupSize: q.groupSize } : null, adapter: lm.model.gpu.summary,
   };
 }
 
@@ -29,7 +36,9 @@ export interface WorkerHandlerOptions {
   files?: (source: WorkerModelSource) => ModelFiles;
 }
 
-type Handlers = { [M in Method]: (args: Calls[M]['args'], id: number, signal: AbortSignal) => Promise<Calls[M]['result']> };
+type Result<M extends Method> = Promise<Calls[M]['result']>;
+type Handler<M extends Method> = (args: Calls[M]['args'], id: number, signal: AbortSignal) => Result<M>;
+type Handlers = { [M in Method]: Handler<M> };
 
 export class WorkerHandler {
   private lm: LoadedModel | null = null;
@@ -73,20 +82,24 @@ export class WorkerHandler {
     load: async ({ source, options }, id) => {
       this.free();
       const files = this.opts.files?.(source) ?? modelFiles(source);
-      const lm = await loadModel(files, { ...options, progressCallback: (progress) => this.post({ type: 'progress', id, progress }) });
+      const progressCallback = (progress: LoadProgress) => this.post({ type: 'progress', id, progress });
+      const lm = await loadModel(files, { ...options, progressCallback });
       this.lm = lm;
       const gpu = lm.model.gpu;
       void gpu.device.lost.then((info) => {
         if (this.lm?.model.gpu !== gpu) return; // freed on purpose, or replaced by another load
         this.lm = null;
         this.variants.clear();
-        this.post({ type: 'lost', message: `the worker's GPU device was lost (${info.reason}: ${info.message || 'no message'}); load the model again` });
+        const why = `${info.reason}: ${info.message || 'no message'}`;
+        this.post({ type: 'lost', message: `the worker's GPU device was lost (${why}); load the model again` });
       });
       return modelInfo(lm);
     },
     generate: async ({ prompt, options }, id, signal) => {
       const { dtype, ...opts } = options;
-      for await (const event of generate(this.model(dtype), prompt, { ...opts, signal })) this.post({ type: 'event', id, event });
+      for await (const event of generate(this.model(dtype), prompt, { ...opts, signal })) {
+        this.post({ type: 'event', id, event });
+      }
       return null;
     },
     logits: ({ ids, options }) => {
@@ -98,7 +111,9 @@ export class WorkerHandler {
       const lm = this.model(dtype);
       return runRefract({
         ...opts, model: model ?? lm.name, backend: new HrmBackend(lm, { condition }), signal,
-        onProgress: (stage, done, total, etaSeconds) => this.post({ type: 'progress', id, progress: { stage, done, total, etaSeconds } }),
+        onProgress: (stage, done, total, etaSeconds) => {
+          this.post({ type: 'progress', id, progress: { stage, done, total, etaSeconds } });
+        },
       });
     },
     dispose: async () => {
@@ -112,7 +127,9 @@ export class WorkerHandler {
     const lm = this.lm;
     if (!lm) throw new WorkerError('worker', 'no model is loaded in the worker: call load() first');
     if (!dtype || dtype === lm.model.dtype) return lm;
-    if (dtype !== 'f32' && dtype !== 'bf16') throw new InputError('worker', `dtype must be 'f32' or 'bf16' (got '${String(dtype)}')`);
+    if (dtype !== 'f32' && dtype !== 'bf16') {
+      throw new InputError('worker', `dtype must be 'f32' or 'bf16' (got '${String(dtype)}')`);
+    }
     let m = this.variants.get(dtype);
     if (!m) this.variants.set(dtype, (m = new HrmModel(lm.model.gpu, lm.config, lm.model.weights, dtype)));
     return { ...lm, model: m };
@@ -139,7 +156,8 @@ export function installWorkerHandler(opts: WorkerHandlerOptions = {}): WorkerHan
   };
   // A page's window has a postMessage too (to other windows): not what answers the client.
   if (typeof scope.postMessage !== 'function' || 'window' in globalThis) {
-    throw new WorkerError('worker', 'installWorkerHandler must run in a dedicated worker (this is a page or has no postMessage)');
+    const where = 'this is a page, or has no postMessage';
+    throw new WorkerError('worker', `installWorkerHandler runs in a dedicated worker (${where})`);
   }
   const handler = new WorkerHandler((reply, transfer) => scope.postMessage(reply, transfer ?? []), opts);
   scope.onmessage = (ev) => handler.onmessage(ev);

@@ -14,13 +14,16 @@
 //
 // This entry holds no GPU code: a page that imports it loads only the client.
 /** The client: load, generate, generateText, logits, runRefract, dispose, terminate. */
-export { HrmWorkerClient, type ClientGenerateOptions, type ClientLoadOptions, type ClientRefractOptions, type WorkerPort } from './client.ts';
+export {
+  HrmWorkerClient, type ClientGenerateOptions, type ClientLoadOptions, type ClientRefractOptions, type WorkerPort,
+} from './client.ts';
 /** The error a worker that cannot answer gives (failed to start, died, terminated); its own errors keep their class. */
 export { WorkerError, reviveError } from './errors.ts';
 /** The messages, for apps that speak to the worker themselves. */
 export type {
-  Calls, ErrorPayload, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request,
-  WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerModelSource, WorkerRefractOptions,
+  Calls, ErrorPayload, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply,
+  Request, WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerModelSource,
+  WorkerRefractOptions,
 } from './protocol.ts';
 /** Whether the worker's adapter runs on the CPU (pass `info.adapter`). */
 export { isSoftwareAdapter, type AdapterSummary } from '../tensor/device.ts';

@@ -1,8 +1,8 @@
 // The messages between HrmWorkerClient (the page) and WorkerHandler (the dedicated worker that owns the GPU). Every
 // payload survives structured cloning: plain data, Files and typed arrays (logits travel as a transferred
-// Float32Array); errors cross as ErrorPayload and are rebuilt by class name (errors.ts). One request per call, with an id; the worker answers
-// with progress and stream events for that id, then exactly one `result` or `error`. An `abort` names a running
-// call; `lost` (the GPU device is gone) fails every call in flight.
+// Float32Array); errors cross as ErrorPayload and are rebuilt by class name (errors.ts). One request per call, with
+// an id; the worker answers with progress and stream events for that id, then exactly one `result` or `error`. An
+// `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
 import type { AdapterSummary, DeviceOptions } from '../tensor/device.ts';
 import type { ActDtype, KvSpec } from '../hrm/cache.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
@@ -90,7 +90,9 @@ export interface LoadProgress { stage: LoadStage; loaded: number; total: number;
 export interface RefractProgress { stage: Stage; done: number; total: number; etaSeconds: number | null }
 
 /** An error as it crosses: its class name, message and the fields typed errors carry. */
-export interface ErrorPayload { name: string; message: string; stack?: string; op?: string; transient?: boolean; status?: number }
+export interface ErrorPayload {
+  name: string; message: string; stack?: string; op?: string; transient?: boolean; status?: number;
+}
 
 /** Worker -> page. */
 export type Reply =

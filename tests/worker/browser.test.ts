@@ -29,7 +29,8 @@ describe('the model in a Web Worker (headless Chromium)', () => {
       expect(r.pieces.length).toBeGreaterThan(1);
       expect(r.aborted).toMatchObject({ stopReason: 'aborted', textEvents: 2 });
       expect(r.aborted.decodeTokens).toBeLessThan(10);
-      expect(r.error).toEqual({ isInputError: true, name: 'InputError', message: expect.stringMatching(/^\[kvconfig\] unknown cache type ctk=q9_9/) });
+      const message = expect.stringMatching(/^\[kvconfig\] unknown cache type ctk=q9_9/);
+      expect(r.error).toEqual({ isInputError: true, name: 'InputError', message });
       expect(r.logits.expected).toBeGreaterThan(0);
       expect(r.logits).toEqual({ length: r.logits.expected, expected: r.logits.expected, differing: 0, first: null });
       expect(r.probe.some((ms) => ms >= 70)).toBe(true); // the observer sees a long task of the page's

@@ -19,7 +19,8 @@ const call = (r: Request) => {
 };
 
 const stats = (stopReason: GenerateStats['stopReason'], ids: number[]): GenerateStats => ({
-  promptTokens: 5, promptMs: 1, decodeTokens: ids.length, decodeMs: 2, ids, stopReason, cacheBytes: 64, decodePath: { replayed: 7 },
+  promptTokens: 5, promptMs: 1, decodeTokens: ids.length, decodeMs: 2, ids, stopReason, cacheBytes: 64,
+  decodePath: { replayed: 7 },
 });
 
 // A broken client hangs on a request that never comes: a short timeout makes that a quick failure.
@@ -27,10 +28,14 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
   it('load sends the source as clonable data, reports progress in order, and keeps the model info', async () => {
     const { w, hrm } = setup();
     const seen: number[] = [];
-    const loading = hrm.load(new URL('https://example.org/m/'), { dtype: 'bf16', progressCallback: (p) => seen.push(p.loaded) });
+    const progressCallback = (p: { loaded: number }) => seen.push(p.loaded);
+    const loading = hrm.load(new URL('https://example.org/m/'), { dtype: 'bf16', progressCallback });
     const r = call(await w.request(0));
-    expect(r).toEqual({ type: 'call', id: r.id, method: 'load', args: { source: 'https://example.org/m/', options: { dtype: 'bf16' } } });
-    for (const loaded of [0, 5, 10]) w.reply({ type: 'progress', id: r.id, progress: { stage: 'weights', loaded, total: 10, progress: loaded * 10 } });
+    const args = { source: 'https://example.org/m/', options: { dtype: 'bf16' } };
+    expect(r).toEqual({ type: 'call', id: r.id, method: 'load', args });
+    for (const loaded of [0, 5, 10]) {
+      w.reply({ type: 'progress', id: r.id, progress: { stage: 'weights', loaded, total: 10, progress: loaded * 10 } });
+    }
     const info = { name: 'm', checkpoint: 'm/model.safetensors', tokenizer: true, dtype: 'bf16', weightBytes: 10 };
     w.reply({ type: 'result', id: r.id, value: info as never });
     expect(await loading).toEqual(info);
@@ -50,10 +55,13 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
   it('generate streams the worker\'s events in order and ends after its result', async () => {
     const { w, hrm } = setup();
     const events: GenerateEvent[] = [
-      { type: 'text', text: 'The' }, { type: 'text', text: ' jury' }, { type: 'done', text: 'The jury', stats: stats('max_tokens', [1, 2]) },
+      { type: 'text', text: 'The' }, { type: 'text', text: ' jury' },
+      { type: 'done', text: 'The jury', stats: stats('max_tokens', [1, 2]) },
     ];
     const got: GenerateEvent[] = [];
-    const done = (async () => { for await (const ev of hrm.generate('p', { maxTokens: 2, kv: 'ctk=q8_0' })) got.push(ev); })();
+    const done = (async () => {
+      for await (const ev of hrm.generate('p', { maxTokens: 2, kv: 'ctk=q8_0' })) got.push(ev);
+    })();
     const r = call(await w.request(0));
     expect(r.method).toBe('generate');
     expect(r.args).toEqual({ prompt: 'p', options: { maxTokens: 2, kv: 'ctk=q8_0' } });
@@ -64,7 +72,7 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     expect(w.received).toHaveLength(1); // a generation that ended by itself sends no abort
   });
 
-  it('an aborted signal crosses as an abort of that call; the stream ends with the worker\'s stopped result', async () => {
+  it('an aborted signal crosses as an abort of that call; the stream ends with the worker\'s result', async () => {
     const { w, hrm } = setup();
     const ctl = new AbortController();
     const r = hrm.generateText('p', { signal: ctl.signal, onText: () => ctl.abort() });
@@ -102,7 +110,8 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     const { w, hrm } = setup();
     const ctl = new AbortController();
     const seen: string[] = [];
-    const p = hrm.runRefract({ candidate: 'ctk=q4_0', chunks: 1, signal: ctl.signal, onProgress: (s, d, t, eta) => seen.push(`${s} ${d}/${t} ${eta}`) });
+    const onProgress = (s: string, d: number, t: number, eta: number | null) => seen.push(`${s} ${d}/${t} ${eta}`);
+    const p = hrm.runRefract({ candidate: 'ctk=q4_0', chunks: 1, signal: ctl.signal, onProgress });
     const req = call(await w.request(0));
     expect(req.args).toEqual({ options: { candidate: 'ctk=q4_0', chunks: 1 } });
     w.reply({ type: 'progress', id: req.id, progress: { stage: 'kld', done: 1, total: 2, etaSeconds: 3 } });
@@ -118,7 +127,8 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     const { w, hrm } = setup();
     const thrown = [
       new ShapeError('matmul', 'x [2, 3] @ w [4, 5]'), new NetworkError('fetch', 'HTTP 503 for config.json', true, 503),
-      new RefractError('refract', 'noise floor 90 < 99'), new TypeError('not a function'), new DOMException('stopped', 'AbortError'),
+      new RefractError('refract', 'noise floor 90 < 99'), new TypeError('not a function'),
+      new DOMException('stopped', 'AbortError'),
       Object.assign(new Error('custom'), { name: 'WeirdError' }),
     ];
     for (const [i, e] of thrown.entries()) {
@@ -131,7 +141,9 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
       // Comparing prototypes directly: pretty-printing DOMException.prototype throws in Node.
       expect(got?.constructor === e.constructor, `${e.name}: ${got?.constructor?.name}`).toBe(true);
     }
-    const net = await (async () => { const p = hrm.logits([9]); const req = call(await w.request(thrown.length)); w.reply({ type: 'error', id: req.id, error: errorPayload(thrown[1]) }); return p.catch((x) => x); })();
+    const p = hrm.logits([9]).catch((x) => x);
+    w.reply({ type: 'error', id: call(await w.request(thrown.length)).id, error: errorPayload(thrown[1]) });
+    const net = await p;
     expect(net).toBeInstanceOf(NetworkError);
     expect([net.op, net.transient, net.status]).toEqual(['fetch', true, 503]);
   });

@@ -8,7 +8,8 @@ const ids = async (it: AsyncIterable<GenerateEvent>) => {
   for await (const ev of it) if (ev.type === 'done') return { ids: ev.stats.ids, stopReason: ev.stats.stopReason };
   throw new Error('no done event');
 };
-const hrm = new HrmWorkerClient(new Worker(new URL('./e2e.worker.ts', import.meta.url).href, { type: 'module' }) as unknown as WorkerPort);
+const w = new Worker(new URL('./e2e.worker.ts', import.meta.url).href, { type: 'module' });
+const hrm = new HrmWorkerClient(w as unknown as WorkerPort);
 const info = await hrm.load();
 const opts = { condition: 'noisy', maxTokens: 6 };
 const worker = await ids(hrm.generate('The jury said', opts));

@@ -10,7 +10,8 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 describe('the model in a Deno Web Worker', () => {
   it('generates and computes logits as Deno\'s own thread does', async () => {
     const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/worker/deno-worker.ts'], { cwd: root, timeout: 280_000 });
+    const args = ['run', '-A', 'tests/worker/deno-worker.ts'];
+    const { stdout } = await promisify(execFile)(deno, args, { cwd: root, timeout: 280_000 });
     const r = JSON.parse(stdout.trim().split('\n').pop()!);
     expect(r.runtime).toBe('deno');
     expect(r.worker).toEqual({ ids: r.main.ids, stopReason: 'max_tokens' });

@@ -3,7 +3,9 @@
 // call made directly on a model loaded in this thread: tokens, text, logits (bit for bit), REFRACT's figures, and
 // the errors' class and message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate, HrmBackend, HrmModel, loadModel, logits, PROMPTS_V01, runRefract, type LoadedModel } from '../../src/index.ts';
+import {
+  generate, HrmBackend, HrmModel, loadModel, logits, PROMPTS_V01, runRefract, type LoadedModel,
+} from '../../src/index.ts';
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
 import { WorkerHandler } from '../../src/worker/handler.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
@@ -26,7 +28,10 @@ async function collect(events: AsyncIterable<GenerateEvent>, onText?: (n: number
 }
 
 /** The events without their timings (they differ run to run). */
-const untimed = (evs: GenerateEvent[]) => evs.map((e) => (e.type === 'done' ? { ...e, stats: { ...e.stats, promptMs: 0, decodeMs: 0 } } : e));
+const untimed = (evs: GenerateEvent[]) =>
+  evs.map((e) => (e.type === 'done' ? { ...e, stats: { ...e.stats, promptMs: 0, decodeMs: 0 } } : e));
+
+const bytes = (x: Float32Array) => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
 
 describe('the model in a worker (Node, over a MessageChannel)', () => {
   let direct: LoadedModel;
@@ -45,7 +50,10 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     const stages = new Set<string>();
     const info = await w.client.load(undefined, { progressCallback: (p) => stages.add(p.stage) });
     expect([...stages]).toEqual(['config', 'tokenizer', 'weights']);
-    expect(info).toMatchObject({ name: direct.name, checkpoint: direct.checkpoint, tokenizer: true, dtype: 'f32', quant: null, weightBytes: direct.model.weights.bytes });
+    expect(info).toMatchObject({
+      name: direct.name, checkpoint: direct.checkpoint, tokenizer: true, dtype: 'f32', quant: null,
+      weightBytes: direct.model.weights.bytes,
+    });
     expect(info.config).toEqual(direct.config);
     expect(info.adapter.runtime).toBe('node');
     const opts = { condition: 'noisy', maxTokens: 8 };
@@ -58,18 +66,20 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
   it('logits equal the library\'s bit for bit (f32, bf16 activations, a quantized cache)', async () => {
     const ids = direct.tokenizer!.encode('The jury said that the city');
     for (const opts of [{}, { dtype: 'bf16' as const }, { mask: 'causal' as const, kv: 'ctk=q8_0,ctv=q4_0' }]) {
-      const model = opts.dtype ? { ...direct, model: new HrmModel(direct.model.gpu, direct.config, direct.model.weights, opts.dtype) } : direct;
+      const variant = opts.dtype && new HrmModel(direct.model.gpu, direct.config, direct.model.weights, opts.dtype);
+      const model = variant ? { ...direct, model: variant } : direct;
       const want = await logits(model, ids, opts);
       const got = await w.client.logits(ids, opts);
       expect(got.length).toBe(ids.length * direct.config.vocab_size);
-      expect(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(Buffer.from(want.buffer, want.byteOffset, want.byteLength))).toBe(true);
+      expect(bytes(got).equals(bytes(want))).toBe(true);
     }
   });
 
   it('an abort stops the generation in the worker; the next call runs as usual', async () => {
     const full = await collect(w.client.generate('The jury said', { maxTokens: 40 }));
     const ctl = new AbortController();
-    const stopped = await collect(w.client.generate('The jury said', { maxTokens: 40, signal: ctl.signal }), (n) => { if (n === 2) ctl.abort(); });
+    const stream = w.client.generate('The jury said', { maxTokens: 40, signal: ctl.signal });
+    const stopped = await collect(stream, (n) => { if (n === 2) ctl.abort(); });
     const [a, b] = [full.at(-1)!, stopped.at(-1)!];
     if (a.type !== 'done' || b.type !== 'done') throw new Error('no done event');
     expect(b.stats.stopReason).toBe('aborted');
@@ -79,7 +89,9 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
   });
 
   it('a REFRACT run gives the library\'s figures, with its progress', async () => {
-    const run = { candidate: 'ctk=q4_0,ctv=q4_0', prompts: PROMPTS_V01.slice(0, 1), chunks: 1, ctx: 32, nPredict: 4, corpus: 'The jury said that the city had no evidence of fraud. '.repeat(10) };
+    const corpus = 'The jury said that the city had no evidence of fraud. '.repeat(10);
+    const run = { candidate: 'ctk=q4_0,ctv=q4_0', prompts: PROMPTS_V01.slice(0, 1), chunks: 1, ctx: 32, nPredict: 4,
+      corpus };
     const want = await runRefract({ ...run, backend: new HrmBackend(direct), model: direct.name });
     const stages = new Set<string>();
     const got = await w.client.runRefract({ ...run, onProgress: (s) => stages.add(s) });
@@ -95,15 +107,18 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     expect(bad).toBeInstanceOf(InputError);
     expect(bad.message).toBe(ref.message);
     const fresh = connect();
-    await expect(fresh.client.logits([1, 2])).rejects.toThrow(new WorkerError('worker', 'no model is loaded in the worker: call load() first'));
+    const none = new WorkerError('worker', 'no model is loaded in the worker: call load() first');
+    await expect(fresh.client.logits([1, 2])).rejects.toThrow(none);
     fresh.close();
     // Sampled, not greedy: greedy decoding queues steps ahead, and those rejected by the loss are nobody's to catch
     // (an unhandled rejection in decode.ts's greedySteps, the library's own, with or without a worker).
     const sampled = { maxTokens: 200, temperature: 0.8, seed: 1 };
-    const running = collect(w.client.generate('The jury said', sampled), (n) => { if (n === 2) w.handler.loaded!.model.gpu.destroy(); });
+    const running = collect(w.client.generate('The jury said', sampled), (n) => {
+      if (n === 2) w.handler.loaded!.model.gpu.destroy();
+    });
     const lost = await running.catch((e) => e);
     expect(lost).toBeInstanceOf(DeviceLostError);
-    expect(lost.message).toMatch(/^\[worker\] the worker's GPU device was lost \(destroyed: .*\); load the model again$/);
+    expect(lost.message).toMatch(/^\[worker\] the worker's GPU device was lost \(destroyed: .*\); load the model/);
     expect(w.client.info).toBeNull();
     await w.client.load();
     expect((await w.client.generateText('The jury said', { maxTokens: 3 })).stats.decodeTokens).toBe(2);

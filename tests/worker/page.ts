@@ -30,7 +30,9 @@ async function events(it: AsyncIterable<GenerateEvent>, each?: (ev: GenerateEven
 export async function run(): Promise<PageResult> {
   let longTasks: number[] = [];
   let watching = false;
-  new PerformanceObserver((list) => { if (watching) for (const e of list.getEntries()) longTasks.push(e.duration); }).observe({ type: 'longtask' });
+  new PerformanceObserver((list) => {
+    if (watching) for (const e of list.getEntries()) longTasks.push(e.duration);
+  }).observe({ type: 'longtask' });
   watching = true;
   await new Promise((r) => setTimeout(r, 0));
   const t0 = performance.now();
@@ -40,7 +42,9 @@ export async function run(): Promise<PageResult> {
   longTasks = [];
   const hrm = new HrmWorkerClient(new Worker(new URL('./e2e.worker.ts', import.meta.url), { type: 'module' }));
   const stages: string[] = [];
-  const info = await hrm.load(undefined, { progressCallback: (p) => { if (stages.at(-1) !== p.stage) stages.push(p.stage); } });
+  const info = await hrm.load(undefined, {
+    progressCallback: (p) => { if (stages.at(-1) !== p.stage) stages.push(p.stage); },
+  });
   const opts = { condition: 'noisy', maxTokens: 6 };
   longTasks = [];
   watching = true;
@@ -63,14 +67,16 @@ export async function run(): Promise<PageResult> {
   const main = await events((await import('../../src/index.ts')).generate(lm, 'The jury said', opts));
   const ids = lm.tokenizer!.encode('The jury said that the city');
   const [mine, theirs] = [await logits(lm, ids), await hrm.logits(ids)];
-  const [a, b] = [new Uint32Array(mine.buffer, mine.byteOffset, mine.length), new Uint32Array(theirs.buffer, theirs.byteOffset, theirs.length)];
+  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const [a, b] = [bits(mine), bits(theirs)];
   let differing = 0, first: number | null = null;
   for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) { differing++; first ??= i; }
   hrm.terminate();
   lm.model.gpu.destroy();
   const mainDone = main.at(-1)!;
   return {
-    runtime: info.adapter.runtime, stages, pieces: streamed.flatMap((e) => (e.type === 'text' ? [e.text] : [])), done: streamed.at(-1)!, longTasks, probe,
+    runtime: info.adapter.runtime, stages, pieces: streamed.flatMap((e) => (e.type === 'text' ? [e.text] : [])),
+    done: streamed.at(-1)!, longTasks, probe,
     aborted: { stopReason: last.stats.stopReason, decodeTokens: last.stats.decodeTokens, textEvents, msAfterAbort },
     mainIds: mainDone.type === 'done' ? mainDone.stats.ids : [],
     logits: { length: b.length, expected: ids.length * lm.config.vocab_size, differing, first },
