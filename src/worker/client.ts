@@ -7,6 +7,7 @@ import { reviveError, WorkerError } from './errors.ts';
 import type {
   Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request,
   WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerRefractOptions,
+  WorkerTokenizeOptions,
 } from './protocol.ts';
 
 /** What the client talks to: a `Worker`, or anything with its message interface (a MessagePort, a test's fake). */
@@ -133,6 +134,11 @@ export class HrmWorkerClient {
       onProgress(r.stage, r.done, r.total, r.etaSeconds);
     });
     return this.call('refract', { options }, { signal, onProgress: progress });
+  }
+
+  /** The prompt as the model reads it (in its envelope unless `raw`): the ids, and each one's text. */
+  tokenize(text: string, opts: WorkerTokenizeOptions = {}): Promise<{ ids: number[]; pieces: string[] }> {
+    return this.call('tokenize', { text, options: opts });
   }
 
   /** Free the model and the worker's GPU device (the worker stays, ready for another load). */

@@ -2,7 +2,8 @@
 // its tokenizer and REFRACT, and serves the client's calls one at a time (one device, one stream of GPU work).
 // A worker script is one line: `installWorkerHandler()`. Shaped after WebLLM's WebWorkerMLCEngineHandler.
 import {
-  generate, HrmBackend, HrmModel, loadModel, logits, modelFiles, runRefract, type ModelFiles,
+  DEFAULT_CONDITION, formatPrompt, generate, HrmBackend, HrmModel, loadModel, logits, modelFiles, runRefract,
+  type ModelFiles,
 } from '../index.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
@@ -115,6 +116,14 @@ export class WorkerHandler {
           this.post({ type: 'progress', id, progress: { stage, done, total, etaSeconds } });
         },
       });
+    },
+    tokenize: async ({ text, options }) => {
+      const lm = this.model();
+      const tok = lm.tokenizer;
+      if (!tok) throw new InputError('tokenize', `${lm.name} has no tokenizer.json`);
+      const condition = options.condition ?? DEFAULT_CONDITION;
+      const ids = tok.encode(options.raw ? text : formatPrompt(text, condition, { chatTemplate: lm.chatTemplate }));
+      return { ids, pieces: ids.map((id) => tok.decode([id])) };
     },
     dispose: async () => {
       this.free();

@@ -13,7 +13,7 @@
 //   for await (const ev of hrm.generate('The jury said', { signal })) ...
 //
 // This entry holds no GPU code: a page that imports it loads only the client.
-/** The client: load, generate, generateText, logits, runRefract, dispose, terminate. */
+/** The client: load, generate, generateText, logits, runRefract, tokenize, dispose, terminate. */
 export {
   HrmWorkerClient, type ClientGenerateOptions, type ClientLoadOptions, type ClientRefractOptions, type WorkerPort,
 } from './client.ts';
@@ -23,7 +23,7 @@ export { WorkerError, reviveError } from './errors.ts';
 export type {
   Calls, ErrorPayload, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply,
   Request, WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerModelSource,
-  WorkerRefractOptions,
+  WorkerRefractOptions, WorkerTokenizeOptions,
 } from './protocol.ts';
 /** Whether the worker's adapter runs on the CPU (pass `info.adapter`). */
 export { isSoftwareAdapter, type AdapterSummary } from '../tensor/device.ts';

@@ -69,12 +69,22 @@ export interface WorkerRefractOptions extends Omit<RunRefractOptions, 'backend' 
   dtype?: ActDtype;
 }
 
+/** Options of `tokenize`. */
+export interface WorkerTokenizeOptions {
+  /** Condition tags of the prompt envelope (default 'synth,cot', as generate's). */
+  condition?: string;
+  /** Encode the text as it is, without the envelope (or the checkpoint's chat template). */
+  raw?: boolean;
+}
+
 /** The calls, each with its arguments and its result. */
 export interface Calls {
   load: { args: { source: WorkerModelSource; options: WorkerLoadOptions }; result: WorkerModelInfo };
   generate: { args: { prompt: string; options: WorkerGenerateOptions }; result: null };
   logits: { args: { ids: number[]; options: WorkerLogitsOptions }; result: Float32Array };
   refract: { args: { options: WorkerRefractOptions }; result: RefractReport };
+  /** The prompt as the model reads it: its ids and each id's text. */
+  tokenize: { args: { text: string; options: WorkerTokenizeOptions }; result: { ids: number[]; pieces: string[] } };
   dispose: { args: Record<string, never>; result: null };
 }
 export type Method = keyof Calls;

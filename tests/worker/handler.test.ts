@@ -4,7 +4,7 @@
 // the errors' class and message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  generate, HrmBackend, HrmModel, loadModel, logits, PROMPTS_V01, runRefract, type LoadedModel,
+  formatPrompt, generate, HrmBackend, HrmModel, loadModel, logits, PROMPTS_V01, runRefract, type LoadedModel,
 } from '../../src/index.ts';
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
 import { WorkerHandler } from '../../src/worker/handler.ts';
@@ -60,6 +60,11 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     const want = await collect(generate(direct, 'The jury said', opts));
     const got = await collect(w.client.generate('The jury said', opts));
     expect(untimed(got)).toEqual(untimed(want));
+    const ids = direct.tokenizer!.encode(formatPrompt('The jury said', 'noisy', { chatTemplate: direct.chatTemplate }));
+    const pieces = ids.map((id) => direct.tokenizer!.decode([id]));
+    expect(await w.client.tokenize('The jury said', { condition: 'noisy' })).toEqual({ ids, pieces });
+    const raw = await w.client.tokenize('The jury said', { raw: true });
+    expect(raw.ids).toEqual(direct.tokenizer!.encode('The jury said'));
     expect(got.at(-1)).toMatchObject({ type: 'done', stats: { stopReason: 'max_tokens' } });
   });
 
