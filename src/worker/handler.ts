@@ -41,6 +41,11 @@ type Result<M extends Method> = Promise<Calls[M]['result']>;
 type Handler<M extends Method> = (args: Calls[M]['args'], id: number, signal: AbortSignal) => Result<M>;
 type Handlers = { [M in Method]: Handler<M> };
 
+/**
+ * Serves HrmWorkerClient's calls: load (the previous model and its device are freed first), generate, logits,
+ * refract, tokenize, dispose. Each call gets an AbortController that the client's `abort` fires; a lost device is
+ * reported once (`lost`) and the model dropped. `installWorkerHandler` wires one to the worker's scope.
+ */
 export class WorkerHandler {
   private lm: LoadedModel | null = null;
   /** The loaded model with other activation dtypes (the same weights). */
