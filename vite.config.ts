@@ -108,6 +108,9 @@ export default defineConfig({
   plugins: [demoFiles()],
   server: { host: '127.0.0.1', fs: { allow: [here] } },
   preview: { host: '127.0.0.1' },
+  // Module workers (the model in a worker, src/worker/): the default 'iife' would replace the library's
+  // import.meta (the embedded model's URL) with {}.
+  worker: { format: 'es' },
   build: {
     outDir: join(here, 'demo-dist'),
     emptyOutDir: true,

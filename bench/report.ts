@@ -45,9 +45,15 @@ export function markdown(r: BenchResult): string {
   const s = r.settings;
   const L: string[] = [];
   L.push(`# hrm-webgpu benchmark: ${benchConfig(s).name}, ${adapterName(r)}`, '');
-  const robust = r.env.adapter.robust;   // absent in results from before 20261203
+  const a = r.env.adapter;
+  const robust = a.robust;   // absent in results from before 20261203
   L.push(`${r.env.runtimeVersion}; ${r.date}${r.env.commit ? `; commit ${r.env.commit}` : ''}${r.env.host ? `; host ${r.env.host}` : ''}; timestamps: ${r.env.timestamps}` +
     `${typeof robust === 'boolean' ? `; Dawn's robust buffer access ${robust ? 'on' : 'off'}` : ''}.`);
+  if (a.fastFeatures) {   // absent in results from before 20261204
+    const onOff = (m: Record<string, { on: boolean; why?: string }>) =>
+      Object.entries(m).map(([k, v]) => `${k} ${v.on ? 'on' : `off (${v.why})`}`).join('; ');
+    L.push(`Features: ${onOff(a.fastFeatures)}. Fast paths: ${onOff(a.fastPaths)}.`);
+  }
   if (s.only !== 'kernels') {
     L.push(`Random bf16 weights, ${s.dtype} activations; prefill ${s.prefill.join(' and ')} tokens (${s.warmup} warm-up, ${s.reps} timed); ` +
       `decode ${s.decodeTokens} tokens after a ${s.prompt}-token prompt (${s.decodeReps} timed); KV caches ${s.caches.join(', ')}.`);

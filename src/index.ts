@@ -19,7 +19,10 @@ import { runtimeName } from './tensor/device.ts';
 /** The GPU context (device, buffer pool, kernels' command encoder). `await Gpu.create()` opens one. */
 export { Gpu } from './tensor/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
-export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type Runtime } from './tensor/device.ts';
+export {
+  isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type FastFeature, type OnOff,
+  type Runtime,
+} from './tensor/device.ts';
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
  * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another speed);
@@ -29,6 +32,8 @@ export { isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, typ
  * pass's last chunk).
  */
 export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
+/** The fast paths on a Gpu and why each is off (also in `gpu.summary.fastPaths`, with `fastFeatures` beside it). */
+export { fastPaths } from './kernels/paths.ts';
 export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';

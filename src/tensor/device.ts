@@ -19,7 +19,21 @@ export interface AdapterSummary {
   subgroupSizes: [number, number];
   /** Dawn's robust buffer access as this library set it (Node: DeviceOptions.robustness); null where the runtime decides. */
   robust: boolean | null;
+  /**
+   * Whether the device got each feature the fast paths use (shader-f16, subgroups, subgroup matrices), and why not:
+   * the adapter does not offer it (with what unlocks it in this runtime), or a DeviceOptions flag turned it off.
+   */
+  fastFeatures: Record<FastFeature, OnOff>;
+  /**
+   * The kernels' fast paths on this device, and why each one that is off is off (a feature missing, a failed
+   * self-check, a CPU driver). Filled in by `Gpu.create` after the device's self-checks (src/kernels/paths.ts);
+   * empty until then.
+   */
+  fastPaths: Record<string, OnOff>;
 }
+
+/** A feature or a path: on, or off and why. */
+export interface OnOff { on: boolean; why?: string }
 
 export interface DeviceOptions {
   /** Prefer a discrete GPU where there is a choice. Default 'high-performance'. */
@@ -48,6 +62,42 @@ export interface DeviceOptions {
 
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
 const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_MATRIX] as const;
+/** The optional features fast paths run on (timestamp-query only times them). */
+export type FastFeature = 'shader-f16' | 'subgroups' | 'chromium-experimental-subgroup-matrix';
+export const FAST_FEATURES: readonly FastFeature[] = ['shader-f16', 'subgroups', SUBGROUP_MATRIX];
+/** The DeviceOptions flag that turns each feature off. */
+const FEATURE_OPTION: Record<FastFeature, 'f16' | 'subgroups' | 'subgroupMatrix'> = {
+  'shader-f16': 'f16', subgroups: 'subgroups', [SUBGROUP_MATRIX]: 'subgroupMatrix',
+};
+/** What unlocks a feature an adapter does not offer, per runtime (where it depends on more than the hardware). */
+const UNLOCK: Record<FastFeature, Partial<Record<Runtime, string>>> = {
+  'shader-f16': {
+    browser: 'on NVIDIA, Chrome needs --enable-dawn-features=vulkan_enable_f16_on_nvidia',
+    node: 'this library sets Dawn\'s vulkan_enable_f16_on_nvidia: the GPU or its driver lacks 16-bit shader floats',
+  },
+  subgroups: { browser: 'Chrome offers it from version 134 where the GPU has subgroup operations' },
+  [SUBGROUP_MATRIX]: {
+    browser: 'Chrome needs --enable-unsafe-webgpu (Dawn\'s allow_unsafe_apis) and a GPU with cooperative matrices',
+    node: 'this library sets Dawn\'s allow_unsafe_apis: the GPU or its Vulkan driver has no cooperative matrices',
+    deno: 'wgpu does not implement it',
+  },
+};
+
+/** Whether a device got each fast-path feature: the adapter's offer, the device's grant, the options that asked. */
+export function featureStates(
+  offered: ReadonlySet<string>, granted: ReadonlySet<string>, opts: DeviceOptions, runtime: Runtime,
+): Record<FastFeature, OnOff> {
+  const out = {} as Record<FastFeature, OnOff>;
+  for (const f of FAST_FEATURES) {
+    const hint = UNLOCK[f][runtime];
+    const option = FEATURE_OPTION[f];
+    out[f] = granted.has(f) ? { on: true }
+      : opts[option] === false ? { on: false, why: `disabled by option (DeviceOptions.${option}: false)` }
+      : !offered.has(f) ? { on: false, why: `the adapter does not offer it${hint ? ` (${hint})` : ''}` }
+      : { on: false, why: 'the adapter offers it but the device did not enable it' };
+  }
+  return out;
+}
 const WANTED_LIMITS = [
   'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize',
   'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupSizeY',
@@ -156,6 +206,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
     subgroupMatrix: device.features.has(SUBGROUP_MATRIX) ? matrixConfigs(info) : [],
     subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0], robust: entries.robust,
+    fastFeatures: featureStates(new Set(adapter.features), new Set(device.features), opts, runtimeName()),
+    fastPaths: {},
   };
   return { device, adapter, summary };
 }

@@ -36,6 +36,11 @@ describe('bench harness', () => {
       expect(r.env.runtimeVersion).toMatch(/^node v\d+/);
       expect(r.env.packages.webgpu).toBeTruthy();
       expect(r.env.adapter.limits.maxStorageBufferBindingSize).toBeGreaterThan(0);
+      // Feature detection: what the device got, and the fast paths on or off with the reason (src/kernels/paths.ts).
+      const features = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
+      expect(Object.keys(r.env.adapter.fastFeatures)).toEqual(features);
+      expect(Object.keys(r.env.adapter.fastPaths)).toContain('prefill matmuls on tensor cores (bf16)');
+      expect(Object.values(r.env.adapter.fastPaths).every((p) => p.on || (p.why ?? '').length > 0)).toBe(true);
       expect(Number.isNaN(Date.parse(r.date))).toBe(false);
       expect(r.settings.config).toBe('tiny');
 
@@ -85,6 +90,7 @@ describe('bench harness', () => {
 
       const md = readFileSync(join(out, `${base}.md`), 'utf8');
       expect(md).toContain('## Kernels');
+      expect(md).toMatch(/\nFeatures: shader-f16 (on|off \(.+\));.*\. Fast paths: /);
       expect(md).toContain('## Model, per KV cache');
       expect(md).toMatch(/\| full \| [\d.]+ \| [\d.]+ \|/);
       if (r.env.adapter.features.includes('timestamp-query')) expect(md).toMatch(/The same prefill timed pass by pass \(its \d+ passes, .*the GPU busy [\d.]+ ms over [\d.]+ ms/);

@@ -11,7 +11,8 @@ import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
 
 const adapter = (over: Partial<AdapterSummary>): AdapterSummary => ({
-  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, subgroupMatrix: [], subgroupSizes: [0, 0], robust: null, ...over,
+  vendor: '', architecture: '', device: '', description: '', runtime: 'node', fallback: false, features: [], limits: {}, subgroupMatrix: [], subgroupSizes: [0, 0], robust: null,
+  fastFeatures: {} as AdapterSummary['fastFeatures'], fastPaths: {}, ...over,
 });
 
 describe('public API', () => {

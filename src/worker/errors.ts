@@ -1,0 +1,55 @@
+// Errors across the worker boundary. Structured cloning keeps only the built-in error classes, so an error thrown in
+// the worker crosses as its name and message (protocol.ts's ErrorPayload) and is rebuilt here as the same class:
+// the library's typed errors (tensor/errors.ts, REFRACT's), the built-in ones, a DOMException (AbortError), or a
+// plain Error carrying the original name.
+import * as typed from '../tensor/errors.ts';
+import { BackendCapabilityError, RefractError } from '../refract/backend.ts';
+import type { ErrorPayload } from './protocol.ts';
+
+/** The worker cannot answer: it failed to start, died, was terminated, or its model was never loaded. */
+export class WorkerError extends typed.HrmError {}
+
+type HrmErrorClass = new (op: string, message: string) => typed.HrmError;
+
+/** The typed errors by class name (each class's `name` is its own, HrmError sets it from new.target). */
+const HRM_ERRORS = new Map<string, HrmErrorClass>(
+  ([...Object.values(typed), BackendCapabilityError, RefractError, WorkerError] as HrmErrorClass[])
+    .filter((c) => typeof c === 'function' && (c === typed.HrmError || c.prototype instanceof typed.HrmError))
+    .map((c) => [c.name, c]),
+);
+
+const BUILT_IN: Record<string, ErrorConstructor> = {
+  Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError,
+};
+
+/** DOMException names that WebGPU, fetch, streams and postMessage throw (NetworkError is the library's own). */
+const DOM_EXCEPTIONS = new Set([
+  'AbortError', 'TimeoutError', 'NotSupportedError', 'InvalidStateError', 'OperationError', 'DataCloneError',
+  'NotAllowedError', 'SecurityError', 'QuotaExceededError', 'EncodingError', 'NotReadableError', 'NotFoundError',
+  'DataError', 'UnknownError',
+]);
+
+/** The error `p` describes, as an instance of its class where this side knows the class. */
+export function reviveError(p: ErrorPayload): Error {
+  let e: Error;
+  const Typed = HRM_ERRORS.get(p.name);
+  if (Typed) {
+    const op = p.op ?? 'worker';
+    e = p.name === 'NetworkError' ? new typed.NetworkError(op, '', p.transient, p.status) : new Typed(op, '');
+    e.message = p.message;
+  } else if (BUILT_IN[p.name]) {
+    e = new BUILT_IN[p.name](p.message);
+  } else if (typeof DOMException !== 'undefined' && DOM_EXCEPTIONS.has(p.name)) {
+    e = new DOMException(p.message, p.name) as unknown as Error;
+  } else {
+    e = new Error(p.message);
+    e.name = p.name;
+  }
+  // The worker's stack says where it was thrown; this side's would only show the message handler.
+  if (p.stack) {
+    try {
+      Object.defineProperty(e, 'stack', { value: p.stack, configurable: true, writable: true });
+    } catch { /* a stack that cannot be redefined: keep this side's */ }
+  }
+  return e;
+}
