@@ -2,7 +2,7 @@
 // contexts of doubling lengths; hit = the answer contains the keyword (case-insensitive). Per (length, position)
 // cell: degradation = max(0, base_acc - cand_acc); score = 100 * (1 - mean degradation) over the cells run.
 // Cells longer than the context ceiling (the caller's and the model's `context_length`) are skipped and listed.
-import { DEFAULTS, type Backend } from '../backend.ts';
+import { contextLengthOf, DEFAULTS, type Backend } from '../backend.ts';
 import { InputError } from '../../tensor/errors.ts';
 
 export const DEFAULT_NEEDLE = 'Note: APRICOT-7-BLUE is the rare paint color featured in this article.';
@@ -107,8 +107,7 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   if (keyword.trim() === '') throw new InputError('rniah', 'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
   if (!(nTrials >= 1)) throw new InputError('rniah', `nTrials must be >= 1, got ${nTrials}`);
 
-  const meta = await backend.modelMetadata({ model: o.model });
-  const modelCtx = typeof meta.context_length === 'number' && meta.context_length > 0 ? meta.context_length : Infinity;
+  const modelCtx = await contextLengthOf(backend, o.model);
   const ctxMax = Math.min(o.ctxMax ?? Math.max(...lengths), modelCtx);
   const head = o.haystack.slice(0, CHARS_PER_TOKEN_HEAD);
   const headTokens = head ? (await backend.tokenizeToIds({ model: o.model, text: head })).length : 0;
