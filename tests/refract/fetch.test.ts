@@ -31,7 +31,9 @@ async function server(): Promise<{ base: string; requests: Request[]; close(): P
   let cuts = 0;
   const s = createServer((req, res) => {
     requests.push({ url: req.url!, headers: req.headers });
-    const served: Record<string, Uint8Array> = { '/wikitext-2-raw-v1.zip': ZIP, '/corpus.txt': PLAIN, '/cut.txt': PLAIN };
+    const served: Record<string, Uint8Array> = {
+      '/wikitext-2-raw-v1.zip': ZIP, '/corpus.txt': PLAIN, '/cut.txt': PLAIN,
+    };
     const body = served[req.url!];
     if (body === undefined) { res.writeHead(404).end(); return; }
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
