@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { BROWN } from './fixtures.ts';
 
 /** A copy of models/hrm-text-brown-6m in a temporary folder, `edit` applied to its JSON files. */
-export function brownCopy(edit: { config?: (c: Record<string, unknown>) => void; tokenizer?: (t: Tokenizer) => void }): string {
+export function brownCopy(edit: { config?: (c: Record<string, unknown>) => void; tokenizer?: (t: Tokenizer) => void }):
+  string {
   const dir = mkdtempSync(join(tmpdir(), 'hrm-brown-'));
   for (const f of ['model.safetensors', 'tokenizer_config.json']) cpSync(join(BROWN, f), join(dir, f));
   for (const [f, fn] of [['config.json', edit.config], ['tokenizer.json', edit.tokenizer]] as const) {

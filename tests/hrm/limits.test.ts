@@ -32,15 +32,16 @@ describe('generation at the model\'s limits', () => {
     }
   });
 
-  it('a tokenizer smaller than the model\'s vocabulary is warned of at load; the id it cannot decode names tokenizer.json', async () => {
+  it('a tokenizer smaller than the model: warned of at load; the id past it names tokenizer.json', async () => {
     const dir = brownCopy({ tokenizer: keepIdsBelow(1024) });
     const warnings: string[] = [];
     const lm = await loadModel(await getGpu(), dirFiles(dir), { warn: (m) => warnings.push(m) });
     try {
-      expect(warnings).toEqual([`${dir}/tokenizer.json has 1024 ids, fewer than the model's vocab_size 2048 (config.json); ` +
-        'generating fails at the first id from 1024 up (logits are unaffected)']);
+      expect(warnings).toEqual([`${dir}/tokenizer.json has 1024 ids, fewer than the model's vocab_size 2048 ` +
+        '(config.json); generating fails at the first id from 1024 up (logits are unaffected)']);
       const err = await generateText(lm, 'The jury said', { maxTokens: 64 }).then(() => null, (e: Error) => e);
-      const m = /^\[decode\] id (\d+) at index \d+ is not in the vocabulary \[0, 1024\) of (.*)$/.exec(err?.message ?? 'no error');
+      const m = /^\[decode\] id (\d+) at index \d+ is not in the vocabulary \[0, 1024\) of (.*)$/
+        .exec(err?.message ?? 'no error');
       expect(m, err?.message).not.toBeNull();
       expect(Number(m![1])).toBeGreaterThanOrEqual(1024);
       expect(Number(m![1])).toBeLessThan(2048);

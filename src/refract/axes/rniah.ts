@@ -2,6 +2,8 @@
 // contexts of doubling lengths; hit = the answer contains the keyword (case-insensitive). Per (length, position)
 // cell: degradation = max(0, base_acc - cand_acc); score = 100 * (1 - mean degradation) over the cells run.
 // Cells longer than the context ceiling (the caller's and the model's `context_length`) are skipped and listed.
+// Unlike the original, which scores 100 when the reference never retrieves the needle (no cell can degrade) and 0
+// when no cell ran, both are n/a here: score null, left out of the composite, with a note saying why.
 import { contextLengthOf, DEFAULTS, type Backend } from '../backend.ts';
 import { InputError } from '../../tensor/errors.ts';
 
@@ -60,7 +62,8 @@ export interface RniahCell {
 }
 
 export interface RniahAxisResult {
-  score: number;
+  /** null (n/a): no cell ran, or the reference retrieved the needle in none, so nothing could degrade. */
+  score: number | null;
   n_cells: number;
   cells: RniahCell[];
   /** [length, position] pairs not run. */
@@ -160,9 +163,15 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       cells.push({ length, position, n_trials: nTrials, base_acc: baseAcc, cand_acc: candAcc, degradation: Math.max(0, baseAcc - candAcc), base_hits: baseHits, cand_hits: candHits });
     }
   }
-  let score = 0;
+  let score: number | null = null;
   if (cells.length === 0) {
-    notes.push('No R-NIAH cells were run — every (length, position) pair was skipped (typically because length > ctx_max for every cell). Consider lowering --rniah-lengths.');
+    notes.push('No R-NIAH cells were run — every (length, position) pair was skipped (typically because ' +
+      'length > ctx_max for every cell). Consider lowering --rniah-lengths. R-NIAH is n/a and left out of the ' +
+      'composite.');
+  } else if (cells.every((c) => c.base_hits === 0)) {
+    notes.push(`The reference never retrieved the needle (0 hits in ${cells.length} cells), so there was nothing ` +
+      'for the candidate to lose: R-NIAH is n/a and left out of the composite. Try shorter --rniah-lengths or ' +
+      'another needle.');
   } else {
     score = 100 * (1 - cells.reduce((s, c) => s + c.degradation, 0) / cells.length);
   }
