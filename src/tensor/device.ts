@@ -151,12 +151,13 @@ function withoutNativeStderr<T>(fs: typeof import('node:fs'), start: () => Promi
   if (saved < 0) return start();
   const { O_WRONLY } = fs.constants;
   fs.closeSync(2);
-  const nul = fs.openSync('/dev/null', O_WRONLY);
+  let nul = -1;
   try {
+    nul = fs.openSync('/dev/null', O_WRONLY);
     return start();
   } finally {
-    fs.closeSync(nul);
-    fs.openSync(`/proc/self/fd/${saved}`, O_WRONLY);
+    if (nul >= 0) fs.closeSync(nul);
+    fs.openSync(`/proc/self/fd/${saved}`, O_WRONLY); // takes 2 again: the lowest free descriptor
     fs.closeSync(saved);
   }
 }
