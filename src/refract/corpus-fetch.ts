@@ -59,7 +59,8 @@ function fileName(url: string): string {
   try { u = new URL(url); } catch { throw new InputError('fetch', `${JSON.stringify(url)} is not a URL`); }
   if (!/^https?:$/.test(u.protocol)) throw new InputError('fetch', `${url}: only http and https URLs can be fetched`);
   const name = decodeURIComponent(u.pathname.split('/').pop() ?? '');
-  if (!name || name === '.' || name === '..') throw new InputError('fetch', `${url} names no file`);
+  // An encoded slash would step out of the cache folder.
+  if (!name || name === '.' || name === '..' || /[/\\]/.test(name)) throw new InputError('fetch', `${url} names no file`);
   return name;
 }
 
