@@ -250,7 +250,7 @@ describe('test_cli.py / test_bugs.py compare', () => {
 });
 
 // Each case starts tsx processes, 2-10 s each on two shared cores.
-describe('test_cli.py main (the refract command line)', { timeout: 150_000 }, () => {
+describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, () => {
   const tsx = join(root, 'node_modules/.bin/tsx');
   const cli = (...args: string[]) => promisify(execFile)(tsx, ['src/cli/refract.ts', ...args], { cwd: root }).then(
     (r) => ({ code: 0, ...r }), (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
