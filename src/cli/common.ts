@@ -4,6 +4,7 @@ import { DeviceLostError, HrmError, InputError, UsageError } from '../tensor/err
 import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
 import { kvSpecOf } from '../hrm/kv-string.ts';
 import type { KvSpec } from '../hrm/cache.ts';
+import type { NetOptions } from '../tensor/http.ts';
 
 type Proc = {
   stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[]; pid: number;
@@ -30,13 +31,19 @@ function envSeconds(name: string): number | undefined {
 }
 
 /**
- * A folder or a base URL. Downloads say on stderr when they retry; HRM_CONNECT_TIMEOUT and HRM_IDLE_TIMEOUT
- * (seconds) override the deadlines for the response headers and for each body read.
+ * The CLIs' download settings: retries are said on stderr; HRM_CONNECT_TIMEOUT and HRM_IDLE_TIMEOUT (seconds)
+ * override the deadlines for the response headers and for each body read.
  */
+export function netOptions(): NetOptions {
+  const [connectTimeoutMs, idleTimeoutMs] = [envSeconds('HRM_CONNECT_TIMEOUT'), envSeconds('HRM_IDLE_TIMEOUT')];
+  return { onRetry: warn, connectTimeoutMs, idleTimeoutMs };
+}
+
+/** A folder or a base URL (downloaded with netOptions()). */
 export function modelFiles(model: string | undefined): ModelFiles {
   if (!model) return dirFiles(EMBEDDED_MODEL);
   if (!/^https?:\/\//.test(model)) return dirFiles(model);
-  return urlFiles(model, { onRetry: warn, connectTimeoutMs: envSeconds('HRM_CONNECT_TIMEOUT'), idleTimeoutMs: envSeconds('HRM_IDLE_TIMEOUT') });
+  return urlFiles(model, netOptions());
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;

@@ -11,10 +11,14 @@ export interface StreamIo { out(s: string): void; err(s: string): void }
 /** Bytes as MiB or GiB, for the CLIs' summaries. */
 export const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
 
-function statsLine(s: GenerateStats, gpu: Gpu): string {
+/** The stop reason, with the context's size when that is what cut the generation short of --max-tokens. */
+const stopOf = (s: GenerateStats, ctx: number) =>
+  s.stopReason === 'context' ? `context (the model's ${ctx} tokens are full)` : s.stopReason;
+
+function statsLine(s: GenerateStats, gpu: Gpu, ctx: number): string {
   return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +
     `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-'} tok/s); ` +
-    `stop: ${s.stopReason}; cache ${fmtBytes(s.cacheBytes)}; ` +
+    `stop: ${stopOf(s, ctx)}; cache ${fmtBytes(s.cacheBytes)}; ` +
     `${'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches` : `steps recorded one by one (${s.decodePath.recorded})`}; ` +
     `${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`;
 }
@@ -26,7 +30,7 @@ export async function streamGenerate(gpu: Gpu, lm: LoadedModel, prompt: string, 
     for await (const ev of generate(lm.model, lm.tokenizer, prompt, { ...opts, chatTemplate: lm.chatTemplate })) {
       if (ev.type === 'text') { io.out(ev.text); chars += ev.text.length; continue; }
       io.out('\n');
-      io.err(statsLine(ev.stats, gpu));
+      io.err(statsLine(ev.stats, gpu, lm.config.max_position_embeddings));
     }
   } catch (e) {
     // Loss shows up as whichever call meets it first (a mapAsync rejection, a validation error): ask the device.

@@ -18,6 +18,9 @@ export const SCORE_OPTIONS = {
 } as const;
 
 export const REPEATABILITY_OPTIONS = { ...SCORE_OPTIONS, runs: STRING, 'out-dir': STRING } as const;
+export const FETCH_OPTIONS = {
+  'cache-dir': STRING, size: STRING, sha256: STRING, 'no-progress': FLAG, help: { type: 'boolean', short: 'h' },
+} as const;
 export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', multiple: true }, 'k-types': STRING, 'v-types': STRING, 'out-dir': STRING } as const;
 
 type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { options?: infer O } ? NonNullable<O> : never : never;

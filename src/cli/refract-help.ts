@@ -7,6 +7,7 @@ export const TOP_HELP = `refract: KV-cache quantization drift score for HRM-Text
   refract repeatability  the same score N times, and the spread
   refract sweep          many candidates (a list or a K x V grid), a table and a Pareto plot
   refract selftest       the reference against itself must score 100 on every axis
+  refract fetch          download a corpus for --corpus (default: wikitext-2-raw, REFRACT's own) into a cache
 
 Run \`refract <command> --help\` for a command's flags. Defaults that need no files: the embedded model,
 REFRACT's 30 CC0 prompts, a corpus and a haystack from the Brown corpus.
@@ -79,4 +80,14 @@ Pareto plot of KV-cache bytes per token against the composite; --html-out FILE t
 
 export const SELFTEST_HELP = `refract selftest [--model DIR|URL] [--condition TAGS] [--dtype f32|bf16]: the reference against itself on six
 prompts (16 tokens each) and two KLD chunks must score 100 on every axis.
+`;
+
+export const FETCH_HELP = `refract fetch [URL] [--cache-dir DIR] [--size BYTES] [--sha256 HEX] [--no-progress]:
+download a corpus into a cache folder (default ~/.cache/refract, as the original's) and print the files it
+holds, for --corpus and --rniah-haystack. A zip archive is unpacked there. Without URL: wikitext-2-raw-v1.zip,
+the original's corpus (4,721,645 bytes, checked by size and SHA-256), which unpacks to
+wikitext-2-raw/wiki.{test,valid,train}.raw: wiki.test.raw is the original's --corpus, wiki.train.raw its R-NIAH
+haystack. Any other URL is checked against --size and --sha256 when given (its size and SHA-256 are printed, to
+pin). A file that does not match is not kept; a URL already fetched is not downloaded again. The download
+retries, resumes a cut body and times out as model downloads do (HRM_CONNECT_TIMEOUT, HRM_IDLE_TIMEOUT: seconds).
 `;

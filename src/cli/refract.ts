@@ -9,9 +9,14 @@ import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, fsp, modelFiles, number, out, proc, readFile, run, writeFile } from './common.ts';
-import { asUsage, checkOutputs, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions, SWEEP_OPTIONS, type ScoreFlags } from './refract-flags.ts';
-import { COMPARE_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP } from './refract-help.ts';
+import { choice, err, fsp, modelFiles, netOptions, number, out, proc, readFile, run, writeFile } from './common.ts';
+import {
+  asUsage, checkOutputs, FETCH_OPTIONS, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions,
+  SWEEP_OPTIONS, type ScoreFlags,
+} from './refract-flags.ts';
+import {
+  COMPARE_HELP, FETCH_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP,
+} from './refract-help.ts';
 
 /** Progress on stderr: one rewritten line per stage with an ETA. */
 function progress(enabled: boolean): ProgressFn | undefined {
@@ -207,16 +212,52 @@ async function cmdCompare(args: string[]): Promise<void> {
   out(renderCompareTable(rows) + '\n');
 }
 
+async function cmdFetch(args: string[]): Promise<void> {
+  const { values: v, positionals } = parseFlags('fetch', args, FETCH_OPTIONS, true);
+  if (v.help) { out(FETCH_HELP); return; }
+  if (positionals.length > 1) throw new UsageError('refract fetch', `give one URL (got ${positionals.length})`);
+  // Loaded here only: no other command needs the zip reader or node:crypto.
+  const { WIKITEXT_2_RAW, checkPins, defaultCacheDir, fetchCorpus } = await import('../refract/corpus-fetch.ts');
+  const url = positionals[0] ?? WIKITEXT_2_RAW.url;
+  const pinned = positionals.length === 0 ? { size: WIKITEXT_2_RAW.size, sha256: WIKITEXT_2_RAW.sha256 } : {};
+  const positive = (n: number) => Number.isInteger(n) && n > 0;
+  const size = v.size === undefined ? pinned.size
+    : await asUsage('fetch', () => number('size', v.size, 0, positive, 'a positive integer'));
+  const sha256 = v.sha256 ?? pinned.sha256;
+  try {
+    checkPins({ size, sha256 });
+  } catch (e) {
+    throw new UsageError('refract fetch', `--${(e as Error).message.replace(/^\[fetch\] /, '')}`);
+  }
+  const cacheDir = v['cache-dir'] ?? defaultCacheDir();
+  let shown = '';
+  const onProgress = v['no-progress'] ? undefined : (got: number, total: number) => {
+    const line = `\rdownload: ${(got / 2 ** 20).toFixed(1)} of ${(total / 2 ** 20).toFixed(1)} MiB`;
+    if (line !== shown) err(line.padEnd(60) + (got === total ? '\n' : ''));
+    shown = line;
+  };
+  const r = await fetchCorpus(url, { cacheDir, size, sha256, net: netOptions(), onProgress });
+  err(r.downloaded ? `fetched ${url}: ${r.size} bytes, sha256 ${r.sha256}\n`
+    : `already cached: ${url} (sha256 ${r.sha256})\n`);
+  if (sha256 === undefined) err(`pin it with --size ${r.size} --sha256 ${r.sha256}\n`);
+  for (const f of r.files) out(`${f}\n`);
+  const corpus = r.files.find((f) => f.endsWith('wiki.test.raw')) ?? r.files[0];
+  const haystack = r.files.find((f) => f.endsWith('wiki.train.raw'));
+  err(`use it: refract score --corpus ${corpus}${haystack ? ` (R-NIAH: --rniah-haystack ${haystack})` : ''}\n`);
+}
+
 const COMMANDS: Record<string, [(a: string[]) => Promise<void>, string]> = {
   score: [cmdScore, SCORE_HELP], compare: [cmdCompare, COMPARE_HELP], repeatability: [cmdRepeatability, REPEATABILITY_HELP],
-  sweep: [cmdSweep, SWEEP_HELP], selftest: [cmdSelftest, SELFTEST_HELP],
+  sweep: [cmdSweep, SWEEP_HELP], selftest: [cmdSelftest, SELFTEST_HELP], fetch: [cmdFetch, FETCH_HELP],
 };
 
 await run(async (argv) => {
   const [cmd, ...rest] = argv;
-  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') { out(TOP_HELP); return; }
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') { out(TOP_HELP); return; }
   const entry = COMMANDS[cmd];
   try {
+    // No command is a usage error, as the original's argparse makes it (usage on stderr, exit 2).
+    if (!cmd) throw new UsageError('refract', `give a command (${Object.keys(COMMANDS).join(', ')})`);
     if (!entry) throw new UsageError('refract', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
     await entry[0](rest);
   } catch (e) {

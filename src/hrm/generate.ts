@@ -1,6 +1,7 @@
 // Generation: format the prompt (HRM envelope or the checkpoint's chat template), prefill it as one
 // bidirectional block, then decode token by token (causal) with greedy / temperature / top-p sampling, stopping
-// at eos, max tokens or a stop string. Text streams as whole characters. Timing separates prompt and decode.
+// at eos, max tokens, the end of the model's context or a stop string. Text streams as whole characters. Timing
+// separates prompt and decode.
 // Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
 // token being streamed (those past a stop are computed and dropped).
 import { InputError } from '../tensor/errors.ts';
@@ -39,7 +40,8 @@ export interface GenerateStats {
   decodeTokens: number;
   decodeMs: number;
   ids: number[];
-  stopReason: 'eos' | 'max_tokens' | 'stop_string' | 'aborted';
+  /** 'context': the model's context (max_position_embeddings) filled before maxTokens were generated. */
+  stopReason: 'eos' | 'max_tokens' | 'context' | 'stop_string' | 'aborted';
   cacheBytes: number;
   /** Dispatches a replayed decode step runs, or why steps were recorded one by one. */
   decodePath: { replayed: number } | { recorded: string };
@@ -116,7 +118,9 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
         }
         yield { type: 'text', text: piece };
       }
-      if (out.length >= maxTokens || ids.length + decodeForwards >= cache.capacity) break;
+      if (out.length >= maxTokens) break;
+      // The cache holds min(context, prompt + maxTokens): full before maxTokens only when the context cut it.
+      if (ids.length + decodeForwards >= cache.capacity) { stopReason = 'context'; break; }
       if (out.length === 1) tDecode = now();
       const next = await orAborted(steps!.next(), opts.signal);
       if (next === ABORTED) { stopReason = 'aborted'; break; }

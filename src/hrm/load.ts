@@ -92,13 +92,22 @@ export async function openCheckpoint(files: ModelFiles): Promise<{ ck: Checkpoin
   throw new FormatError('load', `${files.name}: no model.safetensors, model.safetensors.index.json or model_mlx.safetensors`);
 }
 
-export async function loadTokenizer(files: ModelFiles, config: HrmConfig): Promise<{ tokenizer: HrmTokenizer | null; chatTemplate: string | null }> {
+/**
+ * tokenizer.json and tokenizer_config.json, checked against the model. A vocabulary smaller than the model's
+ * vocab_size is only warned of: prompts encode, logits are right, but a generated id past it cannot be decoded.
+ */
+export async function loadTokenizer(files: ModelFiles, config: HrmConfig, warn: Warn = consoleWarn):
+  Promise<{ tokenizer: HrmTokenizer | null; chatTemplate: string | null }> {
   const tokJson = await files.text('tokenizer.json');
   if (tokJson === null) return { tokenizer: null, chatTemplate: null };
   const tokConfig = (await json(files, 'tokenizer_config.json', false)) as Record<string, unknown> | null;
   const tokenizer = new HrmTokenizer(tokJson, {
     config: tokConfig, modelConfig: { ...config, eos_token_id: config.eos_token_ids.length ? config.eos_token_ids : null }, where: `${files.name}/tokenizer.json`,
   });
+  if (tokenizer.vocabSize < config.vocab_size) {
+    warn(`${tokenizer.where} has ${tokenizer.vocabSize} ids, fewer than the model's vocab_size ${config.vocab_size} ` +
+      `(config.json); generating fails at the first id from ${tokenizer.vocabSize} up (logits are unaffected)`);
+  }
   const tpl = tokConfig?.chat_template;
   return { tokenizer, chatTemplate: typeof tpl === 'string' ? tpl : null };
 }
@@ -108,7 +117,7 @@ export async function loadModel(gpu: Gpu, files: ModelFiles, opts: ModelLoadOpti
   opts.onProgress?.('config', 0, 1);
   const { config, quantization } = await loadConfigs(files, opts.warn);
   opts.onProgress?.('tokenizer', 0, 1);
-  const { tokenizer, chatTemplate } = await loadTokenizer(files, config);
+  const { tokenizer, chatTemplate } = await loadTokenizer(files, config, opts.warn);
   const { ck, name } = await openCheckpoint(files);
   const weights = await loadWeights(gpu, ck, config, {
     where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l, t) => opts.onProgress?.('weights', l, t),

@@ -135,6 +135,8 @@ export class HrmTokenizer {
   private readonly vocab: Map<string, number>;
   private readonly specialIds: ReadonlySet<number>;
   private readonly cleanUp: boolean;
+  /** The tokenizer.json path or URL, for messages. */
+  readonly where: string;
   /** Number of ids: largest id in the vocabulary (added tokens included) + 1. */
   readonly vocabSize: number;
   readonly bosTokenId: number | null;
@@ -145,7 +147,7 @@ export class HrmTokenizer {
   readonly chatTemplate: string | undefined;
 
   constructor(tokenizerJson: string | object, opts: HrmTokenizerOptions = {}) {
-    const where = opts.where ?? 'tokenizer.json';
+    const where = (this.where = opts.where ?? 'tokenizer.json');
     const json = parseJson<Record<string, unknown>>(where, tokenizerJson as string | Record<string, unknown>);
     const config = parseJson<TokenizerConfigJson>('tokenizer_config.json', (opts.config ?? {}) as string | TokenizerConfigJson);
     if (typeof json !== 'object' || json === null || typeof json.model !== 'object' || json.model === null) {
@@ -209,7 +211,8 @@ export class HrmTokenizer {
     for (let i = 0; i < list.length; i++) {
       const id = list[i];
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.tok.id_to_token(id) === undefined) {
-        throw new InputError('decode', `id ${id} at index ${i} is not in the vocabulary [0, ${this.vocabSize})`);
+        const range = `[0, ${this.vocabSize})`;
+        throw new InputError('decode', `id ${id} at index ${i} is not in the vocabulary ${range} of ${this.where}`);
       }
     }
     const kept = skipSpecialTokens ? list.filter((id) => !this.specialIds.has(id)) : list;

@@ -104,5 +104,14 @@ export interface Backend {
   decodeTokens?(opts: DecodeTokensOptions): Promise<string[]>;
 }
 
+/**
+ * The model's context length (tokens) from the backend's metadata, Infinity when unknown. Metadata only informs,
+ * as in the original (a failing call leaves the report's environment empty): a call that throws is unknown too.
+ */
+export async function contextLengthOf(backend: Backend, model: string): Promise<number> {
+  const meta = await backend.modelMetadata({ model }).catch((): Metadata => ({}));
+  return typeof meta.context_length === 'number' && meta.context_length > 0 ? meta.context_length : Infinity;
+}
+
 /** Defaults shared by the axes, as in REFRACT's CLI. */
 export const DEFAULTS = { nPredict: 128, ctx: 512, seed: 42, chunks: 32 } as const;

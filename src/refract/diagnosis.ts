@@ -18,13 +18,16 @@ export const AXIS_PROSE: Readonly<Record<string, string>> = {
   plad: 'Robustness to small prompt changes vs the reference.',
 };
 
+const BROKEN_ADVICE = 'The model decodes materially different tokens than fp16; consider a higher-bit V-cache or a ' +
+  'non-rotating V scheme.';
+const MILD_ADVICE = 'Likely safe for typical use; audit on your specific decoding workload before shipping.';
+
 export const DIAGNOSIS = {
   catastrophic: 'Catastrophic: every measured surface is broken. Treat as a non-functional quantization; revert to a higher-bit config.',
   allClear: 'All axes intact. Quantization is faithful to the fp16 reference across the surfaces tested.',
   distributionBroken:
-    'Per-token distribution is broken but high-level surfaces (retrieval, robustness) are intact. The model decodes materially different tokens than fp16; consider a higher-bit V-cache or a non-rotating V scheme.',
-  mildShort:
-    'Mild short-context drift; long-context retrieval and perturbation robustness are intact. Likely safe for typical use; audit on your specific decoding workload before shipping.',
+    `Per-token distribution is broken but high-level surfaces (retrieval, robustness) are intact. ${BROKEN_ADVICE}`,
+  mildShort: `Mild short-context drift; long-context retrieval and perturbation robustness are intact. ${MILD_ADVICE}`,
   shortDrift: 'Decode distribution drift detected: the candidate generates different tokens than fp16 on short-context prompts.',
   longDrift:
     'Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.',
@@ -38,8 +41,22 @@ export interface DiagnosisInput {
   plad?: number | null;
 }
 
+/**
+ * The original's sentences for A/B drift say retrieval and robustness "are intact". Where R-NIAH or PLAD has no
+ * score (not run, or n/a) that would claim what was not measured: these say what is known instead.
+ */
+function highLevelSurfaces(s: DiagnosisInput): string {
+  const known = (v: number | null | undefined) => v !== null && v !== undefined;
+  const parts = [
+    known(s.rniah) ? 'long-context retrieval is intact' : 'long-context retrieval (R-NIAH) was not measured',
+    known(s.plad) ? 'perturbation robustness is intact' : 'perturbation robustness (PLAD) was not measured',
+  ].join('; ');
+  return parts[0].toUpperCase() + parts.slice(1) + '.';
+}
+
 /** Sentences for the pattern: all measured < 60 catastrophic; none < 80 all clear; only A/B low -> broken
- *  distribution (both < 60) or mild drift; otherwise one sentence per drifting surface. */
+ *  distribution (both < 60) or mild drift; otherwise one sentence per drifting surface. Retrieval and robustness
+ *  are called intact only where they were measured. */
 export function interpretPattern(s: DiagnosisInput): string[] {
   const low = (v: number | null | undefined) => v !== null && v !== undefined && v < 80;
   const fail = (v: number | null | undefined) => v !== null && v !== undefined && v < 60;
@@ -49,7 +66,13 @@ export function interpretPattern(s: DiagnosisInput): string[] {
   const measured = [s.gtm, s.kld, s.rniah, s.plad].filter((v): v is number => v !== null && v !== undefined);
   if (measured.length && measured.every((v) => v < 60)) return [DIAGNOSIS.catastrophic];
   if (!(shortDrift || longDrift || brittle)) return [DIAGNOSIS.allClear];
-  if (shortDrift && !longDrift && !brittle) return [fail(s.gtm) && fail(s.kld) ? DIAGNOSIS.distributionBroken : DIAGNOSIS.mildShort];
+  if (shortDrift && !longDrift && !brittle) {
+    const broken = fail(s.gtm) && fail(s.kld);
+    const bothMeasured = [s.rniah, s.plad].every((v) => v !== null && v !== undefined);
+    if (bothMeasured) return [broken ? DIAGNOSIS.distributionBroken : DIAGNOSIS.mildShort];
+    return [broken ? `Per-token distribution is broken. ${highLevelSurfaces(s)} ${BROKEN_ADVICE}`
+      : `Mild short-context drift. ${highLevelSurfaces(s)} ${MILD_ADVICE}`];
+  }
   const notes: string[] = [];
   if (shortDrift) notes.push(DIAGNOSIS.shortDrift);
   if (longDrift) notes.push(DIAGNOSIS.longDrift);

@@ -1,6 +1,6 @@
 // One REFRACT score run (the original `refract score`): optional noise floor, axes A and B, opt-in C and D,
 // composite, report object. The CLI and the browser demo call runRefract and render the report.
-import { DEFAULTS, RefractError, type Backend } from './backend.ts';
+import { contextLengthOf, DEFAULTS, RefractError, type Backend } from './backend.ts';
 import { InputError } from '../tensor/errors.ts';
 import { runtimeInfo } from '../tensor/device.ts';
 import { runKld, type KldAxisResult } from './axes/kld.ts';
@@ -74,8 +74,7 @@ function plannedAxes(o: RunRefractOptions): string[] {
 
 /** Before any axis: ctx within the model's context_length, and a corpus of at least ctx tokens (when KLD runs). */
 async function preflight(o: RunRefractOptions, ctx: number, corpus: string): Promise<void> {
-  const meta = await o.backend.modelMetadata({ model: o.model });
-  const limit = typeof meta.context_length === 'number' && meta.context_length > 0 ? meta.context_length : Infinity;
+  const limit = await contextLengthOf(o.backend, o.model);
   if (ctx > limit) throw new InputError('refract', `ctx ${ctx} exceeds the model's context_length ${limit}; pass -c/--ctx ${limit} or less`);
   if (o.skipKld) return;
   const n = (await o.backend.tokenizeToIds({ model: o.model, text: corpus })).length;

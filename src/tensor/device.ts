@@ -160,21 +160,56 @@ async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() => Prom
   // Unless DeviceOptions.robustness asks for it, Dawn's robustness is off (see there).
   const toggles = robust ? DAWN_FEATURE_TOGGLES : `${DAWN_FEATURE_TOGGLES},disable_robustness`;
   const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, toggles]); dawnInstances.push(g); return g; };
-  const attempts: Array<() => Promise<GPUAdapter | null>> = [() => instance().requestAdapter({ powerPreference: 'high-performance' })];
-  const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
+  const attempts: Array<() => Promise<GPUAdapter | null>> = [
+    () => withoutNativeStderr(fs, () => instance().requestAdapter({ powerPreference: 'high-performance' })),
+  ];
+  const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
   if (!env.VK_ICD_FILENAMES && fs.existsSync(swiftshader)) {
     // Only while Dawn loads the driver: child processes (a Deno test, a tool) keep the system's driver.
     attempts.push(async () => {
       env.VK_ICD_FILENAMES = swiftshader;
       try {
-        return await instance().requestAdapter();
+        return await withoutNativeStderr(fs, () => instance().requestAdapter());
       } finally {
         delete env.VK_ICD_FILENAMES;
       }
     });
   }
   return { attempts, robust };
+}
+
+/**
+ * Runs `start` (a requestAdapter call) with file descriptor 2 pointed at /dev/null, and gives it back before
+ * awaiting: Dawn reads the adapter's limits synchronously inside the call, and on drivers that offer more dynamic
+ * buffers than it supports (lavapipe, RADV: 1000000 and 500000) prints two lines with fprintf(stderr), before
+ * any device or limit is requested ("maxDynamic...BuffersPerPipelineLayout artificially reduced"), which no
+ * option of Dawn or the binding turns off. Those lines would be the first thing every command prints. Only where
+ * fd 2 is a pipe or a terminal (Linux: /proc/self/fd reopens it as the same pipe or tty), as Node has no dup(). A
+ * socket (a Node parent's default stdio) cannot be reopened, and a regular file would lose the offset it shares
+ * with stdout (`> log 2>&1`): there Dawn's lines stay.
+ */
+function withoutNativeStderr<T>(fs: typeof import('node:fs'), start: () => Promise<T>): Promise<T> {
+  let saved = -1;
+  try {
+    const st = fs.fstatSync(2);
+    // 0 and 1 open too, so that 2 is the lowest descriptor free once closed, which open() then takes.
+    fs.fstatSync(0);
+    fs.fstatSync(1);
+    if (st.isFIFO() || st.isCharacterDevice()) saved = fs.openSync('/proc/self/fd/2', fs.constants.O_WRONLY);
+  } catch { /* no /proc (macOS, Windows) or a standard descriptor closed: Dawn's lines stay */ }
+  if (saved < 0) return start();
+  const { O_WRONLY } = fs.constants;
+  fs.closeSync(2);
+  let nul = -1;
+  try {
+    nul = fs.openSync('/dev/null', O_WRONLY);
+    return start();
+  } finally {
+    if (nul >= 0) fs.closeSync(nul);
+    fs.openSync(`/proc/self/fd/${saved}`, O_WRONLY); // takes 2 again: the lowest free descriptor
+    fs.closeSync(saved);
+  }
 }
 
 /** Request an adapter and a device with the adapter's own maxima for buffer/binding limits. */

@@ -144,9 +144,9 @@ describe('R-NIAH', () => {
     expect(r.score).toBe(100);
     expect(r.password_keyword).toBe('APRICOT-7-BLUE');
   });
-  it('scores 0 with a note when every cell is skipped', async () => {
+  it('is n/a (null, unlike the original\'s 0) with a note when every cell is skipped', async () => {
     const r = await runRniah(new FakeBackend({ contextLength: 2048 }), { model, reference: REF, candidate: REF, haystack: 'A. B. C. ', lengths: [4096] });
-    expect([r.score, r.n_cells, r.skipped_cells.length]).toEqual([0, 0, 3]);
+    expect([r.score, r.n_cells, r.skipped_cells.length]).toEqual([null, 0, 3]);
     expect(r.notes[1]).toMatch(/^No R-NIAH cells were run/);
   });
   it('notes a haystack shorter than a cell needs', async () => {

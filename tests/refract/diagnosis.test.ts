@@ -14,9 +14,20 @@ describe('interpretPattern', () => {
   });
   it('mild short-context drift when only A or B is low, not both failing', () => {
     expect(interpretPattern({ gtm: 72, kld: 95, rniah: 95, plad: 95 })).toEqual([DIAGNOSIS.mildShort]);
-    expect(interpretPattern({ gtm: 50, kld: 95 })).toEqual([DIAGNOSIS.mildShort]);
     // The published Mistral-24B run (trajectory 76.65).
     expect(interpretPattern({ gtm: 76.65, kld: 99.71, rniah: 100, plad: 91.34 })[0]).toMatch(/^Mild short-context drift; long-context retrieval and perturbation robustness are intact\./);
+  });
+  it('says retrieval and robustness are intact only where R-NIAH and PLAD have a score (issue 33, item 8)', () => {
+    const advice = 'Likely safe for typical use; audit on your specific decoding workload before shipping.';
+    const rniah = 'Long-context retrieval (R-NIAH) was not measured';
+    expect(interpretPattern({ gtm: 50, kld: 95 })).toEqual([
+      `Mild short-context drift. ${rniah}; perturbation robustness (PLAD) was not measured. ${advice}`]);
+    expect(interpretPattern({ gtm: 50, kld: 95, rniah: null, plad: 90 })).toEqual([
+      `Mild short-context drift. ${rniah}; perturbation robustness is intact. ${advice}`]);
+    const broken = interpretPattern({ gtm: 20, kld: 30, rniah: 95 });
+    expect(broken).toEqual([expect.stringMatching(
+      /^Per-token distribution is broken\. Long-context retrieval is intact; perturbation robustness \(PLAD\) was/)]);
+    for (const s of [...broken, ...interpretPattern({ gtm: 50, kld: 95 })]) expect(s).not.toMatch(/\) are intact/);
   });
   it('one sentence per drifting surface otherwise', () => {
     expect(interpretPattern({ gtm: 95, kld: 95, rniah: 40, plad: 95 })).toEqual([DIAGNOSIS.longDrift]);

@@ -249,15 +249,22 @@ describe('test_cli.py / test_bugs.py compare', () => {
   });
 });
 
-describe('test_cli.py main (the refract command line)', { timeout: 60_000 }, () => {
+// Each case starts tsx processes, 2-10 s each on two shared cores.
+describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, () => {
   const tsx = join(root, 'node_modules/.bin/tsx');
   const cli = (...args: string[]) => promisify(execFile)(tsx, ['src/cli/refract.ts', ...args], { cwd: root }).then(
     (r) => ({ code: 0, ...r }), (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
-  it('no args prints the command list; unknown subcommand and unknown flag exit 2 with one line naming it and the usage', async () => {
-    const top = await cli();
-    for (const c of ['score', 'compare', 'repeatability', 'sweep', 'selftest']) expect(top.stdout).toContain(`refract ${c}`);
+  it('no args exits 2 with the command list (as argparse); an unknown command or flag exits 2 naming it', async () => {
+    const commands = ['score', 'compare', 'repeatability', 'sweep', 'selftest', 'fetch'];
+    const [none, help] = await Promise.all([cli(), cli('--help')]);
+    const list = commands.join(', ');
+    expect([none.code, none.stdout, none.stderr.split('\n')[0]]).toEqual([2, '', `[refract] give a command (${list})`]);
+    expect(help.code).toBe(0);
+    for (const c of commands) expect(none.stderr).toContain(`refract ${c}`);
+    expect(help.stdout).toBe(none.stderr.slice(none.stderr.indexOf('\n\n') + 2));
     const unknown = await cli('totally-not-a-subcommand');
-    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, "[refract] unknown command 'totally-not-a-subcommand' (commands: score, compare, repeatability, sweep, selftest)"]);
+    const line = `[refract] unknown command 'totally-not-a-subcommand' (commands: ${list})`;
+    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, line]);
     const flag = await cli('score', '--bogus', '1');
     expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, '[refract score] unknown flag --bogus']);
     expect(flag.stderr).toContain('refract score [flags]');
@@ -267,7 +274,9 @@ describe('test_cli.py main (the refract command line)', { timeout: 60_000 }, () 
     const h = await cli('score', '--help');
     expect(h.code).toBe(0);
     for (const s of ['Greedy Trajectory Match', 'KL Divergence at the Decoder', 'Retrieval Needle-In-A-Haystack', 'Perturbation-Locality Aware Drift', '--measure-floor', '--rniah-lengths']) expect(h.stdout).toContain(s);
-    for (const c of ['compare', 'repeatability', 'sweep', 'selftest']) expect((await cli(c, '--help')).stdout).toMatch(new RegExp(`^refract ${c}`));
+    const subs = ['compare', 'repeatability', 'sweep', 'selftest', 'fetch'];
+    const helps = await Promise.all(subs.map((c) => cli(c, '--help')));
+    for (const [i, c] of subs.entries()) expect(helps[i].stdout).toMatch(new RegExp(`^refract ${c}`));
   });
   it('compare on files: skips a non-report naming it, exit 1 when nothing parsed; --json-out in a missing folder fails before model work', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'refract-cli-'));

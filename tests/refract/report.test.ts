@@ -164,6 +164,36 @@ describe('HTML report', () => {
   });
 });
 
+describe('R-NIAH whose reference never finds the needle (issue 33, item 8)', () => {
+  it('is n/a in the JSON, text and HTML reports, out of the composite; the diagnosis claims nothing', async () => {
+    const prompts = PROMPTS_V01.slice(0, 2);
+    const base = { model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0', prompts, nPredict: 8, chunks: 2 };
+    const b = new FakeBackend();
+    b.runCompletion = async () => ({ text: 'I do not know.', nTokens: 5, metadata: {} }); // R-NIAH's generations only
+    const rniah = { lengths: [300, 600], positions: [0.5], nPredict: 8 };
+    const r = await runRefract({ backend: b, ...base, axes: { rniah } });
+    const without = await runRefract({ backend: new FakeBackend(), ...base });
+    const rn = r.axes.rniah!;
+    expect([rn.score, rn.band, rn.confidence, rn.n_cells]).toEqual([null, 'n/a', 'low', 2]);
+    expect(r.composite_detail.rniah_score).toBeNull();
+    expect(rn.notes.at(-1)).toMatch(/^The reference never retrieved the needle \(0 hits in 2 cells\).*R-NIAH is n\/a/);
+    expect(r.composite).toBe(without.composite);
+    expect(r.composite).toBeLessThan(100);
+    const json = JSON.parse(toJsonString(r));
+    expect([json.axes.rniah.score, json.axes.rniah.band]).toEqual([null, 'n/a']);
+    expect(json.composite_detail.rniah_score).toBeNull();
+    const text = renderTextReport(r);
+    expect(text).toContain(' Axis C R-NIAH    :    n/a  (no score: not in the composite)');
+    expect(text).toContain('(harmonic mean of 2 axes;');
+    for (const d of r.diagnosis) expect(d).not.toMatch(/retrieval[^.;]* (is|are) intact/);
+    const html = await renderHtmlReport(r);
+    expect(html).toContain('<td>C R-NIAH</td><td>n/a</td><td>n/a</td><td>no score: not in the composite</td>');
+    expect(html).toContain('<div class="title">R-NIAH: n/a</div>');
+    expect(html).toContain('<tr><th>score</th><td>n/a</td></tr>');
+    expect(wellFormedProblem(html)).toBeNull();
+  });
+});
+
 describe('compare and repeatability text', () => {
   it('compare table', () => {
     const t = renderCompareTable([

@@ -63,6 +63,20 @@ describe('partial reports', () => {
     expect(r.composite_detail.notes).toContain('environment metadata unavailable: adapter went away');
     expect(r.axes.kld.score).toBeGreaterThan(0);
   });
+  it('a backend whose metadata call always throws keeps the whole report (every axis), environment {}', async () => {
+    const rniah = { lengths: [200], positions: [0.5], nPredict: 8 };
+    const want = await runRefract(small(new FakeBackend(), { axes: { rniah, plad: { perturbations: ['case'] } } }));
+    const b = new FakeBackend();
+    b.modelMetadata = async () => { throw new Error('no metadata here'); };
+    const r = await runRefract(small(b, { axes: { rniah, plad: { perturbations: ['case'] } } }));
+    expect(r.environment).toEqual({});
+    expect(r.composite_detail.notes).toContain('environment metadata unavailable: no metadata here');
+    expect(r.partial).toBeUndefined();
+    for (const axis of ['gtm', 'kld', 'rniah', 'plad'] as const) {
+      expect(r.axes[axis]?.score, axis).toBe(want.axes[axis]?.score);
+    }
+    expect(r.composite).toBe(want.composite);
+  });
 });
 
 describe('device loss (ResilientBackend)', () => {

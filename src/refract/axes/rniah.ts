@@ -2,7 +2,9 @@
 // contexts of doubling lengths; hit = the answer contains the keyword (case-insensitive). Per (length, position)
 // cell: degradation = max(0, base_acc - cand_acc); score = 100 * (1 - mean degradation) over the cells run.
 // Cells longer than the context ceiling (the caller's and the model's `context_length`) are skipped and listed.
-import { DEFAULTS, type Backend } from '../backend.ts';
+// Unlike the original, which scores 100 when the reference never retrieves the needle (no cell can degrade) and 0
+// when no cell ran, both are n/a here: score null, left out of the composite, with a note saying why.
+import { contextLengthOf, DEFAULTS, type Backend } from '../backend.ts';
 import { InputError } from '../../tensor/errors.ts';
 
 export const DEFAULT_NEEDLE = 'Note: APRICOT-7-BLUE is the rare paint color featured in this article.';
@@ -60,7 +62,8 @@ export interface RniahCell {
 }
 
 export interface RniahAxisResult {
-  score: number;
+  /** null (n/a): no cell ran, or the reference retrieved the needle in none, so nothing could degrade. */
+  score: number | null;
   n_cells: number;
   cells: RniahCell[];
   /** [length, position] pairs not run. */
@@ -107,8 +110,7 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   if (keyword.trim() === '') throw new InputError('rniah', 'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
   if (!(nTrials >= 1)) throw new InputError('rniah', `nTrials must be >= 1, got ${nTrials}`);
 
-  const meta = await backend.modelMetadata({ model: o.model });
-  const modelCtx = typeof meta.context_length === 'number' && meta.context_length > 0 ? meta.context_length : Infinity;
+  const modelCtx = await contextLengthOf(backend, o.model);
   const ctxMax = Math.min(o.ctxMax ?? Math.max(...lengths), modelCtx);
   const head = o.haystack.slice(0, CHARS_PER_TOKEN_HEAD);
   const headTokens = head ? (await backend.tokenizeToIds({ model: o.model, text: head })).length : 0;
@@ -161,9 +163,15 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       cells.push({ length, position, n_trials: nTrials, base_acc: baseAcc, cand_acc: candAcc, degradation: Math.max(0, baseAcc - candAcc), base_hits: baseHits, cand_hits: candHits });
     }
   }
-  let score = 0;
+  let score: number | null = null;
   if (cells.length === 0) {
-    notes.push('No R-NIAH cells were run — every (length, position) pair was skipped (typically because length > ctx_max for every cell). Consider lowering --rniah-lengths.');
+    notes.push('No R-NIAH cells were run — every (length, position) pair was skipped (typically because ' +
+      'length > ctx_max for every cell). Consider lowering --rniah-lengths. R-NIAH is n/a and left out of the ' +
+      'composite.');
+  } else if (cells.every((c) => c.base_hits === 0)) {
+    notes.push(`The reference never retrieved the needle (0 hits in ${cells.length} cells), so there was nothing ` +
+      'for the candidate to lose: R-NIAH is n/a and left out of the composite. Try shorter --rniah-lengths or ' +
+      'another needle.');
   } else {
     score = 100 * (1 - cells.reduce((s, c) => s + c.degradation, 0) / cells.length);
   }

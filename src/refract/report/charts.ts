@@ -2,6 +2,7 @@
 // so the report needs no script. Vega escapes all text it writes into the SVG.
 import type { TopLevelSpec } from 'vega-lite';
 import type { RefractReport } from './json.ts';
+import { placeLabels } from './labels.ts';
 
 export const BAND_COLORS = { EXCELLENT: '#1a7f37', PASS: '#57a639', DEGRADED: '#bf8700', FAIL: '#cf222e' } as const;
 const BAND_SCALE = { domain: Object.keys(BAND_COLORS), range: Object.values(BAND_COLORS) };
@@ -138,19 +139,76 @@ export function pladSpec(r: RefractReport): TopLevelSpec | null {
   };
 }
 
-/** Sweep: composite against KV-cache bytes per token, one point per candidate, the Pareto front as a line. */
-export function paretoSpec(rows: ReadonlyArray<{ candidate: string; bytes_per_token: number; composite: number | null; band: string | null; pareto: boolean }>): TopLevelSpec {
-  const values = rows.filter((r) => r.composite !== null).map((r) => ({ ...r, front: r.pareto ? 'Pareto front' : 'dominated' }));
-  const x = { field: 'bytes_per_token', type: 'quantitative' as const, title: 'KV-cache bytes per token', scale: { zero: false } };
-  const y = { field: 'composite', type: 'quantitative' as const, title: 'REFRACT composite (higher is better)', scale: { domain: [0, 100] } };
+/** The Pareto plot's data area in pixels (Vega's width and height). */
+export const PARETO_SIZE = { width: 560, height: 320 } as const;
+
+/**
+ * The composite axis of the Pareto plot: the scores' range with a margin of 15 % of it (at least one point, and
+ * a range of at least two points), in whole points within [0, 100]. Sweeps score 90-100 mostly: on 0-100 their
+ * points would crowd the top edge.
+ */
+export function compositeDomain(scores: readonly number[]): [number, number] {
+  const lo = Math.min(...scores);
+  const hi = Math.max(...scores);
+  const margin = Math.max(1, 0.15 * Math.max(hi - lo, 2));
+  return [Math.max(0, Math.floor(lo - margin)), Math.min(100, Math.ceil(hi + margin))];
+}
+
+/** The bytes-per-token axis: the range with 8 % of it (or of the value, for one size) on each side. */
+export function bytesDomain(bytes: readonly number[]): [number, number] {
+  const lo = Math.min(...bytes);
+  const hi = Math.max(...bytes);
+  const margin = 0.08 * (hi > lo ? hi - lo : Math.max(hi, 1));
+  return [lo - margin, hi + margin];
+}
+
+interface ParetoRow {
+  candidate: string;
+  bytes_per_token: number;
+  composite: number | null;
+  band: string | null;
+  pareto: boolean;
+}
+
+/**
+ * Sweep: composite against KV-cache bytes per token, one point per candidate, the Pareto front as a line. Both
+ * axes are zoomed to the data; labels are placed apart (labels.ts) in pixels, then drawn at the data coordinates
+ * of their centres, which the fixed domains make exact.
+ */
+export function paretoSpec(rows: readonly ParetoRow[]): TopLevelSpec {
+  const done = rows.filter((r): r is ParetoRow & { composite: number } => r.composite !== null);
+  const [x0, x1] = bytesDomain(done.map((r) => r.bytes_per_token));
+  const [y0, y1] = compositeDomain(done.map((r) => r.composite));
+  const { width: W, height: H } = PARETO_SIZE;
+  const px = (b: number) => ((b - x0) / (x1 - x0)) * W;
+  const py = (c: number) => (1 - (c - y0) / (y1 - y0)) * H;
+  const points = done.map((r) => ({ x: px(r.bytes_per_token), y: py(r.composite), text: r.candidate }));
+  const boxes = placeLabels(points, W, H);
+  const values = done.map((r, i) => ({
+    ...r, front: r.pareto ? 'Pareto front' : 'dominated',
+    lx: x0 + (boxes[i].x / W) * (x1 - x0), ly: y0 + (1 - boxes[i].y / H) * (y1 - y0),
+  }));
+  const xScale = { domain: [x0, x1], nice: false, zero: false };
+  const yScale = { domain: [y0, y1], nice: false, zero: false };
+  const q = 'quantitative' as const;
+  const x = { field: 'bytes_per_token', type: q, title: 'KV-cache bytes per token', scale: xScale };
+  const y = { field: 'composite', type: q, title: 'REFRACT composite (higher is better)', scale: yScale };
+  const front = { transform: [{ filter: 'datum.pareto' }], encoding: { x, y, order: { field: 'bytes_per_token' } } };
+  const color = { field: 'band', type: 'nominal' as const, scale: BAND_SCALE, title: 'band' };
   return {
-    width: 560,
-    height: 320,
+    ...PARETO_SIZE,
     data: { values },
     layer: [
-      { transform: [{ filter: 'datum.pareto' }], mark: { type: 'line', point: false, strokeDash: [4, 3], color: '#59636e' }, encoding: { x, y, order: { field: 'bytes_per_token' } } },
-      { mark: { type: 'point', filled: true, size: 80 }, encoding: { x, y, color: { field: 'band', type: 'nominal', scale: BAND_SCALE, title: 'band' }, shape: { field: 'front', type: 'nominal', title: null } } },
-      { mark: { type: 'text', dy: -10, fontSize: 10 }, encoding: { x, y, text: { field: 'candidate', type: 'nominal' } } },
+      { ...front, mark: { type: 'line', point: false, strokeDash: [4, 3], color: '#59636e' } },
+      {
+        mark: { type: 'point', filled: true, size: 80 },
+        encoding: { x, y, color, shape: { field: 'front', type: 'nominal', title: null } },
+      },
+      // The points carry the data for screen readers; a label's own coordinates are only where it is drawn.
+      {
+        mark: { type: 'text', fontSize: 10, align: 'center', baseline: 'middle', aria: false },
+        encoding: { x: { ...x, field: 'lx' }, y: { ...y, field: 'ly' }, text: { field: 'candidate', type: 'nominal' } },
+      },
     ],
   };
 }

@@ -150,8 +150,13 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   S.push(`${notes(d.notes)}</div>`);
   S.push(figure(axesSvg, 'Composite = harmonic mean of the axes that ran; dashed lines: band edges 60 / 80 / 90.'));
   const rnLow = r.axes.rniah?.confidence === 'low';
+  // No score: skipped (not run), or n/a (R-NIAH ran but could not score).
+  const noScore = (name: string, b: string) =>
+    b === 'n/a' ? [name, 'n/a', 'n/a', 'no score: not in the composite'] : [name, 'n/a', 'Skipped', 'not measured'];
   const axisRow = (name: string, score: number | null, b: string, desc: string, low = false) =>
-    score === null ? [name, 'n/a', 'Skipped', 'not measured'] : low ? [name, '—', 'Low confidence', `${desc} (raw ${n2(score)}: the reference itself rarely retrieves)`] : [name, n2(score), b, desc];
+    score === null ? noScore(name, b)
+      : low ? [name, '—', 'Low confidence', `${desc} (raw ${n2(score)}: the reference itself rarely retrieves)`]
+        : [name, n2(score), b, desc];
   const axisRows: unknown[][] = [axisRow('A Trajectory (gtm)', d.gtm_score, g.band, g.description), axisRow('B KLD@D', d.kld_score, k.band, k.description)];
   if (r.axes.rniah) axisRows.push(axisRow('C R-NIAH', d.rniah_score, r.axes.rniah.band, r.axes.rniah.description, rnLow));
   if (r.axes.plad) axisRows.push(axisRow('D PLAD', d.plad_score, r.axes.plad.band, r.axes.plad.description));
@@ -187,7 +192,16 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   const rn = r.axes.rniah;
   if (rn) {
     S.push('<h2>Axis C: R-NIAH</h2>', table([['score', n2(rn.score)], ['needle', rn.needle], ['keyword', rn.password_keyword], ['cells run', rn.n_cells], ['confidence', `${rn.confidence} (base accuracy ${n2(rn.base_acc_avg)})`]]));
-    if (rnLow) S.push(`<div class="summary-box amber"><div class="title">Low confidence: the score is a noise floor.</div><div class="desc">The reference retrieves at only ${Math.round(100 * rn.base_acc_avg)} % of cells on average, so R-NIAH = ${n2(rn.score)} measures "candidate matches reference" rather than retrieval; it is left out of the headline. Try shorter --rniah-lengths or a model with a longer effective context.</div></div>`);
+    if (rn.score === null) {
+      S.push('<div class="summary-box amber"><div class="title">R-NIAH: n/a</div><div class="desc">' +
+        `${esc(rn.notes[rn.notes.length - 1] ?? '')}</div></div>`);
+    } else if (rnLow) {
+      S.push('<div class="summary-box amber"><div class="title">Low confidence: the score is a noise floor.</div>' +
+        `<div class="desc">The reference retrieves at only ${Math.round(100 * rn.base_acc_avg)} % of cells on ` +
+        `average, so R-NIAH = ${n2(rn.score)} measures "candidate matches reference" rather than retrieval; it is ` +
+        'left out of the headline. Try shorter --rniah-lengths or a model with a longer effective context.' +
+        '</div></div>');
+    }
     if (rnSvg) S.push(figure(rnSvg, 'Degradation max(0, base_acc - cand_acc) per cell; labels: base / cand accuracy.'));
     // A cell where the reference never retrieves says nothing about the candidate: n/a, as the original.
     S.push(grid(['length', 'position', 'trials', 'base_acc', 'cand_acc', 'degradation'], rn.cells.map((c) => c.base_acc === 0

@@ -27,7 +27,12 @@ interface AbTail {
 
 export type GtmBlock = Omit<TrajectoryAxisResult, 'score'> & AbTail;
 export type KldBlock = Omit<KldAxisResult, 'score'> & AbTail;
-export type RniahBlock = RniahAxisResult & AxisTail & { confidence: 'ok' | 'low'; base_acc_avg: number };
+/** R-NIAH's band is 'n/a' when it ran but has no score (no cell ran, or the reference never found the needle). */
+export type RniahBlock = RniahAxisResult & Omit<AxisTail, 'band'> & {
+  band: Band | 'n/a';
+  confidence: 'ok' | 'low';
+  base_acc_avg: number;
+};
 export type PladBlock = PladAxisResult & AxisTail & { skipped_perturbations: string[]; confidence: 'ok' | 'partial' };
 
 export interface RefractReport {
@@ -104,10 +109,12 @@ export function buildReport(i: BuildReportInput): RefractReport {
     gtm: abBlock(i.gtm, SKIPPED_GTM, c.gtm_score, AXIS_PROSE.gtm),
     kld: abBlock(i.kld, skippedKld(i.chunks ?? 0, i.ctx ?? 0), c.kld_score, AXIS_PROSE.kld),
   };
-  if (i.rniah && c.rniah_score !== null) {
+  if (i.rniah) {
     const cells = i.rniah.cells;
     const baseAvg = cells.length ? cells.reduce((s, x) => s + x.base_acc, 0) / cells.length : 0;
-    axes.rniah = { ...i.rniah, confidence: baseAvg < 0.2 ? 'low' : 'ok', base_acc_avg: baseAvg, band: band(c.rniah_score), description: AXIS_PROSE.rniah };
+    const b = c.rniah_score === null ? 'n/a' : band(c.rniah_score);
+    const confidence = baseAvg < 0.2 ? 'low' : 'ok';
+    axes.rniah = { ...i.rniah, confidence, base_acc_avg: baseAvg, band: b, description: AXIS_PROSE.rniah };
   }
   if (i.plad && c.plad_score !== null) {
     const skipped = Object.entries(i.plad.per_perturbation_score).filter(([, v]) => !Number.isFinite(v)).map(([k]) => k);

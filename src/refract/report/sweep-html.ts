@@ -13,7 +13,7 @@ export async function renderSweepHtml(s: SweepResult, title = `REFRACT sweep aga
   return `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/><title>${esc(title)}</title><style>` +
     'body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}table{border-collapse:collapse}' +
     'th,td{border-bottom:1px solid #d0d7de;padding:.2em .6em;text-align:left}tr.front td{font-weight:600}svg{max-width:100%;height:auto}' +
-    `</style></head><body>\n<h1>${esc(title)}</h1>\n<figure>${svg}<figcaption>Composite against KV-cache bytes per token; the dashed line joins the Pareto front.</figcaption></figure>\n` +
+    `</style></head><body>\n<h1>${esc(title)}</h1>\n<figure>${svg}<figcaption>Composite against KV-cache bytes per token (both axes span the data, not 0-100); the dashed line joins the Pareto front.</figcaption></figure>\n` +
     '<table><thead><tr><th>candidate</th><th>bytes/token</th><th>composite</th><th>band</th><th>trajectory</th><th>KLD</th><th>R-NIAH</th><th>PLAD</th><th>Pareto</th><th>note</th></tr></thead>' +
     `<tbody>${rows}</tbody></table>\n<details><summary>Raw JSON</summary><pre>${esc(JSON.stringify(s, null, 2))}</pre></details>\n</body></html>\n`;
 }

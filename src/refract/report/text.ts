@@ -65,8 +65,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     const fill = roundHalfEven((w * Math.max(0, Math.min(score, 100))) / 100);
     return c(BAND_COLOR[band(score)], `[${'#'.repeat(fill)}${'-'.repeat(w - fill)}]`);
   };
-  const axisLine = (name: string, score: number | null) => {
-    if (score === null) return ` ${AXIS_LABEL[name]}:    n/a  (skipped)`;
+  const axisLine = (name: string, score: number | null, why = 'skipped') => {
+    if (score === null) return ` ${AXIS_LABEL[name]}:    n/a  (${why})`;
     const b = band(score);
     return ` ${AXIS_LABEL[name]}: ${fmt(score, 6, 2)}  ${bar(score)}  ${c(BAND_COLOR[b], b.padEnd(9))}  ${AXIS_PROSE[name] ?? ''}`;
   };
@@ -89,7 +89,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   L.push(`   (harmonic mean of ${nAxes} axes; any single low axis drops the score hard)`);
   L.push(` → ${BAND_PROSE[r.band]}`, '');
   L.push(axisLine('trajectory', d.gtm_score), axisLine('kld', d.kld_score));
-  if (d.rniah_score !== null) L.push(axisLine('rniah', d.rniah_score));
+  // R-NIAH can run and still have no score: n/a, not in the composite (its notes say why).
+  if (r.axes.rniah) L.push(axisLine('rniah', d.rniah_score, 'no score: not in the composite'));
   if (d.plad_score !== null) L.push(axisLine('plad', d.plad_score));
   L.push(dash);
   if (r.diagnosis.length) {

@@ -1,0 +1,61 @@
+// The sweep's Pareto plot (issue 33, item 13): the composite axis zoomed to the data, labels kept apart.
+import { describe, expect, it } from 'vitest';
+import { bytesDomain, compositeDomain, paretoSpec, PARETO_SIZE, renderSvg } from '../../src/refract/report/charts.ts';
+import { labelSize, overlap, placeLabels, type LabelBox } from '../../src/refract/report/labels.ts';
+
+/** A K x V grid as `refract sweep` scores it: bytes per token of each pair, composites between 92 and 100. */
+const GRID: Array<[string, number, number]> = [
+  ['ctk=f16,ctv=f16', 256, 100], ['ctk=f16,ctv=q8_0', 196, 99.7], ['ctk=q8_0,ctv=f16', 196, 99.6],
+  ['ctk=q8_0,ctv=q8_0', 136, 99.4], ['ctk=f16,ctv=q4_0', 166, 99.0], ['ctk=q4_0,ctv=f16', 166, 98.8],
+  ['ctk=q8_0,ctv=q4_0', 106, 98.9], ['ctk=q4_0,ctv=q8_0', 106, 98.7], ['ctk=q4_0,ctv=q4_0', 76, 92.4],
+];
+const rows = GRID.map(([candidate, bytes_per_token, composite]) =>
+  ({ candidate, bytes_per_token, composite, band: 'EXCELLENT', pareto: false }));
+
+const pairs = <T>(xs: readonly T[]) => xs.flatMap((a, i) => xs.slice(i + 1).map((b) => [a, b] as const));
+
+describe('Pareto plot', () => {
+  it('zooms the composite axis to the data with a margin, within 0..100', () => {
+    expect(compositeDomain(GRID.map((g) => g[2]))).toEqual([91, 100]);
+    expect(compositeDomain([92.3, 94.1, 97.5])).toEqual([91, 99]);
+    expect(compositeDomain([50])).toEqual([49, 51]); // one score: a window of two points around it
+    expect(compositeDomain([3, 100])).toEqual([0, 100]);
+    expect(bytesDomain([76, 256])).toEqual([76 - 14.4, 256 + 14.4]);
+    const spec = JSON.stringify(paretoSpec(rows));
+    expect(spec).toContain('"domain":[91,100]');
+    expect(spec).not.toContain('"domain":[0,100]');
+  });
+
+  it('places labels apart from each other and from every point, inside the plot, coincident points too', () => {
+    const { width, height } = PARETO_SIZE;
+    // Four candidates at one spot and two close by: the case where labels drawn above their points overlap.
+    const pts = [[200, 60], [200, 60], [201, 61], [199, 59], [230, 64], [5, 4]]
+      .map(([x, y], i) => ({ x, y, text: `ctk=q${i}_0,ctv=q4_0` }));
+    const boxes = placeLabels(pts, width, height);
+    for (const [a, b] of pairs(boxes)) expect(overlap(a, b)).toBe(0);
+    const distinct = pts.filter((p, i) => pts.findIndex((q) => q.x === p.x && q.y === p.y) === i);
+    for (const box of boxes) {
+      for (const p of distinct) expect(overlap(box, { x: p.x, y: p.y, w: 10, h: 10 })).toBe(0);
+      const [left, right, top, bottom] = [box.x - box.w / 2, box.x + box.w / 2, box.y - box.h / 2, box.y + box.h / 2];
+      expect([left >= 0, right <= width, top >= 0, bottom <= height]).toEqual([true, true, true, true]);
+    }
+    // A lone point keeps the first spot: its label centred right above it.
+    const size = labelSize('ctk=q8_0,ctv=q8_0');
+    const [lone] = placeLabels([{ x: 300, y: 200, text: 'ctk=q8_0,ctv=q8_0' }], width, height);
+    expect(lone).toEqual({ x: 300, y: 200 - 5 - 3 - size.h / 2, ...size });
+  });
+
+  it('draws the labels where they were placed: no two overlap in the rendered SVG', async () => {
+    const svg = await renderSvg(paretoSpec(rows));
+    const label = /<text[^>]*"middle" transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>(ctk=[^<]+)<\/text>/g;
+    const drawn = [...svg.matchAll(label)]
+      .map((m): LabelBox & { text: string } => ({ x: Number(m[1]), y: Number(m[2]), text: m[3], ...labelSize(m[3]) }));
+    expect(drawn.map((d) => d.text).sort()).toEqual(GRID.map((g) => g[0]).sort());
+    for (const [a, b] of pairs(drawn)) expect(overlap(a, b), `${a.text} / ${b.text}`).toBe(0);
+    // The composite axis ticks run 91..100, not 0..100.
+    const tick = /text-anchor="end" transform="translate\(-7,[\d.]+\)"[^>]*>(\d+)<\/text>/g;
+    const ticks = [...svg.matchAll(tick)].map((m) => Number(m[1]));
+    expect(Math.min(...ticks)).toBeGreaterThanOrEqual(91);
+    expect(Math.max(...ticks)).toBe(100);
+  });
+});
