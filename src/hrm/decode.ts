@@ -221,7 +221,13 @@ export async function* greedySteps(graph: Pick<DecodeGraph, 'feed' | 'next'>, fi
   let left = count;
   try {
     while (left > 0 || queued.length) {
-      while (left > 0 && queued.length < depth.depth) { queued.push(graph.next()); left--; }
+      while (left > 0 && queued.length < depth.depth) {
+        // Marked handled at once: a lost device rejects every queued step, and only the oldest is awaited here.
+        const step = graph.next();
+        step.catch(() => {});
+        queued.push(step);
+        left--;
+      }
       const token = await queued.shift()!;
       depth.read();
       yield token;
