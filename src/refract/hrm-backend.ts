@@ -9,6 +9,9 @@ import { BackendCapabilityError, type Backend, type CompletionOptions, type Comp
 import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
 import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
 
+/** Positions in the first part of a KLD pass, and the milliseconds a later part aims at (logits). */
+const PART = { first: 4, ms: 200 };
+
 export interface HrmBackendOptions {
   /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */
   condition?: string;
@@ -75,20 +78,43 @@ export class HrmBackend implements Backend {
     return { tokenIds: r.ids, metadata: { ...r.meta, n_tokens: r.ids.length } };
   }
 
-  /** Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. */
-  logits(ids: number[], kv: string): Promise<Float32Array> {
-    return this.lm.model.logits(ids, { mask: 'causal', kv: kvSpecOf(kv) });
+  /**
+   * Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. The positions run in
+   * parts, each read back before the next is recorded (the same bits as one pass: a causal position attends to the
+   * cache's earlier ones either way), so a stop waits for one part at most: parts start at PART.first positions and
+   * are then sized to take about PART.ms each at the pace measured (a whole chunk at once on a fast GPU).
+   */
+  async logits(ids: number[], kv: string, signal?: AbortSignal): Promise<Float32Array> {
+    const model = this.lm.model;
+    const V = this.lm.config.vocab_size;
+    const cache = model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
+    const out = new Float32Array(ids.length * V);
+    try {
+      for (let a = 0, part = PART.first; a < ids.length;) {
+        signal?.throwIfAborted();
+        const b = Math.min(ids.length, a + part);
+        const t0 = performance.now();
+        const t = model.forward(ids.slice(a, b), cache, { mask: 'causal' });
+        try { out.set(await t.readF32(), a * V); } finally { t.dispose(); }
+        const ms = Math.max(performance.now() - t0, 1);
+        part = Math.max(PART.first, Math.min(ids.length, Math.floor(((b - a) * PART.ms) / ms)));
+        a = b;
+      }
+    } finally {
+      cache.dispose();
+    }
+    return out;
   }
 
   /** KL(P_ref || P_cand) per position of token chunks, accumulated into `state` from chunk `state.done` on (so a
-   *  run interrupted by a lost device continues where it stopped; see resilient.ts). */
+   *  run interrupted by a lost device continues where it stopped; see resilient.ts). The signal is checked between
+   *  the parts of each pass (see logits). */
   async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal, state: KldProgress = newKldProgress()): Promise<KldAccumulator> {
     const V = this.lm.config.vocab_size;
     for (let c = state.done; c < chunksOfIds.length; c++) {
-      signal?.throwIfAborted();
       const ids = chunksOfIds[c];
-      const ref = await this.logits(ids, refKv);
-      const cand = await this.logits(ids, candKv);
+      const ref = await this.logits(ids, refKv, signal);
+      const cand = await this.logits(ids, candKv, signal);
       for (let i = 0; i < ids.length; i++) state.acc.add(comparePosition(ref, cand, V, i * V, ids[i + 1]));
       state.done = c + 1;
       onChunk?.(c + 1, chunksOfIds.length);
