@@ -9,8 +9,8 @@ import { BackendCapabilityError, type Backend, type CompletionOptions, type Comp
 import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
 import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
 
-/** Positions in the first part of a KLD pass, and the milliseconds a later part aims at (logits). */
-const PART = { first: 4, ms: 200 };
+/** Positions in a part of a KLD pass on a CPU adapter (see logits). */
+const CPU_PART = 16;
 
 export interface HrmBackendOptions {
   /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */
@@ -79,26 +79,23 @@ export class HrmBackend implements Backend {
   }
 
   /**
-   * Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. The positions run in
-   * parts, each read back before the next is recorded (the same bits as one pass: a causal position attends to the
-   * cache's earlier ones either way), so a stop waits for one part at most: parts start at PART.first positions and
-   * are then sized to take about PART.ms each at the pace measured (a whole chunk at once on a fast GPU).
+   * Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. On a CPU adapter
+   * (where a 128-position pass takes tens of seconds) the positions run in parts of CPU_PART, each read back before
+   * the next is recorded and the signal checked between them, so a stop waits for one part at most. Each position
+   * attends to the cache's earlier ones either way; the parts depend on the adapter alone (never on timing), so
+   * the reference and candidate passes, and every run on one adapter, split alike.
    */
   async logits(ids: number[], kv: string, signal?: AbortSignal): Promise<Float32Array> {
     const model = this.lm.model;
     const V = this.lm.config.vocab_size;
+    const part = model.gpu.cpu ? CPU_PART : ids.length;
     const cache = model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
     const out = new Float32Array(ids.length * V);
     try {
-      for (let a = 0, part = PART.first; a < ids.length;) {
+      for (let a = 0; a < ids.length; a += part) {
         signal?.throwIfAborted();
-        const b = Math.min(ids.length, a + part);
-        const t0 = performance.now();
-        const t = model.forward(ids.slice(a, b), cache, { mask: 'causal' });
+        const t = model.forward(ids.slice(a, a + part), cache, { mask: 'causal' });
         try { out.set(await t.readF32(), a * V); } finally { t.dispose(); }
-        const ms = Math.max(performance.now() - t0, 1);
-        part = Math.max(PART.first, Math.min(ids.length, Math.floor(((b - a) * PART.ms) / ms)));
-        a = b;
       }
     } finally {
       cache.dispose();

@@ -29,7 +29,7 @@ export async function serve(config: InlineConfig): Promise<{ server: ViteDevServ
 /** Collect console errors and page errors, so a failing page explains itself. */
 export function watchConsole(page: Page): string[] {
   const log: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn' || m.type() === 'info') log.push(`${m.type()}: ${m.text()}`); });
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn') log.push(`${m.type()}: ${m.text()}`); });
   page.on('pageerror', (e) => log.push(`pageerror: ${e instanceof Error ? e.message : String(e)}`));
   return log;
 }
