@@ -106,11 +106,11 @@ export class Engine {
       await model.logits(Array.from({ length: n }, (_, i) => i % this.lm!.config.vocab_size), { mask: 'causal' });
       return performance.now() - t0;
     };
-    const warm = [await time(1), await time(5)];
+    await time(1);
+    await time(5);
     const one = await time(1);
     const many = await time(5);
     this.pace = { positionMs: Math.max(many - one, 1) / 4, decodeMs: one };
-    console.info(`[demo] pace: warm-up ${warm.map((x) => x.toFixed(0)).join(', ')} ms; 1 position ${one.toFixed(0)} ms, 5 ${many.toFixed(0)} ms`);
     return this.pace;
   }
 

@@ -147,7 +147,7 @@ const score = (s: number | null | undefined) => (s == null || !Number.isFinite(s
 
 async function showReport(r: RefractReport, ref: string, cand: string, dtype: ActDtype, text: string): Promise<void> {
   const kld = r.axes.kld;
-  const d = r.composite_detail as unknown as Record<string, number | null>;
+  const d = r.composite_detail;
   const kldScore = d.kld_score ?? NaN;
   const t = r.axes.gtm;
   const rows: Array<[string, string] | [string, string, string]> = [
