@@ -21,7 +21,7 @@ export class App {
   /** The model and every GPU call go through here. */
   readonly engine = new Engine();
   job: Job | null = null;
-  /** True from a stop until the GPU has finished the stopped job's last part (the job's buttons stay off). */
+  /** True from a stop until the stopped job has ended (its buttons stay off). */
   finishing = false;
   /** Whether the last job ended because the user stopped it. */
   lastStopped = false;
@@ -58,7 +58,7 @@ export class App {
 
   /**
    * Run one GPU job; errors go next to its controls and to the banner. Returns undefined when it failed or stopped.
-   * A new job clears the messages of the last one (its error, the banner). A stopped job ends once the GPU is idle.
+   * A new job clears the messages of the last one (its error, the banner).
    */
   async run<T>(job: Job, f: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
     if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`), job); return undefined; }
@@ -76,7 +76,9 @@ export class App {
       return undefined;
     } finally {
       this.lastStopped = this.abort.signal.aborted;
-      if (this.lastStopped) await this.engine.idle();
+      // A stopped REFRACT or load waits for its last part on the GPU. A stopped generation returns at once: the
+      // few decode steps queued ahead (generate.ts) finish by themselves, and the page is free meanwhile.
+      if (this.lastStopped && job !== 'generate') await this.engine.idle();
       this.finishing = false;
       this.job = null;
       this.abort = null;

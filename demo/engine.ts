@@ -32,7 +32,8 @@ export class Engine {
   }
 
   load(files: ModelFiles, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void): Promise<LoadedModel> {
-    return loadModel(files, { gpu: this.gpu!, dtype: 'f32', quantize, progressCallback: (p) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); } });
+    const progressCallback = (p: { stage: string; loaded: number; total: number }) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); };
+    return loadModel(files, { gpu: this.gpu!, dtype: 'f32', quantize, progressCallback });
   }
 
   /** Make `lm` the current model and free the previous one's weights. */
@@ -60,16 +61,18 @@ export class Engine {
   /** The prompt as the model reads it (condition tags and template applied): each token's id and text. */
   tokens(prompt: string, condition: string): Array<[number, string]> {
     const lm = this.lm;
-    if (!lm?.tokenizer) throw new InputError('tokens', `${lm?.name ?? 'this model'} has no tokenizer.json: the page cannot show tokens`);
+    if (!lm?.tokenizer) throw new InputError('tokens', `${lm?.name ?? 'this model'} has no tokenizer.json: no tokens to show`);
     const t = lm.tokenizer;
-    return t.encode(formatPrompt(prompt, condition, { chatTemplate: lm.chatTemplate })).map((id) => [id, t.decode([id])]);
+    const ids = t.encode(formatPrompt(prompt, condition, { chatTemplate: lm.chatTemplate }));
+    return ids.map((id) => [id, t.decode([id])]);
   }
 
   /** Stream a completion; its prompt and decode speed become the measured pace. */
   async *generate(prompt: string, dtype: ActDtype, opts: GenerationOptions): AsyncGenerator<GenerateEvent> {
     const { lm, model } = this.model(dtype);
     for await (const ev of generate({ ...lm, model }, prompt, opts)) {
-      if (ev.type === 'done' && ev.stats.decodeTokens > 1 && this.pace) this.pace.decodeMs = ev.stats.decodeMs / ev.stats.decodeTokens;
+      const s = ev.type === 'done' ? ev.stats : null;
+      if (s && s.decodeTokens > 1 && this.pace) this.pace.decodeMs = s.decodeMs / s.decodeTokens;
       yield ev;
     }
   }
@@ -93,9 +96,9 @@ export class Engine {
   }
 
   /**
-   * This device's pace, measured once per model (passes of 1 and 5 positions, each after a warm-up that compiles
-   * its kernels)
-   * and then kept up to date by the runs themselves.
+   * This device's pace, measured once per model (passes of 1 and 16 positions, each after a warm-up that compiles
+   * its kernels; 16 positions is a KLD part on a CPU adapter, whose cost is mostly per pass, not per position) and
+   * then kept up to date by the runs themselves.
    */
   async measure(signal: AbortSignal): Promise<Pace> {
     if (this.pace) return this.pace;
@@ -107,10 +110,9 @@ export class Engine {
       return performance.now() - t0;
     };
     await time(1);
-    await time(5);
+    await time(16);
     const one = await time(1);
-    const many = await time(5);
-    this.pace = { positionMs: Math.max(many - one, 1) / 4, decodeMs: one };
+    this.pace = { positionMs: (await time(16)) / 16, decodeMs: one };
     return this.pace;
   }
 

@@ -40,12 +40,15 @@ function settings(app: App) {
   const room = ctx - promptTokens;
   if (room < 1) {
     $('prompt').focus();
-    throw new InputError('settings', `the Prompt is ${promptTokens} tokens with its condition tags, which fills the model's ${ctx}-token context; shorten it`);
+    throw new InputError('settings',
+      `the Prompt is ${promptTokens} tokens with its condition tags, which fills the model's ${ctx}-token context; shorten it`);
   }
   const notes: string[] = [];
   if (!prompt.trim()) notes.push('The Prompt is empty: the model continues from its condition tags alone.');
   const maxTokens = Math.min(asked, room);
-  if (maxTokens < asked) notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ${ctx}-token context.`);
+  if (maxTokens < asked) {
+    notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ${ctx}-token context.`);
+  }
   return { prompt, notes, capped: maxTokens < asked, opts: { condition, temperature, topP, seed, maxTokens, kv } };
 }
 
@@ -82,8 +85,9 @@ async function runGeneration(app: App): Promise<void> {
           const st = ev.stats;
           // A run cut by the room the context left stopped for the context, not for the field's value.
           const reason = s.capped && st.stopReason === 'max_tokens' ? 'context' : st.stopReason;
-          stats.textContent = `prompt ${st.promptTokens} tok, ${rate(st.promptTokens, st.promptMs)} · decode ${st.decodeTokens} tok, ` +
-            `${rate(st.decodeTokens, st.decodeMs)} · ${reason === 'context' ? 'context full' : reason.replace('_', ' ')}`;
+          const why = reason === 'context' ? 'context full' : reason.replace('_', ' ');
+          stats.textContent = `prompt ${st.promptTokens} tok, ${rate(st.promptTokens, st.promptMs)} · ` +
+            `decode ${st.decodeTokens} tok, ${rate(st.decodeTokens, st.decodeMs)} · ${why}`;
           output.dataset.stopReason = reason;
         }
       }
@@ -128,7 +132,8 @@ function showTokens(app: App): void {
       return li;
     }));
     const n = tokens.length;
-    summary.textContent = `${n} token${n === 1 ? '' : 's'}${n > shown.length ? ` (the first ${shown.length} shown)` : ''}.`;
+    const cut = n > shown.length ? ` (the first ${shown.length} shown)` : '';
+    summary.textContent = `${n} token${n === 1 ? '' : 's'}${cut}.`;
     app.clearError('generate');
   } catch (e) {
     app.showError(e, 'generate');
@@ -163,7 +168,7 @@ export function initGeneratePanel(app: App): void {
     const gen = $<HTMLButtonElement>('generate');
     gen.disabled = app.job !== null || app.lm === null || blocked !== null;
     $('gen-blocked').textContent = blocked ? `Generate is off: ${blocked}.` : '';
-    if (app.job === 'generate' && app.finishing) $('gen-stats').textContent = 'Stopping: finishing the step on the GPU…';
+    if (app.job === 'generate' && app.finishing) $('gen-stats').textContent = 'Stopping…';
     $<HTMLButtonElement>('gen-stop').disabled = app.job !== 'generate' || app.finishing;
     $<HTMLButtonElement>('show-tokens').disabled = app.lm === null || blocked !== null;
     $<HTMLButtonElement>('copy-output').disabled = app.job === 'generate' || !$('output').textContent;

@@ -108,8 +108,9 @@ export function updateMemory(app: App): MemoryPlan | null {
   const valid = ctxEl.value.trim() !== '' && Number.isInteger(asked) && asked >= 1 && asked <= max;
   const ctx = valid ? asked : max;
   ctxEl.setAttribute('aria-invalid', String(!valid));
-  $('mem-note').textContent = valid ? '' : `"${ctxEl.value}" is not a context this model has: enter a whole number of tokens from 1 to ${max}. ` +
-    `Shown for the whole context, ${max} tokens.`;
+  $('mem-note').textContent = valid ? ''
+    : `"${ctxEl.value}" is not a context this model has: enter a whole number of tokens from 1 to ${max}. ` +
+      `Shown for the whole context, ${max} tokens.`;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
   let kv;
   try { kv = kvFromSelects('kv-k', 'kv-v'); } catch { return null; }
@@ -171,7 +172,8 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const wf = await weightFiles(files, config);
     // A server that answers every path with its web page (200, HTML) has no weights here: say so, not "missing".
     const page = source.base && !wf.names.length ? htmlAnswered(source.base) : null;
-    if (page) throw new DownloadError(page, 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?');
+    const why = 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
+    if (page) throw new DownloadError(page, why);
     const s: Sizing = { config, stored: quantization, files: wf };
     sizing = s;
     describeModel(files.name, config);
@@ -210,8 +212,8 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const lm = app.lm!;
     if (lm.tokenizer) status(`Ready: ${lm.name}`, 'ready');
     else {
-      status(`Ready without a tokenizer: ${lm.name} has no tokenizer.json. Generate and REFRACT read text, so they are off here; ` +
-        'the library still gives this model\'s logits and REFRACT\'s KLD on token ids (see the documentation).', 'kept');
+      status(`Ready without a tokenizer: ${lm.name} has no tokenizer.json. Generate and REFRACT read text, so they are ` +
+        'off here; the library still gives this model\'s logits and REFRACT\'s KLD on token ids (see the documentation).', 'kept');
     }
     remember(source);
     if (source.kind === 'url') void refreshCacheUsage();
@@ -271,7 +273,8 @@ export function initModelPanel(app: App): void {
     try {
       const u = await cacheUsage();
       if (!u.files) { await refreshCacheUsage(); return; }
-      if (!confirm(`Delete ${u.files} cached file${u.files === 1 ? '' : 's'} (${fmtBytes(u.bytes)})? A model loaded from a URL downloads again.`)) return;
+      const files = `${u.files} cached file${u.files === 1 ? '' : 's'}`;
+      if (!confirm(`Delete ${files} (${fmtBytes(u.bytes)})? A model loaded from a URL downloads again.`)) return;
       await clearCache();
     } catch (e) { app.showError(e, 'load'); }
     await refreshCacheUsage();

@@ -32,8 +32,8 @@ const RNIAH_TOKENS = 16;
 /** The shortest R-NIAH length the page offers: room for the needle, question and answer around some haystack. */
 const RNIAH_MIN = 128;
 const STAGE_LABEL: Record<Stage, string> = {
-  'floor-trajectory': 'noise floor: trajectory decode', 'floor-kld': 'noise floor: KLD chunk', trajectory: 'trajectory decode',
-  kld: 'KLD chunk', rniah: 'R-NIAH generation', plad: 'PLAD generation',
+  'floor-trajectory': 'noise floor: trajectory decode', 'floor-kld': 'noise floor: KLD chunk',
+  trajectory: 'trajectory decode', kld: 'KLD chunk', rniah: 'R-NIAH generation', plad: 'PLAD generation',
 };
 
 /** The last report, for the download buttons. */
@@ -62,7 +62,8 @@ function readPlan(app: App): RunPlan {
   const chunks = intInput('kld-chunks', 1, 10_000);
   const ctx = intInput('kld-ctx', 2, modelCtx, `the model's context is ${modelCtx} tokens`);
   const prompts = checked('traj') || checked('plad') ? intInput('traj-prompts', 1, PROMPTS_V01.length) : 0;
-  const tokens = prompts ? intInput('traj-tokens', 1, modelCtx - 64, `a prompt and its tokens fit the model's ${modelCtx}-token context`) : 0;
+  const fits = `a prompt and its tokens fit the model's ${modelCtx}-token context`;
+  const tokens = prompts ? intInput('traj-tokens', 1, modelCtx - 64, fits) : 0;
   const rniahLength = checked('rniah') ? intInput('rniah-length', RNIAH_MIN, modelCtx, `the model's context is ${modelCtx} tokens`) : 0;
   return {
     chunks, ctx, trajPrompts: checked('traj') ? prompts : 0, tokens, rniahLength, rniahTokens: RNIAH_TOKENS,
@@ -84,7 +85,9 @@ async function runRefractPanel(app: App): Promise<void> {
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
     if (pasted) {
       const n = app.engine.textTokens($<HTMLTextAreaElement>('pasted').value) ?? 0;
-      if (n < plan.ctx) fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
+      if (n < plan.ctx) {
+        fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
+      }
     }
     result.dataset.state = 'running';
     msg.textContent = 'Measuring this GPU\'s pace…';
@@ -100,7 +103,8 @@ async function runRefractPanel(app: App): Promise<void> {
     }
     warnedFor = null;
     msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
-    const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' } : await brown(plan.chunks * plan.ctx);
+    const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' }
+      : await brown(plan.chunks * plan.ctx);
     const haystack = plan.rniahLength ? (await brown(plan.rniahLength)).text : '';
     const clock = new RunClock(stages);
     setProgress(bar, msg, 0, 1, 'steps');
@@ -108,7 +112,8 @@ async function runRefractPanel(app: App): Promise<void> {
     const t0 = performance.now();
     let kldFrom = t0;
     const r = await app.engine.refract(dtype, condition, {
-      reference: ref.label, candidate: cand.label, prompts: PROMPTS_V01.slice(0, Math.max(plan.trajPrompts, plan.pladPrompts)),
+      reference: ref.label, candidate: cand.label,
+      prompts: PROMPTS_V01.slice(0, Math.max(plan.trajPrompts, plan.pladPrompts)),
       nPredict: plan.tokens || undefined, corpus, chunks: plan.chunks, ctx: plan.ctx, signal, reproCommand: '(hrm-webgpu demo)',
       skipGtm: plan.trajPrompts === 0, measureFloor: plan.floor,
       axes: {

@@ -10,7 +10,7 @@ import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgr
 import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
 
 /** Positions in a part of a KLD pass on a CPU adapter (see logits). */
-const CPU_PART = 16;
+const CPU_PART = 8;
 
 export interface HrmBackendOptions {
   /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */

@@ -107,7 +107,8 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
       const W = document.documentElement.clientWidth;
       const wide = [...document.querySelectorAll('body *')].filter((el) => {
         const r = el.getBoundingClientRect();
-        return r.width > 0 && (r.right > W + 0.5 || r.left < -0.5) && !el.closest('.sr-only');
+        // The skip link waits off-screen until focused; sr-only text is clipped.
+        return r.width > 0 && (r.right > W + 0.5 || r.left < -0.5) && !el.closest('.sr-only, .skip');
       }).map((el) => `${el.tagName.toLowerCase()}#${el.id} ${Math.round(el.getBoundingClientRect().right)}`);
       const height = (sel: string) => document.querySelector(sel)!.closest('label')!.getBoundingClientRect().height;
       return {
@@ -159,7 +160,9 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await setValue('#kld-chunks', '500');
     await setValue('#kld-ctx', '512');
     await page().click('#refract-run');
-    await waitState('refract-result', ['warned', 'error'], 30_000);
+    await waitState('refract-result', ['warned', 'error', 'running'], 30_000);
+    if ((await state('refract-result')) === 'running') await page().click('#refract-stop'); // the later tests need the GPU
+    expect(await state('refract-result')).toBe('warned');
     expect(await text('#refract-status')).toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
     expect(await disabled('#generate')).toBe(false); // nothing runs
     await setValue('#kld-chunks', '1');
@@ -186,7 +189,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(await text('#rniah-score')).toBe('n/a (not run)');
     expect(Number(await text('#plad-score'))).toBeGreaterThanOrEqual(0);
     await check('#plad', false);
-  }, 150_000);
+  }, 240_000);
 
   it('Esc stops a generation; Stop has the focus while it runs', async () => {
     await setValue('#max-tokens', '200');
@@ -219,7 +222,8 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(Number(note![1]) + Number(note![2])).toBe(11);
     const reason = await page().$eval('#output', (el) => (el as HTMLElement).dataset.stopReason);
     expect(['context', 'eos']).toContain(reason);
-    if (reason === 'context') expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${note![1]} tok, .* · context full$`));
+    // The first token comes from the prompt's pass, the others from decode steps.
+    if (reason === 'context') expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${Number(note![1]) - 1} tok, .* · context full$`));
     await setValue('#prompt', '');
     await setValue('#max-tokens', '1');
     await page().click('#generate');
@@ -253,7 +257,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     mkdirSync(dir, { recursive: true });
     for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(MODEL, f), join(dir, f));
     await (await page().$('input#folder-input'))!.uploadFile(dir);
-    await page().waitForFunction(() => /tokenizer/.test(document.getElementById('model-status')?.textContent ?? ''), { timeout: 60_000 });
+    await page().waitForFunction(() => /^(Ready without|Could not)/.test(document.getElementById('model-status')?.textContent ?? ''), { timeout: 60_000 });
     expect(await text('#model-status')).toMatch(/^Ready without a tokenizer: no-tokenizer has no tokenizer\.json\. Generate and REFRACT read text.*logits/);
     expect(await disabled('#generate')).toBe(true);
     expect(await text('#gen-blocked')).toBe('Generate is off: no-tokenizer has no tokenizer.json, so the page cannot turn a prompt into tokens.');
