@@ -76,9 +76,9 @@ export class App {
       return undefined;
     } finally {
       this.lastStopped = this.abort.signal.aborted;
-      // A stopped REFRACT or load waits for its last part on the GPU. A stopped generation returns at once: the
-      // few decode steps queued ahead (generate.ts) finish by themselves, and the page is free meanwhile.
-      if (this.lastStopped && job !== 'generate') await this.engine.idle();
+      // A stopped REFRACT run waits for its last part on the GPU. A stopped generation returns at once (the few
+      // decode steps queued ahead, generate.ts, finish by themselves); a cancelled download has nothing there.
+      if (this.lastStopped && job === 'refract') await this.engine.idle();
       this.finishing = false;
       this.job = null;
       this.abort = null;
