@@ -14,7 +14,7 @@ export async function askPersistence(): Promise<void> {
   } catch { /* storage blocked: the cache may be evicted, nothing else changes */ }
 }
 
-/** Download speed over the last few seconds and the time left at it, as " · 4.2 MiB/s, about 3 min left". */
+/** Download speed over the last few seconds and the time left at it, as " · 4.2 MiB/s, about 3 min left" ('' once whole). */
 export class DownloadRate {
   private readonly samples: Array<[number, number]> = [];
 
@@ -23,8 +23,9 @@ export class DownloadRate {
     this.samples.push([now, loaded]);
     while (this.samples.length > 2 && now - this.samples[0][0] > 5000) this.samples.shift();
     const [t0, b0] = this.samples[0];
-    if (now - t0 < 500 || loaded <= b0) return '';
+    // Nothing while the rate is unknown, and nothing once the download is whole.
+    if (now - t0 < 500 || loaded <= b0 || loaded >= total) return '';
     const perSec = ((loaded - b0) * 1000) / (now - t0);
-    return ` · ${fmtBytes(perSec)}/s${total > loaded ? `, about ${secs((total - loaded) / perSec)} left` : ''}`;
+    return ` · ${fmtBytes(perSec)}/s, about ${secs((total - loaded) / perSec)} left`;
   }
 }
