@@ -49,6 +49,8 @@ export class HrmBackend implements Backend {
   }
 
   private async complete(o: CompletionOptions): Promise<{ text: string; ids: number[]; meta: Metadata }> {
+    // Stopped: no new prefill goes to the GPU (the axes loop over completions without a check of their own).
+    o.signal?.throwIfAborted();
     const promptIds = this.promptIds(o);
     const room = this.lm.config.max_position_embeddings - promptIds.length;
     if (room < 1) throw new BackendCapabilityError('hrm-backend', `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
