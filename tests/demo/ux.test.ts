@@ -1,9 +1,8 @@
-// The demo as a new user meets it (issue 33), on the built page in headless Chromium on SwiftShader: Stop in
-// REFRACT frees the GPU for Generate within 2 s; the phone layout fits 390 px; messages name the page's fields
-// and focus them, and a new run clears the old ones; estimates before a run (and a warning for a long one);
-// R-NIAH and PLAD offered at the model's context, n/a for axes that did not run; notes where a value is capped;
-// Esc and the Stop button's focus; a model without tokenizer.json; a server's web page where the weights should
-// be; download speed, persistent storage asked once, the cache's size before Clear. One page for all of it.
+// The demo as a new user meets it (issue 33), built, in headless Chromium on SwiftShader, one page for all of it:
+// Stop in REFRACT frees the GPU for Generate within 2 s; the phone layout fits 390 px; messages name the page's
+// fields and focus them, a new run clears old ones; estimates (and a warning) before a run; R-NIAH and PLAD at the
+// model's context, n/a for axes that did not run; notes where a value is capped; Esc and Stop's focus; a model
+// without tokenizer.json; a web page where the weights should be; download speed, persistence, Clear's confirm.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,9 +63,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
   });
 
   it('Stop in REFRACT ends its GPU work: Generate is back within 2 s with the GPU idle, and generates', async () => {
-    await setValue('#kld-chunks', '1');
-    await setValue('#kld-ctx', '128');
-    await check('#traj', false);
+    await setValue('#kld-chunks', '1'); await setValue('#kld-ctx', '128'); await check('#traj', false);
     await page().click('#refract-run');
     // The whole run's estimate comes before it starts.
     await page().waitForFunction(() => /^Starting: about \d+ (s|min) in all\.$|KLD chunk/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
@@ -186,8 +183,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     for (const axis of ['gtm', 'rniah', 'plad']) expect(await text(`#${axis}-score`), axis).toBe('n/a (not run)');
     // PLAD runs from the page (1 prompt, 1 token each: up to 5 cells, each with both caches); stopped once under way.
     await check('#plad', true);
-    await setValue('#traj-prompts', '1');
-    await setValue('#traj-tokens', '1');
+    await setValue('#traj-prompts', '1'); await setValue('#traj-tokens', '1');
     await page().click('#refract-run');
     await page().waitForFunction(() => /^PLAD generation [1-9]\d*\/\d+, about/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
     await page().click('#refract-stop');
@@ -228,8 +224,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(['context', 'eos']).toContain(reason);
     // The first token comes from the prompt's pass, the others from decode steps.
     if (reason === 'context') expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${Number(note![1]) - 1} tok, .* · context full$`));
-    await setValue('#prompt', '');
-    await setValue('#max-tokens', '1');
+    await setValue('#prompt', ''); await setValue('#max-tokens', '1');
     await page().click('#generate');
     await waitState('output', ['done', 'error'], 60_000);
     expect(await text('#gen-note')).toBe('The Prompt is empty: the model continues from its condition tags alone.');
