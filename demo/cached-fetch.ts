@@ -72,10 +72,19 @@ export const strictFetch: typeof fetch = async (input, init) => {
   const type = res.headers.get('content-type') ?? '';
   if (res.ok && type.startsWith('text/html') && !/\.html?(\?|$)/.test(urlOf(input))) {
     await res.body?.cancel();
+    htmlPages.add(urlOf(input));
     return new Response(null, { status: 404, statusText: 'Not Found (the server sent an HTML page)' });
   }
   return res;
 };
+
+/** URLs a server answered with a web page (200, text/html): absent files to urlFiles, remembered for messages. */
+const htmlPages = new Set<string>();
+
+/** A weights file under `base` the server answered with a web page, or null. */
+export function htmlAnswered(base: string): string | null {
+  return [...htmlPages].find((u) => u.startsWith(`${base}/`) && u.endsWith('.safetensors')) ?? null;
+}
 
 /** A fetch that serves cached files first (HEAD, GET, GET with one Range). */
 export const cachedFetch: typeof fetch = async (input, init) => {

@@ -43,22 +43,28 @@ export function setProgress(bar: HTMLProgressElement, text: HTMLElement, loaded:
   text.textContent = total > 0 ? `${f(loaded)} / ${f(total)}` : '–';
 }
 
-export function intInput(id: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+/** A whole number from a field; out of range, the field gets the focus and the message names it (and `why`). */
+export function intInput(id: string, min: number, max = Number.MAX_SAFE_INTEGER, why?: string): number {
   const el = $<HTMLInputElement>(id);
   const n = Number(el.value);
   if (el.value.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
-    el.focus();
-    throw new InputError('settings', `${labelOf(el)} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'} (got "${el.value}")`);
+    const range = `${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'}`;
+    fail(id, `${labelOf(el)} must be a whole number from ${range}${why ? ` (${why})` : ''}; it is "${el.value}"`);
   }
   return n;
+}
+
+/** Focus the field `id` and throw the settings error `message` about it. */
+export function fail(id: string, message: string): never {
+  $(id).focus();
+  throw new InputError('settings', message);
 }
 
 export function numInput(id: string, min: number, max: number): number {
   const el = $<HTMLInputElement>(id);
   const n = Number(el.value);
   if (el.value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-    el.focus();
-    throw new InputError('settings', `${labelOf(el)} must be a number from ${min} to ${max} (got "${el.value}")`);
+    fail(id, `${labelOf(el)} must be a number from ${min} to ${max}; it is "${el.value}"`);
   }
   return n;
 }

@@ -1,7 +1,8 @@
 // Turn what the library (typed errors), the browser (DOMException, TypeError from fetch) and the download code
 // throw into a message a person can act on: a title, the detail, and whether reloading the page is the way out.
 import {
-  BackendCapabilityError, BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NoWebGpuError,
+  BackendCapabilityError, BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NetworkError,
+  NoWebGpuError,
 } from '../src/index.ts';
 import { DownloadError } from './cached-fetch.ts';
 import { WontFitError } from './memory.ts';
@@ -16,9 +17,21 @@ export interface Explained {
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/** The library's command-line words (its messages serve the CLI too) as the page's fields. */
+const PAGE_TERMS: Array<[RegExp, string]> = [
+  [/give a longer --corpus or a smaller -c\/--ctx/g, 'paste a longer text or lower Context (ctx)'],
+  [/pass -c\/--ctx (\d+) or less/g, 'set Context (ctx) to $1 or less'],
+  [/pass --measure-floor/g, 'tick "Measure the noise floor first"'],
+  [/(-c\/)?--ctx\b/g, 'Context (ctx)'], [/--chunks\b/g, 'Chunks'], [/--n-predict\b/g, 'Tokens each'], [/--corpus\b/g, 'the text'],
+];
+
+export function pageTerms(text: string): string {
+  return PAGE_TERMS.reduce((t, [re, to]) => t.replace(re, to), text);
+}
+
 export function explain(e: unknown): Explained {
   // The library's errors start with the operation's tag ("[load] ..."): useful in logs, noise to a reader.
-  const detail = message(e).replace(/^(\[[\w .-]+\] )+/, '');
+  const detail = pageTerms(message(e).replace(/^(\[[\w .-]+\] )+/, ''));
   if (e instanceof DOMException && e.name === 'AbortError') return { kind: 'aborted', title: 'Stopped.', detail: '', reload: false };
   if (e instanceof DeviceLostError) {
     return { kind: 'device-lost', title: 'The GPU device was lost', detail: `${detail}. The driver was reset or the tab lost its GPU; reload the page to continue.`, reload: true };
@@ -48,6 +61,7 @@ export function explain(e: unknown): Explained {
   if (e instanceof DownloadError) {
     return { kind: 'download', title: 'Download failed', detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
   }
+  if (e instanceof NetworkError) return { kind: 'download', title: 'Download failed', detail, reload: false };
   // Requests that got no answer are DownloadErrors naming the file (strictFetch); this is a body cut mid-read.
   if (e instanceof TypeError && /fetch|network|load failed/i.test(detail)) {
     return { kind: 'download', title: 'Download failed', detail: `${detail}: the connection failed while reading a file (offline, or the server went away); try again.`, reload: false };
@@ -55,5 +69,6 @@ export function explain(e: unknown): Explained {
   if (e instanceof DOMException && e.name === 'QuotaExceededError') {
     return { kind: 'quota', title: 'Browser storage is full', detail: `${detail}. Clear the download cache or free disk space.`, reload: false };
   }
-  return { kind: 'other', title: 'Something went wrong', detail: e instanceof Error && e.stack ? `${detail}\n${e.stack}` : detail, reload: false };
+  // The stack goes to the console (App.showError), not into the page.
+  return { kind: 'other', title: 'Something went wrong', detail, reload: false };
 }

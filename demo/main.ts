@@ -1,6 +1,6 @@
 // The demo page: open the GPU, show the adapter, load the embedded hrm-text-brown-6m, wire the three panels.
 // `window.__demo` exposes the state to the end-to-end test (tests/demo/demo.test.ts).
-import { Gpu, isSoftwareAdapter } from '../src/index.ts';
+import { isSoftwareAdapter } from '../src/index.ts';
 import { App, KV_CHOICES } from './app.ts';
 import { $ } from './dom.ts';
 import { initModelPanel, openModel, refreshCacheUsage, showAdapter, startSource, updateMemory } from './model-panel.ts';
@@ -21,8 +21,11 @@ async function main(): Promise<void> {
   fillKvSelects();
   $('banner-close').addEventListener('click', () => app.hideBanner());
   $('banner-reload').addEventListener('click', () => location.reload());
+  // Esc stops a generation or a REFRACT run (a download has its own Cancel), and dismisses the banner.
   document.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape' && !$('banner').hidden) app.hideBanner();
+    if (ev.key !== 'Escape') return;
+    if (app.job === 'generate' || app.job === 'refract') app.stop();
+    else if (!$('banner').hidden) app.hideBanner();
   });
   initModelPanel(app);
   initGeneratePanel(app);
@@ -30,7 +33,7 @@ async function main(): Promise<void> {
   app.changed();
   void refreshCacheUsage();
   try {
-    app.gpu = await Gpu.create();
+    await app.engine.open();
   } catch (e) {
     const status = $('model-status');
     status.textContent = 'No GPU: the demo cannot run here.';
@@ -38,9 +41,10 @@ async function main(): Promise<void> {
     app.showError(e);
     return;
   }
-  app.watchDevice(app.gpu);
-  showAdapter(app, app.gpu);
-  if (isSoftwareAdapter(app.gpu.summary)) {
+  const gpu = app.gpu!;
+  app.watchDevice(gpu);
+  showAdapter(app, gpu);
+  if (isSoftwareAdapter(gpu.summary)) {
     $<HTMLInputElement>('kld-chunks').value = '1';
     $<HTMLInputElement>('kld-ctx').value = '64';
     $('refract-cpu').hidden = false;

@@ -1,11 +1,12 @@
 // The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { cacheSlots, isSoftwareAdapter, loadConfigs, loadModel, parameterCount, prefillMatmulPath, type ActDtype, type Gpu, type HrmConfig } from '../src/index.ts';
+import { cacheSlots, isSoftwareAdapter, loadConfigs, parameterCount, prefillMatmulPath, type ActDtype, type Gpu, type HrmConfig, type LoadedModel } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
+import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 
 /** Where the last model loaded from a URL (or "embedded") is remembered across reloads. */
@@ -100,8 +101,16 @@ export function updateMemory(app: App): MemoryPlan | null {
   const s = sizing;
   const { config } = s;
   const ctxEl = $<HTMLInputElement>('mem-ctx');
-  ctxEl.max = String(config.max_position_embeddings);
-  const ctx = Math.max(1, Math.min(Number(ctxEl.value) || config.max_position_embeddings, config.max_position_embeddings));
+  const max = config.max_position_embeddings;
+  ctxEl.max = String(max);
+  // Not clamped silently: a value outside 1..context is named, and the estimate is for the whole context.
+  const asked = Number(ctxEl.value);
+  const valid = ctxEl.value.trim() !== '' && Number.isInteger(asked) && asked >= 1 && asked <= max;
+  const ctx = valid ? asked : max;
+  ctxEl.setAttribute('aria-invalid', String(!valid));
+  $('mem-note').textContent = valid ? ''
+    : `"${ctxEl.value}" is not a context this model has: enter a whole number of tokens from 1 to ${max}. ` +
+      `Shown for the whole context, ${max} tokens.`;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
   let kv;
   try { kv = kvFromSelects('kv-k', 'kv-v'); } catch { return null; }
@@ -127,6 +136,9 @@ export function updateMemory(app: App): MemoryPlan | null {
   }));
   return plan;
 }
+
+/** The checkpoint file of a loaded model, relative to its folder. */
+const checkpointOf = (lm: LoadedModel) => lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint;
 
 function describeModel(name: string, c: HrmConfig, checkpoint?: string, weights?: string): void {
   fillKv($('model-info'), [
@@ -158,6 +170,10 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const choice = weightChoice();
     const { config, quantization } = await loadConfigs(files);
     const wf = await weightFiles(files, config);
+    // A server that answers every path with its web page (200, HTML) has no weights here: say so, not "missing".
+    const page = source.base && !wf.names.length ? htmlAnswered(source.base) : null;
+    const why = 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
+    if (page) throw new DownloadError(page, why);
     const s: Sizing = { config, stored: quantization, files: wf };
     sizing = s;
     describeModel(files.name, config);
@@ -167,9 +183,15 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     if (source.kind === 'url' && source.base) {
       const total = wf.total;
       let done = 0;
+      void askPersistence();
+      const rate = new DownloadRate();
       for (let i = 0; i < wf.names.length; i++) {
         status(`Downloading ${wf.names[i]} (${i + 1}/${wf.names.length})… (Cancel download stops it)`, 'loading');
-        await prefetch(`${source.base}/${wf.names[i]}`, (l) => setProgress($('dl-progress'), $('dl-text'), done + l, total), signal);
+        const size = await prefetch(`${source.base}/${wf.names[i]}`, (l) => {
+          setProgress($('dl-progress'), $('dl-text'), done + l, total);
+          $('dl-text').textContent += rate.note(done + l, total);
+        }, signal);
+        if (size === null) throw new DownloadError(`${source.base}/${wf.names[i]}`, 'not found (404)');
         done += wf.sizes[i];
       }
       void refreshCacheUsage();
@@ -178,19 +200,21 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const q = weightSpec(s, choice);
     const quantize = q.onLoad && q.spec ? q.spec : undefined;
     status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
-    const lm = await loadModel(files, {
-      gpu, dtype: 'f32', quantize,
-      progressCallback: (p) => { if (p.stage === 'weights') setProgress($('up-progress'), $('up-text'), p.loaded, p.total); },
-    });
+    const lm = await app.engine.load(files, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
     s.loaded = { choice, bytes: lm.model.weights.bytes };
     loaded = s;
     app.setModel(lm);
-    describeModel(lm.name, lm.config, lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint, choiceLabel(s, choice));
+    describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(s, choice));
     updateMemory(app);
     return true;
   });
   if (ok) {
-    status(`Ready: ${app.lm!.name}`, 'ready');
+    const lm = app.lm!;
+    if (lm.tokenizer) status(`Ready: ${lm.name}`, 'ready');
+    else {
+      status(`Ready without a tokenizer: ${lm.name} has no tokenizer.json. Generate and REFRACT read text, so they are ` +
+        'off here; the library still gives this model\'s logits and REFRACT\'s KLD on token ids (see the documentation).', 'kept');
+    }
     remember(source);
     if (source.kind === 'url') void refreshCacheUsage();
     return;
@@ -205,7 +229,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const lm = app.lm;
     sizing = loaded;
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
-    describeModel(lm.name, lm.config, undefined, choiceLabel(loaded, loaded.loaded!.choice));
+    describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(loaded, loaded.loaded!.choice));
     updateMemory(app);
     status(`${what}; still using ${before ?? lm.name}.`, 'kept');
   } else {
@@ -246,7 +270,13 @@ export function initModelPanel(app: App): void {
     app.stop();
   });
   $('clear-cache').addEventListener('click', async () => {
-    try { await clearCache(); } catch (e) { app.showError(e, 'load'); }
+    try {
+      const u = await cacheUsage();
+      if (!u.files) { await refreshCacheUsage(); return; }
+      const files = `${u.files} cached file${u.files === 1 ? '' : 's'}`;
+      if (!confirm(`Delete ${files} (${fmtBytes(u.bytes)})? A model loaded from a URL downloads again.`)) return;
+      await clearCache();
+    } catch (e) { app.showError(e, 'load'); }
     await refreshCacheUsage();
   });
   const ctx = $<HTMLInputElement>('mem-ctx');

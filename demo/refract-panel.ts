@@ -1,16 +1,17 @@
 // The REFRACT panel: KLD@D between a reference and a candidate KV cache on the bundled Brown corpus or pasted
-// text (mean KLD, score, band, per-position KL plot). With the trajectory axis ticked it is a whole REFRACT score
-// (runRefract, as `refract score` runs it), downloadable as the CLI's JSON and HTML reports.
+// text (mean KLD, score, band, per-position KL plot), and the opt-in axes (trajectory, R-NIAH, PLAD) at sizes that
+// fit the model's context: one runRefract (as `refract score` runs it), downloadable as the CLI's JSON and HTML
+// reports. Before a run the page estimates its whole time from the pace measured here and asks when it is long.
 import {
-  band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, HrmBackend, PROMPTS_V01, renderHtmlReport, runKld, runRefract, toJsonString,
-  type ActDtype, type KldAxisResult, type RefractReport,
+  band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, renderHtmlReport, toJsonString,
+  type ActDtype, type RefractReport, type Stage,
 } from '../src/index.ts';
-// Not public API: returning at once when the user stops (the GPU work in flight cannot be cancelled).
-import { ABORTED, orAborted } from '../src/hrm/generate.ts';
 import { App, kvFromSelects } from './app.ts';
-import { $, fillKv, intInput, setProgress } from './dom.ts';
+import { $, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';
 import { renderKlPlot } from './plot.ts';
+import { RunClock, secs, stageSeconds, WARN_SECONDS, type RunPlan } from './estimate.ts';
+import { kldStatRows } from './kld-rows.ts';
 
 /** Brown documents fetched so far (the corpus grows as larger settings need more text). */
 const brownText = new Map<number, string>();
@@ -26,8 +27,19 @@ async function brown(tokens: number): Promise<{ text: string; label: string }> {
   return { text, label: `Brown ${BROWN_DOCUMENTS[0]}..${BROWN_DOCUMENTS[docs - 1]}` };
 }
 
-/** The last whole report (trajectory + KLD), for the download buttons. */
+/** R-NIAH's answer tokens in the page (the needle's keyword is a few tokens; the CLI's 256 would not fit 512). */
+const RNIAH_TOKENS = 16;
+/** The shortest R-NIAH length the page offers: room for the needle, question and answer around some haystack. */
+const RNIAH_MIN = 128;
+const STAGE_LABEL: Record<Stage, string> = {
+  'floor-trajectory': 'noise floor: trajectory decode', 'floor-kld': 'noise floor: KLD chunk',
+  trajectory: 'trajectory decode', kld: 'KLD chunk', rniah: 'R-NIAH generation', plad: 'PLAD generation',
+};
+
+/** The last report, for the download buttons. */
 let report: RefractReport | null = null;
+/** A long run's settings, once the user was warned about its time (the next Run starts it). */
+let warnedFor: string | null = null;
 
 const PLOT_PLACEHOLDER = 'The per-position KL plot appears here.';
 
@@ -42,8 +54,22 @@ function clearResult(): void {
   plot.setAttribute('aria-label', 'Per-position KL plot (run REFRACT to draw it)');
 }
 
-/** Seconds as "9 s" / "2 min". */
-const secs = (s: number) => (s < 90 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 60)} min`);
+const checked = (id: string) => $<HTMLInputElement>(id).checked;
+
+/** The run the fields describe, each checked against its field and the model's context. */
+function readPlan(app: App): RunPlan {
+  const modelCtx = app.lm!.config.max_position_embeddings;
+  const chunks = intInput('kld-chunks', 1, 10_000);
+  const ctx = intInput('kld-ctx', 2, modelCtx, `the model's context is ${modelCtx} tokens`);
+  const prompts = checked('traj') || checked('plad') ? intInput('traj-prompts', 1, PROMPTS_V01.length) : 0;
+  const fits = `a prompt and its tokens fit the model's ${modelCtx}-token context`;
+  const tokens = prompts ? intInput('traj-tokens', 1, modelCtx - 64, fits) : 0;
+  const rniahLength = checked('rniah') ? intInput('rniah-length', RNIAH_MIN, modelCtx, `the model's context is ${modelCtx} tokens`) : 0;
+  return {
+    chunks, ctx, trajPrompts: checked('traj') ? prompts : 0, tokens, rniahLength, rniahTokens: RNIAH_TOKENS,
+    pladPrompts: checked('plad') ? prompts : 0, floor: checked('floor'),
+  };
+}
 
 async function runRefractPanel(app: App): Promise<void> {
   const result = $('refract-result');
@@ -51,84 +77,67 @@ async function runRefractPanel(app: App): Promise<void> {
   const msg = $('refract-status');
   clearResult();
   const ok = await app.run('refract', async (signal) => {
-    const chunks = intInput('kld-chunks', 1, 10_000);
-    const ctx = intInput('kld-ctx', 2, 1 << 20);
+    const plan = readPlan(app);
     const ref = kvFromSelects('ref-k', 'ref-v');
     const cand = kvFromSelects('cand-k', 'cand-v');
-    const traj = $<HTMLInputElement>('traj').checked;
-    const nPrompts = traj ? intInput('traj-prompts', 1, PROMPTS_V01.length) : 0;
-    const nTokens = traj ? intInput('traj-tokens', 1, 4096) : 0;
-    const { lm, model } = app.model($<HTMLSelectElement>('dtype').value as ActDtype);
+    const condition = conditionString();
+    const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
-    result.dataset.state = 'running';
-    msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
-    const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' } : await brown(chunks * ctx);
-    const steps = chunks + 2 * nPrompts;
-    setProgress(bar, msg, 0, steps, 'steps');
-    const backend = new HrmBackend({ ...lm, model }, { condition: conditionString() });
-    const t0 = performance.now();
-    let kldStart = 0;
-    let kldDone = 0;
-    const progress = (stage: string, d: number, t: number, eta: number | null, before: number) => {
-      setProgress(bar, msg, before + d, steps, 'steps');
-      msg.textContent = `${stage} ${d}/${t}${eta !== null && d < t ? `, about ${secs(eta)} left` : ''}`;
-    };
-    const work: Promise<RefractReport | KldAxisResult> = traj
-      ? runRefract({
-        backend, model: lm.name, reference: ref.label, candidate: cand.label, prompts: PROMPTS_V01.slice(0, nPrompts), nPredict: nTokens,
-        corpus, chunks, ctx, signal, reproCommand: '(hrm-webgpu demo)',
-        onProgress: (stage, d, t, eta) => {
-          // The KLD stage starts when the last trajectory decode ends.
-          if (stage === 'kld') kldDone = d; else kldStart = performance.now();
-          progress(stage === 'kld' ? 'KLD chunk' : 'trajectory decode', d, t, eta, stage === 'kld' ? 2 * nPrompts : 0);
-        },
-      })
-      : runKld(backend, {
-        model: lm.name, reference: ref.label, candidate: cand.label, corpus: corpus.text, corpusLabel: corpus.label, chunks, ctx, signal,
-        onProgress: (d, t) => {
-          kldDone = d;
-          const pace = (performance.now() - t0) / 1000 / Math.max(d, 1);
-          progress('KLD chunk', d, t, d > 0 ? pace * (t - d) : null, 0);
-        },
-      });
-    // Stop returns at once: the chunk on the GPU finishes by itself and is dropped.
-    const r = await orAborted(work, signal);
-    if (r === ABORTED) throw signal.reason;
-    const full = 'axes' in r ? r : null;
-    const kld = 'axes' in r ? r.axes.kld : r;
-    if (kldDone > 0) noteChunkTime(((performance.now() - (kldStart || t0)) / 1000) / kldDone, ctx);
-    // The panel always runs KLD (and the trajectory axis when ticked): neither block is a skipped one.
-    const kldScore = kld.score ?? NaN;
-    const kldBand = full ? full.axes.kld.band : band(kldScore);
-    const rows: Array<[string, string] | [string, string, string]> = [
-      ['reference → candidate', `${ref.label} → ${cand.label} (${model.dtype} activations)`],
-      ['text', `${corpus.label}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
-      ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
-      ['KLD score', kldScore.toFixed(2), 'kld-score'],
-      ['KLD band', kldBand, 'kld-band'],
-      // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.
-      ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
-      ...kldStatRows(kld),
-    ];
-    if (full) {
-      const t = full.axes.gtm;
-      rows.push(
-        ['trajectory score', `${(t.score ?? NaN).toFixed(2)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`],
-        ['composite score', full.composite.toFixed(2), 'composite-score'],
-        ['composite band', full.band, 'composite-band'],
-      );
+    if (pasted) {
+      const n = app.engine.textTokens($<HTMLTextAreaElement>('pasted').value) ?? 0;
+      if (n < plan.ctx) {
+        fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
+      }
     }
-    fillKv(result, rows);
-    $('kld-band').classList.add('band', `band-${kldBand}`);
-    if (full) $('composite-band').classList.add('band', `band-${full.band}`);
-    result.dataset.meanKld = String(kld.mean_kld);
-    if (kld.per_position_kld) await renderKlPlot($('kl-plot'), kld.per_position_kld.map((x) => x ?? NaN), kld.ctx);
-    report = full;
-    msg.textContent = full ? 'Done.' : 'Done (tick the trajectory axis for a whole REFRACT score and its report files).';
+    result.dataset.state = 'running';
+    msg.textContent = 'Measuring this GPU\'s pace…';
+    const stages = stageSeconds(plan, await app.engine.measure(signal));
+    const total = Object.values(stages).reduce((a, b) => a + b, 0);
+    const key = JSON.stringify([plan, ref.label, cand.label, dtype]);
+    if (total > WARN_SECONDS && warnedFor !== key) {
+      warnedFor = key;
+      result.dataset.state = 'warned';
+      msg.textContent = `This run would take about ${secs(total)} here (from the pace measured on this GPU). ` +
+        'Press Run REFRACT again to start it anyway, or lower Chunks, Context (ctx) or the axes\' sizes.';
+      return false;
+    }
+    warnedFor = null;
+    msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
+    const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' }
+      : await brown(plan.chunks * plan.ctx);
+    const haystack = plan.rniahLength ? (await brown(plan.rniahLength)).text : '';
+    const clock = new RunClock(stages);
+    setProgress(bar, msg, 0, 1, 'steps');
+    msg.textContent = `Starting: about ${secs(total)} in all.`;
+    const t0 = performance.now();
+    let kldFrom = t0;
+    const r = await app.engine.refract(dtype, condition, {
+      reference: ref.label, candidate: cand.label,
+      prompts: PROMPTS_V01.slice(0, Math.max(plan.trajPrompts, plan.pladPrompts)),
+      nPredict: plan.tokens || undefined, corpus, chunks: plan.chunks, ctx: plan.ctx, signal, reproCommand: '(hrm-webgpu demo)',
+      skipGtm: plan.trajPrompts === 0, measureFloor: plan.floor,
+      axes: {
+        rniah: plan.rniahLength ? { lengths: [plan.rniahLength], nPredict: plan.rniahTokens, haystack } : false,
+        plad: plan.pladPrompts ? { nPredict: plan.tokens } : false,
+      },
+      onProgress: (stage, d, t) => {
+        if (stage !== 'kld') kldFrom = performance.now();
+        const left = clock.left(stage, d, t);
+        const spent = (performance.now() - t0) / 1000;
+        setProgress(bar, msg, spent, spent + left, 'steps');
+        msg.textContent = `${STAGE_LABEL[stage]} ${d}/${t}, about ${secs(left)} left of the whole run`;
+      },
+    });
+    // runRefract returns what finished when stopped between axes: a stop is a stop.
+    signal.throwIfAborted();
+    if (r.axes.kld.chunks) app.engine.notePositions(2 * r.axes.kld.chunks * r.axes.kld.ctx, performance.now() - kldFrom);
+    await showReport(r, ref.label, cand.label, dtype, pasted ? 'pasted text' : corpus.label);
+    report = r;
+    msg.textContent = `Done in ${secs((performance.now() - t0) / 1000)}.`;
     result.dataset.state = 'done';
     return true;
   });
-  if (!ok) {
+  if (ok === undefined) {
     const stopped = app.lastStopped;
     result.dataset.state = stopped ? 'stopped' : 'error';
     msg.textContent = stopped ? 'Stopped.' : 'Failed (see the message below).';
@@ -138,11 +147,36 @@ async function runRefractPanel(app: App): Promise<void> {
   app.changed();
 }
 
-/** On a CPU adapter the hint says what a chunk took here (not a guess). */
-function noteChunkTime(seconds: number, ctx: number): void {
-  const hint = $('refract-cpu');
-  if (hint.hidden) return;
-  hint.textContent = `This adapter runs on the CPU, so the defaults below are smaller; one KLD chunk of ${ctx} tokens took ${seconds.toFixed(1)} s here.`;
+/** A score, or "n/a" for an axis that did not run (null). */
+const score = (s: number | null | undefined) => (s == null || !Number.isFinite(s) ? 'n/a (not run)' : s.toFixed(2));
+
+async function showReport(r: RefractReport, ref: string, cand: string, dtype: ActDtype, text: string): Promise<void> {
+  const kld = r.axes.kld;
+  const d = r.composite_detail;
+  const kldScore = d.kld_score ?? NaN;
+  const t = r.axes.gtm;
+  const rows: Array<[string, string] | [string, string, string]> = [
+    ['reference → candidate', `${ref} → ${cand} (${dtype} activations)`],
+    ['text', `${text}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
+    ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
+    ['KLD score', kldScore.toFixed(2), 'kld-score'],
+    ['KLD band', band(kldScore), 'kld-band'],
+    // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.
+    ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
+    ...kldStatRows(kld),
+    ['trajectory score', d.gtm_score == null ? score(null)
+      : `${score(d.gtm_score)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`, 'gtm-score'],
+    ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
+    ['PLAD score', score(d.plad_score), 'plad-score'],
+    ...(d.floor_score != null ? [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),
+    ['composite score', r.composite.toFixed(2), 'composite-score'],
+    ['composite band', r.band, 'composite-band'],
+  ];
+  fillKv($('refract-result'), rows);
+  $('kld-band').classList.add('band', `band-${band(kldScore)}`);
+  $('composite-band').classList.add('band', `band-${r.band}`);
+  $('refract-result').dataset.meanKld = String(kld.mean_kld);
+  if (kld.per_position_kld) await renderKlPlot($('kl-plot'), kld.per_position_kld.map((x) => x ?? NaN), kld.ctx);
 }
 
 function download(name: string, type: string, text: string): void {
@@ -158,15 +192,21 @@ function download(name: string, type: string, text: string): void {
 
 const fileStem = (r: RefractReport) => `refract-${r.candidate.replace(/[^\w.-]+/g, '_')}`;
 
+/** A newly loaded model: the context fields' limits and the R-NIAH length that fits it. */
+function fitContext(app: App): void {
+  const ctx = app.lm?.config.max_position_embeddings;
+  if (!ctx) return;
+  for (const id of ['kld-ctx', 'rniah-length']) $<HTMLInputElement>(id).max = String(ctx);
+  $<HTMLInputElement>('rniah-length').value = String(ctx);
+  $('rniah-help').textContent = `R-NIAH hides a needle in ${RNIAH_MIN}–${ctx} tokens of Brown text (this model's context is ${ctx}) at 10, 50 and 90 %.`;
+}
+
 export function initRefractPanel(app: App): void {
   $('refract-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     void runRefractPanel(app);
   });
-  $('refract-stop').addEventListener('click', () => {
-    $('refract-status').textContent = 'Stopping…';
-    app.stop();
-  });
+  $('refract-stop').addEventListener('click', () => app.stop());
   $('dl-json').addEventListener('click', () => { if (report) download(`${fileStem(report)}.json`, 'application/json', toJsonString(report) + '\n'); });
   $('dl-html').addEventListener('click', () => {
     const r = report;
@@ -177,23 +217,17 @@ export function initRefractPanel(app: App): void {
     const radio = document.querySelector<HTMLInputElement>('input[name=corpus][value=pasted]');
     if (radio) radio.checked = true;
   });
+  let fitted: unknown = null;
   app.onChange(() => {
-    $<HTMLButtonElement>('refract-run').disabled = app.job !== null || app.lm === null;
-    $<HTMLButtonElement>('refract-stop').disabled = app.job !== 'refract';
+    if (app.lm !== fitted) { fitted = app.lm; fitContext(app); }
+    if (app.job === 'refract' && app.finishing) {
+      $('refract-result').dataset.state = 'stopping';
+      $('refract-status').textContent = 'Stopping: finishing the part on the GPU…';
+    }
+    const blocked = !app.lm?.tokenizer && app.lm ? `${app.lm.name} has no tokenizer.json, so the page cannot read text into tokens` : null;
+    $('refract-blocked').textContent = blocked ? `REFRACT is off here: ${blocked}.` : '';
+    $<HTMLButtonElement>('refract-run').disabled = app.job !== null || app.lm === null || blocked !== null;
+    $<HTMLButtonElement>('refract-stop').disabled = app.job !== 'refract' || app.finishing;
     $<HTMLButtonElement>('dl-json').disabled = $<HTMLButtonElement>('dl-html').disabled = report === null || app.job === 'refract';
   });
-}
-
-/** llama.cpp's --kl-divergence statistics of the KLD axis (the same fields the JSON report carries; null when the
- *  backend gave none). */
-function kldStatRows(k: Pick<KldAxisResult, 'kld_percentiles' | 'same_top1' | 'same_top1_ci95' | 'delta_p' | 'ppl_ratio' | 'ppl_ratio_unc'>): Array<[string, string, string]> {
-  const rows: Array<[string, string, string]> = [];
-  const p = k.kld_percentiles as Record<string, number> | null;
-  if (p) rows.push(['KLD median / 99th pct / max', `${p['50'].toExponential(2)} / ${p['99'].toExponential(2)} / ${p.max.toExponential(2)} nats`, 'kld-pct']);
-  if (k.same_top1 !== null && k.same_top1_ci95) {
-    rows.push(['same top-1 (95 % CI)', `${(100 * k.same_top1).toFixed(2)} % [${(100 * k.same_top1_ci95[0]).toFixed(2)}, ${(100 * k.same_top1_ci95[1]).toFixed(2)}]`, 'kld-top1']);
-  }
-  if (k.delta_p) rows.push(['Δp of the next token (mean, rms)', `${(100 * k.delta_p.mean).toFixed(3)} %, ${(100 * k.delta_p.rms).toFixed(3)} %`, 'kld-dp']);
-  if (k.ppl_ratio !== null) rows.push(['PPL ratio (candidate / reference)', `${k.ppl_ratio.toFixed(5)} ± ${(k.ppl_ratio_unc ?? 0).toFixed(5)}`, 'kld-ppl']);
-  return rows;
 }

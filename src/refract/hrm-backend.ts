@@ -9,6 +9,9 @@ import { BackendCapabilityError, type Backend, type CompletionOptions, type Comp
 import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
 import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
 
+/** Positions in a part of a KLD pass on a CPU adapter (see logits). */
+const CPU_PART = 8;
+
 export interface HrmBackendOptions {
   /** HRM condition tags used when a prompt is formatted ("chat template" in REFRACT's terms). Default 'synth,cot'. */
   condition?: string;
@@ -46,6 +49,8 @@ export class HrmBackend implements Backend {
   }
 
   private async complete(o: CompletionOptions): Promise<{ text: string; ids: number[]; meta: Metadata }> {
+    // Stopped: no new prefill goes to the GPU (the axes loop over completions without a check of their own).
+    o.signal?.throwIfAborted();
     const promptIds = this.promptIds(o);
     const room = this.lm.config.max_position_embeddings - promptIds.length;
     if (room < 1) throw new BackendCapabilityError('hrm-backend', `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
@@ -75,20 +80,40 @@ export class HrmBackend implements Backend {
     return { tokenIds: r.ids, metadata: { ...r.meta, n_tokens: r.ids.length } };
   }
 
-  /** Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. */
-  logits(ids: number[], kv: string): Promise<Float32Array> {
-    return this.lm.model.logits(ids, { mask: 'causal', kv: kvSpecOf(kv) });
+  /**
+   * Causal logits of `ids` with a fresh cache of the given config, quantized before the pass. On a CPU adapter
+   * (where a 128-position pass takes tens of seconds) the positions run in parts of CPU_PART, each read back before
+   * the next is recorded and the signal checked between them, so a stop waits for one part at most. Each position
+   * attends to the cache's earlier ones either way; the parts depend on the adapter alone (never on timing), so
+   * the reference and candidate passes, and every run on one adapter, split alike.
+   */
+  async logits(ids: number[], kv: string, signal?: AbortSignal): Promise<Float32Array> {
+    const model = this.lm.model;
+    const V = this.lm.config.vocab_size;
+    const part = model.gpu.cpu ? CPU_PART : ids.length;
+    const cache = model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
+    const out = new Float32Array(ids.length * V);
+    try {
+      for (let a = 0; a < ids.length; a += part) {
+        signal?.throwIfAborted();
+        const t = model.forward(ids.slice(a, a + part), cache, { mask: 'causal' });
+        try { out.set(await t.readF32(), a * V); } finally { t.dispose(); }
+      }
+    } finally {
+      cache.dispose();
+    }
+    return out;
   }
 
   /** KL(P_ref || P_cand) per position of token chunks, accumulated into `state` from chunk `state.done` on (so a
-   *  run interrupted by a lost device continues where it stopped; see resilient.ts). */
+   *  run interrupted by a lost device continues where it stopped; see resilient.ts). The signal is checked between
+   *  the parts of each pass (see logits). */
   async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal, state: KldProgress = newKldProgress()): Promise<KldAccumulator> {
     const V = this.lm.config.vocab_size;
     for (let c = state.done; c < chunksOfIds.length; c++) {
-      signal?.throwIfAborted();
       const ids = chunksOfIds[c];
-      const ref = await this.logits(ids, refKv);
-      const cand = await this.logits(ids, candKv);
+      const ref = await this.logits(ids, refKv, signal);
+      const cand = await this.logits(ids, candKv, signal);
       for (let i = 0; i < ids.length; i++) state.acc.add(comparePosition(ref, cand, V, i * V, ids[i + 1]));
       state.done = c + 1;
       onChunk?.(c + 1, chunksOfIds.length);

@@ -116,6 +116,7 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
   let floorScore: number | null = null;
   if (o.measureFloor) {
     const ft = o.skipGtm ? null : await traj(reference, reference, 'floor-trajectory');
+    signal?.throwIfAborted();
     const fk = o.skipKld ? null : await kld(reference, reference, 'floor-kld');
     floorScore = compositeScore({ gtm: ft?.score ?? null, kld: fk?.score ?? null }).composite;
     if (floorScore < MIN_FLOOR) {
@@ -144,6 +145,8 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
   const finished: string[] = [];
   for (const axis of planned) {
     try {
+      // A stop between axes starts no more GPU work.
+      signal?.throwIfAborted();
       await axisRuns[axis]();
       finished.push(axis);
     } catch (e) {

@@ -1,5 +1,5 @@
 // The built demo in headless Chromium, as the demo tests open it: vite build of demo/ into `outDir`, vite preview
-// on 127.0.0.1 (with extra server plugins), one page at a laptop's size, waited on until its first model is up;
+// on 127.0.0.1 (with extra server plugins), one page at a laptop's size (its confirm dialogs answered), waited on until its first model is up;
 // greedy generation there and from the CLI with the same settings.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -13,7 +13,8 @@ export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const MODEL = join(root, 'models/hrm-text-brown-6m');
 export const tsx = join(root, 'node_modules/.bin/tsx');
 
-export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[] }
+/** `dialogs`: the messages of the page's confirm() calls, answered with `answer.accept` (default yes). */
+export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[]; dialogs: string[]; answer: { accept: boolean } }
 
 export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Promise<BuiltDemo> {
   const configFile = join(root, 'vite.config.ts');
@@ -25,9 +26,12 @@ export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Pro
   const page = await browser.newPage();
   await page.setViewport({ width: 1366, height: 860 });
   const log = watchConsole(page);
+  const dialogs: string[] = [];
+  const answer = { accept: true };
+  page.on('dialog', (d) => { dialogs.push(d.message()); void (answer.accept ? d.accept() : d.dismiss()); });
   await page.goto(url);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
-  return { server, browser, page, log };
+  return { server, browser, page, log, dialogs, answer };
 }
 
 /** What `hrm generate` prints for `prompt`, greedy, condition noisy (stdout: the text, then one newline). */

@@ -162,7 +162,7 @@ describe('demo (built, headless Chromium)', () => {
     // Opening a model probes no missing file (each 404 is a console error).
     expect(log.filter((l) => /404|Failed to load/.test(l))).toEqual([]);
     // The documentation link works from the built page.
-    expect(await page.evaluate(async () => (await fetch((document.getElementById('docs-link') as HTMLAnchorElement).href)).text())).toMatch(/^# hrm-webgpu/);
+    expect(await page.evaluate(async () => (await fetch((document.getElementById('docs-link') as HTMLAnchorElement).href)).text())).toMatch(/^<!doctype html>.*<h1>hrm-webgpu<\/h1>/s);
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/subgroup matrices.*kernel path/s);
   });
 
@@ -256,15 +256,13 @@ describe('demo (built, headless Chromium)', () => {
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=["']?https?:/i); // self-contained
   }, 300_000);
 
-  it('Stop ends a REFRACT run at once: "Stopped.", and the previous result and plot are cleared', async () => {
+  it('Stop ends a REFRACT run after the part on the GPU: "Stopped.", and the previous result and plot are cleared', async () => {
     await page.click('#refract-run');
     await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'running', { timeout: 10_000 });
     const t = await timedStop('refract-stop', 'refract-status', 'refract-result');
-    console.log(`demo: REFRACT Stop took ${t.ms.toFixed(0)} ms`);
-    expect(t.right).toBe('Stopping…');
-    expect(t.ms).toBeLessThan(1500);
-    expect(await page.$eval('#refract-result', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent })))
-      .toEqual({ state: 'stopped', text: '' });
+    expect(t.right).toBe('Stopping: finishing the part on the GPU…');
+    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'stopped', { timeout: 10_000 });
+    expect(await page.$eval('#refract-result', (el) => el.textContent)).toBe('');
     expect(await page.$eval('#refract-status', (el) => el.textContent)).toBe('Stopped.');
     expect(await page.$$eval('#kl-plot svg', (els) => els.length)).toBe(0);
     expect(await page.$eval('#dl-json', (el) => (el as HTMLButtonElement).disabled)).toBe(true);
@@ -282,7 +280,7 @@ describe('demo (built, headless Chromium)', () => {
       const r = el.getBoundingClientRect();
       return { text: el.textContent ?? '', inView: r.top >= 0 && r.bottom <= innerHeight && r.height > 0, live: el.getAttribute('aria-live') };
     });
-    expect(e.text).toBe('Check the settings: ctx 100000 exceeds the model\'s context 512');
+    expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 512 (the model\'s context is 512 tokens); it is "100000"');
     expect(e.text).not.toMatch(/\[\w+\]/); // no internal tags
     expect(e.inView).toBe(true);
     expect(e.live).toBe('assertive');

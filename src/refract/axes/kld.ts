@@ -83,10 +83,13 @@ export function kldToScore(kld: number): number {
 
 /** Run KLD@D through backend.runKld. */
 export async function runKld(backend: Backend, o: KldAxisOptions): Promise<KldAxisResult> {
+  o.signal?.throwIfAborted();
   const r = await backend.runKld({
     model: o.model, corpus: o.corpus, refKv: o.reference, candKv: o.candidate, chunks: o.chunks ?? DEFAULTS.chunks,
     ctx: o.ctx ?? DEFAULTS.ctx, perPosition: o.perPosition ?? true, onChunk: o.onProgress, signal: o.signal,
   });
+  // A backend that ignores the signal still ends the axis here: a stopped run reports no KLD.
+  o.signal?.throwIfAborted();
   if (!Number.isFinite(r.meanKld)) throw new RefractError('kld', `backend ${backend.name} returned mean KLD ${r.meanKld}`);
   const out: KldAxisResult = {
     score: kldToScore(r.meanKld),

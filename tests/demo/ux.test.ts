@@ -1,0 +1,298 @@
+// The demo as a new user meets it (issue 33), built, in headless Chromium on SwiftShader, one page for all of it:
+// Stop in REFRACT frees the GPU for Generate within 2 s; the phone layout fits 390 px; messages name the page's
+// fields and focus them, a new run clears old ones; estimates (and a warning) before a run; R-NIAH and PLAD at the
+// model's context, n/a for axes that did not run; notes where a value is capped; Esc and Stop's focus; a model
+// without tokenizer.json; a web page where the weights should be; download speed, persistence, Clear's confirm.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Plugin } from 'vite';
+import { sendFile } from '../../vite.config.ts';
+import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
+
+/**
+ * /webpage/: a server that answers every path but config.json with its home page (200, text/html); /slow/: the
+ * embedded model with model.safetensors sent a MiB every 150 ms (so the page can measure a download speed).
+ */
+const servers: Plugin = {
+  name: 'ux-test-servers',
+  configurePreviewServer(srv) {
+    srv.middlewares.use((req, res, next) => {
+      const m = /^\/(webpage|slow)\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
+      if (!m) { next(); return; }
+      const file = join(MODEL, m[2]);
+      if (m[1] === 'webpage' && m[2] !== 'config.json') {
+        res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.end('<!doctype html><title>Home</title><h1>Welcome</h1>');
+      } else if (m[1] === 'slow' && m[2] === 'model.safetensors' && req.method === 'GET' && !req.headers.range) {
+        const bytes = readFileSync(file);
+        res.setHeader('Content-Type', 'application/octet-stream');
+        res.setHeader('Content-Length', String(bytes.length));
+        let at = 0;
+        const more = () => { const end = Math.min(at + (1 << 20), bytes.length); res.write(bytes.subarray(at, end)); at = end; if (at < bytes.length) setTimeout(more, 150); else res.end(); };
+        more();
+      } else sendFile(req, res, file);
+    });
+  },
+};
+
+let work: string;
+let demo: BuiltDemo;
+const page = () => demo.page;
+const text = (sel: string) => page().$eval(sel, (el) => el.textContent ?? '');
+const setValue = (sel: string, v: string) => page().$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; el.dispatchEvent(new Event('input')); }, v);
+const check = (sel: string, on: boolean) => page().$eval(sel, (el, v) => { (el as HTMLInputElement).checked = v; }, on);
+const focused = () => page().evaluate(() => document.activeElement?.id);
+const disabled = (sel: string) => page().$eval(sel, (el) => (el as HTMLButtonElement).disabled);
+const state = (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state);
+const waitState = (id: string, states: string[], timeout = 60_000) =>
+  page().waitForFunction((i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states);
+const ready = () => page().waitForFunction(() => ['ready', 'kept', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 60_000 });
+
+describe('demo, issue 33 (built, headless Chromium)', () => {
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'hrm-demo-ux-'));
+    demo = await openBuiltDemo(join(work, 'dist'), [servers]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await demo?.browser.close();
+    await demo?.server.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('Stop in REFRACT ends its GPU work: Generate is back within 2 s with the GPU idle, and generates', async () => {
+    await setValue('#kld-chunks', '1'); await setValue('#kld-ctx', '128'); await check('#traj', false);
+    await page().click('#refract-run');
+    // The whole run's estimate comes before it starts.
+    await page().waitForFunction(() => /^Starting: about \d+ (s|min) in all\.$|KLD chunk/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await state('refract-result')).toBe('running');
+    const t = await page().evaluate(() => new Promise<{ enabled: number; right: string; genOff: boolean; queue: number }>((res) => {
+      const gen = document.getElementById('generate') as HTMLButtonElement;
+      const t0 = performance.now();
+      document.getElementById('refract-stop')!.click();
+      const right = document.getElementById('refract-status')!.textContent ?? '';
+      const genOff = gen.disabled;
+      const poll = async (): Promise<void> => {
+        if (gen.disabled) { setTimeout(poll, 5); return; }
+        const enabled = performance.now() - t0;
+        // Nothing of the stopped run is left on the GPU.
+        const q0 = performance.now();
+        await (window as unknown as { __demo: { gpu: { device: GPUDevice } } }).__demo.gpu.device.queue.onSubmittedWorkDone();
+        res({ enabled, right, genOff, queue: performance.now() - q0 });
+      };
+      void poll();
+    }));
+    console.log(`ux: Stop in REFRACT to Generate enabled ${t.enabled.toFixed(0)} ms, queue idle after ${t.queue.toFixed(0)} ms`);
+    expect(t.right).toBe('Stopping: finishing the part on the GPU…');
+    expect(t.genOff).toBe(true); // Generate stays off while the GPU finishes
+    expect(t.enabled).toBeLessThan(2000);
+    expect(t.queue).toBeLessThan(200);
+    expect(await text('#refract-status')).toBe('Stopped.');
+    await setValue('#max-tokens', '2');
+    await page().click('#generate');
+    expect(await state('output')).toMatch(/^(running|done)$/); // started, not refused
+    await waitState('output', ['done', 'error']);
+    expect(await text('#gen-stats')).toMatch(/^prompt \d+ tok, .* · decode \d+ tok/);
+  }, 120_000);
+
+  it('phone (390 x 844): nothing wider than the viewport, panels of one width, one stretched column', async () => {
+    await page().setViewport({ width: 390, height: 844 });
+    const m = await page().evaluate(() => {
+      const W = document.documentElement.clientWidth;
+      const wide = [...document.querySelectorAll('body *')].filter((el) => {
+        const r = el.getBoundingClientRect();
+        // The skip link waits off-screen until focused; sr-only text is clipped.
+        return r.width > 0 && (r.right > W + 0.5 || r.left < -0.5) && !el.closest('.sr-only, .skip');
+      }).map((el) => `${el.tagName.toLowerCase()}#${el.id} ${Math.round(el.getBoundingClientRect().right)}`);
+      const height = (sel: string) => document.querySelector(sel)!.closest('label')!.getBoundingClientRect().height;
+      return {
+        scroll: document.documentElement.scrollWidth, W, wide, align: getComputedStyle(document.querySelector('main')!).alignItems,
+        panels: [...document.querySelectorAll('.panel')].map((p) => Math.round(p.getBoundingClientRect().width)),
+        // The axes' labels wrap (the PLAD one is long), measured against a one-line label's height.
+        pladLines: height('#plad') / height('input[name=corpus]'),
+      };
+    });
+    expect(m.scroll).toBeLessThanOrEqual(m.W);
+    expect(m.wide).toEqual([]);
+    expect(new Set(m.panels).size).toBe(1);
+    expect(m.panels[0]).toBeGreaterThan(m.W - 40);
+    expect(m.align).not.toBe('start');
+    expect(m.pladLines).toBeGreaterThan(1.5);
+    await page().setViewport({ width: 1366, height: 768 });
+    // A laptop: the download progress bar is in view on load.
+    expect(await page().$eval('#dl-progress', (el) => el.getBoundingClientRect().bottom)).toBeLessThan(768);
+  }, 30_000);
+
+  it('messages name the page\'s fields and focus them; a new run clears the old error and stats', async () => {
+    await setValue('#kld-ctx', '100000');
+    await page().click('#refract-run');
+    await page().waitForFunction(() => !(document.getElementById('refract-error') as HTMLElement).hidden, { timeout: 10_000 });
+    expect(await text('#refract-error')).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 512 (the model\'s context is 512 tokens); it is "100000"');
+    expect(await focused()).toBe('kld-ctx');
+    await setValue('#kld-ctx', '64');
+    await page().click('input[name=corpus][value=pasted]');
+    await setValue('#pasted', 'Too short a text.');
+    await page().click('#refract-run');
+    await page().waitForFunction(() => /Pasted text/.test(document.getElementById('refract-error')?.textContent ?? ''), { timeout: 10_000 });
+    expect(await text('#refract-error')).toMatch(/^Check the settings: the Pasted text is \d+ tokens, fewer than Context \(ctx\) 64: paste more text, or lower Context \(ctx\)$/);
+    expect(await text('#refract-error')).not.toMatch(/--|-c\b/);
+    expect(await focused()).toBe('pasted');
+    // A new generation: the REFRACT error and the last stats line go before its own check fails.
+    expect(await text('#gen-stats')).not.toBe('');
+    await setValue('#temperature', '-1');
+    await page().click('#generate');
+    await page().waitForFunction(() => !(document.getElementById('generate-error') as HTMLElement).hidden, { timeout: 10_000 });
+    expect(await page().$eval('#refract-error', (el) => (el as HTMLElement).hidden)).toBe(true);
+    expect(await text('#gen-stats')).toBe('');
+    expect(await text('#generate-error')).toBe('Check the settings: Temperature must be a number from 0 to 100; it is "-1"');
+    expect(await focused()).toBe('temperature');
+    await setValue('#temperature', '0');
+  }, 30_000);
+
+  it('estimates: a long run is not started without a warning naming its time', async () => {
+    await page().click('input[name=corpus][value=brown]');
+    await setValue('#kld-chunks', '500');
+    await setValue('#kld-ctx', '512');
+    await page().click('#refract-run');
+    await waitState('refract-result', ['warned', 'error', 'running'], 30_000);
+    if ((await state('refract-result')) === 'running') await page().click('#refract-stop'); // the later tests need the GPU
+    expect(await state('refract-result')).toBe('warned');
+    expect(await text('#refract-status')).toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
+    expect(await disabled('#generate')).toBe(false); // nothing runs
+    await setValue('#kld-chunks', '1');
+  }, 60_000);
+
+  it('R-NIAH and PLAD are offered at the model\'s context; axes that did not run show n/a', async () => {
+    expect(await page().$eval('#rniah-length', (el) => [(el as HTMLInputElement).max, (el as HTMLInputElement).value])).toEqual(['512', '512']);
+    await check('#rniah', true);
+    await setValue('#rniah-length', '600');
+    await page().click('#refract-run');
+    await page().waitForFunction(() => /R-NIAH length/.test(document.getElementById('refract-error')?.textContent ?? ''), { timeout: 10_000 });
+    expect(await text('#refract-error')).toMatch(/R-NIAH length \(tokens\) must be a whole number from 128 to 512/);
+    expect(await focused()).toBe('rniah-length');
+    await check('#rniah', false);
+    // KLD alone (small): the other axes show n/a.
+    await setValue('#kld-ctx', '32');
+    await page().click('#refract-run');
+    await waitState('refract-result', ['done', 'error'], 60_000);
+    expect(await text('#refract-error')).toBe('');
+    expect(Number(await text('#kld-score'))).toBeGreaterThan(0);
+    for (const axis of ['gtm', 'rniah', 'plad']) expect(await text(`#${axis}-score`), axis).toBe('n/a (not run)');
+    // PLAD runs from the page (1 prompt, 1 token each: up to 5 cells, each with both caches); stopped once under way.
+    await check('#plad', true);
+    await setValue('#traj-prompts', '1'); await setValue('#traj-tokens', '1');
+    await page().click('#refract-run');
+    await page().waitForFunction(() => /^PLAD generation [1-9]\d*\/\d+, about/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
+    await page().click('#refract-stop');
+    await waitState('refract-result', ['stopped'], 30_000);
+    await check('#plad', false);
+  }, 240_000);
+
+  it('Esc stops a generation; Stop has the focus while it runs', async () => {
+    await setValue('#max-tokens', '200');
+    await page().focus('#prompt');
+    await page().keyboard.down('Control');
+    await page().keyboard.press('Enter');
+    await page().keyboard.up('Control');
+    await page().waitForFunction(() => (document.getElementById('output')?.textContent ?? '').length > 0, { timeout: 60_000 });
+    expect(await focused()).toBe('gen-stop');
+    await page().keyboard.press('Escape');
+    await waitState('output', ['done', 'error'], 10_000);
+    expect(await page().$eval('#output', (el) => (el as HTMLElement).dataset.stopReason)).toBe('aborted');
+    await page().waitForFunction(() => !(document.getElementById('generate') as HTMLButtonElement).disabled, { timeout: 10_000 });
+  }, 90_000);
+
+  it('notes: max tokens capped by a small context (stop reason "context"), an empty prompt, a memory context outside the model\'s', async () => {
+    const dir = join(work, 'ctx-11');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) copyFileSync(join(MODEL, f), join(dir, f));
+    const config = JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8'));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 11 }));
+    await (await page().$('input#folder-input'))!.uploadFile(dir);
+    await page().waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: ctx-11', { timeout: 60_000 });
+    await setValue('#prompt', 'The jury said');
+    await setValue('#max-tokens', '100000');
+    await page().click('#generate');
+    await waitState('output', ['done', 'error'], 60_000);
+    const note = /^Max tokens 100000 is capped to (\d+): the prompt takes (\d+) of the model's 11-token context\.$/.exec(await text('#gen-note'));
+    expect(note, await text('#gen-note')).not.toBeNull();
+    expect(Number(note![1]) + Number(note![2])).toBe(11);
+    const reason = await page().$eval('#output', (el) => (el as HTMLElement).dataset.stopReason);
+    expect(['context', 'eos']).toContain(reason);
+    // The first token comes from the prompt's pass, the others from decode steps.
+    if (reason === 'context') expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${Number(note![1]) - 1} tok, .* · context full$`));
+    await setValue('#prompt', ''); await setValue('#max-tokens', '1');
+    await page().click('#generate');
+    await waitState('output', ['done', 'error'], 60_000);
+    expect(await text('#gen-note')).toBe('The Prompt is empty: the model continues from its condition tags alone.');
+    for (const v of ['-1', '1e8']) {
+      await setValue('#mem-ctx', v);
+      expect(await text('#mem-note')).toBe(`"${v}" is not a context this model has: enter a whole number of tokens from 1 to 11. Shown for the whole context, 11 tokens.`);
+      expect(await text('#memory')).toMatch(/KV cache \(11 tokens/);
+    }
+    await setValue('#mem-ctx', '11');
+    expect(await text('#mem-note')).toBe('');
+    await setValue('#prompt', 'The jury said');
+  }, 120_000);
+
+  it('a server\'s web page where the weights should be is named as such, with no status or stack', async () => {
+    await setValue('#model-url', new URL('webpage', page().url()).href);
+    await page().click('#load-url');
+    await page().waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 30_000 });
+    const e = await text('#load-error');
+    expect(e).toMatch(/model\.safetensors.*the server sent a web page \(HTML\) where the model's weights should be/);
+    expect(e).not.toMatch(/HTTP 404|\n\s+at /);
+    await ready();
+    // The failed load keeps the current model's rows, the checkpoint's included.
+    expect(await text('#model-info')).toMatch(/checkpointmodel\.safetensors/);
+  }, 60_000);
+
+  it('a model without tokenizer.json says so at load and turns Generate off; old output goes', async () => {
+    expect(await text('#output')).not.toBe('');
+    const dir = join(work, 'no-tokenizer');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(MODEL, f), join(dir, f));
+    await (await page().$('input#folder-input'))!.uploadFile(dir);
+    await page().waitForFunction(() => /^(Ready without|Could not)/.test(document.getElementById('model-status')?.textContent ?? ''), { timeout: 60_000 });
+    expect(await text('#model-status')).toMatch(/^Ready without a tokenizer: no-tokenizer has no tokenizer\.json\. Generate and REFRACT read text.*logits/);
+    expect(await disabled('#generate')).toBe(true);
+    expect(await text('#gen-blocked')).toBe('Generate is off: no-tokenizer has no tokenizer.json, so the page cannot turn a prompt into tokens.');
+    expect(await text('#output')).toBe('');
+  }, 60_000);
+
+  it('download speed and time left; storage persistence asked once; the cache\'s size before Clear', async () => {
+    await page().evaluate(() => {
+      const w = window as unknown as { persistCalls: number };
+      w.persistCalls = 0;
+      const orig = StorageManager.prototype.persist;
+      StorageManager.prototype.persist = function (this: StorageManager) { w.persistCalls++; return orig.call(this); };
+    });
+    const speeds: string[] = [];
+    const base = new URL('slow', page().url()).href;
+    for (let i = 0; i < 2; i++) {
+      await setValue('#model-url', base);
+      await page().click('#load-url');
+      await page().waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'loading', { timeout: 10_000 });
+      while ((await state('model-status')) === 'loading') {
+        speeds.push(await text('#dl-text'));
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(await text('#model-status')).toBe(`Ready: ${base}`);
+    }
+    expect(speeds.some((s) => /MiB \/ 12\.5 MiB · [\d.]+ (KiB|MiB)\/s, about \d+ s left$/.test(s)), speeds.join('\n')).toBe(true);
+    expect(await page().evaluate(() => (window as unknown as { persistCalls: number }).persistCalls)).toBe(1);
+    demo.answer.accept = false;
+    const asked = demo.dialogs.length;
+    await page().click('#clear-cache');
+    for (let i = 0; i < 100 && demo.dialogs.length === asked; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(demo.dialogs.at(-1)).toMatch(/^Delete \d+ cached files? \(12\.\d MiB\)\?/);
+    await new Promise((r) => setTimeout(r, 500)); // the page's answer to "no" (nothing) has run
+    expect(await text('#cache-usage')).toMatch(/^[1-9]\d* files? cached/);
+    demo.answer.accept = true;
+    await page().click('#clear-cache');
+    await page().waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
+  }, 90_000);
+});
