@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Build, here, what headless Chrome needs on the H200 benchmark machine (no browser, no network, at most 64 MiB a
+# call, ~34 MiB of it the working tree): Debian 12's chromium, the .debs of every library the H200 lacks
+# (bench/chrome-libs.txt), a font and a fontconfig file, and a stripped node, unpacked, trimmed (other locales, the
+# Vulkan validation layer, docs), in one tar.xz split into parts of at most PART_MIB (26) MiB:
+#   .h200/chrome/partN/   chrome.tar.xz.N + SHA256SUMS (every part's and the whole's sums: each part checks alone)
+#   .h200/chrome-run/     the runner (bench/chrome-run.ts bundled by esbuild, no node_modules needed there), the
+#                         built bench page and demo (vite), carried with the last part
+# There, bench/chrome-unpack.sh gathers the parts call by call and unpacks them once all have come;
+# bench/chrome-README.md gives the calls. Run after `npm ci` and `apt-get update`. The .debs stay cached in
+# .h200/chrome-debs/ (not carried). Prints the calls it takes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+part_mib=${PART_MIB:-26}
+debs=.h200/chrome-debs parts=.h200/chrome run=.h200/chrome-run
+mkdir -p "$debs"
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qxF '/.h200/' "$exclude" 2>/dev/null || echo '/.h200/' >> "$exclude"
+mapfile -t pkgs < <(sed -e 's/#.*//' -e '/^present:/d' bench/chrome-libs.txt | tr -s ' \n' '\n\n' | grep .)
+(cd "$debs" && apt-get download chromium chromium-common "${pkgs[@]}" >/dev/null 2>&1) \
+  || { echo "apt-get download failed for one of: chromium chromium-common ${pkgs[*]} (run apt-get update first)"; exit 1; }
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
+# What headless Chrome does not need: docs, icons, other locales' strings, the Vulkan validation layer and the mock
+# driver (23 MB and 0.5 MB), the /usr/bin wrapper script (the binary is run directly), Debian's /etc files.
+rm -rf "$root"/usr/share/{doc,man,icons,applications,lintian,bug,menu,metainfo,appdata,gtk-doc} "$root/etc" "$root/usr/bin"
+find "$root/usr/lib/chromium/locales" -type f ! -name 'en-US.pak' -delete
+rm -f "$root"/usr/lib/chromium/libVkLayer_khronos_validation.so* "$root"/usr/lib/chromium/libVkICD_mock_icd.so*
+# libgbm's Mesa backend (it needs Mesa's libgallium, 30 MB): GBM is for display buffers, which headless Chrome has not.
+rm -rf "$root/usr/lib/x86_64-linux-gnu/gbm"
+# fontconfig reads FONTCONFIG_FILE (chrome-unpack.sh's env.sh sets it); the font folder is relative to this file.
+mkdir -p "$root/etc/fonts"
+cat > "$root/etc/fonts/fonts.conf" <<'CONF'
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <dir prefix="relative">../../usr/share/fonts</dir>
+  <cachedir>/tmp/hrm-fontconfig-cache</cachedir>
+  <alias><family>sans-serif</family><prefer><family>DejaVu Sans</family></prefer></alias>
+  <alias><family>serif</family><prefer><family>DejaVu Serif</family></prefer></alias>
+  <alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>
+</fontconfig>
+CONF
+mkdir -p "$root/node"
+strip -o "$root/node/node" "$(readlink -f "$(command -v node)")"
+
+# Every library any binary here needs must be in the tree or on the H200 (bench/chrome-libs.txt's present: line,
+# from its ldconfig -p); else name it and stop, before anything is carried.
+present=" $(sed -n 's/^present: //p' bench/chrome-libs.txt) "
+have=" $(find "$root" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | tr '\n' ' ') "
+lacking=$(find "$root" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 file -L | awk -F: '/ELF/ {print $1}' |
+  xargs -r readelf -d 2>/dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}' | sort -u |
+  while read -r so; do [[ "$present" == *" $so "* || "$have" == *" $so "* ]] || echo "$so"; done)
+[ -z "$lacking" ] || { echo "the H200 would lack: $lacking (add their packages to bench/chrome-libs.txt)"; exit 1; }
+
+rm -rf "$parts" && mkdir -p "$parts"
+echo "compressing $(du -sm "$root" | cut -f1) MB (xz -9, a few minutes on two cores)"
+tar -C "$root" -cf - . | xz -9 -T2 > "$stage/chrome.tar.xz"
+split -b "${part_mib}M" -d -a 1 --numeric-suffixes=1 "$stage/chrome.tar.xz" "$stage/chrome.tar.xz."
+n=$(ls "$stage"/chrome.tar.xz.* | wc -l)
+(cd "$stage" && sha256sum chrome.tar.xz.* && sha256sum chrome.tar.xz | sed 's/ .*/  whole/' && echo "$n  parts") > "$stage/SHA256SUMS"
+for i in $(seq 1 "$n"); do
+  mkdir -p "$parts/part$i" && mv "$stage/chrome.tar.xz.$i" "$parts/part$i/" && cp "$stage/SHA256SUMS" "$parts/part$i/"
+done
+
+bash bench/chrome-build.sh "$run"
+tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+mib() { echo $((($1 + 1048575) / 1048576)); }
+echo "working tree $(mib "$tree") MiB; each call may carry 64 MiB in all. $n+ calls, back to back (timeout_s 600):"
+for i in $(seq 1 "$n"); do
+  size=$(du -cb "$parts/part$i" | tail -1 | cut -f1)
+  if [ "$i" = "$n" ]; then
+    size=$((size + $(du -cb "$run" | tail -1 | cut -f1)))
+    echo "  call $i: carry [\"$parts/part$i\", \"$run\"]  command: bash bench/chrome-unpack.sh && bash bench/chrome-run.sh" \
+      " ($(mib $((size + tree))) MiB)"
+  else
+    echo "  call $i: carry [\"$parts/part$i\"]  command: bash bench/chrome-unpack.sh   ($(mib $((size + tree))) MiB)"
+  fi
+done
+echo "  then more runs: carry [\"$run\"]  command: bash bench/chrome-run.sh [phases and bench options]"
