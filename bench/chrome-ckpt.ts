@@ -1,19 +1,21 @@
-// A checkpoint of the HRM-Text-1B shape with random weights, written as a model folder the demo can load from a URL
-// (bench/chrome-run.ts serves it on 127.0.0.1): config.json, the embedded model's tokenizer files (its 2048 ids
-// are below the 1B vocab_size, as the tokenizer check asks), model.safetensors of 2.4 GB of bf16 written tensor by
-// tensor (no 2.4 GB buffer): uniform in +-1/sqrt(fan_in), embeddings +-0.02, as randomWeights draws them on a GPU.
-import { closeSync, copyFileSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
+// A checkpoint of the HRM-Text-1B shape (or another config's) with random weights, written as a model folder the
+// demo can load from a URL
+// (bench/chrome-run.ts serves it on 127.0.0.1): config.json, the embedded model's tokenizer with its BPE vocabulary
+// padded to the 1B vocab_size by tokens `<r2048>`... (random weights pick any id; the tokenizer refuses to decode
+// ids it lacks), model.safetensors of 2.4 GB of bf16 written tensor by tensor (no 2.4 GB buffer): uniform in
+// +-1/sqrt(fan_in), embeddings +-0.02, as randomWeights draws them on a GPU.
+import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
 import { expectedTensors } from '../src/hrm/weights.ts';
 
-const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
 const CHUNK = 1 << 23; // values drawn per write: 16 MiB of bf16
 
 /** config.json for `c` (legacy form: num_hidden_layers = layers per stack). */
 function configJson(c: HrmConfig): Record<string, unknown> {
   return {
-    model_type: 'hrm_text', vocab_size: c.vocab_size, hidden_size: c.hidden_size, intermediate_size: c.intermediate_size,
+    model_type: 'hrm_text', vocab_size: c.vocab_size, hidden_size: c.hidden_size,
+    intermediate_size: c.intermediate_size,
     num_hidden_layers: c.num_layers_per_stack, num_attention_heads: c.num_attention_heads, head_dim: c.head_dim,
     H_cycles: c.H_cycles, L_cycles: c.L_cycles, rope_theta: c.rope_theta, rms_norm_eps: c.rms_norm_eps,
     max_position_embeddings: c.max_position_embeddings, embedding_scale: c.embedding_scale, prefix_lm: c.prefix_lm,
@@ -22,14 +24,22 @@ function configJson(c: HrmConfig): Record<string, unknown> {
   };
 }
 
-/** Write the folder `dir` from the tokenizer files in `tokenizerDir`; returns model.safetensors' size in bytes. */
-export function writeRandom1b(dir: string, tokenizerDir: string, seed = 1): number {
-  const c = HRM_TEXT_1B;
+/**
+ * Write the folder `dir` for config `c` (default the 1B shape) from the tokenizer files in `tokenizerDir`; returns
+ * model.safetensors' size in bytes.
+ */
+export function writeRandomCheckpoint(dir: string, tokenizerDir: string, c: HrmConfig = HRM_TEXT_1B, seed = 1): number {
   const json = configJson(c);
-  if (JSON.stringify(parseConfig(json, 'config.json')) !== JSON.stringify(c)) throw new Error('[chrome-ckpt] config.json does not parse back to HRM_TEXT_1B');
+  if (JSON.stringify(parseConfig(json, 'config.json')) !== JSON.stringify(c)) {
+    throw new Error('[chrome-ckpt] config.json does not parse back to the config');
+  }
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'config.json'), JSON.stringify(json, null, 2) + '\n');
-  for (const f of TOKENIZER_FILES) copyFileSync(join(tokenizerDir, f), join(dir, f));
+  copyFileSync(join(tokenizerDir, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
+  type Tok = { model: { vocab: Record<string, number> } };
+  const tok = JSON.parse(readFileSync(join(tokenizerDir, 'tokenizer.json'), 'utf8')) as Tok;
+  for (let id = Object.keys(tok.model.vocab).length; id < c.vocab_size; id++) tok.model.vocab[`<r${id}>`] = id;
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
   const tensors = [...expectedTensors(c)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const header: Record<string, unknown> = {};
   let offset = 0;

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part_mib=${PART_MIB:-26}
-debs=.h200/chrome-debs parts=.h200/chrome run=.h200/chrome-run
+debs=.h200/chrome-debs parts=.h200/chrome run=.h200/chrome-run whole=.h200/chrome-whole.tar.xz
 mkdir -p "$debs"
 exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
 mkdir -p "$(dirname "$exclude")"
@@ -23,18 +23,22 @@ mapfile -t pkgs < <(sed -e 's/#.*//' -e '/^present:/d' bench/chrome-libs.txt | t
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-root=$stage/root
-for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
-# What headless Chrome does not need: docs, icons, other locales' strings, the Vulkan validation layer and the mock
-# driver (23 MB and 0.5 MB), the /usr/bin wrapper script (the binary is run directly), Debian's /etc files.
-rm -rf "$root"/usr/share/{doc,man,icons,applications,lintian,bug,menu,metainfo,appdata,gtk-doc} "$root/etc" "$root/usr/bin"
-find "$root/usr/lib/chromium/locales" -type f ! -name 'en-US.pak' -delete
-rm -f "$root"/usr/lib/chromium/libVkLayer_khronos_validation.so* "$root"/usr/lib/chromium/libVkICD_mock_icd.so*
-# libgbm's Mesa backend (it needs Mesa's libgallium, 30 MB): GBM is for display buffers, which headless Chrome has not.
-rm -rf "$root/usr/lib/x86_64-linux-gnu/gbm"
-# fontconfig reads FONTCONFIG_FILE (chrome-unpack.sh's env.sh sets it); the font folder is relative to this file.
-mkdir -p "$root/etc/fonts"
-cat > "$root/etc/fonts/fonts.conf" <<'CONF'
+# The whole tar.xz is kept (not carried) and reused while the .debs, the package list and node are the same: xz -9
+# of the 440 MB tree takes ~10 CPU minutes. FORCE=1 rebuilds it.
+stamp=$( (ls "$debs"/*.deb; cat bench/chrome-libs.txt; node --version) | sha256sum | cut -c1-16)
+if [ "${FORCE:-0}" = 1 ] || [ "$(cat "$whole.stamp" 2>/dev/null)" != "$stamp" ]; then
+  root=$stage/root
+  for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
+  # What headless Chrome does not need: docs, icons, other locales' strings, the Vulkan validation layer and the mock
+  # driver (23 MB and 0.5 MB), the /usr/bin wrapper script (the binary is run directly), Debian's /etc files.
+  rm -rf "$root"/usr/share/{doc,man,icons,applications,lintian,bug,menu,metainfo,appdata,gtk-doc} "$root/etc" "$root/usr/bin"
+  find "$root/usr/lib/chromium/locales" -type f ! -name 'en-US.pak' -delete
+  rm -f "$root"/usr/lib/chromium/libVkLayer_khronos_validation.so* "$root"/usr/lib/chromium/libVkICD_mock_icd.so*
+  # libgbm's Mesa backend (it needs Mesa's libgallium, 30 MB): GBM is for display buffers, which headless Chrome has not.
+  rm -rf "$root/usr/lib/x86_64-linux-gnu/gbm"
+  # fontconfig reads FONTCONFIG_FILE (chrome-unpack.sh's env.sh sets it); the font folder is relative to this file.
+  mkdir -p "$root/etc/fonts"
+  cat > "$root/etc/fonts/fonts.conf" <<'CONF'
 <?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
 <fontconfig>
@@ -45,24 +49,30 @@ cat > "$root/etc/fonts/fonts.conf" <<'CONF'
   <alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>
 </fontconfig>
 CONF
-mkdir -p "$root/node"
-strip -o "$root/node/node" "$(readlink -f "$(command -v node)")"
+  mkdir -p "$root/node"
+  strip -o "$root/node/node" "$(readlink -f "$(command -v node)")"
 
-# Every library any binary here needs must be in the tree or on the H200 (bench/chrome-libs.txt's present: line,
-# from its ldconfig -p); else name it and stop, before anything is carried.
-present=" $(sed -n 's/^present: //p' bench/chrome-libs.txt) "
-have=" $(find "$root" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | tr '\n' ' ') "
-lacking=$(find "$root" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 file -L | awk -F: '/ELF/ {print $1}' |
-  xargs -r readelf -d 2>/dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}' | sort -u |
-  while read -r so; do [[ "$present" == *" $so "* || "$have" == *" $so "* ]] || echo "$so"; done)
-[ -z "$lacking" ] || { echo "the H200 would lack: $lacking (add their packages to bench/chrome-libs.txt)"; exit 1; }
+  # Every library any binary here needs must be in the tree or on the H200 (bench/chrome-libs.txt's present: line,
+  # from its ldconfig -p); else name it and stop, before anything is carried.
+  present=" $(sed -n 's/^present: //p' bench/chrome-libs.txt) "
+  have=" $(find "$root" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | tr '\n' ' ') "
+  lacking=$(find "$root" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 file -L | awk -F: '/ELF/ {print $1}' |
+    xargs -r readelf -d 2>/dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}' | sort -u |
+    while read -r so; do [[ "$present" == *" $so "* || "$have" == *" $so "* ]] || echo "$so"; done)
+  [ -z "$lacking" ] || { echo "the H200 would lack: $lacking (add their packages to bench/chrome-libs.txt)"; exit 1; }
+  echo "compressing $(du -sm "$root" | cut -f1) MB (xz -9: ~10 CPU minutes)"
+  tar -C "$root" -cf - . | xz -9 -T2 > "$whole.tmp" && mv "$whole.tmp" "$whole" && echo "$stamp" > "$whole.stamp"
+  rm -rf "$root"
+else
+  echo "reusing $whole (FORCE=1 rebuilds it)"
+fi
 
+# Parts of equal size, as few as PART_MIB allows: each call carries the same, well under the limit.
 rm -rf "$parts" && mkdir -p "$parts"
-echo "compressing $(du -sm "$root" | cut -f1) MB (xz -9, a few minutes on two cores)"
-tar -C "$root" -cf - . | xz -9 -T2 > "$stage/chrome.tar.xz"
-split -b "${part_mib}M" -d -a 1 --numeric-suffixes=1 "$stage/chrome.tar.xz" "$stage/chrome.tar.xz."
-n=$(ls "$stage"/chrome.tar.xz.* | wc -l)
-(cd "$stage" && sha256sum chrome.tar.xz.* && sha256sum chrome.tar.xz | sed 's/ .*/  whole/' && echo "$n  parts") > "$stage/SHA256SUMS"
+n=$(( ($(stat -c %s "$whole") + part_mib * 1048576 - 1) / (part_mib * 1048576) ))
+split -n "$n" -d -a 1 --numeric-suffixes=1 "$whole" "$stage/chrome.tar.xz."
+sum=$(sha256sum < "$whole" | cut -d' ' -f1)
+(cd "$stage" && sha256sum chrome.tar.xz.* && echo "$sum  whole" && echo "$n  parts") > "$stage/SHA256SUMS"
 for i in $(seq 1 "$n"); do
   mkdir -p "$parts/part$i" && mv "$stage/chrome.tar.xz.$i" "$parts/part$i/" && cp "$stage/SHA256SUMS" "$parts/part$i/"
 done

@@ -14,9 +14,11 @@ export async function pageParity(mlx: string): Promise<{ md: string; failed: num
     const model = await checkModelParity(gpu, mlx, { source: (u) => urlSource(u), files: (u) => urlFiles(u) });
     const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
     const failed = cases.filter((c) => !c.ok).length;
-    const lines = [`Parity in Chrome on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode attention's ` +
-      `folded merges): **${cases.length - failed} passed, ${failed} failed**`];
-    for (const c of cases) lines.push(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
+    const lines = [`Parity in Chrome on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode ` +
+      `attention's folded merges): **${cases.length - failed} passed, ${failed} failed**`];
+    for (const c of cases) {
+      lines.push(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
+    }
     return { md: lines.join('\n') + '\n', failed };
   } finally {
     gpu.destroy();

@@ -15,6 +15,7 @@ xz -dc "$run/runner.mjs.xz" > "$run/runner.mjs" || exit 1
 rm -rf "$run/site" && xz -dc "$run/site.tar.xz" | tar -x -C "$run" || exit 1
 out=${OUT:-bench/results}
 mkdir -p "$out"
+echo "node: $(command -v node) $(node --version); chromium: $CHROMIUM_PATH"
 node "$run/runner.mjs" --out "$out" "$@"
 rc=$?
 ls -la "$out"

@@ -2,47 +2,103 @@
 // built bench page and demo (bench/chrome-build.sh) with node:http on 127.0.0.1, drives the carried chromium with
 // puppeteer-core (bundled in), and writes into --out (at most 8 files: the bench's JSON/MD/SVG, chrome-run.json,
 // chrome-run.log, three demo screenshots). Phases, in this order, each timed and inside --deadline seconds:
-//   probe  the flag sets of bench/chrome-flags.ts, until one gives an NVIDIA adapter (--probe-all: every set)
+//   probe  the flag sets of bench/chrome-flags.ts, until one gives an NVIDIA adapter (--probe-all: every set); the
+//          rest runs with that set (or --set NAME; with none, the call ends with 1)
 //   bench  bench/index.html with the bench options after `--` (default: the 1B shape's full run) plus --check-sgmat,
 //          runtime `chrome`; then bench/parity.ts's checks in the page (--no-parity skips them)
 //   demo   the demo: embedded model, a random 1B-shape checkpoint from 127.0.0.1 (--no-1b skips it), REFRACT
 // usage: node runner.mjs [--phases probe,bench,demo] [--set NAME|auto] [--probe-all] [--chromium PATH] [--site DIR]
-//        [--repo DIR] [--out DIR] [--deadline S] [--demo-tokens N] [--no-1b] [--no-parity] [-- bench options]
-import { existsSync, mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
+//        [--repo DIR] [--out DIR] [--deadline S] [--demo-tokens N] [--no-1b] [--ckpt-shape 1b|tiny] [--no-parity]
+//        [--any-adapter] [-- bench options]   (CPU drivers: --any-adapter takes a set without an NVIDIA adapter,
+//        --ckpt-shape tiny writes the checkpoint at the embedded model's shape)
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser } from 'puppeteer-core';
+import { parseArgs } from 'node:util';
+import type { Browser, Page } from 'puppeteer-core';
 import type { BenchResult } from './harness.ts';
 import type { Rendered } from './report.ts';
 import { saveAll, saveJson } from './output.ts';
 import { FLAG_SETS, launchWith, probeFlagSets, type Probe } from './chrome-flags.ts';
 import { runDemo, type DemoStep } from './chrome-demo.ts';
-import { writeRandom1b } from './chrome-ckpt.ts';
+import { writeRandomCheckpoint } from './chrome-ckpt.ts';
+import { HRM_TEXT_1B, parseConfig } from '../src/hrm/config.ts';
 import { serveStatic } from './chrome-serve.ts';
 
 declare const __BENCH_COMMIT__: string | undefined;
 const PHASES = ['probe', 'bench', 'demo'] as const;
+const BROWN = 'models/hrm-text-brown-6m';
+
+const OPTIONS = {
+  phases: { type: 'string', default: PHASES.join(',') }, set: { type: 'string', default: 'auto' },
+  'probe-all': { type: 'boolean', default: false }, chromium: { type: 'string' }, site: { type: 'string' },
+  repo: { type: 'string', default: '.' }, out: { type: 'string' }, deadline: { type: 'string', default: '560' },
+  'demo-tokens': { type: 'string', default: '16' }, 'no-1b': { type: 'boolean', default: false },
+  'ckpt-shape': { type: 'string', default: '1b' }, 'any-adapter': { type: 'boolean', default: false },
+  'no-parity': { type: 'boolean', default: false },
+} as const;
 
 function options(argv: string[]) {
   const cut = argv.indexOf('--');
-  const own = cut < 0 ? argv : argv.slice(0, cut);
-  const val = (k: string, d: string) => { const i = own.indexOf(k); if (i >= 0 && !own[i + 1]) throw new Error(`[chrome-run] ${k} needs a value`); return i >= 0 ? own[i + 1] : d; };
-  const known = new Set(['--phases', '--set', '--probe-all', '--chromium', '--site', '--repo', '--out', '--deadline', '--demo-tokens', '--no-1b', '--no-parity']);
-  for (const a of own) if (a.startsWith('--') && !known.has(a)) throw new Error(`[chrome-run] unknown option ${a} (bench options go after --)`);
-  const here = dirname(fileURLToPath(import.meta.url));
-  const phases = val('--phases', PHASES.join(',')).split(',');
-  for (const p of phases) if (!(PHASES as readonly string[]).includes(p)) throw new Error(`[chrome-run] --phases: unknown phase '${p}' (${PHASES.join(', ')})`);
-  const set = val('--set', 'auto');
-  if (set !== 'auto' && !FLAG_SETS.some((s) => s.name === set)) throw new Error(`[chrome-run] --set: no flag set '${set}' (${FLAG_SETS.map((s) => s.name).join(', ')})`);
-  const num = (k: string, d: number) => { const n = Number(val(k, String(d))); if (!(n > 0)) throw new Error(`[chrome-run] ${k} must be a positive number`); return n; };
-  return {
-    phases, set, probeAll: own.includes('--probe-all'), no1b: own.includes('--no-1b'), noParity: own.includes('--no-parity'),
-    chromium: val('--chromium', process.env.CHROMIUM_PATH ?? '/opt/chrome-root/usr/lib/chromium/chromium'),
-    site: resolve(val('--site', join(here, 'site'))), repo: resolve(val('--repo', '.')),
-    out: resolve(val('--out', process.env.OUT ?? 'bench/results')), deadline: num('--deadline', 560), tokens: num('--demo-tokens', 16),
-    bench: cut < 0 ? [] : argv.slice(cut + 1),
+  const parse = () => {
+    try {
+      return parseArgs({ args: cut < 0 ? argv : argv.slice(0, cut), options: OPTIONS, strict: true }).values;
+    } catch (e) {
+      return fail(`${(e as Error).message} (bench options go after --)`);
+    }
   };
+  const v = parse();
+  const phases = v.phases!.split(',');
+  for (const p of phases) {
+    if (!(PHASES as readonly string[]).includes(p)) fail(`--phases: no phase '${p}' (${PHASES.join(', ')})`);
+  }
+  if (v.set !== 'auto' && !FLAG_SETS.some((s) => s.name === v.set)) {
+    fail(`--set: no flag set '${v.set}' (${FLAG_SETS.map((s) => s.name).join(', ')})`);
+  }
+  const num = (k: 'deadline' | 'demo-tokens') =>
+    (Number(v[k]) > 0 ? Number(v[k]) : fail(`--${k} must be a positive number`));
+  const shape = v['ckpt-shape'];
+  if (shape !== '1b' && shape !== 'tiny') fail(`--ckpt-shape must be 1b or tiny (got '${shape}')`);
+  const here = dirname(fileURLToPath(import.meta.url));
+  return {
+    ckptShape: shape as '1b' | 'tiny',
+    phases, set: v.set!, probeAll: v['probe-all']!, anyAdapter: v['any-adapter']!, no1b: v['no-1b']!,
+    noParity: v['no-parity']!,
+    chromium: v.chromium ?? process.env.CHROMIUM_PATH ?? '/opt/chrome-root/usr/lib/chromium/chromium',
+    site: resolve(v.site ?? join(here, 'site')), repo: resolve(v.repo!),
+    out: resolve(v.out ?? process.env.OUT ?? 'bench/results'),
+    deadline: num('deadline'), tokens: num('demo-tokens'), bench: cut < 0 ? [] : argv.slice(cut + 1),
+  };
+}
+
+type Opts = ReturnType<typeof options>;
+type Say = (m: string) => void;
+const fail = (m: string): never => { throw new Error(`[chrome-run] ${m}`); };
+
+/** Log every page message and failed request of `page` under `tag` (all of them, or only warnings and errors). */
+function relay(page: Page, tag: string, say: Say, all: boolean): void {
+  page.on('console', (m) => {
+    const t = m.type();
+    if (all || t === 'error' || t === 'warn') say(t === 'log' ? m.text() : `[${tag} ${t}] ${m.text()}`);
+  });
+  page.on('pageerror', (e) => say(`[${tag} page error] ${e instanceof Error ? e.message : String(e)}`));
+  page.on('response', (res) => { if (res.status() >= 400) say(`[${tag}] HTTP ${res.status()} ${res.url()}`); });
+}
+
+/**
+ * The flag set to run with: --set's, else the probe's first NVIDIA set (with --any-adapter, else its first set with
+ * any adapter: CPU drivers here), else null.
+ */
+async function chooseSet(o: Opts, url: string, until: number, summary: Record<string, unknown>, say: Say) {
+  const named = FLAG_SETS.find((s) => s.name === (o.set === 'auto' ? FLAG_SETS[0].name : o.set))!;
+  if (!o.phases.includes('probe')) return named;
+  const probes: Probe[] = await probeFlagSets(o.chromium, `${url}/probe/`,
+    { stopAtNvidia: !o.probeAll, perSetMs: 45_000, until, say });
+  summary.probes = probes;
+  const got = (pred: (p: Probe) => boolean) =>
+    FLAG_SETS.find((s) => probes.some((p) => p.name === s.name && pred(p))) ?? null;
+  return o.set !== 'auto' ? named : got((p) => p.nvidia) ?? (o.anyAdapter ? got((p) => !!p.adapter) : null);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -52,36 +108,36 @@ async function main(argv: string[]): Promise<number> {
   mkdirSync(o.out, { recursive: true });
   const logFile = join(o.out, 'chrome-run.log');
   writeFileSync(logFile, '');
-  const say = (m: string) => { console.log(m); appendFileSync(logFile, m + '\n'); };
-  const summary: Record<string, unknown> = { started: new Date(t0).toISOString(), options: o, phases: {} as Record<string, number> };
+  const say: Say = (m) => { console.log(m); appendFileSync(logFile, m + '\n'); };
+  const phases: Record<string, number> = {};
+  const summary: Record<string, unknown> = { started: new Date(t0).toISOString(), options: o, phases };
   const save = () => writeFileSync(join(o.out, 'chrome-run.json'), JSON.stringify(summary, null, 1) + '\n');
   const timed = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
     const t = Date.now();
     say(`== ${name} (${Math.round((until - t) / 1000)} s left)`);
-    try { return await f(); } finally { (summary.phases as Record<string, number>)[name] = Date.now() - t; save(); }
+    try { return await f(); } finally { phases[name] = Date.now() - t; save(); }
   };
-  if (!existsSync(o.chromium)) throw new Error(`[chrome-run] no chromium at ${o.chromium} (run bench/chrome-unpack.sh, or --chromium)`);
-  for (const d of ['bench', 'demo']) if (!existsSync(join(o.site, d, 'index.html'))) throw new Error(`[chrome-run] no ${d}/index.html under ${o.site} (bench/chrome-build.sh)`);
+  if (!existsSync(o.chromium)) fail(`no chromium at ${o.chromium} (run bench/chrome-unpack.sh, or --chromium)`);
+  for (const d of ['bench', 'demo']) {
+    if (!existsSync(join(o.site, d, 'index.html'))) fail(`no ${d}/index.html under ${o.site} (bench/chrome-build.sh)`);
+  }
   const probeDir = join(tmpdir(), 'hrm-chrome-probe');
   mkdirSync(probeDir, { recursive: true });
   writeFileSync(join(probeDir, 'index.html'), '<!doctype html><title>probe</title>');
-  const ckptDir = join(tmpdir(), 'hrm-ckpt-1b');
-  const mounts = { '': o.site, probe: probeDir, ckpt: ckptDir, 'tests/fixtures/mlx': join(o.repo, 'tests/fixtures/mlx'),
-    'demo/models/hrm-text-brown-6m': join(o.repo, 'models/hrm-text-brown-6m') };
-  const { server, url } = await serveStatic(mounts);
+  const ckptDir = join(tmpdir(), `hrm-ckpt-${o.ckptShape}`);
+  const { server, url } = await serveStatic({ '': o.site, probe: probeDir, ckpt: ckptDir,
+    'tests/fixtures/mlx': join(o.repo, 'tests/fixtures/mlx'), 'demo/models/hrm-text-brown-6m': join(o.repo, BROWN) });
   let code = 0;
   try {
-    let set = FLAG_SETS.find((s) => s.name === (o.set === 'auto' ? FLAG_SETS[0].name : o.set))!;
-    if (o.phases.includes('probe')) {
-      const probes: Probe[] = await timed('probe', () => probeFlagSets(o.chromium, `${url}/probe/`, { stopAtNvidia: !o.probeAll, perSetMs: 45_000, until, say }));
-      summary.probes = probes;
-      const pick = o.set !== 'auto' ? set : FLAG_SETS.find((s) => probes.find((p) => p.name === s.name)?.nvidia)
-        ?? FLAG_SETS.find((s) => probes.find((p) => p.name === s.name)?.adapter);
-      if (!pick) { say('[probe] no flag set gave an adapter: see chromeLog in chrome-run.json'); return 1; }
-      set = pick;
-    }
+    const choose = () => chooseSet(o, url, until, summary, say);
+    const set = await timed(o.phases.includes('probe') ? 'probe' : 'flag set', choose);
     summary.flagSet = set;
+    if (!set) {
+      say('no flag set gave an NVIDIA adapter: see each probe in chrome-run.json (--set NAME runs one anyway)');
+      return 1;
+    }
     say(`flag set: ${set.name} (${set.args.join(' ')})`);
+    if (!o.phases.some((p) => p !== 'probe')) return 0;
     const chromeLog: string[] = [];
     const { browser, close } = await launchWith(o.chromium, set.args, chromeLog);
     try {
@@ -89,29 +145,14 @@ async function main(argv: string[]): Promise<number> {
       say(`chrome: ${summary.chrome}`);
       if (o.phases.includes('bench')) {
         const reserve = (o.noParity ? 15 : 75) + (o.phases.includes('demo') ? 200 : 0);
-        const r = await timed('bench', () => bench(browser, url, o, Math.floor((until - Date.now()) / 1000) - reserve, until, say));
+        const r = await timed('bench', () => bench(browser, url, o, Math.floor((until - Date.now()) / 1000) - reserve,
+          until, say));
         summary.bench = r;
         if (r.error || (r.parityFailed ?? 0) > 0) code = 1;
       }
       if (o.phases.includes('demo')) {
-        const steps: DemoStep[] = await timed('demo', async () => {
-          let ckptUrl: string | null = null;
-          if (!o.no1b) {
-            const t = Date.now();
-            if (!existsSync(join(ckptDir, 'done'))) {
-              const bytes = writeRandom1b(ckptDir, join(o.repo, 'models/hrm-text-brown-6m'));
-              writeFileSync(join(ckptDir, 'done'), String(bytes));
-            }
-            say(`1B-shape checkpoint in ${ckptDir} (${Date.now() - t} ms)`);
-            ckptUrl = `${url}/ckpt`;
-          }
-          const page = await browser.newPage();
-          page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn') say(`[demo ${m.type()}] ${m.text()}`); });
-          page.on('pageerror', (e) => say(`[demo page error] ${e instanceof Error ? e.message : String(e)}`));
-          return runDemo(page, { url, ckptUrl, tokens: o.tokens, shot: (n) => join(o.out, n), until: until - 10_000 });
-        });
+        const steps = await timed('demo', () => demo(browser, url, ckptDir, o, until, say));
         summary.demo = steps;
-        for (const s of steps) say(`[demo] ${s.step}: ${s.state} in ${s.ms} ms; ${s.status}${s.error ? `; ERROR ${s.error}` : ''}\n  ${s.text.slice(0, 600).replace(/\n/g, '\n  ')}`);
         if (steps.some((s) => s.error || s.state === 'error' || s.state === 'failed')) code = 1;
       }
     } finally {
@@ -126,8 +167,33 @@ async function main(argv: string[]): Promise<number> {
   return code;
 }
 
+/** The demo phase: the random checkpoint written once (kept in `ckptDir` for later calls), then runDemo. */
+async function demo(browser: Browser, url: string, ckptDir: string, o: Opts, until: number, say: Say) {
+  let ckptUrl: string | null = null;
+  if (!o.no1b) {
+    const t = Date.now();
+    if (!existsSync(join(ckptDir, 'done'))) {
+      const brown = join(o.repo, BROWN);
+      const tiny = () => parseConfig(JSON.parse(readFileSync(join(brown, 'config.json'), 'utf8')), 'config.json');
+      const bytes = writeRandomCheckpoint(ckptDir, brown, o.ckptShape === '1b' ? HRM_TEXT_1B : tiny());
+      writeFileSync(join(ckptDir, 'done'), String(bytes));
+    }
+    say(`random ${o.ckptShape}-shape checkpoint in ${ckptDir} (${Date.now() - t} ms)`);
+    ckptUrl = `${url}/ckpt`;
+  }
+  const page = await browser.newPage();
+  relay(page, 'demo', say, false);
+  const steps: DemoStep[] = await runDemo(page,
+    { url, ckptUrl, tokens: o.tokens, shot: (n) => join(o.out, n), until: until - 10_000 });
+  for (const s of steps) {
+    say(`[demo] ${s.step}: ${s.state} in ${s.ms} ms; ${s.status}${s.error ? `; ERROR ${s.error}` : ''}`);
+    say(`  ${s.text.slice(0, 600).replace(/\n/g, '\n  ')}`);
+  }
+  return steps;
+}
+
 /** The bench page with the given options (as bench/browser.ts runs it), then its parity checks. */
-async function bench(browser: Browser, url: string, o: ReturnType<typeof options>, budget: number, until: number, say: (m: string) => void) {
+async function bench(browser: Browser, url: string, o: Opts, budget: number, until: number, say: Say) {
   const args = [...o.bench];
   if (!args.includes('--check-sgmat')) args.push('--check-sgmat');
   // As bench/h200.sh gives the Node run: 300 s, less where the call's deadline leaves less.
@@ -141,27 +207,35 @@ async function bench(browser: Browser, url: string, o: ReturnType<typeof options
   q.set('timestamps', 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)');
   say(`bench options: ${args.join(' ')}`);
   const page = await browser.newPage();
-  page.on('console', (m) => say(m.type() === 'log' ? m.text() : `[page ${m.type()}] ${m.text()}`));
-  page.on('pageerror', (e) => say(`[page error] ${e instanceof Error ? e.message : String(e)}`));
+  relay(page, 'page', say, true);
   await page.goto(`${url}/bench/index.html?${q}`);
   const r: { files?: string[]; error?: string; parity?: string; parityFailed?: number } = {};
   const poll = () => new Promise((ok) => setTimeout(ok, 2000));
+  type State = { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
   for (;;) {
-    const s = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
+    const s = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as State;
     if (s.partial) saveJson(o.out, s.partial);
-    if (s.done?.error) { r.error = s.done.error; say(`[bench] ${r.error}`); break; }
+    if (s.done?.error) { r.error = s.done.error; break; }
     if (s.done?.rendered) { r.files = saveAll(o.out, s.done.rendered); say(`wrote ${r.files.join(', ')}`); break; }
-    if (Date.now() > until - 20_000) { r.error = 'the page did not finish in time (its partial JSON is saved)'; say(`[bench] ${r.error}`); return r; }
+    if (Date.now() > until - 20_000) { r.error = 'the page did not finish in time (its partial JSON is saved)'; break; }
     await poll();
   }
+  if (r.error) { say(`[bench] ${r.error}`); return r; }
   while (!o.noParity) {
     const p = (await page.evaluate('window.__parity')) as { md?: string; failed?: number; error?: string } | undefined;
     if (p) { r.parity = p.md ?? `ERROR ${p.error}`; r.parityFailed = p.failed ?? 1; break; }
-    if (Date.now() > until - 15_000) { r.parity = 'the parity checks did not finish in time'; r.parityFailed = 1; break; }
+    if (Date.now() > until - 15_000) {
+      r.parity = 'the parity checks did not finish in time';
+      r.parityFailed = 1;
+      break;
+    }
     await poll();
   }
   await page.close();
   return r;
 }
 
-main(process.argv.slice(2)).then((code) => process.exit(code), (e) => { console.error(e instanceof Error ? e.message : e); process.exit(1); });
+main(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});

@@ -11,7 +11,8 @@ import { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { urlSource } from '../src/tensor/sources.ts';
 
 const w = window as unknown as {
-  __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult; __parity?: { md: string; failed: number } | { error: string };
+  __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult;
+  __parity?: { md: string; failed: number } | { error: string };
 };
 const out = document.getElementById('out')!;
 const query = new URLSearchParams(location.search);
