@@ -80,15 +80,15 @@ done
 bash bench/chrome-build.sh "$run"
 tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
 mib() { echo $((($1 + 1048575) / 1048576)); }
-echo "working tree $(mib "$tree") MiB; each call may carry 64 MiB in all. $n+ calls, back to back (timeout_s 600):"
+echo "working tree $(mib "$tree") MiB; a call may carry 64 MiB in all. The calls, back to back (timeout_s 600):"
 for i in $(seq 1 "$n"); do
   size=$(du -cb "$parts/part$i" | tail -1 | cut -f1)
+  carry="[\"$parts/part$i\"]" cmd="bash bench/chrome-unpack.sh"
   if [ "$i" = "$n" ]; then
     size=$((size + $(du -cb "$run" | tail -1 | cut -f1)))
-    echo "  call $i: carry [\"$parts/part$i\", \"$run\"]  command: bash bench/chrome-unpack.sh && bash bench/chrome-run.sh" \
-      " ($(mib $((size + tree))) MiB)"
-  else
-    echo "  call $i: carry [\"$parts/part$i\"]  command: bash bench/chrome-unpack.sh   ($(mib $((size + tree))) MiB)"
+    carry="[\"$parts/part$i\", \"$run\"]" cmd="$cmd && bash bench/chrome-run.sh --phases probe --probe-all"
   fi
+  echo "  call $i: carry $carry  command: $cmd  ($(mib $((size + tree))) MiB)"
 done
-echo "  then more runs: carry [\"$run\"]  command: bash bench/chrome-run.sh [phases and bench options]"
+echo "  call $((n + 1)): carry [\"$run\"]  command: bash bench/chrome-run.sh --phases probe,bench"
+echo "  call $((n + 2)): carry [\"$run\"]  command: bash bench/chrome-run.sh --phases probe,demo"
