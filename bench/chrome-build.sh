@@ -13,6 +13,7 @@ rm -rf "$dir" && mkdir -p "$dir/site"
 vite=node_modules/.bin/vite
 (cd bench && "../$vite" build . --base ./ --outDir "$dir/site/bench" --emptyOutDir --target es2022 --logLevel error)
 "$vite" build --outDir "$dir/site/demo" --emptyOutDir --logLevel error
+for d in bench demo; do [ -f "$dir/site/$d/index.html" ] || { echo "vite wrote no $dir/site/$d/index.html"; exit 1; }; done
 rm -rf "$dir/site/demo/models"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit+dirty"

@@ -4,22 +4,27 @@
 import { urlFiles } from '../src/hrm/files.ts';
 import { Gpu } from '../src/tensor/gpu.ts';
 import { urlSource } from '../src/tensor/sources.ts';
-import { checkModelParity } from '../tests/hrm/parity.check.ts';
+import { checkModelParity, type ParityCase } from '../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../tests/kernels/sdpa_fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../tests/kernels/qsdpa_fold.check.ts';
 
-export async function pageParity(mlx: string): Promise<{ md: string; failed: number }> {
+export async function pageParity(mlx: string, say: (m: string) => void): Promise<{ md: string; failed: number }> {
   const gpu = await Gpu.create();
+  const line = (c: ParityCase) =>
+    `- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`;
   try {
+    // Each group's lines as it ends (the fold checks at the 1B shape take minutes on a CPU driver).
     const model = await checkModelParity(gpu, mlx, { source: (u) => urlSource(u), files: (u) => urlFiles(u) });
-    const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
+    say(model.cases.map(line).join('\n'));
+    const fold = await checkFold(gpu, FOLD_1B);
+    say(fold.map(line).join('\n'));
+    const quant = await checkQuantFold(gpu, QUANT_FOLD_1B);
+    say(quant.map(line).join('\n'));
+    const cases = [...model.cases, ...fold, ...quant];
     const failed = cases.filter((c) => !c.ok).length;
-    const lines = [`Parity in Chrome on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode ` +
-      `attention's folded merges): **${cases.length - failed} passed, ${failed} failed**`];
-    for (const c of cases) {
-      lines.push(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
-    }
-    return { md: lines.join('\n') + '\n', failed };
+    const head = `Parity in Chrome on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode ` +
+      `attention's folded merges): **${cases.length - failed} passed, ${failed} failed**`;
+    return { md: [head, ...cases.map(line)].join('\n') + '\n', failed };
   } finally {
     gpu.destroy();
   }

@@ -41,7 +41,7 @@ try {
 }
 if (query.has('parity') && mlx) {
   try {
-    w.__parity = await pageParity(mlx);
+    w.__parity = await pageParity(mlx, print);
     print(w.__parity.md);
   } catch (e) {
     w.__parity = { error: e instanceof Error ? e.stack ?? e.message : String(e) };
