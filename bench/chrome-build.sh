@@ -13,11 +13,15 @@ rm -rf "$dir" && mkdir -p "$dir/site"
 vite=node_modules/.bin/vite
 (cd bench && "../$vite" build . --base ./ --outDir "$dir/site/bench" --emptyOutDir --target es2022 --logLevel error)
 "$vite" build --outDir "$dir/site/demo" --emptyOutDir --logLevel error
-for d in bench demo; do [ -f "$dir/site/$d/index.html" ] || { echo "vite wrote no $dir/site/$d/index.html"; exit 1; }; done
+for d in bench demo; do
+  [ -f "$dir/site/$d/index.html" ] || { echo "vite wrote no $dir/site/$d/index.html"; exit 1; }
+done
 rm -rf "$dir/site/demo/models"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit+dirty"
-banner="import { createRequire as __hrmCreateRequire } from 'node:module'; const require = __hrmCreateRequire(import.meta.url);"
+# Bundled CommonJS dependencies may call require(): give the ES module one (as bench/pack.sh does).
+banner="import { createRequire as __hrmCreateRequire } from 'node:module';"
+banner="$banner const require = __hrmCreateRequire(import.meta.url);"
 node_modules/.bin/esbuild bench/chrome-run.ts --bundle --platform=node --format=esm --target=es2022 --minify \
   --legal-comments=none --define:__BENCH_COMMIT__="\"$commit\"" --banner:js="$banner" --log-level=warning \
   --outfile="$dir/runner.mjs"

@@ -19,7 +19,7 @@ mkdir -p "$(dirname "$exclude")"
 grep -qxF '/.h200/' "$exclude" 2>/dev/null || echo '/.h200/' >> "$exclude"
 mapfile -t pkgs < <(sed -e 's/#.*//' -e '/^present:/d' bench/chrome-libs.txt | tr -s ' \n' '\n\n' | grep .)
 (cd "$debs" && apt-get download chromium chromium-common "${pkgs[@]}" >/dev/null 2>&1) \
-  || { echo "apt-get download failed for one of: chromium chromium-common ${pkgs[*]} (run apt-get update first)"; exit 1; }
+  || { echo "apt-get download failed for one of: chromium chromium-common ${pkgs[*]} (apt-get update first?)"; exit 1; }
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -31,10 +31,11 @@ if [ "${FORCE:-0}" = 1 ] || [ "$(cat "$whole.stamp" 2>/dev/null)" != "$stamp" ];
   for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
   # What headless Chrome does not need: docs, icons, other locales' strings, the Vulkan validation layer and the mock
   # driver (23 MB and 0.5 MB), the /usr/bin wrapper script (the binary is run directly), Debian's /etc files.
-  rm -rf "$root"/usr/share/{doc,man,icons,applications,lintian,bug,menu,metainfo,appdata,gtk-doc} "$root/etc" "$root/usr/bin"
+  rm -rf "$root"/usr/share/{doc,man,icons,applications,lintian,bug,menu,metainfo,appdata,gtk-doc}
+  rm -rf "$root/etc" "$root/usr/bin"
   find "$root/usr/lib/chromium/locales" -type f ! -name 'en-US.pak' -delete
   rm -f "$root"/usr/lib/chromium/libVkLayer_khronos_validation.so* "$root"/usr/lib/chromium/libVkICD_mock_icd.so*
-  # libgbm's Mesa backend (it needs Mesa's libgallium, 30 MB): GBM is for display buffers, which headless Chrome has not.
+  # libgbm's Mesa backend (it needs Mesa's libgallium, 30 MB): GBM is for display buffers; headless Chrome has none.
   rm -rf "$root/usr/lib/x86_64-linux-gnu/gbm"
   # fontconfig reads FONTCONFIG_FILE (chrome-unpack.sh's env.sh sets it); the font folder is relative to this file.
   mkdir -p "$root/etc/fonts"
@@ -56,7 +57,8 @@ CONF
   # from its ldconfig -p); else name it and stop, before anything is carried.
   present=" $(sed -n 's/^present: //p' bench/chrome-libs.txt) "
   have=" $(find "$root" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | tr '\n' ' ') "
-  lacking=$(find "$root" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 file -L | awk -F: '/ELF/ {print $1}' |
+  lacking=$(find "$root" -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 file -L |
+    awk -F: '/ELF/ {print $1}' |
     xargs -r readelf -d 2>/dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}' | sort -u |
     while read -r so; do [[ "$present" == *" $so "* || "$have" == *" $so "* ]] || echo "$so"; done)
   [ -z "$lacking" ] || { echo "the H200 would lack: $lacking (add their packages to bench/chrome-libs.txt)"; exit 1; }

@@ -20,40 +20,50 @@ for d in .h200/chrome/part*/; do
   cp "$d/SHA256SUMS" "$stage/SHA256SUMS"
   for f in "$d"chrome.tar.xz.*; do
     name=${f##*/}
-    (cd "$d" && grep " $name\$" SHA256SUMS | sha256sum -c --quiet -) || { echo "$f: checksum mismatch (a broken copy)"; exit 1; }
+    (cd "$d" && grep " $name\$" SHA256SUMS | sha256sum -c --quiet -) \
+      || { echo "$f: checksum mismatch (a broken copy)"; exit 1; }
     cmp -s "$f" "$stage/$name" || cp "$f" "$stage/$name"
     echo "part $name ok"
   done
 done
-[ -f "$stage/SHA256SUMS" ] || { echo "no part found under .h200/chrome/ nor in $stage: carry .h200/chrome/part1"; exit 1; }
+[ -f "$stage/SHA256SUMS" ] || { echo "no part under .h200/chrome/ nor in $stage: carry .h200/chrome/part1"; exit 1; }
 n=$(awk '$2 == "parts" {print $1}' "$stage/SHA256SUMS")
 whole=$(awk '$2 == "whole" {print $1}' "$stage/SHA256SUMS")
 missing=$(for i in $(seq 1 "$n"); do [ -f "$stage/chrome.tar.xz.$i" ] || printf '%s ' "$i"; done)
-if [ -n "$missing" ]; then echo "have $(ls "$stage"/chrome.tar.xz.* 2>/dev/null | wc -l) of $n parts; still to carry: part $missing"; exit 0; fi
+if [ -n "$missing" ]; then
+  echo "have $(ls "$stage"/chrome.tar.xz.* 2>/dev/null | wc -l) of $n parts; still to carry: part $missing"
+  exit 0
+fi
 if [ "$(cat "$prefix/.unpacked" 2>/dev/null)" != "$whole" ]; then
   got=$(for i in $(seq 1 "$n"); do cat "$stage/chrome.tar.xz.$i"; done | sha256sum | cut -d' ' -f1)
   [ "$got" = "$whole" ] || { echo "the joined parts' sum is $got, not $whole"; exit 1; }
   rm -rf "$prefix" && mkdir -p "$prefix"
   t0=$(date +%s)
-  for i in $(seq 1 "$n"); do cat "$stage/chrome.tar.xz.$i"; done | xz -dc -T0 | tar -x -C "$prefix" || { echo "unpacking failed"; exit 1; }
+  for i in $(seq 1 "$n"); do cat "$stage/chrome.tar.xz.$i"; done | xz -dc -T0 | tar -x -C "$prefix" \
+    || { echo "unpacking failed"; exit 1; }
   echo "$whole" > "$prefix/.unpacked"
   echo "unpacked $n parts into $prefix ($(du -sm "$prefix" | cut -f1) MB) in $(($(date +%s) - t0)) s"
 fi
 cat > "$prefix/env.sh" <<ENV
 # sourced before running the carried chromium or node (bench/chrome-run.sh does)
 export CHROME_ROOT=$prefix
-export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+libs=$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=\$libs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export FONTCONFIG_FILE=$prefix/etc/fonts/fonts.conf
 export CHROMIUM_PATH=$prefix/usr/lib/chromium/chromium
 export PATH=$prefix/node:\$PATH
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f "\$icd" ] && export VK_DRIVER_FILES=\$icd
+if [ -f "\$icd" ]; then export VK_DRIVER_FILES=\$icd; fi
 ENV
 # shellcheck disable=SC1091
 source "$prefix/env.sh"
 status=0
 lacking=$(ldd "$CHROMIUM_PATH" | grep 'not found' | awk '{print $1}' | tr '\n' ' ')
-if [ -n "$lacking" ]; then echo "chromium still lacks: $lacking"; status=1; else echo "ldd: every library chromium links is found"; fi
+if [ -n "$lacking" ]; then
+  echo "chromium still lacks: $lacking"; status=1
+else
+  echo "ldd: every library chromium links is found"
+fi
 echo "$(ldd "$CHROMIUM_PATH" | grep -c "=> $prefix/") of its libraries come from $prefix"
 "$CHROMIUM_PATH" --version || status=1
 node --version || status=1
