@@ -145,15 +145,21 @@ async function main(argv: string[]): Promise<number> {
       say(`chrome: ${summary.chrome}`);
       if (o.phases.includes('bench')) {
         const reserve = (o.noParity ? 15 : 75) + (o.phases.includes('demo') ? 200 : 0);
-        const r = await timed('bench', () => bench(browser, url, o, Math.floor((until - Date.now()) / 1000) - reserve,
-          until, say));
+        // A failure of the page or of Chrome is recorded, and the demo still runs.
+        const run = () => bench(browser, url, o, Math.floor((until - Date.now()) / 1000) - reserve, until, say)
+          .catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e), parityFailed: undefined }));
+        const r = await timed('bench', run);
+        if (r.error) say(`[bench] ${r.error}`);
         summary.bench = r;
         if (r.error || (r.parityFailed ?? 0) > 0) code = 1;
       }
       if (o.phases.includes('demo')) {
-        const steps = await timed('demo', () => demo(browser, url, ckptDir, o, until, say));
+        const failed = (e: unknown): DemoStep[] => [{ step: 'demo', ms: 0, state: 'failed', status: '', text: '',
+          error: e instanceof Error ? e.message : String(e) }];
+        const steps = await timed('demo', () => demo(browser, url, ckptDir, o, until, say).catch(failed));
+        if (steps[0]?.step === 'demo') say(`[demo] ${steps[0].error}`);
         summary.demo = steps;
-        if (steps.some((s) => s.error || s.state === 'error' || s.state === 'failed')) code = 1;
+        if (steps.some((s) => s.error || ['error', 'failed', 'kept', 'stopped'].includes(s.state))) code = 1;
       }
     } finally {
       await close();
@@ -220,7 +226,7 @@ async function bench(browser: Browser, url: string, o: Opts, budget: number, unt
     if (Date.now() > until - 20_000) { r.error = 'the page did not finish in time (its partial JSON is saved)'; break; }
     await poll();
   }
-  if (r.error) { say(`[bench] ${r.error}`); return r; }
+  if (r.error) return r;
   while (!o.noParity) {
     const p = (await page.evaluate('window.__parity')) as { md?: string; failed?: number; error?: string } | undefined;
     if (p) { r.parity = p.md ?? `ERROR ${p.error}`; r.parityFailed = p.failed ?? 1; break; }
