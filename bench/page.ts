@@ -1,28 +1,50 @@
 // The benchmark page: the same harness as the Node and Deno entries, in the browser's WebGPU. Flags come from the
 // query string (?arg=--quick&arg=--config&arg=tiny); the result and its rendered files are left on window for
-// bench/browser.ts to collect (window.__partial after each section, window.__bench at the end).
+// bench/browser.ts to collect (window.__partial after each section, window.__bench at the end). bench/chrome-run.ts
+// adds ?runtime=chrome (the name in the files), ?mlx=URL (tests/fixtures/mlx/ served: --check-sgmat's ops) and
+// ?parity=1 (then bench/parity.ts's checks, window.__parity).
 import { runBench, type BenchResult } from './harness.ts';
 import { render, type Rendered } from './report.ts';
 import { parseArgs } from './settings.ts';
+import { pageParity } from './chrome-parity.ts';
+import { SafetensorsFile } from '../src/tensor/safetensors.ts';
+import { urlSource } from '../src/tensor/sources.ts';
 
-const w = window as unknown as { __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult };
+const w = window as unknown as {
+  __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult;
+  __parity?: { md: string; failed: number } | { error: string };
+};
 const out = document.getElementById('out')!;
 const query = new URLSearchParams(location.search);
+const runtime = query.get('runtime');
+const mlx = query.get('mlx');
+const named = (r: BenchResult): BenchResult => (runtime ? { ...r, env: { ...r.env, runtime } } : r);
+const print = (m: string) => { console.log(m); out.textContent += m + '\n'; };
 
 try {
   const { help: _, ...s } = parseArgs(query.getAll('arg'));
   const result = await runBench(s, {
-    log: (m) => { console.log(m); out.textContent += m + '\n'; },
+    log: print,
     warn: (m) => { console.warn(m); out.textContent += m + '\n'; },
-    update: (r) => { w.__partial = JSON.parse(JSON.stringify(r)) as BenchResult; },
+    update: (r) => { w.__partial = JSON.parse(JSON.stringify(named(r))) as BenchResult; },
     commit: query.get('commit'),
     timestamps: query.get('timestamps') ?? undefined,
+    ...(mlx ? { mlxOps: () => SafetensorsFile.open(urlSource(`${mlx}ops.safetensors`)) } : {}),
   });
-  const rendered = await render(result);
+  const rendered = await render(named(result));
   out.textContent += '\n' + rendered.md;
   w.__bench = { rendered };
 } catch (e) {
   const msg = e instanceof Error ? e.stack ?? e.message : String(e);
   out.textContent += `\nERROR ${msg}`;
   w.__bench = { error: msg };
+}
+if (query.has('parity') && mlx) {
+  try {
+    w.__parity = await pageParity(mlx, print);
+    print(w.__parity.md);
+  } catch (e) {
+    w.__parity = { error: e instanceof Error ? e.stack ?? e.message : String(e) };
+    print(`parity ERROR ${w.__parity.error}`);
+  }
 }
