@@ -47,7 +47,8 @@ fi
 cat > "$prefix/env.sh" <<ENV
 # sourced before running the carried chromium or node (bench/chrome-run.sh does)
 export CHROME_ROOT=$prefix
-libs=$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu
+# pulseaudio/: libpulse's private libpulsecommon, which chromium links and ld.so does not look for elsewhere
+libs=$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/pulseaudio
 export LD_LIBRARY_PATH=\$libs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export FONTCONFIG_FILE=$prefix/etc/fonts/fonts.conf
 export CHROMIUM_PATH=$prefix/usr/lib/chromium/chromium

@@ -146,7 +146,15 @@ export const DAWN_FEATURE_TOGGLES = 'enable-dawn-features=allow_unsafe_apis,vulk
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
 async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() => Promise<GPUAdapter | null>>; robust: boolean | null }> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
-  if (nav?.gpu) return { attempts: [(o?: GPURequestAdapterOptions) => nav.gpu!.requestAdapter(o)] as never, robust: null };
+  if (nav?.gpu) {
+    // Asked again after a pause: headless Chrome on the H200 answered null to a page's first request while its GPU
+    // process came up ("A valid external Instance reference no longer exists"), and an adapter a moment later.
+    const ask = (pauseMs: number) => async () => {
+      if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
+      return nav.gpu!.requestAdapter();
+    };
+    return { attempts: [ask(0), ask(1000), ask(3000)], robust: null };
+  }
   if (runtimeName() !== 'node') throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
   const spec = 'webgpu';
   const mod = (await import(/* @vite-ignore */ spec)) as { create(o: string[]): GPU; globals: object };
