@@ -192,7 +192,10 @@ const EPS = 1e-6; // HRM's rms_norm_eps
 const MODES = [['f32', 'none'], ['bf16', 'bf16'], ['f16', 'f16']] as const;
 // Every kernel: on 'gemv' K % 8 == 0 takes gemv_vec4 and odd K gemv_word, on 'rows' gemv_rows4 / gemv_rows; M = 6
 // is two gemv blocks of MB = 4 (the second with two rows). N is even for swiglu, with I = N / 2 odd.
-const FUSED_SHAPES: Array<[number, number, number]> = [[1, 262, 264], [3, 262, 257], [6, 198, 96], [2, 202, 33]];
+// Each M is a gemv block size (MB) of its own, a pipeline each: the CPU driver takes an odd K (gemv_word, rows)
+// and the two blocks (gemv_vec4, rows4).
+const FUSED_SHAPES = sweep<[number, number, number]>([[1, 262, 264], [3, 262, 257], [6, 198, 96], [2, 202, 33]],
+  (_, i) => i === 1 || i === 2);
 
 async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number, wScale = 1) {
   const base = await upload(gpu, M, N, K, dtype, seed, wScale);
