@@ -340,20 +340,35 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     expect([...new Uint32Array(await gpu.read(counters(gpu, H)))]).toEqual(new Array(counters(gpu, H).size / 4).fill(0));
   });
 
-  it('rounds once and gates bit for bit like sigmoidGate; kvLen 0 gives zeros; refuses what it cannot do', async () => {
+  // Split in three: every rounding and gate is a pipeline of its own, tens of seconds each under a cold cache with
+  // the cores shared, and no test may take a third of its timeout.
+  const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1300, kvLen: 1100, offset: 1099, mask: { kind: 'none' }, seed: 131 };
+  it('rounds once: bf16 mode is the f32 result rounded', async () => {
     const gpu = await getGpu();
-    const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1300, kvLen: 1100, offset: 1099, mask: { kind: 'none' }, seed: 131 };
     const exact = await run(gpu, c, { path: 'one' });
     expect([...(await run(gpu, c, { path: 'one', round: 'bf16' })).got]).toEqual([...exact.got].map(roundBf16));
-    const q = Tensor.from(gpu, randn(5, 2 * 64, 2), [2, 1, 64], 'f32', 'q');
-    const k = full(gpu, randn(6, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'k');
-    const v = full(gpu, randn(7, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'v');
-    const gate = gateSource(gpu, 1, 128, 8);
-    // The fold test above gates in f32 (HRM_EXHAUSTIVE=1: here too).
-    for (const round of sweep(['none', 'bf16', 'f16'] as Round[], (r) => r !== 'none')) {
+  });
+
+  /** A bf16 cache of 1300 positions and a query, for the gate and refusal tests. */
+  const inputs = (gpu: Gpu) => ({
+    q: Tensor.from(gpu, randn(5, 2 * 64, 2), [2, 1, 64], 'f32', 'q'),
+    k: full(gpu, randn(6, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'k'),
+    v: full(gpu, randn(7, 2 * 1300 * 64), [2, 1300, 64], 'bf16', 'v'),
+  });
+  // The fold test above gates in f32 (HRM_EXHAUSTIVE=1: here too).
+  for (const round of sweep(['none', 'bf16', 'f16'] as Round[], (r) => r !== 'none')) {
+    it(`gates bit for bit like sigmoidGate in ${round}`, async () => {
+      const gpu = await getGpu();
+      const { q, k, v } = inputs(gpu);
+      const gate = gateSource(gpu, 1, 128, 8);
       const o: SdpaOptions = { kvLen: 1100, offset: 1099, mask: { kind: 'none' }, scale: 0.125, round, path: 'one' };
       expectBitExact(await sdpa(q, k, v, { ...o, gate }).read(), await sigmoidGate(gate, sdpa(q, k, v, o), { round }).read(), `gate ${round}`);
-    }
+    });
+  }
+
+  it('kvLen 0 gives zeros; refuses what it cannot do', async () => {
+    const gpu = await getGpu();
+    const { q, k, v } = inputs(gpu);
     const empty = await run(gpu, { ...c, kvLen: 0, offset: 0 }, { path: 'one' });
     expect([...empty.got]).toEqual(new Array(2 * 64).fill(0));
     const o = { kvLen: 5, offset: 4, scale: 0.125, path: 'one' as const };
