@@ -6,6 +6,7 @@ import { generate } from '../../src/hrm/generate.ts';
 import type { KvSpec } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { getGpu } from '../helpers/gpu.ts';
+import { runs } from '../helpers/sweep.ts';
 import { fixtureDir, model } from '../helpers/model.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
@@ -39,7 +40,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
     ['tiny-b bf16, kv4', 'hrm-tiny-b', 'bf16', { k: 4, v: 4 }],
     ['tiny-a bf16, K 8 bits and V full', 'hrm-tiny-a', 'bf16', { k: 8, v: null }],
   ];
-  for (const [name, which, dtype, kv] of cases) {
+  for (const [i, [name, which, dtype, kv]] of cases.entries()) {
     it(`${name}: replayed logits equal recorded ones at every position`, async () => {
       const lm = await model(await getGpu(), which, dtype);
       const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
@@ -54,7 +55,9 @@ describe('decode graph', { timeout: 300_000 }, () => {
       a.dispose(); b.dispose();
     });
 
-    it(`${name}: greedy steps chain on the GPU and pick the recorded path's tokens`, async () => {
+    // The chaining does not depend on the cache: a full and a quantized one (HRM_EXHAUSTIVE=1: every case).
+    const greedy = runs(i === 0 || i === 3);
+    if (greedy) it(`${name}: greedy steps chain on the GPU and pick the recorded path's tokens`, async () => {
       const lm = await model(await getGpu(), which, dtype);
       const a = await prefilled(lm, FEED.length, kv), b = await prefilled(lm, FEED.length, kv);
       const want: number[] = [];

@@ -90,7 +90,7 @@ async function greedy(lm: LoadedModel, n: number): Promise<number[]> {
   return out;
 }
 
-describe('quantized HRM (tiny fixture)', { timeout: 600_000 }, () => {
+describe('quantized HRM (tiny fixture)', () => {
   for (const spec of [{ bits: 4, groupSize: 64 }, { bits: 8, groupSize: 128 }]) {
     it(`q${spec.bits} g${spec.groupSize}: quantize-on-load is mx.quantize bit for bit, and its f32 logits equal the dense twin's`, async () => {
       const gpu = await getGpu();
@@ -228,7 +228,7 @@ describe('quantized checkpoints with bad input', { timeout: 120_000 }, () => {
   });
 });
 
-describe('hrm CLI with quantized weights', { timeout: 600_000 }, () => {
+describe('hrm CLI with quantized weights', () => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const hrm = (args: string[]) => promisify(execFile)(join(root, 'node_modules/.bin/tsx'), ['src/cli/hrm.ts', ...args], { cwd: root, timeout: 300_000 });
   const read = async (p: string) => (await SafetensorsFile.open(bytesSource(p, new Uint8Array(readFileSync(p))))).array('logits');

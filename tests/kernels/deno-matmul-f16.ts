@@ -7,5 +7,8 @@ const gpu = await Gpu.create();
 const a = gpu.summary;
 const adapter = [a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ');
 const head = { runtime: a.runtime, adapter, f16: gpu.f16 };
-console.log(JSON.stringify(gpu.f16 ? { ...head, report: await checkMatmulF16(gpu) } : { ...head, features: a.features }));
+// HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts): every weight dtype at every shape (Deno 2 has Node's process).
+const full = process.env.HRM_EXHAUSTIVE === '1';
+const out = gpu.f16 ? { ...head, report: await checkMatmulF16(gpu, full) } : { ...head, features: a.features };
+console.log(JSON.stringify(out));
 gpu.destroy();

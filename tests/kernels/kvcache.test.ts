@@ -5,6 +5,7 @@ import { expectClose } from '../helpers/close.ts';
 import { expectWithin, ropeBound } from '../helpers/attn-parity.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
+import { runs } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/tensor/gpu.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/tensor/errors.ts';
@@ -192,7 +193,7 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
     ['f32', 'f32'], ['bf16', 'bf16'], ['f32', 'bf16'], [{ bits: 8 }, { bits: 4 }], [{ bits: 3 }, { bits: 6 }],
     [{ bits: 4 }, 'f32'], ['f32', { bits: 8 }], ['bf16', { bits: 2 }],
   ];
-  for (const [kk, vk] of SIDES) {
+  for (const [si, [kk, vk]] of SIDES.entries()) {
     const anyQuant = typeof kk !== 'string' || typeof vk !== 'string';
     const anyBf16 = kk === 'bf16' || vk === 'bf16';
     it(`K ${kindName(kk)} / V ${kindName(vk)}: q and both sides bit for bit, one dispatch, every rounding`, async () => {
@@ -201,8 +202,9 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
       // half-head words) where no side is quantized (groups of 64 need D % 64 == 0).
       const shapes = [[3, 64, 12, 5, 1], [3, 128, 20, 9, 4], [1, 64, 3, 0, 3], ...(anyQuant ? [] : [[3, 6, 9, 3, 5]])];
       const rounds: Round[] = anyBf16 ? ['none', 'bf16'] : ['none', 'bf16', 'f16'];
-      for (const [H, D, cap, offset, S] of shapes) {
-        for (const round of rounds) {
+      for (const [i, [H, D, cap, offset, S]] of shapes.entries()) {
+        // The roundings by turns over the shapes, each at least once (HRM_EXHAUSTIVE=1: every rounding a shape).
+        for (const round of rounds.filter((_, r) => runs((si + i) % rounds.length === r))) {
           const what = `H=${H} D=${D} S=${S} offset ${offset} round ${round}`;
           const o = { heads: H, headDim: D, base: 1e4, offset, round };
           const gt = Tensor.from(gpu, randn(H * D + S + offset, S * 4 * H * D, 3), [S, 4 * H * D], 'f32', 'gqkv');

@@ -15,7 +15,10 @@ import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmu
 import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
-import { fixture } from '../helpers/fixtures.ts';
+import { FIXTURES } from '../helpers/fixtures.ts';
+import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
+import { fileSource } from '../../src/tensor/sources.ts';
+import type { ParityCase } from '../hrm/parity.check.ts';
 
 type WDType = 'f32' | 'bf16' | 'f16';
 const U = 2 ** -24;
@@ -48,7 +51,12 @@ function firstMiss(got: ArrayLike<number>, exact: Float64Array, abs: Float64Arra
   return null;
 }
 
-export async function checkMatmulF16(gpu: Gpu): Promise<F16Report> {
+/**
+ * `full` runs every weight dtype at every seeded shape (bench/parity.ts on the GPU machine, or HRM_EXHAUSTIVE=1);
+ * else each shape in one weight dtype by turns, each dtype on every K (a CPU driver compiles and runs it slowly).
+ * `fixtures`: the folder of MLX's ops.safetensors (a bundle, such as bench/parity.ts's, passes it from the cwd).
+ */
+export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES): Promise<F16Report> {
   const t0 = performance.now();
   const cases: CaseResult[] = [];
   const f16Got: number[] = [];
@@ -71,12 +79,12 @@ export async function checkMatmulF16(gpu: Gpu): Promise<F16Report> {
   // Odd K (word-by-word path, rows straddling words), K % 8 == 0 (vec4 loads for every weight dtype), K % 4 == 0
   // only (vec4 for f32 weights, words for halves); M = 37 spans 10 blocks of 4 rows on the gemv path and partial
   // 64-row tiles on the tiled one; N = 70 a partial 64-column tile.
-  for (const M of [1, 3, 37]) {
-    for (const K of [33, 64, 257, 260]) {
-      for (const N of [31, 70]) {
+  for (const [i, M] of [1, 3, 37].entries()) {
+    for (const [j, K] of [33, 64, 257, 260].entries()) {
+      for (const [k, N] of [31, 70].entries()) {
         const xv = asDtype('f16', randn(M * 7919 + K * 31 + N, M * K));
         const x = Tensor.from(gpu, xv, [M, K], 'f16', 'x');
-        for (const dt of ['f32', 'bf16', 'f16'] as const) {
+        for (const dt of (['f32', 'bf16', 'f16'] as const).filter((_, d) => full || (i + j + k) % 3 === d)) {
           const wv = asDtype(dt, randn(M + K * 131 + N * 17 + dt.length, N * K));
           const w = Tensor.from(gpu, wv, [N, K], dt, 'w');
           for (const path of ['gemv', 'tiled'] as const) {
@@ -103,8 +111,8 @@ export async function checkMatmulF16(gpu: Gpu): Promise<F16Report> {
 
   // Row-chunked weights: chunks of 40, 33 and 27 rows (f16 outputs of the last chunk start at an odd column, and
   // with odd K its rows start at the other half of a word than in the whole weight).
-  for (const dt of ['f32', 'bf16', 'f16'] as const) {
-    for (const [M, K] of [[1, 64], [3, 33], [37, 96]] as const) {
+  for (const [d, dt] of (['f32', 'bf16', 'f16'] as const).entries()) {
+    for (const [M, K] of ([[1, 64], [3, 33], [37, 96]] as const).filter((_, i) => full || i === d)) {
       const cx = asDtype('f16', randn(900 + M + K, M * K)), cw = asDtype(dt, randn(901 + M + K, 100 * K));
       const xt = Tensor.from(gpu, cx, [M, K], 'f16', 'x');
       const chunks = [[0, 40], [40, 73], [73, 100]].map(([a, b], i) => Tensor.from(gpu, cw.subarray(a * K, b * K), [b - a, K], dt, `w${i}`));
@@ -116,7 +124,7 @@ export async function checkMatmulF16(gpu: Gpu): Promise<F16Report> {
   }
 
   // MLX's own f16 matmul (CPU backend: f32 accumulation, one rounding).
-  const f = await fixture('ops.safetensors');
+  const f = await SafetensorsFile.open(fileSource(`${fixtures}ops.safetensors`));
   const a = await f.array('matmul.f16.a') as Float32Array, b = await f.array('matmul.f16.b') as Float32Array;
   const want = await f.array('matmul.f16.out') as Float32Array;
   const ma = Tensor.from(gpu, await f.bytes('matmul.f16.a'), [7, 320], 'f16', 'a');
@@ -130,4 +138,18 @@ export async function checkMatmulF16(gpu: Gpu): Promise<F16Report> {
 
   const s = ulpStats('f16', f16Got, f16Want);
   return { cases, f16Outputs: f16Got.length, within1: s.within1, exact: s.exact, worstUlp: s.worst, mlx, ms: performance.now() - t0 };
+}
+
+/** The report as bench/parity.ts's cases: the bounds the vitest file asserts (tests/kernels/matmul_f16.test.ts). */
+export function f16ParityCases(r: F16Report): ParityCase[] {
+  const failed = r.cases.filter((c) => c.failure).length;
+  const out: ParityCase[] = [
+    { name: `matmulF16: cases outside the f32 sum bound, of ${r.cases.length}`, value: failed, bound: 0, ok: !failed },
+    { name: 'matmulF16: f16 outputs past 1 ulp', value: 1 - r.within1, bound: 0.001, ok: r.within1 >= 0.999 },
+  ];
+  for (const m of r.mlx) {
+    const ok = m.worst <= 1 && m.within1 >= 0.999;
+    out.push({ name: `matmulF16 vs MLX (${m.path}): worst ulp, ${m.within1} within 1`, value: m.worst, bound: 1, ok });
+  }
+  return out;
 }

@@ -4,6 +4,7 @@ import { randn } from '../helpers/seeded.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { BASE, check, fill, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
+import { runs } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/tensor/errors.ts';
 import type { AttnMask } from '../../src/kernels/attention/types.ts';
@@ -65,8 +66,9 @@ describe('qsdpa gate (sigmoidGate fused into the pass that writes the output)', 
       ['query chunks of 2 rows', { ...BASE, seq: 9, offset: 3, chunkRows: 2 }, false],
       ["accumulate 'dtype'", { ...BASE, seq: 1, offset: 599, cap: 600, accumulate: 'dtype' }, false],
     ];
-    for (const [name, c0, split] of cases) {
-      for (const round of ['none', 'bf16', 'f16'] as Round[]) {
+    for (const [ci, [name, c0, split]] of cases.entries()) {
+      // Each case in one rounding, each rounding twice (HRM_EXHAUSTIVE=1: every case in every rounding).
+      for (const round of (['none', 'bf16', 'f16'] as Round[]).filter((_, r) => runs(ci % 3 === r))) {
         const c = { ...c0, round };
         const { q, k, v, opts } = inputs(gpu, c);
         const gate = gateSource(gpu, c.seq, c.heads * c.dim, c.seed + 9);
@@ -98,8 +100,9 @@ describe('qsdpa decode structure', () => {
       ["accumulate 'dtype', bf16", { cap: 300, accumulate: 'dtype', round: 'bf16' }, 1, 1],
       ['S=3, grouped heads', { cap: 600, seq: 3, heads: 4 }, 3, 1],
     ];
-    for (const [name, v, splits, ks] of variants) {
-      for (const mask of ['none', 'causal'] as const) {
+    for (const [vi, [name, v, splits, ks]] of variants.entries()) {
+      // Each variant under one mask, by turns (HRM_EXHAUSTIVE=1: both).
+      for (const mask of (['none', 'causal'] as const).filter((_, m) => runs(vi % 2 === m))) {
         const base: Case = { ...BASE, seq: 1, mask, ...v, offset: 0, path: 'passes' };
         const full = inputs(gpu, { ...base, offset: base.cap - base.seq });   // the cache filled to capacity
         const gate = gateSource(gpu, base.seq, base.heads * base.dim, 5);
