@@ -6,10 +6,10 @@
 //  - README.html: the page's documentation link, README.md rendered by markdown-it (raw HTML in it escaped).
 // The dev server answers them from a middleware (GET, HEAD and byte ranges, as urlFiles/urlSource use them); the
 // build copies them next to index.html, so demo-dist/ works from any static host and any base path.
-import { copyFileSync, createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sendFile } from './scripts/send-file.ts';
 import MarkdownIt from 'markdown-it';
 import { defineConfig, type Plugin } from 'vite';
 import { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from './src/refract/corpus.ts';
@@ -47,35 +47,6 @@ function readmeHtml(): string {
 }
 
 const NODE_ONLY = 'virtual-corpus-node-browser';
-
-const TYPES: Record<string, string> = { '.json': 'application/json', '.safetensors': 'application/octet-stream' };
-
-/** Send a file with HEAD and single-range support (also the demo test's flaky server). */
-export function sendFile(req: IncomingMessage, res: ServerResponse, file: string): void {
-  const size = statSync(file).size;
-  const ext = file.slice(file.lastIndexOf('.'));
-  res.setHeader('Content-Type', TYPES[ext] ?? 'text/plain; charset=utf-8');
-  res.setHeader('Accept-Ranges', 'bytes');
-  res.setHeader('Cache-Control', 'no-cache');
-  let start = 0;
-  let end = size - 1;
-  const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
-  if (range && (range[1] || range[2])) {
-    start = range[1] ? Number(range[1]) : Math.max(0, size - Number(range[2]));
-    end = range[1] && range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
-    if (start > end || start >= size) {
-      res.statusCode = 416;
-      res.setHeader('Content-Range', `bytes */${size}`);
-      res.end();
-      return;
-    }
-    res.statusCode = 206;
-    res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-  }
-  res.setHeader('Content-Length', String(end - start + 1));
-  if (req.method === 'HEAD') { res.end(); return; }
-  createReadStream(file, { start, end }).pipe(res);
-}
 
 function demoFiles(): Plugin {
   let outDir = '';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
 import type { Plugin, PreviewServer } from 'vite';
-import { sendFile } from '../../vite.config.ts';
+import { sendFile } from '../../scripts/send-file.ts';
 import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx } from './built-demo.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 import { dirFiles } from '../../src/hrm/files.ts';

@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
-import { sendFile } from '../../vite.config.ts';
+import { sendFile } from '../../scripts/send-file.ts';
 import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
 
 /**
