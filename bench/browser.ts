@@ -9,9 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { CHROMIUM, serve } from '../tests/helpers/browser.ts';
-import type { BenchResult } from './harness.ts';
-import type { Rendered } from './report.ts';
-import { saveAll, saveJson } from './output.ts';
+import { collectPage, pageQuery } from './page-run.ts';
 import { parseArgs, USAGE } from './settings.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -40,26 +38,17 @@ async function main(argv: string[]): Promise<number> {
     const page = await browser.newPage();
     page.on('console', (m) => console.log(m.type() === 'log' ? m.text() : `[page ${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => console.error(`[page error] ${e instanceof Error ? e.message : String(e)}`));
-    const q = new URLSearchParams();
-    for (const a of argv) q.append('arg', a);
     const c = commit();
-    if (c) q.set('commit', c);
-    q.set('timestamps', 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)');
+    const q = pageQuery(argv, {
+      ...(c ? { commit: c } : {}),
+      timestamps: 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)',
+    });
     await page.goto(`${url}/bench/index.html?${q}`);
-    const deadline = Date.now() + (s.budget + 600) * 1000;
-    for (;;) {
-      const state = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
-      if (state.partial) saveJson(s.out, state.partial);
-      if (state.done?.error) { console.error(state.done.error); return 1; }
-      if (state.done?.rendered) {
-        const paths = saveAll(s.out, state.done.rendered);
-        console.log('\n' + state.done.rendered.md);
-        console.log(`wrote ${paths.join(', ')}`);
-        return 0;
-      }
-      if (Date.now() > deadline) { console.error('[bench] the page did not finish in time'); return 1; }
-      await new Promise((r) => setTimeout(r, 2000));
-    }
+    const r = await collectPage(page, s.out, Date.now() + (s.budget + 600) * 1000);
+    if (r.error) { console.error(`[bench] ${r.error}`); return 1; }
+    console.log('\n' + r.md);
+    console.log(`wrote ${r.files!.join(', ')}`);
+    return 0;
   } finally {
     await browser.close();
     await server.close();

@@ -5,21 +5,21 @@
 //   probe  the flag sets of bench/chrome-flags.ts, until one gives an NVIDIA adapter (--probe-all: every set); the
 //          rest runs with that set (or --set NAME; with none, the call ends with 1)
 //   bench  bench/index.html with the bench options after `--` (default: the 1B shape's full run) plus --check-sgmat,
-//          runtime `chrome`; then bench/parity.ts's checks in the page (--no-parity skips them)
+//          runtime `chrome`, after the PyTorch anchors of the same call (bench/torch-anchors.sh; --no-anchors skips
+//          them); then bench/parity.ts's checks in the page (--no-parity skips them)
 //   demo   the demo: embedded model, a random 1B-shape checkpoint from 127.0.0.1 (--no-1b skips it), REFRACT
 // usage: node runner.mjs [--phases probe,bench,demo] [--set NAME|auto] [--probe-all] [--chromium PATH] [--site DIR]
 //        [--repo DIR] [--out DIR] [--deadline S] [--demo-tokens N] [--no-1b] [--ckpt-shape 1b|tiny] [--no-parity]
-//        [--any-adapter] [-- bench options]   (CPU drivers: --any-adapter takes a set without an NVIDIA adapter,
+//        [--no-anchors] [--any-adapter] [-- bench options]   (CPU drivers: --any-adapter takes a set without an NVIDIA adapter,
 //        --ckpt-shape tiny writes the checkpoint at the embedded model's shape)
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
-import type { BenchResult } from './harness.ts';
-import type { Rendered } from './report.ts';
-import { saveAll, saveJson } from './output.ts';
+import { collectPage, pageQuery } from './page-run.ts';
 import { FLAG_SETS, launchWith, probeFlagSets, type Probe } from './chrome-flags.ts';
 import { runDemo, type DemoStep } from './chrome-demo.ts';
 import { writeRandomCheckpoint } from './chrome-ckpt.ts';
@@ -36,7 +36,7 @@ const OPTIONS = {
   repo: { type: 'string', default: '.' }, out: { type: 'string' }, deadline: { type: 'string', default: '560' },
   'demo-tokens': { type: 'string', default: '16' }, 'no-1b': { type: 'boolean', default: false },
   'ckpt-shape': { type: 'string', default: '1b' }, 'any-adapter': { type: 'boolean', default: false },
-  'no-parity': { type: 'boolean', default: false },
+  'no-parity': { type: 'boolean', default: false }, 'no-anchors': { type: 'boolean', default: false },
 } as const;
 
 function options(argv: string[]) {
@@ -64,7 +64,7 @@ function options(argv: string[]) {
   return {
     ckptShape: shape as '1b' | 'tiny',
     phases, set: v.set!, probeAll: v['probe-all']!, anyAdapter: v['any-adapter']!, no1b: v['no-1b']!,
-    noParity: v['no-parity']!,
+    noParity: v['no-parity']!, noAnchors: v['no-anchors']!,
     chromium: v.chromium ?? process.env.CHROMIUM_PATH ?? '/opt/chrome-root/usr/lib/chromium/chromium',
     site: resolve(v.site ?? join(here, 'site')), repo: resolve(v.repo!),
     out: resolve(v.out ?? process.env.OUT ?? 'bench/results'),
@@ -201,31 +201,33 @@ async function demo(browser: Browser, url: string, ckptDir: string, o: Opts, unt
 /** The bench page with the given options (as bench/browser.ts runs it), then its parity checks. */
 async function bench(browser: Browser, url: string, o: Opts, budget: number, until: number, say: Say) {
   const args = [...o.bench];
+  if (!o.noAnchors && !args.includes('--anchors')) {
+    // The PyTorch anchors in the same call, as bench/h200.sh measures them for Node: a speed figure without them
+    // cannot be compared (the anchor moves +-15 % between calls). Into /tmp: a call returns 8 files at most.
+    const t0 = Date.now();
+    const dir = join(tmpdir(), 'chrome-anchors');
+    const r = spawnSync('bash', [join(o.repo, 'bench/torch-anchors.sh'), dir], { encoding: 'utf8' });
+    say(`${r.stdout ?? ''}${r.stderr ?? ''}`.trim());
+    args.push('--anchors', join(dir, 'anchors.json'));
+    budget -= Math.round((Date.now() - t0) / 1000);
+  }
   if (!args.includes('--check-sgmat')) args.push('--check-sgmat');
   // As bench/h200.sh gives the Node run: 300 s, less where the call's deadline leaves less.
   if (!args.includes('--budget')) args.push('--budget', String(Math.max(30, Math.min(300, budget))));
-  const q = new URLSearchParams();
-  for (const a of args) q.append('arg', a);
-  q.set('runtime', 'chrome');
-  q.set('mlx', `${url}/tests/fixtures/mlx/`);
-  if (!o.noParity) q.set('parity', '1');
-  if (typeof __BENCH_COMMIT__ === 'string') q.set('commit', __BENCH_COMMIT__);
-  q.set('timestamps', 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)');
+  const q = pageQuery(args, {
+    runtime: 'chrome', mlx: `${url}/tests/fixtures/mlx/`, ...(o.noParity ? {} : { parity: '1' }),
+    ...(typeof __BENCH_COMMIT__ === 'string' ? { commit: __BENCH_COMMIT__ } : {}),
+    timestamps: 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)',
+  });
   say(`bench options: ${args.join(' ')}`);
   const page = await browser.newPage();
   relay(page, 'page', say, true);
   await page.goto(`${url}/bench/index.html?${q}`);
   const r: { files?: string[]; error?: string; parity?: string; parityFailed?: number } = {};
+  const got = await collectPage(page, o.out, until - 20_000);
+  if (got.error) r.error = got.error;
+  else { r.files = got.files; say(`wrote ${r.files!.join(', ')}`); }
   const poll = () => new Promise((ok) => setTimeout(ok, 2000));
-  type State = { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
-  for (;;) {
-    const s = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as State;
-    if (s.partial) saveJson(o.out, s.partial);
-    if (s.done?.error) { r.error = s.done.error; break; }
-    if (s.done?.rendered) { r.files = saveAll(o.out, s.done.rendered); say(`wrote ${r.files.join(', ')}`); break; }
-    if (Date.now() > until - 20_000) { r.error = 'the page did not finish in time (its partial JSON is saved)'; break; }
-    await poll();
-  }
   if (r.error) return r;
   while (!o.noParity) {
     const p = (await page.evaluate('window.__parity')) as { md?: string; failed?: number; error?: string } | undefined;

@@ -4,10 +4,10 @@ import { runBench } from './harness.ts';
 import { render } from './report.ts';
 import { saveAll, saveJson } from './output.ts';
 import { parseArgs, USAGE } from './settings.ts';
+import { readAnchors } from './anchors.ts';
 import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/tensor/device.ts';
 import { SafetensorsFile } from '../src/tensor/safetensors.ts';
 import { fileSource } from '../src/tensor/sources.ts';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 
 /** The CPU the JavaScript runs on, and how busy the machine was: replay-bound figures differ by host. */
@@ -41,15 +41,6 @@ export async function main(argv: string[]): Promise<number> {
   if (s.help) { console.log(USAGE); return 0; }
   const { help: _, ...settings } = s;
   const timestamps = runtimeName() === 'node' ? `timestamp-query, Dawn toggle ${DAWN_EXACT_TIMESTAMPS} (ns resolution)` : undefined;
-  let anchors: unknown;
-  if (settings.anchors) {
-    try {
-      anchors = JSON.parse(readFileSync(settings.anchors, 'utf8'));
-    } catch (e) {
-      // A failed anchor run must not cost the WebGPU figures: keep what the file says and why it did not parse.
-      anchors = { error: `--anchors ${settings.anchors}: ${(e as Error).message.split('\n')[0]}` };
-    }
-  }
   const result = await runBench(settings, {
     log: (m) => console.log(m),
     warn: (m) => console.error(m),
@@ -57,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     commit: await commit(),
     host: host(),
     timestamps,
-    anchors,
+    anchors: settings.anchors ? readAnchors(settings.anchors) : undefined,
     mlxOps: () => SafetensorsFile.open(fileSource('tests/fixtures/mlx/ops.safetensors')),
   });
   const out = await render(result);

@@ -20,12 +20,7 @@ mkdir -p "$out"
 { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv; } > "$out/nvidia-smi.txt" 2>&1 || true
 anchors=()
 if [ "${ANCHORS:-1}" = 1 ]; then
-  echo "== bench/torch-anchors.py"
-  # The anchors print one JSON line last; anything else (warnings) goes to the log.
-  timeout 240 python3 bench/torch-anchors.py > "$out/anchors.log" 2>&1
-  echo "torch-anchors exited with $?"
-  grep '^{' "$out/anchors.log" | tail -1 > "$out/anchors.json"
-  if [ -s "$out/anchors.json" ]; then cat "$out/anchors.json"; else echo '{"error": "torch-anchors.py printed no JSON (see anchors.log)"}' > "$out/anchors.json"; tail -5 "$out/anchors.log"; fi
+  bash bench/torch-anchors.sh "$out"
   anchors=(--anchors "$out/anchors.json")
 fi
 status=0

@@ -2,7 +2,7 @@
 // query string (?arg=--quick&arg=--config&arg=tiny); the result and its rendered files are left on window for
 // bench/browser.ts to collect (window.__partial after each section, window.__bench at the end). bench/chrome-run.ts
 // adds ?runtime=chrome (the name in the files), ?mlx=URL (tests/fixtures/mlx/ served: --check-sgmat's ops) and
-// ?parity=1 (then bench/parity.ts's checks, window.__parity).
+// ?parity=1 (then bench/parity.ts's checks, window.__parity); both runners pass --anchors' JSON as ?anchors=.
 import { runBench, type BenchResult } from './harness.ts';
 import { render, type Rendered } from './report.ts';
 import { parseArgs } from './settings.ts';
@@ -29,6 +29,7 @@ try {
     update: (r) => { w.__partial = JSON.parse(JSON.stringify(named(r))) as BenchResult; },
     commit: query.get('commit'),
     timestamps: query.get('timestamps') ?? undefined,
+    anchors: query.has('anchors') ? JSON.parse(query.get('anchors')!) : undefined,
     ...(mlx ? { mlxOps: () => SafetensorsFile.open(urlSource(`${mlx}ops.safetensors`)) } : {}),
   });
   const rendered = await render(named(result));

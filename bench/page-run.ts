@@ -1,0 +1,34 @@
+// What both browser runners (bench/browser.ts here, bench/chrome-run.ts on the H200) do with the bench page: build
+// its query from the bench options, and collect what it leaves on window into --out. The page cannot read files,
+// so `--anchors FILE` (bench/torch-anchors.py's JSON, measured in the same call) travels as its text (?anchors=).
+import type { Page } from 'puppeteer-core';
+import type { BenchResult } from './harness.ts';
+import type { Rendered } from './report.ts';
+import { readAnchors } from './anchors.ts';
+import { saveAll, saveJson } from './output.ts';
+
+/** The bench page's query: every option as ?arg=, the anchors file's JSON as ?anchors=, and `extra` as given. */
+export function pageQuery(args: string[], extra: Record<string, string>): URLSearchParams {
+  const q = new URLSearchParams();
+  for (const a of args) q.append('arg', a);
+  const i = args.indexOf('--anchors');
+  if (i >= 0 && args[i + 1]) q.set('anchors', JSON.stringify(readAnchors(args[i + 1])));
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q;
+}
+
+/**
+ * Poll the opened bench page until it finishes or `until` (epoch ms) passes: its partial JSON is saved into `out`
+ * after every section, its files when it ends. Returns the files written, the Markdown, or the page's error.
+ */
+export async function collectPage(page: Page, out: string, until: number): Promise<{ files?: string[]; md?: string; error?: string }> {
+  type State = { done?: { rendered?: Rendered; error?: string }; partial?: BenchResult };
+  for (;;) {
+    const s = (await page.evaluate('({ done: window.__bench, partial: window.__partial })')) as State;
+    if (s.partial) saveJson(out, s.partial);
+    if (s.done?.error) return { error: s.done.error };
+    if (s.done?.rendered) return { files: saveAll(out, s.done.rendered), md: s.done.rendered.md };
+    if (Date.now() > until) return { error: 'the page did not finish in time (its partial JSON is saved)' };
+    await new Promise((ok) => setTimeout(ok, 2000));
+  }
+}
