@@ -2,8 +2,8 @@
 // the MLX fixtures fetched from `mlx` (tests/fixtures/mlx/ served on 127.0.0.1), then decode attention's folded
 // merges at the 1B shape, on a device of their own. The same Markdown list as bench/parity.ts prints.
 import { urlFiles } from '../src/hrm/files.ts';
-import { Gpu } from '../src/tensor/gpu.ts';
-import { urlSource } from '../src/tensor/sources.ts';
+import { Gpu } from '../src/gpu/gpu.ts';
+import { urlSource } from '../src/io/sources.ts';
 import { checkModelParity, type ParityCase } from '../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../tests/kernels/sdpa_fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../tests/kernels/qsdpa_fold.check.ts';

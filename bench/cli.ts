@@ -5,9 +5,9 @@ import { render } from './report.ts';
 import { saveAll, saveJson } from './output.ts';
 import { parseArgs, USAGE } from './settings.ts';
 import { readAnchors } from './anchors.ts';
-import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/tensor/device.ts';
-import { SafetensorsFile } from '../src/tensor/safetensors.ts';
-import { fileSource } from '../src/tensor/sources.ts';
+import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/gpu/device.ts';
+import { SafetensorsFile } from '../src/io/safetensors.ts';
+import { fileSource } from '../src/io/sources.ts';
 import { cpus, loadavg } from 'node:os';
 
 /** The CPU the JavaScript runs on, and how busy the machine was: replay-bound figures differ by host. */

@@ -2,8 +2,8 @@
 // the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
 // one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
 // that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
-import { Gpu } from '../src/tensor/gpu.ts';
-import { runtimeInfo, type AdapterSummary } from '../src/tensor/device.ts';
+import { Gpu } from '../src/gpu/gpu.ts';
+import { runtimeInfo, type AdapterSummary } from '../src/gpu/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
 import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
 import { HrmModel } from '../src/hrm/model.ts';
@@ -13,7 +13,7 @@ import { attentionSweep, streamFloor, dispatchCost, gemv, gemvSweep, matmulFlops
 import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
 import type { Settings } from './settings.ts';
 import { now } from './stats.ts';
-import type { SafetensorsFile } from '../src/tensor/safetensors.ts';
+import type { SafetensorsFile } from '../src/io/safetensors.ts';
 import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
 import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
 import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';

@@ -9,8 +9,8 @@
 // >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one pass per dispatch)
 // for the kernel's own GPU time; the wall figure also contains the barrier between dependent dispatches, which is
 // what the model pays.
-import { readTimestamps, type Dispatch, type Gpu, type Upload } from '../src/tensor/gpu.ts';
-import { Tensor } from '../src/tensor/tensor.ts';
+import { readTimestamps, type Dispatch, type Gpu, type Upload } from '../src/gpu/gpu.ts';
+import { Tensor } from '../src/gpu/tensor.ts';
 import { fillRandom } from '../src/kernels/init/random.ts';
 import { matmul, type MatmulOptions } from '../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../src/kernels/matmul/matmul_f16.ts';
@@ -23,7 +23,7 @@ import { chunkRows } from '../src/hrm/weights.ts';
 import type { Settings } from './settings.ts';
 import { now, stats, type Stats } from './stats.ts';
 import { STREAM_READ } from './wgsl.ts';
-import { capture, replay } from '../src/tensor/capture.ts';
+import { capture, replay } from '../src/gpu/capture.ts';
 
 /** HBM bandwidth of an H200 as the CUDA device copy measures it (PERFORMANCE.md): the shares' reference. */
 export const H200_BYTES_PER_S = 4.27e12;

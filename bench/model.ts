@@ -3,10 +3,10 @@
 // ahead of the token being read), and where a decode step's time goes (dispatches, JS time, GPU time per kernel
 // label from one profiled step), per KV-cache configuration. Also the bytes a decode token must read, which turn
 // a bandwidth into a ceiling.
-import type { Dispatch, Gpu, PassSpan } from '../src/tensor/gpu.ts';
-import { capture } from '../src/tensor/capture.ts';
+import type { Dispatch, Gpu, PassSpan } from '../src/gpu/gpu.ts';
+import { capture } from '../src/gpu/capture.ts';
 import { passMs, queuedPassMs, type QueuedSteps } from './kernels.ts';
-import type { Tensor } from '../src/tensor/tensor.ts';
+import type { Tensor } from '../src/gpu/tensor.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import { DecodeGraph, greedySteps } from '../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../src/hrm/cache.ts';

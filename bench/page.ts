@@ -7,8 +7,8 @@ import { runBench, type BenchResult } from './harness.ts';
 import { render, type Rendered } from './report.ts';
 import { parseArgs } from './settings.ts';
 import { pageParity } from './chrome-parity.ts';
-import { SafetensorsFile } from '../src/tensor/safetensors.ts';
-import { urlSource } from '../src/tensor/sources.ts';
+import { SafetensorsFile } from '../src/io/safetensors.ts';
+import { urlSource } from '../src/io/sources.ts';
 
 const w = window as unknown as {
   __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult;

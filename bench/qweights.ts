@@ -3,7 +3,7 @@
 // Node/Dawn: `npx tsx bench/qweights.ts [--config tiny|1b] [--quick]` (on CPU-only machines: --config tiny --quick).
 // Prints a markdown table; the harness's figures (ModelBench) are reused unchanged.
 import { parseArgs } from 'node:util';
-import { Gpu } from '../src/tensor/gpu.ts';
+import { Gpu } from '../src/gpu/gpu.ts';
 import { HrmModel } from '../src/hrm/model.ts';
 import { cacheBytes } from '../src/hrm/cache.ts';
 import { parameterCount, type QuantSpec } from '../src/hrm/config.ts';

@@ -5,8 +5,8 @@
 // Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
 // header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
 // Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
-import { blobSource } from '../src/tensor/sources.ts';
-import { SafetensorsFile } from '../src/tensor/safetensors.ts';
+import { blobSource } from '../src/io/sources.ts';
+import { SafetensorsFile } from '../src/io/safetensors.ts';
 
 const CACHE_NAME = 'hrm-webgpu-files-v1';
 
@@ -59,7 +59,7 @@ export function fileOf(url: string): string {
 /**
  * fetch, with two fixes: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
  * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a network
- * failure names the file. (urlFiles' reads bypass the HTTP cache themselves: src/tensor/http.ts.)
+ * failure names the file. (urlFiles' reads bypass the HTTP cache themselves: src/io/http.ts.)
  */
 export const strictFetch: typeof fetch = async (input, init) => {
   let res: Response;

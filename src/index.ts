@@ -4,25 +4,25 @@
 // under src/; the wrappers only fill in what an app should not have to know (the model's tokenizer and chat
 // template, KV strings, which Gpu to use).
 /// <reference types="@webgpu/types" preserve="true" />
-import { Gpu } from './tensor/gpu.ts';
-import { InputError } from './tensor/errors.ts';
+import { Gpu } from './gpu/gpu.ts';
+import { InputError } from './errors.ts';
 import { dirFiles, fileListFiles, urlFiles, type ModelFiles } from './hrm/files.ts';
 import { loadModel as loadFiles, type LoadStage, type LoadedModel } from './hrm/load.ts';
 import { generate as generateStream, type GenerateEvent, type GenerateOptions, type GenerateStats } from './hrm/generate.ts';
 import { kvSpecOf } from './hrm/kv-string.ts';
 import type { ActDtype, KvSpec } from './hrm/cache.ts';
 import type { QuantSpec } from './hrm/config.ts';
-import type { DeviceOptions } from './tensor/device.ts';
-import { runtimeName } from './tensor/device.ts';
+import type { DeviceOptions } from './gpu/device.ts';
+import { runtimeName } from './gpu/device.ts';
 
 // ---- GPU and runtime --------------------------------------------------------------------------------------
 /** The GPU context (device, buffer pool, kernels' command encoder). `await Gpu.create()` opens one. */
-export { Gpu } from './tensor/gpu.ts';
+export { Gpu } from './gpu/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
 export {
   isSoftwareAdapter, runtimeName, requestDevice, type AdapterSummary, type DeviceOptions, type FastFeature, type OnOff,
   type Runtime,
-} from './tensor/device.ts';
+} from './gpu/device.ts';
 /**
  * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
  * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another speed);
@@ -38,7 +38,7 @@ export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernel
 export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
 export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
-export * from './tensor/errors.ts';
+export * from './errors.ts';
 
 // ---- models -----------------------------------------------------------------------------------------------
 /** Model file sets: a local folder (Node, Deno), a base URL, or browser `File`s (directory picker, drop). */
@@ -206,12 +206,12 @@ export { renderHtmlReport, type HtmlOptions } from './refract/report/html.ts';
 export { renderCompareTable, renderRepeatability, type CompareRow } from './refract/report/compare.ts';
 
 // ---- types the exports above refer to, so apps can name them ----------------------------------------------
-export type { Tensor } from './tensor/tensor.ts';
-export type { DType } from './tensor/dtype.ts';
-export type { BufferView, Dispatch, DispatchTiming, PassSpan, Recorder, Upload } from './tensor/gpu.ts';
-export type { Capture } from './tensor/capture.ts';
-export type { DeviceWatch } from './tensor/device.ts';
-export type { ByteSource, Progress } from './tensor/sources.ts';
+export type { Tensor } from './gpu/tensor.ts';
+export type { DType } from './gpu/dtype.ts';
+export type { BufferView, Dispatch, DispatchTiming, PassSpan, Recorder, Upload } from './gpu/gpu.ts';
+export type { Capture } from './gpu/capture.ts';
+export type { DeviceWatch } from './gpu/device.ts';
+export type { ByteSource, Progress } from './io/sources.ts';
 export type { CacheOptions, HrmCache } from './hrm/cache.ts';
 export type { CachePass, CacheSlot, SlotGeometry } from './hrm/slot.ts';
 export type { HrmWeights, LayerWeights, Weight } from './hrm/weights.ts';
@@ -223,7 +223,7 @@ export type { KldAccumulator, KldAxisResult, KldProgress, KldStatistics, Positio
 export { DELTA_P_PERCENTILES, KLD_PERCENTILES } from './refract/axes/kld.ts';
 export type { AttnMask, FullKV } from './kernels/attention/types.ts';
 export type { Warn } from './hrm/config.ts';
-export type { NetOptions } from './tensor/http.ts';
+export type { NetOptions } from './io/http.ts';
 export type { PladAxisResult, PladOptions, PladRecord } from './refract/axes/plad.ts';
 export type { RniahAxisResult, RniahCell, RniahOptions } from './refract/axes/rniah.ts';
 export type { TrajectoryAxisResult, TrajectoryPromptRecord } from './refract/axes/trajectory.ts';

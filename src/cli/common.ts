@@ -1,10 +1,10 @@
 // Pieces both CLIs share (Node and Deno): model location, flag parsing helpers, the GPU, file output.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DeviceLostError, HrmError, InputError, UsageError } from '../tensor/errors.ts';
+import { DeviceLostError, HrmError, InputError, UsageError } from '../errors.ts';
 import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
 import { kvSpecOf } from '../hrm/kv-string.ts';
 import type { KvSpec } from '../hrm/cache.ts';
-import type { NetOptions } from '../tensor/http.ts';
+import type { NetOptions } from '../io/http.ts';
 
 type Proc = {
   stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[]; pid: number;

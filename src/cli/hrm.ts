@@ -1,8 +1,8 @@
 // `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
-import { Gpu } from '../tensor/gpu.ts';
-import { FormatError, UsageError } from '../tensor/errors.ts';
-import { SafetensorsFile, encodeSafetensors } from '../tensor/safetensors.ts';
-import { bytesSource } from '../tensor/sources.ts';
+import { Gpu } from '../gpu/gpu.ts';
+import { FormatError, UsageError } from '../errors.ts';
+import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
+import { bytesSource } from '../io/sources.ts';
 import { loadConfigs, loadModel } from '../hrm/load.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { cacheBytes } from '../hrm/cache.ts';

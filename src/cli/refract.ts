@@ -1,6 +1,6 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu } from '../tensor/gpu.ts';
-import { InputError, UsageError } from '../tensor/errors.ts';
+import { Gpu } from '../gpu/gpu.ts';
+import { InputError, UsageError } from '../errors.ts';
 import { loadModel, type LoadedModel } from '../hrm/load.ts';
 import { cacheBytes } from '../hrm/cache.ts';
 import { kvSpecOf } from '../hrm/kv-string.ts';

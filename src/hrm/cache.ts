@@ -6,10 +6,10 @@
 //  - 'before-pass': every attention, the prefill's included, reads quantized K/V (REFRACT's KLD candidate);
 //  - 'after-prefill': mlx-lm generation: the first forward attends to full-precision K/V, the cache then holds
 //    only quantized K/V (quantizing at append time equals mlx-lm's conversion: groups are per position).
-import { InputError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { storageBytes } from '../tensor/dtype.ts';
+import { InputError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { Tensor } from '../gpu/tensor.ts';
+import { storageBytes } from '../gpu/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { quantKV } from '../kernels/attention/kvquant.ts';

@@ -1,6 +1,6 @@
 // Compare two logits tensors [S, V] (ours vs MLX, or two of our modes) in float64: the numbers people use to
 // cross-check numerics. KL is KL(A || B) per position from max-subtracted log-sum-exp.
-import { ShapeError } from '../tensor/errors.ts';
+import { ShapeError } from '../errors.ts';
 
 export interface LogitsComparison {
   positions: number;

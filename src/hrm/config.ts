@@ -1,8 +1,8 @@
 // HRM-Text configuration, named as in config.json. Accepts every published variant: legacy
 // (`num_hidden_layers` = layers per stack) and transformers-style (`num_hidden_layers` = layers * H * (L+1) with
 // `num_layers_per_stack`); `rope_theta` or `rope_parameters.rope_theta`; `embedding_scale` or 1/initializer_range.
-import { FormatError } from '../tensor/errors.ts';
-import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/quant.ref.ts';
+import { FormatError } from '../errors.ts';
+import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/rules.ts';
 
 export interface HrmConfig {
   vocab_size: number;

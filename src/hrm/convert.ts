@@ -1,8 +1,8 @@
 // `hrm convert`: a checkpoint quantized on the GPU and written back in MLX's quantized layout (quantized.ts), with
 // config.json's `quantization` block, so MLX (mlx.nn.quantize's loaders, mlx-lm) and tools/mlx_reference.py read it.
-import { FormatError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { encodeSafetensors, type TensorToWrite } from '../tensor/safetensors.ts';
+import { FormatError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { encodeSafetensors, type TensorToWrite } from '../io/safetensors.ts';
 import type { QuantSpec } from './config.ts';
 import type { ModelFiles } from './files.ts';
 import { loadConfigs, openCheckpoint } from './load.ts';

@@ -6,11 +6,11 @@
 // position in between, and a token costs three calls per dispatch plus one write of the uniform blocks.
 // Greedy decoding also keeps the token on the GPU: the step ends with argmax written into its own input, so
 // several steps can be queued before any is read back.
-import { HrmError, InputError, NotReplayableError } from '../tensor/errors.ts';
-import type { Dispatch, Upload } from '../tensor/gpu.ts';
-import { capture, replay, type Capture } from '../tensor/capture.ts';
-import { quietly } from '../tensor/quiet.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import { HrmError, InputError, NotReplayableError } from '../errors.ts';
+import type { Dispatch, Upload } from '../gpu/gpu.ts';
+import { capture, replay, type Capture } from '../gpu/capture.ts';
+import { quietly } from '../gpu/quiet.ts';
+import { Tensor } from '../gpu/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';

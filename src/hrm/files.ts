@@ -1,9 +1,9 @@
 // Where a model's files come from: a local folder (Node/Deno), a base URL (e.g. a Hugging Face
 // `https://huggingface.co/<repo>/resolve/main`), or a browser FileList from a directory picker or a drop.
 // Each gives text files (config, tokenizer) and byte sources for safetensors files.
-import { NetworkError } from '../tensor/errors.ts';
-import { getBytes, head, type NetOptions } from '../tensor/http.ts';
-import { blobSource, fileSource, urlSource, type ByteSource } from '../tensor/sources.ts';
+import { NetworkError } from '../errors.ts';
+import { getBytes, head, type NetOptions } from '../io/http.ts';
+import { blobSource, fileSource, urlSource, type ByteSource } from '../io/sources.ts';
 
 export interface ModelFiles {
   /** Shown in messages: the folder, URL or picked folder name. */
@@ -25,7 +25,7 @@ export function dirFiles(dir: string): ModelFiles {
   };
 }
 
-/** Files under a base URL; `opts` sets the timeouts and retries of every request (see tensor/http.ts). */
+/** Files under a base URL; `opts` sets the timeouts and retries of every request (see io/http.ts). */
 export function urlFiles(base: string, opts: NetOptions = {}): ModelFiles {
   const url = (file: string) => `${base.replace(/\/+$/, '')}/${file}`;
   return {

@@ -4,8 +4,8 @@
 // separates prompt and decode.
 // Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
 // token being streamed (those past a stop are computed and dropped).
-import { InputError } from '../tensor/errors.ts';
-import type { Tensor } from '../tensor/tensor.ts';
+import { InputError } from '../errors.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 import type { HrmModel } from './model.ts';
 import type { HrmTokenizer } from './tokenizer.ts';
 import { formatPrompt } from './prompt.ts';

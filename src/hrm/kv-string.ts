@@ -1,9 +1,9 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
 // quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. One parser for the
 // hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo.
-import { InputError } from '../tensor/errors.ts';
+import { InputError } from '../errors.ts';
 import type { KvSpec } from './cache.ts';
-import { GROUP } from '../kernels/quant/quant.ref.ts';
+import { GROUP } from '../kernels/quant/rules.ts';
 
 /** Group size of the affine KV quantization (MLX `kv_group_size`). */
 export const KV_GROUP_SIZE = GROUP;

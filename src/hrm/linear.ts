@@ -1,6 +1,6 @@
 // The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
 // (Weight.quant) to qlinear / qembed, with the same options and fusions.
-import type { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 import { embed as denseEmbed, matmul, type EmbedOptions } from '../kernels/ops/ops.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';

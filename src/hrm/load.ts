@@ -1,7 +1,7 @@
 // Load a whole model: config, tokenizer (+ chat template), checkpoint (one file, shards, or MLX-native), onto a GPU.
-import { FormatError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { Checkpoint, SafetensorsFile } from '../tensor/safetensors.ts';
+import { FormatError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { Checkpoint, SafetensorsFile } from '../io/safetensors.ts';
 import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec, type Warn } from './config.ts';
 import type { ModelFiles } from './files.ts';
 import { HrmModel } from './model.ts';

@@ -10,10 +10,10 @@
 // quantized one). A decode layer is 5 dispatches on a GPU (6 into a quantized cache).
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
-import { InputError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { roundBf16 } from '../tensor/dtype.ts';
+import { InputError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { Tensor } from '../gpu/tensor.ts';
+import { roundBf16 } from '../gpu/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import { add } from '../kernels/ops/ops.ts';
 import { embedding, linear } from './linear.ts';

@@ -2,7 +2,7 @@
 // envelope is the bidirectional block and generation continues after `<|im_end|>`. The envelope is written as a
 // Jinja chat template so that a checkpoint whose tokenizer_config.json ships a `chat_template` can replace it.
 import { Template } from '@huggingface/jinja';
-import { FormatError, InputError } from '../tensor/errors.ts';
+import { FormatError, InputError } from '../errors.ts';
 
 /** The condition tags and the special token each one adds (seed: _CONDITION_TOKEN). */
 export const CONDITION_TOKENS = {

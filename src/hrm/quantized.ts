@@ -3,12 +3,12 @@
 // the input dimension), `<m>.scales` and `<m>.biases` [rows, cols / group_size] in the model dtype; config.json's
 // `quantization` gives bits and group size, per module where mlx-lm wrote an entry. Also quantize-on-load (dense
 // tensors quantized on the GPU, bit for bit mx.quantize) and the way back to MLX's layout for `hrm convert`.
-import { FormatError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToWrite } from '../tensor/safetensors.ts';
+import { FormatError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { Tensor } from '../gpu/tensor.ts';
+import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToWrite } from '../io/safetensors.ts';
 import type { Round } from '../kernels/common/codes.ts';
-import { packHalf } from '../tensor/dtype.ts';
+import { packHalf } from '../gpu/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';

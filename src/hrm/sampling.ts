@@ -1,6 +1,6 @@
 // Next-token sampling on the CPU: greedy at temperature 0, else softmax(logits / T) in float64, top-p (nucleus)
 // filtering, and a draw from a seeded xoshiro128** generator, so one seed gives one sequence in every runtime.
-import { InputError } from '../tensor/errors.ts';
+import { InputError } from '../errors.ts';
 
 /**
  * xoshiro128** (Blackman & Vigna, 2018): 128-bit state, 32-bit outputs, period 2^128 - 1. The state is filled by

@@ -2,7 +2,7 @@
 // `append` RoPEs the new queries and keys and writes keys and values at the pass's offset, `attend` reads every
 // cached position back through the kernel that fits its sides. The model never asks which kind a side is.
 // Sides: full precision (f32, or packed bf16 in bf16 mode) or group-64 quantized with their own bits, any mix.
-import { Tensor } from '../tensor/tensor.ts';
+import { Tensor } from '../gpu/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';

@@ -12,7 +12,7 @@
 //      fails, if at all, mid-generation; here the vocabulary is checked at construction.
 // No file access: callers pass the JSON files' contents (strings or parsed objects).
 import { Tokenizer, Normalizer, NFCNormalizer, SequenceNormalizer } from '@huggingface/tokenizers';
-import { FormatError, InputError } from '../tensor/errors.ts';
+import { FormatError, InputError } from '../errors.ts';
 
 /**
  * Code points that take part in canonical normalisation in Unicode 17 but were unassigned in Unicode 9.0: marks

@@ -6,12 +6,12 @@
 // non-finite weight would otherwise give all-NaN logits and no hint where they come from). Quantized modules
 // (MLX's layout, quantized.ts) load as such, and dense ones are quantized on the GPU while loading when
 // LoadOptions.quantize asks for it.
-import { FormatError, InputError } from '../tensor/errors.ts';
-import type { Gpu } from '../tensor/gpu.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import type { DType } from '../tensor/dtype.ts';
-import { decode, readEntry, type Checkpoint, type StDType } from '../tensor/safetensors.ts';
-import type { Progress } from '../tensor/sources.ts';
+import { FormatError, InputError } from '../errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { Tensor } from '../gpu/tensor.ts';
+import type { DType } from '../gpu/dtype.ts';
+import { decode, readEntry, type Checkpoint, type StDType } from '../io/safetensors.ts';
+import type { Progress } from '../io/sources.ts';
 import { type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';
 import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { fillRandom } from '../kernels/init/random.ts';

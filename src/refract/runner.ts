@@ -1,8 +1,8 @@
 // One REFRACT score run (the original `refract score`): optional noise floor, axes A and B, opt-in C and D,
 // composite, report object. The CLI and the browser demo call runRefract and render the report.
 import { contextLengthOf, DEFAULTS, RefractError, type Backend } from './backend.ts';
-import { InputError } from '../tensor/errors.ts';
-import { runtimeInfo } from '../tensor/device.ts';
+import { InputError } from '../errors.ts';
+import { runtimeInfo } from '../gpu/device.ts';
 import { runKld, type KldAxisResult } from './axes/kld.ts';
 import { runPlad, type PladAxisResult, type PladOptions } from './axes/plad.ts';
 import { runRniah, type RniahAxisResult, type RniahOptions } from './axes/rniah.ts';

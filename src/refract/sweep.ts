@@ -2,7 +2,7 @@
 // included), one REFRACT run per candidate as an independent job whose report is saved in the output folder under
 // a name derived from the candidate; a candidate whose report is already there is not run again (resume). The
 // sweep report is a table and a Pareto plot of cache bytes per token against the composite.
-import { InputError } from '../tensor/errors.ts';
+import { InputError } from '../errors.ts';
 import { parseKvConfig } from '../hrm/kv-string.ts';
 import { parseReport, type RefractReport } from './report/json.ts';
 

@@ -2,7 +2,7 @@
 // message to the worker and its answers back. Shaped after WebLLM's WebWorkerMLCEngine, with streaming pushed by
 // the worker, AbortSignals forwarded as `abort` messages, and errors rebuilt as their own classes. A worker that
 // fails or is terminated, or whose GPU device is lost, rejects every call in flight at once: nothing waits forever.
-import { DeviceLostError } from '../tensor/errors.ts';
+import { DeviceLostError } from '../errors.ts';
 import { reviveError, WorkerError } from './errors.ts';
 import type {
   Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request,

@@ -1,8 +1,8 @@
 // Errors across the worker boundary. Structured cloning keeps only the built-in error classes, so an error thrown in
 // the worker crosses as its name and message (protocol.ts's ErrorPayload) and is rebuilt here as the same class:
-// the library's typed errors (tensor/errors.ts, REFRACT's), the built-in ones, a DOMException (AbortError), or a
+// the library's typed errors (errors.ts, REFRACT's), the built-in ones, a DOMException (AbortError), or a
 // plain Error carrying the original name.
-import * as typed from '../tensor/errors.ts';
+import * as typed from '../errors.ts';
 import { BackendCapabilityError, RefractError } from '../refract/backend.ts';
 import type { ErrorPayload } from './protocol.ts';
 

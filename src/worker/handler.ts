@@ -7,7 +7,7 @@ import {
 } from '../index.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
-import { InputError } from '../tensor/errors.ts';
+import { InputError } from '../errors.ts';
 import { WorkerError } from './errors.ts';
 import {
   errorPayload, type Calls, type LoadProgress, type Method, type Reply, type Request, type WorkerModelInfo,

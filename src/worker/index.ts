@@ -26,6 +26,6 @@ export type {
   WorkerRefractOptions, WorkerTokenizeOptions,
 } from './protocol.ts';
 /** Whether the worker's adapter runs on the CPU (pass `info.adapter`). */
-export { isSoftwareAdapter, type AdapterSummary } from '../tensor/device.ts';
+export { isSoftwareAdapter, type AdapterSummary } from '../gpu/device.ts';
 /** Every typed error class, so that `e instanceof DeviceLostError` works on what the client rejects with. */
-export * from '../tensor/errors.ts';
+export * from '../errors.ts';

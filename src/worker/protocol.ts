@@ -3,7 +3,7 @@
 // Float32Array); errors cross as ErrorPayload and are rebuilt by class name (errors.ts). One request per call, with
 // an id; the worker answers with progress and stream events for that id, then exactly one `result` or `error`. An
 // `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
-import type { AdapterSummary, DeviceOptions } from '../tensor/device.ts';
+import type { AdapterSummary, DeviceOptions } from '../gpu/device.ts';
 import type { ActDtype, KvSpec } from '../hrm/cache.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
 import type { LoadStage } from '../hrm/load.ts';

@@ -12,8 +12,8 @@ import { writeRandomCheckpoint } from '../../bench/chrome-ckpt.ts';
 import { parseConfig } from '../../src/hrm/config.ts';
 import { HrmTokenizer } from '../../src/hrm/tokenizer.ts';
 import { expectedTensors, validateCheckpoint } from '../../src/hrm/weights.ts';
-import { Checkpoint, SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { fileSource } from '../../src/tensor/sources.ts';
+import { Checkpoint, SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource } from '../../src/io/sources.ts';
 
 const BROWN = fileURLToPath(new URL('../../models/hrm-text-brown-6m/', import.meta.url));
 let work: string;

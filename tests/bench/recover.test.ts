@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { runBench } from '../../bench/harness.ts';
 import { DeviceKeeper } from '../../bench/recover.ts';
 import { defaults } from '../../bench/settings.ts';
-import { InputError } from '../../src/tensor/errors.ts';
-import type { Gpu } from '../../src/tensor/gpu.ts';
+import { InputError } from '../../src/errors.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
 
 describe('bench device loss', () => {

@@ -1,8 +1,8 @@
 // The dispatches a piece of code records, as plain data (for tests of a decode step's structure: a step recorded
 // once and replayed at other positions may differ only in uniform values).
 import { expect, vi } from 'vitest';
-import { Kernel } from '../../src/tensor/kernel.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
+import { Kernel } from '../../src/kernels/kernel.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 
 export interface DispatchRecord {
   /** file#entry */

@@ -1,6 +1,6 @@
 // Paths of the fixtures copied into the repository (tests read nothing outside it).
-import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { fileSource } from '../../src/tensor/sources.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource } from '../../src/io/sources.ts';
 
 export const FIXTURES = new URL('../fixtures/mlx/', import.meta.url).pathname;
 export const BROWN = new URL('../../models/hrm-text-brown-6m/', import.meta.url).pathname;

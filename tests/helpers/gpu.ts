@@ -1,5 +1,5 @@
 // One GPU context per test worker.
-import { Gpu } from '../../src/tensor/gpu.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
 
 let shared: Promise<Gpu> | null = null;
 

@@ -3,7 +3,7 @@ import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
 import type { ActDtype, KvSpec, QuantMode } from '../../src/hrm/cache.ts';
 import { compareLogits } from '../../src/hrm/compare.ts';
-import type { Gpu } from '../../src/tensor/gpu.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
 import { BROWN, FIXTURES } from './fixtures.ts';
 
 export function fixtureDir(name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown'): string {

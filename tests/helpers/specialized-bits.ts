@@ -1,10 +1,10 @@
 // Outputs, as bits, of kernels run with their overrides as pipeline constants or written into the source
-// (tensor/specialize.ts): gemv_wide's products (the kernel naga panicked on; with its norm, and with swiglu) and
+// (kernels/specialize.ts): gemv_wide's products (the kernel naga panicked on; with its norm, and with swiglu) and
 // the embedded model's bf16 logits with a quantized cache. Each setting on a Gpu of its own (pipelines are cached
 // per device). Shared by specialize.test.ts (Node) and deno-specialize.ts (Deno).
-import { specializes } from '../../src/tensor/specialize.ts';
-import { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
+import { specializes } from '../../src/kernels/specialize.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';

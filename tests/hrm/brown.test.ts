@@ -1,8 +1,8 @@
 // The embedded model against MLX's trajectories (models/hrm-text-brown-6m/reference.*).
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { fileSource } from '../../src/tensor/sources.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource } from '../../src/io/sources.ts';
 import { generate } from '../../src/hrm/generate.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { getGpu } from '../helpers/gpu.ts';

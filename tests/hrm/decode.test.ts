@@ -11,7 +11,7 @@ import { fixtureDir, model } from '../helpers/model.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import type { HrmModel } from '../../src/hrm/model.ts';
-import { GpuValidationError } from '../../src/tensor/errors.ts';
+import { GpuValidationError } from '../../src/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
 import { cacheSlots } from '../../src/hrm/config.ts';
 import { setDecodeMerge, type DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';

@@ -4,9 +4,9 @@
 // attention as matmuls, the decode append fused into attention). Same bounds as the test.
 import { dirFiles, type ModelFiles } from '../../src/hrm/files.ts';
 import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { fileSource, type ByteSource } from '../../src/tensor/sources.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource, type ByteSource } from '../../src/io/sources.ts';
 import { logitsOf, meanKl, teacherForced } from '../helpers/model.ts';
 
 export interface ParityCase { name: string; value: number; bound: number; ok: boolean }

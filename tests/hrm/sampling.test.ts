@@ -1,7 +1,7 @@
 // Sampling: greedy, temperature, top-p and the seeded generator, checked against hand-computed distributions.
 import { describe, expect, it } from 'vitest';
 import { Sampler, Xoshiro128ss, argmax, drawIndex, softmax, topPFilter } from '../../src/hrm/sampling.ts';
-import { InputError } from '../../src/tensor/errors.ts';
+import { InputError } from '../../src/errors.ts';
 import { expectClose } from '../helpers/close.ts';
 import { randn, rng } from '../helpers/seeded.ts';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { HrmTokenizer, nfcUnicode9 } from '../../src/hrm/tokenizer.ts';
 import { CONDITION_TOKENS, type Condition, formatPrompt, parseConditions } from '../../src/hrm/prompt.ts';
 import { TextStreamer } from '../../src/hrm/stream.ts';
-import { FormatError, InputError } from '../../src/tensor/errors.ts';
+import { FormatError, InputError } from '../../src/errors.ts';
 import { BROWN } from '../helpers/fixtures.ts';
 import { rng } from '../helpers/seeded.ts';
 

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../../src/hrm/config.ts';
 import { disposeWeights, loadWeights, randomWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
-import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/tensor/safetensors.ts';
-import { bytesSource, fileSource } from '../../src/tensor/sources.ts';
-import { Gpu } from '../../src/tensor/gpu.ts';
-import { FormatError } from '../../src/tensor/errors.ts';
+import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/io/safetensors.ts';
+import { bytesSource, fileSource } from '../../src/io/sources.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { FormatError } from '../../src/errors.ts';
 import { randomValueRef } from '../../src/kernels/init/random.ref.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
+import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { FIXTURES } from '../helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 

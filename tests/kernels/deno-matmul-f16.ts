@@ -1,6 +1,6 @@
 // Deno entry of the f16-activation matmul check (Deno's wgpu offers shader-f16 on lavapipe; Node's SwiftShader does
 // not): prints the report of matmul_f16.check.ts as one JSON line, or { f16: false } with the adapter's features.
-import { Gpu } from '../../src/tensor/gpu.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
 import { checkMatmulF16 } from './matmul_f16.check.ts';
 
 const gpu = await Gpu.create();

@@ -8,16 +8,16 @@
 // plus half an ulp of its dtype, and must be a value of the dtype. That bound holds for every element and fails a
 // wrong kernel; the MLX criterion sits on top: >= 99.9 % of f16 outputs within 1 f16 ulp of the correctly rounded
 // sum (the f32 error moves a result only when the exact sum lies within ~1e-6 relative of a rounding midpoint).
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
 import { FIXTURES } from '../helpers/fixtures.ts';
-import { SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { fileSource } from '../../src/tensor/sources.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource } from '../../src/io/sources.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';
 
 type WDType = 'f32' | 'bf16' | 'f16';

@@ -12,10 +12,10 @@
 // kernel with operand prefetch off and on x split-K 1, 2, 4, and the staged kernel (where it runs) x split-K 1, 2,
 // 4; a split is capped by K's blocks): a schedule changes the summation order only, so each must meet the same
 // criterion; `schedules` tallies them.
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import type { SafetensorsFile } from '../../src/tensor/safetensors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import type { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';

@@ -4,12 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture } from '../helpers/fixtures.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, FeatureError, InputError } from '../../src/tensor/errors.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { batchedSgmat, prefillMatmulPath, sgmatKernel, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { SGMAT_KERNELS, setSgmatSchedule, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
-import type { Gpu } from '../../src/tensor/gpu.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
 
 describe('matmul path sgmat (subgroup matrices)', async () => {

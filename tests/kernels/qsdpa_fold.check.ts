@@ -5,8 +5,8 @@
 // batch must give the bits of the same call run alone; each of those must agree with qsdpa's passes (the reference
 // path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
 // tests/kernels/qsdpa_fold.test.ts runs it small.
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
 import { tallyBatch } from './sdpa_fold.check.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';

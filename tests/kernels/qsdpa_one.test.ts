@@ -4,7 +4,7 @@ import { expectUlps } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { BASE, check, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
 import { sweep } from '../helpers/sweep.ts';
-import { ShapeError } from '../../src/tensor/errors.ts';
+import { ShapeError } from '../../src/errors.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 

@@ -6,9 +6,9 @@
 // where cancelling terms leave an output far smaller than the values it sums), >= 99.9 % within 1 ulp alone (the
 // kernel rule), and the call flagged exactly when an operand is not a bf16 value (its outputs are then the f32
 // path's, computed in another order); values out of f16's range are scaled into it with their row.
-import type { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { halfUlp, roundBf16 } from '../../src/tensor/dtype.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { halfUlp, roundBf16 } from '../../src/gpu/dtype.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { maskBinding } from '../../src/kernels/attention/mask.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';

@@ -5,7 +5,7 @@
 // the noise amplitude times the haystack length is too large.
 import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOptions, TrajectoryOptions, TrajectoryResult } from '../../src/refract/backend.ts';
 import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
-import { DeviceLostError } from '../../src/tensor/errors.ts';
+import { DeviceLostError } from '../../src/errors.ts';
 import { parseKvConfig } from '../../src/hrm/kv-string.ts';
 import { rng } from '../helpers/seeded.ts';
 

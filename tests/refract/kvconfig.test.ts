@@ -1,7 +1,7 @@
 // KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvSpecOf, parseKvConfig } from '../../src/hrm/kv-string.ts';
-import { InputError } from '../../src/tensor/errors.ts';
+import { InputError } from '../../src/errors.ts';
 
 describe('parseKvConfig', () => {
   it('parses the default reference as full precision', () => {

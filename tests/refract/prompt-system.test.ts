@@ -7,7 +7,7 @@ import { loadConfig, loadTokenizer, type LoadedModel } from '../../src/hrm/load.
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
 import { buildRniahPrompt, DEFAULT_NEEDLE, DEFAULT_QUESTION, defaultHaystack } from '../../src/refract/index.ts';
-import { InputError } from '../../src/tensor/errors.ts';
+import { InputError } from '../../src/errors.ts';
 import { BROWN } from '../helpers/fixtures.ts';
 
 describe('formatPrompt with a system message', () => {

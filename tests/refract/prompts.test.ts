@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { parsePromptsJsonl, PROMPTS_V01 } from '../../src/refract/prompts.ts';
-import { InputError } from '../../src/tensor/errors.ts';
+import { InputError } from '../../src/errors.ts';
 
 const jsonl = readFileSync(new URL('../../data/refract/prompts-v0.1.jsonl', import.meta.url), 'utf8');
 

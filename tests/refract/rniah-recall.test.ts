@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { scoreOptions } from '../../src/cli/refract-flags.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
 import { defaultHaystack, runRniah, type Backend } from '../../src/refract/index.ts';
-import { InputError, UsageError } from '../../src/tensor/errors.ts';
+import { InputError, UsageError } from '../../src/errors.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { model } from '../helpers/model.ts';
 

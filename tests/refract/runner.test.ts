@@ -6,7 +6,7 @@ import {
   candidateFile, gridCandidates, markPareto, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract, runSweep, toJsonString,
   type RunRefractOptions, type SweepRow,
 } from '../../src/refract/index.ts';
-import { InputError } from '../../src/tensor/errors.ts';
+import { InputError } from '../../src/errors.ts';
 import { FakeBackend } from './fake-backend.ts';
 import { wellFormedProblem } from './wellformed.ts';
 

@@ -1,7 +1,7 @@
 // The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU and returns a
 // summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code.
-import { Gpu } from '../../src/tensor/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 
 export interface SmokeResult { runtime: string; adapter: string; features: string[]; addMaxErr: number; sumMaxErr: number; n: number }

@@ -1,5 +1,5 @@
 // Every pipeline variant the GPU paths use, created under Deno (wgpu, whose naga panicked on two of them on an
-// H200: tensor/specialize.ts). variants.ts traces the variants from the code and creates them; this checks its
+// H200: kernels/specialize.ts). variants.ts traces the variants from the code and creates them; this checks its
 // report and prints which ones the adapter cannot create.
 // On CI (Deno on lavapipe: shader-f16, no subgroups) those are the kernels that enable subgroups or subgroup
 // matrices: matmul_upl_sg.wgsl#gemv_upl_sg (subgroups), matmul_sgmat.wgsl#matmul_sgmat

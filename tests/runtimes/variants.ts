@@ -1,5 +1,5 @@
 // Deno entry of the pipeline-variant sweep (variants.test.ts): creates, on this adapter, every pipeline the GPU
-// paths use, so that none reaches a user untranslated (naga panicked on two on an H200: tensor/specialize.ts).
+// paths use, so that none reaches a user untranslated (naga panicked on two on an H200: kernels/specialize.ts).
 // The variants come from the code itself, in two steps:
 //  1. Trace: the model's paths run with Kernel.dispatch only noting (kernel, overrides): nothing executes, but
 //     every wrapper picks its kernel and overrides as it would. Forced where this adapter allows: the GPU kernels
@@ -16,13 +16,13 @@
 // the benchmark's forced shapes (bench/kernels.ts: --sweep-gemv's gemv shapes); their kernels are created here.
 // Prints one JSON line: { adapter, features, created, failed, unavailable, unmade, traced, traceMs, ms }.
 import { readdirSync, readFileSync, writeSync } from 'node:fs';
-import { Gpu } from '../../src/tensor/gpu.ts';
-import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } from '../../src/tensor/kernel.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } from '../../src/kernels/kernel.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
 import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/weights.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { MERGES, setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 import { CACHES } from '../../bench/settings.ts';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { HrmWorkerClient } from '../../src/worker/client.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
 import { errorPayload, type GenerateEvent, type GenerateStats, type Request } from '../../src/worker/protocol.ts';
-import { DeviceLostError, InputError, NetworkError, ShapeError } from '../../src/tensor/errors.ts';
+import { DeviceLostError, InputError, NetworkError, ShapeError } from '../../src/errors.ts';
 import { RefractError } from '../../src/refract/backend.ts';
 import { FakeWorker } from './fake-worker.ts';
 

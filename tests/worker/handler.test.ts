@@ -9,7 +9,7 @@ import {
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
 import { WorkerHandler } from '../../src/worker/handler.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
-import { DeviceLostError, InputError } from '../../src/tensor/errors.ts';
+import { DeviceLostError, InputError } from '../../src/errors.ts';
 import type { GenerateEvent } from '../../src/worker/protocol.ts';
 
 function connect(): { client: HrmWorkerClient; handler: WorkerHandler; close(): void } {

@@ -1,9 +1,9 @@
 // Model-side helpers between the fused gqkv projection and attention: RoPE'd queries and keys as head-major
 // tensors, writes of new keys/values into a full-precision cache slot (f32 or packed bf16), and ropeAppend, which
 // does a step's queries and cache writes (full or quantized sides) in one dispatch.
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { checkRopeArgs } from '../rope/rope.ts';
 import { roundCode, type Round } from '../common/codes.ts';

@@ -1,9 +1,9 @@
 // The quantized side of a KV cache slot, as mlx-lm's QuantizedKVCache stores K/V: allocation, checks, the
 // append of new positions (group-64 affine along headDim, one group per position) and the dequantized view
 // attention reads when the other side is full precision.
-import { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
-import { ShapeError } from '../../tensor/errors.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { GROUP, checkPacked, checkQuant, dequantize, quantizeInto, requireDtype, type QuantRules } from '../quant/quant.ts';
 import type { FullKV, QuantKV } from './types.ts';

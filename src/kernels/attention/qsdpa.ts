@@ -1,7 +1,7 @@
 // Attention over a quantized KV cache (mlx-lm's quantized_scaled_dot_product_attention), see qsdpa.wgsl.
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { ShapeError } from '../../tensor/errors.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';

@@ -1,7 +1,7 @@
 // Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16).
-import { Kernel } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { Kernel } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';

@@ -5,10 +5,11 @@
 // In bf16 mode on a device with tensor cores (subgroup matrices and the staged kernel) the two products run there
 // instead (sdpa_mm_f16.wgsl gives the numerics); setAttentionTensorCores(false) keeps the f32 products (reference,
 // benchmarks).
-import { Kernel, grid, padTo } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { halfUlp } from '../../tensor/dtype.ts';
-import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
+import { Kernel, grid, padTo } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { halfUlp } from '../../gpu/dtype.ts';
+import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
+import { stateKey } from '../../gpu/registry.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
 import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
@@ -51,11 +52,11 @@ export function setAttentionTensorCores(on: boolean): boolean {
 }
 
 /** Devices whose tensor-core attention failed its self-check, and why. */
-const selfCheck = new WeakMap<Gpu, string>();
+const SELF_CHECK = stateKey<string>('sdpa_mm.selfCheck');
 
 /** Why bf16 prefill attention cannot take the tensor cores on this device, or null. */
 export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
-  return gpu.cpu ? 'a CPU driver' : batchedSgmatUnavailable(gpu) ?? selfCheck.get(gpu) ?? null;
+  return gpu.cpu ? 'a CPU driver' : batchedSgmatUnavailable(gpu) ?? gpu.state.peek(SELF_CHECK) ?? null;
 }
 
 /**
@@ -90,9 +91,9 @@ onNewDevice(async (gpu) => {
     sdpaMmF16(q, k, v, outs[1], args);
     const [want, got] = [await outs[0].read(), await outs[1].read()];
     const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= halfUlp(w, 'bf16') + 2 ** -20));
-    if (bad >= 0) selfCheck.set(gpu, `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
+    if (bad >= 0) gpu.state.set(SELF_CHECK, `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
   } catch (e) {
-    selfCheck.set(gpu, `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`);
+    gpu.state.set(SELF_CHECK, `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`);
   } finally {
     for (const t of [q, k, v, ...outs]) t.dispose();
   }

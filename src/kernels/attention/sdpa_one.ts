@@ -2,9 +2,9 @@
 // split and merge, the merge folded into the split by default (one dispatch) or as a dispatch of its own (the
 // reference form); appendAttendOne also appends the new key and value first (sdpa_one_append.wgsl). sdpa() picks
 // this path as 'one' and validates its inputs.
-import { Kernel, padTo } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { Kernel, padTo } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { InputError } from '../../errors.ts';
 import { roundCode } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
 import type { AppendedRow, FullKV } from './types.ts';

@@ -1,5 +1,5 @@
 // Checks of the plain-number arguments kernels share (tensor shapes have their own checks, ShapeError).
-import { InputError } from '../../tensor/errors.ts';
+import { InputError } from '../../errors.ts';
 
 /** A position or count argument (an offset, a cache length): an integer >= 0. */
 export function checkIndex(op: string, name: string, value: number): void {

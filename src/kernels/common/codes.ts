@@ -1,6 +1,6 @@
 // Codes the kernels share: how an op rounds its output, and which attention mask it applies. WGSL reads them as
 // override constants (ROUND, MASK, the dtype codes); the numbers here are the ones the shaders test for.
-import { DTypeError } from '../../tensor/errors.ts';
+import { DTypeError } from '../../errors.ts';
 
 /** Output rounding of a kernel: none (f32 mode), or to bf16 / f16 values kept in f32 storage (MLX-dtype modes). */
 export type Round = 'none' | 'bf16' | 'f16';

@@ -3,20 +3,20 @@
 // back to 0 before its dispatch ends, so they need no upload: a captured decode step binds the same buffer at every
 // replay. Not pooled and never freed while the device lives (a captured step keeps binding it). Readable (COPY_SRC)
 // so that tests can check the kernels left them at 0.
-import type { BufferView, Gpu } from '../../tensor/gpu.ts';
+import type { BufferView, Gpu } from '../../gpu/gpu.ts';
+import { stateKey } from '../../gpu/registry.ts';
 
 /** Counters in the first buffer of a device; a need past them gets a buffer of twice the need. */
 const MIN_COUNTERS = 64;
 
-const made = new WeakMap<Gpu, GPUBuffer[]>();
+const MADE = stateKey<GPUBuffer[]>('counters');
 
 /**
  * A zeroed array of at least `n` u32 counters on this device, the same buffer on every call while `n` fits. A
  * larger `n` makes a larger one; the smaller ones are kept, as steps captured with them may still replay.
  */
 export function counters(gpu: Gpu, n: number): BufferView {
-  let held = made.get(gpu);
-  if (!held) made.set(gpu, (held = []));
+  const held = gpu.state.get(MADE, () => []);
   let b = held.at(-1);
   if (!b || b.size < 4 * n) {
     const count = Math.max(MIN_COUNTERS, 2 * n);

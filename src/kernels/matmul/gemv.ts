@@ -3,10 +3,10 @@
 // matmul_upl_sg.wgsl, where the adapter has subgroups) where a row's units split evenly over the lanes, else
 // matmul.wgsl's gemv_vec4 / gemv_word.
 // matmul.ts chooses the path and validates; this file only shapes and dispatches.
-import { Kernel, type Overrides } from '../../tensor/kernel.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { Kernel, type Overrides } from '../kernel.ts';
+import type { Tensor } from '../../gpu/tensor.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import { InputError } from '../../errors.ts';
 
 const GEMV_VEC4 = new Kernel('matmul/matmul.wgsl', 'gemv_vec4');
 const GEMV_WORD = new Kernel('matmul/matmul.wgsl', 'gemv_word');

@@ -1,10 +1,10 @@
 // x @ W^T (nn.Linear) over f32 activations and f32 / bf16 / f16 weights, f32 accumulation, one output rounding
 // (MLX rounds the f32 accumulator once to the output dtype), optionally fused with the RMSNorm before it, the
 // SwiGLU after it or the residual add (MatmulOptions). Variants and fusions are described in matmul.wgsl.
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../errors.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).

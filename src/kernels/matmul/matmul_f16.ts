@@ -1,10 +1,10 @@
 // x @ W^T (nn.Linear) over f16 activations, for devices with shader-f16: f32 / bf16 / f16 weights, f32
 // accumulation, one rounding to the output (f16 as MLX's half matmul, or f32). Reading x as f16 halves its bytes.
 // Variants are described in matmul_f16.wgsl; paths and their settings follow matmul.ts (measured there).
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, FeatureError, ShapeError } from '../../tensor/errors.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, FeatureError, ShapeError } from '../../errors.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { GEMV_MAX_M } from './gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';

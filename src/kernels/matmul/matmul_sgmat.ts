@@ -7,12 +7,13 @@
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
-import { Kernel, grid, padTo } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { onNewDevice, type Gpu } from '../../tensor/gpu.ts';
-import { DTypeError, FeatureError, InputError } from '../../tensor/errors.ts';
+import { Kernel, grid, padTo } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
+import { stateKey } from '../../gpu/registry.ts';
+import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
-import { roundBf16 } from '../../tensor/dtype.ts';
+import { roundBf16 } from '../../gpu/dtype.ts';
 import { SGMAT_KERNELS, setSgmatSchedule, sgmatSchedule, splitFor, type SgmatKernel } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
@@ -33,20 +34,20 @@ export const SGMAT_MIN_ROWS = 128;
 
 /** Why this adapter cannot run the kernel, or null when it can (and its self-check passed). */
 export function sgmatUnavailable(gpu: Gpu): string | null {
-  return featureMissing(gpu) ?? selfCheck.get(gpu) ?? null;
+  return featureMissing(gpu) ?? gpu.state.peek(SELF_CHECK) ?? null;
 }
 
 /** The self-check's verdict per device: null passed, else why not (never checked: no entry). */
-const selfCheck = new WeakMap<Gpu, string | null>();
+const SELF_CHECK = stateKey<string | null>('matmul_sgmat.selfCheck');
 /** The staged kernel's own verdict where it failed the self-check and the direct kernel passed it. */
-const stagedCheck = new WeakMap<Gpu, string>();
+const STAGED_CHECK = stateKey<string>('matmul_sgmat.stagedCheck');
 
 /** Why the staged kernel cannot run here (it takes the subgroup id and 36 KiB of workgroup memory), or null. */
 export function stagedUnavailable(gpu: Gpu): string | null {
   if (!gpu.subgroups) return "no 'subgroups' feature";
   const have = gpu.device.limits.maxComputeWorkgroupStorageSize;
   if (have < STAGED_SHARED) return `${have} bytes of workgroup memory, ${STAGED_SHARED} needed`;
-  return stagedCheck.get(gpu) ?? null;
+  return gpu.state.peek(STAGED_CHECK) ?? null;
 }
 
 /** The kernel the current schedule takes on this device; a forced 'staged' that cannot run is a FeatureError. */
@@ -72,13 +73,13 @@ onNewDevice(async (gpu) => {
       setSgmatSchedule({ kernel: 'staged', splitK: 'auto' });
       const why = await checkProduct(gpu);
       if (why === null) {
-        selfCheck.set(gpu, null);
+        gpu.state.set(SELF_CHECK, null);
         return;
       }
-      stagedCheck.set(gpu, `the staged kernel ${why}`);
+      gpu.state.set(STAGED_CHECK, `the staged kernel ${why}`);
     }
     setSgmatSchedule({ kernel: 'direct', pipe: true, splitK: 'auto' });
-    selfCheck.set(gpu, await checkProduct(gpu));
+    gpu.state.set(SELF_CHECK, await checkProduct(gpu));
   } finally {
     setSgmatSchedule(was);
   }
@@ -147,12 +148,14 @@ export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
  * takes a new epoch, so the flag is never cleared: clearing it needs a dispatch or a buffer write, and a write
  * into an open batch splits its pass.
  */
-const stateOf = new WeakMap<Gpu, { stats: Tensor; flag: Tensor; epoch: number }>();
+const STATS = stateKey<{ stats: Tensor; flag: Tensor; epoch: number }>('matmul_sgmat.stats');
 
 function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
-  let s = stateOf.get(gpu);
-  if (!s) stateOf.set(gpu, (s = { stats: Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats'), flag: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag'), epoch: 0 }));
-  return s;
+  return gpu.state.get(STATS, () => ({
+    stats: Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats'),
+    flag: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag'),
+    epoch: 0,
+  }));
 }
 
 /**

@@ -30,12 +30,12 @@ struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32 }
 
 override PIPE: bool = false;   // matmul_sgmat.ts passes the schedule's
 
-// Every subgroup-matrix statement stands on a line of its own: reflection (tensor/kernel.ts, reflectable) leaves
+// Every subgroup-matrix statement stands on a line of its own: reflection (kernels/kernel.ts, reflectable) leaves
 // those lines out.
 @compute @workgroup_size(32)
 fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u) {
   // Never true (Kp >= 16): names the bindings for reflection, which leaves out the subgroup-matrix lines
-  // (tensor/kernel.ts, reflectable).
+  // (kernels/kernel.ts, reflectable).
   if (p.Kp == 0u) { c[0] = f32(a[0]) + f32(b[0]); }
   let n0 = wid.x * 64u;
   let m0 = wid.y * 64u;

@@ -59,7 +59,7 @@ fn stage(g: Block, at: u32) {
   put(&sb, at + 4u * r, g.b4); put(&sb, at + 5u * r, g.b5); put(&sb, at + 6u * r, g.b6); put(&sb, at + 7u * r, g.b7);
 }
 
-// Every subgroup-matrix statement stands on a line of its own: reflection (tensor/kernel.ts, reflectable) leaves
+// Every subgroup-matrix statement stands on a line of its own: reflection (kernels/kernel.ts, reflectable) leaves
 // those lines out.
 @compute @workgroup_size(128)
 fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32, @builtin(subgroup_id) sg: u32) {

@@ -4,8 +4,8 @@
 // All give the same numbers up to the f32 summation order of exact products (the bound matmul_sgmat.check.ts
 // allows); only the speed differs, so benchmarks time each schedule on the four model shapes (bench/kernels.ts,
 // sgmatSchedules) and the defaults below follow those measurements.
-import { InputError } from '../../tensor/errors.ts';
-import type { Gpu } from '../../tensor/gpu.ts';
+import { InputError } from '../../errors.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
 
 /** 'staged' (matmul_sgmat_staged.wgsl), 'direct' (matmul_sgmat.wgsl), or 'auto': staged where it can run. */
 export type SgmatKernel = 'staged' | 'direct';

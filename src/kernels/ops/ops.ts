@@ -4,10 +4,10 @@
 // Without a caller in the model, kept on purpose: siluMul and sigmoidGate are the composed forms the fused kernels
 // (matmul's swiglu, attention's gate) are tested against bit for bit; softmaxRows, logSoftmaxRows and klRows are
 // the library's GPU row ops for scoring logits (tests/kernels/ops.test.ts checks each against ops.ref.ts).
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor, numel } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
-import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor, numel } from '../../gpu/tensor.ts';
+import { DTypeError, ShapeError } from '../../errors.ts';
+import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 
 // The model imports its linear layers from here too.

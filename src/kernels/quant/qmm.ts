@@ -1,7 +1,7 @@
 // Quantized matmul with group-64 affine weights (mx.quantized_matmul).
-import { Kernel } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { ShapeError } from '../../tensor/errors.ts';
+import { Kernel } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { checkPacked, requireDtype } from './quant.ts';
 import { roundCode } from '../common/codes.ts';

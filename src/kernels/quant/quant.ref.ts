@@ -1,13 +1,12 @@
 // CPU references for group-wise affine quantization (quant.ts): the Metal `affine_quantize` rules in exact f32
 // arithmetic (every op rounded with Math.fround, which is the correctly rounded f32 result), bit packing, and
 // dequantization. Usable by other code on the CPU (e.g. quantizing weights at load time without a GPU).
-import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
+import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import type { Round } from '../common/codes.ts';
 
-export const GROUP = 64;
-export const QUANT_BITS: readonly number[] = [2, 3, 4, 5, 6, 8];
-/** Group sizes mx.quantize offers (64 is its default and the KV cache's). */
-export const GROUP_SIZES: readonly number[] = [32, 64, 128];
+import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './rules.ts';
+
+export { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules };
 
 /** Rounding of a value to the activation dtype, kept as a number (f32 mode: to f32). */
 export function roundTo(round: Round, v: number): number {
@@ -30,11 +29,6 @@ export function packedCols(cols: number, bits: number): number {
 }
 
 export interface QuantizedRef { q: Uint32Array; scales: Float32Array; biases: Float32Array }
-/**
- * Rounding rules: 'metal' is MLX's GPU kernel (running max starts at 0, halves round away from zero); 'cpu' is
- * MLX's CPU backend (true max, halves to even). They differ only on all-negative groups and exact halves.
- */
-export type QuantRules = 'metal' | 'cpu';
 export interface QuantRefOptions { bits: number; groupSize?: number; round?: Round; rules?: QuantRules }
 
 /** The f32 scale, bias and integer levels of one group, as Metal's affine_quantize computes them. */

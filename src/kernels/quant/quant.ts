@@ -1,11 +1,11 @@
 // Group-wise affine quantization as mx.quantize / mx.dequantize (Metal rules; groups of 32, 64 or 128, 64 by
 // default as in MLX). The quantized KV cache's side (allocation, checks, append; group 64) is attention/kvquant.ts,
 // built on `quantizeInto`.
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../tensor/errors.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
-import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './quant.ref.ts';
+import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './rules.ts';
 
 export { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules };
 

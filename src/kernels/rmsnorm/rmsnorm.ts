@@ -1,7 +1,7 @@
 // RMSNorm over the last axis (parameterless, as HRM uses it).
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 
 const RMS_NORM = new Kernel('rmsnorm/rmsnorm.wgsl', 'rms_norm');

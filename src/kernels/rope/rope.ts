@@ -1,7 +1,7 @@
 // RoPE (non-traditional, rotate-half) on [B, H, S, D] activations.
-import { Kernel, grid } from '../../tensor/kernel.ts';
-import { Tensor } from '../../tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../tensor/errors.ts';
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 
 const ROPE = new Kernel('rope/rope.wgsl', 'rope');

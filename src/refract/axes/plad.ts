@@ -3,7 +3,7 @@
 // excess = max(0, cand_drift - ref_drift), plad_pp = 100 * exp(-alpha * excess); score = mean over records.
 // Perturbations use CPython's RNG seeded `seed + prompt_index`, so the perturbed prompts equal the original's.
 import { DEFAULTS, RefractError, type Backend } from '../backend.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { InputError } from '../../errors.ts';
 import { PyRandom } from '../pyrandom.ts';
 import type { Prompt } from '../prompts.ts';
 

@@ -5,7 +5,7 @@
 // Unlike the original, which scores 100 when the reference never retrieves the needle (no cell can degrade) and 0
 // when no cell ran, both are n/a here: score null, left out of the composite, with a note saying why.
 import { contextLengthOf, DEFAULTS, type Backend } from '../backend.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { InputError } from '../../errors.ts';
 
 export const DEFAULT_NEEDLE = 'Note: APRICOT-7-BLUE is the rare paint color featured in this article.';
 export const DEFAULT_QUESTION = 'Q: What is the rare paint color featured in this article?\nA:';

@@ -2,7 +2,7 @@
 // under both KV configs and compare the decode-time token ids:
 // score = 100 * mean(prefix_agreement_length) / mean(len(cand)), clamped to [0, 100] (0 if no candidate tokens).
 import { DEFAULTS, RefractError, type Backend } from '../backend.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { InputError } from '../../errors.ts';
 import type { Prompt } from '../prompts.ts';
 
 /** First index where the sequences differ (null when identical) and the shared-prefix length. A strict

@@ -5,7 +5,7 @@ import type { RniahAxisResult } from '../axes/rniah.ts';
 import type { TrajectoryAxisResult } from '../axes/trajectory.ts';
 import { AXIS_PROSE, BAND_PROSE, interpretPattern } from '../diagnosis.ts';
 import { band, type Band, type CompositeScore } from '../score.ts';
-import { InputError } from '../../tensor/errors.ts';
+import { InputError } from '../../errors.ts';
 
 export const REPORT_SCHEMA = 'refract.report.v0.3.1';
 /** The REFRACT version whose definitions this port follows. */

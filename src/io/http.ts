@@ -3,7 +3,7 @@
 // and resumption of a cut body with a Range request from the last byte received where the server honours ranges
 // (a 2.4 GB checkpoint is not restarted for one reset). Every failure is a NetworkError naming the URL and what
 // happened. Plain `fetch`, so the same code runs in browsers, Deno and Node.
-import { NetworkError } from './errors.ts';
+import { NetworkError } from '../errors.ts';
 import type { Progress } from './sources.ts';
 
 export interface NetOptions {

@@ -3,10 +3,10 @@
 // uniform or a too-large tensor is an error at the call, not garbage on the GPU.
 // The package's "main" is a CommonJS file marked as ESM; its module build is the one every runtime can load.
 import { WgslReflect } from 'wgsl_reflect/wgsl_reflect.module.js';
-import { SHADERS } from '../kernels/shaders.gen.ts';
-import { BindingSizeError, HrmError, ShapeError } from './errors.ts';
-import { bufferId, type BufferView, type Gpu } from './gpu.ts';
-import { Tensor } from './tensor.ts';
+import { SHADERS } from './shaders.gen.ts';
+import { BindingSizeError, HrmError, ShapeError } from '../errors.ts';
+import { bufferId, type BufferView, type Gpu } from '../gpu/gpu.ts';
+import { Tensor } from '../gpu/tensor.ts';
 import { specialize, specializes } from './specialize.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';

@@ -2,8 +2,9 @@
 // arena, optional per-dispatch GPU timestamps, readback. Kernels record into the open encoder; `flush()`
 // submits it and turns anything WebGPU complained about into a typed error. Capturing a batch for replay is
 // capture.ts; this file only routes dispatches, uploads and allocations to a capture while one runs.
+import { DeviceState } from './registry.ts';
 import { quietly } from './quiet.ts';
-import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from './errors.ts';
+import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from '../errors.ts';
 import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
@@ -70,6 +71,8 @@ export class Gpu {
   readonly storageAlign: number;
   /** A CPU implementation of WebGPU (SwiftShader, llvmpipe/lavapipe, WARP): kernels pick barrier-free variants. */
   readonly cpu: boolean;
+  /** Kernels' cached state for this device (registry.ts). */
+  readonly state = new DeviceState();
   private readonly pool = new Map<number, GPUBuffer[]>();
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;

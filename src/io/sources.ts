@@ -1,7 +1,7 @@
 // Byte sources a checkpoint can come from: a file path (Node/Deno, read with node:fs), a URL (fetch, with
 // HTTP range requests when the server allows them, else one streamed download), a browser File/Blob, or bytes
 // in memory. Every read reports byte progress.
-import { FormatError, NetworkError } from './errors.ts';
+import { FormatError, NetworkError } from '../errors.ts';
 import { getBytes, head, rangeTotal, type NetOptions } from './http.ts';
 
 export type Progress = (loaded: number, total: number) => void;

@@ -3,7 +3,7 @@
 // dtypes, shape x dtype = byte length, tensors contiguous in offset order and covering the data exactly), and each
 // tensor aligned for its dtype; so a corrupt, truncated or hand-edited file is an error naming the file and the
 // tensor, never overlapping or shifted weights.
-import { FormatError } from './errors.ts';
+import { FormatError } from '../errors.ts';
 import type { ByteSource, Progress } from './sources.ts';
 
 export type StDType = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U64' | 'U32' | 'U16' | 'U8' | 'BOOL';

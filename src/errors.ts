@@ -34,7 +34,7 @@ export class FeatureError extends HrmError {}
 
 /**
  * A captured step cannot be replayed (it copies buffers, or its structure moves with the position): the caller
- * records steps one by one instead. Never a device or validation error (see tensor/capture.ts).
+ * records steps one by one instead. Never a device or validation error (see gpu/capture.ts).
  */
 export class NotReplayableError extends HrmError {}
 

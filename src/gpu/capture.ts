@@ -21,7 +21,7 @@
 //    is refused"). NotReplayableError is the one error tryBuild turns into a reason to record steps one by one; a
 //    lost device or a validation error while capturing propagates as itself ("a lost device or a validation
 //    error while capturing is not mistaken for a step that cannot be replayed").
-import { HrmError } from './errors.ts';
+import { HrmError } from '../errors.ts';
 import type { Dispatch, Gpu, Upload } from './gpu.ts';
 
 /**

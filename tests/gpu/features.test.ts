@@ -2,9 +2,9 @@
 // from fake adapter feature sets), and which fast paths run on it and why each is off (fastPaths, from fake devices
 // shaped as an H200 in Chrome, a GPU without tensor cores, a CPU driver); then the summary of this machine's device.
 import { describe, expect, it } from 'vitest';
-import { featureStates, FAST_FEATURES, type Runtime } from '../../src/tensor/device.ts';
+import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
 import { fastPaths } from '../../src/kernels/paths.ts';
-import { Gpu } from '../../src/tensor/gpu.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
 
 const SGMAT = 'chromium-experimental-subgroup-matrix';
 const ALL = new Set<string>(FAST_FEATURES);

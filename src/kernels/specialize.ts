@@ -7,8 +7,8 @@
 // under Deno 2.9.6; lavapipe never took those kernels. A module without overrides never reaches that code, and
 // `const` gives the same values the pipeline constants would: naga folds both the same way.
 import type { Overrides } from './kernel.ts';
-import { ShapeError } from './errors.ts';
-import { runtimeName } from './device.ts';
+import { ShapeError } from '../errors.ts';
+import { runtimeName } from '../gpu/device.ts';
 
 /** `override NAME: TYPE = DEFAULT;` at the start of a line: the form every kernel declares its options in. */
 const DECLARATION = /^override[ \t]+(\w+)[ \t]*:[ \t]*(\w+)[ \t]*=([^;\n]+);/gm;

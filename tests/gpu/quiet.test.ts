@@ -1,16 +1,25 @@
 // quietly: a wait on the GPU pending for more than GRACE_MS turns Node's event loop at most once every POLL_MS
 // (Dawn's Node binding polls from a callback it allocates every turn), and settles as the awaited promise does.
 import { describe, expect, it } from 'vitest';
-import { GRACE_MS, POLL_MS, quietly } from '../../src/tensor/quiet.ts';
+import { GRACE_MS, POLL_MS, quietly } from '../../src/gpu/quiet.ts';
 
-/** Turns of the event loop while `wait` runs, counted by a callback that reschedules itself as Dawn's poller does. */
-async function turnsDuring(wait: () => Promise<unknown>): Promise<number> {
+/**
+ * Turns of the event loop while `wait` runs, counted by a callback that reschedules itself as Dawn's poller does,
+ * and the milliseconds the wait took (a loaded machine fires timers late, so bounds scale with the time taken).
+ */
+async function timedTurns(wait: () => Promise<unknown>): Promise<{ turns: number; ms: number }> {
   let turns = 0, on = true;
   const spin = () => { turns++; if (on) setImmediate(spin); };
   setImmediate(spin);
+  const t0 = performance.now();
   await wait();
+  const ms = performance.now() - t0;
   on = false;
-  return turns;
+  return { turns, ms };
+}
+
+async function turnsDuring(wait: () => Promise<unknown>): Promise<number> {
+  return (await timedTurns(wait)).turns;
 }
 
 const after = (ms: number) => new Promise<string>((r) => setTimeout(() => r('done'), ms));
@@ -22,16 +31,16 @@ describe('quietly', () => {
   });
 
   it('turns the event loop at most about once every POLL_MS while waiting, not as fast as it can', async () => {
-    const free = await turnsDuring(() => after(30));
+    const free = await timedTurns(() => after(30));
     // The first GRACE_MS run free: at most that share of the free turns, then one a POLL_MS.
-    const bound = 30 / POLL_MS + (free / 30) * GRACE_MS * 2 + 20;
-    const quiet = await turnsDuring(() => quietly(after(30)));
-    expect(quiet).toBeLessThanOrEqual(bound);
-    expect(free).toBeGreaterThan(2 * quiet);
+    const bound = (ms: number) => ms / POLL_MS + (free.turns / free.ms) * GRACE_MS * 2 + 20;
+    const quiet = await timedTurns(() => quietly(after(30)));
+    expect(quiet.turns).toBeLessThanOrEqual(bound(quiet.ms));
+    expect(free.turns).toBeGreaterThan(2 * quiet.turns);
     // Waits that overlap share one throttle, and the loop runs freely again once none is pending.
-    const both = await turnsDuring(() => Promise.all([quietly(after(20)), quietly(after(30))]));
-    expect(both).toBeLessThanOrEqual(bound);
-    expect(await turnsDuring(() => after(30))).toBeGreaterThan(2 * quiet);
+    const both = await timedTurns(() => Promise.all([quietly(after(20)), quietly(after(30))]));
+    expect(both.turns).toBeLessThanOrEqual(bound(both.ms));
+    expect(await turnsDuring(() => after(30))).toBeGreaterThan(2 * quiet.turns);
   });
 
   it('does not block a turn that follows other work: a busy thread loses no time to the throttle', async () => {

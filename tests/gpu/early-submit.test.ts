@@ -4,8 +4,8 @@
 // submitted early is still reported, at the next read.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { GpuValidationError } from '../../src/tensor/errors.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { GpuValidationError } from '../../src/errors.ts';
 import { add } from '../../src/kernels/ops/ops.ts';
 
 describe('early submits of long batches', async () => {

@@ -1,12 +1,12 @@
-// Override values written into the WGSL (tensor/specialize.ts, what Deno's wgpu gets): the text transform, its
+// Override values written into the WGSL (kernels/specialize.ts, what Deno's wgpu gets): the text transform, its
 // errors, and the same bits as pipeline constants for the kernel naga panicked on (gemv_wide) and a whole forward
 // of the embedded model, in Node and in Deno.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { specialize } from '../../src/tensor/specialize.ts';
-import { ShapeError } from '../../src/tensor/errors.ts';
+import { specialize } from '../../src/kernels/specialize.ts';
+import { ShapeError } from '../../src/errors.ts';
 import { N, outputBits, PROMPT } from '../helpers/specialized-bits.ts';
 
 const SRC = [

@@ -1,7 +1,7 @@
 // One way to get a GPUDevice in a browser page, in Deno and in Node (npm `webgpu`, Dawn). The Node binding is
 // imported only when there is no navigator.gpu, through a specifier bundlers leave alone, so browser bundles
 // never see it. Also owns the error plumbing: validation / out-of-memory / internal errors become typed errors.
-import { DeviceLostError, GpuOutOfMemoryError, GpuValidationError, HrmError, NoWebGpuError } from './errors.ts';
+import { DeviceLostError, GpuOutOfMemoryError, GpuValidationError, HrmError, NoWebGpuError } from '../errors.ts';
 
 export interface AdapterSummary {
   vendor: string;
@@ -50,7 +50,7 @@ export interface DeviceOptions {
   bindingLimit?: number;
   /**
    * Dawn's robust buffer access under Node (npm `webgpu`). Default false: there every shader the device runs is
-   * this library's, each keeping its accesses in bounds (tests/tensor/device.test.ts checks the model's bits with
+   * this library's, each keeping its accesses in bounds (tests/gpu/device.test.ts checks the model's bits with
    * and without), so Dawn's `disable_robustness` toggle is set, as native Dawn programs set it in release builds;
    * Tint's clamps and bounds tests around every access otherwise halve the tensor cores' speed (the prefill of
    * HRM-Text-1B on an H200: 96 ms with them, 61 without, bench/results runs 20261203-064219Z and -064319Z). true

@@ -1,6 +1,6 @@
 // Data types as stored on the GPU. bf16 and f16 are packed two per 32-bit word (WGSL has no bf16 type, and
 // f16 storage needs the shader-f16 feature); readback widens them to f32.
-import { DTypeError } from './errors.ts';
+import { DTypeError } from '../errors.ts';
 
 export type DType = 'f32' | 'f16' | 'bf16' | 'u32' | 'i32';
 export const DTYPES: readonly DType[] = ['f32', 'f16', 'bf16', 'u32', 'i32'];

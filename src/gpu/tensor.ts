@@ -1,6 +1,6 @@
 // A GPU tensor: a storage buffer with a shape and a dtype. bf16/f16 are packed two per word; readback widens
 // them to f32. Tensors own their buffer (returned to the pool on dispose) unless they are views.
-import { BindingSizeError, DTypeError, ShapeError } from './errors.ts';
+import { BindingSizeError, DTypeError, ShapeError } from '../errors.ts';
 import { dtypeBytes, packHalf, storageBytes, unpackHalf, type DType } from './dtype.ts';
 import type { BufferView, Gpu } from './gpu.ts';
 
