@@ -16,7 +16,10 @@ const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
 const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
-const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
+// Threads per workgroup along N and M, and the K slice (overrides); each thread owns a 4 x 4 output block, fixed in
+// the WGSL, so a workgroup's tile is BM x BN.
+const TILE = { TX: 16, TY: 16, BK: 8 };
+const BM = TILE.TY * 4, BN = TILE.TX * 4;
 
 export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
@@ -95,7 +98,6 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
     } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
     else {
-      const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
       TILED.dispatch(gpu, {
         bindings: { x: xin, w: c, out }, uniforms, label: 'matmul.tiled',
         overrides: { WDT, ROUND: round, ACC: fuse.ACC, ...TILE },
@@ -114,7 +116,6 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
  * in rows z*M.. of [batch * M, N] ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's.
  */
 export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor, o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean; round?: Round }): void {
-  const BM = TILE.TY * TILE.TM, BN = TILE.TX * TILE.TN;
   TILED.dispatch(x.gpu, {
     bindings: { x, w, out }, label: 'matmul.tiled_batched',
     uniforms: { M: o.M, N: o.N, K: o.K, ldo: o.layout === 'rows' ? o.N : o.batch * o.N, col0: 0, eps: 0 },
@@ -147,7 +148,7 @@ function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: R
  */
 function preferGemv(M: number, N: number): boolean {
   if (M <= 32) return true;
-  const tiles = Math.ceil(M / (TILE.TY * TILE.TM)) * Math.ceil(N / (TILE.TX * TILE.TN));
+  const tiles = Math.ceil(M / BM) * Math.ceil(N / BN);
   return M <= 64 && tiles < 64;
 }
 
