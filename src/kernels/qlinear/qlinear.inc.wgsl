@@ -25,8 +25,9 @@ override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (even with S
 override MB: u32 = 1u;     // qgemv x rows per workgroup, <= 4
 override TX: u32 = 16u;
 override TY: u32 = 16u;
-override TM: u32 = 4u;
-override TN: u32 = 4u;
+// qtiled's 4 x 4 register block per thread, fixed (four vec4 accumulators: see matmul_tiled.wgsl for why).
+const TM: u32 = 4u;
+const TN: u32 = 4u;
 override BK: u32 = 16u;
 override NORM: bool = false;
 override SWIGLU: bool = false;

@@ -20,7 +20,8 @@ const ROWS_K = new Kernel(FILE, 'qrows');
 const TILED = new Kernel(FILE, 'qtiled');
 const EMBED = new Kernel(FILE, 'qembed');
 const PACK = new Kernel(FILE, 'pack_half');
-const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 16 };
+// qtiled's threads along N and M and K slice (overrides); each thread owns a 4 x 4 block, fixed in the WGSL.
+const TILE = { TX: 16, TY: 16, BK: 16 };
 const WG = 64;
 /** Up to this many x rows the automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
 const AUTO_GEMV_MAX_M = 8;
@@ -115,7 +116,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
     } else {
       TILED.dispatch(gpu, {
         bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, SDT: fixed.SDT, ROUND: round, ACC: fixed.ACC, ...TILE }, label: 'qlinear.tiled',
-        workgroups: [Math.ceil(rows / (TILE.TX * TILE.TN)), Math.ceil(M / (TILE.TY * TILE.TM))],
+        workgroups: [Math.ceil(rows / (TILE.TX * 4)), Math.ceil(M / (TILE.TY * 4))],
       });
     }
     col0 += rows;

@@ -113,7 +113,10 @@ fn qtiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: ve
   let BM = TY * TM;
   let BN = TX * TN;
   let tid = l.y * TX + l.x;
-  var acc: array<array<f32, 8>, 8>;   // [0, TM) x [0, TN) used
+  var c0 = vec4<f32>();   // outputs (row i, columns j = 0..3) in c_i
+  var c1 = vec4<f32>();
+  var c2 = vec4<f32>();
+  var c3 = vec4<f32>();
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     // K is a multiple of 32 and BK divides 32: a slice never runs past the row. Rows past M or N are clamped.
     for (var idx = tid; idx < BM * BK; idx += TX * TY) {
@@ -128,13 +131,17 @@ fn qtiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: ve
     }
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk++) {
-      for (var i = 0u; i < TM; i++) {
-        let a = Xs[kk * BM + l.y + i * TY];
-        for (var j = 0u; j < TN; j++) { acc[i][j] += a * Ws[kk * BN + l.x + j * TX]; }
-      }
+      let ia = kk * BM + l.y;
+      let ib = kk * BN + l.x;
+      let b = vec4<f32>(Ws[ib], Ws[ib + TX], Ws[ib + 2u * TX], Ws[ib + 3u * TX]);
+      c0 += Xs[ia] * b;
+      c1 += Xs[ia + TY] * b;
+      c2 += Xs[ia + 2u * TY] * b;
+      c3 += Xs[ia + 3u * TY] * b;
     }
     workgroupBarrier();
   }
+  let acc = array<vec4<f32>, 4>(c0, c1, c2, c3);   // read once, after the loop
   for (var i = 0u; i < TM; i++) {
     for (var j = 0u; j < TN; j++) {
       let m = wid.y * BM + l.y + i * TY;
