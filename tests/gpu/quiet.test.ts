@@ -33,7 +33,9 @@ describe('quietly', () => {
   it('turns the event loop at most about once every POLL_MS while waiting, not as fast as it can', async () => {
     const free = await timedTurns(() => after(30));
     // The first GRACE_MS run free: at most that share of the free turns, then one a POLL_MS.
-    const bound = (ms: number) => ms / POLL_MS + (free.turns / free.ms) * GRACE_MS * 2 + 20;
+    // 1.5 x: on a loaded machine a turn that was due is late and the next follows sooner; an unthrottled loop still
+    // turns far more often (the free-running check below).
+    const bound = (ms: number) => 1.5 * ms / POLL_MS + (free.turns / free.ms) * GRACE_MS * 2 + 20;
     const quiet = await timedTurns(() => quietly(after(30)));
     expect(quiet.turns).toBeLessThanOrEqual(bound(quiet.ms));
     expect(free.turns).toBeGreaterThan(2 * quiet.turns);
