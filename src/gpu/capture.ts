@@ -56,9 +56,13 @@ export function capture<T>(gpu: Gpu, fn: () => T): Capture<T> {
 
 /**
  * Encode captured dispatches as one batch of their own: redo the uploads (uniform blocks included), one compute
- * pass (with `timestampWrites` where given: benchmarks), then `after` (copies out), submit. Resolves when WebGPU has judged the batch; rejects with its error.
+ * pass (with `timestampWrites` where given: benchmarks), then `after` (copies out), submit. Resolves when WebGPU
+ * has judged the batch; rejects with its error.
  */
-export function replay(gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void, timestampWrites?: GPUComputePassTimestampWrites): Promise<void> {
+export function replay(
+  gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void,
+  timestampWrites?: GPUComputePassTimestampWrites,
+): Promise<void> {
   if (!gpu.idle) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
   const device = gpu.device;
   return gpu.scoped('replay', () => {

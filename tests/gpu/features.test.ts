@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
 import { fastPaths } from '../../src/kernels/paths.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
+import { DeviceState } from '../../src/gpu/registry.ts';
 
 const SGMAT = 'chromium-experimental-subgroup-matrix';
 const ALL = new Set<string>(FAST_FEATURES);
@@ -17,7 +18,7 @@ interface Fake {
 function fakeGpu(granted: Iterable<string>, o: Fake = {}) {
   const features = new Set(granted);
   return {
-    cpu: o.cpu ?? false, f16: features.has('shader-f16'), subgroups: features.has('subgroups'),
+    state: new DeviceState(), cpu: o.cpu ?? false, f16: features.has('shader-f16'), subgroups: features.has('subgroups'),
     device: { features, limits: { maxComputeWorkgroupStorageSize: o.shared ?? 65536 } },
     summary: {
       fastFeatures: featureStates(new Set(o.offered ?? features), features, {}, o.runtime ?? 'browser'),
