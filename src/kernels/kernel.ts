@@ -8,6 +8,7 @@ import { BindingSizeError, HrmError, ShapeError } from '../errors.ts';
 import { bufferId, type BufferView, type Gpu } from '../gpu/gpu.ts';
 import { Tensor } from '../gpu/tensor.ts';
 import { specialize, specializes } from './specialize.ts';
+import { unrollConstantLoops, unrolls } from './unroll.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
@@ -178,28 +179,39 @@ export class Kernel {
     }
     // In an error scope of its own: a shader or override WebGPU rejects is reported at this op, not as the batch's.
     device.pushErrorScope('validation');
-    p = device.createComputePipeline(this.pipelineDescriptor(device, overrides, label));
+    p = device.createComputePipeline(this.pipelineDescriptor(device, overrides, label, unrolls(gpu.cpu)));
     gpu.checkLater(`${label}: pipeline ${this.file}:${this.entry}${key ? ` {${key}}` : ''}`, device.popErrorScope());
     cache.byKey.set(key, p);
     return (node.pipeline = p);
   }
 
   /**
+   * The WGSL of the module these overrides use: the source itself, or where the runtime specializes (specialize.ts)
+   * the source with their values written in and, with `unroll` (a GPU, not a CPU driver, whose compiler takes the
+   * unrolled text quickly), its constant-trip loops written out (unroll.ts: naga's loops keep indexed arrays in local
+   * memory).
+   */
+  moduleCode(overrides: Overrides, label = this.name, unroll = false): string {
+    if (!specializes()) return this.source;
+    const code = specialize(this.source, overrides, label);
+    return unroll ? unrollConstantLoops(code) : code;
+  }
+
+  /**
    * The pipeline of these overrides: one module of the source for all of them, or where the runtime's translator
-   * cannot take overrides (specialize.ts), one module per value set with the values written in. Public for the
+   * cannot take overrides (specialize.ts), one module per value set with the values written in (and its loops unrolled with `unroll`: moduleCode). Public for the
    * variant sweep (tests/runtimes/variants.ts), which creates each pipeline the way dispatch does.
    */
-  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name): GPUComputePipelineDescriptor {
+  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name, unroll = false): GPUComputePipelineDescriptor {
     const key = overrideKey(overrides);
     const special = specializes();
-    const moduleKey = special ? key : '';
+    const moduleKey = special ? `${unroll ? 'unrolled ' : ''}${key}` : '';
     let modules = this.modules.get(device);
     if (!modules) this.modules.set(device, (modules = new Map()));
     let module = modules.get(moduleKey);
     if (!module) {
-      const code = special ? specialize(this.source, overrides, label) : this.source;
       const moduleLabel = `${this.file}${special && key ? `{${key}}` : ''}`;
-      modules.set(moduleKey, (module = device.createShaderModule({ code, label: moduleLabel })));
+      modules.set(moduleKey, (module = device.createShaderModule({ code: this.moduleCode(overrides, label, unroll), label: moduleLabel })));
     }
     return {
       label: `${this.name}${key ? `{${key}}` : ''}`,

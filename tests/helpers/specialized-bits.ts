@@ -3,6 +3,7 @@
 // the embedded model's bf16 logits with a quantized cache. Each setting on a Gpu of its own (pipelines are cached
 // per device). Shared by specialize.test.ts (Node) and deno-specialize.ts (Deno).
 import { specializes } from '../../src/kernels/specialize.ts';
+import { unrolls } from '../../src/kernels/unroll.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
@@ -16,9 +17,13 @@ const K = 256;
 export const N = 64;
 export const PROMPT = [6, 40, 41, 42, 43, 44, 45];
 
-/** gemv_wide's two outputs (when `gemvWide`) then the logits [PROMPT.length, vocab], as u32 bits. */
-export async function outputBits(special: boolean, gemvWide: boolean): Promise<Uint32Array[]> {
+/**
+ * gemv_wide's two outputs (when `gemvWide`), then the tiled matmul's (with `tiled`), then the logits
+ * [PROMPT.length, vocab] (unless `model` is false), as u32 bits; `unroll` forces the loops written out (unroll.ts).
+ */
+export async function outputBits(special: boolean, gemvWide: boolean, o: { unroll?: boolean; tiled?: boolean; model?: boolean } = {}): Promise<Uint32Array[]> {
   specializes(special);
+  unrolls(true, o.unroll ?? null);
   const gpu = await Gpu.create();
   try {
     const out: Uint32Array[] = [];
@@ -31,12 +36,20 @@ export async function outputBits(special: boolean, gemvWide: boolean): Promise<U
         out.push(new Uint32Array((await y.readF32()).buffer));
       }
     }
+    if (o.tiled) {
+      // 70 x 200 @ 130 x 200^T: partial tiles on both axes and a K that is not a multiple of the slice.
+      const x = Tensor.from(gpu, randn(3, 70 * 200), [70, 200], 'f32', 'x');
+      const w = Tensor.from(gpu, randn(4, 130 * 200, 0.1), [130, 200], 'bf16', 'w');
+      out.push(new Uint32Array((await matmul(x, w, { path: 'tiled', round: 'bf16' }).readF32()).buffer));
+    }
+    if (o.model === false) return out;
     const lm = await loadModel(gpu, dirFiles(BROWN), { dtype: 'bf16' });
     const cache = lm.model.newCache({ capacity: PROMPT.length, kv: { k: 8, v: 4 } });
     out.push(new Uint32Array((await lm.model.forward(PROMPT, cache, { mask: 'prefix' }).readF32()).buffer));
     return out;
   } finally {
     specializes(null);
+    unrolls(true, null);
     gpu.destroy();
   }
 }

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 interface SweepReport {
-  adapter: string; features: string[]; created: number; failed: string[];
+  adapter: string; features: string[]; created: number; unrolled: number; failed: string[];
   unavailable: Record<string, string[]>; unmade: string[]; traced: string[]; traceMs: number; ms: number;
 }
 
@@ -36,7 +36,8 @@ describe('pipeline variants under Deno', () => {
     const kernels = new Set(r.traced.map((t) => t.split('{')[0]));
     const cannot = Object.entries(r.unavailable).map(([k, f]) => `${k} (needs ${f.join(', ')})`).join('; ') || 'none';
     console.log(`[variants] Deno on ${r.adapter} (${r.features.join(', ')}): ${r.created} pipelines created ` +
-      `(${r.traced.length} traced variants of ${kernels.size} kernels, every other kernel with its defaults) ` +
+      `(${r.traced.length} traced variants of ${kernels.size} kernels, every other kernel with its defaults; ` +
+      `${r.unrolled} modules unrolled as a GPU gets them) ` +
       `in ${r.ms} ms (trace ${r.traceMs}); cannot create here: ${cannot}`);
     expect(r.failed).toEqual([]);
     expect(r.unmade).toEqual([]);
@@ -45,5 +46,7 @@ describe('pipeline variants under Deno', () => {
     // The trace took the GPU paths, not lavapipe's own: the kernel naga had panicked on, for each fusion.
     expect(r.traced.filter((t) => t.startsWith('matmul/matmul_wide.wgsl#gemv_wide{')).length).toBeGreaterThanOrEqual(4);
     expect(r.created).toBeGreaterThan(r.traced.length);
+    // Every variant's module as a GPU gets it under naga, loops unrolled (kernels/unroll.ts), passed validation.
+    expect(r.unrolled).toBeGreaterThan(r.traced.length / 2);
   }, 300_000);
 });

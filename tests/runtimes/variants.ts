@@ -123,6 +123,7 @@ function missing(k: Kernel): string[] {
 const failed: string[] = [];
 const unavailable = new Map<string, string[]>();
 let created = 0;
+const unrolled = new Set<string>();
 // One at a time, each named on stderr first: a translator that panics (naga did) ends the process, and the last
 // line then names the variant (the test prints it).
 for (const { kernel, overrides } of variants) {
@@ -140,6 +141,15 @@ for (const { kernel, overrides } of variants) {
   const problem = (await made) ?? (await scoped)?.message ?? null;
   if (problem) failed.push(`${name}: ${problem.split('\n').filter(Boolean).slice(0, 3).join(' | ')}`);
   else created++;
+  // What a GPU (not this CPU driver) compiles under naga: the loops unrolled (kernels/unroll.ts). Only the module is
+  // made (naga's validation): a CPU driver compiling the unrolled pipelines would take minutes for nothing.
+  const code = kernel.moduleCode(overrides, name, true);
+  if (unrolled.has(code)) continue;
+  unrolled.add(code);
+  device.pushErrorScope('validation');
+  device.createShaderModule({ code, label: `${name} unrolled` });
+  const bad = await device.popErrorScope();
+  if (bad) failed.push(`${name} unrolled: ${bad.message.split('\n').filter(Boolean).slice(0, 3).join(' | ')}`);
 }
 // Entry points in the shaders that no loaded module made a Kernel for: the sweep would not see their variants.
 const made = new Set(allKernels().map((k) => `${k.file}#${k.entry}`));
@@ -147,7 +157,7 @@ const unmade = Object.entries(SHADERS)
   .flatMap(([file, src]) => [...src.matchAll(/@compute\b[^{]*?\bfn\s+(\w+)/g)].map((m) => `${file}#${m[1]}`))
   .filter((e) => !made.has(e));
 console.log(JSON.stringify({
-  adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features, created,
+  adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features, created, unrolled: unrolled.size,
   failed: failed.sort(), unavailable: Object.fromEntries([...unavailable].sort()), unmade,
   traced: [...traced.keys()].sort(), traceMs, ms: Math.round(performance.now() - t0),
 }));
