@@ -1,6 +1,8 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
-// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. One parser for the
-// hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo.
+// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of
+// the library (generate's and logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and
+// the demo. It lives in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization group
+// (kernels/quant/rules.ts), and REFRACT sits above hrm/.
 import { InputError } from '../errors.ts';
 import type { KvSpec } from './cache.ts';
 import { GROUP } from '../kernels/quant/rules.ts';
@@ -84,8 +86,13 @@ export function isFullPrecision(cfg: KvConfig): boolean {
   return cfg.k.bits === null && cfg.v.bits === null;
 }
 
-/** The cache's view of a KV string: quantization bits per side (null = full precision). */
-export function kvSpecOf(spec: string, option?: string): KvSpec {
-  const c = parseKvConfig(spec, option);
+/**
+ * The cache's view of a KV setting: quantization bits per side (null = full precision). A string is parsed by
+ * parseKvConfig (errors name `option`); bits pass through; absent means full precision.
+ */
+export function kvSpec(kv: string | KvSpec | undefined, option?: string): KvSpec {
+  if (kv === undefined) return { k: null, v: null };
+  if (typeof kv !== 'string') return kv;
+  const c = parseKvConfig(kv, option);
   return { k: c.k.bits, v: c.v.bits };
 }
