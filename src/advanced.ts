@@ -3,6 +3,12 @@
 // tables, REFRACT's pieces (backends, corpora, scores, report renderers) and the types these refer to.
 // Re-exports only; the reviewed list of names is in tests/package/api.test.ts.
 
+/**
+ * What apps rarely need: kernel choices and tuning knobs, `HrmModel` and `HrmTokenizer`, file sets with network
+ * settings, the KV syntax's tables, REFRACT's backends, corpora, scores and report renderers.
+ * @module hrm-webgpu/advanced
+ */
+
 // ---- GPU, runtime and kernel choices ----------------------------------------------------------------------
 export { requestDevice, type DeviceWatch, type FastFeature, type OnOff } from './gpu/device.ts';
 /** The errors of programming mistakes and internal fallbacks, and the CLIs' usage error. */
@@ -27,7 +33,9 @@ export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.t
 export { dirFiles, fileListFiles, urlFiles } from './hrm/files.ts';
 export { parseConfig, cacheSlots, type Warn } from './hrm/config.ts';
 export { HrmModel, type ForwardOptions, type MaskSpec } from './hrm/model.ts';
-export { HrmTokenizer, type HrmTokenizerOptions, type SpecialTokenIds, type TokenizerConfigJson } from './hrm/tokenizer.ts';
+export {
+  HrmTokenizer, type HrmTokenizerOptions, type SpecialTokenIds, type TokenizerConfigJson,
+} from './hrm/tokenizer.ts';
 export {
   parseConditions, CONDITION_TOKENS, DEFAULT_CONDITION, HRM_PROMPT_TEMPLATE, type FormatPromptOptions,
 } from './hrm/prompt.ts';
@@ -40,7 +48,9 @@ export type { HrmBackendOptions } from './refract/hrm-backend.ts';
 export { BackendCapabilityError, type Backend } from './refract/backend.ts';
 export { band, compositeScore } from './refract/score.ts';
 export { PROMPTS_V01, type Prompt } from './refract/prompts.ts';
-export { brownCorpus, defaultCorpus, defaultHaystack, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from './refract/corpus.ts';
+export {
+  brownCorpus, defaultCorpus, defaultHaystack, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS,
+} from './refract/corpus.ts';
 export { parseReport, REPORT_SCHEMA } from './refract/report/json.ts';
 export type { TextOptions } from './refract/report/text.ts';
 export type { HtmlOptions } from './refract/report/html.ts';
@@ -53,6 +63,7 @@ export type { Tensor } from './gpu/tensor.ts';
 export type { DType } from './gpu/dtype.ts';
 export type { BufferView, Dispatch, DispatchTiming, PassSpan, Recorder, Upload } from './gpu/gpu.ts';
 export type { Capture } from './gpu/capture.ts';
+export type { DeviceState, StateKey } from './gpu/registry.ts';
 export type { ByteSource, Progress } from './io/sources.ts';
 export type { NetOptions } from './io/http.ts';
 export type { CacheOptions, HrmCache } from './hrm/cache.ts';

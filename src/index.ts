@@ -6,6 +6,18 @@
 // reviewed list of names, so a new public name is a deliberate change.
 /// <reference types="@webgpu/types" preserve="true" />
 
+/**
+ * HRM-Text and REFRACT on WebGPU (browsers, Deno, Node). Load a model, then generate:
+ * ```ts
+ * import { generateText, loadModel } from 'hrm-webgpu';
+ * const lm = await loadModel(); // the embedded model; or a folder, a URL, browser Files
+ * const { text } = await generateText(lm, 'The jury said', { maxTokens: 32, sampler: { temperature: 0.7, seed: 1 } });
+ * ```
+ * Sampling is `sampler` (`SamplerOptions`), the KV cache `cache` (`CacheSpec`, llama.cpp types such as
+ * `ctk=q8_0,ctv=q4_0`). Kernel choices, the model's parts and REFRACT's pieces are in `hrm-webgpu/advanced`.
+ * @module hrm-webgpu
+ */
+
 // ---- GPU and runtime --------------------------------------------------------------------------------------
 /** The GPU context (device, buffer pool, kernels' command encoder). `await Gpu.create()` opens one. */
 export { Gpu } from './gpu/gpu.ts';
@@ -13,7 +25,8 @@ export { Gpu } from './gpu/gpu.ts';
 export { isSoftwareAdapter, runtimeName, type AdapterSummary, type DeviceOptions, type Runtime } from './gpu/device.ts';
 /** Errors thrown on purpose are `HrmError`s; the subclass says what went wrong (more in `hrm-webgpu/advanced`). */
 export {
-  DeviceLostError, FormatError, GpuOutOfMemoryError, GpuValidationError, HrmError, InputError, NetworkError, NoWebGpuError,
+  DeviceLostError, FormatError, GpuOutOfMemoryError, GpuValidationError, HrmError, InputError, NetworkError,
+  NoWebGpuError,
 } from './errors.ts';
 
 // ---- loading a model --------------------------------------------------------------------------------------
@@ -39,7 +52,8 @@ export { formatPrompt, type Condition } from './hrm/prompt.ts';
 export { parseKvConfig, type KvConfig, type KvSide } from './hrm/kv-spec.ts';
 
 // ---- REFRACT ----------------------------------------------------------------------------------------------
-/** REFRACT: `runRefract({ backend: new HrmBackend(lm), model, candidate })` scores a KV config against the reference. */
+/** REFRACT: `runRefract({ backend: new HrmBackend(lm), model, candidate })` scores a KV config against the
+ *  reference. */
 export { runRefract, type RunRefractOptions } from './refract/runner.ts';
 export { HrmBackend } from './refract/hrm-backend.ts';
 export { RefractError } from './refract/backend.ts';

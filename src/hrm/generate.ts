@@ -18,7 +18,8 @@ import { DecodeGraph, greedySteps } from './decode.ts';
 
 /** The KV cache of a generation (mlx-lm's kv_bits and quantized_kv_start, with llama.cpp's cache types). */
 export interface CacheSpec {
-  /** Cache types: a llama.cpp string (`ctk=q8_0,ctv=q4_0`, see parseKvConfig) or bits per side. Default: full precision. */
+  /** Cache types: a llama.cpp string (`ctk=q8_0,ctv=q4_0`, see parseKvConfig) or bits per side (default: full
+   *  precision, as `ctk=f16,ctv=f16`). */
   kv?: string | KvSpec;
   /** When K/V are quantized: 'after-prefill' (mlx-lm's generation, default) or 'before-pass' (every attention). */
   mode?: QuantMode;
@@ -90,7 +91,8 @@ export function orAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | t
  * text and timing. Greedy by default; `signal` stops it between tokens (stopReason 'aborted').
  * @example for await (const ev of generate(lm, 'The jury said', { sampler: { temperature: 0.7 } })) ...
  */
-export async function* generate(lm: GenerateModel, prompt: string, opts: GenerateOptions = {}): AsyncGenerator<GenerateEvent> {
+export async function* generate(lm: GenerateModel, prompt: string, opts: GenerateOptions = {}):
+  AsyncGenerator<GenerateEvent> {
   const { model, tokenizer } = lm;
   if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
   const maxTokens = opts.maxTokens ?? 128;

@@ -49,10 +49,13 @@ function accepted(): string {
 
 function side(key: string, value: string, spec: string, option: string): KvSide {
   if (value.toLowerCase().startsWith('turbo')) {
-    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": TurboQuant schemes are not implemented here; ${accepted()}`);
+    const why = 'TurboQuant schemes are not implemented here';
+    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": ${why}; ${accepted()}`);
   }
   const name = byLower.get(value.toLowerCase());
-  if (name === undefined) throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
+  if (name === undefined) {
+    throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
+  }
   return { bits: KV_TYPES[name], name };
 }
 
@@ -63,7 +66,9 @@ function side(key: string, value: string, spec: string, option: string): KvSide 
  */
 export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
   const parts = typeof spec === 'string' ? spec.split(',').map((p) => p.trim()).filter((p) => p !== '') : [];
-  if (parts.length === 0) throw new InputError('kvconfig', `${option} is empty (got ${JSON.stringify(spec)}); ${accepted()}`);
+  if (parts.length === 0) {
+    throw new InputError('kvconfig', `${option} is empty (got ${JSON.stringify(spec)}); ${accepted()}`);
+  }
   const seen = new Map<string, string>();
   for (const part of parts) {
     const eq = part.indexOf('=');
@@ -72,7 +77,9 @@ export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
     }
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (!(KEYS as readonly string[]).includes(key)) throw new InputError('kvconfig', `unknown key "${key}" in ${option} "${spec}"; ${accepted()}`);
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw new InputError('kvconfig', `unknown key "${key}" in ${option} "${spec}"; ${accepted()}`);
+    }
     if (seen.has(key)) throw new InputError('kvconfig', `key "${key}" given twice in ${option} "${spec}"`);
     seen.set(key, value);
   }
