@@ -1,8 +1,8 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
 // quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of
-// the library (generate's and logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and
-// the demo. It lives in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization group
-// (kernels/quant/rules.ts), and REFRACT sits above hrm/.
+// the library (generate's `cache.kv`, logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate,
+// sweeps) and the demo. It lives in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization
+// group (kernels/quant/rules.ts), and REFRACT, which sits above hrm/, imports it from there.
 import { InputError } from '../errors.ts';
 import type { KvSpec } from './cache.ts';
 import { GROUP } from '../kernels/quant/rules.ts';
