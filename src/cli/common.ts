@@ -2,8 +2,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DeviceLostError, HrmError, InputError, UsageError } from '../errors.ts';
 import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
-import { kvSpecOf } from '../hrm/kv-string.ts';
-import type { KvSpec } from '../hrm/cache.ts';
 import type { NetOptions } from '../io/http.ts';
 
 type Proc = {
@@ -89,12 +87,6 @@ export function flagValue<T>(parse: () => T): T {
     if (!(e instanceof InputError) || e instanceof UsageError) throw e;
     throw new UsageError(e.op, e.message.slice(e.op.length + 3));
   }
-}
-
-export function kvSpec(kv: string | undefined): KvSpec {
-  if (kv === undefined) return { k: null, v: null };
-  if (kv.trim() === '') throw new UsageError('cli', '--kv is empty; give cache types such as ctk=q8_0,ctv=q4_0 (or leave --kv out for full precision)');
-  return flagValue(() => kvSpecOf(kv, '--kv'));
 }
 
 /** A numeric flag; `what` says in the error what `check` wants. */

@@ -27,7 +27,7 @@ function statsLine(s: GenerateStats, gpu: Gpu, ctx: number): string {
 export async function streamGenerate(gpu: Gpu, lm: LoadedModel, prompt: string, opts: GenerateOptions, io: StreamIo): Promise<void> {
   let chars = 0;
   try {
-    for await (const ev of generate(lm.model, lm.tokenizer, prompt, { ...opts, chatTemplate: lm.chatTemplate })) {
+    for await (const ev of generate(lm, prompt, opts)) {
       if (ev.type === 'text') { io.out(ev.text); chars += ev.text.length; continue; }
       io.out('\n');
       io.err(statsLine(ev.stats, gpu, lm.config.max_position_embeddings));

@@ -10,7 +10,8 @@ import { cacheSlots, parameterCount, type QuantSpec } from '../hrm/config.ts';
 import { checkpointBytes } from '../hrm/quantized.ts';
 import { convertQuantized } from '../hrm/convert.ts';
 import { parseConditions } from '../hrm/prompt.ts';
-import { checkWritable, choice, err, flagValue, fsp, kvSpec, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { kvSpec } from '../hrm/kv-spec.ts';
+import { checkWritable, choice, err, flagValue, fsp, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -57,16 +58,18 @@ async function cmdGenerate(args: string[]): Promise<void> {
   const opts = {
     condition,
     maxTokens: number('max-tokens', v['max-tokens'], 128, (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
-    temperature: number('temperature', v.temperature, 0, (n) => n >= 0, 'a number >= 0'),
-    topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
-    seed: number('seed', v.seed, 0, Number.isInteger, 'an integer'),
-    kv: kvSpec(v.kv),
+    sampler: {
+      temperature: number('temperature', v.temperature, 0, (n) => n >= 0, 'a number >= 0'),
+      topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
+      seed: number('seed', v.seed, 0, Number.isInteger, 'an integer'),
+    },
+    cache: { kv: flagValue(() => kvSpec(v.kv, '--kv')) },
     stop: v.stop,
   };
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
   const quantize = quantOpt(v);
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, quantize, warn });
+  const lm = await loadModel(modelFiles(v.model), { gpu, dtype, quantize, warn });
   await streamGenerate(gpu, lm, positionals[0], opts, { out, err });
   gpu.destroy();
 }
@@ -89,11 +92,11 @@ async function cmdLogits(args: string[]): Promise<void> {
   const ids = tokenIds(v.ids);
   const mode = choice('mode', v.mode, ['prefix', 'causal'] as const, 'prefix');
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
-  const kv = kvSpec(v.kv);
+  const kv = flagValue(() => kvSpec(v.kv, '--kv'));
   const quantize = quantOpt(v);
   await checkWritable('out', v.out);
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, modelFiles(v.model), { dtype, quantize, warn });
+  const lm = await loadModel(modelFiles(v.model), { gpu, dtype, quantize, warn });
   const logits = await lm.model.logits(ids, { mask: mode, kv });
   await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
     { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name, ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));

@@ -3,7 +3,7 @@ import { Gpu } from '../gpu/gpu.ts';
 import { InputError, UsageError } from '../errors.ts';
 import { loadModel, type LoadedModel } from '../hrm/load.ts';
 import { cacheBytes } from '../hrm/cache.ts';
-import { kvSpecOf } from '../hrm/kv-string.ts';
+import { kvSpec } from '../hrm/kv-spec.ts';
 import { HrmBackend } from '../refract/hrm-backend.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
@@ -61,7 +61,7 @@ async function session(v: Pick<ScoreFlags, 'model' | 'dtype' | 'condition'>): Pr
     (gpu as Gpu | null)?.destroy(); // a lost device's buffers and pool go with it before the next one opens
     gpu = await Gpu.create();
     try {
-      lm = await loadModel(gpu, modelFiles(v.model), { dtype });
+      lm = await loadModel(modelFiles(v.model), { gpu, dtype });
     } catch (e) {
       gpu.destroy();
       gpu = null;
@@ -166,7 +166,7 @@ async function cmdSweep(args: string[]): Promise<void> {
     const cfg = s.lm().config;
     const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
-      bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpecOf(kv)),
+      bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpec(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
       serialize: (r) => toJsonString(r) + '\n',
       store: {

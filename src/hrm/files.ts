@@ -1,7 +1,8 @@
 // Where a model's files come from: a local folder (Node/Deno), a base URL (e.g. a Hugging Face
 // `https://huggingface.co/<repo>/resolve/main`), or a browser FileList from a directory picker or a drop.
 // Each gives text files (config, tokenizer) and byte sources for safetensors files.
-import { NetworkError } from '../errors.ts';
+import { InputError, NetworkError } from '../errors.ts';
+import { runtimeName } from '../gpu/device.ts';
 import { getBytes, head, type NetOptions } from '../io/http.ts';
 import { blobSource, fileSource, urlSource, type ByteSource } from '../io/sources.ts';
 
@@ -61,4 +62,36 @@ export function fileListFiles(files: Iterable<File>, name = 'picked files'): Mod
       return file ? blobSource(file, file.name) : null;
     },
   };
+}
+
+/** The model embedded in the package: hrm-text-brown-6m (6.5 M parameters, trained on the Brown corpus). */
+export const EMBEDDED_MODEL = 'hrm-text-brown-6m';
+// A variable, not a literal: bundlers rewrite `new URL('literal', import.meta.url)` into an asset, and this is a
+// folder. Two levels up: this file is src/hrm/files.ts (dist/hrm/files.js), the models sit beside src/ and dist/.
+const EMBEDDED_PATH = `../../models/${EMBEDDED_MODEL}/`;
+
+/**
+ * Where the embedded model's files are: next to `dist/` in the installed package (a `file:` URL under Node and
+ * Deno). In a browser this is only reachable when the package's files are served as they are (a dev server, a
+ * CDN such as jsDelivr); a bundled app copies the folder and passes its URL to `loadModel` instead.
+ */
+export function embeddedModelUrl(): URL {
+  return new URL(EMBEDDED_PATH, import.meta.url);
+}
+
+/** What `loadModel` accepts: a folder path, an http(s) base URL, browser `File`s, or a `ModelFiles` set. */
+export type ModelSource = string | URL | ModelFiles | Iterable<File>;
+
+/** The file set of a model source; no source means the embedded model. */
+export function modelFiles(source?: ModelSource): ModelFiles {
+  if (source === undefined) source = embeddedModelUrl();
+  if (source instanceof URL) {
+    if (source.protocol !== 'file:') return urlFiles(source.href);
+    return runtimeName() === 'browser' ? urlFiles(source.href) : dirFiles(decodeURIComponent(source.pathname));
+  }
+  if (typeof source === 'string') return /^https?:\/\//.test(source) ? urlFiles(source) : dirFiles(source);
+  const set = source as ModelFiles;
+  if (typeof set.text === 'function' && typeof set.bytes === 'function') return set;
+  if (typeof (source as Iterable<File>)[Symbol.iterator] === 'function') return fileListFiles(source as Iterable<File>);
+  throw new InputError('loadModel', 'model source must be a folder path, a URL, browser Files or a ModelFiles set');
 }

@@ -3,36 +3,50 @@
 // at eos, max tokens, the end of the model's context or a stop string. Text streams as whole characters. Timing
 // separates prompt and decode.
 // Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
-// token being streamed (those past a stop are computed and dropped).
+// token being streamed (those past a stop are computed and dropped). `logits`, the other thing an app does with a
+// loaded model, is here too: both take the cache's KV setting as a llama.cpp string (kv-spec.ts) or bits.
 import { InputError } from '../errors.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import type { HrmModel } from './model.ts';
-import type { HrmTokenizer } from './tokenizer.ts';
+import type { LoadedModel } from './load.ts';
 import { formatPrompt } from './prompt.ts';
-import { Sampler } from './sampling.ts';
+import { Sampler, type SamplerOptions } from './sampling.ts';
 import { TextStreamer } from './stream.ts';
 import type { HrmCache, KvSpec, QuantMode } from './cache.ts';
+import { kvSpec } from './kv-spec.ts';
 import { DecodeGraph, greedySteps } from './decode.ts';
 
+/** The KV cache of a generation (mlx-lm's kv_bits and quantized_kv_start, with llama.cpp's cache types). */
+export interface CacheSpec {
+  /** Cache types: a llama.cpp string (`ctk=q8_0,ctv=q4_0`, see parseKvConfig) or bits per side (default: full
+   *  precision, as `ctk=f16,ctv=f16`). */
+  kv?: string | KvSpec;
+  /** When K/V are quantized: 'after-prefill' (mlx-lm's generation, default) or 'before-pass' (every attention). */
+  mode?: QuantMode;
+}
+
+/** Options of `generate`, grouped as mlx-lm's: the prompt and stop settings here, the sampler, the cache. */
 export interface GenerateOptions {
   /** Comma-separated condition tags: direct, cot, synth, noisy. Default 'synth,cot'. */
   condition?: string;
+  /** Tokens to generate at most (default 128); the model's context may end it sooner. */
   maxTokens?: number;
-  temperature?: number;
-  topP?: number;
-  seed?: number;
-  /** Bits per cache side (null = full precision). */
-  kv?: KvSpec;
-  /** 'after-prefill' (mlx-lm generation, default) or 'before-pass'. */
-  kvMode?: QuantMode;
+  /** Stop before the first of these strings in the text (it is cut off). */
   stop?: string[];
-  /** Use this formatted prompt's ids as is (no template): REFRACT and tests. */
-  promptIds?: number[];
-  chatTemplate?: string | null;
+  /** Stops the generation between tokens (stopReason 'aborted'). */
   signal?: AbortSignal;
+  /** How the next token is picked: greedy (temperature 0, the default) or a seeded top-p draw. */
+  sampler?: SamplerOptions;
+  /** The KV cache: its cache types and when it quantizes. */
+  cache?: CacheSpec;
+  /** Use these ids as the formatted prompt (no envelope, no template): REFRACT and tests. */
+  promptIds?: number[];
   /** Record every decode step instead of replaying a captured one (comparisons, debugging). */
   noGraph?: boolean;
 }
+
+/** What `generate` needs of a model: a LoadedModel (or one with another HrmModel over the same weights). */
+export type GenerateModel = Pick<LoadedModel, 'model' | 'tokenizer' | 'chatTemplate'>;
 
 export interface GenerateStats {
   promptTokens: number;
@@ -72,18 +86,25 @@ export function orAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | t
   });
 }
 
-/** Stream a completion. */
-export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null, prompt: string, opts: GenerateOptions = {}): AsyncGenerator<GenerateEvent> {
+/**
+ * Stream a completion: `{ type: 'text' }` events as whole characters arrive, then one `{ type: 'done' }` with the
+ * text and timing. Greedy by default; `signal` stops it between tokens (stopReason 'aborted').
+ * @example for await (const ev of generate(lm, 'The jury said', { sampler: { temperature: 0.7 } })) ...
+ */
+export async function* generate(lm: GenerateModel, prompt: string, opts: GenerateOptions = {}):
+  AsyncGenerator<GenerateEvent> {
+  const { model, tokenizer } = lm;
   if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
   const maxTokens = opts.maxTokens ?? 128;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate', `maxTokens must be a positive integer (got ${maxTokens})`);
-  const sampler = new Sampler({ temperature: opts.temperature ?? 0, topP: opts.topP ?? 1, seed: opts.seed ?? 0 });
-  const ids = opts.promptIds ?? tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: opts.chatTemplate ?? null }));
+  const sampler = new Sampler(opts.sampler);
+  const kv = kvSpec(opts.cache?.kv, 'cache.kv');
+  const ids = opts.promptIds ?? tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: lm.chatTemplate }));
   const capacity = Math.min(model.config.max_position_embeddings, ids.length + maxTokens);
   if (ids.length >= model.config.max_position_embeddings) {
     throw new InputError('generate', `the prompt has ${ids.length} tokens; the model's context is ${model.config.max_position_embeddings}`);
   }
-  const cache = model.newCache({ capacity, kv: opts.kv, mode: opts.kvMode ?? 'after-prefill' });
+  const cache = model.newCache({ capacity, kv, mode: opts.cache?.mode ?? 'after-prefill' });
   // Every end-of-sequence id: the config's and all the tokenizer's (a checkpoint may list several).
   const eos = new Set([...tokenizer.eosTokenIds, ...model.config.eos_token_ids]);
   const streamer = new TextStreamer(tokenizer, { skipSpecialTokens: true });
@@ -145,6 +166,37 @@ export async function* generate(model: HrmModel, tokenizer: HrmTokenizer | null,
     if (opts.signal?.aborted) void drained.catch(() => {}).finally(() => cache.dispose());
     else { await drained; cache.dispose(); }
   }
+}
+
+/** What `generateText` returns. */
+export interface GenerationResult {
+  /** The completion (without the prompt; cut before a stop string). */
+  text: string;
+  /** Token ids, timing, stop reason, cache size, decode path. */
+  stats: GenerateStats;
+}
+
+/** Generate at once: the completion's text and stats. `onText` sees each piece as it arrives. */
+export async function generateText(lm: GenerateModel, prompt: string,
+  opts: GenerateOptions & { onText?: (text: string) => void } = {}): Promise<GenerationResult> {
+  for await (const ev of generate(lm, prompt, opts)) {
+    if (ev.type === 'text') opts.onText?.(ev.text);
+    else return { text: ev.text, stats: ev.stats };
+  }
+  throw new InputError('generate', 'generation ended without a result');
+}
+
+/** Options of `logits`. */
+export interface LogitsOptions {
+  /** 'prefix' (HRM's bidirectional prompt block, default) or 'causal'. */
+  mask?: 'prefix' | 'causal';
+  /** KV cache, quantized before the pass (every attention reads quantized K/V). Default: full precision. */
+  kv?: string | KvSpec;
+}
+
+/** f32 logits of `ids` with a fresh cache: `ids.length * vocab_size` values, row-major. */
+export function logits(lm: Pick<LoadedModel, 'model'>, ids: number[], opts: LogitsOptions = {}): Promise<Float32Array> {
+  return lm.model.logits(ids, { mask: opts.mask ?? 'prefix', kv: kvSpec(opts.kv, 'kv') });
 }
 
 /** The next token of each decode step: replayed (greedy chained on the GPU, or sampled from logits) or recorded. */

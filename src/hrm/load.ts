@@ -1,9 +1,10 @@
 // Load a whole model: config, tokenizer (+ chat template), checkpoint (one file, shards, or MLX-native), onto a GPU.
 import { FormatError } from '../errors.ts';
-import type { Gpu } from '../gpu/gpu.ts';
+import { Gpu } from '../gpu/gpu.ts';
+import type { DeviceOptions } from '../gpu/device.ts';
 import { Checkpoint, SafetensorsFile } from '../io/safetensors.ts';
 import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec, type Warn } from './config.ts';
-import type { ModelFiles } from './files.ts';
+import { modelFiles, type ModelFiles, type ModelSource } from './files.ts';
 import { HrmModel } from './model.ts';
 import { HrmTokenizer } from './tokenizer.ts';
 import { loadWeights } from './weights.ts';
@@ -22,11 +23,34 @@ export interface LoadedModel {
 }
 
 export type LoadStage = 'config' | 'tokenizer' | 'weights';
-export interface ModelLoadOptions {
+
+/** One progress report of `loadModel` (transformers.js's `progress_callback` reports the same fields). */
+export interface ProgressInfo {
+  /** What is being read: config.json, the tokenizer, or the weights (byte counts). */
+  stage: LoadStage;
+  /** Done so far (bytes for the weights). */
+  loaded: number;
+  /** All of this stage (bytes for the weights). */
+  total: number;
+  /** loaded / total in percent. */
+  progress: number;
+}
+
+/** Options of `loadModel`. */
+export interface LoadModelOptions {
+  /** The GPU to load onto; default: `Gpu.create(device)`. The model's `model.gpu.destroy()` frees it. */
+  gpu?: Gpu;
+  /** Adapter options when no `gpu` is given. */
+  device?: DeviceOptions;
+  /** 'f32' (the precise reference, default) or 'bf16' (rounds each op's output where MLX does). */
   dtype?: ActDtype;
-  /** Quantize dense weights on the GPU while loading (bits 4 or 8 in the CLI; any bits / group size MLX offers). */
+  /**
+   * Quantize the dense weights on the GPU while loading, bit for bit `mx.quantize` (e.g. `{ bits: 8, groupSize: 64 }`;
+   * bits 2, 3, 4, 5, 6 or 8, group 32, 64 or 128). Checkpoints stored quantized (MLX's layout) load as stored anyway.
+   */
   quantize?: QuantSpec;
-  onProgress?: (stage: LoadStage, loaded: number, total: number) => void;
+  /** Called as the config, tokenizer and weights load; weights report bytes. */
+  progressCallback?: (p: ProgressInfo) => void;
   /** Scan the weights for NaN and Inf on the GPU (default true). */
   checkFinite?: boolean;
   /** Tolerated oddities (a stale num_hidden_layers); default console.warn. */
@@ -112,15 +136,32 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig, warn: 
   return { tokenizer, chatTemplate: typeof tpl === 'string' ? tpl : null };
 }
 
-/** Load config, tokenizer and weights, then build the model. */
-export async function loadModel(gpu: Gpu, files: ModelFiles, opts: ModelLoadOptions = {}): Promise<LoadedModel> {
-  opts.onProgress?.('config', 0, 1);
+/**
+ * Load a model (config, tokenizer, chat template, weights) onto a GPU. No source: the embedded model.
+ * @example const lm = await loadModel(); // or loadModel('https://huggingface.co/sapientinc/HRM-Text-1B/resolve/main')
+ */
+export async function loadModel(source?: ModelSource, opts: LoadModelOptions = {}): Promise<LoadedModel> {
+  const files = modelFiles(source);
+  const gpu = opts.gpu ?? (await Gpu.create(opts.device));
+  try {
+    return await build(gpu, files, opts);
+  } catch (e) {
+    if (!opts.gpu) gpu.destroy(); // the device this call opened goes with the failed load
+    throw e;
+  }
+}
+
+async function build(gpu: Gpu, files: ModelFiles, opts: LoadModelOptions): Promise<LoadedModel> {
+  const cb = opts.progressCallback;
+  const report = (stage: LoadStage, loaded: number, total: number) =>
+    cb?.({ stage, loaded, total, progress: total ? (100 * loaded) / total : 0 });
+  report('config', 0, 1);
   const { config, quantization } = await loadConfigs(files, opts.warn);
-  opts.onProgress?.('tokenizer', 0, 1);
+  report('tokenizer', 0, 1);
   const { tokenizer, chatTemplate } = await loadTokenizer(files, config, opts.warn);
   const { ck, name } = await openCheckpoint(files);
   const weights = await loadWeights(gpu, ck, config, {
-    where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l, t) => opts.onProgress?.('weights', l, t),
+    where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l, t) => report('weights', l, t),
   });
   return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'), checkpoint: name, name: files.name };
 }

@@ -15,7 +15,7 @@ export type Metadata = Record<string, unknown>;
 export interface CompletionOptions {
   model: string;
   prompt: string;
-  /** llama.cpp-style KV string, e.g. `ctk=q8_0,ctv=q4_0` (see src/hrm/kv-string.ts). */
+  /** llama.cpp-style KV string, e.g. `ctk=q8_0,ctv=q4_0` (see src/hrm/kv-spec.ts). */
   kvConfig: string;
   nPredict?: number; // default 128
   ctx?: number; // default 512

@@ -7,7 +7,7 @@ import type { LoadedModel } from '../hrm/load.ts';
 import { formatPrompt } from '../hrm/prompt.ts';
 import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions, type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
 import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
-import { kvSpecOf, parseKvConfig } from '../hrm/kv-string.ts';
+import { kvSpec, parseKvConfig } from '../hrm/kv-spec.ts';
 
 /** Positions in a part of a KLD pass on a CPU adapter (see logits). */
 const CPU_PART = 8;
@@ -57,9 +57,9 @@ export class HrmBackend implements Backend {
     let text = '';
     let ids: number[] = [];
     let meta: Metadata = {};
-    for await (const ev of generate(this.lm.model, this.tokenizer(), '', {
-      promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), temperature: o.temperature ?? 0, seed: o.seed ?? 42,
-      kv: kvSpecOf(o.kvConfig), kvMode: 'after-prefill', signal: o.signal,
+    for await (const ev of generate(this.lm, '', {
+      promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), sampler: { temperature: o.temperature ?? 0, seed: o.seed ?? 42 },
+      cache: { kv: kvSpec(o.kvConfig), mode: 'after-prefill' }, signal: o.signal,
     })) {
       if (ev.type === 'done') {
         text = ev.text;
@@ -91,7 +91,7 @@ export class HrmBackend implements Backend {
     const model = this.lm.model;
     const V = this.lm.config.vocab_size;
     const part = model.gpu.cpu ? CPU_PART : ids.length;
-    const cache = model.newCache({ capacity: ids.length, kv: kvSpecOf(kv), mode: 'before-pass' });
+    const cache = model.newCache({ capacity: ids.length, kv: kvSpec(kv), mode: 'before-pass' });
     const out = new Float32Array(ids.length * V);
     try {
       for (let a = 0; a < ids.length; a += part) {

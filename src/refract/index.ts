@@ -1,6 +1,6 @@
 // REFRACT in TypeScript: everything except the model backend (hrm-backend.ts) and the CLI.
 export * from './backend.ts';
-export * from '../hrm/kv-string.ts';
+export * from '../hrm/kv-spec.ts';
 export * from './prompts.ts';
 export { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, DEFAULT_CORPUS_LABEL, brownCorpus, defaultCorpus, defaultHaystack, untagBrownDocument, untagSentence, type BrownOptions } from './corpus.ts';
 export * from './score.ts';

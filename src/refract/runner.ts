@@ -8,7 +8,7 @@ import { runPlad, type PladAxisResult, type PladOptions } from './axes/plad.ts';
 import { runRniah, type RniahAxisResult, type RniahOptions } from './axes/rniah.ts';
 import { runTrajectory, type TrajectoryAxisResult } from './axes/trajectory.ts';
 import { DEFAULT_CORPUS_LABEL, defaultCorpus, defaultHaystack } from './corpus.ts';
-import { DEFAULT_REFERENCE_KV, parseKvConfig } from '../hrm/kv-string.ts';
+import { DEFAULT_REFERENCE_KV, parseKvConfig } from '../hrm/kv-spec.ts';
 import { PROMPTS_V01, type Prompt } from './prompts.ts';
 import { buildReport, type RefractReport } from './report/json.ts';
 import { compositeScore, MIN_FLOOR } from './score.ts';

@@ -3,7 +3,7 @@
 // a name derived from the candidate; a candidate whose report is already there is not run again (resume). The
 // sweep report is a table and a Pareto plot of cache bytes per token against the composite.
 import { InputError } from '../errors.ts';
-import { parseKvConfig } from '../hrm/kv-string.ts';
+import { parseKvConfig } from '../hrm/kv-spec.ts';
 import { parseReport, type RefractReport } from './report/json.ts';
 
 /** Where a sweep keeps its per-candidate reports (the CLI: a folder; tests: a Map). */

@@ -1,10 +1,8 @@
 // The worker's side of a model in a dedicated worker (client.ts is the page's): it owns the GPU device, the model,
 // its tokenizer and REFRACT, and serves the client's calls one at a time (one device, one stream of GPU work).
 // A worker script is one line: `installWorkerHandler()`. Shaped after WebLLM's WebWorkerMLCEngineHandler.
-import {
-  DEFAULT_CONDITION, formatPrompt, generate, HrmBackend, HrmModel, loadModel, logits, modelFiles, runRefract,
-  type ModelFiles,
-} from '../index.ts';
+import { formatPrompt, generate, HrmBackend, loadModel, logits, modelFiles, runRefract, type ModelFiles } from '../index.ts';
+import { DEFAULT_CONDITION, HrmModel } from '../advanced.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
 import { InputError } from '../errors.ts';

@@ -4,7 +4,7 @@
 // an id; the worker answers with progress and stream events for that id, then exactly one `result` or `error`. An
 // `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
 import type { AdapterSummary, DeviceOptions } from '../gpu/device.ts';
-import type { ActDtype, KvSpec } from '../hrm/cache.ts';
+import type { ActDtype } from '../hrm/cache.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
 import type { LoadStage } from '../hrm/load.ts';
 import type { GenerateEvent, GenerateOptions, GenerateStats } from '../hrm/generate.ts';
@@ -46,9 +46,8 @@ export interface WorkerModelInfo {
   adapter: AdapterSummary;
 }
 
-/** Options of the worker's `generate` (the library's, with the KV cache as a string or bits per side). */
-export interface WorkerGenerateOptions extends Omit<GenerateOptions, 'kv' | 'chatTemplate' | 'signal'> {
-  kv?: string | KvSpec;
+/** Options of the worker's `generate` (the library's, but the signal: the client's own stops the worker). */
+export interface WorkerGenerateOptions extends Omit<GenerateOptions, 'signal'> {
   /** Activations of this call (default: the load's dtype). */
   dtype?: ActDtype;
 }

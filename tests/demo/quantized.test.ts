@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkpointBytes, dirFiles, loadConfig, type HrmConfig } from '../../src/index.ts';
+import { checkpointBytes, loadConfig, type HrmConfig } from '../../src/index.ts';
+import { dirFiles } from '../../src/advanced.ts';
 import { fmtBytes } from '../../demo/memory.ts';
 import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx, type BuiltDemo } from './built-demo.ts';
 

@@ -9,7 +9,7 @@ import { model } from '../helpers/model.ts';
 
 async function run(lm: LoadedModel, opts: GenerateOptions, onText?: (n: number) => void) {
   let n = 0;
-  for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 24, temperature: 0, ...opts })) {
+  for await (const ev of generate(lm, 'The jury said', { maxTokens: 24, ...opts })) {
     if (ev.type === 'text') onText?.(++n);
     else return ev;
   }

@@ -33,7 +33,7 @@ describe('device', () => {
       const ids = [5, 9, 100, 7, 31, 2, 64];
       // Full and quantized caches, one load of the model on each device.
       const logits = async (gpu: Gpu) => {
-        const lm = await loadModel(gpu, dirFiles(fixtureDir('hrm-tiny-b')), { dtype: 'bf16' });
+        const lm = await loadModel(dirFiles(fixtureDir('hrm-tiny-b')), { gpu, dtype: 'bf16' });
         try { return [await logitsOf(lm, ids, 'prefix'), await logitsOf(lm, ids, 'prefix', { k: 4, v: 8 })]; } finally { disposeWeights(lm.model.weights); }
       };
       expect(await logits(plain)).toEqual(await logits(robust));

@@ -8,7 +8,7 @@ import { streamGenerate } from '../../src/cli/generate-cmd.ts';
 
 await run(async () => {
   const gpu = await Gpu.create();
-  const lm = await loadModel(gpu, dirFiles(EMBEDDED_MODEL));
+  const lm = await loadModel(dirFiles(EMBEDDED_MODEL), { gpu });
   let pieces = 0;
   await streamGenerate(gpu, lm, 'The jury said', { maxTokens: 60 }, { out: (s) => { out(s); if (++pieces === 3) gpu.destroy(); }, err });
 });

@@ -16,7 +16,7 @@ const loaded = new Map<string, Promise<LoadedModel>>();
 export function model(gpu: Gpu, name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown', dtype: ActDtype): Promise<LoadedModel> {
   const key = `${name}:${dtype}`;
   let m = loaded.get(key);
-  if (!m) loaded.set(key, (m = loadModel(gpu, dirFiles(fixtureDir(name)), { dtype })));
+  if (!m) loaded.set(key, (m = loadModel(dirFiles(fixtureDir(name)), { gpu, dtype })));
   return m;
 }
 

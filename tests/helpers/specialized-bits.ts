@@ -43,7 +43,7 @@ export async function outputBits(special: boolean, gemvWide: boolean, o: { unrol
       out.push(new Uint32Array((await matmul(x, w, { path: 'tiled', round: 'bf16' }).readF32()).buffer));
     }
     if (o.model === false) return out;
-    const lm = await loadModel(gpu, dirFiles(BROWN), { dtype: 'bf16' });
+    const lm = await loadModel(dirFiles(BROWN), { gpu, dtype: 'bf16' });
     const cache = lm.model.newCache({ capacity: PROMPT.length, kv: { k: 8, v: 4 } });
     out.push(new Uint32Array((await lm.model.forward(PROMPT, cache, { mask: 'prefix' }).readF32()).buffer));
     return out;

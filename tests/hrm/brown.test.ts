@@ -26,7 +26,7 @@ describe('hrm-text-brown-6m against MLX', () => {
     for (const p of prompts) {
       let streamed = '';
       let ids: number[] = [];
-      for await (const ev of generate(lm.model, lm.tokenizer, p.text, { condition: p.condition, maxTokens: p.f32_gen_ids.length })) {
+      for await (const ev of generate(lm, p.text, { condition: p.condition, maxTokens: p.f32_gen_ids.length })) {
         if (ev.type === 'text') { expect(ev.text).not.toContain('\uFFFD'); streamed += ev.text; } else ids = ev.stats.ids;
       }
       expect(ids, p.text).toEqual(p.f32_gen_ids);

@@ -64,7 +64,7 @@ describe('hrm CLI', () => {
       [['generate', 'hi', '--model'], /^UsageError: \[cli\] --model needs a value$/],
       [['generate', 'hi', '--max-tokens', '-1'], /^UsageError: \[cli\] --max-tokens "-1" is not valid \(expected a positive integer\)$/],
       [['generate', 'hi', '--top-p', '2'], /^UsageError: \[cli\] --top-p "2" is not valid \(expected a number in \(0, 1\]\)$/],
-      [['generate', 'hi', '--kv', ''], /^UsageError: \[cli\] --kv is empty; give cache types such as ctk=q8_0,ctv=q4_0/],
+      [['generate', 'hi', '--kv', ''], /^UsageError: \[kvconfig\] --kv is empty .*form: "ctk=q8_0,ctv=q4_0"$/],
       [['generate', 'hi', '--kv', 'ctk=q9'], /^UsageError: \[.*unknown cache type ctk=q9/],
       [['generate', 'hi', '--condition', ''], /^UsageError: \[parseConditions\] --condition is empty/],
       [['generate', 'hi', '--stop', ''], /^UsageError: \[cli\] --stop is empty/],

@@ -116,7 +116,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
   it('generate() with a q4 cache: the composed path\'s tokens, its replayed step one dispatch a layer call longer than a full cache\'s', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const run = async (kv?: KvSpec) => {
-      for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 8, kv })) if (ev.type === 'done') return ev.stats;
+      for await (const ev of generate(lm, 'The jury said', { maxTokens: 8, cache: { kv } })) if (ev.type === 'done') return ev.stats;
       throw new Error('no done event');
     };
     const q4 = { k: 4, v: 4 };
@@ -199,7 +199,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
 
   it('a greedy step whose logits hold a NaN fails with a clear error instead of feeding a token on', async () => {
     const gpu = await getGpu();
-    const lm = await loadModel(gpu, dirFiles(fixtureDir('hrm-tiny-a')), { dtype: 'f32' });
+    const lm = await loadModel(dirFiles(fixtureDir('hrm-tiny-a')), { gpu, dtype: 'f32' });
     const head = lm.model.weights.lmHead.chunks[0];
     // One lm_head row of NaN (f32 or bf16 bits) makes that logit NaN at every position.
     const bytes = head.dtype === 'f32' ? new Uint32Array(head.shape[1]).fill(0x7fc00000) : new Uint16Array(head.shape[1] + (head.shape[1] % 2)).fill(0x7fc0);
@@ -226,7 +226,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     for (const temperature of [0, 0.9]) {
       const run = async (noGraph: boolean) => {
-        for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { maxTokens: 12, temperature, seed: 7, noGraph })) {
+        for await (const ev of generate(lm, 'The jury said', { maxTokens: 12, sampler: { temperature, seed: 7 }, noGraph })) {
           if (ev.type === 'done') return ev;
         }
         throw new Error('no done event');
@@ -242,7 +242,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
   it('generate() stops at every eos id the tokenizer lists, not only the config\'s', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const run = async (tokenizer: typeof lm.tokenizer) => {
-      for await (const ev of generate(lm.model, tokenizer, 'The jury said', { maxTokens: 8 })) if (ev.type === 'done') return ev.stats;
+      for await (const ev of generate({ ...lm, tokenizer }, 'The jury said', { maxTokens: 8 })) if (ev.type === 'done') return ev.stats;
       throw new Error('no done event');
     };
     const free = await run(lm.tokenizer);

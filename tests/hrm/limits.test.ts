@@ -12,7 +12,7 @@ describe('generation at the model\'s limits', () => {
   it('a generation cut by the context stops with "context", one cut by maxTokens with "max_tokens"', async () => {
     const ctx = 24;
     const dir = brownCopy({ config: (c) => { c.max_position_embeddings = ctx; } });
-    const lm = await loadModel(await getGpu(), dirFiles(dir));
+    const lm = await loadModel(dirFiles(dir), { gpu: await getGpu() });
     try {
       const long = await generateText(lm, 'The jury said', { maxTokens: 100_000 });
       const prompt = long.stats.promptTokens;
@@ -35,7 +35,7 @@ describe('generation at the model\'s limits', () => {
   it('a tokenizer smaller than the model: warned of at load; the id past it names tokenizer.json', async () => {
     const dir = brownCopy({ tokenizer: keepIdsBelow(1024) });
     const warnings: string[] = [];
-    const lm = await loadModel(await getGpu(), dirFiles(dir), { warn: (m) => warnings.push(m) });
+    const lm = await loadModel(dirFiles(dir), { gpu: await getGpu(), warn: (m) => warnings.push(m) });
     try {
       expect(warnings).toEqual([`${dir}/tokenizer.json has 1024 ids, fewer than the model's vocab_size 2048 ` +
         '(config.json); generating fails at the first id from 1024 up (logits are unaffected)']);

@@ -45,7 +45,7 @@ export async function checkFixtureParity(gpu: Gpu, root: string, name: string, o
   const f32s = async (k: string) => (await ref.array(k)) as Float32Array;
   const ids = await ints('prompt_ids');
   for (const dtype of ['f32', 'bf16'] as const) {
-    const lm: LoadedModel = await loadModel(gpu, open.files(`${root}${name}/`), { dtype });
+    const lm: LoadedModel = await loadModel(open.files(`${root}${name}/`), { gpu, dtype });
     try {
       for (const mask of ['prefix', 'causal'] as const) {
         const got = await logitsOf(lm, ids, mask);

@@ -95,14 +95,14 @@ describe('quantized HRM (tiny fixture)', () => {
     it(`q${spec.bits} g${spec.groupSize}: quantize-on-load is mx.quantize bit for bit, and its f32 logits equal the dense twin's`, async () => {
       const gpu = await getGpu();
       const { quant, twin, config, qConfig } = await builtCheckpoints(spec);
-      const onLoad = await loadModel(gpu, dirFiles(DIR), { dtype: 'f32', quantize: spec });
+      const onLoad = await loadModel(dirFiles(DIR), { gpu, dtype: 'f32', quantize: spec });
       // The GPU-quantized tensors are the CPU reference's (mx.quantize's Metal rules, bf16 scales).
       const w = onLoad.model.weights.H[1].gateUp;
       expectBitExact(await w.chunks[0].read(), quant['model.H_module.layers.1.mlp.gate_up_proj.weight'].data as Uint32Array, 'gate_up q');
       expect(w.quant!.scales[0].dtype).toBe('bf16');   // stored as a bf16 checkpoint holds them
       expectBitExact(await w.quant!.scales[0].read(), quant['model.H_module.layers.1.mlp.gate_up_proj.scales'].data as Float32Array, 'gate_up scales');
-      const loaded = await loadModel(gpu, memFiles('mlx-layout', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { dtype: 'f32' });
-      const dense = await loadModel(gpu, memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { dtype: 'f32' });
+      const loaded = await loadModel(memFiles('mlx-layout', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { gpu, dtype: 'f32' });
+      const dense = await loadModel(memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { gpu, dtype: 'f32' });
       for (const mask of ['prefix', 'causal'] as const) {
         const [a, b, ref] = [await logits(onLoad, mask), await logits(loaded, mask), await logits(dense, mask)];
         expectBitExact(a, b, `${mask}: quantize-on-load vs the MLX-layout checkpoint`);
@@ -119,8 +119,8 @@ describe('quantized HRM (tiny fixture)', () => {
     const gpu = await getGpu();
     const M = 'model.H_module.layers.0.mlp.down_proj';
     const { quant, twin, config, qConfig } = await builtCheckpoints({ bits: 4, groupSize: 64 }, { [M]: { bits: 8, groupSize: 32 }, lm_head: false });
-    const lm = await loadModel(gpu, memFiles('mixed', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { dtype: 'f32' });
-    const dense = await loadModel(gpu, memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { dtype: 'f32' });
+    const lm = await loadModel(memFiles('mixed', { 'config.json': qConfig, 'model.safetensors': encodeSafetensors(quant) }), { gpu, dtype: 'f32' });
+    const dense = await loadModel(memFiles('twin', { 'config.json': config, 'model.safetensors': encodeSafetensors(twin) }), { gpu, dtype: 'f32' });
     expect(lm.model.weights.H[0].down.quant).toMatchObject({ bits: 8, groupSize: 32 });
     expect(lm.model.weights.H[0].gateUp.quant).toMatchObject({ bits: 4, groupSize: 64 });
     expect(lm.model.weights.lmHead.quant).toBeUndefined();
@@ -138,8 +138,8 @@ describe('quantized HRM (tiny fixture)', () => {
     expect(f.entry('model.L_module.layers.0.attn.o_proj.weight')).toMatchObject({ dtype: 'U32', shape: [128, 16] });
     expect(f.entry('model.L_module.layers.0.attn.o_proj.scales')).toMatchObject({ dtype: 'BF16', shape: [128, 2] });
     expect(JSON.parse(conv.config).quantization).toEqual({ group_size: 64, bits: 4 });
-    const back = await loadModel(gpu, memFiles('converted', { 'config.json': conv.config, 'model.safetensors': conv.safetensors }), { dtype: 'bf16' });
-    const onLoad = await loadModel(gpu, dirFiles(DIR), { dtype: 'bf16', quantize: spec });
+    const back = await loadModel(memFiles('converted', { 'config.json': conv.config, 'model.safetensors': conv.safetensors }), { gpu, dtype: 'bf16' });
+    const onLoad = await loadModel(dirFiles(DIR), { gpu, dtype: 'bf16', quantize: spec });
     expectBitExact(await logits(back, 'prefix'), await logits(onLoad, 'prefix'), 'converted vs quantize-on-load');
     back.model.dispose();
     onLoad.model.dispose();
@@ -149,9 +149,9 @@ describe('quantized HRM (tiny fixture)', () => {
     // Activations (logits [11, 512] f32) fit; the quantize-on-load f32 chunks of 64 rows set the packed chunks.
     const small = await Gpu.create({ bindingLimit: 32768 });
     const spec = { bits: 4, groupSize: 32 };
-    const chunked = await loadModel(small, dirFiles(DIR), { dtype: 'bf16', quantize: spec });
+    const chunked = await loadModel(dirFiles(DIR), { gpu: small, dtype: 'bf16', quantize: spec });
     expect(chunked.model.weights.lmHead.chunks.length).toBeGreaterThan(1);
-    const big = await loadModel(await getGpu(), dirFiles(DIR), { dtype: 'bf16', quantize: spec });
+    const big = await loadModel(dirFiles(DIR), { gpu: await getGpu(), dtype: 'bf16', quantize: spec });
     expect(big.model.weights.lmHead.chunks.length).toBe(1);
     expectBitExact(await logits(chunked, 'prefix'), await logits(big, 'prefix'), 'chunked vs one chunk');
     small.destroy();
@@ -159,7 +159,7 @@ describe('quantized HRM (tiny fixture)', () => {
   });
 
   it('a replayed decode step equals the recorded one on a quantized model, greedy chains too', async () => {
-    const lm = await loadModel(await getGpu(), dirFiles(DIR), { dtype: 'bf16', quantize: { bits: 4, groupSize: 64 } });
+    const lm = await loadModel(dirFiles(DIR), { gpu: await getGpu(), dtype: 'bf16', quantize: { bits: 4, groupSize: 64 } });
     const feed = [11, 300, 42, 17];
     const [a, b] = [lm.model.newCache({ capacity: IDS.length + feed.length }), lm.model.newCache({ capacity: IDS.length + feed.length })];
     for (const c of [a, b]) await lm.model.forward(IDS, c, { mask: 'prefix', logits: 'last' }).readF32();
@@ -217,14 +217,14 @@ describe('quantized checkpoints with bad input', { timeout: 120_000 }, () => {
       const c = JSON.parse(qConfig) as Record<string, unknown>;
       edit(quant, c);
       const files = memFiles('bad', { 'config.json': JSON.stringify(c), 'model.safetensors': encodeSafetensors(quant) });
-      const err = await loadModel(await getGpu(), files).catch((e: unknown) => e);
+      const err = await loadModel(files, { gpu: await getGpu() }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(FormatError);
       expect(String((err as Error).message)).toMatch(want);
     });
   }
 
   it('a quantize option MLX does not offer is an InputError', async () => {
-    await expect(loadModel(await getGpu(), dirFiles(DIR), { quantize: { bits: 5, groupSize: 16 } })).rejects.toThrow(InputError);
+    await expect(loadModel(dirFiles(DIR), { gpu: await getGpu(), quantize: { bits: 5, groupSize: 16 } })).rejects.toThrow(InputError);
   });
 });
 

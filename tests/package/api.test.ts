@@ -1,11 +1,16 @@
-// The public entry (src/index.ts) from source: adapter checks, model sources, loadModel with progress, logits
-// against MLX, KV strings, generation's abort signal, and its API reference (npm run docs). The packed package is
-// tested in package.test.ts.
+// The public entry (src/index.ts) from source: its reviewed list of names, adapter checks, model sources, loadModel
+// with progress, logits against MLX, KV strings, generation's abort signal, and its API reference (npm run docs).
+// The packed package is tested in package.test.ts.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { InputError, generate, isSoftwareAdapter, kvSpec, loadModel, logits, modelFiles, runtimeName, type AdapterSummary, type ModelFiles, type ProgressInfo } from '../../src/index.ts';
+import ts from 'typescript';
+import {
+  InputError, generate, generateText, isSoftwareAdapter, loadModel, logits, modelFiles, parseKvConfig, runtimeName,
+  type AdapterSummary, type ModelFiles, type ProgressInfo,
+} from '../../src/index.ts';
+import { kvSpec } from '../../src/advanced.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
@@ -15,7 +20,39 @@ const adapter = (over: Partial<AdapterSummary>): AdapterSummary => ({
   fastFeatures: {} as AdapterSummary['fastFeatures'], fastPaths: {}, ...over,
 });
 
+/** The names each module exports, values and types, as TypeScript resolves them (re-exports followed). */
+function exportedNames(...files: string[]): string[][] {
+  const paths = files.map((f) => fileURLToPath(new URL(`../../src/${f}`, import.meta.url)));
+  // One program for all, and no lib: resolving the names needs the modules' symbols, not a type check.
+  const program = ts.createProgram(paths, { allowImportingTsExtensions: true, noEmit: true, noLib: true, types: [],
+    module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022 });
+  const checker = program.getTypeChecker();
+  const names = (p: string) => checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(p)!)!);
+  return paths.map((p) => names(p).map((s) => s.name).sort());
+}
+
+// Reviewed: a name added to or taken from the package's entry is a decision about what a new user meets first.
+// Tuning knobs and the model's parts belong in src/advanced.ts.
+const PUBLIC = [
+  'ActDtype', 'AdapterSummary', 'CacheSpec', 'checkpointBytes', 'cacheBytes', 'Condition', 'DeviceLostError',
+  'DeviceOptions', 'EMBEDDED_MODEL', 'embeddedModelUrl', 'formatPrompt', 'FormatError', 'generate', 'GenerateEvent',
+  'GenerateModel', 'GenerateOptions', 'GenerateStats', 'generateText', 'GenerationResult', 'Gpu', 'GpuOutOfMemoryError',
+  'GpuValidationError', 'HrmBackend', 'HrmConfig', 'HrmError', 'InputError', 'isSoftwareAdapter', 'KldAxisOptions',
+  'KldAxisResult', 'KvConfig', 'KvSide', 'KvSpec', 'loadConfig', 'loadConfigs', 'LoadedModel', 'loadModel',
+  'LoadModelOptions', 'LoadStage', 'logits', 'LogitsOptions', 'ModelFiles', 'modelFiles', 'ModelSource', 'NetworkError',
+  'NoWebGpuError', 'parameterCount', 'parseKvConfig', 'ProgressInfo', 'QuantConfig', 'QuantMode', 'QuantSpec',
+  'RefractError', 'RefractReport', 'renderHtmlReport', 'renderTextReport', 'runKld', 'runRefract', 'RunRefractOptions',
+  'Runtime', 'runtimeName', 'SamplerOptions', 'toJsonString',
+];
+
 describe('public API', () => {
+  it('the entry exports the reviewed names, and hrm-webgpu/advanced none of them again', () => {
+    const [entry, advanced] = exportedNames('index.ts', 'advanced.ts');
+    expect(entry).toEqual([...PUBLIC].sort());
+    expect(advanced.length).toBeGreaterThan(50);
+    expect(advanced.filter((n) => entry.includes(n))).toEqual([]);
+  }, 60_000);
+
   it('tells CPU implementations of WebGPU from GPUs, and knows its runtime', () => {
     // Adapter strings as Dawn, wgpu and Chrome report them.
     expect(isSoftwareAdapter(adapter({ description: 'llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)' }))).toBe(true);
@@ -38,10 +75,13 @@ describe('public API', () => {
     expect(() => modelFiles(42 as never)).toThrow(/\[loadModel\] model source must be/);
   });
 
-  it('parses KV strings into bits per side, and names a bad one', () => {
+  it('parses KV strings (the one parser) into types and bits per side, and names a bad one', () => {
+    const c = parseKvConfig('ctk=q8_0,ctv=q4_0', 'cache.kv');
+    expect([c.k.bits, c.v.bits, c.label]).toEqual([8, 4, 'ctk=q8_0,ctv=q4_0']);
     expect(kvSpec('ctk=q8_0,ctv=q4_0')).toEqual({ k: 8, v: 4 });
-    expect(kvSpec()).toEqual({ k: null, v: null });
-    expect(() => kvSpec('ctk=q9')).toThrow(/unknown cache type ctk=q9/);
+    expect(kvSpec({ k: 4, v: null })).toEqual({ k: 4, v: null });
+    expect(kvSpec(undefined)).toEqual({ k: null, v: null });
+    expect(() => parseKvConfig('ctk=q9', 'cache.kv')).toThrow(/unknown cache type ctk=q9 in cache\.kv/);
   });
 
   it('loadModel reports byte progress; logits match MLX (prefix and causal, f32)', async () => {
@@ -61,6 +101,9 @@ describe('public API', () => {
 
   it('generate stops at the next token once its signal is aborted', async () => {
     const lm = await loadModel(BROWN, { gpu: await getGpu() });
+    // A bad cache spec is refused before any GPU work, naming the field.
+    await expect(generateText(lm, 'x', { cache: { kv: 'ctk=q9' } })).rejects.toThrow(/^\[kvconfig\] unknown cache type ctk=q9 in cache\.kv /);
+    expect(() => logits(lm, [1, 2], { kv: 'ctv=q1' })).toThrow(/^\[kvconfig\] unknown cache type ctv=q1 in kv /);
     const ac = new AbortController();
     let pieces = 0;
     let stats = null;

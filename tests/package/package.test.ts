@@ -64,7 +64,7 @@ afterAll(() => { if (tmp) rmSync(tmp, { recursive: true, force: true }); });
 describe('the packed package', () => {
   it('holds dist/ with its types, the embedded model and the CLIs, and not the sources or test data', () => {
     const paths = packed.files.map((f) => f.path);
-    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
+    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
       'models/hrm-text-brown-6m/model.safetensors', 'models/hrm-text-brown-6m/tokenizer.json']) expect(paths).toContain(p);
     expect(paths.filter((p) => /^(src|tests|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
     const pkg = join(app, 'node_modules/hrm-webgpu');
@@ -91,15 +91,27 @@ describe('the packed package', () => {
     expect(stdout).toBe(`${expected}\n`);
   });
 
+  it('hrm-webgpu/advanced resolves from the installed package (its own entry, beside the main one)', async () => {
+    const script = "const a = await import('hrm-webgpu/advanced'); const m = await import('hrm-webgpu'); " +
+      "console.log(JSON.stringify([a.kvSpec('ctk=q8_0,ctv=q4_0'), typeof a.HrmModel, 'HrmModel' in m]));";
+    const { stdout } = await exec('node', ['--input-type=module', '-e', script], app);
+    expect(JSON.parse(stdout)).toEqual([{ k: 8, v: 4 }, 'function', false]);
+  });
+
   it('a TypeScript app typechecks against the declared types (and a wrong option type fails)', async () => {
     writeFileSync(join(app, 'check.ts'), [
       "import { generateText, loadModel, parseKvConfig, type GenerationResult } from 'hrm-webgpu';",
+      "import { HrmModel, kvSpec } from 'hrm-webgpu/advanced';",
       'const lm = await loadModel();',
-      "const r: GenerationResult = await generateText(lm, 'x', { maxTokens: 2, kv: 'ctk=q8_0,ctv=q4_0' });",
-      "const bits: number | null = parseKvConfig('q4_0').k.bits;",
+      "const r: GenerationResult = await generateText(lm, 'x', { maxTokens: 2, cache: { kv: 'ctk=q8_0,ctv=q4_0' } });",
+      "const bits: number | null = parseKvConfig('ctv=q4_0').v.bits;",
+      'const model: HrmModel = lm.model;',
+      "const spec: { k: number | null } = kvSpec('ctk=q8_0');",
       '// @ts-expect-error maxTokens is a number',
       "await generateText(lm, 'x', { maxTokens: '2' });",
-      'export { r, bits };',
+      '// @ts-expect-error the temperature is the sampler\'s',
+      "await generateText(lm, 'x', { temperature: 1 });",
+      'export { r, bits, model, spec };',
     ].join('\n'));
     // No skipLibCheck: the shipped .d.ts files themselves are checked.
     await exec(bin('tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--lib', 'es2023,dom', 'check.ts'], app);

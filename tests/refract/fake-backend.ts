@@ -6,7 +6,7 @@
 import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOptions, TrajectoryOptions, TrajectoryResult } from '../../src/refract/backend.ts';
 import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
 import { DeviceLostError } from '../../src/errors.ts';
-import { parseKvConfig } from '../../src/hrm/kv-string.ts';
+import { parseKvConfig } from '../../src/hrm/kv-spec.ts';
 import { rng } from '../helpers/seeded.ts';
 
 export const V = 128;

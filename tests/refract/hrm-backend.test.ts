@@ -66,7 +66,7 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
     const make = async () => {
       const gpu = await Gpu.create();
       gpus.push(gpu);
-      return new HrmBackend(await loadModel(gpu, dirFiles(fixtureDir('brown')), { dtype: 'f32' }), { condition: 'noisy' });
+      return new HrmBackend(await loadModel(dirFiles(fixtureDir('brown')), { gpu, dtype: 'f32' }), { condition: 'noisy' });
     };
     const log: string[] = [];
     const rb = new ResilientBackend(await make(), make, { log: (l) => log.push(l) });

@@ -1,6 +1,6 @@
 // KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvSpecOf, parseKvConfig } from '../../src/hrm/kv-string.ts';
+import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvSpec, parseKvConfig } from '../../src/hrm/kv-spec.ts';
 import { InputError } from '../../src/errors.ts';
 
 describe('parseKvConfig', () => {
@@ -29,7 +29,7 @@ describe('parseKvConfig', () => {
   it('names the option in its errors', () => {
     expect(() => parseKvConfig('', '--candidate')).toThrow(/^\[kvconfig\] --candidate is empty/);
     expect(() => parseKvConfig('ctk=q9', '--kv')).toThrow(/unknown cache type ctk=q9 in --kv "ctk=q9"/);
-    expect(kvSpecOf('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
+    expect(kvSpec('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
   });
   it('defaults a missing side to f16', () => {
     expect(parseKvConfig('ctv=q4_0').label).toBe('ctk=f16,ctv=q4_0');

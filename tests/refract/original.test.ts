@@ -9,7 +9,7 @@
 //   drive llama.cpp binaries or files next to them; this port has no subprocess backend (the HRM backend computes
 //   logits itself, the corpus identity is checked in kld.test.ts).
 // - test_runner.py: kvconfig attn_rot_* pass-through, cli_args extras, env fields: TurboQuant rotation flags are
-//   llama.cpp-only; kv-string.ts rejects them (kvconfig.test.ts).
+//   llama.cpp-only; kv-spec.ts rejects them (kvconfig.test.ts).
 // - test_axes_logic.py: tokenize_words, gtm_diff_*: the deprecated retokenized GTM axis is not ported (--axis-a gtm
 //   is refused); its diff is the trajectory diff (ported below).
 // - test_cli.py: stub_gtm / stub_kld (the port marks skipped axes instead of stubbing; ported as the JSON/text

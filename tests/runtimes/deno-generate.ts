@@ -5,10 +5,10 @@ import { loadModel } from '../../src/hrm/load.ts';
 import { generate } from '../../src/hrm/generate.ts';
 
 const gpu = await Gpu.create();
-const lm = await loadModel(gpu, dirFiles(new URL('../../models/hrm-text-brown-6m', import.meta.url).pathname), { dtype: 'f32' });
+const lm = await loadModel(dirFiles(new URL('../../models/hrm-text-brown-6m', import.meta.url).pathname), { gpu, dtype: 'f32' });
 let text = '';
 let ids: number[] = [];
-for await (const ev of generate(lm.model, lm.tokenizer, 'The jury said', { condition: 'noisy', maxTokens: 6 })) {
+for await (const ev of generate(lm, 'The jury said', { condition: 'noisy', maxTokens: 6 })) {
   if (ev.type === 'text') text += ev.text; else ids = ev.stats.ids;
 }
 console.log(JSON.stringify({ runtime: gpu.summary.runtime, ids, text }));

@@ -60,11 +60,11 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     ];
     const got: GenerateEvent[] = [];
     const done = (async () => {
-      for await (const ev of hrm.generate('p', { maxTokens: 2, kv: 'ctk=q8_0' })) got.push(ev);
+      for await (const ev of hrm.generate('p', { maxTokens: 2, cache: { kv: 'ctk=q8_0' } })) got.push(ev);
     })();
     const r = call(await w.request(0));
     expect(r.method).toBe('generate');
-    expect(r.args).toEqual({ prompt: 'p', options: { maxTokens: 2, kv: 'ctk=q8_0' } });
+    expect(r.args).toEqual({ prompt: 'p', options: { maxTokens: 2, cache: { kv: 'ctk=q8_0' } } });
     for (const event of events) w.reply({ type: 'event', id: r.id, event });
     w.reply({ type: 'result', id: r.id, value: null });
     await done;

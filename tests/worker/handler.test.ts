@@ -3,9 +3,8 @@
 // call made directly on a model loaded in this thread: tokens, text, logits (bit for bit), REFRACT's figures, and
 // the errors' class and message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  formatPrompt, generate, HrmBackend, HrmModel, loadModel, logits, PROMPTS_V01, runRefract, type LoadedModel,
-} from '../../src/index.ts';
+import { formatPrompt, generate, HrmBackend, loadModel, logits, runRefract, type LoadedModel } from '../../src/index.ts';
+import { HrmModel, PROMPTS_V01 } from '../../src/advanced.ts';
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
 import { WorkerHandler } from '../../src/worker/handler.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
@@ -107,8 +106,8 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
   });
 
   it('errors keep their class and message; a lost device fails the call in flight, and a new load works', async () => {
-    const bad = await w.client.generateText('x', { kv: 'ctk=q9_9' }).catch((e) => e);
-    const ref = await (async () => collect(generate(direct, 'x', { kv: 'ctk=q9_9' })))().catch((e) => e);
+    const bad = await w.client.generateText('x', { cache: { kv: 'ctk=q9_9' } }).catch((e) => e);
+    const ref = await (async () => collect(generate(direct, 'x', { cache: { kv: 'ctk=q9_9' } })))().catch((e) => e);
     expect(bad).toBeInstanceOf(InputError);
     expect(bad.message).toBe(ref.message);
     const fresh = connect();
@@ -117,7 +116,7 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     fresh.close();
     // Sampled, not greedy: greedy decoding queues steps ahead, and those rejected by the loss are nobody's to catch
     // (an unhandled rejection in decode.ts's greedySteps, the library's own, with or without a worker).
-    const sampled = { maxTokens: 200, temperature: 0.8, seed: 1 };
+    const sampled = { maxTokens: 200, sampler: { temperature: 0.8, seed: 1 } };
     const running = collect(w.client.generate('The jury said', sampled), (n) => {
       if (n === 2) w.handler.loaded!.model.gpu.destroy();
     });

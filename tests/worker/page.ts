@@ -60,7 +60,7 @@ export async function run(): Promise<PageResult> {
   const msAfterAbort = performance.now() - abortedAt;
   const last = stopped.at(-1)!;
   if (last.type !== 'done') throw new Error('the stopped generation ended without a done event');
-  const error = await hrm.generateText('x', { kv: 'ctk=q9_9' }).then(() => null, (e: Error) => e);
+  const error = await hrm.generateText('x', { cache: { kv: 'ctk=q9_9' } }).then(() => null, (e: Error) => e);
   if (!error) throw new Error('a bad KV string was accepted');
 
   const lm = await loadModel();

@@ -6,7 +6,7 @@
 // The plain helpers (chunking here, per-row KL and accumulation in kld-stats.ts) are what a backend's runKld is
 // built from; the llama.cpp-style statistics (percentiles, same top-1, Δp, PPL ratio) come with the mean.
 import { BackendCapabilityError, DEFAULTS, RefractError, type Backend } from '../backend.ts';
-import { parseKvConfig } from '../../hrm/kv-string.ts';
+import { parseKvConfig } from '../../hrm/kv-spec.ts';
 import type { KldStatistics } from './kld-stats.ts';
 
 export * from './kld-stats.ts';

@@ -1,6 +1,8 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
-// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. One parser for the
-// hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo.
+// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of
+// the library (generate's `cache.kv`, logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate,
+// sweeps) and the demo. It lives in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization
+// group (kernels/quant/rules.ts), and REFRACT, which sits above hrm/, imports it from there.
 import { InputError } from '../errors.ts';
 import type { KvSpec } from './cache.ts';
 import { GROUP } from '../kernels/quant/rules.ts';
@@ -47,10 +49,13 @@ function accepted(): string {
 
 function side(key: string, value: string, spec: string, option: string): KvSide {
   if (value.toLowerCase().startsWith('turbo')) {
-    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": TurboQuant schemes are not implemented here; ${accepted()}`);
+    const why = 'TurboQuant schemes are not implemented here';
+    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": ${why}; ${accepted()}`);
   }
   const name = byLower.get(value.toLowerCase());
-  if (name === undefined) throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
+  if (name === undefined) {
+    throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
+  }
   return { bits: KV_TYPES[name], name };
 }
 
@@ -61,7 +66,9 @@ function side(key: string, value: string, spec: string, option: string): KvSide 
  */
 export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
   const parts = typeof spec === 'string' ? spec.split(',').map((p) => p.trim()).filter((p) => p !== '') : [];
-  if (parts.length === 0) throw new InputError('kvconfig', `${option} is empty (got ${JSON.stringify(spec)}); ${accepted()}`);
+  if (parts.length === 0) {
+    throw new InputError('kvconfig', `${option} is empty (got ${JSON.stringify(spec)}); ${accepted()}`);
+  }
   const seen = new Map<string, string>();
   for (const part of parts) {
     const eq = part.indexOf('=');
@@ -70,7 +77,9 @@ export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
     }
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (!(KEYS as readonly string[]).includes(key)) throw new InputError('kvconfig', `unknown key "${key}" in ${option} "${spec}"; ${accepted()}`);
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw new InputError('kvconfig', `unknown key "${key}" in ${option} "${spec}"; ${accepted()}`);
+    }
     if (seen.has(key)) throw new InputError('kvconfig', `key "${key}" given twice in ${option} "${spec}"`);
     seen.set(key, value);
   }
@@ -84,8 +93,13 @@ export function isFullPrecision(cfg: KvConfig): boolean {
   return cfg.k.bits === null && cfg.v.bits === null;
 }
 
-/** The cache's view of a KV string: quantization bits per side (null = full precision). */
-export function kvSpecOf(spec: string, option?: string): KvSpec {
-  const c = parseKvConfig(spec, option);
+/**
+ * The cache's view of a KV setting: quantization bits per side (null = full precision). A string is parsed by
+ * parseKvConfig (errors name `option`); bits pass through; absent means full precision.
+ */
+export function kvSpec(kv: string | KvSpec | undefined, option?: string): KvSpec {
+  if (kv === undefined) return { k: null, v: null };
+  if (typeof kv !== 'string') return kv;
+  const c = parseKvConfig(kv, option);
   return { k: c.k.bits, v: c.v.bits };
 }
