@@ -1,7 +1,7 @@
 // The layers of src/ (issue 31), checked by tests/package/layers.test.ts on every `npm test`:
 //   errors.ts  <-  gpu/, io/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
 // Each layer imports only the ones below it (and itself); cli/, demo/ and bench/ import the public entries or the
-// internals named in ENTRY_FOR_APPS; product code never imports a CPU reference (*.ref.ts), which tests own.
+// internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which tests own.
 const below = {
   gpu: ['^src/gpu/', '^src/errors\\.ts$'],
   io: ['^src/io/', '^src/errors\\.ts$'],
@@ -17,6 +17,20 @@ const layerRules = Object.entries(below).map(([layer, allowed]) => ({
   from: { path: `^src/${layer}/` },
   to: { path: '^src/', pathNot: allowed },
 }));
+
+/** The package's public entries: what any app may import. */
+const ENTRIES = ['^src/(index|advanced)\\.ts$', '^src/worker/', '^src/refract/index\\.ts$'];
+/**
+ * Internals the CLI and the demo use as tools of their own, not API: safetensors files and byte sources (hrm
+ * compare/convert, the demo's download cache), the logits comparison and the checkpoint converter (hrm compare,
+ * hrm convert), REFRACT's corpus download (refract fetch) and its chart renderer (the demo's plots).
+ */
+const APP_INTERNALS = [
+  '^src/io/(safetensors|sources)\\.ts$', '^src/hrm/(compare|convert)\\.ts$',
+  '^src/refract/corpus-fetch\\.ts$', '^src/refract/report/charts\\.ts$',
+];
+/** The model's parts bench builds and times one by one (random weights, one layer, a decode step). */
+const BENCH_INTERNALS = ['^src/hrm/(weights|config|model|cache|decode|files)\\.ts$'];
 
 module.exports = {
   forbidden: [
@@ -36,10 +50,17 @@ module.exports = {
     },
     {
       name: 'apps-use-the-public-entries',
-      comment: 'cli/, demo/ and bench/ go through src/index.ts, src/advanced.ts, src/worker/ or src/refract/index.ts',
+      comment: 'cli/ and demo/ go through the public entries, or the internals named in APP_INTERNALS',
       severity: 'error',
       from: { path: '^(src/cli|demo)/' },
-      to: { path: '^src/', pathNot: ['^src/(index|advanced)\\.ts$', '^src/worker/', '^src/refract/index\\.ts$', '^src/cli/'] },
+      to: { path: '^src/', pathNot: [...ENTRIES, '^src/cli/', ...APP_INTERNALS] },
+    },
+    {
+      name: 'bench-uses-the-entries-and-what-it-measures',
+      comment: 'bench/ times kernels and the model directly: the entries, kernels/, gpu/, io/ and BENCH_INTERNALS',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { path: '^src/', pathNot: [...ENTRIES, '^src/(kernels|gpu|io)/', '^src/errors\\.ts$', ...BENCH_INTERNALS] },
     },
   ],
   options: {

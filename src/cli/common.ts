@@ -1,8 +1,8 @@
 // Pieces both CLIs share (Node and Deno): model location, flag parsing helpers, the GPU, file output.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DeviceLostError, HrmError, InputError, UsageError } from '../errors.ts';
-import { dirFiles, urlFiles, type ModelFiles } from '../hrm/files.ts';
-import type { NetOptions } from '../io/http.ts';
+import { DeviceLostError, HrmError, InputError, type ModelFiles } from '../index.ts';
+import { UsageError, dirFiles, urlFiles } from '../advanced.ts';
+import type { NetOptions } from '../advanced.ts';
 
 type Proc = {
   stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[]; pid: number;

@@ -1,10 +1,9 @@
 // `hrm generate`'s streaming loop, apart from the argument parsing so that a test can lose the device mid-run.
 // A lost device (a laptop sleeping, a driver reset) is reported as such, with how far generation got: the text
 // already printed is kept, nothing is retried (a new device means reloading the model).
-import { DeviceLostError } from '../errors.ts';
-import type { Gpu } from '../gpu/gpu.ts';
-import type { LoadedModel } from '../hrm/load.ts';
-import { generate, type GenerateOptions, type GenerateStats } from '../hrm/generate.ts';
+import { DeviceLostError, generate, type GenerateOptions, type GenerateStats } from '../index.ts';
+import type { Gpu } from '../index.ts';
+import type { LoadedModel } from '../index.ts';
 
 export interface StreamIo { out(s: string): void; err(s: string): void }
 

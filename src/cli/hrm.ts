@@ -1,16 +1,10 @@
 // `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
-import { Gpu } from '../gpu/gpu.ts';
-import { FormatError, UsageError } from '../errors.ts';
+import { Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes } from '../index.ts';
+import { UsageError, cacheSlots, parseConditions, kvSpec } from '../advanced.ts';
 import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
 import { bytesSource } from '../io/sources.ts';
-import { loadConfigs, loadModel } from '../hrm/load.ts';
 import { compareLogits } from '../hrm/compare.ts';
-import { cacheBytes } from '../hrm/cache.ts';
-import { cacheSlots, parameterCount, type QuantSpec } from '../hrm/config.ts';
-import { checkpointBytes } from '../hrm/quantized.ts';
 import { convertQuantized } from '../hrm/convert.ts';
-import { parseConditions } from '../hrm/prompt.ts';
-import { kvSpec } from '../hrm/kv-spec.ts';
 import { checkWritable, choice, err, flagValue, fsp, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 

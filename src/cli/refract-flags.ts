@@ -1,7 +1,8 @@
 // `refract` flags: the option tables, parsing with usage errors (one line naming the flag, exit 2), and the
 // mapping of score flags to runRefract's options. Output paths are checked here, before any model work.
 import { parseArgs } from 'node:util';
-import { InputError, UsageError } from '../errors.ts';
+import { InputError } from '../index.ts';
+import { UsageError } from '../advanced.ts';
 import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
 import { checkWritable, choice, number, parseFlags as parseCliFlags, proc, readFile } from './common.ts';
 

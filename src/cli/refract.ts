@@ -1,10 +1,6 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu } from '../gpu/gpu.ts';
-import { InputError, UsageError } from '../errors.ts';
-import { loadModel, type LoadedModel } from '../hrm/load.ts';
-import { cacheBytes } from '../hrm/cache.ts';
-import { kvSpec } from '../hrm/kv-spec.ts';
-import { HrmBackend } from '../refract/hrm-backend.ts';
+import { Gpu, InputError, loadModel, type LoadedModel, cacheBytes, HrmBackend } from '../index.ts';
+import { UsageError, kvSpec } from '../advanced.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,

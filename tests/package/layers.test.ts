@@ -1,0 +1,32 @@
+// The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/ and bench/ checked against the
+// rules, so that a module reaching up a layer, an app reaching past the public entries, or product code importing
+// a CPU reference fails `npm test` with the offending import named.
+import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { cruise, type IReporterOutput, type IViolation } from 'dependency-cruiser';
+
+const require = createRequire(import.meta.url);
+const config = require('../../.dependency-cruiser.cjs') as { forbidden: unknown[]; options: object };
+
+describe('layering (dependency-cruiser)', () => {
+  it('no import breaks a rule of .dependency-cruiser.cjs', async () => {
+    const out: IReporterOutput = await cruise(['src', 'demo', 'bench'], {
+      ...config.options, validate: true, ruleSet: { forbidden: config.forbidden },
+    } as never);
+    const result = out.output as { summary: { violations: IViolation[]; totalCruised: number } };
+    const found = result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
+    expect(result.summary.totalCruised).toBeGreaterThan(100);
+    expect(found).toEqual([]);
+  }, 120_000);
+
+  it('the rules catch an import from a layer above', async () => {
+    // gpu/'s rule applied to kernels/matmul/, which imports kernels/ (a layer above gpu/): it must fire.
+    const rule = (config.forbidden as Array<{ name: string }>).find((r) => r.name === 'gpu-imports-only-below');
+    const probe = { ...rule, from: { path: '^src/kernels/matmul/' } };
+    const out = await cruise(['src/kernels/matmul'], {
+      ...config.options, validate: true, ruleSet: { forbidden: [probe] },
+    } as never);
+    const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
+    expect(found.map((v) => v.to)).toContain('src/kernels/kernel.ts');
+  }, 60_000);
+});
