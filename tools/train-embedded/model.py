@@ -191,13 +191,17 @@ def bp_cycles_list(spec, c):
     return [1] * (c.H_cycles - len(xs)) + xs
 
 
-def save_safetensors(path, tensors):
-    """bf16 safetensors (the format's header by hand: no safetensors package needed), names sorted."""
+ST_DTYPES = {torch.bfloat16: "BF16", torch.float32: "F32", torch.int32: "I32"}
+
+
+def save_safetensors(path, tensors, cast=torch.bfloat16):
+    """A safetensors file (the format's header by hand: no safetensors package needed), names sorted. Every
+    tensor is cast to `cast` (None: kept as it is: bf16, f32 or i32)."""
     header, blobs, at = {"__metadata__": {"format": "pt"}}, [], 0
     for name in sorted(tensors):
-        t = tensors[name].detach().to("cpu", torch.bfloat16).contiguous()
-        b = t.view(torch.int16).numpy().tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [at, at + len(b)]}
+        t = tensors[name].detach().to("cpu", cast or tensors[name].dtype).contiguous()
+        b = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [at, at + len(b)]}
         blobs.append(b)
         at += len(b)
     h = json.dumps(header, separators=(",", ":")).encode()
@@ -206,6 +210,34 @@ def save_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h)
         for b in blobs:
             f.write(b)
+
+
+def load_safetensors(path):
+    """{name: f32 tensor} of a bf16 / f16 / f32 safetensors file (the checkpoint train.py writes)."""
+    import numpy as np
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    out = {}
+    for name, e in json.loads(raw[8:8 + n]).items():
+        if name == "__metadata__":
+            continue
+        a, b = (8 + n + x for x in e["data_offsets"])
+        if e["dtype"] == "BF16":
+            x = (np.frombuffer(raw[a:b], "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            x = np.frombuffer(raw[a:b], {"F16": "<f2", "F32": "<f4"}[e["dtype"]]).astype(np.float32)
+        out[name] = torch.from_numpy(x.reshape(e["shape"]).copy())
+    return out
+
+
+def config_from_json(d):
+    """model.py's Config from a config.json train.py wrote."""
+    return Config(vocab_size=d["vocab_size"], hidden_size=d["hidden_size"], intermediate_size=d["intermediate_size"],
+                  num_layers_per_stack=d["num_layers_per_stack"], num_attention_heads=d["num_attention_heads"],
+                  head_dim=d["head_dim"], H_cycles=d["H_cycles"], L_cycles=d["L_cycles"],
+                  max_position_embeddings=d["max_position_embeddings"], rms_norm_eps=d["rms_norm_eps"],
+                  rope_theta=d["rope_parameters"]["rope_theta"])
 
 
 def parameter_count(c):

@@ -32,8 +32,11 @@ def write_outputs(run, args, log, t0):
     rec["wall_seconds"] = round(time.time() - t0, 1)
     with open(os.path.join(out, "train-log.json"), "w") as f:
         json.dump(rec, f, indent=1)
-    plotted = plot(rec, os.path.join(out, "loss.png"))
-    log(f"wrote {out}: " + ", ".join(sorted(os.listdir(out))) + ("" if plotted else " (no matplotlib: no loss.png)"))
+    try:
+        plotted = "" if plot(rec, os.path.join(out, "loss.png")) else " (no matplotlib: no loss.png)"
+    except Exception as e:  # noqa: BLE001 - a plot is never worth losing the run's exit status over
+        plotted = f" (loss.png failed: {e!r})"
+    log(f"wrote {out}: " + ", ".join(sorted(os.listdir(out))) + plotted)
 
 
 def plot(rec, path):
