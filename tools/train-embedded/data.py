@@ -194,7 +194,7 @@ class Data:
             distractors = int(rng.choice(3, p=[0.7, 0.2, 0.1]))
             r.add(self.needle(rng, split, "needle_" + suffix, n, kcond(), distractors))
         elif kind in ("kv", "copy"):
-            while r.room() >= 400:
+            while r.room() >= 64:
                 s = (self.kv(rng, "kv_" + suffix, int(rng.integers(4, 41)), kcond()) if kind == "kv"
                      else self.copy(rng, split, int(rng.integers(16, 161)), kcond()))
                 if sum(len(p[0]) for p in s) > r.room():
