@@ -70,6 +70,8 @@ def parse_args(argv=None):
     a("--select", choices=("score", "val"), default="score",
       help="checkpoint: lowest val text loss + held-out needle loss (score), or val text loss alone (val)")
     a("--compile", action="store_true", help="torch.compile the layer function (training steps only)")
+    a("--sdpa", choices=("efficient", "auto"), default="efficient",
+      help="training steps' attention kernel: the memory-efficient one only (an error if it refuses), or torch's pick")
     a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a("--smoke", action="store_true", help="3 steps of a tiny model: checks the whole pipeline in seconds")
     args = p.parse_args(argv)
@@ -136,6 +138,7 @@ class Run:
         groups = [{"params": decay, "weight_decay": a.weight_decay}, {"params": other, "weight_decay": 0.0}]
         self.opt = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if cuda else {}))
         self.evaluator = Evaluator(self.data, a.seed, a.context, a.smoke)
+        self.sdpa = sdpa_context(a.sdpa if cuda else "auto")
         n = parameter_count(self.c)
         log(f"model: {n / 1e6:.2f} M parameters ({2 * n / 1e6:.1f} MB bf16), hidden {a.hidden}, {a.layers} layers a "
             f"stack, {a.heads} heads x {a.head_dim}, H {a.h_cycles} x L {a.l_cycles}, context {a.context}; "
@@ -155,7 +158,8 @@ class Run:
         b = self.data.batch(np.random.default_rng([self.args.seed, step]), max(1, self.args.batch_tokens // S), S,
                             self.mix)
         t = device_batch(b, self.dev)
-        logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp)
+        with self.sdpa():
+            logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp)
         ce = F.cross_entropy(logits, labels, reduction="none")
         sums = torch.zeros(4, device=self.dev).index_add_(0, fam, ce)
         counts = torch.zeros(4, device=self.dev).index_add_(0, fam, torch.ones_like(ce))
@@ -165,7 +169,7 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.last_lr
         self.opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # the backward of the kernel the forward ran
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
         self.opt.step()
         return S, b["labels"].size, torch.cat([loss.detach()[None], sums.detach(), counts])
@@ -218,9 +222,10 @@ class Run:
                 per = (time.time() - t_cal) / (cal[1] - cal[0])
                 left = self.deadline - time.time() - reserve
                 total = step + int(0.95 * left / (per + eval_s / a.eval_every))
-                log(f"{per * 1000:.0f} ms a step ({a.batch_tokens / per:,.0f} tokens/s over the length cycle): "
-                    f"{total} steps fit the budget")
-                self.record["steps_planned"] = total
+                mem = torch.cuda.max_memory_allocated() / 2 ** 30 if self.dev.type == "cuda" else 0
+                log(f"{per * 1000:.0f} ms a step ({a.batch_tokens / per:,.0f} tokens/s over the length cycle), "
+                    f"peak GPU memory {mem:.1f} GiB: {total} steps fit the budget")
+                self.record.update(steps_planned=total, ms_per_step=round(per * 1000, 1), peak_gib=round(mem, 1))
             if step % a.log_every == 0 or step == total:
                 self.log_step(step, S, acc, tokens, a.log_every if step % a.log_every == 0 else step % a.log_every)
                 acc = None
@@ -238,6 +243,15 @@ class Run:
                                           **fam, "elapsed": round(el, 1)})
         log(f"step {step} len {S} loss {v[0] / n:.3f} " + " ".join(f"{k} {x:.3f}" for k, x in fam.items()) +
             f" | {tokens:,} tokens")
+
+
+def sdpa_context(choice):
+    """A context that restricts scaled_dot_product_attention to the memory-efficient kernel (it takes an explicit
+    mask without materialising the S x S scores; torch's math fallback would, and runs out of memory at 4096)."""
+    if choice == "auto":
+        return contextlib.nullcontext
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return lambda: sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION])
 
 
 def versions(cuda):
