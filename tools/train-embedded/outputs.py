@@ -1,10 +1,12 @@
 """train.py's outputs, written however the run ended: the checkpoint, config.json, the tokenizer files,
-train-log.json and loss.png (only where matplotlib is installed)."""
+train-log.json (with the versions it records) and loss.png (only where matplotlib is installed)."""
 import json
 import os
+import platform
 import shutil
 import time
 
+import numpy as np
 import torch
 
 from model import save_safetensors
@@ -67,3 +69,16 @@ def plot(rec, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def versions(cuda):
+    from importlib import metadata
+    v = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__}
+    for pkg in ("transformers", "safetensors"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            v[pkg] = None
+    if cuda:
+        v.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda)
+    return v

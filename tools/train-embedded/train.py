@@ -15,7 +15,6 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
@@ -29,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data as D  # noqa: E402
 from evaluate import Evaluator, device_batch, forward_targets  # noqa: E402
 from model import Config, HrmText, bp_cycles_list, layer_forward, parameter_count  # noqa: E402
-from outputs import write_outputs  # noqa: E402
+from outputs import versions, write_outputs  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -231,6 +230,8 @@ class Run:
                 acc = None
             if step % a.eval_every == 0 or step == total:
                 self.evaluate(step)
+        if self.stop_reason == "budget" and self.record["evals"][-1]["step"] != step:
+            self.evaluate(step)  # the reserve left time for it
         self.record.update(steps=step, tokens=tokens, stop_reason=self.stop_reason or "steps")
 
     def log_step(self, step, S, acc, tokens, n):
@@ -254,19 +255,6 @@ def sdpa_context(choice):
     return lambda: sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION])
 
 
-def versions(cuda):
-    from importlib import metadata
-    v = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__}
-    for pkg in ("transformers", "safetensors"):
-        try:
-            v[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            v[pkg] = None
-    if cuda:
-        v.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda)
-    return v
-
-
 def main(argv=None):
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -283,9 +271,10 @@ def main(argv=None):
             best = run.best[2] if run.best else None
             if best is not None:
                 run.model.load_state_dict({k: v.float() for k, v in best.items()})
-            run.record["rniah_default_greedy"] = run.evaluator.greedy(run.model, run.dev)
+            run.model.layer_fn = layer_forward  # eager: every decode step is a new length
+            greedy = run.record["rniah_default_greedy"] = run.evaluator.greedy(run.model, run.dev)
             log("R-NIAH default cells, greedy from the saved checkpoint: " + " ".join(
-                f"{c['length']}@{c['position']}:{'hit' if c['hit'] else 'miss'}" for c in run.record["rniah_default_greedy"]))
+                f"{c['length']}@{c['position']}:{'hit' if c['hit'] else 'miss'}" for c in greedy))
     except BaseException as e:  # noqa: BLE001 - outputs are written whatever happened
         run.record["error"] = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         log(f"error: {e!r}")
