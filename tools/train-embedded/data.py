@@ -23,6 +23,17 @@ TEXT_CONDITIONS = {"noisy": 0.5, "synth,cot": 0.3, "synth": 0.1, "direct": 0.05,
 TASK_CONDITIONS = {"synth,cot": 0.7, "direct": 0.1, "noisy": 0.1, "synth": 0.05, "cot": 0.05}
 
 
+def kv_floats(spec, what, known):
+    """'a=0.4,b=1' -> {a: 0.4, b: 1.0}; a key outside `known` stops the run naming the flag (`what`)."""
+    out = {}
+    for part in spec.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() not in known:
+            raise SystemExit(f"{what}: unknown key {k.strip()!r} (known: {', '.join(known)})")
+        out[k.strip()] = float(v)
+    return out
+
+
 class Row:
     """Parallel arrays of one row, filled sample by sample."""
 

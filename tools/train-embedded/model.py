@@ -187,7 +187,7 @@ def bp_cycles_list(spec, c):
         return None
     xs = [int(x) for x in spec.split(",")]
     if any(not 1 <= x <= c.L_cycles for x in xs) or len(xs) > c.H_cycles:
-        raise ValueError(f"--bp-cycles {spec!r}: at most H_cycles={c.H_cycles} counts, each in 1..L_cycles={c.L_cycles}")
+        raise ValueError(f"--bp-cycles {spec!r}: at most H_cycles={c.H_cycles} counts, each in 1..{c.L_cycles}")
     return [1] * (c.H_cycles - len(xs)) + xs
 
 

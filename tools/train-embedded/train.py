@@ -81,16 +81,6 @@ def parse_args(argv=None):
     return args
 
 
-def kv_floats(spec, what, known):
-    out = {}
-    for part in spec.split(","):
-        k, _, v = part.partition("=")
-        if k.strip() not in known:
-            raise SystemExit(f"{what}: unknown key {k.strip()!r} (known: {', '.join(known)})")
-        out[k.strip()] = float(v)
-    return out
-
-
 class Run:
     def __init__(self, args):
         self.args = args
@@ -107,8 +97,8 @@ class Run:
         if not os.path.exists(os.path.join(a.data, "vocab.json")):
             raise SystemExit(f"--data {a.data}: no vocab.json; run `npx tsx tools/train-embedded/prepare.ts` first")
         self.data = D.Data(a.data)
-        self.mix = kv_floats(a.mix, "--mix", D.DEFAULT_MIX)
-        w = kv_floats(a.weights, "--weights", D.FAMILIES)
+        self.mix = D.kv_floats(a.mix, "--mix", D.DEFAULT_MIX)
+        w = D.kv_floats(a.weights, "--weights", D.FAMILIES)
         self.lengths = [int(x) for x in a.lengths.split(",")]
         if max(self.lengths) > a.context:
             raise SystemExit(f"--lengths {a.lengths}: longer than --context {a.context}")
@@ -156,6 +146,8 @@ class Run:
         S = self.lengths[step % len(self.lengths)]
         b = self.data.batch(np.random.default_rng([self.args.seed, step]), max(1, self.args.batch_tokens // S), S,
                             self.mix)
+        if not self.data.no_forbidden(b):
+            raise RuntimeError(f"step {step}: a training row holds R-NIAH's default needle code (prepare.ts's pools?)")
         t = device_batch(b, self.dev)
         with self.sdpa():
             logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp)
@@ -198,14 +190,13 @@ class Run:
     def train(self):
         a = self.args
         eval_s = self.evaluate(0)
-        reserve = 1.5 * eval_s + 15 + (30 if a.smoke else 0)
         total = a.steps or 10 ** 9
         cal = (len(self.lengths), 3 * len(self.lengths))  # steps timed to size the run (after a warm cycle)
         acc, tokens, t_cal, step = None, 0, None, 0
         while step < total:
             if self.stop_reason:
                 break
-            if time.time() + reserve > self.deadline:
+            if time.time() + 1.5 * eval_s + 15 + (30 if a.smoke else 0) > self.deadline:  # final eval + outputs
                 self.stop_reason = "budget"
                 break
             if not a.steps and step == cal[0]:
@@ -217,22 +208,35 @@ class Run:
             acc = stats if acc is None else acc + stats
             step += 1
             if not a.steps and step == cal[1]:
-                float(stats[0])  # wait for the GPU
-                per = (time.time() - t_cal) / (cal[1] - cal[0])
-                left = self.deadline - time.time() - reserve
-                total = step + int(0.95 * left / (per + eval_s / a.eval_every))
-                mem = torch.cuda.max_memory_allocated() / 2 ** 30 if self.dev.type == "cuda" else 0
-                log(f"{per * 1000:.0f} ms a step ({a.batch_tokens / per:,.0f} tokens/s over the length cycle), "
-                    f"peak GPU memory {mem:.1f} GiB: {total} steps fit the budget")
-                self.record.update(steps_planned=total, ms_per_step=round(per * 1000, 1), peak_gib=round(mem, 1))
+                total = self.plan(step, t_cal, cal[0], eval_s, "planned")
             if step % a.log_every == 0 or step == total:
                 self.log_step(step, S, acc, tokens, a.log_every if step % a.log_every == 0 else step % a.log_every)
                 acc = None
             if step % a.eval_every == 0 or step == total:
-                self.evaluate(step)
+                float(stats[0])
+                t_eval = time.time()
+                eval_s = self.evaluate(step)
+                if not a.steps and "steps_replanned" not in self.record and step > cal[1]:
+                    # Once more with a warm eval's time and more steps timed (the schedule barely moves this early).
+                    total = max(step + 1, self.plan(step, t_cal, cal[0], eval_s, "replanned", t_eval))
         if self.stop_reason == "budget" and self.record["evals"][-1]["step"] != step:
             self.evaluate(step)  # the reserve left time for it
         self.record.update(steps=step, tokens=tokens, stop_reason=self.stop_reason or "steps")
+
+    def plan(self, step, t_from, step_from, eval_s, what, now=None):
+        """The step count that fits the budget at the time per step measured since t_from (step_from)."""
+        a = self.args
+        if now is None and self.dev.type == "cuda":
+            torch.cuda.synchronize()
+        now = now or time.time()
+        per = (now - t_from) / (step - step_from)
+        left = self.deadline - time.time() - (1.5 * eval_s + 15)
+        total = step + int(0.97 * left / (per + eval_s / a.eval_every))
+        mem = torch.cuda.max_memory_allocated() / 2 ** 30 if self.dev.type == "cuda" else 0
+        log(f"{per * 1000:.0f} ms a step ({a.batch_tokens / per:,.0f} tokens/s over the length cycle), eval "
+            f"{eval_s:.1f} s, peak GPU memory {mem:.1f} GiB: {what} {total} steps")
+        self.record.update({f"steps_{what}": total, "ms_per_step": round(per * 1000, 1), "peak_gib": round(mem, 1)})
+        return total
 
     def log_step(self, step, S, acc, tokens, n):
         v = acc.tolist()
