@@ -4,7 +4,9 @@
 import type { HrmTokenizer } from '../../src/hrm/tokenizer.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
-import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult } from '../../src/refract/backend.ts';
+import {
+  BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult,
+} from '../../src/refract/backend.ts';
 import { buildRniahPrompt, runRniah } from '../../src/refract/axes/rniah.ts';
 import { defaultHaystack } from '../../src/refract/corpus.ts';
 import { Xoshiro128ss } from '../../src/hrm/sampling.ts';
@@ -24,20 +26,24 @@ function promptIdsOf(tok: HrmTokenizer): (o: { prompt: string; system?: string }
   return (o) => backend.promptIds({ ...o, applyChatTemplate: true });
 }
 
-/** Positions k of `ids` where a sentence ends before k: decode(ids[k-1]) ends in '.', decode(ids[k]) starts with ' '. */
+/** Positions k of `ids` after a sentence: decode(ids[k-1]) ends in '.', decode(ids[k]) starts with ' ' + a letter. */
 export function sentenceStarts(ids: number[], decode: string[]): number[] {
   const out: number[] = [];
   for (let k = 1; k < ids.length; k++) if (decode[ids[k - 1]].endsWith('.') && /^ \S/.test(decode[ids[k]])) out.push(k);
   return out;
 }
 
-export interface SpliceReport { ok: boolean; summary: string; needle: [number, number]; roundtrip: [number, number]; first_mismatch?: string }
+export interface SpliceReport {
+  ok: boolean; summary: string; needle: [number, number]; roundtrip: [number, number]; first_mismatch?: string;
+}
 
 /**
  * Needle prompts: the splice [im_start, synth, cot] + hay[:k] + [space] + sentence + hay[k:] + question + [im_end]
  * against promptIds of buildRniahPrompt's text. KV and copy prompts: encode(decode(ids)) === ids.
  */
-export function checkSplices(tok: HrmTokenizer, stream: number[], ns: NeedleText[], pools: Pools, pieces: number[][], spec: Spec, decode: string[]): SpliceReport {
+export function checkSplices(
+  tok: HrmTokenizer, stream: number[], ns: NeedleText[], pools: Pools, pieces: number[][], spec: Spec, decode: string[],
+): SpliceReport {
   const g = new Xoshiro128ss(99);
   const promptIds = promptIdsOf(tok);
   const { im_start: s0, im_end: s1, space } = spec.special;
@@ -73,13 +79,15 @@ export function checkSplices(tok: HrmTokenizer, stream: number[], ns: NeedleText
   for (let i = 0; i < 100; i++) {
     const lines = Array.from({ length: 3 + (i % 20) }, (_, j) => pieces[kv.first + 3 * ((i * 31 + j) % kv.count)]);
     const q = (i * 31) % kv.count;
-    roundtrip([s0, ...cond, ...spec.strings.kv_header, ...lines.flat(), ...pieces[kv.first + 3 * q + 1], s1, ...pieces[kv.first + 3 * q + 2]]);
+    const [question, answer] = [pieces[kv.first + 3 * q + 1], pieces[kv.first + 3 * q + 2]];
+    roundtrip([s0, ...cond, ...spec.strings.kv_header, ...lines.flat(), ...question, s1, ...answer]);
     const a = starts[(i * 97) % starts.length];
     const span = stream.slice(a, a + 20 + i * 3);
     roundtrip([s0, ...cond, ...span, ...spec.strings.copy_suffixes[i % 3], s1, ...span]);
   }
   const ok = needleOk >= 0.97 * ns.length && rtOk >= 0.97 * rtAll;
-  const summary = `needle prompts equal to REFRACT's ids ${needleOk}/${ns.length}, kv/copy round trips ${rtOk}/${rtAll}`;
+  const summary = `needle prompts equal to REFRACT's ids ${needleOk}/${ns.length}, ` +
+    `kv/copy round trips ${rtOk}/${rtAll}`;
   return { ok, summary, needle: [needleOk, ns.length], roundtrip: [rtOk, rtAll], first_mismatch: first };
 }
 
@@ -107,11 +115,14 @@ export async function rniahCells(tok: HrmTokenizer, lengths: number[], ctx = 409
   const cells: RniahCell[] = [];
   for (const length of lengths) {
     const rec = new Recorder(tok, ctx);
-    const r = await runRniah(rec, { model: 'embedded', reference: 'f16', candidate: 'f16', haystack, lengths: [length] });
+    const r = await runRniah(rec, {
+      model: 'embedded', reference: 'f16', candidate: 'f16', haystack, lengths: [length],
+    });
     // Two completions a cell (reference, candidate) with the same prompt.
     r.cells.forEach((c, i) => {
       const call = rec.calls[2 * i];
-      cells.push({ length, position: c.position, ids: promptIds({ prompt: call.prompt, system: call.system ?? undefined }) });
+      const ids = promptIds({ prompt: call.prompt, system: call.system ?? undefined });
+      cells.push({ length, position: c.position, ids });
     });
   }
   return cells;

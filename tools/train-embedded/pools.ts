@@ -33,7 +33,9 @@ const TEMPLATES: Array<[string, string]> = [
   ['The {d} of this story is {c}, as noted here.', 'Q: What is the {d} of this story?\nA:'],
 ];
 /** The passkey template: the descriptor is always "pass key", the code a number. */
-const PASSKEY: [string, string] = ['The pass key is {c}. Remember it. {c} is the pass key.', 'Q: What is the pass key?\nA:'];
+const PASSKEY: [string, string] = [
+  'The pass key is {c}. Remember it. {c} is the pass key.', 'Q: What is the pass key?\nA:',
+];
 
 export interface NeedleText { sentence: string; question: string; answer: string; descriptor: string }
 export interface KvText { line: string; question: string; answer: string }
@@ -55,9 +57,12 @@ export function splitVocabulary(words: Iterable<string>, seed: number): { train:
   const lower = [...new Set([...words].filter((w) => /^[a-z]{3,8}$/.test(w)))].sort();
   const codes = shuffle(lower.map((w) => w.toUpperCase()).filter((w) => !FORBIDDEN_WORDS.has(w)), g);
   const values = shuffle([...lower], g);
-  const descriptors = shuffle(ADJECTIVES.flatMap((a) => NOUNS.map((n) => `${a} ${n}`)).filter((d) => d !== FORBIDDEN_DESCRIPTOR), g);
+  const all = ADJECTIVES.flatMap((a) => NOUNS.map((n) => `${a} ${n}`));
+  const descriptors = shuffle(all.filter((d) => d !== FORBIDDEN_DESCRIPTOR), g);
   const half = <T>(xs: T[], k: 0 | 1) => (k === 0 ? xs.slice(0, xs.length >> 1) : xs.slice(xs.length >> 1));
-  const part = (k: 0 | 1): Vocabulary => ({ codeWords: half(codes, k), valueWords: half(values, k), descriptors: half(descriptors, k) });
+  const part = (k: 0 | 1): Vocabulary => ({
+    codeWords: half(codes, k), valueWords: half(values, k), descriptors: half(descriptors, k),
+  });
   return { train: part(0), eval: part(1) };
 }
 

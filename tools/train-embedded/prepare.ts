@@ -31,7 +31,9 @@ const log = (msg: string) => console.log(`[prepare] ${msg}`);
 
 const read = (name: string) => readFileSync(MODEL_DIR + name, 'utf8');
 const modelConfig = JSON.parse(read('config.json'));
-const tok = new HrmTokenizer(read('tokenizer.json'), { config: read('tokenizer_config.json'), modelConfig, where: MODEL_DIR + 'tokenizer.json' });
+const tok = new HrmTokenizer(read('tokenizer.json'), {
+  config: read('tokenizer_config.json'), modelConfig, where: MODEL_DIR + 'tokenizer.json',
+});
 const enc = (s: string) => tok.encode(s);
 
 // Brown: one tokenization per document; train.py joins documents with `sep` ("\n\n", as brownCorpus does).
@@ -46,7 +48,8 @@ const documents = BROWN_DOCUMENTS.map((name, i) => {
   return d;
 });
 const count = (split: string) => documents.filter((d) => d.split === split).reduce((s, d) => s + d.length, 0);
-log(`Brown: ${documents.length} documents, ${offset} tokens (train ${count('train')}, val ${count('val')}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+log(`Brown: ${documents.length} documents, ${offset} tokens (train ${count('train')}, val ${count('val')}) ` +
+  `in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
 // Synthetic task pools. Words come from the whole corpus; train and eval halves are disjoint.
 const words = new Set(texts.flatMap((t) => t.toLowerCase().split(/[^a-z]+/)));
@@ -61,9 +64,8 @@ function addPool(name: string, fields: string[], entries: string[][], descriptor
     pools[name].descriptor = descriptors.map((d) => index.get(d) ?? (index.set(d, index.size), index.size - 1));
   }
 }
-const needlePool = (v: typeof vocab.train, n: number, s: number) => needles(v, n, s);
-const nTrain = needlePool(vocab.train, POOL.needleTrain, seed + 2);
-const nEval = needlePool(vocab.eval, POOL.needleEval, seed + 3);
+const nTrain = needles(vocab.train, POOL.needleTrain, seed + 2);
+const nEval = needles(vocab.eval, POOL.needleEval, seed + 3);
 // Pieces carry the whitespace that precedes them in a prompt, so that they splice at token boundaries.
 const needleFields = (n: (typeof nTrain)[number]) => [` ${n.sentence}`, `\n\n${n.question}`, ` ${n.answer}`];
 addPool('needle_train', ['sentence', 'question', 'answer'], nTrain.map(needleFields), nTrain.map((n) => n.descriptor));
@@ -72,7 +74,8 @@ const kvFields = (k: ReturnType<typeof keyValues>[number]) => [`\n${k.line}`, `\
 addPool('kv_train', ['line', 'question', 'answer'], keyValues(vocab.train, POOL.kvTrain, seed + 4).map(kvFields));
 addPool('kv_eval', ['line', 'question', 'answer'], keyValues(vocab.eval, POOL.kvEval, seed + 5).map(kvFields));
 const forbidden = enc(` ${FORBIDDEN_CODE}`);
-log(`pools: ${Object.entries(pools).map(([k, p]) => `${k} ${p.count}`).join(', ')}; ${pieces.reduce((s, p) => s + p.length, 0)} tokens`);
+const poolTokens = pieces.reduce((n, p) => n + p.length, 0);
+log(`pools: ${Object.entries(pools).map(([k, p]) => `${k} ${p.count}`).join(', ')}; ${poolTokens} tokens`);
 
 const id = (t: string) => tok.idOf(t);
 const single = (s: string) => {
@@ -83,25 +86,30 @@ const single = (s: string) => {
 const decode = Array.from({ length: modelConfig.vocab_size as number }, (_, i) => tok.decode([i]));
 const spec = {
   special: {
-    bos: tok.bosTokenId, eos: tok.eosTokenId, pad: tok.padTokenId, im_start: id('<|im_start|>'), im_end: id('<|im_end|>'),
-    space: single(' '),
+    bos: tok.bosTokenId, eos: tok.eosTokenId, pad: tok.padTokenId,
+    im_start: id('<|im_start|>'), im_end: id('<|im_end|>'), space: single(' '),
   },
-  conditions: Object.fromEntries((Object.keys(CONDITION_TOKENS) as Condition[]).map((c) => [c, [id(CONDITION_TOKENS[c])]])),
+  conditions: Object.fromEntries(
+    (Object.keys(CONDITION_TOKENS) as Condition[]).map((c) => [c, [id(CONDITION_TOKENS[c])]]),
+  ),
   sep: enc('\n\n'),
   strings: {
     kv_header: enc('Keys and values:'),
-    copy_suffixes: ['\n\nRepeat the text above.', '\n\nCopy the passage above exactly.', '\n\nWrite the text above again.'].map(enc),
+    copy_suffixes: ['Repeat the text above.', 'Copy the passage above exactly.', 'Write the text above again.']
+      .map((s) => enc(`\n\n${s}`)),
   },
 };
 // 'synth,cot' (REFRACT's and the CLI's default) is two tags: its ids are the two tokens in order.
 spec.conditions['synth,cot'] = [id(CONDITION_TOKENS.synth), id(CONDITION_TOKENS.cot)];
 
-const trainStream = documents.filter((d) => d.split === 'train').flatMap((d, i) => [...(i ? spec.sep : []), ...docIds[documents.indexOf(d)]]);
+const trainStream = documents.flatMap((d, i) => (d.split === 'train' ? [...spec.sep, ...docIds[i]] : []))
+  .slice(spec.sep.length);
 const report = checkSplices(tok, trainStream, nTrain.slice(0, 300), pools, pieces, spec, decode);
 log(`splice check: ${report.summary}`);
 if (!report.ok) throw new Error(`splice check failed: ${report.summary}`);
 const rniah = await rniahCells(tok, [1024, 2048, 4096]);
-log(`R-NIAH default cells (eval only): ${rniah.map((c) => `${c.length}@${c.position}: ${c.ids.length} ids`).join(', ')}`);
+const cellList = rniah.map((c) => `${c.length}@${c.position}: ${c.ids.length} ids`).join(', ');
+log(`R-NIAH default cells (eval only): ${cellList}`);
 const leaks = pieces.filter((s) => s.some((_, i) => forbidden.every((f, j) => s[i + j] === f))).length;
 if (leaks) throw new Error(`${leaks} training pieces contain the default needle's code ${FORBIDDEN_CODE}`);
 
@@ -115,10 +123,15 @@ writeFileSync(`${out}/tasks.u16`, u16(pieces.flat()));
 writeFileSync(`${out}/tasks.off.u32`, Buffer.from(offsets.buffer));
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 writeFileSync(`${out}/vocab.json`, JSON.stringify({
-  format: 'hrm-webgpu train-embedded 1', seed, tokenizer_sha256: sha(read('tokenizer.json')), vocab_size: modelConfig.vocab_size,
+  format: 'hrm-webgpu train-embedded 1', seed, tokenizer_sha256: sha(read('tokenizer.json')),
+  vocab_size: modelConfig.vocab_size,
   ...spec, documents, pools, decode,
   forbidden: { code: FORBIDDEN_CODE, code_ids: forbidden, needle_ids: enc(` ${DEFAULT_NEEDLE}`) },
-  rniah: { needle: DEFAULT_NEEDLE, question: DEFAULT_QUESTION, keyword: extractNeedleKeyword(DEFAULT_NEEDLE), condition: 'synth,cot', cells: rniah },
+  rniah: {
+    needle: DEFAULT_NEEDLE, question: DEFAULT_QUESTION, keyword: extractNeedleKeyword(DEFAULT_NEEDLE),
+    condition: 'synth,cot', cells: rniah,
+  },
   splice_check: report,
 }));
-log(`wrote ${out}/: brown.u16 ${(brownBytes.length / 1e6).toFixed(1)} MB, tasks.u16 ${(offsets[pieces.length] * 2 / 1e6).toFixed(1)} MB, vocab.json`);
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+log(`wrote ${out}/: brown.u16 ${mb(brownBytes.length)}, tasks.u16 ${mb(offsets[pieces.length] * 2)}, vocab.json`);
