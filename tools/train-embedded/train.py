@@ -13,6 +13,7 @@ T0 = time.time()  # the budget counts from here (torch's import included)
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
@@ -176,6 +177,8 @@ class Run:
         r["score"] = round(r["val_text"]["text"] + sum(needle) / len(needle), 4)
         r.update(step=step, seconds=round(time.time() - t, 2), elapsed=round(time.time() - T0, 1))
         self.record["evals"].append(r)
+        with open(os.path.join(self.args.out, "train-log.json"), "w") as f:  # so far, should the run be killed
+            json.dump(self.record, f)
         key = r["score"] if self.args.select == "score" else r["val_text"]["text"]
         if self.best is None or key < self.best[0]:
             state = {k: v.detach().to("cpu", torch.bfloat16).clone() for k, v in self.model.state_dict().items()}
