@@ -1,0 +1,296 @@
+"""Train the embedded HRM-Text from scratch on one GPU within a wall-time budget (README.md in this folder).
+
+  python3 tools/train-embedded/train.py --out $OUT [--minutes 7.5] [--seed 1234]   (after prepare.ts made .h200/train)
+  python3 tools/train-embedded/train.py --out /tmp/smoke --smoke                    (3 steps of a tiny model)
+
+Writes into --out: model.safetensors (bf16, the best eval step), config.json, tokenizer.json,
+tokenizer_config.json, train-log.json, loss.png (when matplotlib is there). Outputs are written however the run
+ends (budget, --steps, SIGTERM, an error), from the best checkpoint so far.
+"""
+import time
+
+T0 = time.time()  # the budget counts from here (torch's import included)
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data as D  # noqa: E402
+from evaluate import Evaluator, device_batch, forward_targets  # noqa: E402
+from model import Config, HrmText, bp_cycles_list, layer_forward, parameter_count  # noqa: E402
+from outputs import versions, write_outputs  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def log(msg):
+    print(f"[train {time.time() - T0:6.1f}s] {msg}", flush=True)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a = p.add_argument
+    a("--out", required=True, help="output folder (created)")
+    a("--data", default=".h200/train", help="prepare.ts's folder")
+    a("--tokenizer-dir", default=os.path.join(REPO, "models", "hrm-text-brown-6m"), help="tokenizer files to copy")
+    a("--seed", type=int, default=1234)
+    a("--minutes", type=float, default=7.5, help="wall-time budget of the whole run, outputs included")
+    a("--steps", type=int, default=0, help="fixed step count (0: as many as fit the budget, measured)")
+    a("--hidden", type=int, default=320)
+    a("--intermediate", type=int, default=960)
+    a("--layers", type=int, default=3, help="layers per stack")
+    a("--heads", type=int, default=5)
+    a("--head-dim", type=int, default=64)
+    a("--h-cycles", type=int, default=2)
+    a("--l-cycles", type=int, default=3)
+    a("--context", type=int, default=4096, help="max_position_embeddings; the longest training rows")
+    a("--lengths", default="512,1024,1024,2048,1024,4096", help="row lengths, one per step, cycled")
+    a("--batch-tokens", type=int, default=65536, help="tokens per step (rows = batch_tokens / length)")
+    a("--lr", type=float, default=1.5e-3)
+    a("--min-lr-ratio", type=float, default=0.1)
+    a("--warmup", type=int, default=100)
+    a("--weight-decay", type=float, default=0.1)
+    a("--clip", type=float, default=1.0)
+    a("--mix", default=",".join(f"{k}={v}" for k, v in D.DEFAULT_MIX.items()), help="row kinds and shares")
+    a("--weights", default="text=1,needle=1,kv=0.5,copy=0.5", help="loss weight of each family's mean")
+    a("--bp-cycles", default="full", help="'full', or transformers' L_bp_cycles (e.g. 2)")
+    a("--eval-every", type=int, default=200)
+    a("--log-every", type=int, default=10)
+    a("--select", choices=("score", "val"), default="score",
+      help="checkpoint: lowest val text loss + held-out needle loss (score), or val text loss alone (val)")
+    a("--compile", action="store_true", help="torch.compile the layer function (training steps only)")
+    a("--sdpa", choices=("efficient", "auto"), default="efficient",
+      help="training steps' attention kernel: the memory-efficient one only (an error if it refuses), or torch's pick")
+    a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    a("--smoke", action="store_true", help="3 steps of a tiny model: checks the whole pipeline in seconds")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.hidden, args.intermediate, args.layers, args.heads, args.head_dim = 64, 128, 1, 2, 32
+        args.h_cycles, args.l_cycles, args.context, args.lengths = 2, 2, 1024, "256,1024"
+        args.batch_tokens, args.steps, args.warmup, args.eval_every = 2048, 3, 2, 2
+    return args
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.deadline = T0 + args.minutes * 60
+        self.stop_reason = None
+        self.record = {"seed": args.seed, "args": vars(args), "loss_curve": [], "evals": []}
+        self.best = None  # (score, step, bf16 state dict on the CPU)
+
+    def setup(self):
+        a = self.args
+        random.seed(a.seed)
+        np.random.seed(a.seed)
+        torch.manual_seed(a.seed)
+        if not os.path.exists(os.path.join(a.data, "vocab.json")):
+            raise SystemExit(f"--data {a.data}: no vocab.json; run `npx tsx tools/train-embedded/prepare.ts` first")
+        self.data = D.Data(a.data)
+        self.mix = D.kv_floats(a.mix, "--mix", D.DEFAULT_MIX)
+        w = D.kv_floats(a.weights, "--weights", D.FAMILIES)
+        self.lengths = [int(x) for x in a.lengths.split(",")]
+        if max(self.lengths) > a.context:
+            raise SystemExit(f"--lengths {a.lengths}: longer than --context {a.context}")
+        self.c = Config(vocab_size=self.data.v["vocab_size"], hidden_size=a.hidden, intermediate_size=a.intermediate,
+                        num_layers_per_stack=a.layers, num_attention_heads=a.heads, head_dim=a.head_dim,
+                        H_cycles=a.h_cycles, L_cycles=a.l_cycles, max_position_embeddings=a.context)
+        self.bp = bp_cycles_list(a.bp_cycles, self.c)
+        self.dev = torch.device(a.device)
+        cuda = self.dev.type == "cuda"
+        if cuda:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+            # Attention always has an explicit mask: the memory-efficient kernel (or math) takes it; cuDNN's
+            # attention is kept out (its mask support varies between releases).
+            getattr(torch.backends.cuda, "enable_cudnn_sdp", lambda _on: None)(False)
+        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
+        layer_fn = layer_forward
+        if a.compile:
+            import torch._dynamo as dynamo
+            dynamo.config.cache_size_limit = 64  # one graph per (length, rows, grad mode)
+            layer_fn = torch.compile(layer_forward, dynamic=False)
+        self.model = HrmText(self.c, layer_fn).to(self.dev)
+        self.weights = torch.tensor([w.get(f, 0.0) for f in D.FAMILIES], device=self.dev)
+        decay = [p for n, p in self.model.named_parameters() if p.dim() == 2 and "embed_tokens" not in n]
+        other = [p for n, p in self.model.named_parameters() if not (p.dim() == 2 and "embed_tokens" not in n)]
+        groups = [{"params": decay, "weight_decay": a.weight_decay}, {"params": other, "weight_decay": 0.0}]
+        self.opt = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if cuda else {}))
+        self.evaluator = Evaluator(self.data, a.seed, a.context, a.smoke)
+        self.sdpa = sdpa_context(a.sdpa if cuda else "auto")
+        n = parameter_count(self.c)
+        log(f"model: {n / 1e6:.2f} M parameters ({2 * n / 1e6:.1f} MB bf16), hidden {a.hidden}, {a.layers} layers a "
+            f"stack, {a.heads} heads x {a.head_dim}, H {a.h_cycles} x L {a.l_cycles}, context {a.context}; "
+            f"device {self.dev}" + (f" ({torch.cuda.get_device_name()})" if cuda else ""))
+        self.record.update(config=self.c.to_json(self.data.v["special"]), parameters=n, bp_cycles=self.bp,
+                           versions=versions(cuda))
+
+    def lr(self, step, total):
+        a = self.args
+        if step < a.warmup:
+            return a.lr * (step + 1) / a.warmup
+        frac = min(1.0, (step - a.warmup) / max(1, total - a.warmup))
+        return a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    def step(self, step, total):
+        S = self.lengths[step % len(self.lengths)]
+        b = self.data.batch(np.random.default_rng([self.args.seed, step]), max(1, self.args.batch_tokens // S), S,
+                            self.mix)
+        if not self.data.no_forbidden(b):
+            raise RuntimeError(f"step {step}: a training row holds R-NIAH's default needle code (prepare.ts's pools?)")
+        t = device_batch(b, self.dev)
+        with self.sdpa():
+            logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp)
+        ce = F.cross_entropy(logits, labels, reduction="none")
+        sums = torch.zeros(4, device=self.dev).index_add_(0, fam, ce)
+        counts = torch.zeros(4, device=self.dev).index_add_(0, fam, torch.ones_like(ce))
+        w = self.weights * (counts > 0)
+        loss = (w * sums / counts.clamp(min=1)).sum() / w.sum()
+        self.last_lr = self.lr(step, total)
+        for g in self.opt.param_groups:
+            g["lr"] = self.last_lr
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()  # the backward of the kernel the forward ran
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
+        self.opt.step()
+        return S, b["labels"].size, torch.cat([loss.detach()[None], sums.detach(), counts])
+
+    def evaluate(self, step):
+        t = time.time()
+        self.model.layer_fn, fn = layer_forward, self.model.layer_fn  # eager: eval shapes vary
+        self.model.eval()
+        r = self.evaluator.run(self.model, self.dev, self.autocast)
+        self.model.train()
+        self.model.layer_fn = fn
+        needle = [v["needle"] for k, v in r.items() if k.startswith("needle_")]
+        r["score"] = round(r["val_text"]["text"] + sum(needle) / len(needle), 4)
+        r.update(step=step, seconds=round(time.time() - t, 2), elapsed=round(time.time() - T0, 1))
+        self.record["evals"].append(r)
+        with open(os.path.join(self.args.out, "train-log.json"), "w") as f:  # so far, should the run be killed
+            json.dump(self.record, f)
+        key = r["score"] if self.args.select == "score" else r["val_text"]["text"]
+        if self.best is None or key < self.best[0]:
+            state = {k: v.detach().to("cpu", torch.bfloat16).clone() for k, v in self.model.state_dict().items()}
+            self.best = (key, step, state)
+        tf = " ".join(f"{c['length']}@{c['position']}:{c['exact']:.0f}" for c in r["rniah_default_teacher_forced"])
+        log(f"eval step {step}: val {r['val_text']['text']:.3f} causal {r['val_causal']['text']:.3f} | needle " +
+            " ".join(f"{k[7:]} {v['exact']:.2f}" for k, v in r.items() if k.startswith("needle_")) +
+            f" | kv {r['kv']['exact']:.2f} copy {r['copy']['exact']:.2f} | R-NIAH default {tf} | score {r['score']}"
+            f" ({r['seconds']} s)")
+        return r["seconds"]
+
+    def train(self):
+        a = self.args
+        eval_s = self.evaluate(0)
+        total = a.steps or 10 ** 9
+        cal = (len(self.lengths), 3 * len(self.lengths))  # steps timed to size the run (after a warm cycle)
+        acc, tokens, t_cal, step = None, 0, None, 0
+        while step < total:
+            if self.stop_reason:
+                break
+            if time.time() + 1.5 * eval_s + 15 + (30 if a.smoke else 0) > self.deadline:  # final eval + outputs
+                self.stop_reason = "budget"
+                break
+            if not a.steps and step == cal[0]:
+                if self.dev.type == "cuda":
+                    torch.cuda.synchronize()
+                t_cal = time.time()
+            S, n, stats = self.step(step, total)
+            tokens += n
+            acc = stats if acc is None else acc + stats
+            step += 1
+            if not a.steps and step == cal[1]:
+                total = self.plan(step, t_cal, cal[0], eval_s, "planned")
+            if step % a.log_every == 0 or step == total:
+                self.log_step(step, S, acc, tokens, a.log_every if step % a.log_every == 0 else step % a.log_every)
+                acc = None
+            if step % a.eval_every == 0 or step == total:
+                float(stats[0])
+                t_eval = time.time()
+                eval_s = self.evaluate(step)
+                if not a.steps and "steps_replanned" not in self.record and step > cal[1]:
+                    # Once more with a warm eval's time and more steps timed (the schedule barely moves this early).
+                    total = max(step + 1, self.plan(step, t_cal, cal[0], eval_s, "replanned", t_eval))
+        if self.stop_reason == "budget" and self.record["evals"][-1]["step"] != step:
+            self.evaluate(step)  # the reserve left time for it
+        self.record.update(steps=step, tokens=tokens, stop_reason=self.stop_reason or "steps")
+
+    def plan(self, step, t_from, step_from, eval_s, what, now=None):
+        """The step count that fits the budget at the time per step measured since t_from (step_from)."""
+        a = self.args
+        if now is None and self.dev.type == "cuda":
+            torch.cuda.synchronize()
+        now = now or time.time()
+        per = (now - t_from) / (step - step_from)
+        left = self.deadline - time.time() - (1.5 * eval_s + 15)
+        total = step + int(0.97 * left / (per + eval_s / a.eval_every))
+        mem = torch.cuda.max_memory_allocated() / 2 ** 30 if self.dev.type == "cuda" else 0
+        log(f"{per * 1000:.0f} ms a step ({a.batch_tokens / per:,.0f} tokens/s over the length cycle), eval "
+            f"{eval_s:.1f} s, peak GPU memory {mem:.1f} GiB: {what} {total} steps")
+        self.record.update({f"steps_{what}": total, "ms_per_step": round(per * 1000, 1), "peak_gib": round(mem, 1)})
+        return total
+
+    def log_step(self, step, S, acc, tokens, n):
+        v = acc.tolist()
+        fam = {f: round(v[1 + i] / v[5 + i], 4) for i, f in enumerate(D.FAMILIES) if v[5 + i] > 0}
+        el = time.time() - T0
+        if not math.isfinite(v[0]):
+            self.stop_reason = "non-finite loss"  # the best checkpoint so far is what gets written
+        self.record["loss_curve"].append({"step": step, "length": S, "lr": self.last_lr, "loss": round(v[0] / n, 4),
+                                          **fam, "elapsed": round(el, 1)})
+        log(f"step {step} len {S} loss {v[0] / n:.3f} " + " ".join(f"{k} {x:.3f}" for k, x in fam.items()) +
+            f" | {tokens:,} tokens")
+
+
+def sdpa_context(choice):
+    """A context that restricts scaled_dot_product_attention to the memory-efficient kernel (it takes an explicit
+    mask without materialising the S x S scores; torch's math fallback would, and runs out of memory at 4096)."""
+    if choice == "auto":
+        return contextlib.nullcontext
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return lambda: sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    run = Run(args)
+
+    def on_signal(signum, _frame):
+        run.stop_reason = f"signal {signum}"
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        run.setup()
+        run.train()
+        if not run.stop_reason or run.stop_reason == "budget":
+            best = run.best[2] if run.best else None
+            if best is not None:
+                run.model.load_state_dict({k: v.float() for k, v in best.items()})
+            run.model.layer_fn = layer_forward  # eager: every decode step is a new length
+            greedy = run.record["rniah_default_greedy"] = run.evaluator.greedy(run.model, run.dev)
+            log("R-NIAH default cells, greedy from the saved checkpoint: " + " ".join(
+                f"{c['length']}@{c['position']}:{'hit' if c['hit'] else 'miss'}" for c in greedy))
+    except BaseException as e:  # noqa: BLE001 - outputs are written whatever happened
+        run.record["error"] = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        log(f"error: {e!r}")
+        if isinstance(e, KeyboardInterrupt):
+            run.stop_reason = "interrupted"
+    finally:
+        write_outputs(run, args, log, T0)
+    return 1 if "error" in run.record else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
