@@ -11,7 +11,7 @@ dir=$(realpath -m "${1:-.h200/chrome-run}")
 node scripts/gen-wgsl.mjs
 rm -rf "$dir" && mkdir -p "$dir/site"
 vite=node_modules/.bin/vite
-(cd bench && "../$vite" build . --base ./ --outDir "$dir/site/bench" --emptyOutDir --target es2022 --logLevel error)
+(cd bench/runners && "../../$vite" build . --base ./ --outDir "$dir/site/bench" --emptyOutDir --target es2022 --logLevel error)
 "$vite" build --outDir "$dir/site/demo" --emptyOutDir --logLevel error
 for d in bench demo; do
   [ -f "$dir/site/$d/index.html" ] || { echo "vite wrote no $dir/site/$d/index.html"; exit 1; }
@@ -22,7 +22,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # Bundled CommonJS dependencies may call require(): give the ES module one (as bench/pack.sh does).
 banner="import { createRequire as __hrmCreateRequire } from 'node:module';"
 banner="$banner const require = __hrmCreateRequire(import.meta.url);"
-node_modules/.bin/esbuild bench/chrome-run.ts --bundle --platform=node --format=esm --target=es2022 --minify \
+node_modules/.bin/esbuild bench/chrome/run.ts --bundle --platform=node --format=esm --target=es2022 --minify \
   --legal-comments=none --define:__BENCH_COMMIT__="\"$commit\"" --banner:js="$banner" --log-level=warning \
   --outfile="$dir/runner.mjs"
 xz -9 -f "$dir/runner.mjs"

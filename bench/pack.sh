@@ -33,12 +33,12 @@ case "$kind" in
       rm -rf "$tmp"
     fi
     bash "$pack" "$dir"
-    bundle bench/run.ts "$dir/bench-bundle.mjs"
-    bundle bench/qweights.ts "$dir/qweights.mjs"
-    bundle bench/sgmat-probe.ts "$dir/sgmat-probe.mjs"
-    bundle bench/prefetch-probe.ts "$dir/prefetch-probe.mjs"
-    bundle bench/qone-probe.ts "$dir/qone-probe.mjs"
-    bundle bench/parity.ts "$dir/parity.mjs"
+    bundle bench/runners/run.ts "$dir/bench-bundle.mjs"
+    bundle bench/runners/qweights.ts "$dir/qweights.mjs"
+    bundle bench/probes/sgmat-probe.ts "$dir/sgmat-probe.mjs"
+    bundle bench/probes/prefetch-probe.ts "$dir/prefetch-probe.mjs"
+    bundle bench/probes/qone-probe.ts "$dir/qone-probe.mjs"
+    bundle bench/runners/parity.ts "$dir/parity.mjs"
     ;;
   deno)
     dir=.h200/bench-deno
@@ -48,7 +48,7 @@ case "$kind" in
     WITH_DENO=1 bash "$pack" "$dir"
     rm -rf "$dir/node.xz" "$dir/dawn.node.xz" "$dir/node_modules"
     [ -s "$dir/deno.xz" ] || { echo "no deno binary packed (npm ci installs it under node_modules/@deno)"; exit 1; }
-    bundle bench/deno.ts "$dir/bench-deno.mjs"
+    bundle bench/runners/deno.ts "$dir/bench-deno.mjs"
     ;;
   *) echo "usage: bench/pack.sh [node|deno]"; exit 2 ;;
 esac

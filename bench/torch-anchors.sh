@@ -6,7 +6,7 @@ dir=$1
 mkdir -p "$dir"
 echo "== bench/torch-anchors.py"
 # The anchors print one JSON line last; anything else (warnings) goes to the log.
-timeout 240 python3 "$(dirname "$0")/torch-anchors.py" > "$dir/anchors.log" 2>&1
+timeout 240 python3 "$(dirname "$0")/suites/torch-anchors.py" > "$dir/anchors.log" 2>&1
 echo "torch-anchors exited with $?"
 grep '^{' "$dir/anchors.log" | tail -1 > "$dir/anchors.json"
 if [ -s "$dir/anchors.json" ]; then cat "$dir/anchors.json"

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import type { BenchResult } from '../../bench/harness.ts';
+import type { BenchResult } from '../../bench/harness/harness.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,7 +18,7 @@ describe('bench harness', () => {
     const out = mkdtempSync(join(tmpdir(), 'hrm-bench-'));
     try {
       const tsx = join(root, 'node_modules/.bin/tsx');
-      const args = ['bench/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4', '--prompt', '4',
+      const args = ['bench/runners/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4', '--prompt', '4',
         '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
       await promisify(execFile)(tsx, args, { cwd: root, timeout: 280_000, maxBuffer: 1 << 24 });
       const files = readdirSync(out);

@@ -1,8 +1,8 @@
 // Checks of a bench result's figures shared by the bench tests: every number finite, every timing positive and
 // ordered, every cache configuration measured with the settings the tests pass (prefill 4 tokens).
 import { expect } from 'vitest';
-import type { CacheResult } from '../../bench/model.ts';
-import type { Stats } from '../../bench/stats.ts';
+import type { CacheResult } from '../../bench/suites/model-figures.ts';
+import type { Stats } from '../../bench/timing/stats.ts';
 
 /** Paths of every number in the result that is not finite. */
 export function nonFinite(v: unknown, path = '$'): string[] {

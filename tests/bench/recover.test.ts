@@ -3,9 +3,9 @@
 // its prefill), and at both attempts of another section. The run must complete, redo the first two on new
 // devices (the model rebuilt), give up the third with an error naming it, and still hold every other figure.
 import { describe, expect, it } from 'vitest';
-import { runBench } from '../../bench/harness.ts';
-import { DeviceKeeper } from '../../bench/recover.ts';
-import { defaults } from '../../bench/settings.ts';
+import { runBench } from '../../bench/harness/harness.ts';
+import { DeviceKeeper } from '../../bench/harness/recover.ts';
+import { defaults } from '../../bench/harness/settings.ts';
 import { InputError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';

@@ -25,7 +25,7 @@ import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmu
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { MERGES, setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
-import { CACHES } from '../../bench/settings.ts';
+import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
 
 // Every kernel module (the wrappers make their Kernels at load), so that allKernels() lists every entry in use.

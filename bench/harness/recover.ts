@@ -3,8 +3,8 @@
 // KV-cache configuration of the model); when a unit fails and the device is gone, a new device is opened, the run
 // says so, and the unit is redone on it from the start (units rebuild what they need, e.g. the random weights).
 // A second loss in the same unit gives that unit up (the caller records the error) and the run goes on.
-import { Gpu } from '../src/gpu/gpu.ts';
-import { DeviceLostError } from '../src/errors.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { DeviceLostError } from '../../src/errors.ts';
 
 /** A unit redone on a new device, and the loss that cost its first attempt. */
 export interface Recovered { unit: string; error: string }

@@ -19,12 +19,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
-import { collectPage, pageQuery } from './page-run.ts';
-import { FLAG_SETS, launchWith, probeFlagSets, type Probe } from './chrome-flags.ts';
-import { runDemo, type DemoStep } from './chrome-demo.ts';
-import { writeRandomCheckpoint } from './chrome-ckpt.ts';
-import { HRM_TEXT_1B, parseConfig } from '../src/hrm/config.ts';
-import { serveStatic } from './chrome-serve.ts';
+import { collectPage, pageQuery } from '../runners/page-run.ts';
+import { FLAG_SETS, launchWith, probeFlagSets, type Probe } from './flags.ts';
+import { runDemo, type DemoStep } from './demo.ts';
+import { writeRandomCheckpoint } from './ckpt.ts';
+import { HRM_TEXT_1B, parseConfig } from '../../src/hrm/config.ts';
+import { serveStatic } from './serve.ts';
 
 declare const __BENCH_COMMIT__: string | undefined;
 const PHASES = ['probe', 'bench', 'demo'] as const;

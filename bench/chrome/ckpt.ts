@@ -6,8 +6,8 @@
 // +-1/sqrt(fan_in), embeddings +-0.02, as randomWeights draws them on a GPU.
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { HRM_TEXT_1B, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
-import { expectedTensors } from '../src/hrm/weights.ts';
+import { HRM_TEXT_1B, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
+import { expectedTensors } from '../../src/hrm/weights.ts';
 
 const CHUNK = 1 << 23; // values drawn per write: 16 MiB of bf16
 

@@ -1,7 +1,7 @@
 // Benchmark settings: command-line flags (Node, Deno) or the page's query string (browser) -> one Settings object,
 // with defaults per model shape. Every runner parses the same way, so every runner measures the same thing.
 
-import type { DecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
+import type { DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
 
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4';

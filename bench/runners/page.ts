@@ -3,12 +3,12 @@
 // bench/browser.ts to collect (window.__partial after each section, window.__bench at the end). bench/chrome-run.ts
 // adds ?runtime=chrome (the name in the files), ?mlx=URL (tests/fixtures/mlx/ served: --check-sgmat's ops) and
 // ?parity=1 (then bench/parity.ts's checks, window.__parity); both runners pass --anchors' JSON as ?anchors=.
-import { runBench, type BenchResult } from './harness.ts';
-import { render, type Rendered } from './report.ts';
-import { parseArgs } from './settings.ts';
-import { pageParity } from './chrome-parity.ts';
-import { SafetensorsFile } from '../src/io/safetensors.ts';
-import { urlSource } from '../src/io/sources.ts';
+import { runBench, type BenchResult } from '../harness/harness.ts';
+import { render, type Rendered } from '../harness/report.ts';
+import { parseArgs } from '../harness/settings.ts';
+import { pageParity } from './page-parity.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { urlSource } from '../../src/io/sources.ts';
 
 const w = window as unknown as {
   __bench?: { rendered?: Rendered; error?: string }; __partial?: BenchResult;

@@ -2,28 +2,45 @@
 // the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
 // one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
 // that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
-import { Gpu } from '../src/gpu/gpu.ts';
-import { runtimeInfo, type AdapterSummary } from '../src/gpu/device.ts';
-import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../src/hrm/config.ts';
-import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
-import { HrmModel } from '../src/hrm/model.ts';
-import pkg from '../package.json' with { type: 'json' };
-import tinyConfig from '../models/hrm-text-brown-6m/config.json' with { type: 'json' };
-import { attentionSweep, streamFloor, dispatchCost, gemv, gemvSweep, matmulFlops, sgmatSchedules, streamRead, type KernelResults } from './kernels.ts';
-import { ModelBench, modelInfo, ModelOnDevice, type CacheResult, type ModelInfo } from './model.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
+import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
+import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
+import { HrmModel } from '../../src/hrm/model.ts';
+import pkg from '../../package.json' with { type: 'json' };
+import tinyConfig from '../../models/hrm-text-brown-6m/config.json' with { type: 'json' };
+import { attentionSweep, type AttnPoint } from '../suites/attention.ts';
+import { dispatchCost, type DispatchFigure } from '../suites/dispatch.ts';
+import type { BandwidthFigure, MatmulFigure } from '../suites/figures.ts';
+import { gemv, gemvSweep, type SweepPoint } from '../suites/gemv.ts';
+import { matmulFlops, sgmatSchedules } from '../suites/matmul.ts';
+import { ModelBench, ModelOnDevice } from '../suites/model.ts';
+import { modelInfo, type CacheResult, type ModelInfo } from '../suites/model-figures.ts';
+import { streamFloor, streamRead, type StreamFloorPoint } from '../suites/stream.ts';
 import type { Settings } from './settings.ts';
-import { now } from './stats.ts';
-import type { SafetensorsFile } from '../src/io/safetensors.ts';
-import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../src/kernels/matmul/matmul_sgmat.ts';
-import { setDecodeMerge } from '../src/kernels/attention/sdpa_one.ts';
-import { checkSgmat, type SgmatReport } from '../tests/kernels/matmul_sgmat.check.ts';
-import { checkSdpaF16, type SdpaF16Report } from '../tests/kernels/sdpa_sgmat.check.ts';
-import { attentionTensorCoresUnavailable } from '../src/kernels/attention/sdpa_mm.ts';
+import { now } from '../timing/stats.ts';
+import type { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
+import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
+import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
 // Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
 import '../src/kernels/paths.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
+
+export interface KernelResults {
+  stream: BandwidthFigure | null;
+  /** What one dispatch reading that many bytes costs at best: the floor the matrix-vector products are held to. */
+  streamFloor?: StreamFloorPoint[];
+  gemv: BandwidthFigure[];
+  sweep: SweepPoint[];
+  attention: AttnPoint[];
+  matmul: MatmulFigure[];
+  dispatch: DispatchFigure | null;
+}
 
 export interface BenchEnv {
   runtime: string;

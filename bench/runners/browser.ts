@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
-import { CHROMIUM, serve } from '../tests/helpers/browser.ts';
+import { CHROMIUM, serve } from '../../tests/helpers/browser.ts';
 import { collectPage, pageQuery } from './page-run.ts';
-import { parseArgs, USAGE } from './settings.ts';
+import { parseArgs, USAGE } from '../harness/settings.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 function commit(): string | null {
   try {
@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
       ...(c ? { commit: c } : {}),
       timestamps: 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)',
     });
-    await page.goto(`${url}/bench/index.html?${q}`);
+    await page.goto(`${url}/bench/runners/index.html?${q}`);
     const r = await collectPage(page, s.out, Date.now() + (s.budget + 600) * 1000);
     if (r.error) { console.error(`[bench] ${r.error}`); return 1; }
     console.log('\n' + r.md);

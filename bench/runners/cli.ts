@@ -1,13 +1,13 @@
 // The command line shared by the Node and Deno entries: parse flags, run the harness, write JSON / Markdown / SVG
 // into --out, print the summary. Returns the exit code.
-import { runBench } from './harness.ts';
-import { render } from './report.ts';
-import { saveAll, saveJson } from './output.ts';
-import { parseArgs, USAGE } from './settings.ts';
-import { readAnchors } from './anchors.ts';
-import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../src/gpu/device.ts';
-import { SafetensorsFile } from '../src/io/safetensors.ts';
-import { fileSource } from '../src/io/sources.ts';
+import { runBench } from '../harness/harness.ts';
+import { render } from '../harness/report.ts';
+import { saveAll, saveJson } from '../harness/output.ts';
+import { parseArgs, USAGE } from '../harness/settings.ts';
+import { readAnchors } from '../harness/anchors.ts';
+import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../../src/gpu/device.ts';
+import { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { fileSource } from '../../src/io/sources.ts';
 import { cpus, loadavg } from 'node:os';
 
 /** The CPU the JavaScript runs on, and how busy the machine was: replay-bound figures differ by host. */

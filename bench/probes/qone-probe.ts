@@ -4,15 +4,15 @@
 // dispatches with the append (the decode step's), the same without it (the query given: qone_scores), and the
 // full-precision cache's one dispatch (sdpa_one's split, append and fold) for scale. One JSON line per form: GPU us
 // per call (median of 7 passes).
-import { Gpu } from '../src/gpu/gpu.ts';
-import { Tensor } from '../src/gpu/tensor.ts';
-import { qsdpa } from '../src/kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend } from '../src/kernels/attention/qsdpa_one.ts';
-import { appendAttendOne } from '../src/kernels/attention/sdpa_one.ts';
-import { quantKV } from '../src/kernels/attention/kvquant.ts';
-import { fillRandom } from '../src/kernels/init/random.ts';
-import { passCalls } from './kernels.ts';
-import { stats } from './stats.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
+import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
+import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
+import { quantKV } from '../../src/kernels/attention/kvquant.ts';
+import { fillRandom } from '../../src/kernels/init/random.ts';
+import { passCalls } from '../timing/calls.ts';
+import { stats } from '../timing/stats.ts';
 
 const gpu = await Gpu.create();
 const H = 12, D = 128, CAP = 4096, LEN = 641, CALLS = 200;

@@ -7,11 +7,11 @@
 // `npm test` runs a share of them: tests/kernels/matmul_f16.check.ts). The kernel tests' other whole sweeps run with
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts) where vitest is installed: `HRM_EXHAUSTIVE=1 npx vitest run tests/kernels`.
 // Prints a Markdown list (one line per check) and exits 1 if any fails. Reads tests/fixtures/mlx/ from the cwd.
-import { Gpu } from '../src/gpu/gpu.ts';
-import { checkModelParity } from '../tests/hrm/parity.check.ts';
-import { checkFold, FOLD_1B } from '../tests/kernels/sdpa_fold.check.ts';
-import { checkQuantFold, QUANT_FOLD_1B } from '../tests/kernels/qsdpa_fold.check.ts';
-import { checkMatmulF16, f16ParityCases } from '../tests/kernels/matmul_f16.check.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { checkModelParity } from '../../tests/hrm/parity.check.ts';
+import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
+import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.check.ts';
+import { checkMatmulF16, f16ParityCases } from '../../tests/kernels/matmul_f16.check.ts';
 
 const gpu = await Gpu.create({ robustness: process.argv.includes('--robustness') });
 const model = await checkModelParity(gpu, 'tests/fixtures/mlx/');

@@ -5,9 +5,10 @@ import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { benchConfig, type BenchResult } from './harness.ts';
-import type { Ablation, PrefillTimeline, ProfileFigure } from './model.ts';
-import type { SweepPoint } from './kernels.ts';
-import type { Stats } from './stats.ts';
+import type { PrefillTimeline, ProfileFigure } from '../suites/model-figures.ts';
+import type { Ablation } from '../suites/ablation.ts';
+import type { SweepPoint } from '../suites/gemv.ts';
+import type { Stats } from '../timing/stats.ts';
 
 export interface Rendered { base: string; json: string; md: string; svg: string }
 

@@ -1,12 +1,12 @@
 // bench/parity.ts's checks inside the benchmark page (bench/page.ts with ?parity=1, driven by bench/chrome-run.ts):
 // the MLX fixtures fetched from `mlx` (tests/fixtures/mlx/ served on 127.0.0.1), then decode attention's folded
 // merges at the 1B shape, on a device of their own. The same Markdown list as bench/parity.ts prints.
-import { urlFiles } from '../src/hrm/files.ts';
-import { Gpu } from '../src/gpu/gpu.ts';
-import { urlSource } from '../src/io/sources.ts';
-import { checkModelParity, type ParityCase } from '../tests/hrm/parity.check.ts';
-import { checkFold, FOLD_1B } from '../tests/kernels/sdpa_fold.check.ts';
-import { checkQuantFold, QUANT_FOLD_1B } from '../tests/kernels/qsdpa_fold.check.ts';
+import { urlFiles } from '../../src/hrm/files.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { urlSource } from '../../src/io/sources.ts';
+import { checkModelParity, type ParityCase } from '../../tests/hrm/parity.check.ts';
+import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
+import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.check.ts';
 
 export async function pageParity(mlx: string, say: (m: string) => void): Promise<{ md: string; failed: number }> {
   const gpu = await Gpu.create();

@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join, normalize, sep } from 'node:path';
-import { sendFile } from '../scripts/send-file.ts';
+import { sendFile } from '../../scripts/send-file.ts';
 
 
 /** `prefix` (no leading or trailing slash, '' for the root) -> folder on disk; longest prefix wins. */

@@ -2,10 +2,10 @@
 // its query from the bench options, and collect what it leaves on window into --out. The page cannot read files,
 // so `--anchors FILE` (bench/torch-anchors.py's JSON, measured in the same call) travels as its text (?anchors=).
 import type { Page } from 'puppeteer-core';
-import type { BenchResult } from './harness.ts';
-import type { Rendered } from './report.ts';
-import { readAnchors } from './anchors.ts';
-import { saveAll, saveJson } from './output.ts';
+import type { BenchResult } from '../harness/harness.ts';
+import type { Rendered } from '../harness/report.ts';
+import { readAnchors } from '../harness/anchors.ts';
+import { saveAll, saveJson } from '../harness/output.ts';
 
 /** The bench page's query: every option as ?arg=, the anchors file's JSON as ?anchors=, and `extra` as given. */
 export function pageQuery(args: string[], extra: Record<string, string>): URLSearchParams {

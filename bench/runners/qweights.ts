@@ -3,15 +3,16 @@
 // Node/Dawn: `npx tsx bench/qweights.ts [--config tiny|1b] [--quick]` (on CPU-only machines: --config tiny --quick).
 // Prints a markdown table; the harness's figures (ModelBench) are reused unchanged.
 import { parseArgs } from 'node:util';
-import { Gpu } from '../src/gpu/gpu.ts';
-import { HrmModel } from '../src/hrm/model.ts';
-import { cacheBytes } from '../src/hrm/cache.ts';
-import { parameterCount, type QuantSpec } from '../src/hrm/config.ts';
-import { disposeWeights, randomWeights } from '../src/hrm/weights.ts';
-import { benchConfig } from './harness.ts';
-import { ModelBench, modelInfo } from './model.ts';
-import { defaults, type ConfigName } from './settings.ts';
-import { now } from './stats.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { HrmModel } from '../../src/hrm/model.ts';
+import { cacheBytes } from '../../src/hrm/cache.ts';
+import { parameterCount, type QuantSpec } from '../../src/hrm/config.ts';
+import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
+import { benchConfig } from '../harness/harness.ts';
+import { ModelBench } from '../suites/model.ts';
+import { modelInfo } from '../suites/model-figures.ts';
+import { defaults, type ConfigName } from '../harness/settings.ts';
+import { now } from '../timing/stats.ts';
 
 const { values: v } = parseArgs({ options: { config: { type: 'string' }, quick: { type: 'boolean' }, ctx: { type: 'string' } } });
 const config = (v.config ?? 'tiny') as ConfigName;
