@@ -26,7 +26,7 @@ import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.c
 import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
 // Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
-import '../src/kernels/paths.ts';
+import '../../src/kernels/paths.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';

@@ -1,8 +1,7 @@
-// Headless-Chromium runner: serves bench/index.html with Vite on 127.0.0.1, opens it in Debian's chromium through
+// Headless-Chromium runner: serves bench/runners/index.html with Vite on 127.0.0.1, opens it in Debian's chromium through
 // puppeteer-core (flags as in tests/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns off
 // Chrome's 100 us timestamp quantization), relays the page's log and writes the same files as the Node runner.
-// usage: npx tsx bench/browser.ts [the options of bench/run.ts]
-import { execFileSync } from 'node:child_process';
+// usage: npx tsx bench/runners/browser.ts [the options of bench/runners/run.ts]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,35 +9,29 @@ import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { CHROMIUM, serve } from '../../tests/helpers/browser.ts';
 import { collectPage, pageQuery } from './page-run.ts';
-import { parseArgs, USAGE } from '../harness/settings.ts';
+import { parseFlags } from '../harness/flags.ts';
+import { usage } from '../harness/settings.ts';
+import { commit } from './commit.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-function commit(): string | null {
-  try {
-    const git = (...a: string[]) => execFileSync('git', a, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+dirty' : '');
-  } catch {
-    return null;
-  }
-}
-
 async function main(argv: string[]): Promise<number> {
-  const s = parseArgs(argv);
-  if (s.help) { console.log(USAGE); return 0; }
+  const { settings: s, help } = parseFlags(argv);
+  if (help) { console.log(usage()); return 0; }
   const { server, url } = await serve({ root, optimizeDeps: { include: ['vega', 'vega-lite'] } });
   const profile = mkdtempSync(join(tmpdir(), 'hrm-bench-chrome-'));
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM, headless: true, protocolTimeout: 0,
     args: ['--no-sandbox', '--enable-unsafe-webgpu', '--enable-webgpu-developer-features', '--disable-dev-shm-usage',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-      '--disable-renderer-backgrounding', '--disable-background-timer-throttling', `--user-data-dir=${profile}`],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+      '--disable-quic', '--disable-renderer-backgrounding', '--disable-background-timer-throttling',
+      `--user-data-dir=${profile}`],
   });
   try {
     const page = await browser.newPage();
     page.on('console', (m) => console.log(m.type() === 'log' ? m.text() : `[page ${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => console.error(`[page error] ${e instanceof Error ? e.message : String(e)}`));
-    const c = commit();
+    const c = commit(root);
     const q = pageQuery(argv, {
       ...(c ? { commit: c } : {}),
       timestamps: 'timestamp-query (Chrome with --enable-webgpu-developer-features: unquantized)',

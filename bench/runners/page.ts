@@ -1,11 +1,12 @@
-// The benchmark page: the same harness as the Node and Deno entries, in the browser's WebGPU. Flags come from the
-// query string (?arg=--quick&arg=--config&arg=tiny); the result and its rendered files are left on window for
-// bench/browser.ts to collect (window.__partial after each section, window.__bench at the end). bench/chrome-run.ts
-// adds ?runtime=chrome (the name in the files), ?mlx=URL (tests/fixtures/mlx/ served: --check-sgmat's ops) and
-// ?parity=1 (then bench/parity.ts's checks, window.__parity); both runners pass --anchors' JSON as ?anchors=.
+// The benchmark page: the same harness as the Node and Deno entries, in the browser's WebGPU. Options come from the
+// query string by their names in settings.ts's table (?config=tiny&quick&prefill=4); the result and its rendered
+// files are left on window for the runner to collect (window.__partial after each section, window.__bench at the
+// end; runners/page-run.ts). bench/chrome/run.ts adds ?runtime=chrome (the name in the files), ?mlx=URL
+// (tests/fixtures/mlx/ served: --check-sgmat's ops) and ?parity=1 (then runners/parity.ts's checks,
+// window.__parity); both runners pass --anchors' JSON as ?anchors-json=.
 import { runBench, type BenchResult } from '../harness/harness.ts';
 import { render, type Rendered } from '../harness/report.ts';
-import { parseArgs } from '../harness/settings.ts';
+import { ANCHORS_JSON, settingsFrom, valuesFromQuery } from '../harness/settings.ts';
 import { pageParity } from './page-parity.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { urlSource } from '../../src/io/sources.ts';
@@ -22,14 +23,14 @@ const named = (r: BenchResult): BenchResult => (runtime ? { ...r, env: { ...r.en
 const print = (m: string) => { console.log(m); out.textContent += m + '\n'; };
 
 try {
-  const { help: _, ...s } = parseArgs(query.getAll('arg'));
+  const s = settingsFrom(valuesFromQuery(query));
   const result = await runBench(s, {
     log: print,
     warn: (m) => { console.warn(m); out.textContent += m + '\n'; },
     update: (r) => { w.__partial = JSON.parse(JSON.stringify(named(r))) as BenchResult; },
     commit: query.get('commit'),
     timestamps: query.get('timestamps') ?? undefined,
-    anchors: query.has('anchors') ? JSON.parse(query.get('anchors')!) : undefined,
+    anchors: query.has(ANCHORS_JSON) ? JSON.parse(query.get(ANCHORS_JSON)!) : undefined,
     ...(mlx ? { mlxOps: () => SafetensorsFile.open(urlSource(`${mlx}ops.safetensors`)) } : {}),
   });
   const rendered = await render(named(result));
