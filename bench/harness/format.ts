@@ -8,7 +8,8 @@ export function f(v: number | null | undefined, digits = 3): string {
   if (Math.abs(v) >= 10000) return Math.round(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
   return Math.abs(v) >= 10 ** digits ? Math.round(v).toString() : String(Number(v.toPrecision(digits)));
 }
-export const pct = (v: number | null | undefined): string => (v === null || v === undefined ? '—' : `${f(v * 100, 2)} %`);
+export const pct = (v: number | null | undefined): string =>
+  (v === null || v === undefined ? '—' : `${f(v * 100, 2)} %`);
 export const range = (s: Stats | null | undefined, scale = 1): string =>
   (s ? `${f(s.min * scale)}–${f(s.max * scale)}` : '—');
 /** A value made safe for a Markdown table cell. */
