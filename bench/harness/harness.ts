@@ -68,9 +68,9 @@ export interface BenchResult {
    * take the tensor cores (null) or why not.
    */
   prefillMatmul: { path: string; attentionNotOnTensorCores?: string | null };
-  /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why it did not run. */
+  /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why not. */
   parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
-  /** The PyTorch anchors' JSON (bench/torch-anchors.py, run by bench/h200.sh in the same call), verbatim; null without --anchors. */
+  /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
   anchors: unknown;
   errors: string[];
   skipped: string[];
@@ -117,7 +117,10 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   setDecodeMerge(s.decodeMerge);
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
-  const keeper = await DeviceKeeper.open({ create: () => Gpu.create({ robustness: s.robustness }), ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
+  const keeper = await DeviceKeeper.open({
+    create: () => Gpu.create({ robustness: s.robustness }), ...hooks,
+    warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)),
+  });
   const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
   const r: BenchResult = {
     schema: SCHEMA, date: new Date().toISOString(),
@@ -126,15 +129,22 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
       commit: hooks.commit ?? null,
       ...(hooks.host ? { host: hooks.host } : {}),
-      timestamps: first.timestamps ? (hooks.timestamps ?? 'timestamp-query (runtime default)') : 'none (no timestamp-query)',
+      timestamps: first.timestamps
+        ? (hooks.timestamps ?? 'timestamp-query (runtime default)')
+        : 'none (no timestamp-query)',
     },
     settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
-    caches: [], prefillMatmul: { path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first) }, parity: null, anchors: hooks.anchors ?? null,
+    caches: [],
+    prefillMatmul: {
+      path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first),
+    },
+    parity: null, anchors: hooks.anchors ?? null,
     errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
   const a = first.summary;
-  log(`adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ')} (${r.env.runtimeVersion})`);
+  const names = [a.vendor, a.architecture, a.device, a.description].filter(Boolean);
+  log(`adapter: ${names.join(' / ')} (${r.env.runtimeVersion})`);
   const { name, config } = benchConfig(s);
   /** One unit: `f` gets the device to work on (a new one when it is redone after a loss). */
   const section = async (what: string, f: (gpu: Gpu) => Promise<void>) => {
@@ -174,12 +184,17 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         const why = sgmatUnavailable(gpu);
         r.parity = { sgmat: why === null ? await checkSgmat(gpu, await hooks.mlxOps?.()) : { skipped: why } };
         const p = r.parity.sgmat;
-        log('skipped' in p ? `sgmat parity: skipped, ${p.skipped}` : `sgmat parity: ${p.passed} passed, ${p.failed} failed, worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
+        log('skipped' in p
+          ? `sgmat parity: skipped, ${p.skipped}`
+          : `sgmat parity: ${p.passed} passed, ${p.failed} failed, ` +
+          `worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
           (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
         // Prefill attention's products on the same tensor cores (tests/kernels/sdpa_sgmat.check.ts).
         const whyAttn = batchedSgmatUnavailable(gpu);
         const a = r.parity.attention = whyAttn === null ? await checkSdpaF16(gpu) : { skipped: whyAttn };
-        log('skipped' in a ? `attention tensor-core parity: skipped, ${a.skipped}` : `attention tensor-core parity: ${a.passed} passed, ${a.failed} failed` +
+        log('skipped' in a
+          ? `attention tensor-core parity: skipped, ${a.skipped}`
+          : `attention tensor-core parity: ${a.passed} passed, ${a.failed} failed` +
           (a.failed ? `; ${a.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
       });
     }
@@ -187,21 +202,32 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     if (s.sweepGemv) {
       // The decode projections' weight sizes at HRM-1B (bf16): o_proj, down_proj, gqkv, gate_up.
       const i = config.intermediate_size, a = config.num_attention_heads * config.head_dim;
-      await section('stream floor', async (gpu) => { r.kernels.streamFloor = await streamFloor(gpu, [2 * h * a, 2 * h * i, 8 * h * a, 4 * h * i], s); });
+      const sizes = [2 * h * a, 2 * h * i, 8 * h * a, 4 * h * i];
+      await section('stream floor', async (gpu) => { r.kernels.streamFloor = await streamFloor(gpu, sizes, s); });
     }
     const streamGBps = r.kernels.stream?.GBps.median ?? null;
     if (s.only !== 'model') {
-      await section(`gemv ${qkv}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, qkv, h, s, streamGBps)); });
-      await section(`gemv ${config.vocab_size}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, config.vocab_size, h, s, streamGBps)); });
+      for (const n of [qkv, config.vocab_size]) {
+        await section(`gemv ${n}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps)); });
+      }
       if (first.f16) {
-        for (const n of [qkv, config.vocab_size]) await section(`gemv ${n}x${h} f16 x`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16')); });
+        for (const n of [qkv, config.vocab_size]) {
+          await section(`gemv ${n}x${h} f16 x`, async (gpu) => {
+            r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16'));
+          });
+        }
       } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
-      await section(`matmul ${s.matmulRows} rows`, async (gpu) => { r.kernels.matmul = await matmulFlops(gpu, s.matmulRows, qkv, h, s); });
-      await section(`sgmat schedules ${s.matmulRows} rows`, async (gpu) => { r.kernels.matmul.push(...await sgmatSchedules(gpu, s.matmulRows, h, config.intermediate_size, qkv, s)); });
+      const m = s.matmulRows, inter = config.intermediate_size;
+      await section(`matmul ${m} rows`, async (gpu) => { r.kernels.matmul = await matmulFlops(gpu, m, qkv, h, s); });
+      await section(`sgmat schedules ${m} rows`, async (gpu) => {
+        r.kernels.matmul.push(...await sgmatSchedules(gpu, m, h, inter, qkv, s));
+      });
       await section('dispatch chain', async (gpu) => { r.kernels.dispatch = await dispatchCost(gpu, s); });
       if (s.sweepGemv) {
-        await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, config.intermediate_size, qkv, s); });
-        await section('attention sweep', async (gpu) => { r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s); });
+        await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, inter, qkv, s); });
+        await section('attention sweep', async (gpu) => {
+          r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s);
+        });
       }
     }
     keeper.gpu.trimPool();
@@ -210,7 +236,9 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       for (const c of s.caches) {
         if (!r.model) { r.skipped.push(`model ${name}, ${c} cache: no model (its weights failed)`); continue; }
         // A cache configuration is one unit: after a loss it is measured again from the start on a rebuilt model.
-        await section(`model ${name}, ${c} cache`, async (gpu) => { r.caches.push(await (await model.on(gpu)).run(c, streamGBps)); });
+        await section(`model ${name}, ${c} cache`, async (gpu) => {
+          r.caches.push(await (await model.on(gpu)).run(c, streamGBps));
+        });
       }
     }
   } finally {

@@ -109,8 +109,8 @@ function timelineLines(t: PrefillTimeline): string[] {
   const worst = [...gaps].sort((a, b) => b.ms - a.ms).slice(0, 3).filter((g) => g.ms > 0.01);
   const longest = worst.map((g) => `${f(g.ms)} ms before pass ${g.before + 1} (after ${g.after} dispatches)`);
   return [
-    `The same prefill timed pass by pass (its ${t.passes.length} passes, in the parts submitted while it is recorded, ` +
-    'each timestamped): ' +
+    `The same prefill timed pass by pass (its ${t.passes.length} passes, in the parts submitted while it is ` +
+    'recorded, each timestamped): ' +
     `wall ${f(t.wallMs)} ms, recording ${f(t.encodeMs)} ms; the GPU busy ${f(t.busyMs)} ms over ${f(t.spanMs)} ms ` +
     'from its first pass\'s start to its last pass\'s end ' +
     `(idle between passes ${f(t.spanMs - t.busyMs)} ms` +

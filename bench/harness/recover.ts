@@ -61,7 +61,10 @@ export class DeviceKeeper {
         if (!deviceLoss(e, gpu)) throw e;
         const error = (e instanceof Error ? e.message : String(e)).split('\n')[0];
         const again = attempt > 1;
-        this.o.warn(`GPU device lost during ${what} (${error}); opening a new device${again ? ' for the rest of the run: lost twice, giving this unit up' : ', rebuilding what it needs and redoing it'}`);
+        const then = again
+          ? ' for the rest of the run: lost twice, giving this unit up'
+          : ', rebuilding what it needs and redoing it';
+        this.o.warn(`GPU device lost during ${what} (${error}); opening a new device${then}`);
         await this.replace(gpu);
         if (again) throw new DeviceLostError(what, `the GPU device was lost twice; gave the unit up (${error})`);
         this.recovered.push({ unit: what, error });

@@ -26,11 +26,12 @@ export function decodePlotSpec(r: BenchResult): TopLevelSpec {
   for (const c of r.caches) {
     const d = c.decode;
     rows.push({
-      cache: c.name, series: MEAS, value: d?.tokPerS.median ?? 0, lo: d?.tokPerS.min ?? null, hi: d?.tokPerS.max ?? null,
-      label: d ? f(d.tokPerS.median) : c.errors.length ? 'error' : 'not run',
+      cache: c.name, series: MEAS, value: d?.tokPerS.median ?? 0, lo: d?.tokPerS.min ?? null,
+      hi: d?.tokPerS.max ?? null, label: d ? f(d.tokPerS.median) : c.errors.length ? 'error' : 'not run',
     });
     if (c.ceiling.tokPerS !== null) {
-      rows.push({ cache: c.name, series: CEIL, value: c.ceiling.tokPerS, lo: null, hi: null, label: f(c.ceiling.tokPerS) });
+      const ceil = c.ceiling.tokPerS;
+      rows.push({ cache: c.name, series: CEIL, value: ceil, lo: null, hi: null, label: f(ceil) });
     }
   }
   const s = r.settings;
