@@ -1,6 +1,6 @@
 // A checkpoint of the HRM-Text-1B shape (or another config's) with random weights, written as a model folder the
 // demo can load from a URL
-// (bench/chrome-run.ts serves it on 127.0.0.1): config.json, the embedded model's tokenizer with its BPE vocabulary
+// (bench/chrome/run.ts serves it on 127.0.0.1): config.json, the embedded model's tokenizer with its BPE vocabulary
 // padded to the 1B vocab_size by tokens `<r2048>`... (random weights pick any id; the tokenizer refuses to decode
 // ids it lacks), model.safetensors of 2.4 GB of bf16 written tensor by tensor (no 2.4 GB buffer): uniform in
 // +-1/sqrt(fan_in), embeddings +-0.02, as randomWeights draws them on a GPU.

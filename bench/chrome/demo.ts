@@ -1,5 +1,5 @@
-// The demo in Chrome, driven through its visible controls by bench/chrome-run.ts: the embedded model generates,
-// then a checkpoint of the 1B shape (random weights, bench/chrome-ckpt.ts) loads from a URL and generates, then a
+// The demo in Chrome, driven through its visible controls by bench/chrome/run.ts: the embedded model generates,
+// then a checkpoint of the 1B shape (random weights, bench/chrome/ckpt.ts) loads from a URL and generates, then a
 // small REFRACT score runs on the model loaded last; a full-page screenshot after each (the adapter panel names the
 // GPU and the kernel path). It waits on the data-state attributes the demo sets (#model-status, #output,
 // #refract-result).

@@ -1,4 +1,4 @@
-// Chrome's command lines for WebGPU on a Linux GPU without a display, tried in order by bench/chrome-run.ts: each is
+// Chrome's command lines for WebGPU on a Linux GPU without a display, tried in order by bench/chrome/run.ts: each is
 // launched, asked for a high-performance adapter on a 127.0.0.1 page, and recorded (adapter info, features, the
 // limits the benchmark leans on; on failure Chrome's stderr). The first whose adapter is NVIDIA runs the rest.
 import { mkdtempSync, rmSync } from 'node:fs';

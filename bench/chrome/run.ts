@@ -2,16 +2,16 @@
 // built bench page and demo (bench/chrome-build.sh) with node:http on 127.0.0.1, drives the carried chromium with
 // puppeteer-core (bundled in), and writes into --out (at most 8 files: the bench's JSON/MD/SVG, chrome-run.json,
 // chrome-run.log, three demo screenshots). Phases, in this order, each timed and inside --deadline seconds:
-//   probe  the flag sets of bench/chrome-flags.ts, until one gives an NVIDIA adapter (--probe-all: every set); the
+//   probe  the flag sets of bench/chrome/flags.ts, until one gives an NVIDIA adapter (--probe-all: every set); the
 //          rest runs with that set (or --set NAME; with none, the call ends with 1)
-//   bench  bench/index.html with the bench options after `--` (default: the 1B shape's full run) plus --check-sgmat,
-//          runtime `chrome`, after the PyTorch anchors of the same call (bench/torch-anchors.sh; --no-anchors skips
-//          them); then bench/parity.ts's checks in the page (--no-parity skips them)
+//   bench  the bench page (bench/runners/index.html, built) with the bench options after `--` (default: the 1B
+//          shape's full run) plus --check-sgmat, runtime `chrome`, after the PyTorch anchors of the same call (bench/torch-anchors.sh; --no-anchors skips
+//          them); then runners/parity.ts's checks in the page (--no-parity skips them)
 //   demo   the demo: embedded model, a random 1B-shape checkpoint from 127.0.0.1 (--no-1b skips it), REFRACT
 // usage: node runner.mjs [--phases probe,bench,demo] [--set NAME|auto] [--probe-all] [--chromium PATH] [--site DIR]
 //        [--repo DIR] [--out DIR] [--deadline S] [--demo-tokens N] [--no-1b] [--ckpt-shape 1b|tiny] [--no-parity]
-//        [--no-anchors] [--any-adapter] [-- bench options]   (CPU drivers: --any-adapter takes a set without an NVIDIA adapter,
-//        --ckpt-shape tiny writes the checkpoint at the embedded model's shape)
+//        [--no-anchors] [--any-adapter] [-- bench options]   (CPU drivers: --any-adapter takes a set without an
+//        NVIDIA adapter, --ckpt-shape tiny writes the checkpoint at the embedded model's shape)
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -198,7 +198,7 @@ async function demo(browser: Browser, url: string, ckptDir: string, o: Opts, unt
   return steps;
 }
 
-/** The bench page with the given options (as bench/browser.ts runs it), then its parity checks. */
+/** The bench page with the given options (as bench/runners/browser.ts runs it), then its parity checks. */
 async function bench(browser: Browser, url: string, o: Opts, budget: number, until: number, say: Say) {
   const args = [...o.bench];
   if (!o.noAnchors && !args.includes('--anchors')) {

@@ -1,4 +1,4 @@
-// A static file server on 127.0.0.1 for bench/chrome-run.ts (no Vite where it runs): URL prefixes mapped to folders,
+// A static file server on 127.0.0.1 for bench/chrome/run.ts (no Vite where it runs): URL prefixes mapped to folders,
 // GET and HEAD, single byte ranges (the demo's model loader and urlSource read tensors by range), 404 otherwise
 // (the demo's loader treats 404 as an absent file), never a path outside its folder.
 import { statSync } from 'node:fs';

@@ -46,7 +46,7 @@ export interface Settings {
   checkSgmat: boolean;
   /** Full-cache decode attention's merge: folded into its split (one dispatch) or separate (setDecodeMerge). */
   decodeMerge: DecodeMerge;
-  /** A JSON file (bench/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
+  /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
   budget: number;

@@ -1,6 +1,6 @@
 // What one dispatch costs JavaScript and Dawn to encode and submit, by call pattern and bind group size: the price a
 // replayed decode step pays per dispatch (src/gpu/capture.ts replay: setPipeline where it changes, setBindGroup,
-// dispatchWorkgroups). `node bench/encode-cost.mjs` (webgpu from node_modules; on the H200 after bench/h200.sh's
+// dispatchWorkgroups). `node bench/probes/encode-cost.mjs` (webgpu from node_modules; on the H200 after bench/h200.sh's
 // enter.sh); one JSON line per pattern: microseconds per dispatch to encode (pass calls, end, finish) and to submit.
 // Dispatches of 1 workgroup doing nothing measurable; medians of 25 batches of 800 after 5 warm-up batches.
 const { create, globals } = await import('webgpu');

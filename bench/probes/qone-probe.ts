@@ -1,6 +1,6 @@
 // Probe for the H200 (bundled by bench/pack.sh, run by bench/h200.sh with QONE=1): where a quantized-cache decode
 // attention call's time goes at HRM-Text-1B's shape (12 heads of 128, q4 K and V, 641 keys of a 4096-position
-// cache). Each form is captured 200 calls back to back and timed as one pass (bench/kernels.ts passCalls): the two
+// cache). Each form is captured 200 calls back to back and timed as one pass (bench/suites/ passCalls): the two
 // dispatches with the append (the decode step's), the same without it (the query given: qone_scores), and the
 // full-precision cache's one dispatch (sdpa_one's split, append and fold) for scale. One JSON line per form: GPU us
 // per call (median of 7 passes).

@@ -1,6 +1,6 @@
-// Headless-Chromium runner: serves bench/runners/index.html with Vite on 127.0.0.1, opens it in Debian's chromium through
-// puppeteer-core (flags as in tests/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns off
-// Chrome's 100 us timestamp quantization), relays the page's log and writes the same files as the Node runner.
+// Headless-Chromium runner: serves bench/runners/index.html with Vite on 127.0.0.1, opens it in Debian's chromium
+// through puppeteer-core (flags as in tests/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns
+// off Chrome's 100 us timestamp quantization), relays the page's log and writes the same files as the Node runner.
 // usage: npx tsx bench/runners/browser.ts [the options of bench/runners/run.ts]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,6 @@
-// bench/parity.ts's checks inside the benchmark page (bench/page.ts with ?parity=1, driven by bench/chrome-run.ts):
-// the MLX fixtures fetched from `mlx` (tests/fixtures/mlx/ served on 127.0.0.1), then decode attention's folded
-// merges at the 1B shape, on a device of their own. The same Markdown list as bench/parity.ts prints.
+// parity.ts's checks inside the benchmark page (page.ts with ?parity=1, driven by bench/chrome/run.ts): the MLX
+// fixtures fetched from `mlx` (tests/fixtures/mlx/ served on 127.0.0.1), then decode attention's folded merges at
+// the 1B shape, on a device of their own. The same Markdown list as parity.ts prints.
 import { urlFiles } from '../../src/hrm/files.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { urlSource } from '../../src/io/sources.ts';

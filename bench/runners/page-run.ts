@@ -1,5 +1,5 @@
-// What both browser runners (bench/runners/browser.ts here, bench/chrome/run.ts on the H200) do with the bench page: build
-// its query from the bench options, and collect what it leaves on window into --out. The page cannot read files,
+// What both browser runners (bench/runners/browser.ts here, bench/chrome/run.ts on the H200) do with the bench page:
+// build its query from the bench options, and collect what it leaves on window into --out. The page cannot read files,
 // so `--anchors FILE` (bench/suites/torch-anchors.py's JSON, measured in the same call) travels as its text
 // (?anchors-json=).
 import type { Page } from 'puppeteer-core';

@@ -18,7 +18,10 @@ const model = await checkModelParity(gpu, 'tests/fixtures/mlx/');
 const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
 if (gpu.f16) cases.push(...f16ParityCases(await checkMatmulF16(gpu, true, 'tests/fixtures/mlx/')));
 const r = { cases, failed: cases.filter((c) => !c.ok).length, passed: cases.filter((c) => c.ok).length };
-console.log(`Parity on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode attention's folded merges): **${r.passed} passed, ${r.failed} failed**`);
-for (const c of r.cases) console.log(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
+console.log(`Parity on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode attention's folded ` +
+  `merges): **${r.passed} passed, ${r.failed} failed**`);
+for (const c of r.cases) {
+  console.log(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
+}
 gpu.destroy();
 process.exit(r.failed ? 1 : 0);

@@ -23,7 +23,10 @@ function quantile(sorted: number[], q: number): number {
 export function stats(values: number[]): Stats {
   if (values.length === 0) throw new Error('[stats] no samples');
   const s = [...values].sort((a, b) => a - b);
-  return { median: quantile(s, 0.5), min: s[0], max: s[s.length - 1], q1: quantile(s, 0.25), q3: quantile(s, 0.75), n: s.length, samples: values.map(round4) };
+  return {
+    median: quantile(s, 0.5), min: s[0], max: s[s.length - 1], q1: quantile(s, 0.25), q3: quantile(s, 0.75),
+    n: s.length, samples: values.map(round4),
+  };
 }
 
 /** 4 significant digits: keeps the JSON readable without losing anything a benchmark can resolve. */
@@ -67,7 +70,10 @@ export function gcWatch(): { stop(): GcFigure } | null {
     stop: () => {
       take(obs.takeRecords());
       obs.disconnect();
-      return { count: pauses.length, ms: sum(pauses), maxMs: Math.max(0, ...pauses), major: { count: major.length, ms: sum(major) } };
+      return {
+        count: pauses.length, ms: sum(pauses), maxMs: Math.max(0, ...pauses),
+        major: { count: major.length, ms: sum(major) },
+      };
     },
   };
 }
@@ -75,7 +81,8 @@ export function gcWatch(): { stop(): GcFigure } | null {
 /** The pauses of several watches (a decode's repetitions) as one figure. */
 export function addGc(figs: GcFigure[]): GcFigure {
   return {
-    count: sum(figs.map((g) => g.count)), ms: sum(figs.map((g) => g.ms)), maxMs: Math.max(0, ...figs.map((g) => g.maxMs)),
+    count: sum(figs.map((g) => g.count)), ms: sum(figs.map((g) => g.ms)),
+    maxMs: Math.max(0, ...figs.map((g) => g.maxMs)),
     major: { count: sum(figs.map((g) => g.major?.count ?? 0)), ms: sum(figs.map((g) => g.major?.ms ?? 0)) },
   };
 }
