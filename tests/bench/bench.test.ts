@@ -95,7 +95,8 @@ describe('bench harness', () => {
       expect(md).toContain('## Model, per KV cache');
       expect(md).toMatch(/\| full \| [\d.]+ \| [\d.]+ \|/);
       if (r.env.adapter.features.includes('timestamp-query')) {
-        const timeline = /The same prefill timed pass by pass \(its \d+ passes, .*the GPU busy [\d.]+ ms over [\d.]+ ms/;
+        const timeline = new RegExp('The same prefill timed pass by pass \\(its \\d+ passes, ' +
+          '.*the GPU busy [\\d.]+ ms over [\\d.]+ ms');
         expect(md).toMatch(timeline);
       }
       const svg = readFileSync(join(out, `${base}.svg`), 'utf8');

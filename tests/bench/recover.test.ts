@@ -11,7 +11,8 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
 
 describe('bench device loss', () => {
-  it('redoes a unit on a new device after a loss, gives it up after a second loss, keeps every other figure', async () => {
+  const what = 'redoes a unit on a new device after a loss, gives it up after a second loss, keeps every other figure';
+  it(what, async () => {
     const s = {
       ...defaults('tiny', true), prefill: [4], prompt: 4, decodeTokens: 3, warmup: 0, samples: 1, matmulRows: 8,
       caches: ['full' as const, 'q8' as const], out: '',
@@ -47,7 +48,8 @@ describe('bench device loss', () => {
     // One device to start, one per loss (the one after the second loss serves the rest of the run).
     expect(opened).toHaveLength(5);
     expect(warnings).toHaveLength(4);
-    const redo = /^GPU device lost during stream read \(.*\); opening a new device, rebuilding what it needs and redoing it$/;
+    const redo = new RegExp('^GPU device lost during stream read \\(.*\\); ' +
+      'opening a new device, rebuilding what it needs and redoing it$');
     expect(warnings[0]).toMatch(redo);
     expect(warnings[2]).toMatch(/^GPU device lost during gemv 2048x256 .*lost twice, giving this unit up$/);
     // The model's random weights were made on the first model device and again on the one q8 moved to.
