@@ -5,8 +5,9 @@
 //   probe  the flag sets of bench/chrome/flags.ts, until one gives an NVIDIA adapter (--probe-all: every set); the
 //          rest runs with that set (or --set NAME; with none, the call ends with 1)
 //   bench  the bench page (bench/runners/index.html, built) with the bench options after `--` (default: the 1B
-//          shape's full run) plus --check-sgmat, runtime `chrome`, after the PyTorch anchors of the same call (bench/torch-anchors.sh; --no-anchors skips
-//          them); then runners/parity.ts's checks in the page (--no-parity skips them)
+//          shape's full run) plus --check-sgmat, runtime `chrome`, after the PyTorch anchors of the same call
+//          (bench/torch-anchors.sh; --no-anchors skips them); then bench/runners/parity.ts's checks in the page
+//          (--no-parity skips them)
 //   demo   the demo: embedded model, a random 1B-shape checkpoint from 127.0.0.1 (--no-1b skips it), REFRACT
 // usage: node runner.mjs [--phases probe,bench,demo] [--set NAME|auto] [--probe-all] [--chromium PATH] [--site DIR]
 //        [--repo DIR] [--out DIR] [--deadline S] [--demo-tokens N] [--no-1b] [--ckpt-shape 1b|tiny] [--no-parity]

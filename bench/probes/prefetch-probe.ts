@@ -17,7 +17,10 @@ const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' }
 if (!adapter) throw new Error('[prefetch-probe] no WebGPU adapter');
 const device = await adapter.requestDevice({
   requiredFeatures: ['timestamp-query'],
-  requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize, maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize },
+  requiredLimits: {
+    maxBufferSize: adapter.limits.maxBufferSize,
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+  },
 });
 
 const CODE = `
@@ -33,12 +36,16 @@ var<workgroup> red: array<f32, 256>;
 fn lo(v: u32) -> f32 { return bitcast<f32>(v << 16u); }
 fn hi(v: u32) -> f32 { return bitcast<f32>(v & 0xffff0000u); }
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) t: u32) {
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) t: u32) {
   let g = wid.x + wid.y * nwg.x;
   if (g >= p.nwork) {
     // A prefetching workgroup: its stride of pf, xor-folded; written only on a value no data makes.
     var acc = 0u;
-    for (var i = (g - p.nwork) * 256u + t; i < p.pf_words; i += p.pf_wgs * 256u) { let v = pf[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+    for (var i = (g - p.nwork) * 256u + t; i < p.pf_words; i += p.pf_wgs * 256u) {
+      let v = pf[i];
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
     if (acc == p.magic) { sink[0] = acc; }
     return;
   }
@@ -78,24 +85,33 @@ const module = device.createShaderModule({ code: CODE });
 // One explicit layout for both pipelines ('auto' would drop the bindings the attention stand-in does not read).
 const storage = (type: GPUBufferBindingType) => ({ visibility: GPUShaderStage.COMPUTE, buffer: { type } });
 const layout = device.createBindGroupLayout({
-  entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform' } }, { binding: 1, ...storage('read-only-storage') }, { binding: 2, ...storage('read-only-storage') },
-    { binding: 3, ...storage('storage') }, { binding: 4, ...storage('read-only-storage') }, { binding: 5, ...storage('storage') }],
+  entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform' } },
+    { binding: 1, ...storage('read-only-storage') }, { binding: 2, ...storage('read-only-storage') },
+    { binding: 3, ...storage('storage') }, { binding: 4, ...storage('read-only-storage') },
+    { binding: 5, ...storage('storage') }],
 });
 const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
-const pipes = [false, true].map((lat) => device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main', constants: { LAT: lat ? 1 : 0 } } }));
+const pipes = [false, true].map((lat) => device.createComputePipeline({
+  layout: pipelineLayout, compute: { module, entryPoint: 'main', constants: { LAT: lat ? 1 : 0 } },
+}));
 
 // One layer's weights in one buffer: gqkv | o | gate_up | down, each [rows, K] bf16.
-const MATS = [{ name: 'gqkv', rows: 6144, K: 1536 }, { name: 'o', rows: 1536, K: 1536 }, { name: 'gate_up', rows: 8192, K: 1536 }, { name: 'down', rows: 1536, K: 4096 }];
+const MATS = [{ name: 'gqkv', rows: 6144, K: 1536 }, { name: 'o', rows: 1536, K: 1536 },
+  { name: 'gate_up', rows: 8192, K: 1536 }, { name: 'down', rows: 1536, K: 4096 }];
 const at: number[] = [];
 let layerBytes = 0;
 for (const m of MATS) { at.push(layerBytes); layerBytes += m.rows * m.K * 2; }
 const LAYERS = 16;
-const weights = Array.from({ length: LAYERS }, () => device.createBuffer({ size: layerBytes, usage: GPUBufferUsage.STORAGE }));
+const weights = Array.from({ length: LAYERS },
+  () => device.createBuffer({ size: layerBytes, usage: GPUBufferUsage.STORAGE }));
 const act = [0, 1].map(() => device.createBuffer({ size: 8192 * 4, usage: GPUBufferUsage.STORAGE }));
 const sink = device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE });
 const MB = 2 ** 20;
 
-interface Step { pipe: number; nwork: number; w: [number, number] | null; rows: number; K: number; pf: [number, number] | null; pfWgs: number }
+interface Step {
+  pipe: number; nwork: number; w: [number, number] | null; rows: number; K: number; pf: [number, number] | null;
+  pfWgs: number;
+}
 /** A variant: what the attention stand-in prefetches (bytes from o's start) and each product of the next's weights. */
 interface Variant { name: string; attn: number; tail: number; iters: number }
 
@@ -103,7 +119,10 @@ function layerSteps(v: Variant): Step[] {
   const mat = (i: number): Step => {
     const m = MATS[i];
     const next = i === 0 ? null : i + 1 < MATS.length ? at[i + 1] : null;
-    return { pipe: 0, nwork: m.rows / 8, w: [at[i], m.rows * m.K * 2], rows: m.rows, K: m.K, pf: v.tail && next !== null ? [next, v.tail] : null, pfWgs: 32 };
+    return {
+      pipe: 0, nwork: m.rows / 8, w: [at[i], m.rows * m.K * 2], rows: m.rows, K: m.K,
+      pf: v.tail && next !== null ? [next, v.tail] : null, pfWgs: 32,
+    };
   };
   const attn: Step = { pipe: 1, nwork: 252, w: null, rows: 0, K: 0, pf: v.attn ? [at[1], v.attn] : null, pfWgs: 132 };
   return [mat(0), attn, mat(1), mat(2), mat(3)];
@@ -114,7 +133,9 @@ async function timePass(v: Variant, only?: number): Promise<number> {
   const res = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
   const rd = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const e = device.createCommandEncoder();
-  const pass = e.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+  const pass = e.beginComputePass({
+    timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
+  });
   const steps = layerSteps(v);
   const uniforms: GPUBuffer[] = [];
   let n = 0;
@@ -123,15 +144,18 @@ async function timePass(v: Variant, only?: number): Promise<number> {
       if (only !== undefined && i !== only) continue;
       const uni = device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
       const pfWords = s.pf ? s.pf[1] / 16 : 0;
-      new Uint32Array(uni.getMappedRange()).set([s.rows, s.K / 8, s.nwork, pfWords, s.pf ? s.pfWgs : 0, 0xdeadbeef, v.iters, 0]);
+      new Uint32Array(uni.getMappedRange())
+        .set([s.rows, s.K / 8, s.nwork, pfWords, s.pf ? s.pfWgs : 0, 0xdeadbeef, v.iters, 0]);
       uni.unmap();
       uniforms.push(uni);
-      const range = (r: [number, number] | null) => (r ? { buffer: weights[l], offset: r[0], size: r[1] } : { buffer: weights[l], offset: 0, size: 16 });
+      const range = (r: [number, number] | null) =>
+        (r ? { buffer: weights[l], offset: r[0], size: r[1] } : { buffer: weights[l], offset: 0, size: 16 });
       const bg = device.createBindGroup({
         layout,
         entries: [
-          { binding: 0, resource: { buffer: uni } }, { binding: 1, resource: range(s.w) }, { binding: 2, resource: { buffer: act[n % 2] } },
-          { binding: 3, resource: { buffer: act[(n + 1) % 2] } }, { binding: 4, resource: range(s.pf) }, { binding: 5, resource: { buffer: sink } },
+          { binding: 0, resource: { buffer: uni } }, { binding: 1, resource: range(s.w) },
+          { binding: 2, resource: { buffer: act[n % 2] } }, { binding: 3, resource: { buffer: act[(n + 1) % 2] } },
+          { binding: 4, resource: range(s.pf) }, { binding: 5, resource: { buffer: sink } },
         ],
       });
       pass.setPipeline(pipes[s.pipe]);
@@ -160,7 +184,10 @@ const VARIANTS: Variant[] = [
   { name: 'attention pulls o + gate_up', attn: (1536 + 8192) * 1536 * 2, tail: 0, iters: 24 },
   { name: 'products pull the next 2 MB', attn: 0, tail: 2 * MB, iters: 24 },
   { name: 'products pull the next 6 MB', attn: 0, tail: 6 * MB, iters: 24 },
-  { name: 'attention pulls o + half gate_up, products the next 2 MB', attn: (1536 + 4096) * 1536 * 2, tail: 2 * MB, iters: 24 },
+  {
+    name: 'attention pulls o + half gate_up, products the next 2 MB', attn: (1536 + 4096) * 1536 * 2, tail: 2 * MB,
+    iters: 24,
+  },
   { name: 'none, shorter attention', attn: 0, tail: 0, iters: 8 },
   { name: 'attention pulls o + half gate_up, shorter attention', attn: (1536 + 4096) * 1536 * 2, tail: 0, iters: 8 },
 ];
@@ -174,6 +201,9 @@ for (const v of VARIANTS) {
     layer.push(await timePass(v));
     attn.push(await timePass(v, 1));
   }
-  out({ variant: v.name, usPerLayer: +median(layer).toFixed(2), attentionUs: +median(attn).toFixed(2), prefetchMB: +((v.attn + 3 * v.tail) / MB).toFixed(1), samples: layer.map((x) => +x.toFixed(2)) });
+  out({
+    variant: v.name, usPerLayer: +median(layer).toFixed(2), attentionUs: +median(attn).toFixed(2),
+    prefetchMB: +((v.attn + 3 * v.tail) / MB).toFixed(1), samples: layer.map((x) => +x.toFixed(2)),
+  });
 }
 process.exit(0);

@@ -32,11 +32,17 @@ const k = side(4), v = side(4);
 const q = Tensor.empty(gpu, [H, 1, D], 'f32', 'probe.q');
 fillRandom(q, { seed: 5, scale: 1 });
 const opts = { heads: H, headDim: D, base: 10000, offset: LEN - 1, round: 'bf16' as const, scale: 1 / Math.sqrt(D) };
-const full = { k: Tensor.empty(gpu, [H, CAP, D], 'bf16', 'probe.fk'), v: Tensor.empty(gpu, [H, CAP, D], 'bf16', 'probe.fv') };
+const full = {
+  k: Tensor.empty(gpu, [H, CAP, D], 'bf16', 'probe.fk'), v: Tensor.empty(gpu, [H, CAP, D], 'bf16', 'probe.fv'),
+};
+const noAppend = {
+  kvLen: LEN, offset: LEN - 1, mask: { kind: 'causal' as const }, scale: opts.scale, round: 'bf16' as const,
+};
 const forms: Record<string, () => void> = {
   'q4 scores+append, values': () => qsdpaOneAppend(gqkv, k, v, opts)!.dispose(),
-  'q4 scores (no append), values': () => qsdpa(q, k, v, { kvLen: LEN, offset: LEN - 1, mask: { kind: 'causal' }, scale: opts.scale, round: 'bf16', path: 'one' }).dispose(),
-  'full split+append+fold': () => appendAttendOne(gqkv, { kind: 'full', data: full.k }, { kind: 'full', data: full.v }, opts)!.dispose(),
+  'q4 scores (no append), values': () => qsdpa(q, k, v, { ...noAppend, path: 'one' }).dispose(),
+  'full split+append+fold': () =>
+    appendAttendOne(gqkv, { kind: 'full', data: full.k }, { kind: 'full', data: full.v }, opts)!.dispose(),
 };
 for (const [name, record] of Object.entries(forms)) {
   try {

@@ -1,9 +1,7 @@
 // Probe for the H200 (bundled by bench/pack.sh, run by bench/h200.sh with PROBE=1): how fast Dawn's subgroup-matrix
-// (tensor-core) builtins run there by kernel shape and load schedule, with and without Dawn's robustness transform. One JSON line per variant. Found so far (bench/results/README.md, run 20261201-224909Z):
-// single 16x16x16 products through workgroup memory are right in every layout tried, so the library kernel's wrong
-// sums came from elsewhere; storage-direct kernels are exact, one subgroup with a 64 x 64 tile the fastest
-// (10.4 TFLOP/s), several subgroups per workgroup slower (5-7), operands staged through workgroup memory slowest
-// (1.2-3.1).
+// (tensor-core) builtins run there by kernel shape and load schedule, with and without Dawn's robustness
+// transform. One JSON line per variant. What its runs found, and which choices of the library's tensor-core kernels
+// rest on them, is in bench/results/README.md.
 export {};
 const { create, globals } = (await import('webgpu' as string)) as { create(o: string[]): GPU; globals: object };
 Object.assign(globalThis, globals);
@@ -15,8 +13,14 @@ async function device(extra: string): Promise<GPUDevice> {
   instances.push(gpu);
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new Error('no adapter');
-  const want = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix', 'timestamp-query'].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
-  const limits = { maxBufferSize: adapter.limits.maxBufferSize, maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup };
+  const want = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix', 'timestamp-query']
+    .filter((f) => adapter.features.has(f)) as GPUFeatureName[];
+  const l = adapter.limits;
+  const limits = {
+    maxBufferSize: l.maxBufferSize, maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+    maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+  };
   return adapter.requestDevice({ requiredFeatures: want, requiredLimits: limits });
 }
 
@@ -26,13 +30,15 @@ const f16 = (v: number) => {
   const u = new Uint32Array(new Float32Array([v]).buffer)[0];
   return ((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff);
 };
-const ints = (n: number, a: number, b: number) => Float32Array.from({ length: n }, (_, i) => ((i * a) % b - (b >> 1)) / 8);
+const ints = (n: number, a: number, b: number) =>
+  Float32Array.from({ length: n }, (_, i) => ((i * a) % b - (b >> 1)) / 8);
 
 class Probe {
   constructor(readonly d: GPUDevice, readonly tag: string) {}
   buffer(data: ArrayBufferView | number): GPUBuffer {
     const size = typeof data === 'number' ? data : Math.ceil(data.byteLength / 4) * 4;
-    const b = this.d.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+    const b = this.d.createBuffer({ size, usage });
     if (typeof data !== 'number') this.d.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
     return b;
   }
@@ -48,18 +54,22 @@ class Probe {
   }
   async pipeline(code: string, constants: Record<string, number> = {}): Promise<GPUComputePipeline | string> {
     this.d.pushErrorScope('validation');
-    const p = this.d.createComputePipeline({ layout: 'auto', compute: { module: this.d.createShaderModule({ code }), entryPoint: 'main', constants } });
+    const module = this.d.createShaderModule({ code });
+    const p = this.d.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main', constants } });
     const err = await this.d.popErrorScope();
     return err ? err.message.slice(0, 300) : p;
   }
   /** Runs `p` over buffers [a, b, c] `reps` times in one pass; returns GPU ms per dispatch (the pass's timestamps). */
   async go(p: GPUComputePipeline, bufs: GPUBuffer[], wg: [number, number], reps: number): Promise<number> {
-    const bg = this.d.createBindGroup({ layout: p.getBindGroupLayout(0), entries: bufs.map((buffer, binding) => ({ binding, resource: { buffer } })) });
+    const entries = bufs.map((buffer, binding) => ({ binding, resource: { buffer } }));
+    const bg = this.d.createBindGroup({ layout: p.getBindGroupLayout(0), entries });
     const qs = this.d.createQuerySet({ type: 'timestamp', count: 2 });
     const res = this.d.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     const rd = this.d.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     const e = this.d.createCommandEncoder();
-    const pass = e.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+    const pass = e.beginComputePass({
+      timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
+    });
     pass.setPipeline(p);
     pass.setBindGroup(0, bg);
     for (let i = 0; i < reps; i++) pass.dispatchWorkgroups(wg[0], wg[1]);
@@ -84,7 +94,15 @@ function directCode({ tm, tn, sgm, sgn, unroll = 1, prefetch = false }: Shape): 
   const L = (side: 'left' | 'right', name: string, i: number, k: string) => side === 'right'
     ? `subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + ${16 * i}u) * K + ${k}, K)`
     : `subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + ${16 * i}u) * K + ${k}, K)`;
-  const mma = (a: string, b: string) => { const o: string[] = []; for (let i = 0; i < tm; i++) for (let j = 0; j < tn; j++) o.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(${a}${i}, ${b}${j}, c${i}_${j});`); return o; };
+  const mma = (a: string, b: string) => {
+    const o: string[] = [];
+    for (let i = 0; i < tm; i++) {
+      for (let j = 0; j < tn; j++) {
+        o.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(${a}${i}, ${b}${j}, c${i}_${j});`);
+      }
+    }
+    return o;
+  };
   const lines: string[] = [];
   if (prefetch) {
     // Register double buffer: the next k-step's tiles load while this one multiplies.
@@ -96,14 +114,16 @@ function directCode({ tm, tn, sgm, sgn, unroll = 1, prefetch = false }: Shape): 
     lines.push(...mma('a', 'b'));
     for (let j = 0; j < tn; j++) lines.push(`    b${j} = nb${j};`);
     for (let i = 0; i < tm; i++) lines.push(`    a${i} = na${i};`);
-    return header(many) + body({ tm, tn, sgm, sgn }, '', `${pre.join('\n')}\n  for (var k = 0u; k < K; k += 16u) {\n${lines.join('\n')}\n  }`);
+    const loop = `  for (var k = 0u; k < K; k += 16u) {\n${lines.join('\n')}\n  }`;
+    return header(many) + body({ tm, tn, sgm, sgn }, '', `${pre.join('\n')}\n${loop}`);
   }
   for (let u = 0; u < unroll; u++) {
     for (let j = 0; j < tn; j++) lines.push(`    let b${u}_${j} = ${L('right', 'b', j, `k + ${16 * u}u`)};`);
     for (let i = 0; i < tm; i++) lines.push(`    let a${u}_${i} = ${L('left', 'a', i, `k + ${16 * u}u`)};`);
   }
   for (let u = 0; u < unroll; u++) lines.push(...mma(`a${u}_`, `b${u}_`));
-  return header(many) + body({ tm, tn, sgm, sgn }, '', `  for (var k = 0u; k < K; k += ${16 * unroll}u) {\n${lines.join('\n')}\n  }`);
+  const loop = `  for (var k = 0u; k < K; k += ${16 * unroll}u) {\n${lines.join('\n')}\n  }`;
+  return header(many) + body({ tm, tn, sgm, sgn }, '', loop);
 }
 
 // (3) Staged: the workgroup's A (BM x bk) and B (BN x bk) slices copied to workgroup memory with 16-byte loads (a
@@ -127,16 +147,25 @@ function stagedCode({ tm, tn, sgm, sgn, bk = 32 }: Shape): string {
   }
   const mm: string[] = [];
   for (let kk = 0; kk < bk; kk += 16) {
-    for (let j = 0; j < tn; j++) mm.push(`    let b${kk}_${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&Bs, (bn + ${16 * j}u) * ${LD}u + ${kk}u, ${LD}u);`);
+    for (let j = 0; j < tn; j++) {
+      mm.push(`    let b${kk}_${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(` +
+        `&Bs, (bn + ${16 * j}u) * ${LD}u + ${kk}u, ${LD}u);`);
+    }
     for (let i = 0; i < tm; i++) {
-      mm.push(`    let a${kk}_${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&As, (am + ${16 * i}u) * ${LD}u + ${kk}u, ${LD}u);`);
-      for (let j = 0; j < tn; j++) mm.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(a${kk}_${i}, b${kk}_${j}, c${i}_${j});`);
+      mm.push(`    let a${kk}_${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(` +
+        `&As, (am + ${16 * i}u) * ${LD}u + ${kk}u, ${LD}u);`);
+      for (let j = 0; j < tn; j++) {
+        mm.push(`    c${i}_${j} = subgroupMatrixMultiplyAccumulate(a${kk}_${i}, b${kk}_${j}, c${i}_${j});`);
+      }
     }
   }
   const putFn = (side: string) => `fn put_${side}(at: u32, v: vec4<u32>) {
-  let x = bitcast<vec2<f16>>(v.x); let y = bitcast<vec2<f16>>(v.y); let z = bitcast<vec2<f16>>(v.z); let w = bitcast<vec2<f16>>(v.w);
-  ${side.toUpperCase()}s[at] = x.x; ${side.toUpperCase()}s[at + 1u] = x.y; ${side.toUpperCase()}s[at + 2u] = y.x; ${side.toUpperCase()}s[at + 3u] = y.y;
-  ${side.toUpperCase()}s[at + 4u] = z.x; ${side.toUpperCase()}s[at + 5u] = z.y; ${side.toUpperCase()}s[at + 6u] = w.x; ${side.toUpperCase()}s[at + 7u] = w.y;
+  let x = bitcast<vec2<f16>>(v.x); let y = bitcast<vec2<f16>>(v.y);
+  let z = bitcast<vec2<f16>>(v.z); let w = bitcast<vec2<f16>>(v.w);
+  ${side.toUpperCase()}s[at] = x.x; ${side.toUpperCase()}s[at + 1u] = x.y;
+  ${side.toUpperCase()}s[at + 2u] = y.x; ${side.toUpperCase()}s[at + 3u] = y.y;
+  ${side.toUpperCase()}s[at + 4u] = z.x; ${side.toUpperCase()}s[at + 5u] = z.y;
+  ${side.toUpperCase()}s[at + 6u] = w.x; ${side.toUpperCase()}s[at + 7u] = w.y;
 }
 `;
   const acc: string[] = [], st: string[] = [];
@@ -197,7 +226,8 @@ function body({ tm, tn, sgm, sgn }: Shape, decls: string, loop: string): string 
     st.push(`  subgroupMatrixStore<row_major>(&c, (m0 + ${16 * i}u) * N + n0 + ${16 * j}u, c${i}_${j}, N);`);
   }
   return `${decls}@compute @workgroup_size(${32 * sgm * sgn})
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32${many ? ', @builtin(subgroup_id) sg: u32' : ''}) {
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32${
+  many ? ', @builtin(subgroup_id) sg: u32' : ''}) {
   let sid = ${many ? 'sg' : '0u'};
   let n0 = wid.x * ${16 * tn * sgn}u + (sid % ${sgn}u) * ${16 * tn}u;
   let m0 = wid.y * ${16 * tm * sgm}u + (sid / ${sgn}u) * ${16 * tm}u;
@@ -209,7 +239,8 @@ ${st.join('\n')}
 
 async function speed(pr: Probe, s: Shape, M: number, N: number, K: number) {
   const BM = 16 * s.tm * s.sgm, BN = 16 * s.tn * s.sgn;
-  const variant = `${pr.tag} ${s.bk ? `staged bk ${s.bk}` : 'direct'} sg ${s.sgm}x${s.sgn} tiles ${s.tm}x${s.tn} (${BM}x${BN})${s.unroll ? ` unroll ${s.unroll}` : ''}${s.prefetch ? ' prefetch' : ''} ${M}x${N}x${K}`;
+  const variant = `${pr.tag} ${s.bk ? `staged bk ${s.bk}` : 'direct'} sg ${s.sgm}x${s.sgn} tiles ${s.tm}x${s.tn} ` +
+    `(${BM}x${BN})${s.unroll ? ` unroll ${s.unroll}` : ''}${s.prefetch ? ' prefetch' : ''} ${M}x${N}x${K}`;
   const p = await pr.pipeline(s.bk ? stagedCode(s) : directCode(s), { K, N });
   if (typeof p === 'string') return out({ variant, error: p });
   const av = ints(M * K, 7, 13), bv = ints(N * K, 5, 11);
@@ -239,10 +270,17 @@ const shapes: Shape[] = [
 const products: Array<[number, number, number]> = [[512, 6144, 1536], [512, 8192, 1536], [512, 1536, 4096]];
 for (const [tag, extra] of [['no-robustness', ',disable_robustness'], ['robust', '']] as const) {
   const pr = new Probe(await device(extra), tag);
-  if (!pr.d.features.has('chromium-experimental-subgroup-matrix') || process.argv.includes('--tiled')) { out({ variant: tag, error: 'no subgroup-matrix feature' }); break; }
+  if (!pr.d.features.has('chromium-experimental-subgroup-matrix') || process.argv.includes('--tiled')) {
+    out({ variant: tag, error: 'no subgroup-matrix feature' });
+    break;
+  }
   for (const s of tag === 'robust' ? shapes.slice(0, 4) : shapes) await speed(pr, s, 512, 6144, 1536);
-  if (tag === 'no-robustness') for (const [M, N, K] of products.slice(1)) for (const s of shapes.slice(0, 4)) await speed(pr, s, M, N, K);
+  if (tag === 'no-robustness') {
+    for (const [M, N, K] of products.slice(1)) for (const s of shapes.slice(0, 4)) await speed(pr, s, M, N, K);
+  }
   pr.d.destroy();
 }
-if (process.argv.includes('--print')) for (const s of [shapes[0], shapes[2]]) console.log(s.bk ? stagedCode(s) : directCode(s));
+if (process.argv.includes('--print')) {
+  for (const s of [shapes[0], shapes[2]]) console.log(s.bk ? stagedCode(s) : directCode(s));
+}
 process.exit(0);
