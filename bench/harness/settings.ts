@@ -72,7 +72,7 @@ export function defaults(config: ConfigName, quick: boolean): Settings {
       ? { ...base, ...shape, decodeTokens: 32, reps: 2, decodeReps: 1, samples: 3, ...sizes, dispatchChain: 500 }
       : { ...base, ...shape, decodeTokens: 128, reps: 5, decodeReps: 3, samples: 7, ...sizes, dispatchChain: 1000 };
   }
-  // The small Brown-corpus shape (max_position_embeddings 512): for CPU drivers, where a token takes ~0.3 s.
+  // The small Brown-corpus shape (max_position_embeddings 512): for CPU drivers, too slow for the 1B shape.
   return quick
     ? {
       ...base, prefill: [8, 16], prompt: 16, decodeTokens: 4, reps: 1, decodeReps: 1, samples: 2,

@@ -129,7 +129,7 @@ function directCode({ tm, tn, sgm, sgn, unroll = 1, prefetch = false }: Shape): 
 // (3) Staged: the workgroup's A (BM x bk) and B (BN x bk) slices copied to workgroup memory with 16-byte loads (a
 // and b bound as vec4<u32>: 8 f16 each), row stride bk + 8 (no bank conflicts between the 16 rows a matrix load
 // reads); the next slice's loads are issued before this slice's products (register double buffer), two barriers a
-// slice. (The first staged probe copied one f16 per load and per thread: 1.2-3.1 TFLOP/s, no evidence against
+// slice. (The first staged probe copied one f16 per load and per thread: its slowness is no evidence against
 // staging as such.)
 function stagedCode({ tm, tn, sgm, sgn, bk = 32 }: Shape): string {
   const BM = 16 * tm * sgm, BN = 16 * tn * sgn, T = 32 * sgm * sgn, LD = bk + 8, CV = bk / 8;

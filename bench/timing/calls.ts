@@ -76,8 +76,8 @@ export async function timeCalls(gpu: Gpu, record: () => void, s: { samples: numb
 /**
  * `calls` calls of `record` captured once, to be timed as one compute pass (passMs) as often as wanted: GPU
  * microseconds per call, dependent dispatches back to back with their barriers and nothing of JavaScript's
- * recording (which, at ~7-10 us a dispatch, hides a kernel shorter than that behind wall-clock timing). `release`
- * gives the capture's buffers back. The caller has timestamp-query.
+ * recording (which costs more a dispatch than the smaller kernels take, hiding them behind wall-clock timing).
+ * `release` gives the capture's buffers back. The caller has timestamp-query.
  */
 export async function passCalls(gpu: Gpu, record: () => void, calls: number): Promise<PassTimer> {
   await gpu.sync();
