@@ -96,7 +96,7 @@ export interface BenchOption {
   arg?: string;
   help: string;
   short?: string;
-  apply?: (s: Settings, v: string, given: Values) => void;
+  apply?: (s: Settings, v: string) => void;
 }
 
 const fail = (m: string): never => { throw new Error(`[bench] ${m}`); };
@@ -127,9 +127,10 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s, v) => { s.prompt = int('prompt', v, 1); } },
   { name: 'decode-tokens', arg: 'N', help: 'tokens decoded per repetition (default 128)',
     apply: (s, v) => { s.decodeTokens = int('decode-tokens', v, 1); } },
-  { name: 'reps', arg: 'N', help: 'prefill repetitions (and decode, unless --decode-reps)', apply: (s, v, given) => {
+  // Options apply in this order: --decode-reps, after --reps, overrides the decode repetitions --reps set.
+  { name: 'reps', arg: 'N', help: 'prefill repetitions (and decode, unless --decode-reps)', apply: (s, v) => {
     s.reps = int('reps', v, 1);
-    if (given['decode-reps'] === undefined) s.decodeReps = s.reps;
+    s.decodeReps = s.reps;
   } },
   { name: 'decode-reps', arg: 'N', help: 'decode repetitions',
     apply: (s, v) => { s.decodeReps = int('decode-reps', v, 1); } },
@@ -168,7 +169,7 @@ export function settingsFrom(given: Values): Settings {
   const s = defaults(config, given.quick === true);
   for (const o of OPTIONS) {
     const v = given[o.name];
-    if (v !== undefined && o.apply) o.apply(s, String(v), given);
+    if (v !== undefined && o.apply) o.apply(s, String(v));
   }
   return s;
 }
