@@ -4,7 +4,7 @@
 # (bench/chrome-libs.txt), a font and a fontconfig file, and a stripped node, unpacked, trimmed (other locales, the
 # Vulkan validation layer, docs), in one tar.xz split into parts of at most PART_MIB (26) MiB:
 #   .h200/chrome/partN/   chrome.tar.xz.N + SHA256SUMS (every part's and the whole's sums: each part checks alone)
-#   .h200/chrome-run/     the runner (bench/chrome-run.ts bundled by esbuild, no node_modules needed there), the
+#   .h200/chrome-run/     the runner (bench/chrome/run.ts bundled by esbuild, no node_modules needed there), the
 #                         built bench page and demo (vite), carried with the last part
 # There, bench/chrome-unpack.sh gathers the parts call by call and unpacks them once all have come;
 # bench/chrome-README.md gives the calls. Run after `npm ci` and `apt-get update`. The .debs stay cached in

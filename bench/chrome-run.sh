@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the H200, after bench/chrome-unpack.sh has unpacked every part: run headless Chrome's bench, flag probe and demo
-# (bench/chrome-run.ts, bundled in .h200/chrome-run/runner.mjs.xz) with the carried chromium and node; files into
+# (bench/chrome/run.ts, bundled in .h200/chrome-run/runner.mjs.xz) with the carried chromium and node; files into
 # $OUT (bench/results/ when unset). Arguments pass to the runner: [--phases probe,bench,demo] [--set NAME] ...
 # [-- bench options]. CHROME_ROOT (default /opt/chrome-root) is where the unpack put them; CHROME_RUN the run folder.
 set -uo pipefail

@@ -3,21 +3,27 @@
 # there, with the pack(s) bench/pack.sh built here carried along (nothing can be downloaded there):
 #   Dawn (node):  carry [".h200/bench"]        <- bash bench/pack.sh
 #   wgpu (Deno):  carry [".h200/bench-deno"]   <- bash bench/pack.sh deno   (a second call: both do not fit in one)
-# First the PyTorch anchors (bench/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU, then every
-# pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors (the anchors'
-# JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/qweights.ts (bf16 vs q8/q4 weights; QWEIGHTS=0
-# skips it) into qweights.md, the MLX parity checks on this GPU (bench/parity.ts; PARITY=0 skips them) into
-# parity.md (with the folded decode merge checked against the separate one), NODE_FLAGS (e.g. V8's --max-semi-space-size=64) go to node before the bench, with PROBE=1 bench/sgmat-probe.ts into sgmat-probe.log, with PREFETCH=1 bench/prefetch-probe.ts into prefetch-probe.log, and with QONE=1 bench/qone-probe.ts into qone-probe.log. Results (JSON, Markdown, SVG), logs and nvidia-smi's
-# view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full HRM-Text-1B run (about 1-3
-# minutes of measurement; a 300 s budget skips what has not started by then, so with the anchors the files land
-# inside a 600 s limit).
+# First the PyTorch anchors (bench/suites/torch-anchors.py, 1-2 minutes; ANCHORS=0 skips them) on the same GPU,
+# then every pack present in turn, each with --check-sgmat (the tensor-core matmul's parity checks) and --anchors
+# (the anchors' JSON stored verbatim under `anchors`, ratios in the Markdown), then bench/runners/qweights.ts (bf16
+# vs q8/q4 weights; QWEIGHTS=0 skips it) into qweights.md, the MLX parity checks on this GPU
+# (bench/runners/parity.ts; PARITY=0 skips them) into parity.md (with the folded decode merge checked against the
+# separate one). NODE_FLAGS (e.g. V8's --max-semi-space-size=64) go to node before the bench. The probes run when
+# asked: PROBE=1 bench/probes/sgmat-probe.ts into sgmat-probe.log, PREFETCH=1 bench/probes/prefetch-probe.ts into
+# prefetch-probe.log, QONE=1 bench/probes/qone-probe.ts into qone-probe.log. Results (JSON, Markdown, SVG), logs
+# and nvidia-smi's view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full
+# HRM-Text-1B run (about 1-3 minutes of measurement; a 300 s budget skips what has not started by then, so with the
+# anchors the files land inside a 600 s limit).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-bench/results}
 # A git worktree's node_modules symlink travels dangling: enter.sh then links node_modules/webgpu afresh.
 if [ -L node_modules ] && [ ! -e node_modules ]; then rm node_modules; fi
 mkdir -p "$out"
-{ nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv; } > "$out/nvidia-smi.txt" 2>&1 || true
+{
+  nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory --format=csv
+} > "$out/nvidia-smi.txt" 2>&1 || true
 anchors=()
 if [ "${ANCHORS:-1}" = 1 ]; then
   bash bench/torch-anchors.sh "$out"
@@ -27,10 +33,11 @@ status=0
 ran=0
 # A probe bundled by pack.sh from bench/NAME.ts, run from pack $dir for at most SECONDS: its output into
 # $out/NAME.log, its JSON lines (one per measured form) shown.
+unpack() { xz -dc "$dir/$1.mjs.xz" > "$dir/$1.mjs"; } # NAME: the bundle NAME.mjs from pack $dir
 probe() { # NAME SECONDS
   [ -f "$dir/$1.mjs.xz" ] || return 0
   echo "== $dir $1"
-  ( source "$dir/enter.sh"; xz -dc "$dir/$1.mjs.xz" > "$dir/$1.mjs" && timeout "$2" "$dir/node" "$dir/$1.mjs" ) > "$out/$1.log" 2>&1
+  ( source "$dir/enter.sh"; unpack "$1" && timeout "$2" "$dir/node" "$dir/$1.mjs" ) > "$out/$1.log" 2>&1
   echo "$1 exited with $?"; grep '^{' "$out/$1.log" | cut -c1-400
 }
 for dir in .h200/bench .h200/bench-deno; do
@@ -42,9 +49,11 @@ for dir in .h200/bench .h200/bench-deno; do
     # shellcheck disable=SC1091
     source "$dir/enter.sh"
     if [ -f "$dir/bench-bundle.mjs.xz" ]; then
-      xz -dc "$dir/bench-bundle.mjs.xz" > "$dir/bench-bundle.mjs" && "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
+      unpack bench-bundle && "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" \
+        --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     elif [ -f "$dir/bench-deno.mjs.xz" ]; then
-      xz -dc "$dir/bench-deno.mjs.xz" > "$dir/bench-deno.mjs" && "$dir/deno" run -A "$dir/bench-deno.mjs" --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
+      unpack bench-deno && "$dir/deno" run -A "$dir/bench-deno.mjs" \
+        --out "$out" --budget 300 --check-sgmat "${anchors[@]}" "$@"
     else
       echo "$dir has no bench bundle: run bench/pack.sh here first"; exit 1
     fi
@@ -52,25 +61,29 @@ for dir in .h200/bench .h200/bench-deno; do
   rc=${PIPESTATUS[0]}
   [ "$rc" = 0 ] || { echo "== $dir exited with $rc"; status=$rc; }
   if [ -f "$dir/qweights.mjs.xz" ] && [ "${QWEIGHTS:-1}" = 1 ]; then
-    # Quantized weights next to bf16 (bench/qweights.ts): a Markdown table, kept next to the run's files.
+    # Quantized weights next to bf16 (bench/runners/qweights.ts): a Markdown table, kept next to the run's files.
     echo "== $dir qweights"
-    ( source "$dir/enter.sh"; xz -dc "$dir/qweights.mjs.xz" > "$dir/qweights.mjs" && timeout 200 "$dir/node" "$dir/qweights.mjs" --config 1b --quick ) \
+    ( source "$dir/enter.sh"; unpack qweights && timeout 200 "$dir/node" "$dir/qweights.mjs" --config 1b --quick ) \
       > "$out/qweights.md" 2> "$out/qweights.log"
     echo "qweights exited with $?"; cat "$out/qweights.md"
   fi
   if [ -f "$dir/parity.mjs.xz" ] && [ "${PARITY:-1}" = 1 ]; then
-    # MLX parity of the model on this GPU's own kernel paths (bench/parity.ts), into parity.md.
+    # MLX parity of the model on this GPU's own kernel paths (bench/runners/parity.ts), into parity.md.
     echo "== $dir parity"
-    ( source "$dir/enter.sh"; xz -dc "$dir/parity.mjs.xz" > "$dir/parity.mjs" && timeout 120 "$dir/node" "$dir/parity.mjs" ) > "$out/parity.md" 2> "$out/parity.log"
+    ( source "$dir/enter.sh"; unpack parity && timeout 120 "$dir/node" "$dir/parity.mjs" ) \
+      > "$out/parity.md" 2> "$out/parity.log"
     echo "parity exited with $?"; cat "$out/parity.md"
   fi
-  # The probes, each when asked: the tensor-core kernel forms (bench/sgmat-probe.ts), weights pulled into L2 by the
-  # dispatch before their product (bench/prefetch-probe.ts), the quantized decode attention's dispatches timed apart
-  # (bench/qone-probe.ts).
+  # The probes, each when asked: the tensor-core kernel forms (bench/probes/sgmat-probe.ts), weights pulled into L2
+  # by the dispatch before their product (bench/probes/prefetch-probe.ts), the quantized decode attention's
+  # dispatches timed apart (bench/probes/qone-probe.ts).
   [ "${PROBE:-0}" = 1 ] && probe sgmat-probe "${PROBE_S:-150}"
   [ "${PREFETCH:-0}" = 1 ] && probe prefetch-probe 120
   [ "${QONE:-0}" = 1 ] && probe qone-probe 120
 done
-[ "$ran" = 1 ] || { echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"; exit 1; }
+if [ "$ran" != 1 ]; then
+  echo "no pack found: carry .h200/bench (bench/pack.sh) or .h200/bench-deno (bench/pack.sh deno)"
+  exit 1
+fi
 ls -la "$out"
 exit "$status"

@@ -2,7 +2,8 @@
 # Build what bench/h200.sh runs on the H200 machine, where there is no network and no node_modules: the runtime
 # and Vulkan loader packed by bench/h200-pack.sh, plus the whole benchmark bundled into one file
 # (esbuild; `webgpu` stays external: enter.sh links node_modules/webgpu to the carried copy).
-#   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz + qweights.mjs.xz + the probes + parity.mjs.xz (carry [".h200/bench"])
+#   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz + qweights.mjs.xz + the probes
+#                                 + parity.mjs.xz (carry [".h200/bench"])
 #   bash bench/pack.sh deno    -> .h200/bench-deno/  deno + bench-deno.mjs.xz            (carry [".h200/bench-deno"];
 #                                 a second run: node and deno together exceed the 64 MiB one call may carry)
 # The folders are git-ignored (.h200/). The node binary is stripped before compression (2 MB less; STRIP=0 keeps
@@ -16,7 +17,8 @@ node scripts/gen-wgsl.mjs
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit+dirty"
 # Bundled CommonJS dependencies may call require(): give the ES module one.
-banner="import { createRequire as __hrmCreateRequire } from 'node:module'; const require = __hrmCreateRequire(import.meta.url);"
+banner="import { createRequire as __hrmCreateRequire } from 'node:module';"
+banner="$banner const require = __hrmCreateRequire(import.meta.url);"
 bundle() { # entry outfile: one minified ES module, xz-compressed (h200.sh unpacks it next to itself)
   node_modules/.bin/esbuild "$1" --bundle --platform=node --format=esm --target=es2022 --minify --legal-comments=none \
     --external:webgpu --define:__BENCH_COMMIT__="\"$commit\"" --banner:js="$banner" --log-level=warning --outfile="$2"
@@ -33,12 +35,12 @@ case "$kind" in
       rm -rf "$tmp"
     fi
     bash "$pack" "$dir"
-    bundle bench/run.ts "$dir/bench-bundle.mjs"
-    bundle bench/qweights.ts "$dir/qweights.mjs"
-    bundle bench/sgmat-probe.ts "$dir/sgmat-probe.mjs"
-    bundle bench/prefetch-probe.ts "$dir/prefetch-probe.mjs"
-    bundle bench/qone-probe.ts "$dir/qone-probe.mjs"
-    bundle bench/parity.ts "$dir/parity.mjs"
+    bundle bench/runners/run.ts "$dir/bench-bundle.mjs"
+    bundle bench/runners/qweights.ts "$dir/qweights.mjs"
+    bundle bench/probes/sgmat-probe.ts "$dir/sgmat-probe.mjs"
+    bundle bench/probes/prefetch-probe.ts "$dir/prefetch-probe.mjs"
+    bundle bench/probes/qone-probe.ts "$dir/qone-probe.mjs"
+    bundle bench/runners/parity.ts "$dir/parity.mjs"
     ;;
   deno)
     dir=.h200/bench-deno
@@ -48,7 +50,7 @@ case "$kind" in
     WITH_DENO=1 bash "$pack" "$dir"
     rm -rf "$dir/node.xz" "$dir/dawn.node.xz" "$dir/node_modules"
     [ -s "$dir/deno.xz" ] || { echo "no deno binary packed (npm ci installs it under node_modules/@deno)"; exit 1; }
-    bundle bench/deno.ts "$dir/bench-deno.mjs"
+    bundle bench/runners/deno.ts "$dir/bench-deno.mjs"
     ;;
   *) echo "usage: bench/pack.sh [node|deno]"; exit 2 ;;
 esac

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import type { BenchResult } from '../../bench/harness.ts';
+import type { BenchResult } from '../../bench/harness/harness.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,8 +18,8 @@ describe('bench harness', () => {
     const out = mkdtempSync(join(tmpdir(), 'hrm-bench-'));
     try {
       const tsx = join(root, 'node_modules/.bin/tsx');
-      const args = ['bench/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4', '--prompt', '4',
-        '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
+      const args = ['bench/runners/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4',
+        '--prompt', '4', '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
       await promisify(execFile)(tsx, args, { cwd: root, timeout: 280_000, maxBuffer: 1 << 24 });
       const files = readdirSync(out);
       const base = files.find((f) => f.endsWith('.json'))!.slice(0, -5);
@@ -49,7 +49,8 @@ describe('bench harness', () => {
       const gemvs = ['bf16 GEMV 1024x256', 'bf16 GEMV 2048x256'];
       // The f16-x rows run where the adapter has shader-f16 (lavapipe from Mesa 25 does; SwiftShader does not).
       const f16 = r.env.adapter.features.includes('shader-f16');
-      expect(k.gemv.map((g) => g.name.split(' (')[0])).toEqual(f16 ? [...gemvs, ...gemvs.map((n) => `${n}, f16 x`)] : gemvs);
+      const names = f16 ? [...gemvs, ...gemvs.map((n) => `${n}, f16 x`)] : gemvs;
+      expect(k.gemv.map((g) => g.name.split(' (')[0])).toEqual(names);
       for (const g of [k.stream!, ...k.gemv]) {
         positive(g.GBps, `${g.name} GB/s`);
         positive(g.wallMs, `${g.name} ms`);
@@ -93,7 +94,11 @@ describe('bench harness', () => {
       expect(md).toMatch(/\nFeatures: shader-f16 (on|off \(.+\));.*\. Fast paths: /);
       expect(md).toContain('## Model, per KV cache');
       expect(md).toMatch(/\| full \| [\d.]+ \| [\d.]+ \|/);
-      if (r.env.adapter.features.includes('timestamp-query')) expect(md).toMatch(/The same prefill timed pass by pass \(its \d+ passes, .*the GPU busy [\d.]+ ms over [\d.]+ ms/);
+      if (r.env.adapter.features.includes('timestamp-query')) {
+        const timeline = new RegExp('The same prefill timed pass by pass \\(its \\d+ passes, ' +
+          '.*the GPU busy [\\d.]+ ms over [\\d.]+ ms');
+        expect(md).toMatch(timeline);
+      }
       const svg = readFileSync(join(out, `${base}.svg`), 'utf8');
       expect(svg.startsWith('<svg')).toBe(true);
       expect(svg).toContain('ceiling');

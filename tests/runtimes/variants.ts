@@ -5,7 +5,7 @@
 //     every wrapper picks its kernel and overrides as it would. Forced where this adapter allows: the GPU kernels
 //     and the CPU drivers' barrier-free ones (Gpu.cpu), with and without shader-f16, each decode merge (MERGES).
 //     Shapes: HRM-Text-1B's layers (one per stack; the layer count changes no shape) and the embedded model's, with
-//     bf16/q8/q4 weights, f32/bf16 activations, bench/settings.ts's caches, and the bench's prompts (prefill 128
+//     bf16/q8/q4 weights, f32/bf16 activations, the bench's CACHES, and the bench's prompts (prefill 128
 //     and 512, a decode step after each) plus a 3-token one (the few-row matrix-vector and decode-attention paths).
 //     Where the adapter has shader-f16, matmulF16 too (f16 activations: the bench's f16 GEMV rows) over those
 //     layers' dense weights, each output form. Subgroup kernels are traced only where the adapter has subgroups
@@ -13,7 +13,7 @@
 //  2. Create: each traced variant, and each kernel the loaded modules made (allKernels) with its defaults, through
 //     createComputePipelineAsync in an error scope of its own (Kernel.pipelineDescriptor: as a dispatch would).
 // A kernel whose WGSL enables a feature this device lacks is not created but listed as unavailable. Not traced:
-// the benchmark's forced shapes (bench/kernels.ts: --sweep-gemv's gemv shapes); their kernels are created here.
+// the benchmark's forced shapes (bench/suites/gemv.ts: --sweep-gemv's shapes); their kernels are created here.
 // Prints one JSON line: { adapter, features, created, failed, unavailable, unmade, traced, traceMs, ms }.
 import { readdirSync, readFileSync, writeSync } from 'node:fs';
 import { Gpu } from '../../src/gpu/gpu.ts';
@@ -25,7 +25,7 @@ import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmu
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { MERGES, setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
-import { CACHES } from '../../bench/settings.ts';
+import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
 
 // Every kernel module (the wrappers make their Kernels at load), so that allKernels() lists every entry in use.

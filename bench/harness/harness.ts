@@ -1,0 +1,251 @@
+// The measurement code every runner (Node/Dawn, Deno/wgpu, headless Chromium) executes: open the device, measure
+// the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
+// one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
+// that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
+import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
+import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
+import { HrmModel } from '../../src/hrm/model.ts';
+import pkg from '../../package.json' with { type: 'json' };
+import tinyConfig from '../../models/hrm-text-brown-6m/config.json' with { type: 'json' };
+import { attentionSweep, type AttnPoint } from '../suites/attention.ts';
+import { dispatchCost, type DispatchFigure } from '../suites/dispatch.ts';
+import type { BandwidthFigure, MatmulFigure } from '../suites/figures.ts';
+import { gemv, gemvSweep, type SweepPoint } from '../suites/gemv.ts';
+import { matmulFlops, sgmatSchedules } from '../suites/matmul.ts';
+import { ModelBench, ModelOnDevice } from '../suites/model.ts';
+import { modelInfo, type CacheResult, type ModelInfo } from '../suites/model-figures.ts';
+import { streamFloor, streamRead, type StreamFloorPoint } from '../suites/stream.ts';
+import type { Settings } from './settings.ts';
+import { now } from '../timing/stats.ts';
+import type { SafetensorsFile } from '../../src/io/safetensors.ts';
+import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
+import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
+import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
+// Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
+import '../../src/kernels/paths.ts';
+import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
+
+export const SCHEMA = 'hrm-webgpu-bench/1';
+
+export interface KernelResults {
+  stream: BandwidthFigure | null;
+  /** What one dispatch reading that many bytes costs at best: the floor the matrix-vector products are held to. */
+  streamFloor?: StreamFloorPoint[];
+  gemv: BandwidthFigure[];
+  sweep: SweepPoint[];
+  attention: AttnPoint[];
+  matmul: MatmulFigure[];
+  dispatch: DispatchFigure | null;
+}
+
+export interface BenchEnv {
+  runtime: string;
+  runtimeVersion: string;
+  adapter: AdapterSummary;
+  /** hrm-webgpu's version and the pinned versions of its dependencies (package.json). */
+  packages: Record<string, string>;
+  commit: string | null;
+  /** The host's CPU, core count and load average when the run started (Node and Deno; absent in a browser). */
+  host?: string;
+  /** How GPU timestamps were obtained (Dawn quantizes them to 65.5 us unless a toggle turns that off). */
+  timestamps: string;
+}
+
+export interface BenchResult {
+  schema: typeof SCHEMA;
+  date: string;
+  env: BenchEnv;
+  settings: Settings;
+  model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
+  kernels: KernelResults;
+  caches: CacheResult[];
+  /**
+   * The path bf16 prefill matmuls take on this adapter (prefillMatmulPath), and whether prefill attention's products
+   * take the tensor cores (null) or why not.
+   */
+  prefillMatmul: { path: string; attentionNotOnTensorCores?: string | null };
+  /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why not. */
+  parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
+  /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
+  anchors: unknown;
+  errors: string[];
+  skipped: string[];
+  /** Units redone on a new device after the device was lost (a unit lost twice is in `errors` too). */
+  recovered: Recovered[];
+  elapsedS: number;
+  /** False while the run is in progress (partial results are written after each section). */
+  complete: boolean;
+}
+
+export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | 'attempt'> {
+  log(message: string): void;
+  /** Device losses and recoveries (the CLI: stderr); `log` when absent. */
+  warn?(message: string): void;
+  /** Called after each section with the result so far (runners write it, so a killed run leaves figures). */
+  update?(r: BenchResult): void | Promise<void>;
+  commit?: string | null;
+  /** The host's CPU and load (BenchEnv.host). */
+  host?: string;
+  timestamps?: string;
+  /** The runner's MLX fixture file for --check-sgmat (tests/fixtures/mlx/ops.safetensors), where it can read files. */
+  mlxOps?: () => Promise<SafetensorsFile>;
+  /** The parsed --anchors file. */
+  anchors?: unknown;
+}
+
+/** `deno 2.9.6 (v8 ...)`, `node v20.20.2 (v8 ...)`, or the browser's user agent. */
+function runtimeVersion(): string {
+  const r = runtimeInfo();
+  if (r.runtime === 'deno') return `deno ${r.version} (v8 ${r.v8})`;
+  if (r.runtime === 'node') return `node v${r.version} (v8 ${r.v8})`;
+  return r.userAgent ?? 'unknown';
+}
+
+export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
+  return s.config === '1b'
+    ? { name: 'HRM-Text-1B', config: HRM_TEXT_1B }
+    : { name: 'hrm-text-brown-6m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-6m/config.json') };
+}
+
+/** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */
+export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {
+  const t0 = now();
+  setDecodeMerge(s.decodeMerge);
+  const clock = { left: () => s.budget - (now() - t0) / 1000 };
+  const log = hooks.log;
+  const keeper = await DeviceKeeper.open({
+    create: () => Gpu.create({ robustness: s.robustness }), ...hooks,
+    warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)),
+  });
+  const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
+  const r: BenchResult = {
+    schema: SCHEMA, date: new Date().toISOString(),
+    env: {
+      runtime: first.summary.runtime, runtimeVersion: runtimeVersion(), adapter: first.summary,
+      packages: { 'hrm-webgpu': pkg.version, ...pkg.dependencies, ...pkg.devDependencies },
+      commit: hooks.commit ?? null,
+      ...(hooks.host ? { host: hooks.host } : {}),
+      timestamps: first.timestamps
+        ? (hooks.timestamps ?? 'timestamp-query (runtime default)')
+        : 'none (no timestamp-query)',
+    },
+    settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
+    caches: [],
+    prefillMatmul: {
+      path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first),
+    },
+    parity: null, anchors: hooks.anchors ?? null,
+    errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
+  };
+  const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
+  const a = first.summary;
+  const names = [a.vendor, a.architecture, a.device, a.description].filter(Boolean);
+  log(`adapter: ${names.join(' / ')} (${r.env.runtimeVersion})`);
+  const { name, config } = benchConfig(s);
+  /** One unit: `f` gets the device to work on (a new one when it is redone after a loss). */
+  const section = async (what: string, f: (gpu: Gpu) => Promise<void>) => {
+    if (clock.left() <= 0) { r.skipped.push(`${what}: time budget spent`); return; }
+    const ts = now();
+    try {
+      await keeper.unit(what, f);
+      log(`${what}: ${((now() - ts) / 1000).toFixed(1)} s`);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      r.errors.push(`${what}: ${msg}`);
+      log(`${what}: ERROR ${msg.split('\n')[0]}`);
+      await keeper.gpu.sync().catch(() => undefined);
+    }
+    await update();
+  };
+  const model = new ModelOnDevice(async (gpu) => {
+    const ts = now();
+    const weights = await randomWeights(gpu, config, s.seed);
+    try {
+      await gpu.sync();
+    } catch (e) {
+      disposeWeights(weights);
+      throw e;
+    }
+    const weightsMs = now() - ts;
+    const info = modelInfo(name, config, parameterCount(config));
+    r.model ??= { ...info, dtype: s.dtype, weightsMs };
+    log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
+    return { weights, bench: new ModelBench(gpu, new HrmModel(gpu, config, weights, s.dtype), info, s, clock, log) };
+  });
+
+  try {
+    const h = config.hidden_size, qkv = 4 * config.num_attention_heads * config.head_dim;
+    if (s.checkSgmat) {
+      await section('subgroup-matrix matmul parity', async (gpu) => {
+        const why = sgmatUnavailable(gpu);
+        r.parity = { sgmat: why === null ? await checkSgmat(gpu, await hooks.mlxOps?.()) : { skipped: why } };
+        const p = r.parity.sgmat;
+        log('skipped' in p
+          ? `sgmat parity: skipped, ${p.skipped}`
+          : `sgmat parity: ${p.passed} passed, ${p.failed} failed, ` +
+          `worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
+          (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
+        // Prefill attention's products on the same tensor cores (tests/kernels/sdpa_sgmat.check.ts).
+        const whyAttn = batchedSgmatUnavailable(gpu);
+        const a = r.parity.attention = whyAttn === null ? await checkSdpaF16(gpu) : { skipped: whyAttn };
+        log('skipped' in a
+          ? `attention tensor-core parity: skipped, ${a.skipped}`
+          : `attention tensor-core parity: ${a.passed} passed, ${a.failed} failed` +
+          (a.failed ? `; ${a.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
+      });
+    }
+    await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });
+    if (s.sweepGemv) {
+      // The decode projections' weight sizes at HRM-1B (bf16): o_proj, down_proj, gqkv, gate_up.
+      const i = config.intermediate_size, a = config.num_attention_heads * config.head_dim;
+      const sizes = [2 * h * a, 2 * h * i, 8 * h * a, 4 * h * i];
+      await section('stream floor', async (gpu) => { r.kernels.streamFloor = await streamFloor(gpu, sizes, s); });
+    }
+    const streamGBps = r.kernels.stream?.GBps.median ?? null;
+    if (s.only !== 'model') {
+      for (const n of [qkv, config.vocab_size]) {
+        await section(`gemv ${n}x${h}`, async (gpu) => { r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps)); });
+      }
+      if (first.f16) {
+        for (const n of [qkv, config.vocab_size]) {
+          await section(`gemv ${n}x${h} f16 x`, async (gpu) => {
+            r.kernels.gemv.push(await gemv(gpu, n, h, s, streamGBps, 'f16'));
+          });
+        }
+      } else log('gemv with f16 x: skipped (the adapter has no shader-f16)');
+      const m = s.matmulRows, inter = config.intermediate_size;
+      await section(`matmul ${m} rows`, async (gpu) => { r.kernels.matmul = await matmulFlops(gpu, m, qkv, h, s); });
+      await section(`sgmat schedules ${m} rows`, async (gpu) => {
+        r.kernels.matmul.push(...await sgmatSchedules(gpu, m, h, inter, qkv, s));
+      });
+      await section('dispatch chain', async (gpu) => { r.kernels.dispatch = await dispatchCost(gpu, s); });
+      if (s.sweepGemv) {
+        await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, inter, qkv, s); });
+        await section('attention sweep', async (gpu) => {
+          r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s);
+        });
+      }
+    }
+    keeper.gpu.trimPool();
+    if (s.only !== 'kernels') {
+      await section(`model ${name}: random weights`, async (gpu) => { await model.on(gpu); });
+      for (const c of s.caches) {
+        if (!r.model) { r.skipped.push(`model ${name}, ${c} cache: no model (its weights failed)`); continue; }
+        // A cache configuration is one unit: after a loss it is measured again from the start on a rebuilt model.
+        await section(`model ${name}, ${c} cache`, async (gpu) => {
+          r.caches.push(await (await model.on(gpu)).run(c, streamGBps));
+        });
+      }
+    }
+  } finally {
+    model.dispose();
+    r.elapsedS = (now() - t0) / 1000;
+    r.complete = true;
+    keeper.gpu.destroy();
+  }
+  return r;
+}

@@ -1,0 +1,50 @@
+// A captured step (a decode token, a prefill) timed on the GPU as one compute pass, whole and without each kernel's
+// dispatches in turn: what each kernel costs, barriers included. Per-dispatch profiles inflate every kernel by a
+// pass of its own; this does not.
+import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
+import { capture } from '../../src/gpu/capture.ts';
+import { passMs, queuedPassMs, type QueuedSteps } from '../timing/calls.ts';
+import { stats } from '../timing/stats.ts';
+
+/**
+ * A captured decode step timed on the GPU as one compute pass (passMs: no JavaScript, no per-dispatch passes), and
+ * for each kernel (label and grid: the projections share a label) how much faster the pass runs without its
+ * dispatches: what they cost, barriers included. The outputs of such a pass are garbage; only its time counts.
+ */
+export interface Ablation {
+  stepMs: number;
+  dispatches: number;
+  byKernel: Array<{ kernel: string; count: number; ms: number }>;
+  /** Decode only: the step replayed 32 times with 4 steps in flight (a readback each), and all 32 at once. */
+  queued?: QueuedSteps[];
+}
+
+/**
+ * Ablation of the dispatches `step` records (see Ablation); medians of `passes` passes each; with `queued` (a decode
+ * step) also the step replayed as generation queues it (Ablation.queued). None on CPU drivers: a pass per kernel of
+ * a step takes minutes there and says nothing of a GPU.
+ */
+export async function ablate(
+  gpu: Gpu, step: () => unknown, { passes = 5, queued = false } = {},
+): Promise<Ablation | null> {
+  if (gpu.cpu) return null;
+  await gpu.sync();
+  const cap = capture(gpu, step);
+  const claimed = gpu.claim(cap.allocated);
+  try {
+    const uploads = [...cap.uniforms, ...cap.uploads];
+    const time = async (ds: Dispatch[]) => stats(await passMs(gpu, ds, uploads, passes)).median;
+    const stepMs = await time(cap.dispatches);
+    const kernel = (d: Dispatch) => `${d.label} [${d.workgroups.join('x')}]`;
+    const byKernel = [];
+    for (const k of new Set(cap.dispatches.map(kernel))) {
+      const rest = cap.dispatches.filter((d) => kernel(d) !== k);
+      byKernel.push({ kernel: k, count: cap.dispatches.length - rest.length, ms: stepMs - (await time(rest)) });
+    }
+    const queue = (ahead: number) => queuedPassMs(gpu, cap.dispatches, uploads, 32, ahead);
+    const q = queued ? [await queue(4), await queue(32)] : undefined;
+    return { stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms), queued: q };
+  } finally {
+    for (const b of claimed) gpu.release(b);
+  }
+}

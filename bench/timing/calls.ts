@@ -1,0 +1,161 @@
+// How the bench times GPU work. A "call" is recorded `batch` times into one command buffer, then submitted and
+// awaited: wall time per call = (submit -> GPU done) / batch, recording excluded, so the fixed submit/readback
+// latency is spread over >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one
+// pass per dispatch) for the kernel's own GPU time; the wall figure also contains the barrier between dependent
+// dispatches, which is what the model pays. A captured sequence can also be timed as one compute pass between two
+// timestamps (passMs), alone or replayed as a decode queues its steps (queuedPassMs).
+import { readTimestamps, type Dispatch, type Gpu, type Upload } from '../../src/gpu/gpu.ts';
+import { capture, replay } from '../../src/gpu/capture.ts';
+import { now, stats, type Stats } from './stats.ts';
+
+/** Dawn quantizes timestamps to 2^16 ns unless told not to: timings that are all multiples of it are suspect. */
+const QUANTUM_MS = 65536 / 1e6;
+
+/** True when every one of several timestamped durations falls on Dawn's 65.5 us grid. */
+export function onQuantumGrid(ms: readonly number[]): boolean {
+  return ms.length > 1 && ms.every((x) => Math.abs(x / QUANTUM_MS - Math.round(x / QUANTUM_MS)) < 1e-6);
+}
+
+export interface Timing {
+  /** Kernel labels dispatched by one call. */
+  labels: string[];
+  dispatchesPerCall: number;
+  batch: number;
+  /** Milliseconds per call: wall clock over a batch (submit to done). */
+  wallMs: Stats;
+  /** Milliseconds per call from GPU timestamps (null without timestamp-query). */
+  gpuMs: Stats | null;
+  /** The timestamps were all multiples of Dawn's 65.5 us quantum (per-dispatch values are then unreliable). */
+  quantized: boolean;
+}
+
+/** Replayed steps timed by their own pass timestamps while `ahead` of them are queued (see queuedPassMs). */
+export interface QueuedSteps { steps: number; ahead: number; passMs: Stats; gapMs: Stats; wallMs: number }
+
+/** A captured sequence to time as one pass: GPU us per call (`samples` passes), and its buffers' release. */
+export interface PassTimer { us: (samples: number) => Promise<number[]>; release: () => void }
+
+/** Time `record` (which records one call into the open batch) as described at the top; `samples` timed batches. */
+export async function timeCalls(gpu: Gpu, record: () => void, s: { samples: number }): Promise<Timing> {
+  record();
+  await gpu.sync(); // compile and first touch
+  const d0 = gpu.dispatchCount;
+  let t0 = now();
+  record();
+  const dispatchesPerCall = gpu.dispatchCount - d0;
+  await gpu.sync();
+  const est = Math.max(now() - t0, 1e-3);
+  const batch = Math.max(2, Math.min(1000, Math.ceil(25 / est)));
+  const wall: number[] = [];
+  for (let i = 0; i < s.samples; i++) {
+    for (let b = 0; b < batch; b++) record();
+    t0 = now();
+    await gpu.sync();
+    wall.push((now() - t0) / batch);
+  }
+  let gpuMs: Stats | null = null;
+  let labels: string[] = [];
+  let quantized = false;
+  if (gpu.timestamps) {
+    const calls = Math.max(1, Math.min(batch, Math.floor(2048 / dispatchesPerCall)));
+    gpu.profileNext(calls * dispatchesPerCall);
+    for (let b = 0; b < calls; b++) record();
+    await gpu.sync();
+    const t = gpu.lastTimings;
+    const per: number[] = [];
+    for (let c = 0; c + dispatchesPerCall <= t.length; c += dispatchesPerCall) {
+      per.push(t.slice(c, c + dispatchesPerCall).reduce((a, x) => a + x.ms, 0));
+    }
+    labels = [...new Set(t.slice(0, dispatchesPerCall).map((x) => x.label))];
+    quantized = onQuantumGrid(t.map((x) => x.ms));
+    if (per.length) gpuMs = stats(per);
+  }
+  return { labels, dispatchesPerCall, batch, wallMs: stats(wall), gpuMs, quantized };
+}
+
+/**
+ * `calls` calls of `record` captured once, to be timed as one compute pass (passMs) as often as wanted: GPU
+ * microseconds per call, dependent dispatches back to back with their barriers and nothing of JavaScript's
+ * recording (which costs more a dispatch than the smaller kernels take, hiding them behind wall-clock timing).
+ * `release` gives the capture's buffers back. The caller has timestamp-query.
+ */
+export async function passCalls(gpu: Gpu, record: () => void, calls: number): Promise<PassTimer> {
+  await gpu.sync();
+  const cap = capture(gpu, () => { for (let i = 0; i < calls; i++) record(); });
+  const claimed = gpu.claim(cap.allocated);
+  const uploads = [...cap.uniforms, ...cap.uploads];
+  return {
+    us: async (samples) => (await passMs(gpu, cap.dispatches, uploads, samples)).map((m) => (m * 1000) / calls),
+    release: () => { for (const b of claimed) gpu.release(b); },
+  };
+}
+
+/**
+ * GPU milliseconds of `dispatches` encoded as one compute pass (after `uploads`), between the pass's two
+ * timestamps, `samples` times after a warm-up. The caller has timestamp-query.
+ */
+export async function passMs(
+  gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], samples: number,
+): Promise<number[]> {
+  const device = gpu.device;
+  const qs = device.createQuerySet({ type: 'timestamp', count: 2 });
+  const resolve = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const readback = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const ms: number[] = [];
+    for (let i = 0; i <= samples; i++) {
+      await replay(gpu, dispatches, uploads, (enc) => {
+        enc.resolveQuerySet(qs, 0, 2, resolve, 0);
+        enc.copyBufferToBuffer(resolve, 0, readback, 0, 16);
+      }, { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 });
+      await readback.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(readback.getMappedRange().slice(0));
+      readback.unmap();
+      if (i) ms.push(Number(t[1] - t[0]) / 1e6);
+    }
+    return ms;
+  } finally {
+    qs.destroy(); resolve.destroy(); readback.destroy();
+  }
+}
+
+/**
+ * `dispatches` replayed `steps` times as a decode runs them: each its own submit and pass (with timestamps), a
+ * 4-byte readback mapped per step, `ahead` steps in flight before the oldest is awaited. Where a replayed step's
+ * time goes beyond its lone pass (passMs): its pass running slower when queued, or the GPU idle between passes
+ * (gapMs: next pass's start after this pass's end). The caller has timestamp-query.
+ */
+export async function queuedPassMs(
+  gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], steps: number, ahead: number,
+): Promise<QueuedSteps> {
+  const device = gpu.device;
+  const qs = device.createQuerySet({ type: 'timestamp', count: 2 * steps });
+  const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const staging = Array.from({ length: ahead },
+    () => device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  try {
+    await replay(gpu, dispatches, uploads); // warm
+    const queued: Array<Promise<void>> = [];
+    const t0 = now();
+    for (let i = 0; i < steps; i++) {
+      if (queued.length === ahead) await queued.shift();
+      const buf = staging[i % ahead];
+      const done = replay(gpu, dispatches, uploads, (enc) => enc.copyBufferToBuffer(probe, 0, buf, 0, 4),
+        { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 });
+      queued.push(done.then(() => buf.mapAsync(GPUMapMode.READ)).then(() => buf.unmap()));
+    }
+    await Promise.all(queued);
+    const wallMs = (now() - t0) / steps;
+    const enc = device.createCommandEncoder();
+    const read = readTimestamps(device, enc, qs, steps);
+    device.queue.submit([enc.finish()]);
+    const t = await read;
+    const ms = (a: bigint, b: bigint) => Number(b - a) / 1e6;
+    const pass = Array.from({ length: steps }, (_, i) => ms(t[2 * i], t[2 * i + 1]));
+    const gap = Array.from({ length: steps - 1 }, (_, i) => ms(t[2 * i + 1], t[2 * i + 2]));
+    return { steps, ahead, passMs: stats(pass), gapMs: stats(gap), wallMs };
+  } finally {
+    qs.destroy(); probe.destroy();
+    for (const b of staging) b.destroy();
+  }
+}
