@@ -31,12 +31,12 @@ export {
  * its split dispatch ('fold', the default) or in one of its own (quantized caches always merge in their values
  * pass's last chunk).
  */
-export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
+export { prefillMatmulPath } from './kernels/policy_matmul.ts';
 /** The fast paths on a Gpu and why each is off (also in `gpu.summary.fastPaths`, with `fastFeatures` beside it). */
 export { fastPaths } from './kernels/paths.ts';
-export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
-export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
-export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
+export { type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
+export { attentionTensorCoresUnavailable } from './kernels/attention/sdpa_mm.ts';
+export { type DecodeMerge } from './kernels/attention/sdpa_one.ts';
 /** Every error thrown on purpose is an `HrmError`; the subclass says what went wrong. */
 export * from './errors.ts';
 

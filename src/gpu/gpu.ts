@@ -5,7 +5,7 @@
 import { DeviceState } from './registry.ts';
 import { quietly } from './quiet.ts';
 import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from '../errors.ts';
-import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
+import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions, type KernelOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
 
@@ -95,7 +95,9 @@ export class Gpu {
   private nextPart = EARLY_SUBMIT.first;
   private early: Promise<GPUError | null>[] = [];
 
-  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number) {
+  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number,
+    /** DeviceOptions.kernels as given: src/kernels/policy.ts checks them and plans the kernels' paths with them. */
+    readonly kernelOptions: KernelOptions = {}) {
     this.watch = new DeviceWatch(device);
     this.f16 = device.features.has('shader-f16');
     this.subgroups = device.features.has('subgroups');
@@ -109,7 +111,7 @@ export class Gpu {
   /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
   static async create(opts: DeviceOptions = {}): Promise<Gpu> {
     const { device, adapter, summary } = await requestDevice(opts);
-    const gpu = new Gpu(device, adapter, summary, opts.bindingLimit);
+    const gpu = new Gpu(device, adapter, summary, opts.bindingLimit, opts.kernels);
     for (const check of deviceChecks) await check(gpu);
     return gpu;
   }
