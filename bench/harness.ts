@@ -99,7 +99,8 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   const t0 = now();
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
-  const keeper = await DeviceKeeper.open({ create: () => Gpu.create({ robustness: s.robustness, kernels: { decodeMerge: s.decodeMerge } }), ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
+  const create = () => Gpu.create({ robustness: s.robustness, kernels: { decodeMerge: s.decodeMerge } });
+  const keeper = await DeviceKeeper.open({ create, ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)) });
   const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
   const r: BenchResult = {
     schema: SCHEMA, date: new Date().toISOString(),

@@ -559,7 +559,8 @@ export async function sgmatSchedules(gpu: Gpu, m: number, hidden: number, inter:
       if (stagedUnavailable(gpu) === null) forms.push({ kernel: 'staged', pipe: false });
       for (const { kernel, pipe } of forms) for (const splitK of [1, 2, 4] as const) {
         const form = kernel === 'staged' ? 'staged' : `direct, pipe ${pipe ? 'on' : 'off'}`;
-        out.push(flopsFigure(`${label} (${sh.fusion}; ${form}, split-K ${splitK})`, 2 * m * sh.n * sh.k, await timeCalls(gpu, call({ kernel, pipe, splitK }), quick)));
+        const ms = await timeCalls(gpu, call({ kernel, pipe, splitK }), quick);
+        out.push(flopsFigure(`${label} (${sh.fusion}; ${form}, split-K ${splitK})`, 2 * m * sh.n * sh.k, ms));
       }
       if (sh.opts.swiglu) {
         // The form before the fusion: the product into [m, 2I], then siluMul.

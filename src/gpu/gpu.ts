@@ -5,7 +5,8 @@
 import { DeviceState } from './registry.ts';
 import { quietly } from './quiet.ts';
 import { BindingSizeError, GpuValidationError, NotReplayableError, type HrmError } from '../errors.ts';
-import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions, type KernelOptions } from './device.ts';
+import { DeviceWatch, isSoftwareAdapter, requestDevice, toTypedError, type AdapterSummary, type DeviceOptions } from './device.ts';
+import type { KernelOptions } from './device.ts';
 
 export interface BufferView { buffer: GPUBuffer; offset: number; size: number }
 

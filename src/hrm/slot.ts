@@ -57,7 +57,8 @@ export class CacheSlot {
    * planner names for it (planStep: a decode step's append inside attention, the same bits in fewer dispatches).
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
-    const step = planStep(gqkv.gpu, { seq: pass.S, mask: pass.mask, k: this.k, v: this.v, shadowed: Boolean(pass.shadow) });
+    const { k, v } = this;
+    const step = planStep(gqkv.gpu, { seq: pass.S, mask: pass.mask, k, v, shadowed: Boolean(pass.shadow) });
     if (step.kind !== 'composed') {
       const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
       const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })

@@ -64,10 +64,11 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
   if (tc !== undefined && typeof tc !== 'boolean') {
     throw new InputError(WHERE, `attentionTensorCores ${JSON.stringify(tc)} must be true or false`);
   }
+  const merge = o.decodeMerge;
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
-    decodeMerge: o.decodeMerge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, o.decodeMerge),
+    decodeMerge: merge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, merge),
   };
 }
 

@@ -29,6 +29,9 @@ export interface AttentionCall {
   aligned: boolean;
 }
 
+/** What a call forces (tests, benchmarks: SdpaOptions.path and merge). */
+export interface AttentionForce { path?: AttentionPath; merge?: DecodeMerge }
+
 export interface AttentionPlan {
   path: AttentionPath;
   /** Path 'one': the merge folded into the split or a dispatch of its own. */
@@ -43,15 +46,20 @@ export interface AttentionPlan {
  * else 'decode' for S <= DECODE_MAX_QUERIES, else on a GPU 'matmul' where its score matrix fits, else 'prefill';
  * the Gpu's merge; the tensor cores where the Gpu allows them and they take the call.
  */
-export function planAttention(gpu: Gpu, c: AttentionCall, force: { path?: AttentionPath; merge?: DecodeMerge } = {}): AttentionPlan {
+export function planAttention(gpu: Gpu, c: AttentionCall, force: AttentionForce = {}): AttentionPlan {
   const merge = mergeFor(gpu, 'sdpa', force.merge);
   const oneFits = c.seq === 1 && (c.mask === 'none' || c.mask === 'causal') && oneShape(c.dim, c.kvBf16) && c.aligned;
   if (force.path === 'one' && !oneFits) {
-    throw new ShapeError('sdpa', `path 'one' needs one query (got ${c.seq}) seeing every key (mask ${c.mask}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${c.dim}) and 16-byte aligned K/V`);
+    throw new ShapeError('sdpa', `path 'one' needs one query (got ${c.seq}) seeing every key (mask ${c.mask}), a head `
+      + `dim whose 16-byte units per row divide ${ONE_WG} (got ${c.dim}) and 16-byte aligned K/V`);
   }
   const mmFits = sdpaMmFits(gpu, c.heads, c.seq, c.kvLen);
-  if (force.path === 'matmul' && !mmFits) throw new ShapeError('sdpa', `path 'matmul': the scores of ${c.heads} heads x ${c.seq} queries x ${c.kvLen} keys exceed its budget`);
-  const path = force.path ?? (oneFits ? 'one' : c.seq <= DECODE_MAX_QUERIES ? 'decode' : !gpu.cpu && mmFits ? 'matmul' : 'prefill');
+  if (force.path === 'matmul' && !mmFits) {
+    const scores = `${c.heads} heads x ${c.seq} queries x ${c.kvLen} keys`;
+    throw new ShapeError('sdpa', `path 'matmul': the scores of ${scores} exceed its budget`);
+  }
+  const decode = c.seq <= DECODE_MAX_QUERIES;
+  const path = force.path ?? (oneFits ? 'one' : decode ? 'decode' : !gpu.cpu && mmFits ? 'matmul' : 'prefill');
   const tensorCores = path === 'matmul' && kernelPolicy(gpu).attentionTensorCores && tensorCoresFit(gpu, c)
     && attentionTensorCoresUnavailable(gpu) === null;
   return { path, merge, tensorCores };
@@ -92,8 +100,9 @@ export function attentionPaths(gpu: Gpu): Record<string, OnOff> {
   const p = kernelPolicy(gpu);
   const tensorCores = batchedSgmatUnavailable(gpu) ?? (gpu.cpu ? CPU_DRIVER : attentionTensorCoresUnavailable(gpu))
     ?? (p.attentionTensorCores ? null : 'DeviceOptions.kernels.attentionTensorCores is false');
+  const merged = p.decodeMerge === 'fold' ? null : "DeviceOptions.kernels.decodeMerge is 'separate'";
   return onOff({
     'prefill attention on tensor cores (bf16)': tensorCores,
-    'decode attention merged in its split (one dispatch)': p.decodeMerge === 'fold' ? null : "DeviceOptions.kernels.decodeMerge is 'separate'",
+    'decode attention merged in its split (one dispatch)': merged,
   });
 }

@@ -23,7 +23,8 @@ export const CPU_DRIVER = 'a CPU driver (the kernels take barrier-free variants 
 export function matmulPath(gpu: Gpu, s: { M: number; wdtype: string; round?: Round; gemvFaster: boolean }): MatmulPath {
   if (gpu.cpu) return 'rows';
   if (s.gemvFaster) return 'gemv';
-  return s.round === 'bf16' && s.wdtype === 'bf16' && s.M >= SGMAT_MIN_ROWS && sgmatUnavailable(gpu) === null ? 'sgmat' : 'tiled';
+  const bf16 = s.round === 'bf16' && s.wdtype === 'bf16';
+  return bf16 && s.M >= SGMAT_MIN_ROWS && sgmatUnavailable(gpu) === null ? 'sgmat' : 'tiled';
 }
 
 /**
@@ -35,7 +36,9 @@ export function sgmatPlan(gpu: Gpu, override?: Partial<SgmatSchedule>): SgmatPla
   const base = kernelPolicy(gpu).sgmat;
   const s = override ? withSchedule('matmul', base, override) : base;
   const why = stagedUnavailable(gpu);
-  if (s.kernel === 'staged' && why !== null) throw new FeatureError('matmul', `tensor-core kernel 'staged' cannot run on this adapter: ${why}`);
+  if (s.kernel === 'staged' && why !== null) {
+    throw new FeatureError('matmul', `tensor-core kernel 'staged' cannot run on this adapter: ${why}`);
+  }
   return { kernel: s.kernel === 'direct' || why !== null ? 'direct' : 'staged', pipe: s.pipe, splitK: s.splitK };
 }
 
@@ -73,5 +76,6 @@ export function matmulPaths(gpu: Gpu): Record<string, OnOff> {
 
 /** Verdicts as the adapter summary writes them. */
 export function onOff(whys: Record<string, string | null>): Record<string, OnOff> {
-  return Object.fromEntries(Object.entries(whys).map(([k, why]) => [k, why === null ? { on: true } : { on: false, why }]));
+  const one = (why: string | null): OnOff => (why === null ? { on: true } : { on: false, why });
+  return Object.fromEntries(Object.entries(whys).map(([k, why]) => [k, one(why)]));
 }

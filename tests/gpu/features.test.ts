@@ -16,7 +16,8 @@ const ALL = new Set<string>(FAST_FEATURES);
  * kernel options.
  */
 interface Fake {
-  cpu?: boolean; sizes?: [number, number]; shared?: number; offered?: Iterable<string>; runtime?: Runtime; kernels?: KernelOptions;
+  cpu?: boolean; sizes?: [number, number]; shared?: number; offered?: Iterable<string>; runtime?: Runtime;
+  kernels?: KernelOptions;
 }
 
 function fakeGpu(granted: Iterable<string>, o: Fake = {}) {
@@ -78,7 +79,8 @@ describe('feature detection', () => {
       [MERGED]: 'on',
     });
     // The Gpu's kernel options turn paths off, and say so.
-    expect(whyOff(fastPaths(fakeGpu(ALL, { kernels: { sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate' } })))).toEqual({
+    const kernels: KernelOptions = { sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate' };
+    expect(whyOff(fastPaths(fakeGpu(ALL, { kernels })))).toEqual({
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",
       'prefill attention on tensor cores (bf16)': 'DeviceOptions.kernels.attentionTensorCores is false',

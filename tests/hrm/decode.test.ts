@@ -134,7 +134,10 @@ describe('decode graph', { timeout: 300_000 }, () => {
   it('brown f32, full cache: a step has one dispatch fewer a layer call with the merge folded, and replays either way', async () => {
     // The merge is the Gpu's (DeviceOptions.kernels): the separate one runs on a Gpu of its own, beside the shared.
     const separate = await Gpu.create({ kernels: { decodeMerge: 'separate' } });
-    const models = { fold: await model(await getGpu(), 'brown', 'f32'), separate: await loadModel(separate, dirFiles(fixtureDir('brown')), { dtype: 'f32' }) };
+    const models = {
+      fold: await model(await getGpu(), 'brown', 'f32'),
+      separate: await loadModel(separate, dirFiles(fixtureDir('brown')), { dtype: 'f32' }),
+    };
     const calls = cacheSlots(models.fold.config);
     const size: Partial<Record<DecodeMerge, number>> = {};
     try {

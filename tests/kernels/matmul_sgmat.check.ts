@@ -69,7 +69,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const w = bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
-    const opts: MatmulOptions = { round: 'bf16', path: 'sgmat', sgmat: schedule, norm: f.norm === undefined ? undefined : { eps: f.norm }, swiglu: f.swiglu, accumulate: acc };
+    const norm = f.norm === undefined ? undefined : { eps: f.norm };
+    const opts: MatmulOptions = { round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc };
     const before = await slices();
     const out = matmul(x, w.length === 1 ? w[0] : w, opts);
     const got = await out.read();

@@ -68,7 +68,8 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     expect(splitFor(fake(4 * 2 ** 20), 512, 1536, 1536, tile, 4).S).toBe(1);
     // A call's schedule fields are checked as the Gpu's options are (tests/kernels/policy.test.ts).
     expect(() => sgmatPlan(gpu, { splitK: 3 as 2 })).toThrow(/^\[matmul\] splitK 3 must be 1, 2, 4 or 'auto'$/);
-    expect(() => sgmatPlan(gpu, { kernel: 'fast' as 'staged' })).toThrow(/^\[matmul\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
+    expect(() => sgmatPlan(gpu, { kernel: 'fast' as 'staged' }))
+      .toThrow(/^\[matmul\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
     expect(sgmatPlan(gpu, { pipe: false, splitK: 2 })).toMatchObject({ pipe: false, splitK: 2 });
   });
 
@@ -80,7 +81,11 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     expect(sgmatPlan(gpu, { kernel: 'auto' }).kernel).toBe(staged === null ? 'staged' : 'direct');
     expect(sgmatPlan(gpu, { kernel: 'direct' }).kernel).toBe('direct');
     if (staged === null) expect(sgmatPlan(gpu, { kernel: 'staged' }).kernel).toBe('staged');
-    else expect(() => sgmatPlan(gpu, { kernel: 'staged' })).toThrow(new RegExp(`^\\[matmul\\] tensor-core kernel 'staged' cannot run on this adapter: ${staged.replace(/[()':]/g, '.')}$`));
+    else {
+      const why = staged.replace(/[()':]/g, '.');
+      expect(() => sgmatPlan(gpu, { kernel: 'staged' }))
+        .toThrow(new RegExp(`^\\[matmul\\] tensor-core kernel 'staged' cannot run on this adapter: ${why}$`));
+    }
   });
 
   it('batched products name the operands whose shapes do not make the products asked for', () => {

@@ -20,6 +20,11 @@ import { recordDispatches } from '../helpers/dispatches.ts';
 
 const MERGED = 'decode attention merged in its split (one dispatch)';
 const H = 2, D = 64, CAP = 160;
+const ONE = 'attention/sdpa_one.wgsl#', APPEND = 'attention/sdpa_one_append.wgsl#';
+
+/** A full-precision cache side [H, CAP, D] of `x` on `gpu`. */
+const side = (gpu: Gpu, x: Float32Array, label: string): FullKV =>
+  ({ kind: 'full', data: Tensor.from(gpu, x, [H, CAP, D], 'f32', label) });
 
 describe('kernel policy', () => {
   it('fills in the defaults and names the field of a bad option', () => {
@@ -29,11 +34,11 @@ describe('kernel policy', () => {
     });
     const bad: Array<[unknown, RegExp]> = [
       [{ sgmat: { splitK: 3 } }, /^\[DeviceOptions\.kernels\.sgmat\] splitK 3 must be 1, 2, 4 or 'auto'$/],
-      [{ sgmat: { kernel: 'fast' } }, /^\[DeviceOptions\.kernels\.sgmat\] kernel "fast" must be 'auto', 'staged' or 'direct'$/],
+      [{ sgmat: { kernel: 'fast' } }, /^\[DeviceOptions\.kernels\.sgmat\] kernel "fast" must be 'auto', 'staged' or/],
       [{ sgmat: { pipe: 1 } }, /^\[DeviceOptions\.kernels\.sgmat\] pipe 1 must be true or false$/],
       [{ attentionTensorCores: 'no' }, /^\[DeviceOptions\.kernels\] attentionTensorCores "no" must be true or false$/],
       [{ decodeMerge: 'both' }, /^\[DeviceOptions\.kernels\.decodeMerge\] merge 'both' must be one of fold, separate$/],
-      [{ merge: 'fold' }, /^\[DeviceOptions\.kernels\] unknown field 'merge'; use sgmat, attentionTensorCores, decodeMerge$/],
+      [{ merge: 'fold' }, /^\[DeviceOptions\.kernels\] unknown field 'merge'; use sgmat, attentionTensorCores/],
     ];
     for (const [o, why] of bad) {
       expect(() => resolvePolicy(o as KernelOptions), JSON.stringify(o)).toThrow(InputError);
@@ -42,31 +47,33 @@ describe('kernel policy', () => {
   });
 
   it('Gpu.create refuses options that do not check out', async () => {
-    await expect(Gpu.create({ kernels: { decodeMerge: 'both' as 'fold' } })).rejects.toThrow(/^\[DeviceOptions\.kernels\.decodeMerge\] merge 'both'/);
+    await expect(Gpu.create({ kernels: { decodeMerge: 'both' as 'fold' } }))
+      .rejects.toThrow(/^\[DeviceOptions\.kernels\.decodeMerge\] merge 'both'/);
   });
 
-  it('two Gpus in one process: each takes its own decode merge, both match f64 and each other bit for bit', async () => {
+  it('two Gpus in one process take their own decode merge, both match f64 and each other bit for bit', async () => {
     const fold = await getGpu();
     const separate = await Gpu.create({ kernels: { decodeMerge: 'separate' } });
     try {
       expect([kernelPolicy(fold).decodeMerge, kernelPolicy(separate).decodeMerge]).toEqual(['fold', 'separate']);
       expect(fastPaths(fold)[MERGED]).toEqual({ on: true });
-      expect(separate.summary.fastPaths[MERGED]).toEqual({ on: false, why: "DeviceOptions.kernels.decodeMerge is 'separate'" });
+      const why = "DeviceOptions.kernels.decodeMerge is 'separate'";
+      expect(separate.summary.fastPaths[MERGED]).toEqual({ on: false, why });
       const kvLen = 150, scale = 1 / Math.sqrt(D);
+      const opts = { kvLen, offset: kvLen - 1, mask: { kind: 'causal' }, scale } as const;
       const q = randn(7, H * D, 4), k = randn(8, H * CAP * D), v = randn(9, H * CAP * D);
       const run = async (gpu: Gpu) => {
-        const side = (x: Float32Array, label: string): FullKV => ({ kind: 'full', data: Tensor.from(gpu, x, [H, CAP, D], 'f32', label) });
-        const [qt, kt, vt] = [Tensor.from(gpu, q, [H, 1, D], 'f32', 'q'), side(k, 'k'), side(v, 'v')];
+        const [qt, kt, vt] = [Tensor.from(gpu, q, [H, 1, D], 'f32', 'q'), side(gpu, k, 'k'), side(gpu, v, 'v')];
         let out: Tensor | undefined;
-        const kernels = recordDispatches(() => { out = sdpa(qt, kt, vt, { kvLen, offset: kvLen - 1, mask: { kind: 'causal' }, scale }); });
+        const kernels = recordDispatches(() => { out = sdpa(qt, kt, vt, opts); });
         const got = await out!.readF32();
         for (const t of [qt, kt.data, vt.data, out!]) t.dispose();
         return { kernels: kernels.map((r) => r.kernel), got };
       };
       const [a, b] = [await run(fold), await run(separate)];
-      expect(a.kernels).toEqual(['attention/sdpa_one.wgsl#one_split_fold']);
-      expect(b.kernels).toEqual(['attention/sdpa_one.wgsl#one_split', 'attention/sdpa_one.wgsl#one_merge']);
-      const ref = sdpaRef(q, k, v, { heads: H, seq: 1, dim: D, cap: CAP, kvLen, offset: kvLen - 1, mask: { kind: 'causal' }, scale });
+      expect(a.kernels).toEqual([`${ONE}one_split_fold`]);
+      expect(b.kernels).toEqual([`${ONE}one_split`, `${ONE}one_merge`]);
+      const ref = sdpaRef(q, k, v, { ...opts, heads: H, seq: 1, dim: D, cap: CAP });
       expectClose(a.got, ref, 4e-6, 0, 'folded merge against f64');
       expectClose(b.got, ref, 4e-6, 0, 'separate merge against f64');
       expectBitExact(a.got, b.got, 'folded vs separate');
@@ -75,15 +82,15 @@ describe('kernel policy', () => {
     }
   });
 
-  it('a cache slot runs a decode step as its Gpu plans it: append fused into attention, the merge its Gpu\'s', async () => {
+  it('a cache slot runs a decode step as its Gpu plans it: the append fused, the merge its Gpu\'s', async () => {
     const fold = await getGpu();
     const separate = await Gpu.create({ kernels: { decodeMerge: 'separate' } });
     try {
       const offset = 90;
       const gqkv = randn(11, 4 * H * D, 2), k = randn(12, H * CAP * D), v = randn(13, H * CAP * D);
       const step = async (gpu: Gpu) => {
-        const side = (x: Float32Array, label: string): FullKV => ({ kind: 'full', data: Tensor.from(gpu, x, [H, CAP, D], 'f32', label) });
-        const slot = new CacheSlot(side(k, 'k'), side(v, 'v'), { heads: H, headDim: D, ropeBase: 1e4, round: 'none' });
+        const geometry = { heads: H, headDim: D, ropeBase: 1e4, round: 'none' } as const;
+        const slot = new CacheSlot(side(gpu, k, 'k'), side(gpu, v, 'v'), geometry);
         const pass: CachePass = { S: 1, offset, tokenTypes: [], mask: { kind: 'causal' }, shadow: null, temps: [] };
         const g = Tensor.from(gpu, gqkv, [1, 4 * H * D], 'f32', 'gqkv');
         let out: Tensor | undefined;
@@ -93,8 +100,8 @@ describe('kernel policy', () => {
         return { kernels: kernels.map((r) => r.kernel), got };
       };
       const [a, b] = [await step(fold), await step(separate)];
-      expect(a.kernels).toEqual(['attention/sdpa_one_append.wgsl#one_split_append_fold']);
-      expect(b.kernels).toEqual(['attention/sdpa_one_append.wgsl#one_split_append', 'attention/sdpa_one.wgsl#one_merge']);
+      expect(a.kernels).toEqual([`${APPEND}one_split_append_fold`]);
+      expect(b.kernels).toEqual([`${APPEND}one_split_append`, `${ONE}one_merge`]);
       expectBitExact(a.got, b.got, 'the slot\'s step, folded vs separate merge');
     } finally {
       separate.destroy();

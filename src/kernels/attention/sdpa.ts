@@ -69,7 +69,8 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const call = { heads, seq, dim, kvLen: opts.kvLen, kvBf16, mask: m.kind, round: opts.round, aligned };
   const { path, merge, tensorCores } = planAttention(gpu, call, opts);
   if (path === 'matmul') {
-    sdpaMm(q, kd, vd, out, { heads, seq, dim, kvLen: opts.kvLen, offset: opts.offset, scale: opts.scale, kvBf16, mask: m, maskBuf: mask, gate, gateStride, store, tensorCores });
+    const shape = { heads, seq, dim, kvLen: opts.kvLen, offset: opts.offset, scale: opts.scale, kvBf16 };
+    sdpaMm(q, kd, vd, out, { ...shape, mask: m, maskBuf: mask, gate, gateStride, store, tensorCores });
     return out;
   }
 

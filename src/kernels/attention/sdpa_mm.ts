@@ -52,13 +52,16 @@ export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
   return gpu.cpu ? 'a CPU driver' : batchedSgmatUnavailable(gpu) ?? gpu.state.peek(SELF_CHECK) ?? null;
 }
 
+type CallShape = { heads: number; seq: number; dim: number; kvLen: number; kvBf16: boolean; round?: Round };
+
 /**
  * Whether the tensor-core products take this call (on a device that can: attentionTensorCoresUnavailable): bf16
  * rounding of a packed bf16 cache, with its padded scores [H, Sp, kvp] in one binding and head dims qkv_f16 takes.
  */
-export function tensorCoresFit(gpu: Gpu, a: { heads: number; seq: number; dim: number; kvLen: number; kvBf16: boolean; round?: Round }): boolean {
-  const bytes = a.heads * padTo(a.seq, SGMAT_KERNELS.staged.M) * padTo(a.kvLen, SGMAT_KERNELS.staged.N) * 4;
-  return a.kvBf16 && a.round === 'bf16' && bytes <= gpu.maxBinding && padTo(a.dim, SGMAT_KERNELS.staged.kStep) <= QKV.MAX_DK;
+export function tensorCoresFit(gpu: Gpu, a: CallShape): boolean {
+  const T = SGMAT_KERNELS.staged;
+  const bytes = a.heads * padTo(a.seq, T.M) * padTo(a.kvLen, T.N) * 4;
+  return a.kvBf16 && a.round === 'bf16' && bytes <= gpu.maxBinding && padTo(a.dim, T.kStep) <= QKV.MAX_DK;
 }
 
 /**
@@ -76,7 +79,8 @@ onNewDevice(async (gpu) => {
   const outs = [0, 1].map(() => Tensor.empty(gpu, [S, H * D], 'f32', 'attention.check.out'));
   const mask: AttnMask = { kind: 'causal' };
   const maskBuf = placeholder(gpu, 'no_mask', 'u32');
-  const args: SdpaMmArgs = { heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf, gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 }, tensorCores: false };
+  const args: SdpaMmArgs = { heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf, gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 },
+    tensorCores: false };
   try {
     sdpaMm(q, k, v, outs[0], args);
     sdpaMmF16(q, k, v, outs[1], args);

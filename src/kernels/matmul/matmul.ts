@@ -4,7 +4,6 @@
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
-import type { Gpu } from '../../gpu/gpu.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
@@ -86,7 +85,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
   if (path === 'sgmat') {
-    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, sgmatPlan(gpu, opts.sgmat), { accumulate: fuse.ACC === 1, swiglu: opts.swiglu });
+    const fused = { accumulate: fuse.ACC === 1, swiglu: opts.swiglu };
+    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, sgmatPlan(gpu, opts.sgmat), fused);
     if (xin !== x) xin.dispose();
     return out;
   }

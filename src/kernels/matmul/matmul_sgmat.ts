@@ -3,7 +3,8 @@
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
 //      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
-//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/policy_matmul.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
+//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/policy_matmul.ts),
+//      then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
@@ -220,7 +221,8 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
  * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product.
  */
-export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
+export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number },
+  plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);

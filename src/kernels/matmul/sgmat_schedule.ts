@@ -45,8 +45,12 @@ export const DEFAULT_SCHEDULE: Readonly<SgmatSchedule> = Object.freeze({ kernel:
 
 /** `base` with the fields `s` gives, each checked (`where` names the option in errors). */
 export function withSchedule(where: string, base: SgmatSchedule, s: Partial<SgmatSchedule>): SgmatSchedule {
-  if (s.kernel !== undefined && !['auto', 'staged', 'direct'].includes(s.kernel)) throw new InputError(where, `kernel ${JSON.stringify(s.kernel)} must be 'auto', 'staged' or 'direct'`);
-  if (s.pipe !== undefined && typeof s.pipe !== 'boolean') throw new InputError(where, `pipe ${JSON.stringify(s.pipe)} must be true or false`);
+  if (s.kernel !== undefined && !['auto', 'staged', 'direct'].includes(s.kernel)) {
+    throw new InputError(where, `kernel ${JSON.stringify(s.kernel)} must be 'auto', 'staged' or 'direct'`);
+  }
+  if (s.pipe !== undefined && typeof s.pipe !== 'boolean') {
+    throw new InputError(where, `pipe ${JSON.stringify(s.pipe)} must be true or false`);
+  }
   if (s.splitK !== undefined && s.splitK !== 'auto' && !SPLITS.includes(s.splitK)) {
     throw new InputError(where, `splitK ${JSON.stringify(s.splitK)} must be 1, 2, 4 or 'auto'`);
   }
@@ -61,7 +65,8 @@ const SPLIT_MIN_COLUMNS = 128;
  * multiple of its kStep; the last slice may be shorter, and S is lowered so none is empty), S slabs of C fitting
  * one storage binding. `want`: the schedule's splitK.
  */
-export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling, want: SgmatSchedule['splitK'] = 'auto'): { S: number; Ks: number } {
+export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling,
+  want: SgmatSchedule['splitK'] = 'auto'): { S: number; Ks: number } {
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
   let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? tiling.maxSplit) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
