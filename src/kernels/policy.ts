@@ -28,7 +28,8 @@ declare module '../gpu/device.ts' {
     attentionTensorCores?: boolean;
     /**
      * Full-precision decode attention's merge when a call names none: 'fold' (default) or 'separate' (benchmarks
-     * compare the two). The quantized caches' decode attention always folds.
+     * compare the two). The quantized caches' values pass (qsdpa_one) always merges in its last chunk, its
+     * reference being the multi-pass qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
      */
     decodeMerge?: DecodeMerge;
   }

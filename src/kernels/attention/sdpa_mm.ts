@@ -79,8 +79,10 @@ onNewDevice(async (gpu) => {
   const outs = [0, 1].map(() => Tensor.empty(gpu, [S, H * D], 'f32', 'attention.check.out'));
   const mask: AttnMask = { kind: 'causal' };
   const maskBuf = placeholder(gpu, 'no_mask', 'u32');
-  const args: SdpaMmArgs = { heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf, gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 },
-    tensorCores: false };
+  const args: SdpaMmArgs = {
+    heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf,
+    gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 }, tensorCores: false,
+  };
   try {
     sdpaMm(q, k, v, outs[0], args);
     sdpaMmF16(q, k, v, outs[1], args);

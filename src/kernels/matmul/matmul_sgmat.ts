@@ -219,7 +219,8 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
 
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
- * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product.
+ * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product. `plan`: the
+ * kernel and schedule (policy_matmul.ts, sgmatPlan).
  */
 export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number },
   plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
