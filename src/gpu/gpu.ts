@@ -96,7 +96,8 @@ export class Gpu {
   private nextPart = EARLY_SUBMIT.first;
   private early: Promise<GPUError | null>[] = [];
 
-  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number,
+  private constructor(
+    readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary, bindingLimit?: number,
     /** DeviceOptions.kernels as given: src/kernels/policy.ts checks them and plans the kernels' paths with them. */
     readonly kernelOptions: KernelOptions = {}) {
     this.watch = new DeviceWatch(device);

@@ -79,7 +79,9 @@ describe('feature detection', () => {
       [MERGED]: 'on',
     });
     // The Gpu's kernel options turn paths off, and say so.
-    const kernels: KernelOptions = { sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate' };
+    const kernels: KernelOptions = {
+      sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate',
+    };
     expect(whyOff(fastPaths(fakeGpu(ALL, { kernels })))).toEqual({
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",

@@ -70,7 +70,9 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
     const norm = f.norm === undefined ? undefined : { eps: f.norm };
-    const opts: MatmulOptions = { round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc };
+    const opts: MatmulOptions = {
+      round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc,
+    };
     const before = await slices();
     const out = matmul(x, w.length === 1 ? w[0] : w, opts);
     const got = await out.read();

@@ -81,7 +81,8 @@ onNewDevice(async (gpu) => {
   const maskBuf = placeholder(gpu, 'no_mask', 'u32');
   const args: SdpaMmArgs = {
     heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf,
-    gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 }, tensorCores: false,
+    gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 },
+    tensorCores: false,
   };
   try {
     sdpaMm(q, k, v, outs[0], args);
