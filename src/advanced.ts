@@ -14,19 +14,19 @@ export { requestDevice, type DeviceWatch, type FastFeature, type OnOff } from '.
 /** The errors of programming mistakes and internal fallbacks, and the CLIs' usage error. */
 export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeError, UsageError } from './errors.ts';
 /**
- * Which kernels a `Gpu` runs where it has a choice: the path of bf16 prefill matmuls (tensor cores or not, and why)
- * and the tensor cores' schedule (the staged or direct kernel, operand prefetch, split-K: the same numbers, another
- * speed); whether bf16 prefill attention's products take the tensor cores (the default where they pass their
- * self-check) or stay in f32 (within a bf16 ulp of each other); whether full-precision decode attention merges its
- * chunks inside its split dispatch ('fold', the default) or in one of its own (quantized caches always merge in
- * their values pass's last chunk).
+ * Which kernels a `Gpu` runs where it has a choice, set per Gpu at `Gpu.create({ kernels })` (`KernelOptions`): the
+ * tensor cores' schedule for bf16 prefill matmuls (the staged or direct kernel, operand prefetch, split-K: the same
+ * numbers, another speed); whether bf16 prefill attention's products take the tensor cores (the default where they
+ * pass their self-check) or stay in f32 (within a bf16 ulp of each other); whether full-precision decode attention
+ * merges its chunks inside its split dispatch ('fold', the default) or in one of its own.
  */
-export { prefillMatmulPath } from './kernels/matmul/matmul_sgmat.ts';
+export type { KernelOptions } from './kernels/policy.ts';
+export { prefillMatmulPath } from './kernels/policy_matmul.ts';
 /** The fast paths on a Gpu and why each is off (also in `gpu.summary.fastPaths`, with `fastFeatures` beside it). */
 export { fastPaths } from './kernels/paths.ts';
-export { setSgmatSchedule, type SgmatKernel, type SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
-export { attentionTensorCoresUnavailable, setAttentionTensorCores } from './kernels/attention/sdpa_mm.ts';
-export { setDecodeMerge, type DecodeMerge } from './kernels/attention/sdpa_one.ts';
+export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
+export { attentionTensorCoresUnavailable } from './kernels/attention/sdpa_mm.ts';
+export type { DecodeMerge } from './kernels/attention/sdpa_one.ts';
 
 // ---- the model's parts ------------------------------------------------------------------------------------
 /** Model file sets by kind: a local folder (Node, Deno), a base URL (with network settings), browser `File`s. */

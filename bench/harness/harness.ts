@@ -20,8 +20,8 @@ import { streamFloor, streamRead, type StreamFloorPoint } from '../suites/stream
 import type { Settings } from './settings.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
-import { batchedSgmatUnavailable, prefillMatmulPath, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { prefillMatmulPath } from '../../src/kernels/policy_matmul.ts';
 import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
@@ -114,12 +114,11 @@ export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
 /** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */
 export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {
   const t0 = now();
-  setDecodeMerge(s.decodeMerge);
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
+  const create = () => Gpu.create({ robustness: s.robustness, kernels: { decodeMerge: s.decodeMerge } });
   const keeper = await DeviceKeeper.open({
-    create: () => Gpu.create({ robustness: s.robustness }), ...hooks,
-    warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)),
+    create, ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)),
   });
   const first = keeper.gpu; // the first device: what the environment and the adapter's capabilities describe
   const r: BenchResult = {

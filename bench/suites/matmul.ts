@@ -6,7 +6,7 @@ import { Tensor } from '../../src/gpu/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule, sgmatSchedule, type SgmatKernel } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import type { SgmatKernel, SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { add, siluMul } from '../../src/kernels/ops/ops.ts';
 import type { Settings } from '../harness/settings.ts';
 import { timeCalls } from '../timing/calls.ts';
@@ -74,13 +74,12 @@ export async function sgmatSchedules(
   ];
   const quick = { samples: Math.min(s.samples, 3) };
   const out: MatmulFigure[] = [];
-  const was = sgmatSchedule();
   try {
     for (const sh of shapes) {
       const w = randomWeight(gpu, sh.n, sh.k, s.seed * 37 + sh.n + sh.k, `sched.${sh.name}`);
       owned.push(...w);
-      const call = () => {
-        const r = matmul(sh.x, w, { round: 'bf16', path: 'sgmat', ...sh.opts });
+      const call = (sgmat: Partial<SgmatSchedule>) => () => {
+        const r = matmul(sh.x, w, { round: 'bf16', path: 'sgmat', sgmat, ...sh.opts });
         if (r !== sh.opts.accumulate) r.dispose();
       };
       const label = `sgmat ${sh.name} ${m}x${sh.k} @ ${sh.n}x${sh.k}^T`;
@@ -88,14 +87,12 @@ export async function sgmatSchedules(
         [{ kernel: 'direct', pipe: false }, { kernel: 'direct', pipe: true }];
       if (stagedUnavailable(gpu) === null) forms.push({ kernel: 'staged', pipe: false });
       for (const { kernel, pipe } of forms) for (const splitK of [1, 2, 4] as const) {
-        setSgmatSchedule({ kernel, pipe, splitK });
         const form = kernel === 'staged' ? 'staged' : `direct, pipe ${pipe ? 'on' : 'off'}`;
-        const t = await timeCalls(gpu, call, quick);
+        const t = await timeCalls(gpu, call({ kernel, pipe, splitK }), quick);
         out.push(flopsFigure(`${label} (${sh.fusion}; ${form}, split-K ${splitK})`, 2 * m * sh.n * sh.k, t));
       }
       if (sh.opts.swiglu) {
         // The form before the fusion: the product into [m, 2I], then siluMul.
-        setSgmatSchedule(was);
         const composed = () => {
           const gu = matmul(sh.x, w, { round: 'bf16', path: 'sgmat' });
           siluMul(gu, { round: 'bf16' }).dispose();
@@ -107,7 +104,6 @@ export async function sgmatSchedules(
     }
     return out;
   } finally {
-    setSgmatSchedule(was);
     for (const t of owned) t.dispose();
   }
 }

@@ -58,7 +58,15 @@ export interface DeviceOptions {
    * Browsers and Deno decide for themselves (Chrome: --enable-dawn-features=disable_robustness).
    */
   robustness?: boolean;
+  /** Kernel paths this Gpu takes where there is a choice (src/kernels/policy.ts); default the measured best. */
+  kernels?: KernelOptions;
 }
+
+/**
+ * A Gpu's kernel-path options. Empty here: src/kernels/policy.ts, the planner that reads them, declares the fields
+ * (declaration merging), so that this layer names no kernel.
+ */
+export interface KernelOptions {}
 
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
 const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_MATRIX] as const;

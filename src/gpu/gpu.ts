@@ -8,7 +8,9 @@ import { BufferPool, type BufferView } from './pool.ts';
 import { Profiler, type DispatchTiming, type PassSpan } from './profiler.ts';
 import { UniformArena } from './uniforms.ts';
 import type { Dispatch, Upload } from './batch.ts';
-import { DeviceWatch, isSoftwareAdapter, requestDevice, type AdapterSummary, type DeviceOptions } from './device.ts';
+import {
+  DeviceWatch, isSoftwareAdapter, requestDevice, type AdapterSummary, type DeviceOptions, type KernelOptions,
+} from './device.ts';
 
 export { bufferId, type BufferView } from './pool.ts';
 export { readTimestamps, type DispatchTiming, type PassSpan } from './profiler.ts';
@@ -40,6 +42,8 @@ export class Gpu {
   private readonly uniforms: UniformArena;
   private readonly profiler: Profiler;
   private readonly batch: Batch;
+  /** DeviceOptions.kernels as given: src/kernels/policy.ts checks them and plans the kernels' paths with them. */
+  readonly kernelOptions: KernelOptions;
 
   private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary,
     opts: DeviceOptions) {
@@ -51,6 +55,7 @@ export class Gpu {
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
     this.cpu = isSoftwareAdapter(summary);
+    this.kernelOptions = opts.kernels ?? {};
     this.pool = new BufferPool(device);
     this.uniforms = new UniformArena(device);
     this.profiler = new Profiler(device);

@@ -1,10 +1,12 @@
 // One KV-cache slot (a stack call's layer), owning its K/V life cycle as mlx-lm's KVCache / QuantizedKVCache do:
 // `append` RoPEs the new queries and keys and writes keys and values at the pass's offset, `attend` reads every
-// cached position back through the kernel that fits its sides. The model never asks which kind a side is.
+// cached position back through the kernel the Gpu's planner names for its sides (kernels/policy_attention.ts).
+// The model never asks which kind a side is, nor the slot which kernel runs.
 // Sides: full precision (f32, or packed bf16 in bf16 mode) or group-64 quantized with their own bits, any mix.
 import { Tensor } from '../gpu/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
+import { planAttend, planStep } from '../kernels/policy_attention.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
 import { sdpa } from '../kernels/attention/sdpa.ts';
@@ -51,16 +53,16 @@ export class CacheSlot {
   }
 
   /**
-   * append, then attend (gated by gqkv's gate block): one step of the layer's attention. A decode step into two
-   * full-precision sides runs both in one dispatch (appendAttendOne), into two quantized sides in qsdpa_one's
-   * two dispatches (qsdpaOneAppend): the same bits, fewer dispatches.
+   * append, then attend (gated by gqkv's gate block): one step of the layer's attention, or the fused kernel the
+   * planner names for it (planStep: a decode step's append inside attention, the same bits in fewer dispatches).
    */
   appendAttend(gqkv: Tensor, pass: CachePass): Tensor {
-    if (pass.S === 1 && !pass.shadow && (pass.mask.kind === 'none' || pass.mask.kind === 'causal')) {
+    const { k, v } = this;
+    const step = planStep(gqkv.gpu, { seq: pass.S, mask: pass.mask, k, v, shadowed: Boolean(pass.shadow) });
+    if (step.kind !== 'composed') {
       const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
-      const { k, v } = this;
-      const out = k.kind === 'full' && v.kind === 'full' ? appendAttendOne(gqkv, k, v, o)
-        : k.kind === 'quant' && v.kind === 'quant' ? qsdpaOneAppend(gqkv, k, v, o) : null;
+      const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })
+        : qsdpaOneAppend(gqkv, step.k, step.v, o);
       if (out) return out;
     }
     const q = this.append(gqkv, pass);
@@ -71,15 +73,16 @@ export class CacheSlot {
 
   /**
    * softmax(q K^T / sqrt(D) + mask) V over every cached position, gated by sigmoid(gate block of `gate`), before
-   * o_proj: [S, H*D]. Quantized K and V: the quantized kernel (mlx-lm's quantized SDPA); otherwise the
-   * full-precision kernel, reading a quantized side dequantized (asymmetric configs MLX cannot express).
+   * o_proj: [S, H*D], by the kernel the planner names for the sides (planAttend); a quantized side that the
+   * full-precision kernel reads is dequantized for the pass.
    */
   attend(q: Tensor, gate: Tensor, pass: CachePass): Tensor {
     const k = pass.shadow?.get(this.k) ?? this.k;
     const v = pass.shadow?.get(this.v) ?? this.v;
     const { round, headDim } = this.geo;
     const opts = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
-    if (k.kind === 'quant' && v.kind === 'quant') return qsdpa(q, k, v, opts);
+    const plan = planAttend(k, v);
+    if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
     const full = (side: KVSide): FullKV => {
       if (side.kind === 'full') return side;
       const d = dequantizeKV(side, round);

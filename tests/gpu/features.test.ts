@@ -6,19 +6,25 @@ import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device
 import { fastPaths } from '../../src/kernels/paths.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { DeviceState } from '../../src/gpu/registry.ts';
+import type { KernelOptions } from '../../src/kernels/policy.ts';
 
 const SGMAT = 'chromium-experimental-subgroup-matrix';
 const ALL = new Set<string>(FAST_FEATURES);
 
-/** A device as the fast paths read it: its features, subgroup sizes, matrix configurations and workgroup memory. */
+/**
+ * A device as the fast paths read it: its features, subgroup sizes, matrix configurations, workgroup memory and
+ * kernel options.
+ */
 interface Fake {
   cpu?: boolean; sizes?: [number, number]; shared?: number; offered?: Iterable<string>; runtime?: Runtime;
+  kernels?: KernelOptions;
 }
 
 function fakeGpu(granted: Iterable<string>, o: Fake = {}) {
   const features = new Set(granted);
   return {
-    state: new DeviceState(), cpu: o.cpu ?? false, f16: features.has('shader-f16'), subgroups: features.has('subgroups'),
+    cpu: o.cpu ?? false, f16: features.has('shader-f16'), subgroups: features.has('subgroups'),
+    state: new DeviceState(), kernelOptions: o.kernels ?? {},
     device: { features, limits: { maxComputeWorkgroupStorageSize: o.shared ?? 65536 } },
     summary: {
       fastFeatures: featureStates(new Set(o.offered ?? features), features, {}, o.runtime ?? 'browser'),
@@ -31,6 +37,7 @@ function fakeGpu(granted: Iterable<string>, o: Fake = {}) {
 const whyOff = (paths: Record<string, { on: boolean; why?: string }>) =>
   Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, v.on ? 'on' : v.why]));
 const ABSENT = 'the adapter does not offer it';
+const MERGED = 'decode attention merged in its split (one dispatch)';
 const NOT_ENABLED = 'the adapter offers it but the device did not enable it';
 
 describe('feature detection', () => {
@@ -59,6 +66,7 @@ describe('feature detection', () => {
       'prefill matmuls on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'staged tensor-core kernel (128x128 tiles)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'prefill attention on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
+      [MERGED]: 'on',
     });
     // The tensor cores' kernels want subgroups of exactly 32 and 36 KiB of workgroup memory for the staged tiles.
     const intel = whyOff(fastPaths(fakeGpu(ALL, { sizes: [8, 32] })));
@@ -68,6 +76,17 @@ describe('feature detection', () => {
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': '16384 bytes of workgroup memory, 36864 needed',
       'prefill attention on tensor cores (bf16)': '16384 bytes of workgroup memory, 36864 needed',
+      [MERGED]: 'on',
+    });
+    // The Gpu's kernel options turn paths off, and say so.
+    const kernels: KernelOptions = {
+      sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate',
+    };
+    expect(whyOff(fastPaths(fakeGpu(ALL, { kernels })))).toEqual({
+      'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
+      'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",
+      'prefill attention on tensor cores (bf16)': 'DeviceOptions.kernels.attentionTensorCores is false',
+      [MERGED]: "DeviceOptions.kernels.decodeMerge is 'separate'",
     });
     const cpu = whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { cpu: true })));
     const cpuWhy = 'a CPU driver (the kernels take barrier-free variants there)';

@@ -14,7 +14,8 @@ import type { HrmModel } from '../../src/hrm/model.ts';
 import { GpuValidationError } from '../../src/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
 import { cacheSlots } from '../../src/hrm/config.ts';
-import { setDecodeMerge, type DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import type { DecodeMerge } from '../../src/kernels/policy.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
@@ -131,12 +132,17 @@ describe('decode graph', { timeout: 300_000 }, () => {
   });
 
   it('brown f32, full cache: a step has one dispatch fewer a layer call with the merge folded, and replays either way', async () => {
-    const lm = await model(await getGpu(), 'brown', 'f32');
-    const calls = cacheSlots(lm.config);
+    // The merge is the Gpu's (DeviceOptions.kernels): the separate one runs on a Gpu of its own, beside the shared.
+    const separate = await Gpu.create({ kernels: { decodeMerge: 'separate' } });
+    const models = {
+      fold: await model(await getGpu(), 'brown', 'f32'),
+      separate: await loadModel(dirFiles(fixtureDir('brown')), { gpu: separate, dtype: 'f32' }),
+    };
+    const calls = cacheSlots(models.fold.config);
     const size: Partial<Record<DecodeMerge, number>> = {};
     try {
       for (const merge of ['separate', 'fold'] as const) {
-        setDecodeMerge(merge);
+        const lm = models[merge];
         const a = await prefilled(lm, 4), b = await prefilled(lm, 4);
         const g = build(lm, b, 'logits');
         size[merge] = g.size;
@@ -149,7 +155,8 @@ describe('decode graph', { timeout: 300_000 }, () => {
         a.dispose(); b.dispose();
       }
     } finally {
-      setDecodeMerge('fold');
+      models.separate.model.dispose();
+      separate.destroy();
     }
     // One dispatch fewer per layer call (24 here). The totals depend on the driver: a CPU driver runs the norms
     // as dispatches of their own (186 and 210 on lavapipe), a GPU fuses them into the projections.

@@ -19,8 +19,10 @@ import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { sgmatKernel, sgmatStats, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { setSgmatSchedule, sgmatSchedule, type SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { sgmatStats, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import type { SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { kernelPolicy } from '../../src/kernels/policy.ts';
+import { sgmatPlan } from '../../src/kernels/policy_matmul.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
@@ -58,6 +60,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   const cases: SgmatCase[] = [];
   let n = 0, exact = 0, within = 0, worst = 0;
   const slices = async () => (await stats.read())[0];
+  /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
+  let schedule: SgmatSchedule | undefined;
   /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
   const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wv: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean }) => {
     const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
@@ -65,7 +69,10 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const w = bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
-    const opts: MatmulOptions = { round: 'bf16', path: 'sgmat', norm: f.norm === undefined ? undefined : { eps: f.norm }, swiglu: f.swiglu, accumulate: acc };
+    const norm = f.norm === undefined ? undefined : { eps: f.norm };
+    const opts: MatmulOptions = {
+      round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc,
+    };
     const before = await slices();
     const out = matmul(x, w.length === 1 ? w[0] : w, opts);
     const got = await out.read();
@@ -151,14 +158,14 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   };
 
   const schedules: SgmatScheduleTally[] = [];
-  const was = sgmatSchedule();
+  const was = kernelPolicy(gpu).sgmat;
   try {
     const each: SgmatSchedule[] = [was];
     for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'direct', pipe, splitK });
     if (stagedUnavailable(gpu) === null) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'staged', pipe: false, splitK });
     for (const sch of each) {
-      setSgmatSchedule(sch);
-      const form = sgmatKernel(gpu) === 'direct' ? `direct, pipe ${sch.pipe ? 'on' : 'off'}` : 'staged';
+      schedule = sch;
+      const form = sgmatPlan(gpu, sch).kernel === 'direct' ? `direct, pipe ${sch.pipe ? 'on' : 'off'}` : 'staged';
       const tag = `[${sch === was ? 'default: ' : ''}${form}, split-K ${sch.splitK}]`;
       const from = cases.length;
       await all(tag);
@@ -170,7 +177,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       });
     }
   } finally {
-    setSgmatSchedule(was);
+    schedule = undefined;
   }
 
   let mlxFigure: SgmatReport['mlx'] = null;

@@ -7,8 +7,9 @@ import { fixture } from '../helpers/fixtures.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { batchedSgmat, prefillMatmulPath, sgmatKernel, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { SGMAT_KERNELS, setSgmatSchedule, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { SGMAT_KERNELS, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { prefillMatmulPath, sgmatPlan } from '../../src/kernels/policy_matmul.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
 
@@ -40,58 +41,50 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
   it('split-K: the auto rule on the model shapes, forced splits, slices never empty, slabs within one binding', () => {
     const fake = (bytes: number) => ({ device: { limits: { maxStorageBufferBindingSize: bytes } } }) as unknown as Gpu;
     const big = fake(2 ** 30), tile = SGMAT_KERNELS.direct, staged = SGMAT_KERNELS.staged;
-    const was = setSgmatSchedule({ splitK: 'auto' });
-    try {
-      // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
-      expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ S: 4, Ks: 384 });
-      expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ S: 4, Ks: 1024 });
-      // The staged kernel's 128 x 128 tiles: gate_up (256) whole, gqkv (192), o_proj and down (48) in 2 slices
-      // of a multiple of 64 columns; the self-check's product (256 x 128 x 320 padded) in 2 slices of 192 and 128.
-      expect(splitFor(big, 512, 6144, 1536, staged)).toEqual({ S: 2, Ks: 768 });
-      expect(splitFor(big, 512, 8192, 1536, staged)).toEqual({ S: 1, Ks: 1536 });
-      expect(splitFor(big, 512, 1536, 1536, staged)).toEqual({ S: 2, Ks: 768 });
-      expect(splitFor(big, 512, 1536, 4096, staged)).toEqual({ S: 2, Ks: 2048 });
-      expect(splitFor(big, 256, 128, 320, staged)).toEqual({ S: 2, Ks: 192 });
-      // Few tiles want 4 slices, but 'auto' keeps >= 128 columns in each: K 112 (7 steps of 16) stays whole.
-      expect(splitFor(big, 128, 64, 112, tile)).toEqual({ S: 1, Ks: 112 });
-      expect(splitFor(big, 128, 64, 512, tile)).toEqual({ S: 4, Ks: 128 });
-      // The self-check's product (130 x 70 x 260): 17 steps in 2 slices, so the check covers the split.
-      expect(splitFor(big, 192, 128, 272, tile)).toEqual({ S: 2, Ks: 144 });
-      setSgmatSchedule({ splitK: 4 });
-      expect(splitFor(big, 256, 128, 320, staged)).toEqual({ S: 3, Ks: 128 });
-      // Forced: 21 steps in slices of 6 (the last 3); 3 steps give 3 slices of one, not an empty fourth.
-      expect(splitFor(big, 512, 1536, 336, tile)).toEqual({ S: 4, Ks: 96 });
-      expect(splitFor(big, 64, 64, 48, tile)).toEqual({ S: 3, Ks: 16 });
-      expect(splitFor(big, 64, 64, 16, tile)).toEqual({ S: 1, Ks: 16 });
-      // 4 slabs of 512 x 1536 f32 are 12 MiB: a 7 MiB binding limit leaves 1 slab (2 would be 6 MiB: fits).
-      expect(splitFor(fake(7 * 2 ** 20), 512, 1536, 1536, tile).S).toBe(2);
-      expect(splitFor(fake(4 * 2 ** 20), 512, 1536, 1536, tile).S).toBe(1);
-    } finally {
-      setSgmatSchedule(was);
-    }
-    expect(() => setSgmatSchedule({ splitK: 3 as 2 })).toThrow(/^\[setSgmatSchedule\] splitK 3 must be 1, 2, 4 or 'auto'$/);
-    expect(() => setSgmatSchedule({ kernel: 'fast' as 'staged' })).toThrow(/^\[setSgmatSchedule\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
-    const before = setSgmatSchedule({ pipe: true });
-    expect(setSgmatSchedule(before)).toEqual({ ...before, pipe: true });
+    // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
+    expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
+    expect(splitFor(big, 512, 8192, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
+    expect(splitFor(big, 512, 1536, 1536, tile)).toEqual({ S: 4, Ks: 384 });
+    expect(splitFor(big, 512, 1536, 4096, tile)).toEqual({ S: 4, Ks: 1024 });
+    // The staged kernel's 128 x 128 tiles: gate_up (256) whole, gqkv (192), o_proj and down (48) in 2 slices
+    // of a multiple of 64 columns; the self-check's product (256 x 128 x 320 padded) in 2 slices of 192 and 128.
+    expect(splitFor(big, 512, 6144, 1536, staged)).toEqual({ S: 2, Ks: 768 });
+    expect(splitFor(big, 512, 8192, 1536, staged)).toEqual({ S: 1, Ks: 1536 });
+    expect(splitFor(big, 512, 1536, 1536, staged)).toEqual({ S: 2, Ks: 768 });
+    expect(splitFor(big, 512, 1536, 4096, staged)).toEqual({ S: 2, Ks: 2048 });
+    expect(splitFor(big, 256, 128, 320, staged)).toEqual({ S: 2, Ks: 192 });
+    // Few tiles want 4 slices, but 'auto' keeps >= 128 columns in each: K 112 (7 steps of 16) stays whole.
+    expect(splitFor(big, 128, 64, 112, tile)).toEqual({ S: 1, Ks: 112 });
+    expect(splitFor(big, 128, 64, 512, tile)).toEqual({ S: 4, Ks: 128 });
+    // The self-check's product (130 x 70 x 260): 17 steps in 2 slices, so the check covers the split.
+    expect(splitFor(big, 192, 128, 272, tile)).toEqual({ S: 2, Ks: 144 });
+    expect(splitFor(big, 256, 128, 320, staged, 4)).toEqual({ S: 3, Ks: 128 });
+    // Forced: 21 steps in slices of 6 (the last 3); 3 steps give 3 slices of one, not an empty fourth.
+    expect(splitFor(big, 512, 1536, 336, tile, 4)).toEqual({ S: 4, Ks: 96 });
+    expect(splitFor(big, 64, 64, 48, tile, 4)).toEqual({ S: 3, Ks: 16 });
+    expect(splitFor(big, 64, 64, 16, tile, 4)).toEqual({ S: 1, Ks: 16 });
+    // 4 slabs of 512 x 1536 f32 are 12 MiB: a 7 MiB binding limit leaves 1 slab (2 would be 6 MiB: fits).
+    expect(splitFor(fake(7 * 2 ** 20), 512, 1536, 1536, tile, 4).S).toBe(2);
+    expect(splitFor(fake(4 * 2 ** 20), 512, 1536, 1536, tile, 4).S).toBe(1);
+    // A call's schedule fields are checked as the Gpu's options are (tests/kernels/policy.test.ts).
+    expect(() => sgmatPlan(gpu, { splitK: 3 as 2 })).toThrow(/^\[matmul\] splitK 3 must be 1, 2, 4 or 'auto'$/);
+    expect(() => sgmatPlan(gpu, { kernel: 'fast' as 'staged' }))
+      .toThrow(/^\[matmul\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
+    expect(sgmatPlan(gpu, { pipe: false, splitK: 2 })).toMatchObject({ pipe: false, splitK: 2 });
   });
 
   it('the kernel choice: auto takes the staged kernel only where it can run; a forced one that cannot says why', () => {
     const staged = stagedUnavailable(gpu);
     // 36 KiB of workgroup memory and the subgroup id: an adapter with less, or without subgroups, is named.
-    if (!gpu.subgroups) expect(staged).toBe("no 'subgroups' feature");
+    if (!gpu.subgroups) expect(staged).toBe(`no subgroups: ${gpu.summary.fastFeatures.subgroups.why}`);
     else if (gpu.device.limits.maxComputeWorkgroupStorageSize < 36864) expect(staged).toBe(`${gpu.device.limits.maxComputeWorkgroupStorageSize} bytes of workgroup memory, 36864 needed`);
-    const was = setSgmatSchedule({ kernel: 'auto' });
-    try {
-      expect(sgmatKernel(gpu)).toBe(staged === null ? 'staged' : 'direct');
-      setSgmatSchedule({ kernel: 'direct' });
-      expect(sgmatKernel(gpu)).toBe('direct');
-      setSgmatSchedule({ kernel: 'staged' });
-      if (staged === null) expect(sgmatKernel(gpu)).toBe('staged');
-      else expect(() => sgmatKernel(gpu)).toThrow(new RegExp(`^\\[matmul\\] tensor-core kernel 'staged' cannot run on this adapter: ${staged.replace(/[()']/g, '.')}$`));
-    } finally {
-      setSgmatSchedule(was);
+    expect(sgmatPlan(gpu, { kernel: 'auto' }).kernel).toBe(staged === null ? 'staged' : 'direct');
+    expect(sgmatPlan(gpu, { kernel: 'direct' }).kernel).toBe('direct');
+    if (staged === null) expect(sgmatPlan(gpu, { kernel: 'staged' }).kernel).toBe('staged');
+    else {
+      const why = staged.replace(/[()':]/g, '.');
+      expect(() => sgmatPlan(gpu, { kernel: 'staged' }))
+        .toThrow(new RegExp(`^\\[matmul\\] tensor-core kernel 'staged' cannot run on this adapter: ${why}$`));
     }
   });
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { checkSdpaF16 } from './sdpa_sgmat.check.ts';
-import { attentionTensorCoresUnavailable, setAttentionTensorCores, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
+import { attentionTensorCoresUnavailable, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
 import { batchedSgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
@@ -48,12 +48,10 @@ function plainProduct(gpu: Gpu): F16Product {
 
 describe('prefill attention on f16 products (the tensor-core path, products emulated)', async () => {
   const gpu = await getGpu();
-  it('says why attention stays off the tensor cores, and the switch gives back its previous setting', () => {
+  it('says why attention stays off the tensor cores', () => {
     const why = attentionTensorCoresUnavailable(gpu);
     if (gpu.cpu) expect(why).toBe('a CPU driver');
     else if (batchedSgmatUnavailable(gpu) !== null) expect(why).toBe(batchedSgmatUnavailable(gpu));
-    expect(setAttentionTensorCores(false)).toBe(true);
-    expect(setAttentionTensorCores(true)).toBe(false);
   });
 
   it('matches the f32 path within one bf16 ulp on odd shapes, masks and gates; out-of-range values take the f32 fallbacks', async (ctx) => {
@@ -96,7 +94,7 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
     };
     sdpaMmF16(qt, kd, vd, out, {
       heads: H, seq: S, dim: D, kvLen, offset: 13, scale: 0.1, kvBf16: true, mask: { kind: 'causal' }, maskBuf: placeholder(gpu, 'no_mask', 'u32'),
-      gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: 1, GATE: 0 },
+      gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: 1, GATE: 0 }, tensorCores: true,
     }, product);
     const [qh, kh, vt] = await Promise.all(seen.map((t) => t.read() as Promise<Float32Array>));
     const scaledRow = (row: number[]) => {

@@ -9,10 +9,9 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { halfUlp, roundBf16 } from '../../src/gpu/dtype.ts';
-import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { maskBinding } from '../../src/kernels/attention/mask.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';
-import { sdpaMmF16, setAttentionTensorCores, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
+import { sdpaMm, sdpaMmF16, type F16Product, type SdpaMmArgs } from '../../src/kernels/attention/sdpa_mm.ts';
 import { batchedSgmat, sgmatCallFlag } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { AttnMask } from '../../src/kernels/attention/types.ts';
 import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
@@ -63,21 +62,19 @@ export async function checkSdpaF16(gpu: Gpu, product: F16Product = batchedSgmat)
     const owned = [qt, kd, vd, gate, ...(mask.kind === 'prefix' ? [mask.tokenTypes] : mask.kind === 'explicit' ? [mask.mask] : [])];
     let failure: string | null = null, worst = 0, flagged = false;
     try {
-      const was = setAttentionTensorCores(false);
-      let want: Float32Array;
-      try {
-        const r = sdpa(qt, { kind: 'full', data: kd }, { kind: 'full', data: vd }, { kvLen: sh.kvLen, offset: sh.offset, mask, scale, round: 'bf16', path: 'matmul', gate: sh.gate ? gate : undefined });
-        want = await r.read() as Float32Array;
-        r.dispose();
-      } finally {
-        setAttentionTensorCores(was);
-      }
-      const out = Tensor.empty(gpu, [S, H * D], 'f32', 'check.out');
       const maskBuf = maskBinding('check', gpu, mask, { seq: S, kvLen: sh.kvLen, offset: sh.offset });
-      sdpaMmF16(qt, kd, vd, out, {
+      const args: SdpaMmArgs = {
         heads: H, seq: S, dim: D, kvLen: sh.kvLen, offset: sh.offset, scale, kvBf16: true, mask, maskBuf,
         gate: sh.gate ? gate : placeholder(gpu, 'no_gate', 'f32'), gateStride: 4 * H * D, store: { ROUND: 1, GATE: sh.gate ? 1 : 0 },
-      }, product);
+        tensorCores: false,
+      };
+      // The f32 products (sdpa's path 'matmul' off the tensor cores), then the f16 ones.
+      const r = Tensor.empty(gpu, [S, H * D], 'f32', 'check.want');
+      sdpaMm(qt, kd, vd, r, args);
+      const want = await r.read() as Float32Array;
+      r.dispose();
+      const out = Tensor.empty(gpu, [S, H * D], 'f32', 'check.out');
+      sdpaMmF16(qt, kd, vd, out, args, product);
       const got = await out.read() as Float32Array;
       out.dispose();
       const { flag, epoch } = sgmatCallFlag(gpu);

@@ -24,7 +24,7 @@ import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/we
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
-import { MERGES, setDecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import { kernelPolicy, MERGES } from '../../src/kernels/policy.ts';
 import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
 
@@ -83,6 +83,7 @@ Kernel.prototype.dispatch = function (this: Kernel, _gpu: Gpu, args: DispatchArg
   traced.set(`${this.file}#${this.entry}{${overrideKey(overrides)}}`, { kernel: this, overrides });
 };
 const flags = gpu as unknown as { cpu: boolean; f16: boolean };
+const policy = kernelPolicy(gpu);
 const hasF16 = gpu.f16;
 const choices = { cpu: [false, true], f16: hasF16 ? [true, false] : [false], merge: MERGES };
 for (const c of CONFIGS) {
@@ -92,7 +93,7 @@ for (const c of CONFIGS) {
       for (const f16 of choices.f16) {
         for (const merge of choices.merge) {
           Object.assign(flags, { cpu, f16 });
-          setDecodeMerge(merge);
+          Object.assign(policy, { decodeMerge: merge });   // as the flags: a trace, one device for every choice
           for (const dtype of ['f32', 'bf16'] as const) traceModel(new HrmModel(gpu, c, weights, dtype));
         }
       }

@@ -1,4 +1,5 @@
-// Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16).
+// Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16), by the path the Gpu's
+// planner gives (kernels/policy_attention.ts).
 import { Kernel } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
@@ -7,16 +8,15 @@ import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide } from './types.ts';
-import { checkMerge, dispatchOne, oneShape, ONE_WG, type DecodeMerge } from './sdpa_one.ts';
-import { sdpaMm, sdpaMmFits } from './sdpa_mm.ts';
+import { dispatchOne, type DecodeMerge } from './sdpa_one.ts';
+import { sdpaMm } from './sdpa_mm.ts';
 import type { Round } from '../common/codes.ts';
+import { planAttention, type AttentionPath } from '../policy_attention.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');
 const COMBINE = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_combine');
 
-/** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
-export const DECODE_MAX_QUERIES = 4;
 const DECODE_WG = 64;
 
 export interface SdpaOptions {
@@ -27,13 +27,9 @@ export interface SdpaOptions {
   mask: AttnMask;
   scale: number;
   round?: Round;
-  /**
-   * Force a path (tests, benchmarks). By default: 'one' (sdpa_one.wgsl) for a single query that sees every key
-   * when the head dim suits it, else 'decode' (split keys) for S <= DECODE_MAX_QUERIES, else on a GPU 'matmul'
-   * (sdpa_mm.ts: two batched matmuls) where its score matrix fits, else 'prefill' (sdpa_prefill.wgsl).
-   */
-  path?: 'prefill' | 'decode' | 'one' | 'matmul';
-  /** Path 'one': the merge folded into the split (one dispatch) or a dispatch of its own; see setDecodeMerge. */
+  /** Force a path (tests, benchmarks); by default the planner's (planAttention). */
+  path?: AttentionPath;
+  /** Path 'one': the merge folded into the split (one dispatch) or a dispatch of its own; default the Gpu's. */
   merge?: DecodeMerge;
   /**
    * Decode: chunks the key axis is split into (one workgroup each per head and query); by default enough for ~256
@@ -57,7 +53,7 @@ export interface SdpaOptions {
  * capacity: kvLen and offset are uniform values, so a recorded decode step replays at any position.
  */
 export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor {
-  const { heads, seq, dim, kvBf16, gateStride, merge } = validate(q, k, v, opts);
+  const { heads, seq, dim, kvBf16, gateStride } = validate(q, k, v, opts);
   const kd = (k as FullKV).data, vd = (v as FullKV).data;
   const gpu = q.gpu;
   const out = Tensor.empty(gpu, [seq, heads * dim], 'f32', 'sdpa.out');
@@ -69,15 +65,12 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
   const common = { HD: dim, KV_BF16: kvBf16 ? 1 : 0, MASK: MASK_CODE[opts.mask.kind] };
   const base = { seq, heads, kv_len: opts.kvLen, cap, offset: opts.offset, scale: opts.scale, gate_stride: gateStride };
   const store = { ROUND: roundCode('sdpa', opts.round), GATE: opts.gate ? 1 : 0 };   // of the kernel writing out
-  const oneFits = seq === 1 && (m.kind === 'none' || m.kind === 'causal') && oneShape(dim, kvBf16) && kd.offset % 16 === 0 && vd.offset % 16 === 0;
-  if (opts.path === 'one' && !oneFits) {
-    throw new ShapeError('sdpa', `path 'one' needs one query (got ${seq}) seeing every key (mask ${m.kind}), a head dim whose 16-byte units per row divide ${ONE_WG} (got ${dim}) and 16-byte aligned K/V`);
-  }
-  const mmFits = sdpaMmFits(gpu, heads, seq, opts.kvLen);
-  if (opts.path === 'matmul' && !mmFits) throw new ShapeError('sdpa', `path 'matmul': the scores of ${heads} heads x ${seq} queries x ${opts.kvLen} keys exceed its budget`);
-  const path = opts.path ?? (oneFits ? 'one' : seq <= DECODE_MAX_QUERIES ? 'decode' : !gpu.cpu && mmFits ? 'matmul' : 'prefill');
+  const aligned = kd.offset % 16 === 0 && vd.offset % 16 === 0;
+  const call = { heads, seq, dim, kvLen: opts.kvLen, kvBf16, mask: m.kind, round: opts.round, aligned };
+  const { path, merge, tensorCores } = planAttention(gpu, call, opts);
   if (path === 'matmul') {
-    sdpaMm(q, kd, vd, out, { heads, seq, dim, kvLen: opts.kvLen, offset: opts.offset, scale: opts.scale, kvBf16, mask: m, maskBuf: mask, gate, gateStride, store });
+    const shape = { heads, seq, dim, kvLen: opts.kvLen, offset: opts.offset, scale: opts.scale, kvBf16 };
+    sdpaMm(q, kd, vd, out, { ...shape, mask: m, maskBuf: mask, gate, gateStride, store, tensorCores });
     return out;
   }
 
@@ -127,7 +120,7 @@ function defaultChunks(cap: number, pairs: number): number {
   return Math.max(1, Math.ceil(cap / chunk));
 }
 
-function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number; merge: DecodeMerge } {
+function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number } {
   const op = 'sdpa';
   if (q.dtype !== 'f32') throw new DTypeError(op, `q '${q.label}' is ${q.dtype}; expected f32`);
   if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
@@ -149,8 +142,7 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   }
   checkIndex(op, 'offset', o.offset);
   if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
-  const merge = checkMerge(op, o.merge);
-  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0, merge };
+  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 
 /** Validates an attention gate (f32 rows of S, the gate block in the first `width` columns); returns its row stride. */

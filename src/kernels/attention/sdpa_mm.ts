@@ -3,8 +3,8 @@
 // runs at ~15. sdpa() takes this path for prefill where it fits (sdpaMmFits) and keeps sdpa_prefill as the
 // reference and the path of CPU drivers; the results agree up to f32 summation order.
 // In bf16 mode on a device with tensor cores (subgroup matrices and the staged kernel) the two products run there
-// instead (sdpa_mm_f16.wgsl gives the numerics); setAttentionTensorCores(false) keeps the f32 products (reference,
-// benchmarks).
+// instead (sdpa_mm_f16.wgsl gives the numerics) where the Gpu's planner says so (policy_attention.ts; the option
+// DeviceOptions.kernels.attentionTensorCores: false keeps the f32 products: reference, benchmarks).
 import { Kernel, grid, padTo } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import { halfUlp } from '../../gpu/dtype.ts';
@@ -14,7 +14,7 @@ import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
 import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
 import { SGMAT_KERNELS } from '../matmul/sgmat_schedule.ts';
-import { MASK_CODE, ROUND_CODE } from '../common/codes.ts';
+import { MASK_CODE, ROUND_CODE, type Round } from '../common/codes.ts';
 import type { AttnMask } from './types.ts';
 
 const KV = new Kernel('attention/sdpa_mm.wgsl', 'kv_f32');
@@ -34,21 +34,14 @@ const QKV = { RPW: 8, VD: 8, MAX_DK: 256 };
 export interface SdpaMmArgs {
   heads: number; seq: number; dim: number; kvLen: number; offset: number; scale: number;
   kvBf16: boolean; mask: AttnMask; maskBuf: Tensor; gate: Tensor; gateStride: number; store: { ROUND: number; GATE: number };
+  /** The products on the tensor cores (sdpaMmF16), as the planner decided (tensorCoresFit and the device's verdict). */
+  tensorCores: boolean;
 }
 
 /** Whether the score matrix of this call fits the path's budget and one binding. */
 export function sdpaMmFits(gpu: { maxBinding: number }, heads: number, seq: number, kvLen: number): boolean {
   const bytes = heads * seq * padTo(kvLen, PAD) * 4;
   return bytes <= Math.min(MAX_SCORE_BYTES, gpu.maxBinding);
-}
-
-let tensorCores = true;
-
-/** Whether bf16 prefill attention may take the tensor cores (default true); returns the previous setting. */
-export function setAttentionTensorCores(on: boolean): boolean {
-  const was = tensorCores;
-  tensorCores = on;
-  return was;
 }
 
 /** Devices whose tensor-core attention failed its self-check, and why. */
@@ -59,14 +52,16 @@ export function attentionTensorCoresUnavailable(gpu: Gpu): string | null {
   return gpu.cpu ? 'a CPU driver' : batchedSgmatUnavailable(gpu) ?? gpu.state.peek(SELF_CHECK) ?? null;
 }
 
+type CallShape = { heads: number; seq: number; dim: number; kvLen: number; kvBf16: boolean; round?: Round };
+
 /**
- * Whether this call's products run on the tensor cores: bf16 rounding of a packed bf16 cache, on a device that can,
- * with its padded scores [H, Sp, kvp] in one binding and head dims qkv_f16 takes.
+ * Whether the tensor-core products take this call (on a device that can: attentionTensorCoresUnavailable): bf16
+ * rounding of a packed bf16 cache, with its padded scores [H, Sp, kvp] in one binding and head dims qkv_f16 takes.
  */
-function attentionOnTensorCores(gpu: Gpu, a: Pick<SdpaMmArgs, 'heads' | 'seq' | 'dim' | 'kvLen' | 'kvBf16' | 'store'>): boolean {
-  const bytes = a.heads * padTo(a.seq, SGMAT_KERNELS.staged.M) * padTo(a.kvLen, SGMAT_KERNELS.staged.N) * 4;
-  return tensorCores && a.kvBf16 && a.store.ROUND === ROUND_CODE.bf16 && bytes <= gpu.maxBinding && padTo(a.dim, SGMAT_KERNELS.staged.kStep) <= QKV.MAX_DK
-    && attentionTensorCoresUnavailable(gpu) === null;
+export function tensorCoresFit(gpu: Gpu, a: CallShape): boolean {
+  const T = SGMAT_KERNELS.staged;
+  const bytes = a.heads * padTo(a.seq, T.M) * padTo(a.kvLen, T.N) * 4;
+  return a.kvBf16 && a.round === 'bf16' && bytes <= gpu.maxBinding && padTo(a.dim, T.kStep) <= QKV.MAX_DK;
 }
 
 /**
@@ -84,10 +79,13 @@ onNewDevice(async (gpu) => {
   const outs = [0, 1].map(() => Tensor.empty(gpu, [S, H * D], 'f32', 'attention.check.out'));
   const mask: AttnMask = { kind: 'causal' };
   const maskBuf = placeholder(gpu, 'no_mask', 'u32');
-  const args: SdpaMmArgs = { heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf, gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 } };
+  const args: SdpaMmArgs = {
+    heads: H, seq: S, dim: D, kvLen: S, offset: 0, scale: 0.125, kvBf16: true, mask, maskBuf,
+    gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: ROUND_CODE.bf16, GATE: 0 },
+    tensorCores: false,
+  };
   try {
-    const was = setAttentionTensorCores(false);
-    try { sdpaMm(q, k, v, outs[0], args); } finally { setAttentionTensorCores(was); }
+    sdpaMm(q, k, v, outs[0], args);
     sdpaMmF16(q, k, v, outs[1], args);
     const [want, got] = [await outs[0].read(), await outs[1].read()];
     const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= halfUlp(w, 'bf16') + 2 ** -20));
@@ -101,7 +99,7 @@ onNewDevice(async (gpu) => {
 
 /** out [S, H*D] = gated(r(softmax(scale * q K^T + mask) V)) for q [H, S, D] and cache sides kd, vd [H, cap, D]. */
 export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs): void {
-  if (attentionOnTensorCores(q.gpu, a)) return sdpaMmF16(q, kd, vd, out, a);
+  if (a.tensorCores) return sdpaMmF16(q, kd, vd, out, a);
   const gpu = q.gpu;
   const { heads: H, seq: S, dim: D, kvLen } = a;
   const kvp = padTo(kvLen, PAD);

@@ -1,7 +1,7 @@
 // Decode attention over a full-precision cache (one query per head seeing every key): sdpa_one.wgsl's 32-key chunk
 // split and merge, the merge folded into the split by default (one dispatch) or as a dispatch of its own (the
-// reference form); appendAttendOne also appends the new key and value first (sdpa_one_append.wgsl). sdpa() picks
-// this path as 'one' and validates its inputs.
+// reference form; the Gpu's policy says which, kernels/policy.ts); appendAttendOne also appends the new key and
+// value first (sdpa_one_append.wgsl). sdpa() takes this path as 'one' and validates its inputs.
 import { Kernel, padTo } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import { InputError } from '../../errors.ts';
@@ -9,6 +9,9 @@ import { roundCode } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
 import type { AppendedRow, FullKV } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
+import { mergeFor, type DecodeMerge } from '../policy.ts';
+
+export type { DecodeMerge };
 
 const SPLIT = new Kernel('attention/sdpa_one.wgsl', 'one_split');
 const MERGE = new Kernel('attention/sdpa_one.wgsl', 'one_merge');
@@ -20,30 +23,6 @@ export const ONE_WG = 256;
 const ONE_CHUNK = 32;
 /** A head's chunk results start a multiple of this many slots apart (256 bytes of (m, l); see one_split.inc). */
 const SLOT_ALIGN = 32;
-
-/**
- * 'fold': the last chunk of a head to finish merges (one dispatch); 'separate': a merge dispatch after the split.
- * The same bits either way.
- */
-export type DecodeMerge = 'fold' | 'separate';
-export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
-let defaultMerge: DecodeMerge = 'fold';
-
-/**
- * The merge form full-precision decode attention takes when a call names none (benchmarks compare the two). The
- * quantized caches' values pass (qsdpa_one) always merges in its last chunk, its reference being the multi-pass
- * qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
- */
-export function setDecodeMerge(merge: DecodeMerge): void {
-  defaultMerge = checkMerge('setDecodeMerge', merge);
-}
-
-/** `merge` when it names a form, the default when undefined; anything else is an InputError naming the option. */
-export function checkMerge(op: string, merge: DecodeMerge | undefined): DecodeMerge {
-  if (merge === undefined) return defaultMerge;
-  if (!MERGES.includes(merge)) throw new InputError(op, `merge '${merge}' must be one of ${MERGES.join(', ')}`);
-  return merge;
-}
 
 /**
  * sdpa_one reads rows as 16-byte units (8 bf16 or 4 f32); a row's units must divide its workgroup of 256, and a
@@ -60,15 +39,15 @@ export function oneShape(dim: number, bf16: boolean): boolean {
  * Decode's cache append and attention in one split + merge (sdpa_one_append.wgsl): the new position `offset`
  * of gqkv [1, 4*H*D] is RoPE'd and written into the full-precision sides k and v, and its RoPE'd query attends over
  * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then sdpa(path 'one', gate gqkv),
- * one dispatch fewer (with `merge: 'fold'`, the default: one dispatch in all). Null when sdpa_one cannot take the
- * slot (the caller composes the two).
+ * one dispatch fewer (with `merge: 'fold'`, the default unless the Gpu's policy says otherwise: one dispatch in
+ * all). Null when sdpa_one cannot take the slot (the caller composes the two).
  */
 export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge }): Tensor | null {
   const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
   const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
   if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('appendAttendOne', `scale ${o.scale} must be finite`);
-  const merge = checkMerge('appendAttendOne', o.merge);
+  const merge = mergeFor(gqkv.gpu, 'appendAttendOne', o.merge);
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
   const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
   dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, scale: o.scale, gateStride: gqkv.shape[1], store, merge });

@@ -4,12 +4,13 @@
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
-import type { Gpu } from '../../gpu/gpu.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
-import { dispatchSgmat, requireSgmat, sgmatUnavailable, SGMAT_MIN_ROWS } from './matmul_sgmat.ts';
+import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
+import type { SgmatSchedule } from './sgmat_schedule.ts';
+import { matmulPath, sgmatPlan, type MatmulPath } from '../policy_matmul.ts';
 import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
 
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
@@ -25,12 +26,15 @@ export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
   round?: Round;
   /**
-   * Force a path (tests, benchmarks); 'auto' picks by M and the tile count (preferGemv), and 'rows' on CPU adapters.
+   * Force a path (tests, benchmarks); 'auto' asks the Gpu's planner (policy_matmul.ts: by M and the tile count,
+   * preferGemv, and 'rows' on CPU adapters).
    * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
    * adapter that offers them; it runs norm first as 'tiled' does and fuses swiglu (one weight tensor) and
-   * accumulate into its output pass. 'auto' takes it for bf16 prefill (autoPath).
+   * accumulate into its output pass. 'auto' takes it for bf16 prefill where the device can.
    */
-  path?: 'auto' | 'gemv' | 'tiled' | 'rows' | 'sgmat';
+  path?: 'auto' | MatmulPath;
+  /** Path 'sgmat': schedule fields that override the Gpu's for this call (benchmarks time each schedule). */
+  sgmat?: Partial<SgmatSchedule>;
   /**
    * RMS-normalise the rows of x first, as rmsNorm(x, { eps, round }) does (the same rounding as the output), so
    * the result is matmul(rmsNorm(x), w) up to the summation order of mean(x^2). Fused into the matrix-vector
@@ -66,11 +70,13 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const M = x.size / K;
   const gpu = x.gpu;
   const round = roundCode('matmul', opts.round);
-  const path = opts.path === 'auto' || !opts.path ? autoPath(gpu, M, N, chunks[0].dtype, opts.round) : checkPath(x, chunks, opts.path, opts.round);
+  const path = opts.path === 'auto' || !opts.path
+    ? matmulPath(gpu, { M, wdtype: chunks[0].dtype, round: opts.round, gemvFaster: preferGemv(M, N) })
+    : checkPath(x, chunks, opts.path, opts.round);
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled')) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows. Path 'sgmat'
     // fuses it into its output pass for one chunk (every output there reads the whole product).
-    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv });
+    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();
     return out;
@@ -82,7 +88,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
   if (path === 'sgmat') {
-    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, { accumulate: fuse.ACC === 1, swiglu: opts.swiglu });
+    const fused = { accumulate: fuse.ACC === 1, swiglu: opts.swiglu };
+    dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, sgmatPlan(gpu, opts.sgmat), fused);
     if (xin !== x) xin.dispose();
     return out;
   }
@@ -124,20 +131,10 @@ export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor, o: { batch: num
   });
 }
 
-type Path = 'gemv' | 'tiled' | 'rows' | 'sgmat';
-
-// Tensor cores (subgroup matrices) for bf16-mode prefill where the device offers them and they passed its
-// self-check (matmul_sgmat.ts); f32 mode and f16 weights stay on the exact f32 tiled kernel.
-function autoPath(gpu: Gpu, M: number, N: number, wdtype: string, round?: Round): Path {
-  if (gpu.cpu) return 'rows';
-  if (preferGemv(M, N)) return 'gemv';
-  return round === 'bf16' && wdtype === 'bf16' && M >= SGMAT_MIN_ROWS && sgmatUnavailable(gpu) === null ? 'sgmat' : 'tiled';
-}
-
-function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: Round): Path {
+function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: Round): MatmulPath {
   if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError('matmul', `unknown path ${JSON.stringify(path)}; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
   if (path === 'sgmat') requireSgmat(x, chunks[0], round);
-  return path as Path;
+  return path as MatmulPath;
 }
 
 /**

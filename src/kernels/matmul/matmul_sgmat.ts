@@ -3,7 +3,8 @@
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
 //   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
 //      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
-//      schedule in sgmat_schedule.ts), then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
+//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/policy_matmul.ts),
+//      then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
@@ -14,7 +15,7 @@ import { stateKey } from '../../gpu/registry.ts';
 import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../gpu/dtype.ts';
-import { SGMAT_KERNELS, setSgmatSchedule, sgmatSchedule, splitFor, type SgmatKernel } from './sgmat_schedule.ts';
+import { DEFAULT_SCHEDULE, SGMAT_KERNELS, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
@@ -27,12 +28,12 @@ const PAD = { M: SGMAT_KERNELS.staged.M, N: SGMAT_KERNELS.staged.N, K: SGMAT_KER
 /** The staged kernel's workgroup memory: its A and B tiles, M and N rows of f16 each, rows padded by 8 (LD = kStep + 8). */
 const STAGED_SHARED = (SGMAT_KERNELS.staged.M + SGMAT_KERNELS.staged.N) * (SGMAT_KERNELS.staged.kStep + 8) * 2;
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
-const CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
+export const SGMAT_CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
 const FEATURE = 'chromium-experimental-subgroup-matrix';
 /** Below this many x rows the f16 copies of the weights cost more than the tensor cores save. */
 export const SGMAT_MIN_ROWS = 128;
 
-/** Why this adapter cannot run the kernel, or null when it can (and its self-check passed). */
+/** Why this adapter cannot run the kernel (a feature missing, a failed self-check), or null when it can. */
 export function sgmatUnavailable(gpu: Gpu): string | null {
   return featureMissing(gpu) ?? gpu.state.peek(SELF_CHECK) ?? null;
 }
@@ -44,17 +45,10 @@ const STAGED_CHECK = stateKey<string>('matmul_sgmat.stagedCheck');
 
 /** Why the staged kernel cannot run here (it takes the subgroup id and 36 KiB of workgroup memory), or null. */
 export function stagedUnavailable(gpu: Gpu): string | null {
-  if (!gpu.subgroups) return "no 'subgroups' feature";
+  if (!gpu.subgroups) return `no subgroups: ${gpu.summary.fastFeatures.subgroups.why}`;
   const have = gpu.device.limits.maxComputeWorkgroupStorageSize;
   if (have < STAGED_SHARED) return `${have} bytes of workgroup memory, ${STAGED_SHARED} needed`;
   return gpu.state.peek(STAGED_CHECK) ?? null;
-}
-
-/** The kernel the current schedule takes on this device; a forced 'staged' that cannot run is a FeatureError. */
-export function sgmatKernel(gpu: Gpu): SgmatKernel {
-  const want = sgmatSchedule().kernel, why = stagedUnavailable(gpu);
-  if (want === 'staged' && why !== null) throw new FeatureError('matmul', `tensor-core kernel 'staged' cannot run on this adapter: ${why}`);
-  return want === 'direct' || why !== null ? 'direct' : 'staged';
 }
 
 /**
@@ -67,26 +61,19 @@ export function sgmatKernel(gpu: Gpu): SgmatKernel {
  */
 onNewDevice(async (gpu) => {
   if (featureMissing(gpu) !== null) return;
-  const was = sgmatSchedule();
-  try {
-    if (stagedUnavailable(gpu) === null) {
-      setSgmatSchedule({ kernel: 'staged', splitK: 'auto' });
-      const why = await checkProduct(gpu);
-      if (why === null) {
-        gpu.state.set(SELF_CHECK, null);
-        return;
-      }
-      gpu.state.set(STAGED_CHECK, `the staged kernel ${why}`);
+  if (stagedUnavailable(gpu) === null) {
+    const why = await checkProduct(gpu, { ...DEFAULT_SCHEDULE, kernel: 'staged' });
+    if (why === null) {
+      gpu.state.set(SELF_CHECK, null);
+      return;
     }
-    setSgmatSchedule({ kernel: 'direct', pipe: true, splitK: 'auto' });
-    gpu.state.set(SELF_CHECK, await checkProduct(gpu));
-  } finally {
-    setSgmatSchedule(was);
+    gpu.state.set(STAGED_CHECK, `the staged kernel ${why}`);
   }
+  gpu.state.set(SELF_CHECK, await checkProduct(gpu, { ...DEFAULT_SCHEDULE, kernel: 'direct' }));
 });
 
-/** The self-check's product under the current schedule: null when exact, else what went wrong. */
-async function checkProduct(gpu: Gpu): Promise<string | null> {
+/** The self-check's product under `schedule`: null when exact, else what went wrong. */
+async function checkProduct(gpu: Gpu, schedule: SgmatPlan): Promise<string | null> {
   const M = 130, N = 70, K = 260;
   const xv = Float32Array.from({ length: M * K }, (_, i) => ((i * 7) % 13 - 6) / 8);
   const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 5) % 11 - 5) / 16);
@@ -95,7 +82,7 @@ async function checkProduct(gpu: Gpu): Promise<string | null> {
   const out = Tensor.empty(gpu, [M, N], 'f32', 'sgmat.check.out');
   const before = (await sgmatStats(gpu).read())[0];
   try {
-    dispatchSgmat(x, [w], out, { M, K, ldo: N });
+    dispatchSgmat(x, [w], out, { M, K, ldo: N }, schedule);
     const got = await out.read();
     const fell = (await sgmatStats(gpu).read())[0] - before;
     let bad = 0, at = -1;
@@ -112,26 +99,17 @@ async function checkProduct(gpu: Gpu): Promise<string | null> {
   }
 }
 
+/** The features the kernel runs on, each absent one with the summary's reason (what unlocks it, or an option). */
 function featureMissing(gpu: Gpu): string | null {
   const s = gpu.summary;
-  if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE} (Node: Dawn's allow_unsafe_apis; Chrome: --enable-unsafe-webgpu)`;
-  if (!gpu.f16) return 'no shader-f16 (on NVIDIA, Dawn\'s vulkan_enable_f16_on_nvidia)';
-  const want = `f16>f32 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K}`;
+  if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE}: ${s.fastFeatures[FEATURE].why}`;
+  if (!gpu.f16) return `no shader-f16: ${s.fastFeatures['shader-f16'].why}`;
+  const want = `f16>f32 ${SGMAT_CONFIG.M}x${SGMAT_CONFIG.N}x${SGMAT_CONFIG.K}`;
   if (!s.subgroupMatrix.includes(want)) return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
-  if (s.subgroupSizes[0] !== CONFIG.subgroup || s.subgroupSizes[1] !== CONFIG.subgroup) {
-    return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ${CONFIG.subgroup}`;
+  if (s.subgroupSizes[0] !== SGMAT_CONFIG.subgroup || s.subgroupSizes[1] !== SGMAT_CONFIG.subgroup) {
+    return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ${SGMAT_CONFIG.subgroup}`;
   }
   return null;
-}
-
-/** The path bf16 prefill matmuls take on this adapter, for summaries and benchmark reports. */
-export function prefillMatmulPath(gpu: Gpu): string {
-  if (gpu.cpu) return 'rows (CPU driver)';
-  const why = sgmatUnavailable(gpu);
-  const staged = stagedUnavailable(gpu);
-  return why === null
-    ? `subgroup-matrix f16 ${CONFIG.M}x${CONFIG.N}x${CONFIG.K} from ${SGMAT_MIN_ROWS} rows, ${staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`} (tiled f32 below, and in f32 mode)`
-    : `tiled f32 (${why})`;
 }
 
 /** Throws unless path 'sgmat' can serve x @ w^T with this rounding. */
@@ -241,18 +219,20 @@ function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
 
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
- * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product.
+ * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product. `plan`: the
+ * kernel and schedule (policy_matmul.ts, sgmatPlan).
  */
-export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number }, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
+export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number },
+  plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M);
-  const kernel = sgmatKernel(gpu), tiling = SGMAT_KERNELS[kernel];
+  const kernel = plan.kernel, tiling = SGMAT_KERNELS[kernel];
   // Each chunk's padded rows and K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs [S, Mp, Np].
   const plans = chunks.map((w) => {
     const Np = padTo(w.shape[0], PAD.N);
-    return { Np, ...splitFor(gpu, Mp, Np, Kp, tiling) };
+    return { Np, ...splitFor(gpu, Mp, Np, Kp, tiling, plan.splitK) };
   });
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
   const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
@@ -266,7 +246,7 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
     const uniforms: Record<string, number> = kernel === 'staged' ? { Kp, Np, Ks, slab: Mp * Np, nslice: S, a_batch: 0, b_batch: 0 } : { Kp, Np, Ks, slab: Mp * Np };
     KERNELS[kernel].dispatch(gpu, {
       bindings: { a: xh, b: h.wh, c }, uniforms, label: `matmul.sgmat_${kernel}`,
-      overrides: kernel === 'direct' ? { PIPE: sgmatSchedule().pipe ? 1 : 0 } : {}, workgroups: [Np / tiling.N, Mp / tiling.M, S],
+      overrides: kernel === 'direct' ? { PIPE: plan.pipe ? 1 : 0 } : {}, workgroups: [Np / tiling.N, Mp / tiling.M, S],
     });
     OUT.dispatch(gpu, {
       bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',

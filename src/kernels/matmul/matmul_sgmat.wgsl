@@ -10,7 +10,7 @@
 // PIPE (software pipelining, the default: sgmat_schedule.ts): the next k step's 8 operand matrices are loaded
 // before the current step's 16 products, so their load latency overlaps the tensor-core work (gqkv 28 -> 40
 // TFLOP/s on the H200); off, every step loads then multiplies (the earlier schedule, kept as the reference and
-// for timing the two: setSgmatSchedule).
+// for timing the two: DeviceOptions.kernels.sgmat).
 //
 // A workgroup is one subgroup of 32 lanes owning 4 x 4 result matrices of 16 x 16 (a 64 x 64 tile), its operands
 // loaded straight from the storage buffers (the left matrix row-major, the right one column-major: row n of B is

@@ -33,28 +33,28 @@ export const SGMAT_KERNELS: Record<SgmatKernel, SgmatTiling> = {
 export interface SgmatTiling { M: number; N: number; kStep: number; target: number; maxSplit: 2 | 4 }
 
 const SPLITS = [1, 2, 4] as const;
-// Prefetch on: gqkv 0.344 -> 0.241 ms, gate_up 0.288 -> 0.283 on the H200 (20261202-040125Z).
-let current: SgmatSchedule = { kernel: 'auto', pipe: true, splitK: 'auto' };
+/** A schedule as one call runs it: the kernel decided (kernels/policy_matmul.ts). */
+export interface SgmatPlan { kernel: SgmatKernel; pipe: boolean; splitK: SgmatSchedule['splitK'] }
 
 /**
- * Sets the schedule the tensor-core matmul takes from its next call on (fields left out keep their value) and
- * returns the previous one, so a benchmark or test can restore it: `const was = setSgmatSchedule({ pipe: true });
- * ...; setSgmatSchedule(was)`.
+ * The schedule a Gpu takes unless its options (DeviceOptions.kernels.sgmat, kernels/policy.ts) or a call
+ * (MatmulOptions.sgmat) say otherwise. Prefetch on: gqkv 0.344 -> 0.241 ms, gate_up 0.288 -> 0.283 on the H200
+ * (20261202-040125Z).
  */
-export function setSgmatSchedule(s: Partial<SgmatSchedule>): SgmatSchedule {
-  if (s.kernel !== undefined && !['auto', 'staged', 'direct'].includes(s.kernel)) throw new InputError('setSgmatSchedule', `kernel ${JSON.stringify(s.kernel)} must be 'auto', 'staged' or 'direct'`);
-  if (s.pipe !== undefined && typeof s.pipe !== 'boolean') throw new InputError('setSgmatSchedule', `pipe ${JSON.stringify(s.pipe)} must be true or false`);
-  if (s.splitK !== undefined && s.splitK !== 'auto' && !SPLITS.includes(s.splitK)) {
-    throw new InputError('setSgmatSchedule', `splitK ${JSON.stringify(s.splitK)} must be 1, 2, 4 or 'auto'`);
-  }
-  const was = current;
-  current = { kernel: s.kernel ?? was.kernel, pipe: s.pipe ?? was.pipe, splitK: s.splitK ?? was.splitK };
-  return was;
-}
+export const DEFAULT_SCHEDULE: Readonly<SgmatSchedule> = Object.freeze({ kernel: 'auto', pipe: true, splitK: 'auto' });
 
-/** The schedule the tensor-core matmul takes now. */
-export function sgmatSchedule(): SgmatSchedule {
-  return current;
+/** `base` with the fields `s` gives, each checked (`where` names the option in errors). */
+export function withSchedule(where: string, base: SgmatSchedule, s: Partial<SgmatSchedule>): SgmatSchedule {
+  if (s.kernel !== undefined && !['auto', 'staged', 'direct'].includes(s.kernel)) {
+    throw new InputError(where, `kernel ${JSON.stringify(s.kernel)} must be 'auto', 'staged' or 'direct'`);
+  }
+  if (s.pipe !== undefined && typeof s.pipe !== 'boolean') {
+    throw new InputError(where, `pipe ${JSON.stringify(s.pipe)} must be true or false`);
+  }
+  if (s.splitK !== undefined && s.splitK !== 'auto' && !SPLITS.includes(s.splitK)) {
+    throw new InputError(where, `splitK ${JSON.stringify(s.splitK)} must be 1, 2, 4 or 'auto'`);
+  }
+  return { kernel: s.kernel ?? base.kernel, pipe: s.pipe ?? base.pipe, splitK: s.splitK ?? base.splitK };
 }
 
 /** 'auto' keeps at least this many K columns in a slice: each slice's slab costs a C write and read. */
@@ -63,11 +63,11 @@ const SPLIT_MIN_COLUMNS = 128;
 /**
  * The K slices of one product C [Mp, Np] over Kp columns in `tiling`'s workgroup tiles: S slices of Ks columns (a
  * multiple of its kStep; the last slice may be shorter, and S is lowered so none is empty), S slabs of C fitting
- * one storage binding.
+ * one storage binding. `want`: the schedule's splitK.
  */
-export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling): { S: number; Ks: number } {
+export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling,
+  want: SgmatSchedule['splitK'] = 'auto'): { S: number; Ks: number } {
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
-  const want = current.splitK;
   let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? tiling.maxSplit) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
   while (S > 1 && S * Mp * Np * 4 > gpu.device.limits.maxStorageBufferBindingSize) S /= 2;

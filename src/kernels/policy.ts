@@ -1,0 +1,84 @@
+// One planner for the kernels' paths, per Gpu. The options a Gpu was created with (DeviceOptions.kernels) are
+// checked once and kept in its state; policy_matmul.ts plans the prefill matmul from them (path, tensor-core
+// kernel and schedule), policy_attention.ts attention (path, tensor cores, decode merge, a decode step's fused
+// kernels), and paths.ts writes both planners' on/off verdicts into the adapter summary. Kernels dispatch what the
+// planners say, and nothing is module-wide: two Gpus in one process may take different paths.
+import type { Gpu } from '../gpu/gpu.ts';
+import type { KernelOptions } from '../gpu/device.ts';
+import { stateKey } from '../gpu/registry.ts';
+import { InputError } from '../errors.ts';
+import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from './matmul/sgmat_schedule.ts';
+
+/**
+ * Full-precision decode attention's merge: 'fold', the last chunk of a head to finish merges (one dispatch);
+ * 'separate', a merge dispatch after the split (the reference form). The same bits either way.
+ */
+export type DecodeMerge = 'fold' | 'separate';
+export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
+
+// The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
+declare module '../gpu/device.ts' {
+  interface KernelOptions {
+    /**
+     * The tensor-core prefill matmul's schedule (sgmat_schedule.ts: kernel, pipe, splitK); fields left out keep
+     * the default, which benchmarks chose (bench/kernels.ts, sgmatSchedules).
+     */
+    sgmat?: Partial<SgmatSchedule>;
+    /** Whether bf16 prefill attention's products may run on the tensor cores where they can (default true). */
+    attentionTensorCores?: boolean;
+    /**
+     * Full-precision decode attention's merge when a call names none: 'fold' (default) or 'separate' (benchmarks
+     * compare the two). The quantized caches' values pass (qsdpa_one) always merges in its last chunk, its
+     * reference being the multi-pass qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
+     */
+    decodeMerge?: DecodeMerge;
+  }
+}
+export type { KernelOptions };
+
+/** A Gpu's options with every default filled in. */
+export interface KernelPolicy {
+  sgmat: SgmatSchedule;
+  attentionTensorCores: boolean;
+  decodeMerge: DecodeMerge;
+}
+
+export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
+  sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold',
+});
+
+const WHERE = 'DeviceOptions.kernels';
+const POLICY = stateKey<KernelPolicy>('kernels.policy');
+
+/** The policy `gpu` was created with (checked on first use; paths.ts uses it while Gpu.create runs). */
+export function kernelPolicy(gpu: Gpu): KernelPolicy {
+  return gpu.state.get(POLICY, () => resolvePolicy(gpu.kernelOptions));
+}
+
+/** Options with the defaults filled in; a field of the wrong kind is an InputError naming it. */
+export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
+  if (typeof o !== 'object' || o === null) throw new InputError(WHERE, `must be an object, got ${JSON.stringify(o)}`);
+  const known = Object.keys(DEFAULT_POLICY);
+  const odd = Object.keys(o).find((k) => !known.includes(k));
+  if (odd !== undefined) throw new InputError(WHERE, `unknown field '${odd}'; use ${known.join(', ')}`);
+  const tc = o.attentionTensorCores;
+  if (tc !== undefined && typeof tc !== 'boolean') {
+    throw new InputError(WHERE, `attentionTensorCores ${JSON.stringify(tc)} must be true or false`);
+  }
+  const merge = o.decodeMerge;
+  return {
+    sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
+    attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
+    decodeMerge: merge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, merge),
+  };
+}
+
+/** `merge` when it names a form, `gpu`'s policy's when undefined; anything else is an InputError naming `op`. */
+export function mergeFor(gpu: Gpu, op: string, merge: DecodeMerge | undefined): DecodeMerge {
+  return merge === undefined ? kernelPolicy(gpu).decodeMerge : checkMerge(op, merge);
+}
+
+function checkMerge(op: string, merge: DecodeMerge): DecodeMerge {
+  if (!MERGES.includes(merge)) throw new InputError(op, `merge '${merge}' must be one of ${MERGES.join(', ')}`);
+  return merge;
+}

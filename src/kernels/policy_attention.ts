@@ -1,0 +1,108 @@
+// The planner's attention half (policy.ts): which of sdpa's four paths a call takes, whether prefill attention's
+// products run on the tensor cores, the decode merge, how a cache slot's step runs (a decode step's append fused
+// into attention, or append then attend) and the verdicts on attention's fast paths for the adapter summary. The
+// facts it decides from are the kernels' own (sdpa_one.ts: shapes it takes; sdpa_mm.ts: budget, self-check).
+import type { Gpu } from '../gpu/gpu.ts';
+import type { OnOff } from '../gpu/device.ts';
+import { ShapeError } from '../errors.ts';
+import type { Round } from './common/codes.ts';
+import type { AttnMask, FullKV, KVSide, QuantKV } from './attention/types.ts';
+import { oneShape, ONE_WG } from './attention/sdpa_one.ts';
+import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from './attention/sdpa_mm.ts';
+import { batchedSgmatUnavailable } from './matmul/matmul_sgmat.ts';
+import { kernelPolicy, mergeFor, type DecodeMerge } from './policy.ts';
+import { CPU_DRIVER, onOff } from './policy_matmul.ts';
+
+/** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
+export const DECODE_MAX_QUERIES = 4;
+
+/**
+ * 'one' (sdpa_one.wgsl: one query seeing every key), 'decode' (keys split across workgroups), 'matmul' (sdpa_mm.ts:
+ * two batched matmuls), 'prefill' (sdpa_prefill.wgsl: the reference, and CPU drivers' path).
+ */
+export type AttentionPath = 'prefill' | 'decode' | 'one' | 'matmul';
+
+/** One sdpa call as the planner sees it. */
+export interface AttentionCall {
+  heads: number; seq: number; dim: number; kvLen: number; kvBf16: boolean; mask: AttnMask['kind']; round?: Round;
+  /** Both cache sides start at a multiple of 16 bytes (sdpa_one reads 16-byte units). */
+  aligned: boolean;
+}
+
+/** What a call forces (tests, benchmarks: SdpaOptions.path and merge). */
+export interface AttentionForce { path?: AttentionPath; merge?: DecodeMerge }
+
+export interface AttentionPlan {
+  path: AttentionPath;
+  /** Path 'one': the merge folded into the split or a dispatch of its own. */
+  merge: DecodeMerge;
+  /** Path 'matmul': the products on the tensor cores (sdpa_mm_f16.wgsl) instead of f32. */
+  tensorCores: boolean;
+}
+
+/**
+ * The plan of one sdpa call; `force` names a path or merge (tests, benchmarks), a forced path that cannot take the
+ * call being a ShapeError. By default: 'one' for a single query that sees every key when the head dim suits it,
+ * else 'decode' for S <= DECODE_MAX_QUERIES, else on a GPU 'matmul' where its score matrix fits, else 'prefill';
+ * the Gpu's merge; the tensor cores where the Gpu allows them and they take the call.
+ */
+export function planAttention(gpu: Gpu, c: AttentionCall, force: AttentionForce = {}): AttentionPlan {
+  const merge = mergeFor(gpu, 'sdpa', force.merge);
+  const oneFits = c.seq === 1 && (c.mask === 'none' || c.mask === 'causal') && oneShape(c.dim, c.kvBf16) && c.aligned;
+  if (force.path === 'one' && !oneFits) {
+    throw new ShapeError('sdpa', `path 'one' needs one query (got ${c.seq}) seeing every key (mask ${c.mask}), a head `
+      + `dim whose 16-byte units per row divide ${ONE_WG} (got ${c.dim}) and 16-byte aligned K/V`);
+  }
+  const mmFits = sdpaMmFits(gpu, c.heads, c.seq, c.kvLen);
+  if (force.path === 'matmul' && !mmFits) {
+    const scores = `${c.heads} heads x ${c.seq} queries x ${c.kvLen} keys`;
+    throw new ShapeError('sdpa', `path 'matmul': the scores of ${scores} exceed its budget`);
+  }
+  const decode = c.seq <= DECODE_MAX_QUERIES;
+  const path = force.path ?? (oneFits ? 'one' : decode ? 'decode' : !gpu.cpu && mmFits ? 'matmul' : 'prefill');
+  const tensorCores = path === 'matmul' && kernelPolicy(gpu).attentionTensorCores && tensorCoresFit(gpu, c)
+    && attentionTensorCoresUnavailable(gpu) === null;
+  return { path, merge, tensorCores };
+}
+
+/** A cache slot's step as one forward sees it. */
+export interface SlotStep { seq: number; mask: AttnMask; k: KVSide; v: KVSide; shadowed: boolean }
+
+/**
+ * How a slot runs a step: a decode step (one position seeing every key, no full-precision shadow) into two
+ * full-precision sides appends inside sdpa_one's split ('full-one', appendAttendOne, in the Gpu's merge), into two
+ * quantized sides inside qsdpa_one's scores ('quant-one', qsdpaOneAppend): the same bits as append then attend,
+ * fewer dispatches. Everything else, and a fused kernel that declines the shapes (it returns null), composes.
+ */
+export type StepPlan =
+  | { kind: 'full-one'; k: FullKV; v: FullKV; merge: DecodeMerge }
+  | { kind: 'quant-one'; k: QuantKV; v: QuantKV }
+  | { kind: 'composed' };
+
+export function planStep(gpu: Gpu, s: SlotStep): StepPlan {
+  const { k, v } = s;
+  if (s.seq !== 1 || s.shadowed || (s.mask.kind !== 'none' && s.mask.kind !== 'causal')) return { kind: 'composed' };
+  if (k.kind === 'full' && v.kind === 'full') return { kind: 'full-one', k, v, merge: kernelPolicy(gpu).decodeMerge };
+  if (k.kind === 'quant' && v.kind === 'quant') return { kind: 'quant-one', k, v };
+  return { kind: 'composed' };
+}
+
+/**
+ * The kernel that attends over a slot's sides: two quantized sides, the quantized kernel (mlx-lm's quantized
+ * SDPA); otherwise the full-precision one, a quantized side read dequantized (asymmetric configs MLX cannot express).
+ */
+export function planAttend(k: KVSide, v: KVSide): { kernel: 'qsdpa'; k: QuantKV; v: QuantKV } | { kernel: 'sdpa' } {
+  return k.kind === 'quant' && v.kind === 'quant' ? { kernel: 'qsdpa', k, v } : { kernel: 'sdpa' };
+}
+
+/** Attention's fast paths on `gpu`: on, or off and why (a feature, a CPU driver, a self-check, an option). */
+export function attentionPaths(gpu: Gpu): Record<string, OnOff> {
+  const p = kernelPolicy(gpu);
+  const tensorCores = batchedSgmatUnavailable(gpu) ?? (gpu.cpu ? CPU_DRIVER : attentionTensorCoresUnavailable(gpu))
+    ?? (p.attentionTensorCores ? null : 'DeviceOptions.kernels.attentionTensorCores is false');
+  const merged = p.decodeMerge === 'fold' ? null : "DeviceOptions.kernels.decodeMerge is 'separate'";
+  return onOff({
+    'prefill attention on tensor cores (bf16)': tensorCores,
+    'decode attention merged in its split (one dispatch)': merged,
+  });
+}
