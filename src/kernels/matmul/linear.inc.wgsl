@@ -48,12 +48,7 @@ fn inv_rms(ss: f32) -> f32 {
 // dot of one vec4<u32> of weights with the x values it multiplies: a (f32 weights), or a then b (halves).
 fn dot_unit(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
   if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
-  let h0 = halves(wv.x);
-  let h1 = halves(wv.y);
-  let h2 = halves(wv.z);
-  let h3 = halves(wv.w);
-  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
-       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+  return dot_halves(wv, a, b);
 }
 
 // The (normalised) x values one weight unit of x4 row position xi multiplies: a, and b for halves.

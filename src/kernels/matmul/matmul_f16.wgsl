@@ -58,13 +58,7 @@ const WT: bool = false;
 fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {
   let a = vec4<f32>(x4[xi]);
   if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
-  let b = vec4<f32>(x4[xi + 1u]);
-  let h0 = halves(wv.x);
-  let h1 = halves(wv.y);
-  let h2 = halves(wv.z);
-  let h3 = halves(wv.w);
-  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
-       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+  return dot_halves(wv, a, vec4<f32>(x4[xi + 1u]));
 }
 
 // gemv_vec4's per-lane partial sums of the ROWS x MB outputs of the block at weight row n0, x row m0.
