@@ -1,13 +1,15 @@
 // The layers of src/ (issue 31), checked by tests/package/layers.test.ts on every `npm test`:
-//   errors.ts  <-  gpu/, io/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
+//   errors.ts, math/  <-  gpu/, io/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
 // Each layer imports only the ones below it (and itself); cli/, demo/ and bench/ import the public entries or the
 // internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which tests own.
+const BOTTOM = ['^src/errors\\.ts$', '^src/math/'];
 const below = {
-  gpu: ['^src/gpu/', '^src/errors\\.ts$'],
-  io: ['^src/io/', '^src/errors\\.ts$'],
-  kernels: ['^src/kernels/', '^src/gpu/', '^src/errors\\.ts$'],
-  hrm: ['^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', '^src/errors\\.ts$'],
-  refract: ['^src/refract/', '^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', '^src/errors\\.ts$'],
+  math: ['^src/math/'],
+  gpu: ['^src/gpu/', ...BOTTOM],
+  io: ['^src/io/', ...BOTTOM],
+  kernels: ['^src/kernels/', '^src/gpu/', ...BOTTOM],
+  hrm: ['^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', ...BOTTOM],
+  refract: ['^src/refract/', '^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', ...BOTTOM],
 };
 
 const layerRules = Object.entries(below).map(([layer, allowed]) => ({

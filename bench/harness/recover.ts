@@ -2,9 +2,11 @@
 // (src/refract/resilient.ts) does for its backend calls: the run is a sequence of units (a kernel section, one
 // KV-cache configuration of the model); when a unit fails and the device is gone, a new device is opened, the run
 // says so, and the unit is redone on it from the start (units rebuild what they need, e.g. the random weights).
-// A second loss in the same unit gives that unit up (the caller records the error) and the run goes on.
+// A second loss in the same unit gives that unit up (the caller records the error) and the run goes on. The loop
+// is src/gpu/redo.ts's, with one redo per unit.
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { DeviceLostError } from '../../src/errors.ts';
+import { firstLine, Redo } from '../../src/gpu/redo.ts';
 
 /** A unit redone on a new device, and the loss that cost its first attempt. */
 export interface Recovered { unit: string; error: string }
@@ -34,8 +36,24 @@ async function openDevice(o: DeviceKeeperOptions): Promise<Gpu> {
 export class DeviceKeeper {
   /** Units redone after a device loss, in order. */
   readonly recovered: Recovered[] = [];
+  private readonly redo: Redo<Gpu>;
 
-  private constructor(private current: Gpu, private readonly o: DeviceKeeperOptions) {}
+  private constructor(first: Gpu, o: DeviceKeeperOptions) {
+    this.redo = new Redo(first, {
+      policy: { per: 'unit', limit: 1 },
+      lost: deviceLoss,
+      // Drop the lost device (its pool) and open the next; a failure to open one is thrown (the unit's error).
+      rebuild: (lost) => {
+        lost.destroy();
+        return openDevice(o);
+      },
+      attempt: (unit, n, gpu) => o.attempt?.(unit, n, gpu),
+      onLoss: (l) => o.warn(`GPU device lost during ${l.unit} (${firstLine(l.error)}); opening a new device` +
+        (l.giveUp ? ' for the rest of the run: lost twice, giving this unit up'
+          : ', rebuilding what it needs and redoing it')),
+      onRebuilt: (l) => this.recovered.push({ unit: l.unit, error: firstLine(l.error) }),
+    });
+  }
 
   static async open(o: DeviceKeeperOptions): Promise<DeviceKeeper> {
     return new DeviceKeeper(await openDevice(o), o);
@@ -43,7 +61,7 @@ export class DeviceKeeper {
 
   /** The device in use now (a new one after each loss). */
   get gpu(): Gpu {
-    return this.current;
+    return this.redo.resource;
   }
 
   /**
@@ -51,30 +69,7 @@ export class DeviceKeeper {
    * a second loss is thrown as a DeviceLostError naming the unit (the next unit still gets a fresh device).
    * Other errors pass through untouched.
    */
-  async unit<T>(what: string, f: (gpu: Gpu) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const gpu = this.current;
-      this.o.attempt?.(what, attempt, gpu);
-      try {
-        return await f(gpu);
-      } catch (e) {
-        if (!deviceLoss(e, gpu)) throw e;
-        const error = (e instanceof Error ? e.message : String(e)).split('\n')[0];
-        const again = attempt > 1;
-        const then = again
-          ? ' for the rest of the run: lost twice, giving this unit up'
-          : ', rebuilding what it needs and redoing it';
-        this.o.warn(`GPU device lost during ${what} (${error}); opening a new device${then}`);
-        await this.replace(gpu);
-        if (again) throw new DeviceLostError(what, `the GPU device was lost twice; gave the unit up (${error})`);
-        this.recovered.push({ unit: what, error });
-      }
-    }
-  }
-
-  /** Drop the lost device (its pool) and open the next; a failure to open one is thrown (the unit's error). */
-  private async replace(lost: Gpu): Promise<void> {
-    lost.destroy();
-    this.current = await openDevice(this.o);
+  unit<T>(what: string, f: (gpu: Gpu) => Promise<T>): Promise<T> {
+    return this.redo.unit(what, f);
   }
 }

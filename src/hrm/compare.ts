@@ -1,6 +1,7 @@
 // Compare two logits tensors [S, V] (ours vs MLX, or two of our modes) in float64: the numbers people use to
 // cross-check numerics. KL is KL(A || B) per position from max-subtracted log-sum-exp.
 import { ShapeError } from '../errors.ts';
+import { argmaxRow, logSoftmaxRow } from '../math/f64.ts';
 
 export interface LogitsComparison {
   positions: number;
@@ -11,23 +12,6 @@ export interface LogitsComparison {
   /** Share of positions whose argmax agrees. */
   top1Agreement: number;
   perPositionKl: number[];
-}
-
-function logSoftmax(row: ArrayLike<number>, off: number, V: number): Float64Array {
-  let m = -Infinity;
-  for (let v = 0; v < V; v++) m = Math.max(m, row[off + v]);
-  let s = 0;
-  for (let v = 0; v < V; v++) s += Math.exp(row[off + v] - m);
-  const lse = m + Math.log(s);
-  const out = new Float64Array(V);
-  for (let v = 0; v < V; v++) out[v] = row[off + v] - lse;
-  return out;
-}
-
-function argmax(row: ArrayLike<number>, off: number, V: number): number {
-  let best = 0;
-  for (let v = 1; v < V; v++) if (row[off + v] > row[off + best]) best = v;
-  return best;
 }
 
 /** Compare logits A and B, both [S, V] row-major. */
@@ -41,11 +25,11 @@ export function compareLogits(a: ArrayLike<number>, b: ArrayLike<number>, shapeA
   for (let s = 0; s < S; s++) {
     const off = s * V;
     for (let v = 0; v < V; v++) maxAbsDiff = Math.max(maxAbsDiff, Math.abs(a[off + v] - b[off + v]));
-    const pa = logSoftmax(a, off, V), pb = logSoftmax(b, off, V);
+    const pa = logSoftmaxRow(a, off, V), pb = logSoftmaxRow(b, off, V);
     let k = 0;
     for (let v = 0; v < V; v++) k += Math.exp(pa[v]) * (pa[v] - pb[v]);
     kl.push(k);
-    if (argmax(a, off, V) === argmax(b, off, V)) agree++;
+    if (argmaxRow(a, off, V) === argmaxRow(b, off, V)) agree++;
   }
   return {
     positions: S, vocab: V, maxAbsDiff,

@@ -1,6 +1,7 @@
 // Next-token sampling on the CPU: greedy at temperature 0, else softmax(logits / T) in float64, top-p (nucleus)
 // filtering, and a draw from a seeded xoshiro128** generator, so one seed gives one sequence in every runtime.
 import { InputError } from '../errors.ts';
+import { argmaxRow } from '../math/f64.ts';
 
 /**
  * xoshiro128** (Blackman & Vigna, 2018): 128-bit state, 32-bit outputs, period 2^128 - 1. The state is filled by
@@ -79,9 +80,7 @@ function checkLogits(op: string, logits: ArrayLike<number>): void {
 /** argmax_i logits[i]; the first index on ties. */
 export function argmax(logits: ArrayLike<number>): number {
   checkLogits('argmax', logits);
-  let best = 0;
-  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
-  return best;
+  return argmaxRow(logits, 0, logits.length);
 }
 
 /** p_i = exp(l_i / T - max_j l_j / T) / sum_j exp(l_j / T - max_j l_j / T), in float64. */

@@ -2,10 +2,14 @@
 // each one a finished unit (a prompt's decode, an R-NIAH cell's generation, a tokenization); KLD@D is one call
 // over many chunks, so it carries its progress (KldProgress) and the new backend continues from the last
 // finished chunk. When a call fails and the device is gone, the backend is rebuilt by `create` (new device,
-// model reloaded), the run says so through `log`, and the call is redone.
+// model reloaded), the run says so through `log`, and the call is redone (gpu/redo.ts, losses counted per run).
 import { DeviceLostError } from '../errors.ts';
+import { Redo } from '../gpu/redo.ts';
 import { newKldProgress } from './axes/kld-stats.ts';
-import type { Backend, CompletionOptions, CompletionResult, DecodeTokensOptions, KLDResult, KldOptions, Metadata, ModelMetadataOptions, TokenizeOptions, TrajectoryOptions, TrajectoryResult } from './backend.ts';
+import type {
+  Backend, CompletionOptions, CompletionResult, DecodeTokensOptions,
+  KLDResult, KldOptions, Metadata, ModelMetadataOptions, TokenizeOptions, TrajectoryOptions, TrajectoryResult,
+} from './backend.ts';
 
 export interface ResilientOptions {
   /** Where recovery is reported (the CLI: stderr). */
@@ -16,29 +20,27 @@ export interface ResilientOptions {
 
 export class ResilientBackend implements Backend {
   readonly name: string;
-  /** Device losses recovered from so far. */
-  recoveries = 0;
-  private inner: Promise<Backend>;
+  private readonly redo: Redo<Backend>;
 
   /** `first` is the backend to start with; `create` builds a fresh one (new device, model reloaded). */
-  constructor(first: Backend, private readonly create: () => Promise<Backend>, private readonly o: ResilientOptions = {}) {
+  constructor(first: Backend, create: () => Promise<Backend>, o: ResilientOptions = {}) {
     this.name = first.name;
-    this.inner = Promise.resolve(first);
+    this.redo = new Redo(first, {
+      policy: { per: 'run', limit: o.maxRecoveries ?? 3 },
+      lost: (e, b) => e instanceof DeviceLostError || b.deviceLost?.() === true,
+      rebuild: create,
+      onLoss: (l) => o.log?.(`GPU device lost during ${l.unit} (${(l.error as Error).message}); recreating the ` +
+        `device and reloading the model, then continuing from the last finished unit (recovery ${l.recoveries})`),
+    });
   }
 
-  private async call<T>(what: string, f: (b: Backend) => Promise<T>): Promise<T> {
-    for (;;) {
-      const b = await this.inner;
-      try {
-        return await f(b);
-      } catch (e) {
-        const lost = e instanceof DeviceLostError || b.deviceLost?.() === true;
-        if (!lost || this.recoveries >= (this.o.maxRecoveries ?? 3)) throw e;
-        this.recoveries++;
-        this.o.log?.(`GPU device lost during ${what} (${(e as Error).message}); recreating the device and reloading the model, then continuing from the last finished unit (recovery ${this.recoveries})`);
-        this.inner = this.create();
-      }
-    }
+  /** Device losses recovered from so far. */
+  get recoveries(): number {
+    return this.redo.recoveries;
+  }
+
+  private call<T>(what: string, f: (b: Backend) => Promise<T>): Promise<T> {
+    return this.redo.unit(what, f);
   }
 
   runCompletion(o: CompletionOptions): Promise<CompletionResult> {

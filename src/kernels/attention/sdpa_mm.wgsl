@@ -20,20 +20,7 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(8) var<storage, read_write> out: array<f32>;     // [seq, H * D]: O, then the output
 @group(0) @binding(9) var<storage, read> gate: array<f32>;          // [seq, gate_stride] (GATE)
 
-override KV_BF16: bool = false;
-override MASK: u32 = 0;
-override ROUND: u32 = 0;
-override GATE: bool = false;
-
-const WG: u32 = 256u;
-const NEG: f32 = -1.0e30;   // "no score": WGSL does not promise infinities
-
-var<workgroup> red: array<f32, WG>;
-
-// #include "common/gate.inc.wgsl"
-// #include "common/mask.inc.wgsl"
-// #include "attention/kv_load.inc.wgsl"
-// #include "attention/softmax_row.inc.wgsl"
+// #include "attention/sdpa_mm.inc.wgsl"
 
 @compute @workgroup_size(WG)
 fn kv_f32(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

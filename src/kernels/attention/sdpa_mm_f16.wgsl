@@ -46,21 +46,9 @@ struct Params { seq: u32, heads: u32, kv_len: u32, kvp: u32, cap: u32, offset: u
 @group(0) @binding(14) var<storage, read> gate: array<f32>;          // [S, gate_stride] (GATE)
 @group(0) @binding(15) var<storage, read_write> ex: array<i32>;      // row scale exponents: qh's [H Sp], kh's [H kvp], vt's [H Dn]
 
-override KV_BF16: bool = true;
-override MASK: u32 = 0;
-override ROUND: u32 = 1;
-override GATE: bool = false;
-
-const WG: u32 = 256u;
-const NEG: f32 = -1.0e30;          // "no score": WGSL does not promise infinities
 const P_SCALE: f32 = 32768.0;      // 2^15
 
-var<workgroup> red: array<f32, WG>;
-
-// #include "common/gate.inc.wgsl"
-// #include "common/mask.inc.wgsl"
-// #include "attention/kv_load.inc.wgsl"
-// #include "attention/softmax_row.inc.wgsl"
+// #include "attention/sdpa_mm.inc.wgsl"
 // #include "common/f16_scale.inc.wgsl"
 
 // qkv_f16's workgroups: q and K rows, RPW a workgroup, LANES threads a row of at most LANES * EPT elements; then

@@ -5,22 +5,12 @@
 // WG * ROWS * MB>`, `p.M`, `p.N`, `p.ldo`, `p.col0` and a binding `out: array<f32>`. Never compiled on its own.
 // #include "common/round.inc.wgsl"
 // #include "common/silu_mul.inc.wgsl"
+// #include "matmul/tree_sum.inc.wgsl"
 
 // Output (m, n) of this chunk; with ACC added to the value already there, as add() rounds it.
 fn store(m: u32, n: u32, v: f32) {
   let i = m * p.ldo + p.col0 + n;
   if (ACC) { out[i] = round_out(out[i] + v); } else { out[i] = v; }
-}
-
-// Sum segments 0 .. segs - 1 of red (WG partial sums each, lane order) into their first element.
-fn tree_sum(segs: u32, lid: u32) {
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      for (var o = 0u; o < segs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
-    }
-    workgroupBarrier();
-  }
 }
 
 // Sum acc over the workgroup's lanes and write the block's outputs.

@@ -13,12 +13,8 @@ struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32, eps: f32 }
 @group(0) @binding(4) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> w4: array<vec4<u32>>;
 
-override WDT: u32 = 1u;
-override ROUND: u32 = 0u;
-// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= MAXACC).
-override WG: u32 = 64u;
-override ROWS: u32 = 4u;
-override MB: u32 = 1u;
+// #include "matmul/gemv_opts.inc.wgsl"
+
 // Fusions (matmul.wgsl's header).
 override NORM: bool = false;
 override SWIGLU: bool = false;   // needs an even ROWS in the workgroup kernels
@@ -26,8 +22,6 @@ override ACC: bool = false;
 
 // Sums per lane, ROWS * MB: up to 4 x 4 in gemv_vec4 / gemv_word, 8 x 4 in gemv_upl (matmul_upl.wgsl).
 const MAXACC: u32 = 32u;
-
-var<workgroup> red: array<f32, WG * ROWS * MB>;
 
 // #include "common/round.inc.wgsl"
 
@@ -54,12 +48,7 @@ fn inv_rms(ss: f32) -> f32 {
 // dot of one vec4<u32> of weights with the x values it multiplies: a (f32 weights), or a then b (halves).
 fn dot_unit(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
   if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
-  let h0 = halves(wv.x);
-  let h1 = halves(wv.y);
-  let h2 = halves(wv.z);
-  let h3 = halves(wv.w);
-  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
-       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+  return dot_halves(wv, a, b);
 }
 
 // The (normalised) x values one weight unit of x4 row position xi multiplies: a, and b for halves.

@@ -17,10 +17,12 @@ const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
 const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
-// Threads per workgroup along N and M, and the K slice (overrides); each thread owns a 4 x 4 output block, fixed in
-// the WGSL, so a workgroup's tile is BM x BN.
-const TILE = { TX: 16, TY: 16, BK: 8 };
-const BM = TILE.TY * 4, BN = TILE.TX * 4;
+/**
+ * The tiled kernel's overrides (matmul_tiled.wgsl, matmul_f16.wgsl: tile.inc.wgsl): threads along N and M and the K
+ * slice; each thread owns a 4 x 4 output block, fixed in the WGSL, so a workgroup's tile is BM x BN.
+ */
+export const TILE = { TX: 16, TY: 16, BK: 8 };
+export const BM = TILE.TY * 4, BN = TILE.TX * 4;
 
 export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
@@ -65,7 +67,7 @@ export interface MatmulOptions {
 export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOptions = {}): Tensor {
   const chunks = Array.isArray(w) ? (w as readonly Tensor[]) : [w as Tensor];
   const K = x.shape[x.rank - 1];
-  const N = validate(x, chunks, K);
+  const N = validateLinear('matmul', x, chunks, K, 'f32', 'activations are f32; round with opts.round');
   const cols = validateFusions('matmul', x, weightLabel(chunks), N, opts);
   const M = x.size / K;
   const gpu = x.gpu;
@@ -143,7 +145,7 @@ function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: R
  * gemv path was 1.4-13x faster on every layer (lm_head included); at M = 64 still 3-7x on o_proj / down_proj (24
  * tiles), while the tiled path won on lm_head. Other GPUs may move these bounds.
  */
-function preferGemv(M: number, N: number): boolean {
+export function preferGemv(M: number, N: number): boolean {
   if (M <= 32) return true;
   const tiles = Math.ceil(M / BM) * Math.ceil(N / BN);
   return M <= 64 && tiles < 64;
@@ -153,23 +155,31 @@ export function shapeOf(t: Tensor): string {
   return `'${t.label}' [${t.shape.join(', ')}] ${t.dtype}`;
 }
 
-/** Checks x and the weight chunks agree; returns N. */
-function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
-  if (x.dtype !== 'f32') throw new DTypeError('matmul', `x ${shapeOf(x)} must be f32 (activations are f32; round with opts.round)`);
-  if (x.rank < 1 || K === 0) throw new ShapeError('matmul', `x ${shapeOf(x)} needs a non-empty last axis K`);
-  if (chunks.length === 0) throw new ShapeError('matmul', `no weight given for x ${shapeOf(x)}`);
+/**
+ * Checks that x (of dtype `xDtype`; `hint` says what to do otherwise) and the dense weight chunks agree, for `op`
+ * (matmul, matmulF16); returns N.
+ */
+export function validateLinear(
+  op: string, x: Tensor, chunks: readonly Tensor[], K: number, xDtype: string, hint: string,
+): number {
+  if (x.dtype !== xDtype) throw new DTypeError(op, `x ${shapeOf(x)} must be ${xDtype} (${hint})`);
+  if (x.rank < 1 || K === 0) throw new ShapeError(op, `x ${shapeOf(x)} needs a non-empty last axis K`);
+  if (chunks.length === 0) throw new ShapeError(op, `no weight given for x ${shapeOf(x)}`);
   let N = 0;
   for (const [i, c] of chunks.entries()) {
     const what = chunks.length > 1 ? `weight chunk ${i} ${shapeOf(c)}` : `weight ${shapeOf(c)}`;
-    if (!(c.dtype in DTYPE_CODE)) throw new DTypeError('matmul', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
-    if (c.dtype !== chunks[0].dtype) throw new DTypeError('matmul', `${what} differs in dtype from chunk 0 ${shapeOf(chunks[0])}`);
-    if (c.rank !== 2 || c.shape[1] !== K) {
-      throw new ShapeError('matmul', `x ${shapeOf(x)} @ ${what}^T: the weight must be [N, ${K}] (rows = outputs, columns = K of x)`);
+    if (!(c.dtype in DTYPE_CODE)) throw new DTypeError(op, `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
+    if (c.dtype !== chunks[0].dtype) {
+      throw new DTypeError(op, `${what} differs in dtype from chunk 0 ${shapeOf(chunks[0])}`);
     }
-    if (c.gpu !== x.gpu) throw new ShapeError('matmul', `${what} lives on another device than x ${shapeOf(x)}`);
+    if (c.rank !== 2 || c.shape[1] !== K) {
+      const want = `the weight must be [N, ${K}] (rows = outputs, columns = K of x)`;
+      throw new ShapeError(op, `x ${shapeOf(x)} @ ${what}^T: ${want}`);
+    }
+    if (c.gpu !== x.gpu) throw new ShapeError(op, `${what} lives on another device than x ${shapeOf(x)}`);
     N += c.shape[0];
   }
-  if (N === 0) throw new ShapeError('matmul', `weights for x ${shapeOf(x)} have no rows`);
+  if (N === 0) throw new ShapeError(op, `weights for x ${shapeOf(x)} have no rows`);
   return N;
 }
 

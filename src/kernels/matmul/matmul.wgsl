@@ -39,6 +39,11 @@
 // #include "matmul/linear.inc.wgsl"
 // #include "matmul/gemv_block.inc.wgsl"
 
+// gemv_word's x element: normalised with NORM.
+fn x_word(i: u32, inv: f32) -> f32 { return xn(x[i], inv); }
+
+// #include "matmul/gemv_word.inc.wgsl"
+
 @compute @workgroup_size(WG)
 fn gemv_vec4(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let blk = wid.x + wid.y * nwg.x;
@@ -79,30 +84,6 @@ fn gemv_word(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
     inv = block_inv(part, lid);
   }
   var acc: array<f32, MAXACC>;
-  for (var r = 0u; r < ROWS; r++) {
-    let e0 = wrow(blk, r) * p.K;   // first element of the row
-    if (WDT == 0u) {
-      for (var k = lid; k < p.K; k += WG) {
-        let wk = bitcast<f32>(w[e0 + k]);
-        for (var m = 0u; m < MB; m++) { acc[m * ROWS + r] += wk * xn(x[min(m0 + m, p.M - 1u) * p.K + k], inv[m]); }
-      }
-    } else {
-      let first = e0 >> 1u;
-      let words = ((e0 + p.K + 1u) >> 1u) - first;
-      for (var j = lid; j < words; j += WG) {
-        let h = halves(w[first + j]);
-        let k = i32(2u * (first + j)) - i32(e0);   // row position of the low half; -1 when the row starts odd
-        let lo = k >= 0;
-        let hi = u32(k + 1) < p.K;
-        for (var m = 0u; m < MB; m++) {
-          let xr = min(m0 + m, p.M - 1u) * p.K;
-          var s = 0.0;
-          if (lo) { s += h.x * xn(x[xr + u32(k)], inv[m]); }
-          if (hi) { s += h.y * xn(x[xr + u32(k + 1)], inv[m]); }
-          acc[m * ROWS + r] += s;
-        }
-      }
-    }
-  }
+  for (var r = 0u; r < ROWS; r++) { word_row(wrow(blk, r) * p.K, r, m0, lid, inv, &acc); }
   reduce_store(acc, lid, blk, m0);
 }

@@ -3,11 +3,12 @@
 // Variants are described in matmul_f16.wgsl; paths and their settings follow matmul.ts (measured there).
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
-import { DTypeError, FeatureError, ShapeError } from '../../errors.ts';
+import { DTypeError, FeatureError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { GEMV_MAX_M } from './gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
+import { BM, BN, preferGemv, shapeOf, TILE, validateLinear } from './matmul.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
 const KERNELS = {
@@ -15,14 +16,13 @@ const KERNELS = {
   f16: { vec4: new Kernel(FILE, 'gemv_vec4_to_f16'), word: new Kernel(FILE, 'gemv_word_to_f16'), tiled: new Kernel(FILE, 'tiled_to_f16') },
 };
 const GEMV = { WG: 32, ROWS: 2 };
-const TILE = { TX: 16, TY: 16, TM: 4, TN: 4, BK: 8 };
 
 export interface MatmulF16Options {
   /** Output dtype: 'f16' (default, as MLX's half matmul) or 'f32'. */
   out?: 'f16' | 'f32';
   /** Rounding of an f32 output: 'bf16' / 'f16' values kept in f32, 'none' (default) the f32 sum. An f16 output is always rounded to f16. */
   round?: Round;
-  /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count, as matmul does. */
+  /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count, as matmul does (preferGemv). */
   path?: 'auto' | 'gemv' | 'tiled';
 }
 
@@ -35,7 +35,7 @@ export interface MatmulF16Options {
 export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulF16Options = {}): Tensor {
   const chunks = Array.isArray(w) ? (w as readonly Tensor[]) : [w as Tensor];
   const K = x.shape[x.rank - 1];
-  const N = validate(x, chunks, K);
+  const N = validateLinear('matmulF16', x, chunks, K, 'f16', 'f32 activations: use matmul');
   const outDtype = opts.out ?? 'f16';
   if (outDtype !== 'f16' && outDtype !== 'f32') throw new DTypeError('matmulF16', `unknown out ${JSON.stringify(opts.out)}; use 'f16' or 'f32'`);
   const round = roundCode('matmulF16', opts.round);
@@ -70,18 +70,12 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
       kernels.tiled.dispatch(gpu, {
         bindings: { x, w: c, [binding]: out }, uniforms, label: 'matmulF16.tiled',
         overrides: { WDT, ...rounding, ...TILE },
-        workgroups: [Math.ceil(c.shape[0] / (TILE.TX * TILE.TN)), Math.ceil(M / (TILE.TY * TILE.TM))],
+        workgroups: [Math.ceil(c.shape[0] / BN), Math.ceil(M / BM)],
       });
     }
     col0 += c.shape[0];
   }
   return out;
-}
-
-/** matmul.ts's rule (measured there on an H200): matrix-vector blocks up to 32 rows, and up to 64 while tiles are few. */
-function preferGemv(M: number, N: number): boolean {
-  if (M <= 32) return true;
-  return M <= 64 && Math.ceil(M / (TILE.TY * TILE.TM)) * Math.ceil(N / (TILE.TX * TILE.TN)) < 64;
 }
 
 /** 16-byte weight rows and bases, and x rows of whole vec4<f16>, let every lane load vectors. */
@@ -90,31 +84,7 @@ function wideRows(x: Tensor, c: Tensor, K: number): boolean {
   return rowBytes % 16 === 0 && K % 4 === 0 && c.offset % 16 === 0 && x.offset % 8 === 0;
 }
 
-function shapeOf(t: Tensor): string {
-  return `'${t.label}' [${t.shape.join(', ')}] ${t.dtype}`;
-}
-
 function describe(gpu: Gpu): string {
   const a = gpu.summary;
   return [a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(' / ') || `unnamed, ${a.runtime}`;
-}
-
-/** Checks x and the weight chunks agree; returns N. */
-function validate(x: Tensor, chunks: readonly Tensor[], K: number): number {
-  if (x.dtype !== 'f16') throw new DTypeError('matmulF16', `x ${shapeOf(x)} must be f16 (f32 activations: use matmul)`);
-  if (x.rank < 1 || K === 0) throw new ShapeError('matmulF16', `x ${shapeOf(x)} needs a non-empty last axis K`);
-  if (chunks.length === 0) throw new ShapeError('matmulF16', `no weight given for x ${shapeOf(x)}`);
-  let N = 0;
-  for (const [i, c] of chunks.entries()) {
-    const what = chunks.length > 1 ? `weight chunk ${i} ${shapeOf(c)}` : `weight ${shapeOf(c)}`;
-    if (!(c.dtype in DTYPE_CODE)) throw new DTypeError('matmulF16', `${what} must be f32, bf16 or f16 (x ${shapeOf(x)})`);
-    if (c.dtype !== chunks[0].dtype) throw new DTypeError('matmulF16', `${what} differs in dtype from chunk 0 ${shapeOf(chunks[0])}`);
-    if (c.rank !== 2 || c.shape[1] !== K) {
-      throw new ShapeError('matmulF16', `x ${shapeOf(x)} @ ${what}^T: the weight must be [N, ${K}] (rows = outputs, columns = K of x)`);
-    }
-    if (c.gpu !== x.gpu) throw new ShapeError('matmulF16', `${what} lives on another device than x ${shapeOf(x)}`);
-    N += c.shape[0];
-  }
-  if (N === 0) throw new ShapeError('matmulF16', `weights for x ${shapeOf(x)} have no rows`);
-  return N;
 }

@@ -15,8 +15,7 @@ enable f16;
 //     halves, K % 4 == 0 for f32) and K % 4 == 0 for x; tensors at 16-byte offsets.
 //  2. gemv_word (few rows, any K): the same work, one u32 word of weights and scalar f16 x per lane per step; the
 //     first and last word of a row may straddle a neighbouring row when K is odd, so those halves are masked.
-//  3. tiled (many rows): BM x BN output tiles (BM = TY*TM, BN = TX*TN), each thread a TM x TN register block,
-//     K walked in BK slices staged through shared memory with x and the weights widened to f32 once. Any M, N, K.
+//  3. tiled (many rows): matmul_tiled.wgsl's register tile (tile.inc.wgsl), x widened from f16. Any M, N, K.
 
 // #include "common/half.inc.wgsl"
 
@@ -31,31 +30,11 @@ struct Params { M: u32, N: u32, K: u32, ldo: u32, col0: u32 }
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f16>>;
 @group(0) @binding(6) var<storage, read> w4: array<vec4<u32>>;
 
-override WDT: u32 = 1u;
-override ROUND: u32 = 0u;
-// gemv: lanes per workgroup (power of two), weight rows per workgroup, x rows per workgroup (ROWS * MB <= 16).
-override WG: u32 = 32u;
-override ROWS: u32 = 2u;
-override MB: u32 = 1u;
-// tiled: threads per workgroup along N (TX) and M (TY), outputs per thread (TM x TN <= MAXT x MAXT), K slice.
-override TX: u32 = 16u;
-override TY: u32 = 16u;
-override TM: u32 = 4u;
-override TN: u32 = 4u;
-override BK: u32 = 8u;
+// #include "matmul/gemv_opts.inc.wgsl"
 
 const MAXACC: u32 = 16u;
-const MAXT: u32 = 8u;
 // A lane or thread with no output to write.
 const NONE: u32 = 0xffffffffu;
-
-// A gemv lane's partial sums (ROWS * MB used), a tiled thread's TM x TN register block (the rest folds away).
-alias Sums = array<f32, MAXACC>;
-alias Block = array<array<f32, MAXT>, MAXT>;
-
-var<workgroup> red: array<f32, WG * ROWS * MB>;
-var<workgroup> As: array<f32, BK * TY * TM>;
-var<workgroup> Bs: array<f32, BK * TX * TN>;
 
 // #include "common/round.inc.wgsl"
 
@@ -65,22 +44,25 @@ fn to_f16(v: f32) -> f16 {
 }
 
 // #include "matmul/weight.inc.wgsl"
+// #include "matmul/tree_sum.inc.wgsl"
+
+// x's element i as f32, for gemv_word.inc.wgsl and tile.inc.wgsl (w is never transposed here).
+fn x_word(i: u32, inv: f32) -> f32 { return f32(x[i]); }
+fn x_at(i: u32) -> f32 { return f32(x[i]); }
+const WT: bool = false;
+
+// #include "matmul/gemv_word.inc.wgsl"
+// #include "matmul/tile.inc.wgsl"
 
 // dot of one vec4<u32> of weights with the x values it multiplies (x4 index xi: 2 vec4 for halves, 1 for f32).
 fn dot_unit(wv: vec4<u32>, xi: u32) -> f32 {
   let a = vec4<f32>(x4[xi]);
   if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
-  let b = vec4<f32>(x4[xi + 1u]);
-  let h0 = halves(wv.x);
-  let h1 = halves(wv.y);
-  let h2 = halves(wv.z);
-  let h3 = halves(wv.w);
-  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
-       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
+  return dot_halves(wv, a, vec4<f32>(x4[xi + 1u]));
 }
 
 // gemv_vec4's per-lane partial sums of the ROWS x MB outputs of the block at weight row n0, x row m0.
-fn gemv_vec4_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, Sums>) {
+fn gemv_vec4_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, array<f32, MAXACC>>) {
   let per = select(8u, 4u, WDT == 0u);
   let upr = p.K / per;            // vec4<u32> units per weight row
   let xpr = p.K / 4u;             // vec4<f16> per x row
@@ -95,46 +77,16 @@ fn gemv_vec4_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, Sums>) {
   }
 }
 
-// gemv_word's per-lane partial sums, as gemv_vec4_acc.
-fn gemv_word_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, Sums>) {
-  for (var r = 0u; r < ROWS; r++) {
-    let e0 = min(n0 + r, p.N - 1u) * p.K;   // first element of the row
-    if (WDT == 0u) {
-      for (var k = lid; k < p.K; k += WG) {
-        let wk = bitcast<f32>(w[e0 + k]);
-        for (var m = 0u; m < MB; m++) { (*acc)[m * ROWS + r] += wk * f32(x[min(m0 + m, p.M - 1u) * p.K + k]); }
-      }
-    } else {
-      let first = e0 >> 1u;
-      let words = ((e0 + p.K + 1u) >> 1u) - first;
-      for (var j = lid; j < words; j += WG) {
-        let h = halves(w[first + j]);
-        let k = i32(2u * (first + j)) - i32(e0);   // row position of the low half; -1 when the row starts odd
-        let lo = k >= 0;
-        let hi = u32(k + 1) < p.K;
-        for (var m = 0u; m < MB; m++) {
-          let xr = min(m0 + m, p.M - 1u) * p.K;
-          var s = 0.0;
-          if (lo) { s += h.x * f32(x[xr + u32(k)]); }
-          if (hi) { s += h.y * f32(x[xr + u32(k + 1)]); }
-          (*acc)[m * ROWS + r] += s;
-        }
-      }
-    }
-  }
+// gemv_word's per-lane partial sums, as gemv_vec4_acc (x is never normalised here).
+fn gemv_word_acc(n0: u32, m0: u32, lid: u32, acc: ptr<function, array<f32, MAXACC>>) {
+  for (var r = 0u; r < ROWS; r++) { word_row(min(n0 + r, p.N - 1u) * p.K, r, m0, lid, array<f32, 4>(), acc); }
 }
 
 // Sums acc over the workgroup's lanes; lane o < ROWS * MB gets output o's sum, the others a copy of one.
-fn reduce(acc: ptr<function, Sums>, lid: u32) -> f32 {
+fn reduce(acc: ptr<function, array<f32, MAXACC>>, lid: u32) -> f32 {
   let outs = ROWS * MB;
   for (var o = 0u; o < outs; o++) { red[o * WG + lid] = (*acc)[o]; }
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      for (var o = 0u; o < outs; o++) { red[o * WG + lid] += red[o * WG + lid + s]; }
-    }
-    workgroupBarrier();
-  }
+  tree_sum(outs, lid);
   return red[min(lid, outs - 1u) * WG];
 }
 
@@ -149,7 +101,7 @@ fn gemv_dest(n0: u32, m0: u32, lid: u32) -> u32 {
 @compute @workgroup_size(WG)
 fn gemv_vec4_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let n0 = (wid.x + wid.y * nwg.x) * ROWS;
-  var acc: Sums;
+  var acc: array<f32, MAXACC>;   // a gemv lane's partial sums, ROWS * MB used
   gemv_vec4_acc(n0, wid.z * MB, lid, &acc);
   let v = reduce(&acc, lid);
   let i = gemv_dest(n0, wid.z * MB, lid);
@@ -159,7 +111,7 @@ fn gemv_vec4_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) 
 @compute @workgroup_size(WG)
 fn gemv_vec4_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let n0 = (wid.x + wid.y * nwg.x) * ROWS;
-  var acc: Sums;
+  var acc: array<f32, MAXACC>;   // a gemv lane's partial sums, ROWS * MB used
   gemv_vec4_acc(n0, wid.z * MB, lid, &acc);
   let v = reduce(&acc, lid);
   let i = gemv_dest(n0, wid.z * MB, lid);
@@ -169,7 +121,7 @@ fn gemv_vec4_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) 
 @compute @workgroup_size(WG)
 fn gemv_word_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let n0 = (wid.x + wid.y * nwg.x) * ROWS;
-  var acc: Sums;
+  var acc: array<f32, MAXACC>;   // a gemv lane's partial sums, ROWS * MB used
   gemv_word_acc(n0, wid.z * MB, lid, &acc);
   let v = reduce(&acc, lid);
   let i = gemv_dest(n0, wid.z * MB, lid);
@@ -179,49 +131,14 @@ fn gemv_word_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) 
 @compute @workgroup_size(WG)
 fn gemv_word_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let n0 = (wid.x + wid.y * nwg.x) * ROWS;
-  var acc: Sums;
+  var acc: array<f32, MAXACC>;   // a gemv lane's partial sums, ROWS * MB used
   gemv_word_acc(n0, wid.z * MB, lid, &acc);
   let v = reduce(&acc, lid);
   let i = gemv_dest(n0, wid.z * MB, lid);
   if (i != NONE) { outh[i] = to_f16(v); }
 }
 
-// The tiled variant's register block of thread l in the tile at workgroup wid: acc[i][j] is output (row
-// m0 + l.y + i * TY, column n0 + l.x + j * TX): conflict-free shared reads, coalesced writes.
-fn tiled_acc(wid: vec3u, l: vec3u, acc: ptr<function, Block>) {
-  let BM = TY * TM;
-  let BN = TX * TN;
-  let n0 = wid.x * BN;
-  let m0 = wid.y * BM;
-  let tid = l.y * TX + l.x;
-  let threads = TX * TY;
-  for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    // Stage x[m0.., k0..] and w[n0.., k0..]; consecutive threads take consecutive k (contiguous in memory).
-    for (var idx = tid; idx < BM * BK; idx += threads) {
-      let m = m0 + idx / BK;
-      let k = k0 + idx % BK;
-      As[(idx % BK) * BM + idx / BK] = select(0.0, f32(x[min(m, p.M - 1u) * p.K + min(k, p.K - 1u)]), m < p.M && k < p.K);
-    }
-    for (var idx = tid; idx < BN * BK; idx += threads) {
-      let n = n0 + idx / BK;
-      let k = k0 + idx % BK;
-      Bs[(idx % BK) * BN + idx / BK] = select(0.0, weight(min(n, p.N - 1u) * p.K + min(k, p.K - 1u)), n < p.N && k < p.K);
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < BK; kk++) {
-      var a: array<f32, MAXT>;
-      var b: array<f32, MAXT>;
-      for (var i = 0u; i < TM; i++) { a[i] = As[kk * BM + l.y + i * TY]; }
-      for (var j = 0u; j < TN; j++) { b[j] = Bs[kk * BN + l.x + j * TX]; }
-      for (var i = 0u; i < TM; i++) {
-        for (var j = 0u; j < TN; j++) { (*acc)[i][j] += a[i] * b[j]; }
-      }
-    }
-    workgroupBarrier();
-  }
-}
-
-// Output index of tiled_acc's acc[i][j], or NONE outside [M, N].
+// Output index of tile_acc's acc[i][j] (unbatched), or NONE outside [M, N].
 fn tiled_dest(wid: vec3u, l: vec3u, i: u32, j: u32) -> u32 {
   let m = wid.y * TY * TM + l.y + i * TY;
   let n = wid.x * TX * TN + l.x + j * TX;
@@ -231,8 +148,7 @@ fn tiled_dest(wid: vec3u, l: vec3u, i: u32, j: u32) -> u32 {
 
 @compute @workgroup_size(TX, TY)
 fn tiled_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  var acc: Block;
-  tiled_acc(wid, l, &acc);
+  let acc = tile_acc(wid, l, 0u, 0u);
   for (var i = 0u; i < TM; i++) {
     for (var j = 0u; j < TN; j++) {
       let o = tiled_dest(wid, l, i, j);
@@ -243,8 +159,7 @@ fn tiled_to_f32(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id)
 
 @compute @workgroup_size(TX, TY)
 fn tiled_to_f16(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  var acc: Block;
-  tiled_acc(wid, l, &acc);
+  let acc = tile_acc(wid, l, 0u, 0u);
   for (var i = 0u; i < TM; i++) {
     for (var j = 0u; j < TN; j++) {
       let o = tiled_dest(wid, l, i, j);

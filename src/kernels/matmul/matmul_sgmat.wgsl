@@ -30,8 +30,8 @@ struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32 }
 
 override PIPE: bool = false;   // matmul_sgmat.ts passes the schedule's
 
-// Every subgroup-matrix statement stands on a line of its own: reflection (kernels/kernel.ts, reflectable) leaves
-// those lines out.
+// Every subgroup-matrix statement stands on a line of its own, as the `#sgmat` lines unroll (the 4 x 4 tile's
+// statements, scripts/gen-wgsl.mjs): reflection (kernels/kernel.ts, reflectable) leaves those lines out.
 @compute @workgroup_size(32)
 fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u) {
   // Never true (Kp >= 16): names the bindings for reflection, which leaves out the subgroup-matrix lines
@@ -42,109 +42,29 @@ fn matmul_sgmat(@builtin(workgroup_id) wid: vec3u) {
   let K = p.Kp;
   let k0 = wid.z * p.Ks;
   let k1 = min(K, k0 + p.Ks);
-  var c00 = subgroup_matrix_result<f32, 16, 16>();
-  var c01 = subgroup_matrix_result<f32, 16, 16>();
-  var c02 = subgroup_matrix_result<f32, 16, 16>();
-  var c03 = subgroup_matrix_result<f32, 16, 16>();
-  var c10 = subgroup_matrix_result<f32, 16, 16>();
-  var c11 = subgroup_matrix_result<f32, 16, 16>();
-  var c12 = subgroup_matrix_result<f32, 16, 16>();
-  var c13 = subgroup_matrix_result<f32, 16, 16>();
-  var c20 = subgroup_matrix_result<f32, 16, 16>();
-  var c21 = subgroup_matrix_result<f32, 16, 16>();
-  var c22 = subgroup_matrix_result<f32, 16, 16>();
-  var c23 = subgroup_matrix_result<f32, 16, 16>();
-  var c30 = subgroup_matrix_result<f32, 16, 16>();
-  var c31 = subgroup_matrix_result<f32, 16, 16>();
-  var c32 = subgroup_matrix_result<f32, 16, 16>();
-  var c33 = subgroup_matrix_result<f32, 16, 16>();
-  // Written out (16 named accumulators, 8 loads, 16 products a step) rather than arrays indexed in loops, so every
-  // matrix is a value the compiler keeps in registers.
+  // The tile's 16 accumulators, 8 operands and 16 products a step are written out (SGMAT in scripts/gen-wgsl.mjs)
+  // rather than arrays indexed in loops, so every matrix is a value the compiler keeps in registers.
+  // #sgmat results
   if (PIPE) {
     // The first step's operands (at a valid k even for an empty slice, which never uses them).
     let kf = min(k0, K - 16u);
-    var b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 0u) * K + kf, K);
-    var b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 16u) * K + kf, K);
-    var b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 32u) * K + kf, K);
-    var b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 48u) * K + kf, K);
-    var a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 0u) * K + kf, K);
-    var a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 16u) * K + kf, K);
-    var a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 32u) * K + kf, K);
-    var a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 48u) * K + kf, K);
+    // #sgmat right decl="var" name="b" at="&b, (n0 + ${16 * j}u) * K + kf, K"
+    // #sgmat left decl="var" name="a" at="&a, (m0 + ${16 * i}u) * K + kf, K"
     for (var k = k0; k < k1; k += 16u) {
       // The next step's operands (the last step loads its own again: in bounds, never used).
       let kn = min(k + 16u, k1 - 16u);
-      let nb0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 0u) * K + kn, K);
-      let nb1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 16u) * K + kn, K);
-      let nb2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 32u) * K + kn, K);
-      let nb3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 48u) * K + kn, K);
-      let na0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 0u) * K + kn, K);
-      let na1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 16u) * K + kn, K);
-      let na2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 32u) * K + kn, K);
-      let na3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 48u) * K + kn, K);
-      c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
-      c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
-      c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
-      c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
-      c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
-      c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
-      c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
-      c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
-      c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
-      c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
-      c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
-      c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
-      c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
-      c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
-      c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
-      c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
+      // #sgmat right decl="let" name="nb" at="&b, (n0 + ${16 * j}u) * K + kn, K"
+      // #sgmat left decl="let" name="na" at="&a, (m0 + ${16 * i}u) * K + kn, K"
+      // #sgmat products
       b0 = nb0; b1 = nb1; b2 = nb2; b3 = nb3;
       a0 = na0; a1 = na1; a2 = na2; a3 = na3;
     }
   } else {
     for (var k = k0; k < k1; k += 16u) {
-      let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 0u) * K + k, K);
-      let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 16u) * K + k, K);
-      let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 32u) * K + k, K);
-      let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&b, (n0 + 48u) * K + k, K);
-      let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 0u) * K + k, K);
-      c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
-      c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
-      c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
-      c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
-      let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 16u) * K + k, K);
-      c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
-      c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
-      c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
-      c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
-      let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 32u) * K + k, K);
-      c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
-      c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
-      c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
-      c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
-      let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&a, (m0 + 48u) * K + k, K);
-      c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
-      c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
-      c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
-      c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
+      // #sgmat step a="&a, (m0 + ${16 * i}u) * K + k, K" b="&b, (n0 + ${16 * j}u) * K + k, K"
     }
   }
   let N = p.Np;
   let base = wid.z * p.slab;
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 0u) * N + n0 + 0u, c00, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 0u) * N + n0 + 16u, c01, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 0u) * N + n0 + 32u, c02, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 0u) * N + n0 + 48u, c03, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 16u) * N + n0 + 0u, c10, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 16u) * N + n0 + 16u, c11, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 16u) * N + n0 + 32u, c12, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 16u) * N + n0 + 48u, c13, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 32u) * N + n0 + 0u, c20, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 32u) * N + n0 + 16u, c21, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 32u) * N + n0 + 32u, c22, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 32u) * N + n0 + 48u, c23, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 48u) * N + n0 + 0u, c30, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 48u) * N + n0 + 16u, c31, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 48u) * N + n0 + 32u, c32, N);
-  subgroupMatrixStore<row_major>(&c, base + (m0 + 48u) * N + n0 + 48u, c33, N);
+  // #sgmat store at="base + (m0 + ${16 * i}u) * N + n0 + ${16 * j}u"
 }

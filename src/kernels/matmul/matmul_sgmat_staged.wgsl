@@ -42,13 +42,20 @@ fn put(s: ptr<workgroup, array<f16, 9216>>, at: u32, v: vec4<u32>) {
 }
 
 // Thread t copies units (t % 8) of rows t / 8 + 16 r, r < 8, of each operand: one block is 8 units a row.
-struct Block { a0: vec4<u32>, a1: vec4<u32>, a2: vec4<u32>, a3: vec4<u32>, a4: vec4<u32>, a5: vec4<u32>, a6: vec4<u32>, a7: vec4<u32>,
-               b0: vec4<u32>, b1: vec4<u32>, b2: vec4<u32>, b3: vec4<u32>, b4: vec4<u32>, b5: vec4<u32>, b6: vec4<u32>, b7: vec4<u32> }
+struct Block {
+  a0: vec4<u32>, a1: vec4<u32>, a2: vec4<u32>, a3: vec4<u32>,
+  a4: vec4<u32>, a5: vec4<u32>, a6: vec4<u32>, a7: vec4<u32>,
+  b0: vec4<u32>, b1: vec4<u32>, b2: vec4<u32>, b3: vec4<u32>,
+  b4: vec4<u32>, b5: vec4<u32>, b6: vec4<u32>, b7: vec4<u32>
+}
 
 // The block at unit column u of this thread's rows (ia, ib: the first row's unit index; rs: 16 rows of units).
 fn fetch(ia: u32, ib: u32, rs: u32) -> Block {
-  return Block(a[ia], a[ia + rs], a[ia + 2u * rs], a[ia + 3u * rs], a[ia + 4u * rs], a[ia + 5u * rs], a[ia + 6u * rs], a[ia + 7u * rs],
-               b[ib], b[ib + rs], b[ib + 2u * rs], b[ib + 3u * rs], b[ib + 4u * rs], b[ib + 5u * rs], b[ib + 6u * rs], b[ib + 7u * rs]);
+  return Block(
+    a[ia], a[ia + rs], a[ia + 2u * rs], a[ia + 3u * rs],
+    a[ia + 4u * rs], a[ia + 5u * rs], a[ia + 6u * rs], a[ia + 7u * rs],
+    b[ib], b[ib + rs], b[ib + 2u * rs], b[ib + 3u * rs],
+    b[ib + 4u * rs], b[ib + 5u * rs], b[ib + 6u * rs], b[ib + 7u * rs]);
 }
 
 fn stage(g: Block, at: u32) {
@@ -59,10 +66,11 @@ fn stage(g: Block, at: u32) {
   put(&sb, at + 4u * r, g.b4); put(&sb, at + 5u * r, g.b5); put(&sb, at + 6u * r, g.b6); put(&sb, at + 7u * r, g.b7);
 }
 
-// Every subgroup-matrix statement stands on a line of its own: reflection (kernels/kernel.ts, reflectable) leaves
-// those lines out.
+// Every subgroup-matrix statement stands on a line of its own, as the `#sgmat` lines unroll (the 4 x 4 tile's
+// statements, scripts/gen-wgsl.mjs): reflection (kernels/kernel.ts, reflectable) leaves those lines out.
 @compute @workgroup_size(128)
-fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32, @builtin(subgroup_id) sg: u32) {
+fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t: u32,
+                       @builtin(subgroup_id) sg: u32) {
   // Never true (Kp >= 64): names the bindings for reflection.
   if (p.Kp == 0u) { c[0] = f32(a[0].x + b[0].x); }
   let mw = wid.y * 128u;
@@ -79,22 +87,7 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
   let ib = batch * p.b_batch + (nw + row) * kv + u;
   let rs = 16u * kv;
   let at = row * LD + u * 8u;
-  var c00 = subgroup_matrix_result<f32, 16, 16>();
-  var c01 = subgroup_matrix_result<f32, 16, 16>();
-  var c02 = subgroup_matrix_result<f32, 16, 16>();
-  var c03 = subgroup_matrix_result<f32, 16, 16>();
-  var c10 = subgroup_matrix_result<f32, 16, 16>();
-  var c11 = subgroup_matrix_result<f32, 16, 16>();
-  var c12 = subgroup_matrix_result<f32, 16, 16>();
-  var c13 = subgroup_matrix_result<f32, 16, 16>();
-  var c20 = subgroup_matrix_result<f32, 16, 16>();
-  var c21 = subgroup_matrix_result<f32, 16, 16>();
-  var c22 = subgroup_matrix_result<f32, 16, 16>();
-  var c23 = subgroup_matrix_result<f32, 16, 16>();
-  var c30 = subgroup_matrix_result<f32, 16, 16>();
-  var c31 = subgroup_matrix_result<f32, 16, 16>();
-  var c32 = subgroup_matrix_result<f32, 16, 16>();
-  var c33 = subgroup_matrix_result<f32, 16, 16>();
+  // #sgmat results
   // The first block (at a valid column even for an empty slice, which never stages it).
   var g = fetch(ia + min(k0, p.Kp - BK) / 8u, ib + min(k0, p.Kp - BK) / 8u, rs);
   for (var k = k0; k < k1; k += BK) {
@@ -102,49 +95,11 @@ fn matmul_sgmat_staged(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocat
     workgroupBarrier();
     if (k + BK < k1) { g = fetch(ia + (k + BK) / 8u, ib + (k + BK) / 8u, rs); }
     for (var kk = 0u; kk < BK; kk += 16u) {
-      let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 0u) * LD + kk, LD);
-      let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 16u) * LD + kk, LD);
-      let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 32u) * LD + kk, LD);
-      let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&sb, (bn + 48u) * LD + kk, LD);
-      let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 0u) * LD + kk, LD);
-      c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
-      c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
-      c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
-      c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
-      let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 16u) * LD + kk, LD);
-      c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
-      c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
-      c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
-      c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
-      let a2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 32u) * LD + kk, LD);
-      c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
-      c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
-      c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
-      c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
-      let a3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&sa, (am + 48u) * LD + kk, LD);
-      c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
-      c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
-      c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
-      c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
+      // #sgmat step a="&sa, (am + ${16 * i}u) * LD + kk, LD" b="&sb, (bn + ${16 * j}u) * LD + kk, LD"
     }
     workgroupBarrier();
   }
   let N = p.Np;
   let o = wid.z * p.slab + (mw + am) * N + nw + bn;
-  subgroupMatrixStore<row_major>(&c, o, c00, N);
-  subgroupMatrixStore<row_major>(&c, o + 16u, c01, N);
-  subgroupMatrixStore<row_major>(&c, o + 32u, c02, N);
-  subgroupMatrixStore<row_major>(&c, o + 48u, c03, N);
-  subgroupMatrixStore<row_major>(&c, o + 16u * N, c10, N);
-  subgroupMatrixStore<row_major>(&c, o + 16u * N + 16u, c11, N);
-  subgroupMatrixStore<row_major>(&c, o + 16u * N + 32u, c12, N);
-  subgroupMatrixStore<row_major>(&c, o + 16u * N + 48u, c13, N);
-  subgroupMatrixStore<row_major>(&c, o + 32u * N, c20, N);
-  subgroupMatrixStore<row_major>(&c, o + 32u * N + 16u, c21, N);
-  subgroupMatrixStore<row_major>(&c, o + 32u * N + 32u, c22, N);
-  subgroupMatrixStore<row_major>(&c, o + 32u * N + 48u, c23, N);
-  subgroupMatrixStore<row_major>(&c, o + 48u * N, c30, N);
-  subgroupMatrixStore<row_major>(&c, o + 48u * N + 16u, c31, N);
-  subgroupMatrixStore<row_major>(&c, o + 48u * N + 32u, c32, N);
-  subgroupMatrixStore<row_major>(&c, o + 48u * N + 48u, c33, N);
+  // #sgmat store at="o${plus(16 * i, 'u * N')}${plus(16 * j, 'u')}"
 }

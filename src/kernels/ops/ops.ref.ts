@@ -2,6 +2,7 @@
 // MLX op's output rounded to the model dtype); with 'none' everything stays float64.
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import type { Round } from '../common/codes.ts';
+import { argmaxRow } from '../../math/f64.ts';
 
 /** A value rounded as an op output in that dtype (via f32, as the kernels hold it); 'none' keeps it as is. */
 export function roundAs(round: Round, v: number): number {
@@ -94,8 +95,7 @@ export function klRowsRef(p: ArrayLike<number>, q: ArrayLike<number>, cols: numb
 export function argmaxRowsRef(x: ArrayLike<number>, cols: number): Uint32Array {
   const out = new Uint32Array(x.length / cols);
   for (let r = 0; r < out.length; r++) {
-    let best = 0;
-    for (let j = 1; j < cols; j++) if (x[r * cols + j] > x[r * cols + best]) best = j;
+    const best = argmaxRow(x, r * cols, cols);
     let nan = false;
     for (let j = 0; j < cols; j++) nan ||= Number.isNaN(x[r * cols + j]);
     out[r] = nan ? 0xffffffff : best;

@@ -3,17 +3,7 @@
 // top-1 (here with a Wilson interval), Δp of the observed next token, PPL of both sides and their ratio with
 // uncertainties. Positions with non-finite KL are dropped from every statistic; Δp and PPL need a next token.
 import { BackendCapabilityError } from '../backend.ts';
-
-function logSoftmax(row: ArrayLike<number>, off: number, n: number): Float64Array {
-  let max = -Infinity;
-  for (let v = 0; v < n; v++) max = Math.max(max, row[off + v]);
-  let sum = 0;
-  for (let v = 0; v < n; v++) sum += Math.exp(row[off + v] - max);
-  const lse = max + Math.log(sum);
-  const out = new Float64Array(n);
-  for (let v = 0; v < n; v++) out[v] = row[off + v] - lse;
-  return out;
-}
+import { argmaxRow, logSoftmaxRow } from '../../math/f64.ts';
 
 /** Comparison of one position's two next-token distributions. */
 export interface PositionStats {
@@ -31,19 +21,16 @@ export interface PositionStats {
 
 /** Compare logits rows ref[off..off+vocab) and cand[off..off+vocab), in float64 via log-softmax. */
 export function comparePosition(ref: ArrayLike<number>, cand: ArrayLike<number>, vocab: number, off = 0, nextToken?: number): PositionStats {
-  const lr = logSoftmax(ref, off, vocab);
-  const lc = logSoftmax(cand, off, vocab);
+  const lr = logSoftmaxRow(ref, off, vocab);
+  const lc = logSoftmaxRow(cand, off, vocab);
   let kl = 0;
-  let tr = 0;
-  let tc = 0;
   for (let v = 0; v < vocab; v++) {
     const p = Math.exp(lr[v]);
     if (p > 0) kl += p * (lr[v] - lc[v]);
     else if (Number.isNaN(lr[v])) kl = Number.NaN;
-    if (lr[v] > lr[tr]) tr = v;
-    if (lc[v] > lc[tc]) tc = v;
   }
-  const s: PositionStats = { kl, sameTop: tr === tc };
+  // Of the log-probabilities, as before: subtracting the log-sum-exp can merge near-ties of the logits.
+  const s: PositionStats = { kl, sameTop: argmaxRow(lr, 0, vocab) === argmaxRow(lc, 0, vocab) };
   if (nextToken !== undefined && nextToken >= 0 && nextToken < vocab) {
     s.dp = Math.exp(lc[nextToken]) - Math.exp(lr[nextToken]);
     s.nllCand = -lc[nextToken];
