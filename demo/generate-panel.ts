@@ -27,7 +27,7 @@ export function generateBlocked(app: App): string | null {
  * The generation's settings, each checked against its field (the field at fault gets the focus), and what the page
  * notes about them: max tokens capped by the room the model's context leaves after the prompt, an empty prompt.
  */
-function settings(app: App) {
+async function settings(app: App) {
   const condition = conditionString();
   const temperature = numInput('temperature', 0, 100);
   const topP = numInput('top-p', 0.000001, 1);
@@ -36,7 +36,7 @@ function settings(app: App) {
   const kv = kvFromSelects('kv-k', 'kv-v').spec;
   const prompt = $<HTMLTextAreaElement>('prompt').value;
   const ctx = app.lm!.config.max_position_embeddings;
-  const promptTokens = app.engine.promptTokens(prompt, condition) ?? 0;
+  const promptTokens = (await app.engine.promptTokens(prompt, condition)) ?? 0;
   const room = ctx - promptTokens;
   if (room < 1) {
     $('prompt').focus();
@@ -60,7 +60,7 @@ async function runGeneration(app: App): Promise<void> {
   stats.textContent = '';
   note.textContent = '';
   await app.run('generate', async (signal) => {
-    const s = settings(app);
+    const s = await settings(app);
     note.textContent = s.notes.join(' ');
     output.textContent = '';
     output.dataset.state = 'running';
@@ -117,11 +117,11 @@ function clearOutput(): void {
 }
 
 /** The prompt as the model reads it, one token per item: id and text (whitespace shown as is). */
-function showTokens(app: App): void {
+async function showTokens(app: App): Promise<void> {
   const list = $('tokens');
   const summary = $('tokens-summary');
   try {
-    const tokens = app.engine.tokens($<HTMLTextAreaElement>('prompt').value, conditionString());
+    const tokens = await app.engine.tokens($<HTMLTextAreaElement>('prompt').value, conditionString());
     const shown = tokens.slice(0, 2000);
     list.replaceChildren(...shown.map(([id, text]) => {
       const li = document.createElement('li');
@@ -160,7 +160,7 @@ export function initGeneratePanel(app: App): void {
   });
   $('gen-stop').addEventListener('click', () => app.stop());
   $('copy-output').addEventListener('click', () => void copyOutput(app));
-  $('show-tokens').addEventListener('click', () => showTokens(app));
+  $('show-tokens').addEventListener('click', () => void showTokens(app));
   let shown: unknown = null;
   app.onChange(() => {
     if (app.lm !== shown) { shown = app.lm; clearOutput(); }

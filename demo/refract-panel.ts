@@ -84,7 +84,7 @@ async function runRefractPanel(app: App): Promise<void> {
     const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
     if (pasted) {
-      const n = app.engine.textTokens($<HTMLTextAreaElement>('pasted').value) ?? 0;
+      const n = (await app.engine.textTokens($<HTMLTextAreaElement>('pasted').value)) ?? 0;
       if (n < plan.ctx) {
         fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
       }
