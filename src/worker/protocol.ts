@@ -11,6 +11,7 @@ import type { LoadStage } from '../hrm/load.ts';
 import type { GenerateEvent, GenerateOptions, GenerateStats } from '../hrm/generate.ts';
 import type { RunRefractOptions, Stage } from '../refract/runner.ts';
 import type { RefractReport } from '../refract/report/json.ts';
+import { errorName } from './errors.ts';
 
 /**
  * Where the worker loads a model from: an http(s) base URL (a URL crosses as its href; a folder path where the
@@ -132,7 +133,7 @@ export interface LoadProgress { stage: LoadStage; loaded: number; total: number;
 /** A REFRACT stage's progress, as runRefract's onProgress reports it. */
 export interface RefractProgress { stage: Stage; done: number; total: number; etaSeconds: number | null }
 
-/** An error as it crosses: its class name, message and the fields typed errors carry. */
+/** An error as it crosses: its class name (a typed error's export name), message and the fields typed errors carry. */
 export interface ErrorPayload {
   name: string; message: string; stack?: string; op?: string; transient?: boolean; status?: number;
 }
@@ -153,7 +154,7 @@ export function errorPayload(e: unknown): ErrorPayload {
     return { name: 'Error', message: String(e) };
   }
   const x = e as Error & { op?: unknown; transient?: unknown; status?: unknown };
-  const out: ErrorPayload = { name: x.name, message: x.message, stack: x.stack };
+  const out: ErrorPayload = { name: errorName(x), message: x.message, stack: x.stack };
   if (typeof x.op === 'string') out.op = x.op;
   if (typeof x.transient === 'boolean') out.transient = x.transient;
   if (typeof x.status === 'number') out.status = x.status;
