@@ -2,7 +2,7 @@
 // REFRACT) with its AbortController, and errors: each shown next to the control that started it (#<job>-error, a
 // live region) and summarised in the banner at the top.
 import { DeviceLostError, InputError, parseKvConfig, type KvSpec } from '../src/index.ts';
-import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/protocol.ts';
+import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/index.ts';
 import { Engine } from './engine.ts';
 import { explain } from './errors.ts';
 import { $ } from './dom.ts';

@@ -3,9 +3,9 @@
 // weights), its tokenizer and REFRACT; this object wraps the library's worker client (HrmWorkerClient) with the
 // calls the panels make (load, generate, tokens, REFRACT), the pace measured on this device for estimates, and what
 // the worker said about its device and model.
-import { HrmWorkerClient } from '../src/worker/client.ts';
-import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/protocol.ts';
-import type { ClientRefractOptions } from '../src/worker/client.ts';
+import {
+  HrmWorkerClient, type ClientRefractOptions, type WorkerDeviceInfo, type WorkerModelInfo,
+} from '../src/worker/index.ts';
 import {
   InputError, NoWebGpuError,
   type ActDtype, type GenerateEvent, type GenerationOptions, type QuantSpec, type RefractReport,
@@ -16,7 +16,9 @@ import type { SourceSpec } from './sources.ts';
 export interface Pace { positionMs: number; decodeMs: number }
 
 export class Engine {
-  private readonly client = new HrmWorkerClient(new Worker(new URL('./model.worker.ts', import.meta.url), { type: 'module' }));
+  private readonly client = new HrmWorkerClient(
+    new Worker(new URL('./model.worker.ts', import.meta.url), { type: 'module' }),
+  );
   /** The worker's device (null until `open`). */
   device: WorkerDeviceInfo | null = null;
   /** The loaded model, as the worker describes it. */
@@ -27,7 +29,8 @@ export class Engine {
 
   /** Open the worker's GPU device (the page's own navigator.gpu says at once whether this browser has WebGPU). */
   async open(): Promise<WorkerDeviceInfo> {
-    if (!('gpu' in navigator)) throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
+    const none = 'this runtime has no navigator.gpu (WebGPU is off or unsupported)';
+    if (!('gpu' in navigator)) throw new NoWebGpuError('device', none);
     this.device = await this.client.open();
     return this.device;
   }
@@ -42,9 +45,12 @@ export class Engine {
   }
 
   /** Load a model in the worker; the one loaded before stays there until this one is in. */
-  load(source: SourceSpec, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void): Promise<WorkerModelInfo> {
-    const progressCallback = (p: { stage: string; loaded: number; total: number }) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); };
-    return this.client.load(source, { dtype: 'f32', quantize, progressCallback });
+  load(
+    source: SourceSpec, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void,
+  ): Promise<WorkerModelInfo> {
+    return this.client.load(source, {
+      dtype: 'f32', quantize, progressCallback: (p) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); },
+    });
   }
 
   /** Make `lm` the current model (the worker has freed the previous one's weights). */
@@ -66,7 +72,8 @@ export class Engine {
   /** The prompt as the model reads it (condition tags and template applied): each token's id and text. */
   async tokens(prompt: string, condition: string): Promise<Array<[number, string]>> {
     const lm = this.lm;
-    if (!lm?.tokenizer) throw new InputError('tokens', `${lm?.name ?? 'this model'} has no tokenizer.json: no tokens to show`);
+    const none = `${lm?.name ?? 'this model'} has no tokenizer.json: no tokens to show`;
+    if (!lm?.tokenizer) throw new InputError('tokens', none);
     const { ids, pieces } = await this.client.tokenize(prompt, { condition });
     return ids.map((id, i) => [id, pieces[i]]);
   }
@@ -80,7 +87,9 @@ export class Engine {
     }
   }
 
-  refract(dtype: ActDtype, condition: string, o: Omit<ClientRefractOptions, 'model' | 'dtype' | 'condition'>): Promise<RefractReport> {
+  refract(
+    dtype: ActDtype, condition: string, o: Omit<ClientRefractOptions, 'model' | 'dtype' | 'condition'>,
+  ): Promise<RefractReport> {
     return this.client.runRefract({ ...o, dtype, condition, model: this.lm!.name });
   }
 

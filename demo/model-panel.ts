@@ -2,7 +2,7 @@
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
 import { cacheSlots, isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
-import type { WorkerModelInfo } from '../src/worker/protocol.ts';
+import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';

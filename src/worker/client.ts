@@ -89,7 +89,9 @@ export class HrmWorkerClient {
    * Load a model in the worker. No source: the embedded model; an AppModelSource (plain data) is read by the
    * worker's own `files` option.
    */
-  async load(source?: string | URL | Iterable<File> | AppModelSource, opts: ClientLoadOptions = {}): Promise<WorkerModelInfo> {
+  async load(
+    source?: string | URL | Iterable<File> | AppModelSource, opts: ClientLoadOptions = {},
+  ): Promise<WorkerModelInfo> {
     const { progressCallback, ...options } = opts;
     const iterable = (x: object): x is Iterable<File> => Symbol.iterator in x;
     const src = source === undefined || typeof source === 'string' ? source

@@ -13,7 +13,10 @@
 //   for await (const ev of hrm.generate('The jury said', { signal })) ...
 //
 // This entry holds no GPU code: a page that imports it loads only the client.
-/** The client: open, load, generate, generateText, logits, runRefract, tokenize, timePass, sync, onLost, dispose, terminate. */
+/**
+ * The client: open, load, generate, generateText, logits, runRefract, tokenize, timePass, sync, onLost, dispose,
+ * terminate.
+ */
 export {
   HrmWorkerClient, type ClientGenerateOptions, type ClientLoadOptions, type ClientRefractOptions, type WorkerPort,
 } from './client.ts';

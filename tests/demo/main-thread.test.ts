@@ -35,7 +35,9 @@ async function generate(prompt: string, maxTokens: number): Promise<string> {
 /** The long tasks recorded from `from` on, once the observer has had the time to report the last one. */
 async function longTasksSince(from: number): Promise<LongTask[]> {
   // Entries arrive in an observer callback queued after their task: two frames and a pause let the last one in.
-  await demo.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 200)))));
+  await demo.page.evaluate(() => new Promise((r) => {
+    requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 200)));
+  }));
   return demo.page.evaluate((t) => (window as unknown as Probe).__longTasks.filter((e) => e.start >= t), from);
 }
 
@@ -81,7 +83,8 @@ describe('the demo\'s main thread while the model generates (built, headless Chr
     const long = await longTasksSince(from);
     const ms = long.map((e) => Math.round(e.ms));
     const at = long.map((e) => Math.round(e.start - from));
-    console.log(`main thread: ${long.length} long task(s) while generating (${decoded![1]} decoded tokens): ${JSON.stringify(ms)} ms, at ${JSON.stringify(at)} ms`);
+    console.log(`main thread: ${long.length} long task(s) while generating (${decoded![1]} decoded tokens): ` +
+      `${JSON.stringify(ms)} ms, at ${JSON.stringify(at)} ms`);
     expect(ms.filter((x) => x > 50)).toEqual([]);
   }, 300_000);
 });
