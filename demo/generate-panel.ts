@@ -23,18 +23,21 @@ export function generateBlocked(app: App): string | null {
   return app.lm.tokenizer ? null : `${app.lm.name} has no tokenizer.json, so the page cannot turn a prompt into tokens`;
 }
 
+/** The generation's fields, each checked against its field (the field at fault gets the focus). */
+function fields() {
+  return {
+    condition: conditionString(), temperature: numInput('temperature', 0, 100), topP: numInput('top-p', 0.000001, 1),
+    seed: intInput('seed', Number.MIN_SAFE_INTEGER), asked: intInput('max-tokens', 1),
+    kv: kvFromSelects('kv-k', 'kv-v').spec, prompt: $<HTMLTextAreaElement>('prompt').value,
+  };
+}
+
 /**
- * The generation's settings, each checked against its field (the field at fault gets the focus), and what the page
- * notes about them: max tokens capped by the room the model's context leaves after the prompt, an empty prompt.
+ * The generation's settings, and what the page notes about them: max tokens capped by the room the model's context
+ * leaves after the prompt (its tokens counted in the model's worker), an empty prompt.
  */
-async function settings(app: App) {
-  const condition = conditionString();
-  const temperature = numInput('temperature', 0, 100);
-  const topP = numInput('top-p', 0.000001, 1);
-  const seed = intInput('seed', Number.MIN_SAFE_INTEGER);
-  const asked = intInput('max-tokens', 1);
-  const kv = kvFromSelects('kv-k', 'kv-v').spec;
-  const prompt = $<HTMLTextAreaElement>('prompt').value;
+async function settings(app: App, f: ReturnType<typeof fields>) {
+  const { condition, temperature, topP, seed, asked, kv, prompt } = f;
   const ctx = app.lm!.config.max_position_embeddings;
   const promptTokens = (await app.engine.promptTokens(prompt, condition)) ?? 0;
   const room = ctx - promptTokens;
@@ -60,12 +63,14 @@ async function runGeneration(app: App): Promise<void> {
   stats.textContent = '';
   note.textContent = '';
   await app.run('generate', async (signal) => {
-    const s = await settings(app);
-    note.textContent = s.notes.join(' ');
+    const f = fields();
+    // The run is on from here (the last one's output goes at once), while the worker counts the prompt's tokens.
     output.textContent = '';
     output.dataset.state = 'running';
     delete output.dataset.stopReason;
     output.setAttribute('aria-busy', 'true');
+    const s = await settings(app, f);
+    note.textContent = s.notes.join(' ');
     stats.textContent = 'Reading the prompt…';
     // Stop is one key away: Esc anywhere, or Enter / Space where the focus now is.
     if (document.activeElement?.id === 'generate' || document.activeElement?.id === 'prompt') $('gen-stop').focus();
@@ -101,7 +106,10 @@ async function runGeneration(app: App): Promise<void> {
       output.setAttribute('aria-busy', 'false');
     }
   });
-  if (output.dataset.state === 'running') output.dataset.state = 'error';
+  if (output.dataset.state === 'running') {
+    output.dataset.state = 'error';
+    output.setAttribute('aria-busy', 'false');
+  }
   // Stop's button is disabled now: keep the keyboard user on the panel.
   if (document.activeElement === document.body || document.activeElement?.id === 'gen-stop') $('generate').focus();
 }

@@ -83,13 +83,14 @@ async function runRefractPanel(app: App): Promise<void> {
     const condition = conditionString();
     const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
+    // The run is on from here (the pasted text's tokens are counted in the model's worker).
+    result.dataset.state = 'running';
     if (pasted) {
       const n = (await app.engine.textTokens($<HTMLTextAreaElement>('pasted').value)) ?? 0;
       if (n < plan.ctx) {
         fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
       }
     }
-    result.dataset.state = 'running';
     msg.textContent = 'Measuring this GPU\'s pace…';
     const stages = stageSeconds(plan, await app.engine.measure(signal));
     const total = Object.values(stages).reduce((a, b) => a + b, 0);
