@@ -185,6 +185,8 @@ describe('demo (built, headless Chromium)', () => {
     const ids = tokenizer!.encode(formatPrompt(PROMPT, 'noisy', { chatTemplate }));
     await page.click('#tokens-box summary');
     await page.click('#show-tokens');
+    // The model's worker tokenizes: the list is there once its summary is.
+    await page.waitForFunction(() => document.getElementById('tokens-summary')?.textContent !== '', { timeout: 10_000 });
     const shown = await page.$$eval('#tokens li', (els) => els.map((li) => [Number(li.querySelector('.id')?.textContent), li.childNodes[1]?.textContent ?? '']));
     expect(shown).toEqual(ids.map((id) => [id, tokenizer!.decode([id])]));
     expect(await page.$eval('#tokens-summary', (el) => el.textContent)).toBe(`${ids.length} tokens.`);
