@@ -48,19 +48,26 @@ function readmeHtml(): string {
 
 const NODE_ONLY = 'virtual-corpus-node-browser';
 
-function demoFiles(): Plugin {
-  let outDir = '';
+/** corpus.ts reads Brown files with node:fs under Node only (through corpus-node.ts); the page passes baseUrl. */
+function browserCorpus(): Plugin {
   return {
-    name: 'hrm-demo-files',
+    name: 'hrm-browser-corpus',
     enforce: 'pre',
-    configResolved(c) { outDir = resolve(c.root, c.build.outDir); },
-    // corpus.ts reads Brown files with node:fs under Node only (through corpus-node.ts); the page passes baseUrl.
     resolveId(id, importer) {
       return id === './corpus-node.ts' && importer?.replace(/\\/g, '/').endsWith('src/refract/corpus.ts') ? NODE_ONLY : null;
     },
     load(id) {
       return id === NODE_ONLY ? 'export async function readBrownFile() { throw new Error("[corpus] no node:fs in a browser: pass baseUrl"); }' : null;
     },
+  };
+}
+
+function demoFiles(): Plugin {
+  let outDir = '';
+  return {
+    name: 'hrm-demo-files',
+    enforce: 'pre',
+    configResolved(c) { outDir = resolve(c.root, c.build.outDir); },
     configureServer(server) {
       server.middlewares.use((req, res, next) => {
         if (req.method === 'GET' && (req.url ?? '').split('?')[0].replace(/^\/+/, '') === 'README.html') {
@@ -90,12 +97,12 @@ export default defineConfig({
   base: './',
   // No index.html fallback for unknown paths: a missing model file must be a 404 (urlFiles treats 404 as absent).
   appType: 'mpa',
-  plugins: [demoFiles()],
+  plugins: [demoFiles(), browserCorpus()],
   server: { host: '127.0.0.1', fs: { allow: [here] } },
   preview: { host: '127.0.0.1' },
-  // Module workers (the model in a worker, src/worker/): the default 'iife' would replace the library's
-  // import.meta (the embedded model's URL) with {}.
-  worker: { format: 'es' },
+  // Module workers (the model in a worker, src/worker/, demo/model.worker.ts): the default 'iife' would replace the
+  // library's import.meta (the embedded model's URL) with {}. Workers are bundled with their own plugins.
+  worker: { format: 'es', plugins: () => [browserCorpus()] },
   build: {
     outDir: join(here, 'demo-dist'),
     emptyOutDir: true,

@@ -1,7 +1,8 @@
-// The demo's shared state: the engine (GPU and model, engine.ts), one GPU job at a time (load, generate or
+// The demo's shared state: the engine (the model's worker, engine.ts), one GPU job at a time (load, generate or
 // REFRACT) with its AbortController, and errors: each shown next to the control that started it (#<job>-error, a
 // live region) and summarised in the banner at the top.
-import { DeviceLostError, InputError, parseKvConfig, type Gpu, type KvSpec, type LoadedModel } from '../src/index.ts';
+import { DeviceLostError, InputError, parseKvConfig, type KvSpec } from '../src/index.ts';
+import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/index.ts';
 import { Engine } from './engine.ts';
 import { explain } from './errors.ts';
 import { $ } from './dom.ts';
@@ -28,11 +29,12 @@ export class App {
   private abort: AbortController | null = null;
   private readonly listeners: Array<() => void> = [];
 
-  get gpu(): Gpu | null {
-    return this.engine.gpu;
+  /** The worker's GPU device (null until it is open). */
+  get device(): WorkerDeviceInfo | null {
+    return this.engine.device;
   }
 
-  get lm(): LoadedModel | null {
+  get lm(): WorkerModelInfo | null {
     return this.engine.lm;
   }
 
@@ -45,8 +47,8 @@ export class App {
     for (const f of this.listeners) f();
   }
 
-  /** Make `lm` the current model and free the previous one's weights. */
-  setModel(lm: LoadedModel): void {
+  /** Make `lm` the current model (the worker has freed the previous one's weights). */
+  setModel(lm: WorkerModelInfo): void {
     this.engine.setModel(lm);
     this.changed();
   }
@@ -71,8 +73,9 @@ export class App {
       return await f(this.abort.signal);
     } catch (e) {
       // Whatever a stopped job throws on its way out (an aborted fetch, a cut stream) is the stop, not an error.
-      if (this.abort.signal.aborted && !this.gpu?.watch.lost) return undefined;
-      this.showError(this.gpu?.watch.lost ? new DeviceLostError(job, `${this.gpu.watch.lost.reason}: ${this.gpu.watch.lost.message}`) : e, job);
+      const lost = this.engine.lost;
+      if (this.abort.signal.aborted && !lost) return undefined;
+      this.showError(lost ? new DeviceLostError(job, lost) : e, job);
       return undefined;
     } finally {
       this.lastStopped = this.abort.signal.aborted;
@@ -94,12 +97,10 @@ export class App {
     this.changed();
   }
 
-  /** Watch for a lost device: offer to reload. */
-  watchDevice(gpu: Gpu): void {
-    gpu.device.lost.then((info) => {
-      if (info.reason === 'destroyed' && this.gpu !== gpu) return;
-      this.showError(new DeviceLostError('device', `${info.reason}: ${info.message || 'no message'}`));
-      this.engine.setModel(null);
+  /** Watch for a lost device (in the worker; the engine drops the model): offer to reload. */
+  watchDevice(): void {
+    this.engine.onLost((message) => {
+      this.showError(new DeviceLostError('device', message));
       this.changed();
     });
   }

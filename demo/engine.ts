@@ -1,113 +1,113 @@
-// The demo's one seam to the model: the GPU, the loaded model (one HrmModel per activation dtype over the same
-// weights), and the GPU work the panels start (load, generate, KLD, REFRACT), with the pace measured on this
-// device for estimates. The panels call only this object for model work (so it can move into a Web Worker).
+// The demo's one seam to the model, which runs in a dedicated worker (model.worker.ts) so that the page never waits
+// on the GPU's JavaScript: the worker owns the device, the model (one HrmModel per activation dtype over the same
+// weights), its tokenizer and REFRACT; this object wraps the library's worker client (HrmWorkerClient) with the
+// calls the panels make (load, generate, tokens, REFRACT), the pace measured on this device for estimates, and what
+// the worker said about its device and model.
 import {
-  formatPrompt, generate, Gpu, HrmBackend, HrmModel, InputError, loadModel, runKld, runRefract,
-  type ActDtype, type GenerateEvent, type GenerationOptions, type KldAxisOptions, type LoadedModel, type ModelFiles,
-  type KldAxisResult, type QuantSpec, type RefractReport, type RunRefractOptions,
+  HrmWorkerClient, type ClientRefractOptions, type WorkerDeviceInfo, type WorkerModelInfo,
+} from '../src/worker/index.ts';
+import {
+  InputError, NoWebGpuError,
+  type ActDtype, type GenerateEvent, type GenerateOptions, type QuantSpec, type RefractReport,
 } from '../src/index.ts';
+import type { SourceSpec } from './sources.ts';
 
 /** Milliseconds a causal pass spends per position, and a decode step per token, as last measured here. */
 export interface Pace { positionMs: number; decodeMs: number }
 
 export class Engine {
-  gpu: Gpu | null = null;
-  lm: LoadedModel | null = null;
-  private readonly variants = new Map<ActDtype, HrmModel>();
+  private readonly client = new HrmWorkerClient(
+    new Worker(new URL('./model.worker.ts', import.meta.url), { type: 'module' }),
+  );
+  /** The worker's device (null until `open`). */
+  device: WorkerDeviceInfo | null = null;
+  /** The loaded model, as the worker describes it. */
+  lm: WorkerModelInfo | null = null;
+  /** Why the worker's device was lost (null while it is not). */
+  lost: string | null = null;
   private pace: Pace | null = null;
 
-  async open(): Promise<Gpu> {
-    this.gpu = await Gpu.create();
-    return this.gpu;
+  /** Open the worker's GPU device (the page's own navigator.gpu says at once whether this browser has WebGPU). */
+  async open(): Promise<WorkerDeviceInfo> {
+    const none = 'this runtime has no navigator.gpu (WebGPU is off or unsupported)';
+    if (!('gpu' in navigator)) throw new NoWebGpuError('device', none);
+    this.device = await this.client.open();
+    return this.device;
   }
 
-  /** The loaded model with activations in `dtype` (the weights are shared). */
-  model(dtype: ActDtype): { lm: LoadedModel; model: HrmModel } {
-    const lm = this.lm;
-    if (!lm) throw new InputError('demo', 'no model is loaded yet');
-    if (lm.model.dtype === dtype) return { lm, model: lm.model };
-    let m = this.variants.get(dtype);
-    if (!m) { m = new HrmModel(lm.model.gpu, lm.config, lm.model.weights, dtype); this.variants.set(dtype, m); }
-    return { lm, model: m };
+  /** Call `f` when the worker's device is lost (the model is gone with it). */
+  onLost(f: (message: string) => void): void {
+    this.client.onLost((message) => {
+      this.lost = message;
+      this.setModel(null);
+      f(message);
+    });
   }
 
-  load(files: ModelFiles, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void): Promise<LoadedModel> {
-    const progressCallback = (p: { stage: string; loaded: number; total: number }) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); };
-    return loadModel(files, { gpu: this.gpu!, dtype: 'f32', quantize, progressCallback });
+  /** Load a model in the worker; the one loaded before stays there until this one is in. */
+  load(
+    source: SourceSpec, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void,
+  ): Promise<WorkerModelInfo> {
+    return this.client.load(source, {
+      dtype: 'f32', quantize, progressCallback: (p) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); },
+    });
   }
 
-  /** Make `lm` the current model and free the previous one's weights. */
-  setModel(lm: LoadedModel | null): void {
-    const old = this.lm;
+  /** Make `lm` the current model (the worker has freed the previous one's weights). */
+  setModel(lm: WorkerModelInfo | null): void {
     this.lm = lm;
-    this.variants.clear();
     this.pace = null;
-    // A lost device (lm null) has taken the weights with it.
-    if (old && lm && old.model.weights !== lm.model.weights) old.model.dispose();
   }
 
   /** Tokens of `prompt` as generate formats it (null without a tokenizer). */
-  promptTokens(prompt: string, condition: string): number | null {
-    const lm = this.lm;
-    if (!lm?.tokenizer) return null;
-    return lm.tokenizer.encode(formatPrompt(prompt, condition, { chatTemplate: lm.chatTemplate })).length;
+  async promptTokens(prompt: string, condition: string): Promise<number | null> {
+    return this.lm?.tokenizer ? (await this.client.tokenize(prompt, { condition })).ids.length : null;
   }
 
   /** Tokens of a text as REFRACT's KLD reads it (null without a tokenizer). */
-  textTokens(text: string): number | null {
-    return this.lm?.tokenizer ? this.lm.tokenizer.encode(text).length : null;
+  async textTokens(text: string): Promise<number | null> {
+    return this.lm?.tokenizer ? (await this.client.tokenize(text, { raw: true })).ids.length : null;
   }
 
   /** The prompt as the model reads it (condition tags and template applied): each token's id and text. */
-  tokens(prompt: string, condition: string): Array<[number, string]> {
+  async tokens(prompt: string, condition: string): Promise<Array<[number, string]>> {
     const lm = this.lm;
-    if (!lm?.tokenizer) throw new InputError('tokens', `${lm?.name ?? 'this model'} has no tokenizer.json: no tokens to show`);
-    const t = lm.tokenizer;
-    const ids = t.encode(formatPrompt(prompt, condition, { chatTemplate: lm.chatTemplate }));
-    return ids.map((id) => [id, t.decode([id])]);
+    const none = `${lm?.name ?? 'this model'} has no tokenizer.json: no tokens to show`;
+    if (!lm?.tokenizer) throw new InputError('tokens', none);
+    const { ids, pieces } = await this.client.tokenize(prompt, { condition });
+    return ids.map((id, i) => [id, pieces[i]]);
   }
 
   /** Stream a completion; its prompt and decode speed become the measured pace. */
-  async *generate(prompt: string, dtype: ActDtype, opts: GenerationOptions): AsyncGenerator<GenerateEvent> {
-    const { lm, model } = this.model(dtype);
-    for await (const ev of generate({ ...lm, model }, prompt, opts)) {
+  async *generate(prompt: string, dtype: ActDtype, opts: GenerateOptions): AsyncGenerator<GenerateEvent> {
+    for await (const ev of this.client.generate(prompt, { ...opts, dtype })) {
       const s = ev.type === 'done' ? ev.stats : null;
       if (s && s.decodeTokens > 1 && this.pace) this.pace.decodeMs = s.decodeMs / s.decodeTokens;
       yield ev;
     }
   }
 
-  private backend(dtype: ActDtype, condition: string): HrmBackend {
-    const { lm, model } = this.model(dtype);
-    return new HrmBackend({ ...lm, model }, { condition });
+  refract(
+    dtype: ActDtype, condition: string, o: Omit<ClientRefractOptions, 'model' | 'dtype' | 'condition'>,
+  ): Promise<RefractReport> {
+    return this.client.runRefract({ ...o, dtype, condition, model: this.lm!.name });
   }
 
-  kld(dtype: ActDtype, condition: string, o: Omit<KldAxisOptions, 'model'>): Promise<KldAxisResult> {
-    return runKld(this.backend(dtype, condition), { ...o, model: this.lm!.name });
-  }
-
-  refract(dtype: ActDtype, condition: string, o: Omit<RunRefractOptions, 'backend' | 'model'>): Promise<RefractReport> {
-    return runRefract({ ...o, backend: this.backend(dtype, condition), model: this.lm!.name });
-  }
-
-  /** Resolves once the GPU has run everything submitted (a stopped job's last part included). */
+  /** Resolves once the worker's GPU has run everything submitted (a stopped job's last part included). */
   async idle(): Promise<void> {
-    await this.gpu?.sync().catch(() => {});
+    await this.client.sync().catch(() => {});
   }
 
   /**
-   * This device's pace, measured once per model (passes of 1 and 16 positions, each after a warm-up that compiles
-   * its kernels; 16 positions is a KLD part on a CPU adapter, whose cost is mostly per pass, not per position) and
-   * then kept up to date by the runs themselves.
+   * This device's pace, measured once per model (passes of 1 and 16 positions, timed in the worker, each after a
+   * warm-up that compiles its kernels; 16 positions is a KLD part on a CPU adapter, whose cost is mostly per pass,
+   * not per position) and then kept up to date by the runs themselves.
    */
   async measure(signal: AbortSignal): Promise<Pace> {
     if (this.pace) return this.pace;
-    const { model } = this.model('f32');
-    const time = async (n: number) => {
+    const time = (n: number) => {
       signal.throwIfAborted();
-      const t0 = performance.now();
-      await model.logits(Array.from({ length: n }, (_, i) => i % this.lm!.config.vocab_size), { mask: 'causal' });
-      return performance.now() - t0;
+      return this.client.timePass(n, { dtype: 'f32' });
     };
     await time(1);
     await time(16);

@@ -1,9 +1,7 @@
 // Turn what the library (typed errors), the browser (DOMException, TypeError from fetch) and the download code
 // throw into a message a person can act on: a title, the detail, and whether reloading the page is the way out.
-import {
-  BackendCapabilityError, BindingSizeError, DeviceLostError, DTypeError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NetworkError,
-  NoWebGpuError,
-} from '../src/index.ts';
+import { DeviceLostError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NetworkError, NoWebGpuError } from '../src/index.ts';
+import { BackendCapabilityError, BindingSizeError, DTypeError } from '../src/advanced.ts';
 import { DownloadError } from './cached-fetch.ts';
 import { WontFitError } from './memory.ts';
 
@@ -58,7 +56,8 @@ export function explain(e: unknown): Explained {
     if (/feature/i.test(detail)) return { kind: 'feature', title: 'This GPU lacks a WebGPU feature the model needs', detail, reload: false };
     return { kind: 'gpu', title: 'The GPU rejected a command', detail: `${detail}. This is a bug in hrm-webgpu or the browser; please report it with the adapter details.`, reload: false };
   }
-  if (e instanceof DownloadError) {
+  // A DownloadError from the model's worker (its reads of the files) arrives as an Error of that name.
+  if (e instanceof DownloadError || (e instanceof Error && e.name === 'DownloadError')) {
     return { kind: 'download', title: 'Download failed', detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
   }
   if (e instanceof NetworkError) return { kind: 'download', title: 'Download failed', detail, reload: false };

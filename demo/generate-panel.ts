@@ -23,20 +23,23 @@ export function generateBlocked(app: App): string | null {
   return app.lm.tokenizer ? null : `${app.lm.name} has no tokenizer.json, so the page cannot turn a prompt into tokens`;
 }
 
+/** The generation's fields, each checked against its field (the field at fault gets the focus). */
+function fields() {
+  return {
+    condition: conditionString(), temperature: numInput('temperature', 0, 100), topP: numInput('top-p', 0.000001, 1),
+    seed: intInput('seed', Number.MIN_SAFE_INTEGER), asked: intInput('max-tokens', 1),
+    kv: kvFromSelects('kv-k', 'kv-v').spec, prompt: $<HTMLTextAreaElement>('prompt').value,
+  };
+}
+
 /**
- * The generation's settings, each checked against its field (the field at fault gets the focus), and what the page
- * notes about them: max tokens capped by the room the model's context leaves after the prompt, an empty prompt.
+ * The generation's settings, and what the page notes about them: max tokens capped by the room the model's context
+ * leaves after the prompt (its tokens counted in the model's worker), an empty prompt.
  */
-function settings(app: App) {
-  const condition = conditionString();
-  const temperature = numInput('temperature', 0, 100);
-  const topP = numInput('top-p', 0.000001, 1);
-  const seed = intInput('seed', Number.MIN_SAFE_INTEGER);
-  const asked = intInput('max-tokens', 1);
-  const kv = kvFromSelects('kv-k', 'kv-v').spec;
-  const prompt = $<HTMLTextAreaElement>('prompt').value;
+async function settings(app: App, f: ReturnType<typeof fields>) {
+  const { condition, temperature, topP, seed, asked, kv, prompt } = f;
   const ctx = app.lm!.config.max_position_embeddings;
-  const promptTokens = app.engine.promptTokens(prompt, condition) ?? 0;
+  const promptTokens = (await app.engine.promptTokens(prompt, condition)) ?? 0;
   const room = ctx - promptTokens;
   if (room < 1) {
     $('prompt').focus();
@@ -49,7 +52,7 @@ function settings(app: App) {
   if (maxTokens < asked) {
     notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ${ctx}-token context.`);
   }
-  return { prompt, notes, capped: maxTokens < asked, opts: { condition, temperature, topP, seed, maxTokens, kv } };
+  return { prompt, notes, capped: maxTokens < asked, opts: { condition, maxTokens, sampler: { temperature, topP, seed }, cache: { kv } } };
 }
 
 async function runGeneration(app: App): Promise<void> {
@@ -60,12 +63,14 @@ async function runGeneration(app: App): Promise<void> {
   stats.textContent = '';
   note.textContent = '';
   await app.run('generate', async (signal) => {
-    const s = settings(app);
-    note.textContent = s.notes.join(' ');
+    const f = fields();
+    // The run is on from here (the last one's output goes at once), while the worker counts the prompt's tokens.
     output.textContent = '';
     output.dataset.state = 'running';
     delete output.dataset.stopReason;
     output.setAttribute('aria-busy', 'true');
+    const s = await settings(app, f);
+    note.textContent = s.notes.join(' ');
     stats.textContent = 'Reading the prompt…';
     // Stop is one key away: Esc anywhere, or Enter / Space where the focus now is.
     if (document.activeElement?.id === 'generate' || document.activeElement?.id === 'prompt') $('gen-stop').focus();
@@ -101,7 +106,10 @@ async function runGeneration(app: App): Promise<void> {
       output.setAttribute('aria-busy', 'false');
     }
   });
-  if (output.dataset.state === 'running') output.dataset.state = 'error';
+  if (output.dataset.state === 'running') {
+    output.dataset.state = 'error';
+    output.setAttribute('aria-busy', 'false');
+  }
   // Stop's button is disabled now: keep the keyboard user on the panel.
   if (document.activeElement === document.body || document.activeElement?.id === 'gen-stop') $('generate').focus();
 }
@@ -117,11 +125,11 @@ function clearOutput(): void {
 }
 
 /** The prompt as the model reads it, one token per item: id and text (whitespace shown as is). */
-function showTokens(app: App): void {
+async function showTokens(app: App): Promise<void> {
   const list = $('tokens');
   const summary = $('tokens-summary');
   try {
-    const tokens = app.engine.tokens($<HTMLTextAreaElement>('prompt').value, conditionString());
+    const tokens = await app.engine.tokens($<HTMLTextAreaElement>('prompt').value, conditionString());
     const shown = tokens.slice(0, 2000);
     list.replaceChildren(...shown.map(([id, text]) => {
       const li = document.createElement('li');
@@ -160,7 +168,7 @@ export function initGeneratePanel(app: App): void {
   });
   $('gen-stop').addEventListener('click', () => app.stop());
   $('copy-output').addEventListener('click', () => void copyOutput(app));
-  $('show-tokens').addEventListener('click', () => showTokens(app));
+  $('show-tokens').addEventListener('click', () => void showTokens(app));
   let shown: unknown = null;
   app.onChange(() => {
     if (app.lm !== shown) { shown = app.lm; clearOutput(); }

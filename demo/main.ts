@@ -1,4 +1,5 @@
-// The demo page: open the GPU, show the adapter, load the embedded hrm-text-brown-6m, wire the three panels.
+// The demo page: open the GPU (in the model's worker), show the adapter, load the embedded hrm-text-brown-6m, wire
+// the three panels.
 // `window.__demo` exposes the state to the end-to-end test (tests/demo/demo.test.ts).
 import { isSoftwareAdapter } from '../src/index.ts';
 import { App, KV_CHOICES } from './app.ts';
@@ -41,10 +42,9 @@ async function main(): Promise<void> {
     app.showError(e);
     return;
   }
-  const gpu = app.gpu!;
-  app.watchDevice(gpu);
-  showAdapter(app, gpu);
-  if (isSoftwareAdapter(gpu.summary)) {
+  app.watchDevice();
+  showAdapter(app);
+  if (isSoftwareAdapter(app.device!.adapter)) {
     $<HTMLInputElement>('kld-chunks').value = '1';
     $<HTMLInputElement>('kld-ctx').value = '64';
     $('refract-cpu').hidden = false;

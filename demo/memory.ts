@@ -3,10 +3,8 @@
 // per-buffer limits (hard), and the browser's `navigator.deviceMemory` (RAM in GiB, rounded, capped at 8 by Chrome).
 // The weights' size depends on the choice made before the download: as stored (dense, or MLX-quantized as
 // config.json's `quantization` says), or quantized on load to 8 or 4 bits.
-import {
-  cacheBytes, cacheSlots, checkpointBytes, FormatError, parameterCount,
-  type ActDtype, type HrmConfig, type KvSpec, type ModelFiles, type QuantConfig, type QuantSpec,
-} from '../src/index.ts';
+import { cacheBytes, checkpointBytes, FormatError, parameterCount, type ActDtype, type HrmConfig, type KvSpec, type ModelFiles, type QuantConfig, type QuantSpec } from '../src/index.ts';
+import { cacheSlots } from '../src/advanced.ts';
 
 export const GiB = 2 ** 30;
 

@@ -1,7 +1,9 @@
 // The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { cacheSlots, isSoftwareAdapter, loadConfigs, parameterCount, prefillMatmulPath, type ActDtype, type Gpu, type HrmConfig, type LoadedModel } from '../src/index.ts';
+import { isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
+import { cacheSlots } from '../src/advanced.ts';
+import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
@@ -34,7 +36,7 @@ function remember(source: ModelSource): void {
   try { if (v) localStorage.setItem(LAST_MODEL, v); } catch { /* storage blocked: nothing to remember with */ }
 }
 
-/** Optional WebGPU features the kernels could use, as the adapter offers them and the device got them. */
+/** Optional WebGPU features the kernels could use, as the worker's device got them (or why not). */
 const GPU_FEATURES: ReadonlyArray<[string, string]> = [
   ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
 ];
@@ -52,16 +54,17 @@ const weightChoice = () => $<HTMLSelectElement>('quantize').value as WeightChoic
  * where the page was started with Dawn's unsafe APIs and their self-check passed).
  */
 function kernelPath(app: App): string {
-  const w = app.lm?.model.weights;
-  const q = w && [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])].find((m) => m.quant)?.quant;
+  const lm = app.lm;
+  const q = lm?.quant;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
   let kv = { k: null as number | null, v: null as number | null };
   try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
-  const weights = !w ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${w.L[0]?.gqkv.dtype ?? 'f32'} weights)`;
+  const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
   const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
     : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
-  const gpu = app.gpu;
-  const features = !gpu ? '' : `; matrix-vector reduction ${gpu.subgroups && !gpu.cpu ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${prefillMatmulPath(gpu)}`;
+  const dev = app.device;
+  const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
+  const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
   return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}${features}`;
 }
 
@@ -71,15 +74,17 @@ function showKernelPath(app: App): void {
   if (el) el.textContent = kernelPath(app);
 }
 
-export function showAdapter(app: App, gpu: Gpu): void {
-  const s = gpu.summary;
-  const offered = new Set<string>(gpu.adapter.features);
-  const enabled = new Set<string>(gpu.device.features);
-  const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : offered.has(f) ? 'offered, not requested' : 'no');
+/** The worker's adapter: what it is, the features its device got (or why not), the fast paths and the kernel path. */
+export function showAdapter(app: App): void {
+  const s = app.device!.adapter;
+  const enabled = new Set<string>(s.features);
+  const why = (f: string) => (s.fastFeatures as Record<string, { why?: string } | undefined>)[f]?.why;
+  const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : why(f) ? `no: ${why(f)}` : 'no');
   fillKv($('adapter'), [
     ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
     ['software adapter', isSoftwareAdapter(s) ? 'yes (runs on the CPU: slow)' : 'no'],
     ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
+    ...Object.entries(s.fastPaths).map(([path, p]) => [path, p.on ? 'on' : `off: ${p.why}`] as [string, string]),
     ['kernel path', kernelPath(app), 'gpu-path'],
     ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
   ]);
@@ -97,7 +102,7 @@ const VERDICT: Record<MemoryPlan['verdict'], string> = { ok: 'fits', warn: 'may 
 /** Re-estimate memory for the model being sized at the chosen weights, context, dtype and KV cache, and per weights choice. */
 export function updateMemory(app: App): MemoryPlan | null {
   showKernelPath(app);
-  if (!sizing || !app.gpu) return null;
+  if (!sizing || !app.device) return null;
   const s = sizing;
   const { config } = s;
   const ctxEl = $<HTMLInputElement>('mem-ctx');
@@ -114,7 +119,7 @@ export function updateMemory(app: App): MemoryPlan | null {
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
   let kv;
   try { kv = kvFromSelects('kv-k', 'kv-v'); } catch { return null; }
-  const lim = app.gpu.summary.limits;
+  const lim = app.device.adapter.limits;
   const deviceMemory = (navigator as Navigator & { deviceMemory?: number }).deviceMemory;
   const planOf = (c: WeightChoice) => memoryPlan(config, weightBytes(s, c).bytes, ctx, dtype, kv.spec, { maxBufferSize: lim.maxBufferSize, maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, deviceMemory });
   const choice = weightChoice();
@@ -138,7 +143,7 @@ export function updateMemory(app: App): MemoryPlan | null {
 }
 
 /** The checkpoint file of a loaded model, relative to its folder. */
-const checkpointOf = (lm: LoadedModel) => lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint;
+const checkpointOf = (lm: WorkerModelInfo) => lm.checkpoint.slice(lm.name.length + 1) || lm.checkpoint;
 
 function describeModel(name: string, c: HrmConfig, checkpoint?: string, weights?: string): void {
   fillKv($('model-info'), [
@@ -162,7 +167,6 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   const before = app.lm?.name;
   const ok = await app.run('load', async (signal) => {
     trackNewEntries();
-    const gpu = app.gpu!;
     const files = source.files;
     setProgress($('dl-progress'), $('dl-text'), 0, 0);
     setProgress($('up-progress'), $('up-text'), 0, 0);
@@ -200,8 +204,8 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const q = weightSpec(s, choice);
     const quantize = q.onLoad && q.spec ? q.spec : undefined;
     status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
-    const lm = await app.engine.load(files, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
-    s.loaded = { choice, bytes: lm.model.weights.bytes };
+    const lm = await app.engine.load(source.spec, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
+    s.loaded = { choice, bytes: lm.weightBytes };
     loaded = s;
     app.setModel(lm);
     describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(s, choice));

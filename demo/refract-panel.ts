@@ -2,10 +2,8 @@
 // text (mean KLD, score, band, per-position KL plot), and the opt-in axes (trajectory, R-NIAH, PLAD) at sizes that
 // fit the model's context: one runRefract (as `refract score` runs it), downloadable as the CLI's JSON and HTML
 // reports. Before a run the page estimates its whole time from the pace measured here and asks when it is long.
-import {
-  band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, renderHtmlReport, toJsonString,
-  type ActDtype, type RefractReport, type Stage,
-} from '../src/index.ts';
+import { renderHtmlReport, toJsonString, type ActDtype, type RefractReport } from '../src/index.ts';
+import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/advanced.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';
@@ -83,13 +81,14 @@ async function runRefractPanel(app: App): Promise<void> {
     const condition = conditionString();
     const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
     const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
+    // The run is on from here (the pasted text's tokens are counted in the model's worker).
+    result.dataset.state = 'running';
     if (pasted) {
-      const n = app.engine.textTokens($<HTMLTextAreaElement>('pasted').value) ?? 0;
+      const n = (await app.engine.textTokens($<HTMLTextAreaElement>('pasted').value)) ?? 0;
       if (n < plan.ctx) {
         fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
       }
     }
-    result.dataset.state = 'running';
     msg.textContent = 'Measuring this GPU\'s pace…';
     const stages = stageSeconds(plan, await app.engine.measure(signal));
     const total = Object.values(stages).reduce((a, b) => a + b, 0);

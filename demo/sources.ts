@@ -1,6 +1,7 @@
 // Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
-import { fileListFiles, FormatError, urlFiles, type ModelFiles } from '../src/index.ts';
+import { FormatError, type ModelFiles } from '../src/index.ts';
+import { fileListFiles, urlFiles } from '../src/advanced.ts';
 import { cachedFetch, strictFetch } from './cached-fetch.ts';
 
 export interface ModelSource {
@@ -9,7 +10,18 @@ export interface ModelSource {
   kind: 'embedded' | 'url' | 'folder';
   /** Base URL of a 'url' source. */
   base?: string;
+  /** The same source as plain data, for the model's worker (which reads its files with `sourceFiles`). */
+  spec: SourceSpec;
 }
+
+/** Where a model is, as plain data that crosses to the worker: the page and the worker read the same files. */
+export type SourceSpec =
+  | { kind: 'embedded' | 'url'; base: string }
+  /**
+   * Files deepest first (fileListFiles keeps the last of a name, so the shallowest one wins), the folder's name,
+   * and the files' names as given (what a message about a missing file lists).
+   */
+  | { kind: 'folder'; files: File[]; label: string; shown: string };
 
 export const EMBEDDED_NAME = 'hrm-text-brown-6m (embedded)';
 
@@ -41,9 +53,20 @@ export function probedFiles(files: ModelFiles, missing: string): ModelFiles {
   };
 }
 
+/** A source's files: the embedded model's read as served, a URL's through the download cache. */
+export function sourceFiles(s: SourceSpec): ModelFiles {
+  if (s.kind === 'folder') {
+    return probedFiles(fileListFiles(s.files, s.label), `not among the files given (${s.shown}); a model folder holds config.json, tokenizer.json and the safetensors`);
+  }
+  if (s.kind === 'embedded') return probedFiles({ ...urlFiles(s.base, { fetch: strictFetch }), name: EMBEDDED_NAME }, 'not found (404)');
+  return probedFiles(urlFiles(s.base, { fetch: cachedFetch }), 'not found (404): is this the folder that holds the model\'s files?');
+}
+
+const source = (spec: SourceSpec): ModelSource =>
+  ({ files: sourceFiles(spec), kind: spec.kind, base: spec.kind === 'url' ? spec.base : undefined, spec });
+
 export function embeddedSource(): ModelSource {
-  const base = new URL('models/hrm-text-brown-6m', document.baseURI).href;
-  return { files: probedFiles({ ...urlFiles(base, { fetch: strictFetch }), name: EMBEDDED_NAME }, 'not found (404)'), kind: 'embedded' };
+  return source({ kind: 'embedded', base: new URL('models/hrm-text-brown-6m', document.baseURI).href });
 }
 
 /**
@@ -68,8 +91,7 @@ export function normalizeModelUrl(raw: string): string {
 }
 
 export function urlSource(raw: string): ModelSource {
-  const base = normalizeModelUrl(raw);
-  return { files: probedFiles(urlFiles(base, { fetch: cachedFetch }), 'not found (404): is this the folder that holds the model\'s files?'), kind: 'url', base };
+  return source({ kind: 'url', base: normalizeModelUrl(raw) });
 }
 
 /** Files from a picker or a drop; the shallowest file wins when names repeat in sub-folders. */
@@ -77,10 +99,10 @@ export function folderSource(files: File[], name?: string): ModelSource {
   const depth = (f: File) => (f.webkitRelativePath || f.name).split('/').length;
   const sorted = [...files].sort((a, b) => depth(b) - depth(a));
   const top = files.find((f) => f.webkitRelativePath)?.webkitRelativePath.split('/')[0];
+  const label = name ?? top ?? (files.length === 1 ? files[0].name : `${files.length} files`);
   const names = files.map((f) => f.name);
   const shown = names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ');
-  const label = name ?? top ?? (files.length === 1 ? files[0].name : `${files.length} files`);
-  return { files: probedFiles(fileListFiles(sorted, label), `not among the files given (${shown}); a model folder holds config.json, tokenizer.json and the safetensors`), kind: 'folder' };
+  return source({ kind: 'folder', files: sorted, label, shown });
 }
 
 /** Every file under the dropped items (folders walked recursively, deepest first), and the first folder's name. */

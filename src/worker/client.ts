@@ -4,10 +4,11 @@
 // fails or is terminated, or whose GPU device is lost, rejects every call in flight at once: nothing waits forever.
 import { DeviceLostError } from '../errors.ts';
 import { reviveError, WorkerError } from './errors.ts';
+import type { DeviceOptions } from '../gpu/device.ts';
 import type {
-  Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply, Request,
-  WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerRefractOptions,
-  WorkerTokenizeOptions,
+  AppModelSource, Calls, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply,
+  Request, WorkerDeviceInfo, WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo,
+  WorkerRefractOptions, WorkerTimeOptions, WorkerTokenizeOptions,
 } from './protocol.ts';
 
 /** What the client talks to: a `Worker`, or anything with its message interface (a MessagePort, a test's fake). */
@@ -65,6 +66,7 @@ export class HrmWorkerClient {
   private dead: WorkerError | null = null;
   /** The loaded model, as the worker described it (null before a load, after dispose or a lost device). */
   info: WorkerModelInfo | null = null;
+  private readonly lostListeners: Array<(message: string) => void> = [];
 
   constructor(private readonly port: WorkerPort) {
     port.addEventListener('message', (ev) => this.receive(ev.data as Reply));
@@ -75,11 +77,25 @@ export class HrmWorkerClient {
     port.addEventListener('messageerror', () => this.kill('the worker sent a message this page could not read'));
   }
 
-  /** Load a model in the worker (the previous one is freed). No source: the embedded model. */
-  async load(source?: string | URL | Iterable<File>, opts: ClientLoadOptions = {}): Promise<WorkerModelInfo> {
+  /**
+   * Open the worker's GPU device now (its adapter, limits and fast paths, before any model). Later loads run on it
+   * and keep the loaded model until the new one is in; without `open`, each load frees the model and its device first.
+   */
+  open(device?: DeviceOptions): Promise<WorkerDeviceInfo> {
+    return this.call('open', { device });
+  }
+
+  /**
+   * Load a model in the worker. No source: the embedded model; an AppModelSource (plain data) is read by the
+   * worker's own `files` option.
+   */
+  async load(
+    source?: string | URL | Iterable<File> | AppModelSource, opts: ClientLoadOptions = {},
+  ): Promise<WorkerModelInfo> {
     const { progressCallback, ...options } = opts;
+    const iterable = (x: object): x is Iterable<File> => Symbol.iterator in x;
     const src = source === undefined || typeof source === 'string' ? source
-      : source instanceof URL ? source.href : [...source];
+      : source instanceof URL ? source.href : iterable(source) ? [...source] : source;
     this.info = null;
     const onProgress = progressCallback as Pending['onProgress'];
     this.info = await this.call('load', { source: src, options }, { onProgress });
@@ -139,6 +155,21 @@ export class HrmWorkerClient {
   /** The prompt as the model reads it (in its envelope unless `raw`): the ids, and each one's text. */
   tokenize(text: string, opts: WorkerTokenizeOptions = {}): Promise<{ ids: number[]; pieces: string[] }> {
     return this.call('tokenize', { text, options: opts });
+  }
+
+  /** Milliseconds one causal pass over `positions` positions takes in the worker (for estimates of run times). */
+  timePass(positions: number, opts: WorkerTimeOptions = {}): Promise<number> {
+    return this.call('timePass', { positions, options: opts });
+  }
+
+  /** Resolves once the worker's GPU has run everything submitted before (a stopped call's last part included). */
+  async sync(): Promise<void> {
+    await this.call('sync', {});
+  }
+
+  /** Call `f` with the message when the worker's GPU device is lost (the calls in flight fail with DeviceLostError). */
+  onLost(f: (message: string) => void): void {
+    this.lostListeners.push(f);
   }
 
   /** Free the model and the worker's GPU device (the worker stays, ready for another load). */
@@ -208,6 +239,7 @@ export class HrmWorkerClient {
     if (m.type === 'lost') {
       this.info = null;
       this.failAll(new DeviceLostError('worker', m.message));
+      for (const f of this.lostListeners) f(m.message);
       return;
     }
     const p = this.pending.get(m.id);

@@ -11,12 +11,27 @@ export class WorkerError extends typed.HrmError {}
 
 type HrmErrorClass = new (op: string, message: string) => typed.HrmError;
 
-/** The typed errors by class name (each class's `name` is its own, HrmError sets it from new.target). */
+/**
+ * The typed errors by name. The names are the classes' export names, not their `name`s: a minifier renames
+ * classes, each bundle (the page's, the worker's) its own way, so the same class may have two `name`s.
+ */
 const HRM_ERRORS = new Map<string, HrmErrorClass>(
-  ([...Object.values(typed), BackendCapabilityError, RefractError, WorkerError] as HrmErrorClass[])
-    .filter((c) => typeof c === 'function' && (c === typed.HrmError || c.prototype instanceof typed.HrmError))
-    .map((c) => [c.name, c]),
+  Object.entries({ ...typed, BackendCapabilityError, RefractError, WorkerError } as Record<string, unknown>)
+    .filter((e): e is [string, HrmErrorClass] => {
+      const c = e[1];
+      return typeof c === 'function' && (c === typed.HrmError || c.prototype instanceof typed.HrmError);
+    }),
 );
+const NAMES = new Map<unknown, string>([...HRM_ERRORS].map(([n, c]) => [c, n]));
+
+/** The name `e` crosses with: its typed class's export name (or a parent's), else its own `name`. */
+export function errorName(e: Error): string {
+  for (let p = Object.getPrototypeOf(e); p && p !== Error.prototype; p = Object.getPrototypeOf(p)) {
+    const n = NAMES.get(p.constructor);
+    if (n) return n;
+  }
+  return e.name;
+}
 
 const BUILT_IN: Record<string, ErrorConstructor> = {
   Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError,

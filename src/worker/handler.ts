@@ -1,15 +1,17 @@
 // The worker's side of a model in a dedicated worker (client.ts is the page's): it owns the GPU device, the model,
 // its tokenizer and REFRACT, and serves the client's calls one at a time (one device, one stream of GPU work).
 // A worker script is one line: `installWorkerHandler()`. Shaped after WebLLM's WebWorkerMLCEngineHandler.
-import { formatPrompt, generate, HrmBackend, loadModel, logits, modelFiles, runRefract, type ModelFiles } from '../index.ts';
-import { DEFAULT_CONDITION, HrmModel } from '../advanced.ts';
+import {
+  formatPrompt, generate, Gpu, HrmBackend, loadModel, logits, modelFiles, runRefract, type ModelFiles, type ModelSource,
+} from '../index.ts';
+import { DEFAULT_CONDITION, HrmModel, prefillMatmulPath } from '../advanced.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
 import { InputError } from '../errors.ts';
 import { WorkerError } from './errors.ts';
 import {
-  errorPayload, type Calls, type LoadProgress, type Method, type Reply, type Request, type WorkerModelInfo,
-  type WorkerModelSource,
+  errorPayload, type Calls, type LoadProgress, type Method, type Reply, type Request, type WorkerDeviceInfo,
+  type WorkerModelInfo, type WorkerModelSource,
 } from './protocol.ts';
 
 /** What the page learns about a loaded model. */
@@ -20,8 +22,14 @@ function modelInfo(lm: LoadedModel): WorkerModelInfo {
   return {
     name: lm.name, checkpoint: lm.checkpoint, config: lm.config, tokenizer: lm.tokenizer !== null,
     chatTemplate: lm.chatTemplate, dtype: lm.model.dtype, weightBytes: w.bytes,
-    quant: q ? { bits: q.bits, groupSize: q.groupSize } : null, adapter: lm.model.gpu.summary,
+    quant: q ? { bits: q.bits, groupSize: q.groupSize } : null, weightDtype: w.L[0]?.gqkv.dtype ?? 'f32',
+    adapter: lm.model.gpu.summary,
   };
+}
+
+/** What the page learns about the worker's device. */
+function deviceInfo(gpu: Gpu): WorkerDeviceInfo {
+  return { adapter: gpu.summary, prefillMatmuls: prefillMatmulPath(gpu) };
 }
 
 /** How the handler answers: `postMessage` of the worker scope (or of a port). */
@@ -30,7 +38,8 @@ export type Post = (reply: Reply, transfer?: Transferable[]) => void;
 export interface WorkerHandlerOptions {
   /**
    * The files of a source (default: loadModel's rules: an http(s) URL, a folder path, Files, none for the embedded
-   * model). An app passes its own to read through a download cache or a custom fetch.
+   * model). An app passes its own to read through a download cache or a custom fetch, or to read its own
+   * descriptions of sources (AppModelSource).
    */
   files?: (source: WorkerModelSource) => ModelFiles;
 }
@@ -40,12 +49,17 @@ type Handler<M extends Method> = (args: Calls[M]['args'], id: number, signal: Ab
 type Handlers = { [M in Method]: Handler<M> };
 
 /**
- * Serves HrmWorkerClient's calls: load (the previous model and its device are freed first), generate, logits,
- * refract, tokenize, dispose. Each call gets an AbortController that the client's `abort` fires; a lost device is
- * reported once (`lost`) and the model dropped. `installWorkerHandler` wires one to the worker's scope.
+ * Serves HrmWorkerClient's calls: open, load (without open, the previous model and its device are freed first),
+ * generate, logits, refract, tokenize, timePass, sync, dispose. Each call gets an AbortController that the client's
+ * `abort` fires; a lost device is reported once (`lost`) and the model dropped. `installWorkerHandler` wires one to
+ * the worker's scope.
  */
 export class WorkerHandler {
   private lm: LoadedModel | null = null;
+  /** The device in use (opened by `open`, or the loaded model's); null once freed or lost. */
+  private gpu: Gpu | null = null;
+  /** Whether `gpu` came from `open` (loads keep it, and the model before them until they succeed). */
+  private opened = false;
   /** The loaded model with other activation dtypes (the same weights). */
   private readonly variants = new Map<ActDtype, HrmModel>();
   /** Calls not answered yet, for `abort`. */
@@ -83,20 +97,24 @@ export class WorkerHandler {
   }
 
   private readonly handlers: Handlers = {
+    open: async ({ device }) => {
+      if (!this.gpu) {
+        this.free();
+        this.watch(await Gpu.create(device));
+        this.opened = true;
+      }
+      return deviceInfo(this.gpu!);
+    },
     load: async ({ source, options }, id) => {
-      this.free();
-      const files = this.opts.files?.(source) ?? modelFiles(source);
+      if (!this.opened) this.free();
+      const files = this.opts.files?.(source) ?? modelFiles(source as ModelSource);
       const progressCallback = (progress: LoadProgress) => this.post({ type: 'progress', id, progress });
-      const lm = await loadModel(files, { ...options, progressCallback });
+      const lm = await loadModel(files, { ...options, gpu: this.gpu ?? undefined, progressCallback });
+      const old = this.lm;
       this.lm = lm;
-      const gpu = lm.model.gpu;
-      void gpu.device.lost.then((info) => {
-        if (this.lm?.model.gpu !== gpu) return; // freed on purpose, or replaced by another load
-        this.lm = null;
-        this.variants.clear();
-        const why = `${info.reason}: ${info.message || 'no message'}`;
-        this.post({ type: 'lost', message: `the worker's GPU device was lost (${why}); load the model again` });
-      });
+      this.variants.clear();
+      if (!this.opened) this.watch(lm.model.gpu);
+      else if (old && old.model.weights !== lm.model.weights) old.model.dispose();
       return modelInfo(lm);
     },
     generate: async ({ prompt, options }, id, signal) => {
@@ -128,6 +146,20 @@ export class WorkerHandler {
       const ids = tok.encode(options.raw ? text : formatPrompt(text, condition, { chatTemplate: lm.chatTemplate }));
       return { ids, pieces: ids.map((id) => tok.decode([id])) };
     },
+    timePass: async ({ positions, options }) => {
+      const lm = this.model(options.dtype);
+      if (!Number.isInteger(positions) || positions < 1) {
+        throw new InputError('timePass', `positions must be a whole number from 1 (got ${positions})`);
+      }
+      const ids = Array.from({ length: positions }, (_, i) => i % lm.config.vocab_size);
+      const t0 = performance.now();
+      await lm.model.logits(ids, { mask: 'causal' });
+      return performance.now() - t0;
+    },
+    sync: async () => {
+      await this.gpu?.sync().catch(() => {});
+      return null;
+    },
     dispose: async () => {
       this.free();
       return null;
@@ -147,12 +179,28 @@ export class WorkerHandler {
     return { ...lm, model: m };
   }
 
+  /** Use `gpu`, and report its loss (unless it was freed or replaced by then). */
+  private watch(gpu: Gpu): void {
+    this.gpu = gpu;
+    void gpu.device.lost.then((info) => {
+      if (this.gpu !== gpu) return; // freed on purpose, or replaced by another load
+      this.gpu = null;
+      this.opened = false;
+      this.lm = null;
+      this.variants.clear();
+      const why = `${info.reason}: ${info.message || 'no message'}`;
+      this.post({ type: 'lost', message: `the worker's GPU device was lost (${why}); load the model again` });
+    });
+  }
+
   /** Free the model and its device; forgotten first, so that the device's 'destroyed' loss is not reported. */
   private free(): void {
-    const lm = this.lm;
+    const gpu = this.gpu;
+    this.gpu = null;
+    this.opened = false;
     this.lm = null;
     this.variants.clear();
-    lm?.model.gpu.destroy();
+    gpu?.destroy();
   }
 }
 

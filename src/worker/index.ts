@@ -13,7 +13,10 @@
 //   for await (const ev of hrm.generate('The jury said', { signal })) ...
 //
 // This entry holds no GPU code: a page that imports it loads only the client.
-/** The client: load, generate, generateText, logits, runRefract, tokenize, dispose, terminate. */
+/**
+ * The client: open, load, generate, generateText, logits, runRefract, tokenize, timePass, sync, onLost, dispose,
+ * terminate.
+ */
 export {
   HrmWorkerClient, type ClientGenerateOptions, type ClientLoadOptions, type ClientRefractOptions, type WorkerPort,
 } from './client.ts';
@@ -21,9 +24,9 @@ export {
 export { WorkerError, reviveError } from './errors.ts';
 /** The messages, for apps that speak to the worker themselves. */
 export type {
-  Calls, ErrorPayload, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress, RefractReport, Reply,
-  Request, WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions, WorkerModelInfo, WorkerModelSource,
-  WorkerRefractOptions, WorkerTokenizeOptions,
+  AppModelSource, Calls, ErrorPayload, GenerateEvent, GenerateStats, LoadProgress, Method, RefractProgress,
+  RefractReport, Reply, Request, WorkerDeviceInfo, WorkerGenerateOptions, WorkerLoadOptions, WorkerLogitsOptions,
+  WorkerModelInfo, WorkerModelSource, WorkerRefractOptions, WorkerTimeOptions, WorkerTokenizeOptions,
 } from './protocol.ts';
 /** Whether the worker's adapter runs on the CPU (pass `info.adapter`). */
 export { isSoftwareAdapter, type AdapterSummary } from '../gpu/device.ts';

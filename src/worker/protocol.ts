@@ -4,19 +4,25 @@
 // an id; the worker answers with progress and stream events for that id, then exactly one `result` or `error`. An
 // `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
 import type { AdapterSummary, DeviceOptions } from '../gpu/device.ts';
-import type { ActDtype } from '../hrm/cache.ts';
+import type { ActDtype, KvSpec } from '../hrm/cache.ts';
+import type { DType } from '../gpu/dtype.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
 import type { LoadStage } from '../hrm/load.ts';
 import type { GenerateEvent, GenerateOptions, GenerateStats } from '../hrm/generate.ts';
 import type { RunRefractOptions, Stage } from '../refract/runner.ts';
 import type { RefractReport } from '../refract/report/json.ts';
+import { errorName } from './errors.ts';
 
 /**
  * Where the worker loads a model from: an http(s) base URL (a URL crosses as its href; a folder path where the
- * worker has a file system, as in Deno), browser `File`s (a folder from a picker or a drop), or nothing for the
- * embedded model (where the library's own files are served: a dev server, a CDN).
+ * worker has a file system, as in Deno), browser `File`s (a folder from a picker or a drop), nothing for the
+ * embedded model (where the library's own files are served: a dev server, a CDN), or an app's own description of
+ * a source (plain data) that its worker's `files` option turns into files (WorkerHandlerOptions).
  */
-export type WorkerModelSource = string | File[] | undefined;
+export type WorkerModelSource = string | File[] | AppModelSource | undefined;
+
+/** An app's description of where a model is (its kind, URL, Files, name), read by its worker's `files`. */
+export interface AppModelSource { [field: string]: unknown }
 
 /** Options of `load` that cross to the worker (loadModel's, without the callback and the Gpu). */
 export interface WorkerLoadOptions {
@@ -42,6 +48,8 @@ export interface WorkerModelInfo {
   /** Bytes of weights on the GPU, and the quantization of the weight matrices (null: dense). */
   weightBytes: number;
   quant: QuantSpec | null;
+  /** How the dense weights are stored on the GPU (the attention projections' dtype). */
+  weightDtype: DType;
   /** The worker's adapter: features it got, the fast paths on and off (and why). */
   adapter: AdapterSummary;
 }
@@ -68,6 +76,19 @@ export interface WorkerRefractOptions extends Omit<RunRefractOptions, 'backend' 
   dtype?: ActDtype;
 }
 
+/** The worker's GPU device, as `open` describes it before any model is loaded. */
+export interface WorkerDeviceInfo {
+  /** Features it got, limits, the fast paths on and off (and why). */
+  adapter: AdapterSummary;
+  /** The kernel that runs the prefill matmuls on this device, and why (the library's `prefillMatmulPath`). */
+  prefillMatmuls: string;
+}
+
+/** Options of `timePass`. */
+export interface WorkerTimeOptions {
+  dtype?: ActDtype;
+}
+
 /** Options of `tokenize`. */
 export interface WorkerTokenizeOptions {
   /** Condition tags of the prompt envelope (default 'synth,cot', as generate's). */
@@ -78,12 +99,25 @@ export interface WorkerTokenizeOptions {
 
 /** The calls, each with its arguments and its result. */
 export interface Calls {
+  /**
+   * Open the worker's GPU device before a load (to show the adapter, to size a model against its limits). Loads
+   * then run on it, and a load that fails keeps the model loaded before; without `open` each load frees the model
+   * and its device first, and opens a new device with the load's options.
+   */
+  open: { args: { device?: DeviceOptions }; result: WorkerDeviceInfo };
   load: { args: { source: WorkerModelSource; options: WorkerLoadOptions }; result: WorkerModelInfo };
   generate: { args: { prompt: string; options: WorkerGenerateOptions }; result: null };
   logits: { args: { ids: number[]; options: WorkerLogitsOptions }; result: Float32Array };
   refract: { args: { options: WorkerRefractOptions }; result: RefractReport };
   /** The prompt as the model reads it: its ids and each id's text. */
   tokenize: { args: { text: string; options: WorkerTokenizeOptions }; result: { ids: number[]; pieces: string[] } };
+  /**
+   * Milliseconds one causal pass over `positions` positions takes in the worker (a fresh cache, the logits read
+   * back), timed there: what an app estimates a run's time from.
+   */
+  timePass: { args: { positions: number; options: WorkerTimeOptions }; result: number };
+  /** Resolves once the worker's GPU has run everything submitted (a stopped call's last part included). */
+  sync: { args: Record<string, never>; result: null };
   dispose: { args: Record<string, never>; result: null };
 }
 export type Method = keyof Calls;
@@ -98,7 +132,7 @@ export interface LoadProgress { stage: LoadStage; loaded: number; total: number;
 /** A REFRACT stage's progress, as runRefract's onProgress reports it. */
 export interface RefractProgress { stage: Stage; done: number; total: number; etaSeconds: number | null }
 
-/** An error as it crosses: its class name, message and the fields typed errors carry. */
+/** An error as it crosses: its class name (a typed error's export name), message and the fields typed errors carry. */
 export interface ErrorPayload {
   name: string; message: string; stack?: string; op?: string; transient?: boolean; status?: number;
 }
@@ -119,7 +153,7 @@ export function errorPayload(e: unknown): ErrorPayload {
     return { name: 'Error', message: String(e) };
   }
   const x = e as Error & { op?: unknown; transient?: unknown; status?: unknown };
-  const out: ErrorPayload = { name: x.name, message: x.message, stack: x.stack };
+  const out: ErrorPayload = { name: errorName(x), message: x.message, stack: x.stack };
   if (typeof x.op === 'string') out.op = x.op;
   if (typeof x.transient === 'boolean') out.transient = x.transient;
   if (typeof x.status === 'number') out.status = x.status;

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Browser, Page, WebWorker } from 'puppeteer-core';
 import { build, preview, type Plugin, type PreviewServer } from 'vite';
 import { launch, watchConsole } from '../helpers/browser.ts';
 
@@ -51,4 +51,14 @@ export async function pageGenerate(page: Page, prompt: string, maxTokens: number
   await page.click('#generate');
   await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''), { timeout: 90_000 });
   return page.$eval('#output', (el) => el.textContent ?? '');
+}
+
+/** The demo's model worker (demo/model.worker.ts), where the tests reach the model and its device. */
+export async function modelWorker(page: Page): Promise<WebWorker> {
+  for (let i = 0; i < 100; i++) {
+    const w = page.workers().find((x) => /model\.worker/.test(x.url()));
+    if (w) return w;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the demo has no model worker (workers: ${page.workers().map((w) => w.url()).join(', ') || 'none'})`);
 }

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'puppeteer-core';
 import type { Plugin, PreviewServer } from 'vite';
 import { sendFile } from '../../scripts/send-file.ts';
-import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx } from './built-demo.ts';
+import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root, tsx } from './built-demo.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
@@ -185,6 +185,8 @@ describe('demo (built, headless Chromium)', () => {
     const ids = tokenizer!.encode(formatPrompt(PROMPT, 'noisy', { chatTemplate }));
     await page.click('#tokens-box summary');
     await page.click('#show-tokens');
+    // The model's worker tokenizes: the list is there once its summary is.
+    await page.waitForFunction(() => document.getElementById('tokens-summary')?.textContent !== '', { timeout: 10_000 });
     const shown = await page.$$eval('#tokens li', (els) => els.map((li) => [Number(li.querySelector('.id')?.textContent), li.childNodes[1]?.textContent ?? '']));
     expect(shown).toEqual(ids.map((id) => [id, tokenizer!.decode([id])]));
     expect(await page.$eval('#tokens-summary', (el) => el.textContent)).toBe(`${ids.length} tokens.`);
@@ -454,7 +456,8 @@ describe('demo (built, headless Chromium)', () => {
 
   it('a lost GPU device says so and offers a reload', async () => {
     await page.keyboard.press('Escape');
-    await page.evaluate('window.__demo.gpu.device.destroy()');
+    // The device lives in the model's worker: destroyed there, as a driver reset would take it.
+    await (await modelWorker(page)).evaluate('globalThis.__demoWorker.loaded.model.gpu.device.destroy()');
     await page.waitForFunction(() => document.getElementById('banner')?.dataset.kind === 'device-lost', { timeout: 10_000 });
     expect(await page.$eval('#banner-reload', (el) => (el as HTMLElement).hidden)).toBe(false);
     expect(await page.$eval('#generate', (el) => (el as HTMLButtonElement).disabled)).toBe(true);

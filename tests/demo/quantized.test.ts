@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { checkpointBytes, loadConfig, type HrmConfig } from '../../src/index.ts';
 import { dirFiles } from '../../src/advanced.ts';
 import { fmtBytes } from '../../demo/memory.ts';
-import { cliGenerate, MODEL, openBuiltDemo, pageGenerate, root, tsx, type BuiltDemo } from './built-demo.ts';
+import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root, tsx, type BuiltDemo } from './built-demo.ts';
 
 const PROMPT = 'The jury said';
 const TOKENS = 8;
@@ -28,9 +28,10 @@ let expectedQ4: Promise<string>;
 /** The rows of a label/value table. */
 const rows = (id: string) => demo.page.$$eval(`#${id} tr`, (trs) => trs.map((tr) => [tr.querySelector('th')?.textContent ?? '', tr.querySelector('td')?.textContent ?? '']));
 
-/** The loaded model's weight bytes on the GPU and the first projection's quantization. */
-const held = () => demo.page.evaluate(() => {
-  const w = (window as unknown as { __demo: { lm: { model: { weights: { bytes: number; L: Array<{ gqkv: { quant?: { bits: number; groupSize: number } } }> } } } } }).__demo.lm.model.weights;
+/** The loaded model's weight bytes on the GPU and the first projection's quantization, read in the model's worker. */
+const held = async () => (await modelWorker(demo.page)).evaluate(() => {
+  type Held = { bytes: number; L: Array<{ gqkv: { quant?: { bits: number; groupSize: number } } }> };
+  const w = (globalThis as unknown as { __demoWorker: { loaded: { model: { weights: Held } } } }).__demoWorker.loaded.model.weights;
   const q = w.L[0].gqkv.quant;
   return { bytes: w.bytes, quant: q && { bits: q.bits, groupSize: q.groupSize } };
 });

@@ -78,9 +78,9 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
       const poll = async (): Promise<void> => {
         if (gen.disabled) { setTimeout(poll, 5); return; }
         const enabled = performance.now() - t0;
-        // Nothing of the stopped run is left on the GPU.
+        // Nothing of the stopped run is left on the GPU (the worker's: its queue, after the calls before).
         const q0 = performance.now();
-        await (window as unknown as { __demo: { gpu: { device: GPUDevice } } }).__demo.gpu.device.queue.onSubmittedWorkDone();
+        await (window as unknown as { __demo: { engine: { idle(): Promise<void> } } }).__demo.engine.idle();
         res({ enabled, right, genOff, queue: performance.now() - q0 });
       };
       void poll();

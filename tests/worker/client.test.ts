@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { HrmWorkerClient } from '../../src/worker/client.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
 import { errorPayload, type GenerateEvent, type GenerateStats, type Request } from '../../src/worker/protocol.ts';
-import { DeviceLostError, InputError, NetworkError, ShapeError } from '../../src/errors.ts';
+import { DeviceLostError, FormatError, InputError, NetworkError, ShapeError } from '../../src/errors.ts';
 import { RefractError } from '../../src/refract/backend.ts';
 import { FakeWorker } from './fake-worker.ts';
 
@@ -146,6 +146,14 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     const net = await p;
     expect(net).toBeInstanceOf(NetworkError);
     expect([net.op, net.transient, net.status]).toEqual(['fetch', true, 503]);
+    // A minified worker bundle renames its classes (and so their `name`s): an error crosses by its export name.
+    const renamed = Object.assign(new FormatError('safetensors', 'model.safetensors: truncated?'), { name: 'e' });
+    expect(errorPayload(renamed).name).toBe('FormatError');
+    const q = hrm.logits([10]).catch((x) => x);
+    w.reply({ type: 'error', id: call(await w.request(thrown.length + 1)).id, error: errorPayload(renamed) });
+    const format = await q;
+    expect(format).toBeInstanceOf(FormatError);
+    expect(format.message).toBe('[safetensors] model.safetensors: truncated?');
   });
 
   it('a worker that crashes fails every pending call at once, and every later call', async () => {
@@ -165,12 +173,15 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
 
   it('terminate fails the calls in flight; a lost device fails them too but the worker stays usable', async () => {
     const { w, hrm } = setup();
+    const heard: string[] = [];
+    hrm.onLost((m) => heard.push(m));
     const gen = (async () => { for await (const _ of hrm.generate('p')) { /* none */ } })().catch((e) => e);
     await w.request(0);
     w.reply({ type: 'lost', message: 'the worker\'s GPU device was lost (unknown: reset)' });
     const e = await gen;
     expect(e).toBeInstanceOf(DeviceLostError);
     expect(e.message).toBe('[worker] the worker\'s GPU device was lost (unknown: reset)');
+    expect(heard).toEqual(['the worker\'s GPU device was lost (unknown: reset)']); // the app hears it once
     const again = hrm.logits([2]);
     const req = call(await w.request(1));
     w.reply({ type: 'error', id: req.id, error: errorPayload(new InputError('worker', 'load first')) });
@@ -180,6 +191,30 @@ describe('HrmWorkerClient', { timeout: 10_000 }, () => {
     hrm.terminate();
     await expect(pending).rejects.toThrow('[worker] the worker was terminated');
     expect(w.terminated).toBe(true);
+  });
+
+  it('open, timePass, sync and an app\'s own source description cross as their calls', async () => {
+    const { w, hrm } = setup();
+    const opened = hrm.open({ f16: false });
+    const o = call(await w.request(0));
+    expect(o).toEqual({ type: 'call', id: o.id, method: 'open', args: { device: { f16: false } } });
+    const dev = { adapter: { features: ['subgroups'] }, prefillMatmuls: 'tiled f32 (no shader-f16)' };
+    w.reply({ type: 'result', id: o.id, value: dev as never });
+    expect(await opened).toEqual(dev);
+    // A plain object is not a list of Files: it crosses as it is, for the worker's `files` option.
+    const file = new File(['{}'], 'config.json');
+    void hrm.load({ kind: 'folder', files: [file], label: 'm' });
+    expect(call(await w.request(1)).args).toMatchObject({ source: { kind: 'folder', label: 'm' } });
+    const timed = hrm.timePass(16, { dtype: 'bf16' });
+    const t = call(await w.request(2));
+    expect(t.args).toEqual({ positions: 16, options: { dtype: 'bf16' } });
+    w.reply({ type: 'result', id: t.id, value: 12.5 });
+    expect(await timed).toBe(12.5);
+    const synced = hrm.sync();
+    const sy = call(await w.request(3));
+    expect(sy).toMatchObject({ method: 'sync', args: {} });
+    w.reply({ type: 'result', id: sy.id, value: null });
+    expect(await synced).toBeUndefined();
   });
 
   it('arguments that cannot cross (a function) reject at the call and leave nothing pending', async () => {

@@ -3,17 +3,19 @@
 // call made directly on a model loaded in this thread: tokens, text, logits (bit for bit), REFRACT's figures, and
 // the errors' class and message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatPrompt, generate, HrmBackend, loadModel, logits, runRefract, type LoadedModel } from '../../src/index.ts';
-import { HrmModel, PROMPTS_V01 } from '../../src/advanced.ts';
+import {
+  formatPrompt, generate, HrmBackend, loadModel, logits, runRefract, type LoadedModel,
+} from '../../src/index.ts';
+import { dirFiles, HrmModel, PROMPTS_V01, prefillMatmulPath } from '../../src/advanced.ts';
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
-import { WorkerHandler } from '../../src/worker/handler.ts';
+import { WorkerHandler, type WorkerHandlerOptions } from '../../src/worker/handler.ts';
 import { WorkerError } from '../../src/worker/errors.ts';
 import { DeviceLostError, InputError } from '../../src/errors.ts';
 import type { GenerateEvent } from '../../src/worker/protocol.ts';
 
-function connect(): { client: HrmWorkerClient; handler: WorkerHandler; close(): void } {
+function connect(opts: WorkerHandlerOptions = {}): { client: HrmWorkerClient; handler: WorkerHandler; close(): void } {
   const { port1, port2 } = new MessageChannel();
-  const handler = new WorkerHandler((reply, transfer) => port1.postMessage(reply, transfer ?? []));
+  const handler = new WorkerHandler((reply, transfer) => port1.postMessage(reply, transfer ?? []), opts);
   port1.onmessage = (ev) => handler.onmessage(ev);
   const client = new HrmWorkerClient(port2 as unknown as WorkerPort);
   port2.start();
@@ -103,6 +105,38 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     expect(got.axes.kld.mean_kld).toBe(want.axes.kld.mean_kld);
     expect(got.axes.gtm.score).toBe(want.axes.gtm.score);
     expect(got.composite).toBe(want.composite);
+  });
+
+  it('open: the device before a load; a failed load on it keeps the model; app sources, timePass, sync', async () => {
+    const embedded = direct.name; // the embedded model's folder
+    // The app's own description of a source, read by its `files` option.
+    const o = connect({ files: (s) => dirFiles((s as { dir: string }).dir) });
+    try {
+      const dev = await o.client.open();
+      expect(dev.adapter.features).toEqual(direct.model.gpu.summary.features);
+      expect(dev.adapter.fastPaths).toEqual(direct.model.gpu.summary.fastPaths);
+      expect(dev.prefillMatmuls).toBe(prefillMatmulPath(direct.model.gpu));
+      const info = await o.client.load({ dir: embedded });
+      const w = direct.model.weights;
+      expect(info).toMatchObject({ name: embedded, weightBytes: w.bytes, weightDtype: w.L[0].gqkv.dtype });
+      const gpu = o.handler.loaded!.model.gpu;
+      const missing = await o.client.load({ dir: `${embedded}-missing` }).catch((e) => e);
+      expect(missing.message).toMatch(/config\.json/);
+      expect(o.handler.loaded?.name).toBe(embedded); // still loaded, on the device open gave
+      expect(o.handler.loaded!.model.gpu).toBe(gpu);
+      const want = await collect(generate(direct, 'The jury said', { maxTokens: 4 }));
+      expect(untimed(await collect(o.client.generate('The jury said', { maxTokens: 4 })))).toEqual(untimed(want));
+      await o.client.load({ dir: embedded });
+      expect(o.handler.loaded!.model.gpu).toBe(gpu); // a second load on the same device
+      const ms = await o.client.timePass(16, { dtype: 'bf16' });
+      expect(ms).toBeGreaterThan(0);
+      expect(Number.isFinite(ms)).toBe(true);
+      await expect(o.client.timePass(0)).rejects.toThrow('[timePass] positions must be a whole number from 1 (got 0)');
+      await o.client.sync();
+    } finally {
+      await o.client.dispose();
+      o.close();
+    }
   });
 
   it('errors keep their class and message; a lost device fails the call in flight, and a new load works', async () => {
