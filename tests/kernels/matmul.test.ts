@@ -323,9 +323,8 @@ describe('matmul fusions over row-chunks of the weight', async () => {
             expectBitExact(await split.read(), await whole.read(), `accumulate M=${M} K=${K}`);
           }
           // swiglu over chunks is matmul then siluMul; every chunk's kernel finds the same inverse RMS.
-          const options = {
-            swiglu: { swiglu: true }, norm: { norm: { eps: EPS } }, 'norm + swiglu': { norm: { eps: EPS }, swiglu: true },
-          };
+          const norm = { eps: EPS };
+          const options = { swiglu: { swiglu: true }, norm: { norm }, 'norm + swiglu': { norm, swiglu: true } };
           for (const f of fusions) {
             if (f === 'accumulate') continue;
             const o = options[f];
