@@ -104,7 +104,8 @@ function checkVocab(json: Record<string, unknown>, where: string, modelVocab: nu
   if (model.vocab !== undefined) {
     if (typeof model.vocab !== 'object' || model.vocab === null) throw new FormatError('HrmTokenizer', `${where}: model.vocab is not an object`);
     // Unigram vocabularies are [token, score] lists (the id is the position); BPE and WordPiece map token -> id.
-    entries = Array.isArray(model.vocab) ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
+    entries = Array.isArray(model.vocab)
+      ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
       : Object.entries(model.vocab);
   }
   for (const t of Array.isArray(json.added_tokens) ? json.added_tokens as Array<{ id?: unknown; content?: unknown }> : []) entries.push([String(t.content), t.id]);
