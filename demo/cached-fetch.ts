@@ -132,9 +132,6 @@ async function incomplete(url: string, body: Blob, expected: number, encoded: bo
   return null;
 }
 
-/** URLs put in the cache since `trackNewEntries`: what a failed load evicts. */
-let fresh = new Set<string>();
-
 /** Put a checked file in the cache; a refusal (quota, opaque response) only means it is served uncached. */
 async function keep(url: string, res: Response): Promise<boolean> {
   try {
@@ -143,21 +140,34 @@ async function keep(url: string, res: Response): Promise<boolean> {
     console.warn(`could not keep ${fileOf(url)} in the download cache: ${(e as Error).message}`);
     return false;
   }
-  fresh.add(url);
   blobs.delete(url);
   return true;
 }
 
-/** Start a load: entries cached from now on can be taken out again by `evictNewEntries`. */
-export function trackNewEntries(): void {
-  fresh = new Set();
+/**
+ * The cache's URLs when the current load started. What a failed load evicts is read from the cache itself, not
+ * from this page's own puts: the model's worker caches the files it reads (tokenizer.json) with its own copy of
+ * this module.
+ */
+let before: Promise<Set<string>> = Promise.resolve(new Set());
+
+async function cachedUrls(): Promise<Set<string>> {
+  if (!cacheAvailable()) return new Set();
+  return new Set((await (await caches.open(CACHE_NAME)).keys()).map((r) => r.url));
+}
+
+/** Start a load: entries cached from now on, here or in the worker, can be taken out by `evictNewEntries`. */
+export async function trackNewEntries(): Promise<void> {
+  before = cachedUrls();
+  await before;
 }
 
 /** Take out what the current load cached; returns the file names evicted. */
 export async function evictNewEntries(): Promise<string[]> {
-  const urls = [...fresh];
-  fresh = new Set();
-  if (!urls.length || !cacheAvailable()) return [];
+  const known = await before;
+  const urls = [...(await cachedUrls())].filter((u) => !known.has(u));
+  before = Promise.resolve(new Set());
+  if (!urls.length) return [];
   const c = await caches.open(CACHE_NAME);
   for (const u of urls) { blobs.delete(u); await c.delete(u); }
   return urls.map(fileOf);
@@ -202,14 +212,12 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
     }
     throw cut();
   }
-  fresh.add(url);
   blobs.delete(url);
   const kept = await cachedBlob(url);
   const problem = kept ? await incomplete(url, kept, total, res.headers.get('content-encoding') !== null) : null;
   if (problem) {
     await (await caches.open(CACHE_NAME)).delete(url);
     blobs.delete(url);
-    fresh.delete(url);
     throw new DownloadError(url, problem);
   }
   return kept?.size ?? loaded;

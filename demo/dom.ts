@@ -8,7 +8,14 @@ export function $<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
-/** A <dl> of label/value rows (values as text: never HTML); an optional third item is the value's id. */
+/** Values longer than this take a row of their own under their label (style.css's `.kv .wide`). */
+const WIDE_VALUE = 60;
+
+/**
+ * A <dl> of label/value rows (values as text: never HTML); an optional third item is the value's id. A long value
+ * (the kernel path, a fast path's reason for being off) goes under its label: beside it, it would be squeezed into
+ * a column of a few characters next to long labels.
+ */
 export function fillKv(dl: HTMLElement, rows: Array<[string, string] | [string, string, string]>): void {
   dl.replaceChildren(...rows.flatMap(([k, v, id]) => {
     const dt = document.createElement('dt');
@@ -16,6 +23,7 @@ export function fillKv(dl: HTMLElement, rows: Array<[string, string] | [string, 
     const dd = document.createElement('dd');
     dd.textContent = v;
     if (id) dd.id = id;
+    if (v.length > WIDE_VALUE) dt.className = dd.className = 'wide';
     return [dt, dd];
   }));
 }

@@ -166,7 +166,7 @@ export async function refreshCacheUsage(): Promise<void> {
 export async function openModel(app: App, source: ModelSource): Promise<void> {
   const before = app.lm?.name;
   const ok = await app.run('load', async (signal) => {
-    trackNewEntries();
+    await trackNewEntries();
     const files = source.files;
     setProgress($('dl-progress'), $('dl-text'), 0, 0);
     setProgress($('up-progress'), $('up-text'), 0, 0);

@@ -98,12 +98,15 @@ export interface HrmTokenizerOptions {
 /** Ids of the vocabulary and added tokens must be distinct non-negative integers below the model's vocab_size. */
 function checkVocab(json: Record<string, unknown>, where: string, modelVocab: number | undefined): void {
   const model = json.model as { vocab?: unknown };
-  const entries: Array<[string, unknown]> = [];
+  // Built without push(...): spread arguments live on the stack, and a vocabulary of 65 536 tokens overflows a
+  // browser worker's (Chrome's worker holds fewer than 65 536 arguments, its page about 120 000, below Qwen's 151 936).
+  let entries: Array<[string, unknown]> = [];
   if (model.vocab !== undefined) {
     if (typeof model.vocab !== 'object' || model.vocab === null) throw new FormatError('HrmTokenizer', `${where}: model.vocab is not an object`);
     // Unigram vocabularies are [token, score] lists (the id is the position); BPE and WordPiece map token -> id.
-    entries.push(...(Array.isArray(model.vocab) ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
-      : Object.entries(model.vocab)));
+    entries = Array.isArray(model.vocab)
+      ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
+      : Object.entries(model.vocab);
   }
   for (const t of Array.isArray(json.added_tokens) ? json.added_tokens as Array<{ id?: unknown; content?: unknown }> : []) entries.push([String(t.content), t.id]);
   const byId = new Map<number, string>();

@@ -113,6 +113,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
         panels: [...document.querySelectorAll('.panel')].map((p) => Math.round(p.getBoundingClientRect().width)),
         // The axes' labels wrap (the PLAD one is long), measured against a one-line label's height.
         pladLines: height('#plad') / height('input[name=corpus]'),
+        values: Math.min(...[...document.querySelectorAll('#adapter dd')].map((dd) => dd.clientWidth)),
       };
     });
     expect(m.scroll).toBeLessThanOrEqual(m.W);
@@ -121,6 +122,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(m.panels[0]).toBeGreaterThan(m.W - 40);
     expect(m.align).not.toBe('start');
     expect(m.pladLines).toBeGreaterThan(1.5);
+    expect(m.values).toBeGreaterThan(120); // the adapter's values: long labels squeezed them to a word a line
     await page().setViewport({ width: 1366, height: 768 });
     // A laptop: the download progress bar is in view on load.
     expect(await page().$eval('#dl-progress', (el) => el.getBoundingClientRect().bottom)).toBeLessThan(768);

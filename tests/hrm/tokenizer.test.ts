@@ -155,6 +155,19 @@ describe('HrmTokenizer', () => {
     expect(load(added)).toThrow(/token "<x>" has id 2048, outside the model's vocab_size 2048/);
     expect(load(json())()).toBeInstanceOf(HrmTokenizer);
   });
+
+  it('loads and checks a vocabulary of 151 936 tokens (Qwen\'s; the 1B\'s 65 536 overflowed a browser worker)', () => {
+    // The Brown vocabulary padded with tokens no text contains, as bench/chrome/ckpt.ts pads it to the 1B's size.
+    const n = 151_936;
+    const j = JSON.parse(read('tokenizer.json'));
+    for (let id = Object.keys(j.model.vocab).length; id < n; id++) j.model.vocab[`<r${id}>`] = id;
+    const big = new HrmTokenizer(j, { modelConfig: { vocab_size: n } });
+    const text = ref.plain[0].text;
+    expect(big.encode(text)).toEqual(tok.encode(text));
+    expect(big.decode([n - 1])).toBe(`<r${n - 1}>`);
+    expect(() => new HrmTokenizer(j, { modelConfig: { vocab_size: n - 1 } }))
+      .toThrow(`token "<r${n - 1}>" has id ${n - 1}, outside the model's vocab_size ${n - 1}`);
+  });
 });
 
 describe('nfcUnicode9', () => {
