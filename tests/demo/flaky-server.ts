@@ -1,0 +1,41 @@
+// What the demo's model-loading tests serve and load (loading.test.ts): the embedded model's files at /flaky/ on the
+// preview server, whole or cut short in three ways, and model folders with some of its files replaced.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Plugin } from 'vite';
+import { sendFile } from '../../scripts/send-file.ts';
+import { MODEL } from './built-demo.ts';
+
+/**
+ * Model files at /flaky/ on the preview server, served whole ('ok'), or model.safetensors cut short: 'short' ends
+ * the response early without a Content-Length (it looks complete), 'cut' drops the connection mid-body, 'stall'
+ * sends the first MiB and then nothing (until the page gives up).
+ */
+export const flakyServer = { mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall', gets: [] as string[] };
+export const flaky: Plugin = {
+  name: 'flaky-model-server',
+  configurePreviewServer(srv) {
+    srv.middlewares.use((req, res, next) => {
+      const m = /^\/flaky\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
+      const file = m && join(MODEL, m[1]);
+      if (!file || !existsSync(file)) { if (m) { res.statusCode = 404; res.end(); return; } next(); return; }
+      if (req.method === 'GET' && !req.headers.range) flakyServer.gets.push(m[1]);
+      if (m[1] !== 'model.safetensors' || flakyServer.mode === 'ok' || req.method !== 'GET' || req.headers.range) { sendFile(req, res, file); return; }
+      const bytes = readFileSync(file);
+      res.setHeader('Content-Type', 'application/octet-stream');
+      if (flakyServer.mode !== 'short') res.setHeader('Content-Length', String(bytes.length));
+      res.write(bytes.subarray(0, 1 << 20), () => { if (flakyServer.mode === 'cut') res.destroy(); else if (flakyServer.mode === 'short') res.end(); });
+    });
+  },
+};
+
+/** A model folder in `work`: the embedded model's files, with some replaced. */
+export function modelFolder(work: string, name: string, replace: Record<string, Uint8Array | string>): string {
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) {
+    if (f in replace) writeFileSync(join(dir, f), replace[f]);
+    else copyFileSync(join(MODEL, f), join(dir, f));
+  }
+  return dir;
+}

@@ -1,0 +1,166 @@
+// The built demo loading models in headless Chromium: a cut, short or stalled download is not cached and a retry
+// succeeds; a URL's model goes into the download cache and a reload reopens it from there; truncated weights, a
+// config.json that is not JSON, a folder without a model and a model too large for the adapter each give a clear
+// error next to the model controls and keep the current model.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'puppeteer-core';
+import type { PreviewServer } from 'vite';
+import { MODEL, openBuiltDemo } from './built-demo.ts';
+import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
+
+let work: string;
+let server: PreviewServer;
+let browser: Browser;
+let page: Page;
+
+const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
+/** The load error shown next to the model controls. */
+const loadError = () => page.$eval('#load-error', (el) => el.textContent ?? '');
+const banner = () => page.$eval('#banner', (el) => ({
+  hidden: (el as HTMLElement).hidden, kind: (el as HTMLElement).dataset.kind,
+  title: el.querySelector('#banner-title')?.textContent ?? '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
+}));
+
+describe('demo loading models (built, headless Chromium)', () => {
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'hrm-demo-load-'));
+    ({ server, browser, page } = await openBuiltDemo(join(work, 'dist'), [flaky]));
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('a cut download is not cached; a retry after the server is fixed (and a reload) succeeds', async () => {
+    const base = new URL('flaky', page.url()).href;
+    const cached = () => page.evaluate(async () => (await (await caches.open('hrm-webgpu-files-v1')).keys()).map((r) => r.url));
+    for (const [mode, why] of [['short', /model\.safetensors.*arrived incomplete/], ['cut', /model\.safetensors.*connection was cut/]] as const) {
+      flakyServer.mode = mode;
+      await setValue('#model-url', base);
+      await page.click('#load-url');
+      await page.waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 60_000 });
+      expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(why);
+      expect(await page.$eval('#load-error', (el) => el.textContent)).not.toMatch(/CORS/);
+      await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 10_000 });
+      expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Could not load .*flaky \(took .*config\.json.* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
+      expect(await cached()).toEqual([]);
+    }
+    // Cancel download: stops a stalled download, keeps nothing, and says so (not as an error).
+    flakyServer.mode = 'stall';
+    await setValue('#model-url', base);
+    await page.click('#load-url');
+    await page.waitForFunction(() => (document.getElementById('dl-progress') as HTMLProgressElement).value > 0, { timeout: 30_000 });
+    await page.click('#load-cancel');
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 5_000 });
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Cancelled loading .*flaky \(took .* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
+    expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('load-url');
+    expect(await cached()).toEqual([]);
+    flakyServer.mode = 'ok';
+    await page.reload();
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
+    flakyServer.gets.length = 0;
+    await setValue('#model-url', base);
+    await page.click('#load-url');
+    await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`, { timeout: 60_000 }, base);
+    expect(flakyServer.gets).toContain('model.safetensors'); // downloaded again, not served from a bad cache entry
+    expect((await cached()).some((u) => u.endsWith('/flaky/model.safetensors'))).toBe(true);
+    await page.click('#clear-cache');
+    await page.click('#load-embedded');
+    await page.waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: hrm-text-brown-6m (embedded)', { timeout: 60_000 });
+  }, 180_000);
+
+  it('loads a model from a URL into the download cache; a reload reopens it from the cache', async () => {
+    const base = new URL('models/hrm-text-brown-6m/', page.url()).href;
+    const fetched: string[] = [];
+    const onRequest = (r: { url(): string; method(): string }) => { if (r.url().endsWith('/model.safetensors')) fetched.push(r.method()); };
+    page.on('request', onRequest);
+    const ready = `Ready: ${base.replace(/\/$/, '')}`;
+    try {
+      await setValue('#model-url', base);
+      await page.click('#load-url');
+      await page.waitForFunction((t) => document.getElementById('model-status')?.textContent === t, { timeout: 60_000 }, ready);
+      expect(await page.$eval('#dl-text', (el) => el.textContent)).toBe('12.5 MiB / 12.5 MiB');
+      expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('12.5 MiB / 12.5 MiB');
+      expect(fetched).toContain('GET'); // the whole file, once, into Cache Storage
+      await page.waitForFunction(() => /^[1-9]\d* files? cached, 12\.\d MiB/.test(document.getElementById('cache-usage')?.textContent ?? ''), { timeout: 10_000 });
+      fetched.length = 0;
+      // The page remembers the model and opens it again, every read answered from the cache.
+      await page.reload();
+      await page.waitForFunction((t) => document.getElementById('model-status')?.textContent === t, { timeout: 60_000 }, ready);
+      expect(await page.$eval('#model-url', (el) => (el as HTMLInputElement).value)).toBe(base.replace(/\/$/, ''));
+      expect(await page.$eval('#dl-text', (el) => el.textContent)).toBe('12.5 MiB / 12.5 MiB');
+      expect(fetched).toEqual([]);
+    } finally {
+      page.off('request', onRequest);
+    }
+    await page.click('#clear-cache');
+    await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
+    // No longer cached: a reload does not download it by itself, it opens the embedded model with the URL filled in.
+    await page.reload();
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Ready: hrm-text-brown-6m (embedded)');
+    expect(await page.$eval('#model-url', (el) => (el as HTMLInputElement).value)).toBe(base.replace(/\/$/, ''));
+    await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
+  }, 120_000);
+
+  it('a folder whose model.safetensors is truncated gives a clear error and keeps the current model', async () => {
+    const st = readFileSync(join(MODEL, 'model.safetensors'));
+    const dir = modelFolder(work, 'truncated-model', { 'model.safetensors': st.subarray(0, 1 << 20) });
+    const input = await page.$('input#folder-input');
+    // Chrome enumerates a directory given to a webkitdirectory input, as its picker does.
+    await input!.uploadFile(dir);
+    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    const b = await banner();
+    expect(b.kind, JSON.stringify(b)).toBe('bad-files');
+    expect(b.title).toBe('These files are not a usable HRM-Text model (see Model)');
+    expect(b.detail).toBe(''); // the banner only summarises: the message is next to the controls
+    expect(await page.$eval('#banner-goto', (el) => (el as HTMLAnchorElement).hash)).toBe('#load-error');
+    expect(await loadError()).toMatch(/model\.safetensors.*truncated/);
+    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 10_000 });
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load truncated-model; still using hrm-text-brown-6m (embedded).');
+    expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(/^These files are not a usable HRM-Text model: .*model\.safetensors/);
+    expect(await page.$eval('#generate', (el) => (el as HTMLButtonElement).disabled)).toBe(false);
+  }, 60_000);
+
+  it('a config.json that is not JSON gives a clear error', async () => {
+    const dir = modelFolder(work, 'bad-config', { 'config.json': '{ "model_type": "hrm_text", oops' });
+    await page.click('#banner-close');
+    const input = await page.$('input#folder-input');
+    await input!.uploadFile(dir);
+    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    const b = await banner();
+    expect(b.kind, JSON.stringify(b)).toBe('bad-files');
+    expect(await loadError()).toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
+  }, 60_000);
+
+  it('a folder without a model names what it got', async () => {
+    const dir = join(work, 'notes');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'notes.txt'), 'not a model');
+    await page.keyboard.press('Escape');
+    await (await page.$('input#folder-input'))!.uploadFile(dir);
+    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    expect(await loadError()).toMatch(/config\.json: not among the files given \(notes\.txt\)/);
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load notes; still using hrm-text-brown-6m (embedded).');
+  }, 30_000);
+
+  it('a model that cannot fit is refused before any weight is read', async () => {
+    const config = { ...JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8')), max_position_embeddings: 1 << 22 };
+    const dir = modelFolder(work, 'huge-context', { 'config.json': JSON.stringify(config) });
+    await page.click('#banner-close');
+    const input = await page.$('input#folder-input');
+    await input!.uploadFile(dir);
+    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    const b = await banner();
+    expect(b.kind, JSON.stringify(b)).toBe('too-large');
+    expect(await loadError()).toMatch(/KV-cache tensor at context 4194304 is 4\.00 GiB, above this adapter's largest storage binding/);
+    expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('–');
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load huge-context; still using hrm-text-brown-6m (embedded).');
+  }, 60_000);
+});
