@@ -18,3 +18,11 @@ var<workgroup> red: array<f32, WG>;
 // #include "common/mask.inc.wgsl"
 // #include "attention/kv_load.inc.wgsl"
 // #include "attention/softmax_row.inc.wgsl"
+
+// The finish passes' element: thread (gid, nwg) of a 2-D grid of WG-wide workgroups takes out[i] = out[row, col] of
+// [seq, heads * hd]; i is past the end (>= seq * heads * hd) for the threads that have none.
+fn finish_at(gid: vec3u, nwg: vec3u) -> vec3u {
+  let i = gid.x + gid.y * nwg.x * WG;
+  let width = p.heads * p.hd;
+  return vec3u(i, i / width, i % width);
+}

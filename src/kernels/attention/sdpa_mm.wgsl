@@ -53,11 +53,11 @@ fn weight_out(row: u32, j: u32, e: f32) {}
 
 @compute @workgroup_size(WG)
 fn finish(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let i = gid.x + gid.y * nwg.x * WG;
-  let width = p.heads * p.hd;
-  if (i >= p.seq * width) { return; }
-  let row = i / width;
-  let col = i % width;
+  let at = finish_at(gid, nwg);
+  let i = at.x;
+  if (i >= p.seq * p.heads * p.hd) { return; }
+  let row = at.y;
+  let col = at.z;
   let total = l[(col / p.hd) * p.seq + row];
   var y = 0.0;
   if (total > 0.0) { y = round_out(out[i] / total); }

@@ -186,11 +186,11 @@ fn weight_out(row: u32, j: u32, e: f32) {
 
 @compute @workgroup_size(WG)
 fn finish_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let i = gid.x + gid.y * nwg.x * WG;
-  let width = p.heads * p.hd;
-  if (i >= p.seq * width) { return; }
-  let r = i / width;
-  let c = i % width;
+  let at = finish_at(gid, nwg);
+  let i = at.x;
+  if (i >= p.seq * p.heads * p.hd) { return; }
+  let r = at.y;
+  let c = at.z;
   let h = c / p.hd;
   let d = c % p.hd;
   let total = l[h * p.sp + r];
