@@ -1,5 +1,6 @@
-// What the demo's model-loading tests serve and load (loading.test.ts): the embedded model's files at /flaky/ on the
-// preview server, whole or cut short in three ways, and model folders with some of its files replaced.
+// What the demo's tests serve and load: the embedded model's files at /flaky/ on the preview server, whole or cut
+// short in three ways, and model folders with some of its files replaced (loading.test.ts); a web page where the
+// weights should be and a slow download (ux.test.ts).
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
@@ -39,3 +40,29 @@ export function modelFolder(work: string, name: string, replace: Record<string, 
   }
   return dir;
 }
+
+/**
+ * /webpage/: a server that answers every path but config.json with its home page (200, text/html); /slow/: the
+ * embedded model with model.safetensors sent a MiB every 150 ms (so the page can measure a download speed).
+ */
+export const uxServers: Plugin = {
+  name: 'ux-test-servers',
+  configurePreviewServer(srv) {
+    srv.middlewares.use((req, res, next) => {
+      const m = /^\/(webpage|slow)\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
+      if (!m) { next(); return; }
+      const file = join(MODEL, m[2]);
+      if (m[1] === 'webpage' && m[2] !== 'config.json') {
+        res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.end('<!doctype html><title>Home</title><h1>Welcome</h1>');
+      } else if (m[1] === 'slow' && m[2] === 'model.safetensors' && req.method === 'GET' && !req.headers.range) {
+        const bytes = readFileSync(file);
+        res.setHeader('Content-Type', 'application/octet-stream');
+        res.setHeader('Content-Length', String(bytes.length));
+        let at = 0;
+        const more = () => { const end = Math.min(at + (1 << 20), bytes.length); res.write(bytes.subarray(at, end)); at = end; if (at < bytes.length) setTimeout(more, 150); else res.end(); };
+        more();
+      } else sendFile(req, res, file);
+    });
+  },
+};

@@ -7,35 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Plugin } from 'vite';
-import { sendFile } from '../../scripts/send-file.ts';
 import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
-
-/**
- * /webpage/: a server that answers every path but config.json with its home page (200, text/html); /slow/: the
- * embedded model with model.safetensors sent a MiB every 150 ms (so the page can measure a download speed).
- */
-const servers: Plugin = {
-  name: 'ux-test-servers',
-  configurePreviewServer(srv) {
-    srv.middlewares.use((req, res, next) => {
-      const m = /^\/(webpage|slow)\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
-      if (!m) { next(); return; }
-      const file = join(MODEL, m[2]);
-      if (m[1] === 'webpage' && m[2] !== 'config.json') {
-        res.setHeader('Content-Type', 'text/html; charset=utf-8');
-        res.end('<!doctype html><title>Home</title><h1>Welcome</h1>');
-      } else if (m[1] === 'slow' && m[2] === 'model.safetensors' && req.method === 'GET' && !req.headers.range) {
-        const bytes = readFileSync(file);
-        res.setHeader('Content-Type', 'application/octet-stream');
-        res.setHeader('Content-Length', String(bytes.length));
-        let at = 0;
-        const more = () => { const end = Math.min(at + (1 << 20), bytes.length); res.write(bytes.subarray(at, end)); at = end; if (at < bytes.length) setTimeout(more, 150); else res.end(); };
-        more();
-      } else sendFile(req, res, file);
-    });
-  },
-};
+import { uxServers } from './flaky-server.ts';
 
 let work: string;
 let demo: BuiltDemo;
@@ -53,7 +26,7 @@ const ready = () => page().waitForFunction(() => ['ready', 'kept', 'error'].incl
 describe('demo, issue 33 (built, headless Chromium)', () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-ux-'));
-    demo = await openBuiltDemo(join(work, 'dist'), [servers]);
+    demo = await openBuiltDemo(join(work, 'dist'), [uxServers]);
   }, 120_000);
 
   afterAll(async () => {
@@ -277,7 +250,11 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     for (let i = 0; i < 2; i++) {
       await setValue('#model-url', base);
       await page().click('#load-url');
-      await page().waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'loading', { timeout: 10_000 });
+      // The second load reads from the download cache and may be done before a poll sees it loading.
+      await page().waitForFunction((b) => {
+        const el = document.getElementById('model-status');
+        return el?.dataset.state === 'loading' || el?.textContent === `Ready: ${b}`;
+      }, { timeout: 10_000 }, base);
       while ((await state('model-status')) === 'loading') {
         speeds.push(await text('#dl-text'));
         await new Promise((r) => setTimeout(r, 200));
