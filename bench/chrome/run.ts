@@ -224,7 +224,10 @@ async function bench(browser: Browser, url: string, o: Opts, budget: number, unt
   const page = await browser.newPage();
   relay(page, 'page', say, true);
   await page.goto(`${url}/bench/index.html?${q}`);
-  const r: { files?: string[]; error?: string; parity?: string; parityFailed?: number } = {};
+  // The anchors' JSON goes into chrome-run.json too, so the call's record shows its speed can be compared.
+  const at = args.indexOf('--anchors');
+  const r: { files?: string[]; error?: string; parity?: string; parityFailed?: number; anchors?: unknown } = {};
+  if (at >= 0) r.anchors = anchorsOf(args[at + 1]);
   const got = await collectPage(page, o.out, until - 20_000);
   if (got.error) r.error = got.error;
   else { r.files = got.files; say(`wrote ${r.files!.join(', ')}`); }
@@ -248,3 +251,12 @@ main(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
   console.error(e instanceof Error ? e.message : e);
   process.exit(1);
 });
+
+/** The anchors file's JSON, or why there is none (torch-anchors.sh failed). */
+function anchorsOf(file: string | undefined): unknown {
+  try {
+    return JSON.parse(readFileSync(file ?? '', 'utf8'));
+  } catch (e) {
+    return { error: `no anchors from ${file}: ${e instanceof Error ? e.message : String(e)}` };
+  }
+}
