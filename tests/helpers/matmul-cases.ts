@@ -3,14 +3,12 @@
 import { expect } from 'vitest';
 import { randn } from './seeded.ts';
 import { ulpStats } from './half-ulp.ts';
-import { runs, sweep } from './sweep.ts';
+import { sweep } from './sweep.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { matmulAbsRef, matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
-import { add, siluMul } from '../../src/kernels/ops/ops.ts';
 import { sigmoidRef } from '../../src/kernels/ops/ops.ref.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';

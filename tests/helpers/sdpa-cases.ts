@@ -2,7 +2,6 @@
 // float64 reference it is checked against.
 import { gateLogits, randn } from './seeded.ts';
 import { expectBitExact } from './quant-check.ts';
-import { runs } from './sweep.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { roundBf16 } from '../../src/gpu/dtype.ts';

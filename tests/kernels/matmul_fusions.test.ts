@@ -113,7 +113,7 @@ describe('matmul fusions over row-chunks of the weight', async () => {
 
 describe('matmul fusions against the float64 reference', async () => {
   const gpu = await getGpu();
-  for (const [ci, c] of FUSED_CASES.entries()) {
+  for (const c of FUSED_CASES) {
     for (const [p, path] of PATHS.entries()) {
       // The fusion's quickMode on this path: f32 on one path, bf16 and f16 on the others (HRM_EXHAUSTIVE=1: all).
       const modes = MODES.filter((_, m) => runs(m === quickMode(c.name, p)));

@@ -2,14 +2,13 @@
 // checks; the decode structure and the one-query path: sdpa_one.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { gateLogits, randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectUlp } from '../helpers/attn-parity.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { runs, sweep } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
