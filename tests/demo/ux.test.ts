@@ -262,7 +262,9 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
         speeds.push(await text('#dl-text'));
         await new Promise((r) => setTimeout(r, 200));
       }
-      expect(await text('#model-status')).toBe(`Ready: ${base}`);
+      // After the download the upload to the GPU may still run: wait for the load's end, not its first stage.
+      await page().waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
+        { timeout: 60_000 }, base);
     }
     expect(speeds.some((s) => /MiB \/ 12\.5 MiB · [\d.]+ (KiB|MiB)\/s, about \d+ s left$/.test(s)), speeds.join('\n')).toBe(true);
     expect(await page().evaluate(() => (window as unknown as { persistCalls: number }).persistCalls)).toBe(1);
