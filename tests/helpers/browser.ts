@@ -1,6 +1,6 @@
 // Headless Chromium (Debian's, through puppeteer-core) against pages served by Vite on 127.0.0.1.
 // Flags from the runtimes spec: --enable-unsafe-webgpu lets Chrome use the CPU adapter (SwiftShader).
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -18,12 +18,37 @@ export async function launch(): Promise<Browser> {
   });
 }
 
+/**
+ * A Vite dev server on 127.0.0.1. Each server pre-bundles dependencies into a folder of its own: test files run two at
+ * a time, and two servers that share node_modules/.vite replace each other's bundles while pages load them (a page
+ * whose import then fails never reports).
+ */
 export async function serve(config: InlineConfig): Promise<{ server: ViteDevServer; url: string }> {
-  const server = await createServer({ configFile: false, logLevel: 'error', ...config, server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ...config.server } });
+  const own = config.cacheDir === undefined;
+  const cacheDir = config.cacheDir ?? mkdtempSync(join(tmpdir(), 'hrm-vite-'));
+  const server = await createServer({ configFile: false, logLevel: 'error', ...config, cacheDir, server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ...config.server } });
+  if (own) server.httpServer?.once('close', () => rmSync(cacheDir, { recursive: true, force: true }));
   await server.listen();
   const addr = server.httpServer!.address();
   if (!addr || typeof addr === 'string') throw new Error('vite did not bind a TCP port');
   return { server, url: `http://127.0.0.1:${addr.port}` };
+}
+
+/**
+ * The page's `window.__result` once it is set, polled by short calls (one long-waiting call would end at puppeteer's
+ * 180 s protocol limit with a message that says nothing). Past `timeoutMs`, an error names the page's last
+ * `window.__step` and its console errors.
+ */
+export async function pageResult<T>(page: Page, log: string[], timeoutMs: number): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { result, step } = (await page.evaluate('({ result: window.__result, step: window.__step })')) as { result?: T; step?: string };
+    if (result !== undefined) return result;
+    if (Date.now() > until) {
+      throw new Error(`the page set no result in ${timeoutMs / 1000} s (last step: ${step ?? 'none'})` + (log.length ? `; its console:\n${log.join('\n')}` : ''));
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** Collect console errors and page errors, so a failing page explains itself. */

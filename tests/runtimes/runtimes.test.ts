@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
-import { launch, serve, watchConsole } from '../helpers/browser.ts';
+import { launch, pageResult, serve, watchConsole } from '../helpers/browser.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -47,8 +47,7 @@ describe('runtimes', () => {
       const page = await browser.newPage();
       const log = watchConsole(page);
       await page.goto(`${url}/tests/runtimes/smoke.html`);
-      await page.waitForFunction('window.__result !== undefined', { timeout: 90_000 });
-      const r = (await page.evaluate('window.__result')) as SmokeResult & { error?: string };
+      const r = await pageResult<SmokeResult & { error?: string }>(page, log, 60_000);
       expect(r.error, log.join('\n')).toBeUndefined();
       check(r, 'browser');
     } finally {

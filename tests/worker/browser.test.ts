@@ -3,7 +3,7 @@
 // error class, and its logits equal the page thread's bit for bit; the page thread has no task over 50 ms meanwhile.
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { launch, serve, watchConsole } from '../helpers/browser.ts';
+import { launch, pageResult, serve, watchConsole } from '../helpers/browser.ts';
 import type { PageResult } from './page.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -17,8 +17,7 @@ describe('the model in a Web Worker (headless Chromium)', () => {
       const page = await browser.newPage();
       const log = watchConsole(page);
       await page.goto(`${url}/tests/worker/page.html`);
-      await page.waitForFunction('window.__result !== undefined', { timeout: 240_000, polling: 500 });
-      const r = (await page.evaluate('window.__result')) as PageResult & { error?: string | PageResult['error'] };
+      const r = await pageResult<PageResult & { error?: string | PageResult['error'] }>(page, log, 100_000);
       expect(typeof r.error === 'string' ? r.error : undefined, log.join('\n')).toBeUndefined();
       expect(r.runtime).toBe('browser');
       expect(r.stages).toEqual(['config', 'tokenizer', 'weights']);

@@ -27,7 +27,13 @@ async function events(it: AsyncIterable<GenerateEvent>, each?: (ev: GenerateEven
   return out;
 }
 
+/** Where the page is, for the test's message when it never finishes. */
+function step(name: string): void {
+  (window as unknown as { __step: string }).__step = name;
+}
+
 export async function run(): Promise<PageResult> {
+  step('long-task probe');
   let longTasks: number[] = [];
   let watching = false;
   new PerformanceObserver((list) => {
@@ -40,6 +46,7 @@ export async function run(): Promise<PageResult> {
   await new Promise((r) => setTimeout(r, 200));
   const probe = longTasks;
   longTasks = [];
+  step('worker load');
   const hrm = new HrmWorkerClient(new Worker(new URL('./e2e.worker.ts', import.meta.url), { type: 'module' }));
   const stages: string[] = [];
   const info = await hrm.load(undefined, {
@@ -48,9 +55,11 @@ export async function run(): Promise<PageResult> {
   const opts = { condition: 'noisy', maxTokens: 6 };
   longTasks = [];
   watching = true;
+  step('worker generate');
   const streamed = await events(hrm.generate('The jury said', opts));
   watching = false;
   // Stop after the second piece: the worker's generation ends there, well before its 64 tokens.
+  step('worker generate, aborted');
   const ctl = new AbortController();
   let textEvents = 0;
   let abortedAt = 0;
@@ -60,12 +69,15 @@ export async function run(): Promise<PageResult> {
   const msAfterAbort = performance.now() - abortedAt;
   const last = stopped.at(-1)!;
   if (last.type !== 'done') throw new Error('the stopped generation ended without a done event');
+  step('worker bad option');
   const error = await hrm.generateText('x', { cache: { kv: 'ctk=q9_9' } }).then(() => null, (e: Error) => e);
   if (!error) throw new Error('a bad KV string was accepted');
 
+  step('page load');
   const lm = await loadModel();
   const main = await events((await import('../../src/index.ts')).generate(lm, 'The jury said', opts));
   const ids = lm.tokenizer!.encode('The jury said that the city');
+  step('logits');
   const [mine, theirs] = [await logits(lm, ids), await hrm.logits(ids)];
   const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
   const [a, b] = [bits(mine), bits(theirs)];
