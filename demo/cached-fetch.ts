@@ -194,23 +194,36 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
     },
   });
   const cut = () => new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`);
-  const body = res.body ? res.body.pipeThrough(counter) : null;
+  // A stop ends the pipe itself (the source cancelled, the cache's write errored), and is answered at once: a stalled
+  // server sends no chunk that could notice it, and an aborted fetch's body is not always errored promptly.
+  const body = res.body ? res.body.pipeThrough(counter, signal ? { signal } : {}) : null;
+  const stopped = abortable(signal);
   if (!cacheAvailable()) {
     // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.
-    try { await body?.pipeTo(new WritableStream()); } catch (e) { throw signal?.aborted ? e : cut(); }
+    try {
+      await Promise.race([body?.pipeTo(new WritableStream()), stopped.promise]);
+    } catch (e) {
+      throw signal?.aborted ? signal.reason ?? e : cut();
+    } finally {
+      stopped.done();
+    }
     return loaded || total;
   }
   // Streamed into the cache (a checkpoint need not fit in memory), then checked there and taken out if not whole.
   const type = res.headers.get('content-type') ?? 'application/octet-stream';
   try {
-    await (await caches.open(CACHE_NAME)).put(url, new Response(body, { headers: { 'content-type': type } }));
+    const put = (await caches.open(CACHE_NAME)).put(url, new Response(body, { headers: { 'content-type': type } }));
+    put.catch(() => {}); // after a stop, its own rejection comes later and says nothing new
+    await Promise.race([put, stopped.promise]);
   } catch (e) {
-    if (signal?.aborted) throw e;
+    if (signal?.aborted) throw signal.reason ?? e;
     if (e instanceof DOMException && e.name === 'QuotaExceededError') {
       console.warn(`the download cache is full; ${fileOf(url)} is read from the network`);
       return loaded || total;
     }
     throw cut();
+  } finally {
+    stopped.done();
   }
   blobs.delete(url);
   const kept = await cachedBlob(url);
@@ -221,6 +234,20 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
     throw new DownloadError(url, problem);
   }
   return kept?.size ?? loaded;
+}
+
+/** A promise that rejects with `signal`'s reason when it aborts (never without one); `done` drops the listener. */
+function abortable(signal?: AbortSignal): { promise: Promise<never>; done: () => void } {
+  let done = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    if (!signal) return;
+    if (signal.aborted) { reject(signal.reason); return; }
+    const on = () => reject(signal.reason);
+    signal.addEventListener('abort', on, { once: true });
+    done = () => signal.removeEventListener('abort', on);
+  });
+  promise.catch(() => {});
+  return { promise, done };
 }
 
 /** A download that failed for a network or HTTP reason. */
