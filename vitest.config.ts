@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './tests/sequencer.ts';
 
 // GPU tests run on whatever adapter the machine has: a real GPU, else Mesa's lavapipe, else SwiftShader.
 // Software drivers are slow and use both cores, so files run two at a time at most.
@@ -16,5 +17,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     reporters: ['default'],
     env: lavapipe,
+    sequence: { sequencer: LongestFirst },
   },
 });
