@@ -37,6 +37,15 @@ function cachedBlob(url: string): Promise<Blob | null> {
   return p;
 }
 
+/**
+ * Start a load's reads afresh. A body memoised by an earlier load may belong to an entry that has since been evicted
+ * or cleared, and the server may hold other files now: the model's worker has a memo of its own, which the page's
+ * eviction and Clear cannot reach, so each load starts by forgetting.
+ */
+export function forgetCachedReads(): void {
+  blobs.clear();
+}
+
 /** Whether `url` is in the download cache. */
 export async function isCached(url: string): Promise<boolean> {
   return (await cachedBlob(url)) !== null;

@@ -2,7 +2,7 @@
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
 import { FormatError, type ModelFiles } from '../src/index.ts';
 import { fileListFiles, urlFiles } from '../src/advanced.ts';
-import { cachedFetch, strictFetch } from './cached-fetch.ts';
+import { cachedFetch, forgetCachedReads, strictFetch } from './cached-fetch.ts';
 
 export interface ModelSource {
   files: ModelFiles;
@@ -59,6 +59,7 @@ export function sourceFiles(s: SourceSpec): ModelFiles {
     return probedFiles(fileListFiles(s.files, s.label), `not among the files given (${s.shown}); a model folder holds config.json, tokenizer.json and the safetensors`);
   }
   if (s.kind === 'embedded') return probedFiles({ ...urlFiles(s.base, { fetch: strictFetch }), name: EMBEDDED_NAME }, 'not found (404)');
+  forgetCachedReads(); // a source's files are made once a load, here and in the worker
   return probedFiles(urlFiles(s.base, { fetch: cachedFetch }), 'not found (404): is this the folder that holds the model\'s files?');
 }
 

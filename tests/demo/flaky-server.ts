@@ -8,17 +8,18 @@ import { sendFile } from '../../scripts/send-file.ts';
 import { MODEL } from './built-demo.ts';
 
 /**
- * Model files at /flaky/ on the preview server, served whole ('ok'), or model.safetensors cut short: 'short' ends
- * the response early without a Content-Length (it looks complete), 'cut' drops the connection mid-body, 'stall'
- * sends the first MiB and then nothing (until the page gives up).
+ * Model files of `folder` (the embedded model's unless changed) at /flaky/ on the preview server, served whole
+ * ('ok'), or model.safetensors cut short: 'short' ends the response early without a Content-Length (it looks
+ * complete), 'cut' drops the connection mid-body, 'stall' sends the first MiB and then nothing (until the page gives
+ * up).
  */
-export const flakyServer = { mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall', gets: [] as string[] };
+export const flakyServer = { mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall', gets: [] as string[], folder: MODEL };
 export const flaky: Plugin = {
   name: 'flaky-model-server',
   configurePreviewServer(srv) {
     srv.middlewares.use((req, res, next) => {
       const m = /^\/flaky\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
-      const file = m && join(MODEL, m[1]);
+      const file = m && join(flakyServer.folder, m[1]);
       if (!file || !existsSync(file)) { if (m) { res.statusCode = 404; res.end(); return; } next(); return; }
       if (req.method === 'GET' && !req.headers.range) flakyServer.gets.push(m[1]);
       if (m[1] !== 'model.safetensors' || flakyServer.mode === 'ok' || req.method !== 'GET' || req.headers.range) { sendFile(req, res, file); return; }

@@ -109,6 +109,32 @@ describe('demo loading models (built, headless Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
   }, 120_000);
 
+  it('a URL whose files changed after Clear cache loads the new files, in the page and in the model\'s worker', async () => {
+    const base = new URL('flaky', page.url()).href;
+    const context = () => page.$eval('#model-info', (el) => el.textContent ?? '');
+    flakyServer.mode = 'ok';
+    await setValue('#model-url', base);
+    await page.click('#load-url');
+    await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`, { timeout: 60_000 }, base);
+    expect(await context()).toMatch(/512 tokens/);
+    await page.click('#clear-cache');
+    await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
+    const config = { ...JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8')), max_position_embeddings: 1024 };
+    flakyServer.folder = modelFolder(work, 'longer-context', { 'config.json': JSON.stringify(config) });
+    try {
+      await page.click('#load-url');
+      // The status still reads Ready from the first load until this one starts.
+      await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state !== 'ready', { timeout: 10_000, polling: 'mutation' });
+      await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`, { timeout: 60_000 }, base);
+      expect(await context()).toMatch(/1024 tokens/); // the worker read the new config.json, not one it kept from before
+    } finally {
+      flakyServer.folder = MODEL;
+    }
+    await page.click('#clear-cache');
+    await page.click('#load-embedded');
+    await page.waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: hrm-text-brown-6m (embedded)', { timeout: 60_000 });
+  }, 120_000);
+
   it('a folder whose model.safetensors is truncated gives a clear error and keeps the current model', async () => {
     const st = readFileSync(join(MODEL, 'model.safetensors'));
     const dir = modelFolder(work, 'truncated-model', { 'model.safetensors': st.subarray(0, 1 << 20) });
