@@ -2,8 +2,8 @@
 # Build what bench/h200.sh runs on the H200 machine, where there is no network and no node_modules: the runtime
 # and Vulkan loader packed by bench/h200-pack.sh, plus the whole benchmark bundled into one file
 # (esbuild; `webgpu` stays external: enter.sh links node_modules/webgpu to the carried copy).
-#   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz + qweights.mjs.xz + the probes
-#                                 + parity.mjs.xz (carry [".h200/bench"])
+#   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz + the probes (read-probe.mjs.xz
+#                                 among them) + parity.mjs.xz (carry [".h200/bench"])
 #   bash bench/pack.sh deno    -> .h200/bench-deno/  deno + bench-deno.mjs.xz            (carry [".h200/bench-deno"];
 #                                 a second run: node and deno together exceed the 64 MiB one call may carry)
 # The folders are git-ignored (.h200/). The node binary is stripped before compression (2 MB less; STRIP=0 keeps
@@ -36,7 +36,7 @@ case "$kind" in
     fi
     bash "$pack" "$dir"
     bundle bench/runners/run.ts "$dir/bench-bundle.mjs"
-    bundle bench/runners/qweights.ts "$dir/qweights.mjs"
+    bundle bench/probes/read-probe.mjs "$dir/read-probe.mjs"
     bundle bench/probes/sgmat-probe.ts "$dir/sgmat-probe.mjs"
     bundle bench/probes/prefetch-probe.ts "$dir/prefetch-probe.mjs"
     bundle bench/probes/qone-probe.ts "$dir/qone-probe.mjs"

@@ -1,7 +1,9 @@
 // The measurement code every runner (Node/Dawn, Deno/wgpu, headless Chromium) executes: open the device, measure
-// the kernels, build the model with random bf16 weights on the GPU, measure each KV-cache configuration, and return
-// one JSON-able result. Nothing here touches files or the command line; the runners do. Each section is a unit
-// that survives a lost device (recover.ts): redone once on a new device, and listed under `recovered`.
+// the streaming read first (the ceiling, on the fresh device) and the kernels, build the model with random bf16
+// weights on the GPU, measure each KV-cache configuration, then the model on quantized weights (--weights), the
+// streaming read once more, and return one JSON-able result. Nothing here touches files or the command line; the
+// runners do. Each section is a unit that survives a lost device (recover.ts): redone once on a new device, and
+// listed under `recovered`.
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
@@ -17,7 +19,9 @@ import { matmulFlops, sgmatSchedules } from '../suites/matmul.ts';
 import { ModelBench, ModelOnDevice } from '../suites/model.ts';
 import { modelInfo, type CacheResult, type ModelInfo } from '../suites/model-figures.ts';
 import { streamFloor, streamRead, type StreamFloorPoint } from '../suites/stream.ts';
-import type { Settings } from './settings.ts';
+import { quantizedRun, weightsEntry, type WeightsResult } from '../suites/weights.ts';
+import { WEIGHTS, type Settings } from './settings.ts';
+import type { ReadProbe } from './read-probe.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
@@ -32,7 +36,12 @@ import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recove
 export const SCHEMA = 'hrm-webgpu-bench/1';
 
 export interface KernelResults {
+  /** The streaming read, measured first on the fresh device: the ceiling every figure is held against. */
   stream: BandwidthFigure | null;
+  /** The same read at the end of the run (null when skipped; absent before 20261204): did the run move it? */
+  streamEnd?: BandwidthFigure | null;
+  /** --read-probe's line (bench/probes/read-probe.mjs, run before the bench), as printed; null without it. */
+  readProbe?: ReadProbe | null;
   /** What one dispatch reading that many bytes costs at best: the floor the matrix-vector products are held to. */
   streamFloor?: StreamFloorPoint[];
   gemv: BandwidthFigure[];
@@ -63,6 +72,8 @@ export interface BenchResult {
   model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
   kernels: KernelResults;
   caches: CacheResult[];
+  /** The model per weights (--weights), full cache: bf16's entry is the full-cache run, q8 / q4 runs of their own. */
+  weights: WeightsResult[];
   /**
    * The path bf16 prefill matmuls take on this adapter (prefillMatmulPath), and whether prefill attention's products
    * take the tensor cores (null) or why not.
@@ -95,6 +106,8 @@ export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | '
   mlxOps?: () => Promise<SafetensorsFile>;
   /** The parsed --anchors file. */
   anchors?: unknown;
+  /** The parsed --read-probe file. */
+  readProbe?: ReadProbe;
 }
 
 /** `deno 2.9.6 (v8 ...)`, `node v20.20.2 (v8 ...)`, or the browser's user agent. */
@@ -132,8 +145,12 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         ? (hooks.timestamps ?? 'timestamp-query (runtime default)')
         : 'none (no timestamp-query)',
     },
-    settings: s, model: null, kernels: { stream: null, gemv: [], sweep: [], attention: [], matmul: [], dispatch: null },
-    caches: [],
+    settings: s, model: null,
+    kernels: {
+      stream: null, streamEnd: null, readProbe: hooks.readProbe ?? null, gemv: [], sweep: [], attention: [], matmul: [],
+      dispatch: null,
+    },
+    caches: [], weights: [],
     prefillMatmul: {
       path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first),
     },
@@ -160,6 +177,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     }
     await update();
   };
+  let bf16Bytes = 0;
   const model = new ModelOnDevice(async (gpu) => {
     const ts = now();
     const weights = await randomWeights(gpu, config, s.seed);
@@ -170,6 +188,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       throw e;
     }
     const weightsMs = now() - ts;
+    bf16Bytes = weights.bytes;
     const info = modelInfo(name, config, parameterCount(config));
     r.model ??= { ...info, dtype: s.dtype, weightsMs };
     log(`random weights: ${(weights.bytes / 1e9).toFixed(2)} GB in ${(weightsMs / 1000).toFixed(1)} s`);
@@ -178,6 +197,8 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
 
   try {
     const h = config.hidden_size, qkv = 4 * config.num_attention_heads * config.head_dim;
+    // First, on the fresh device: the ceiling, before any other work has touched the GPU (issue 30).
+    await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });
     if (s.checkSgmat) {
       await section('subgroup-matrix matmul parity', async (gpu) => {
         const why = sgmatUnavailable(gpu);
@@ -197,7 +218,6 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
           (a.failed ? `; ${a.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
       });
     }
-    await section('stream read', async (gpu) => { r.kernels.stream = await streamRead(gpu, s); });
     if (s.sweepGemv) {
       // The decode projections' weight sizes at HRM-1B (bf16): o_proj, down_proj, gqkv, gate_up.
       const i = config.intermediate_size, a = config.num_attention_heads * config.head_dim;
@@ -239,7 +259,28 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
           r.caches.push(await (await model.on(gpu)).run(c, streamGBps));
         });
       }
+      const info = r.model;
+      model.dispose(); // the bf16 weights: the quantized runs make their own
+      for (const w of s.weights) {
+        if (!info) break; // no model: the caches' lines say so
+        const quant = WEIGHTS[w];
+        if (!quant) {
+          const full = r.caches.find((c) => c.name === 'full');
+          if (full) r.weights.push(weightsEntry(w, bf16Bytes, full, config, s.dtype));
+          else r.skipped.push(`model ${name}, ${w} weights: no full-cache figures to take it from`);
+          continue;
+        }
+        await section(`model ${name}, ${w} weights`, async (gpu) => {
+          r.weights.push(await quantizedRun(gpu, w, quant, info, s, clock, log, streamGBps));
+        });
+      }
     }
+    // Once more at the end, the same read: a ceiling that moved during the run shows here (ceiling.ts).
+    keeper.gpu.trimPool();
+    await section('stream read, end of run', async (gpu) => {
+      const end = await streamRead(gpu, s);
+      r.kernels.streamEnd = { ...end, name: `${end.name}, end of run` };
+    });
   } finally {
     model.dispose();
     r.elapsedS = (now() - t0) / 1000;

@@ -1,8 +1,11 @@
-// The Markdown summary of a run: the environment, the kernel figures, which paths prefill took and their parity,
-// the model's figures per KV cache (markdown-model.ts), PyTorch's anchors of the same call, and what failed.
+// The Markdown summary of a run: the environment, the kernel figures and whether their ceiling holds (ceiling.ts),
+// which paths prefill took and their parity, the model's figures per KV cache (markdown-model.ts) and per weights
+// (markdown-weights.ts), PyTorch's anchors of the same call, and what failed.
 import { benchConfig, type BenchResult } from './harness.ts';
 import { adapterName, esc, f, pct, range } from './format.ts';
 import { modelLines } from './markdown-model.ts';
+import { weightsLines } from './markdown-weights.ts';
+import { ceilingLines } from './ceiling.ts';
 import type { SweepPoint } from '../suites/gemv.ts';
 
 /** The Markdown summary. */
@@ -30,6 +33,7 @@ export function markdown(r: BenchResult): string {
   L.push(...kernelLines(r));
   L.push(...prefillNotes(r));
   if (r.caches.length) L.push(...modelLines(r));
+  L.push(...weightsLines(r));
   L.push(...anchorTable(r));
   if (s.config === '1b' && !r.anchors) {
     L.push('Anchors on an H200 (PERFORMANCE.md, transformers, bf16): prefill 1127 tok/s (128) and 2714 (512); ' +
@@ -55,7 +59,7 @@ function kernelLines(r: BenchResult): string[] {
       '| kernel | median | min–max | of stream read | of 4.27 TB/s | GPU time / call (timestamps) | kernel |',
       '|---|---|---|---|---|---|---|');
   }
-  for (const b of [k.stream, ...k.gemv].filter((x) => x)) {
+  for (const b of [k.stream, k.streamEnd, ...k.gemv].filter((x) => x)) {
     L.push(`| ${b!.name} | ${f(b!.GBps.median)} GB/s | ${range(b!.GBps)} | ${pct(b!.shareOfStream)} | ` +
       `${pct(b!.shareOfH200)} | ${f(b!.gpuMs?.median)} ms` +
       `${b!.kernelGBps ? ` (${f(b!.kernelGBps.median)} GB/s)` : ''} | ${b!.labels.join(', ')} |`);
@@ -68,7 +72,7 @@ function kernelLines(r: BenchResult): string[] {
     L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ` +
       `${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
   }
-  L.push('');
+  L.push('', ...ceilingLines(k.stream, k.streamEnd, k.readProbe));
   if (k.streamFloor?.length) {
     const points = k.streamFloor.map((p) => `${f(p.bytes / 1e6)} MB ${f(p.us)} us (${f(p.GBps)} GB/s)`);
     L.push('Streaming read floor (one dispatch of that many bytes, 200 back to back in one pass): ' +

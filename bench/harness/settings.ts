@@ -3,11 +3,17 @@
 // runner measures the same thing and no runner keeps a list of flags of its own. Defaults depend on the model shape.
 
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import type { QuantSpec } from '../../src/hrm/config.ts';
 
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4';
 export const CACHES: Record<CacheName, { k: number | null; v: number | null }> = {
   full: { k: null, v: null }, q8: { k: 8, v: 8 }, q4: { k: 4, v: 4 },
+};
+export type WeightsName = 'bf16' | 'q8' | 'q4';
+/** The model's weights: bf16 (the full-cache run) or quantized on the GPU as a bf16 checkpoint quantized on load. */
+export const WEIGHTS: Record<WeightsName, QuantSpec | null> = {
+  bf16: null, q8: { bits: 8, groupSize: 64 }, q4: { bits: 4, groupSize: 64 },
 };
 
 export interface Settings {
@@ -17,6 +23,8 @@ export interface Settings {
   /** Activation mode of the model: 'bf16' rounds where an MLX bf16 model rounds (what a bf16 checkpoint runs). */
   dtype: 'bf16' | 'f32';
   caches: CacheName[];
+  /** Weights the model runs with, full cache each (`weights` in the result); bf16 is the full-cache run itself. */
+  weights: WeightsName[];
   /** Prompt lengths of the prefill measurement. */
   prefill: number[];
   /** Decode: prompt length, then this many tokens decoded one at a time. */
@@ -48,6 +56,8 @@ export interface Settings {
   decodeMerge: DecodeMerge;
   /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
+  /** bench/probes/read-probe.mjs's JSON line (a file), stored under kernels.readProbe and held against the stream. */
+  readProbe: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
   budget: number;
   /** Output folder (runners that write files). */
@@ -62,8 +72,9 @@ const MiB = 1 << 20;
 export function defaults(config: ConfigName, quick: boolean): Settings {
   const base = {
     config, quick, sweepGemv: false, checkSgmat: false, decodeMerge: 'fold' as const, ahead: 'auto' as const,
-    anchors: null, only: 'all' as const, dtype: 'bf16' as const, caches: ['full', 'q8', 'q4'] as CacheName[], warmup: 1,
-    seed: 1, budget: 420, out: 'bench/results', robustness: false,
+    anchors: null, readProbe: null, only: 'all' as const, dtype: 'bf16' as const,
+    caches: ['full', 'q8', 'q4'] as CacheName[], weights: ['bf16'] as WeightsName[], warmup: 1, seed: 1,
+    budget: 420, out: 'bench/results', robustness: false,
   };
   if (config === '1b') {
     const shape = { prefill: [128, 512], prompt: 512 };
@@ -104,6 +115,12 @@ const int = (name: string, v: string, min = 0): number => {
   const n = Number(v);
   return Number.isInteger(n) && n >= min ? n : fail(`--${name} must be an integer >= ${min} (got '${v}')`);
 };
+/** A comma-separated list of names from `of` (at least one). */
+const listOf = <T extends string>(name: string, v: string, of: readonly T[]): T[] => {
+  const list = v.split(',').filter(Boolean);
+  return list.length && list.every((x) => (of as readonly string[]).includes(x))
+    ? list as T[] : fail(`--${name} takes a list of ${of.join(', ')} (got '${v}')`);
+};
 const oneOf = <T extends string>(name: string, v: string, of: readonly T[]): T =>
   (of as readonly string[]).includes(v) ? v as T : fail(`--${name} must be ${of.join(' or ')} (got '${v}')`);
 
@@ -115,12 +132,11 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s, v) => { s.only = oneOf('only', v, ['kernels', 'model']); } },
   { name: 'out', arg: 'DIR', help: 'output folder (default bench/results)', apply: (s, v) => { s.out = v; } },
   { name: 'caches', arg: 'full,q8,q4', help: 'KV-cache configurations (default all three)', apply: (s, v) => {
-    const list = v.split(',').filter(Boolean);
-    if (list.some((c) => !(c in CACHES)) || !list.length) {
-      fail(`--caches takes a list of ${Object.keys(CACHES).join(', ')} (got '${v}')`);
-    }
-    s.caches = list as CacheName[];
+    s.caches = listOf('caches', v, Object.keys(CACHES) as CacheName[]);
   } },
+  { name: 'weights', arg: 'bf16,q8,q4', help: 'weights of the full-cache model runs (default bf16 only; q8 and q4: '
+    + 'the model again\non random quantized weights, group 64)',
+    apply: (s, v) => { s.weights = listOf('weights', v, Object.keys(WEIGHTS) as WeightsName[]); } },
   { name: 'prefill', arg: '128,512', help: 'prompt lengths of the prefill measurement',
     apply: (s, v) => { s.prefill = v.split(',').filter(Boolean).map((x) => int('prefill', x, 1)); } },
   { name: 'prompt', arg: 'N', help: 'prompt length before decoding (default 512)',
@@ -160,6 +176,8 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s) => { s.robustness = true; } },
   { name: 'anchors', arg: 'FILE', help: "store FILE's JSON (bench/suites/torch-anchors.py) under 'anchors' and compare "
     + 'with it', apply: (s, v) => { s.anchors = v; } },
+  { name: 'read-probe', arg: 'FILE', help: "bench/probes/read-probe.mjs's JSON line: stored under kernels.readProbe, "
+    + 'the stream\nread held against it', apply: (s, v) => { s.readProbe = v; } },
   { name: 'help', short: 'h', help: 'print this list' },
 ];
 
@@ -174,8 +192,9 @@ export function settingsFrom(given: Values): Settings {
   return s;
 }
 
-/** The page's query parameter that carries --anchors' JSON (the page cannot read the file). */
+/** The page's query parameters that carry --anchors' and --read-probe's JSON (the page cannot read files). */
 export const ANCHORS_JSON = 'anchors-json';
+export const READ_PROBE_JSON = 'read-probe-json';
 
 /** The page's query string as option values: `?name=value` for an option with a value, `?name` for a flag. */
 export function valuesFromQuery(q: URLSearchParams): Values {

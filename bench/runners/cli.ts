@@ -6,6 +6,7 @@ import { saveAll, saveJson } from '../harness/output.ts';
 import { parseFlags } from '../harness/flags.ts';
 import { usage } from '../harness/settings.ts';
 import { readAnchors } from '../harness/anchors.ts';
+import { readProbeFile, type ReadProbe } from '../harness/read-probe.ts';
 import { DAWN_EXACT_TIMESTAMPS, runtimeName } from '../../src/gpu/device.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
@@ -19,9 +20,10 @@ function host(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let parsed;
+  let parsed, readProbe: ReadProbe | undefined;
   try {
     parsed = parseFlags(argv);
+    if (parsed.settings.readProbe && !parsed.help) readProbe = readProbeFile(parsed.settings.readProbe);
   } catch (e) {
     console.error((e as Error).message);
     return 2;
@@ -39,6 +41,7 @@ export async function main(argv: string[]): Promise<number> {
     host: host(),
     timestamps,
     anchors: settings.anchors ? readAnchors(settings.anchors) : undefined,
+    readProbe,
     mlxOps: () => SafetensorsFile.open(fileSource('tests/fixtures/mlx/ops.safetensors')),
   });
   const out = await render(result);

@@ -3,10 +3,10 @@
 // files are left on window for the runner to collect (window.__partial after each section, window.__bench at the
 // end; runners/page-run.ts). bench/chrome/run.ts adds ?runtime=chrome (the name in the files), ?mlx=URL
 // (tests/fixtures/mlx/ served: --check-sgmat's ops) and ?parity=1 (then runners/parity.ts's checks,
-// window.__parity); both runners pass --anchors' JSON as ?anchors-json=.
+// window.__parity); both runners pass --anchors' JSON as ?anchors-json=, --read-probe's as ?read-probe-json=.
 import { runBench, type BenchResult } from '../harness/harness.ts';
 import { render, type Rendered } from '../harness/report.ts';
-import { ANCHORS_JSON, settingsFrom, valuesFromQuery } from '../harness/settings.ts';
+import { ANCHORS_JSON, READ_PROBE_JSON, settingsFrom, valuesFromQuery } from '../harness/settings.ts';
 import { pageParity } from './page-parity.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { urlSource } from '../../src/io/sources.ts';
@@ -31,6 +31,7 @@ try {
     commit: query.get('commit'),
     timestamps: query.get('timestamps') ?? undefined,
     anchors: query.has(ANCHORS_JSON) ? JSON.parse(query.get(ANCHORS_JSON)!) : undefined,
+    readProbe: query.has(READ_PROBE_JSON) ? JSON.parse(query.get(READ_PROBE_JSON)!) : undefined,
     ...(mlx ? { mlxOps: () => SafetensorsFile.open(urlSource(`${mlx}ops.safetensors`)) } : {}),
   });
   const rendered = await render(named(result));

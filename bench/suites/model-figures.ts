@@ -100,18 +100,25 @@ export interface ModelInfo {
   name: string;
   config: HrmConfig;
   parameters: number;
-  /** bf16 bytes of one stack (all layers), of lm_head, and read per decode token (stack calls x stack + lm_head). */
+  /**
+   * Bytes (bf16, or the run's quantized weights) of one stack (all layers), of lm_head, and read per decode token
+   * (stack calls x stack + lm_head).
+   */
   stackBytes: number;
   lmHeadBytes: number;
   weightBytesPerToken: number;
   stackCalls: number;
 }
 
-export function modelInfo(name: string, c: HrmConfig, parameters: number): ModelInfo {
+/**
+ * The model's byte accounting at `bytesPerWeight` (2: bf16; quantized weights: weightBytes(spec)), so that the
+ * ceiling of a quantized run counts the bytes it reads.
+ */
+export function modelInfo(name: string, c: HrmConfig, parameters: number, bytesPerWeight = 2): ModelInfo {
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
   const layer = 4 * a * h + h * a + 2 * i * h + h * i;
-  const stackBytes = 2 * layer * c.num_layers_per_stack;
-  const lmHeadBytes = 2 * c.vocab_size * h;
+  const stackBytes = bytesPerWeight * layer * c.num_layers_per_stack;
+  const lmHeadBytes = bytesPerWeight * c.vocab_size * h;
   return {
     name, config: c, parameters, stackBytes, lmHeadBytes,
     weightBytesPerToken: stackCalls(c) * stackBytes + lmHeadBytes, stackCalls: stackCalls(c),

@@ -1,9 +1,9 @@
 // Smoke test of the benchmark harness: the Node entry on the small model with a token or two, then the files it
 // writes are checked for every figure (finite, positive). q8/q4 caches may report an error instead of figures
-// while their kernels land; the full-precision cache must measure.
+// while their kernels land; the full-precision cache must measure, and so must the model on q8 and q4 weights.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,10 +16,15 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 describe('bench harness', () => {
   it('runs the tiny model end to end and writes JSON, Markdown and SVG with every figure', async () => {
     const out = mkdtempSync(join(tmpdir(), 'hrm-bench-'));
+    const dir = mkdtempSync(join(tmpdir(), 'hrm-bench-probe-'));
     try {
+      // A read probe's line (bench/probes/read-probe.mjs) far above what a CPU driver streams: the run must say so.
+      const probe = join(dir, 'read-probe.json');
+      writeFileSync(probe, 'a log line\n{"GBps": 1000000, "best": "xor u4 wg16896 random"}\n');
       const tsx = join(root, 'node_modules/.bin/tsx');
       const args = ['bench/runners/run.ts', '--config', 'tiny', '--quick', '--out', out, '--prefill', '4',
-        '--prompt', '4', '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8'];
+        '--prompt', '4', '--decode-tokens', '3', '--warmup', '0', '--samples', '1', '--matmul-rows', '8',
+        '--weights', 'bf16,q8,q4', '--read-probe', probe];
       await promisify(execFile)(tsx, args, { cwd: root, timeout: 280_000, maxBuffer: 1 << 24 });
       const files = readdirSync(out);
       const base = files.find((f) => f.endsWith('.json'))!.slice(0, -5);
@@ -46,6 +51,10 @@ describe('bench harness', () => {
 
       const k = r.kernels;
       positive(k.stream!.GBps, 'stream GB/s');
+      // The same read at the end of the run, and the probe's line as printed.
+      positive(k.streamEnd!.GBps, 'stream GB/s at the end');
+      expect(k.streamEnd!.name).toBe(`${k.stream!.name}, end of run`);
+      expect(k.readProbe).toEqual({ GBps: 1e6, best: 'xor u4 wg16896 random' });
       const gemvs = ['bf16 GEMV 1024x256', 'bf16 GEMV 2048x256'];
       // The f16-x rows run where the adapter has shader-f16 (lavapipe from Mesa 25 does; SwiftShader does not).
       const f16 = r.env.adapter.features.includes('shader-f16');
@@ -74,6 +83,21 @@ describe('bench harness', () => {
       expect(r.caches.map((c) => c.name)).toEqual(['full', 'q8', 'q4']);
       r.caches.forEach((c, i) => checkCache(c, i === 0));
       const full = r.caches[0];
+      // The model per weights: bf16's entry is the full-cache run as measured, q8 / q4 measured on their own.
+      expect(r.weights.map((w) => w.name)).toEqual(['bf16', 'q8', 'q4']);
+      for (const w of r.weights) {
+        checkCache({ ...w, name: 'full' }, true);
+        expect(w.bytes).toBeGreaterThan(0);
+        expect(w.memory4096).toBeGreaterThan(w.bytes);
+      }
+      const [bf16, q8, q4] = r.weights;
+      const { name: _n, bytes: _b, memory4096: _m, ...sameAsFull } = bf16;
+      expect({ ...sameAsFull, name: 'full' }).toEqual(full);
+      expect(q4.bytes).toBeLessThan(q8.bytes);
+      expect(q8.bytes).toBeLessThan(bf16.bytes);
+      // The ceiling counts the bytes the quantized weights read.
+      expect(q4.ceiling.weightBytes).toBeLessThan(q8.ceiling.weightBytes);
+      expect(q8.ceiling.weightBytes).toBeLessThan(bf16.ceiling.weightBytes);
       if (r.env.adapter.features.includes('timestamp-query')) {
         const p = full.profile!;
         expect(p.profiled).toBe(p.dispatches);
@@ -93,6 +117,11 @@ describe('bench harness', () => {
       expect(md).toContain('## Kernels');
       expect(md).toMatch(/\nFeatures: shader-f16 (on|off \(.+\));.*\. Fast paths: /);
       expect(md).toContain('## Model, per KV cache');
+      expect(md).toMatch(/## Weights \(full cache\)\n\n\| weights \|[^\n]*\n[^\n]*\n\| bf16 \| [\d.]+ \| [\d.]+ \|/);
+      expect(md).toMatch(/\nAgainst bf16 weights: q4 decode [\d.]+x \(issue 30: >= 1.4x\)/);
+      expect(md).toMatch(/\nStream read at the start of the run \(fresh device\) [\d.]+ GB\/s, at its end /);
+      expect(md).toMatch(/\nStream read [\d.]+ GB\/s is [\d.]+ % of the read probe's 1 000 000 GB\/s/);
+      expect(md).toContain("\n**Warning**: bench's stream read is more than 10 % from the read probe's figure");
       expect(md).toMatch(/\| full \| [\d.]+ \| [\d.]+ \|/);
       if (r.env.adapter.features.includes('timestamp-query')) {
         const timeline = new RegExp('The same prefill timed pass by pass \\(its \\d+ passes, ' +
@@ -104,6 +133,7 @@ describe('bench harness', () => {
       expect(svg).toContain('ceiling');
     } finally {
       rmSync(out, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
 });
