@@ -68,7 +68,8 @@ export type { ByteSource, Progress } from './io/sources.ts';
 export type { NetOptions } from './io/http.ts';
 export type { CacheOptions, HrmCache } from './hrm/cache.ts';
 export type { CachePass, CacheSlot, SlotGeometry } from './hrm/slot.ts';
-export type { HrmWeights, LayerWeights, Weight } from './hrm/weights.ts';
+export type { HrmWeights, LayerWeights } from './hrm/weights.ts';
+export type { Weight } from './hrm/layout.ts';
 export type { Round } from './kernels/common/codes.ts';
 export type { AttnMask, FullKV } from './kernels/attention/types.ts';
 export type {

@@ -7,7 +7,7 @@
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
-import { expectedTensors } from '../../src/hrm/weights.ts';
+import { expectedTensors } from '../../src/hrm/layout.ts';
 
 const CHUNK = 1 << 23; // values drawn per write: 16 MiB of bf16
 

@@ -3,7 +3,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
-import { chunkRows } from '../../src/hrm/weights.ts';
+import { chunkRows } from '../../src/hrm/layout.ts';
 import { stats, type Stats } from '../timing/stats.ts';
 import type { Timing } from '../timing/calls.ts';
 

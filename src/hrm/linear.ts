@@ -1,10 +1,11 @@
 // The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
 // (Weight.quant) to qlinear / qembed, with the same options and fusions.
 import type { Tensor } from '../gpu/tensor.ts';
-import { embed as denseEmbed, matmul, type EmbedOptions } from '../kernels/ops/ops.ts';
+import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
+import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
-import type { Weight } from './weights.ts';
+import type { Weight } from './layout.ts';
 
 function quantMatrix(w: Weight): QuantMatrix | null {
   return w.quant ? { bits: w.quant.bits, groupSize: w.quant.groupSize, q: w.chunks, scales: w.quant.scales, biases: w.quant.biases } : null;

@@ -21,7 +21,8 @@ import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
 import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvSpec } from './cache.ts';
 import type { CachePass, CacheSlot } from './slot.ts';
-import { disposeWeights, type HrmWeights, type LayerWeights, type Weight } from './weights.ts';
+import { disposeWeights, type HrmWeights, type LayerWeights } from './weights.ts';
+import type { Weight } from './layout.ts';
 
 /** How the new positions attend: the prompt as one bidirectional block, causal, or per-token types (1 = block). */
 export type MaskSpec = 'prefix' | 'causal' | number[];

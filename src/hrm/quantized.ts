@@ -12,7 +12,7 @@ import { packHalf } from '../gpu/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';
-import { DTYPE, chunkRows, expectedTensors, type Weight } from './weights.ts';
+import { DTYPE, chunkRows, expectedTensors, type Weight } from './layout.ts';
 
 
 /**

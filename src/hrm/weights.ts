@@ -17,18 +17,7 @@ import { GROUP_SIZES, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { fillRandom } from '../kernels/init/random.ts';
 import { countNonFinite } from '../kernels/finite/finite.ts';
 import { moduleQuant, quantizeChunk, quantizeOnLoad, uploadQuantized } from './quantized.ts';
-
-/**
- * A weight matrix [rows, cols] as one or more row chunks, each small enough to bind. Quantized (`quant` set):
- * chunks are the packed levels u32 [rows_i, cols * bits / 32], with f32 scales / biases [rows_i, cols / groupSize].
- */
-export interface Weight {
-  rows: number;
-  cols: number;
-  dtype: DType;
-  chunks: Tensor[];
-  quant?: QuantSpec & { scales: Tensor[]; biases: Tensor[] };
-}
+import { DTYPE, chunkRows, expectedTensors, type Weight } from './layout.ts';
 
 export interface LayerWeights { gqkv: Weight; o: Weight; gateUp: Weight; down: Weight }
 
@@ -41,26 +30,6 @@ export interface HrmWeights {
   H: LayerWeights[];
   /** Bytes uploaded to the GPU. */
   bytes: number;
-}
-
-/** Float dtypes of stored tensors and the tensor dtype each uploads as (halves stay packed two per word). */
-export const DTYPE: Partial<Record<StDType, 'f32' | 'f16' | 'bf16'>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
-
-/** Names and shapes the checkpoint must hold for this config. */
-export function expectedTensors(c: HrmConfig): Map<string, number[]> {
-  const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
-  const m = new Map<string, number[]>([['model.embed_tokens.weight', [c.vocab_size, h]]]);
-  if (!c.tie_word_embeddings) m.set('lm_head.weight', [c.vocab_size, h]);
-  for (const stack of ['L', 'H']) {
-    for (let l = 0; l < c.num_layers_per_stack; l++) {
-      const p = `model.${stack}_module.layers.${l}`;
-      m.set(`${p}.attn.gqkv_proj.weight`, [4 * a, h]);
-      m.set(`${p}.attn.o_proj.weight`, [h, a]);
-      m.set(`${p}.mlp.gate_up_proj.weight`, [2 * i, h]);
-      m.set(`${p}.mlp.down_proj.weight`, [h, i]);
-    }
-  }
-  return m;
 }
 
 /**
@@ -101,13 +70,6 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, 
   if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
   if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
   return specs;
-}
-
-/** Rows per chunk so that each chunk fits one binding. */
-export function chunkRows(gpu: Gpu, rows: number, rowBytes: number): number {
-  const per = Math.floor(gpu.maxBinding / rowBytes);
-  if (per < 1) throw new FormatError('checkpoint', `one row of ${rowBytes} bytes exceeds the adapter's binding limit ${gpu.maxBinding}`);
-  return Math.min(rows, per);
 }
 
 /** Upload a [rows, cols] matrix from raw bytes, split into bindable row chunks. */

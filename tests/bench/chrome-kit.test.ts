@@ -11,7 +11,8 @@ import { serveStatic } from '../../bench/chrome/serve.ts';
 import { writeRandomCheckpoint } from '../../bench/chrome/ckpt.ts';
 import { parseConfig } from '../../src/hrm/config.ts';
 import { HrmTokenizer } from '../../src/hrm/tokenizer.ts';
-import { expectedTensors, validateCheckpoint } from '../../src/hrm/weights.ts';
+import { expectedTensors } from '../../src/hrm/layout.ts';
+import { validateCheckpoint } from '../../src/hrm/weights.ts';
 import { Checkpoint, SafetensorsFile } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
 

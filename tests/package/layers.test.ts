@@ -1,6 +1,6 @@
 // The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/ and bench/ checked against the
-// rules, so that a module reaching up a layer, an app reaching past the public entries, or product code importing
-// a CPU reference fails `npm test` with the offending import named.
+// rules, so that a module reaching up a layer, an app reaching past the public entries, a run-time import cycle, or
+// product code importing a CPU reference fails `npm test` with the offending import named.
 import { describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
 import { cruise, type IReporterOutput, type IViolation } from 'dependency-cruiser';
@@ -28,5 +28,16 @@ describe('layering (dependency-cruiser)', () => {
     } as never);
     const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
     expect(found.map((v) => v.to)).toContain('src/kernels/kernel.ts');
+  }, 60_000);
+
+  it('the cycle rule catches two modules that import each other at run time', async () => {
+    const rule = (config.forbidden as Array<{ name: string }>).find((r) => r.name === 'no-cycles');
+    const probe = { ...rule, from: { path: '^tests/fixtures/cycle/' } };
+    const out = await cruise(['tests/fixtures/cycle'], {
+      ...config.options, validate: true, ruleSet: { forbidden: [probe] },
+    } as never);
+    const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
+    expect(found.map((v) => `${v.from} -> ${v.to}`).sort())
+      .toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts', 'tests/fixtures/cycle/b.ts -> tests/fixtures/cycle/a.ts']);
   }, 60_000);
 });

@@ -10,9 +10,6 @@ import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 
-// The model imports its linear layers from here too.
-export { matmul, type MatmulOptions } from '../matmul/matmul.ts';
-
 const EW = 'ops/elementwise.wgsl';
 const ROWS = 'ops/rows.wgsl';
 const K = {
