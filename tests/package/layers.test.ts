@@ -37,7 +37,7 @@ describe('layering (dependency-cruiser)', () => {
       ...config.options, validate: true, ruleSet: { forbidden: [probe] },
     } as never);
     const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
-    expect(found.map((v) => `${v.from} -> ${v.to}`).sort())
-      .toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts', 'tests/fixtures/cycle/b.ts -> tests/fixtures/cycle/a.ts']);
+    // One violation a cycle, named from its first module.
+    expect(found.map((v) => `${v.from} -> ${v.to}`)).toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts']);
   }, 60_000);
 });
