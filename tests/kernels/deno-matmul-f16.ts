@@ -1,5 +1,6 @@
-// Deno entry of the f16-activation matmul check (Deno's wgpu offers shader-f16 on lavapipe; Node's SwiftShader does
-// not): prints the report of matmul_f16.check.ts as one JSON line, or { f16: false } with the adapter's features.
+// Deno entry of the f16-activation matmul check: prints the report of matmul_f16.check.ts as one JSON line, or
+// { f16: false } with the adapter's features. HRM_F16_MLX_ONLY=1: MLX's fixture only, when Node ran the seeded cases
+// (its adapter has shader-f16 where Dawn runs on lavapipe, not on SwiftShader).
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { checkMatmulF16 } from './matmul_f16.check.ts';
 
@@ -9,6 +10,7 @@ const adapter = [a.vendor, a.architecture, a.device, a.description].filter(Boole
 const head = { runtime: a.runtime, adapter, f16: gpu.f16 };
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts): every weight dtype at every shape (Deno 2 has Node's process).
 const full = process.env.HRM_EXHAUSTIVE === '1';
-const out = gpu.f16 ? { ...head, report: await checkMatmulF16(gpu, full) } : { ...head, features: a.features };
+const mlxOnly = process.env.HRM_F16_MLX_ONLY === '1';
+const out = gpu.f16 ? { ...head, report: await checkMatmulF16(gpu, full, undefined, mlxOnly) } : { ...head, features: a.features };
 console.log(JSON.stringify(out));
 gpu.destroy();

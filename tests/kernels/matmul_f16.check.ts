@@ -55,8 +55,9 @@ function firstMiss(got: ArrayLike<number>, exact: Float64Array, abs: Float64Arra
  * `full` runs every weight dtype at every seeded shape (bench/parity.ts on the GPU machine, or HRM_EXHAUSTIVE=1);
  * else each shape in one weight dtype by turns, each dtype on every K (a CPU driver compiles and runs it slowly).
  * `fixtures`: the folder of MLX's ops.safetensors (a bundle, such as bench/parity.ts's, passes it from the cwd).
+ * `mlxOnly`: only MLX's fixture, on both paths (a second runtime's check where the first ran the seeded cases).
  */
-export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES): Promise<F16Report> {
+export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES, mlxOnly = false): Promise<F16Report> {
   const t0 = performance.now();
   const cases: CaseResult[] = [];
   const f16Got: number[] = [];
@@ -76,6 +77,16 @@ export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES
     return got;
   };
 
+  if (!mlxOnly) await seededCases(gpu, full, run);
+  const mlx = await mlxCases(fixtures, gpu, run);
+  const s = ulpStats('f16', f16Got, f16Want);
+  return { cases, f16Outputs: f16Got.length, within1: s.within1, exact: s.exact, worstUlp: s.worst, mlx, ms: performance.now() - t0 };
+}
+
+type Run = (name: string, x: Tensor, w: Tensor | Tensor[], xv: Float32Array, wv: Float32Array, opts: MatmulF16Options) => Promise<ArrayLike<number>>;
+
+/** The seeded shapes, settings and chunkings (see checkMatmulF16's `full`). */
+async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
   // Odd K (word-by-word path, rows straddling words), K % 8 == 0 (vec4 loads for every weight dtype), K % 4 == 0
   // only (vec4 for f32 weights, words for halves); M = 37 spans 10 blocks of 4 rows on the gemv path and partial
   // 64-row tiles on the tiled one; N = 70 a partial 64-column tile.
@@ -123,7 +134,10 @@ export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES
     }
   }
 
-  // MLX's own f16 matmul (CPU backend: f32 accumulation, one rounding).
+}
+
+/** MLX's own f16 matmul (CPU backend: f32 accumulation, one rounding), on both paths. */
+async function mlxCases(fixtures: string, gpu: Gpu, run: Run): Promise<F16Report['mlx']> {
   const f = await SafetensorsFile.open(fileSource(`${fixtures}ops.safetensors`));
   const a = await f.array('matmul.f16.a') as Float32Array, b = await f.array('matmul.f16.b') as Float32Array;
   const want = await f.array('matmul.f16.out') as Float32Array;
@@ -135,9 +149,7 @@ export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES
     const s = ulpStats('f16', got, want);
     mlx.push({ path, within1: s.within1, worst: s.worst });
   }
-
-  const s = ulpStats('f16', f16Got, f16Want);
-  return { cases, f16Outputs: f16Got.length, within1: s.within1, exact: s.exact, worstUlp: s.worst, mlx, ms: performance.now() - t0 };
+  return mlx;
 }
 
 /** The report as bench/parity.ts's cases: the bounds the vitest file asserts (tests/kernels/matmul_f16.test.ts). */
