@@ -21,23 +21,22 @@ describe('layering (dependency-cruiser)', () => {
 
   it('the rules catch an import from a layer above', async () => {
     // gpu/'s rule applied to kernels/matmul/, which imports kernels/ (a layer above gpu/): it must fire.
-    const rule = (config.forbidden as Array<{ name: string }>).find((r) => r.name === 'gpu-imports-only-below');
-    const probe = { ...rule, from: { path: '^src/kernels/matmul/' } };
-    const out = await cruise(['src/kernels/matmul'], {
-      ...config.options, validate: true, ruleSet: { forbidden: [probe] },
-    } as never);
-    const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
+    const found = await probe('gpu-imports-only-below', 'src/kernels/matmul');
     expect(found.map((v) => v.to)).toContain('src/kernels/kernel.ts');
   }, 60_000);
 
   it('the cycle rule catches two modules that import each other at run time', async () => {
-    const rule = (config.forbidden as Array<{ name: string }>).find((r) => r.name === 'no-cycles');
-    const probe = { ...rule, from: { path: '^tests/fixtures/cycle/' } };
-    const out = await cruise(['tests/fixtures/cycle'], {
-      ...config.options, validate: true, ruleSet: { forbidden: [probe] },
-    } as never);
-    const found = (out.output as { summary: { violations: IViolation[] } }).summary.violations;
+    const found = await probe('no-cycles', 'tests/fixtures/cycle');
     // One violation a cycle, named from its first module.
     expect(found.map((v) => `${v.from} -> ${v.to}`)).toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts']);
   }, 60_000);
 });
+
+/** The violations of rule `name`, applied to the modules under `folder` (instead of the paths it names). */
+async function probe(name: string, folder: string): Promise<IViolation[]> {
+  const rule = (config.forbidden as Array<{ name: string }>).find((r) => r.name === name);
+  const out = await cruise([folder], {
+    ...config.options, validate: true, ruleSet: { forbidden: [{ ...rule, from: { path: `^${folder}/` } }] },
+  } as never);
+  return (out.output as { summary: { violations: IViolation[] } }).summary.violations;
+}
