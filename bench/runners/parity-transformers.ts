@@ -70,7 +70,7 @@ export async function transformersParity(o: ParityOptions): Promise<TfReport> {
     const t0 = performance.now();
     const dense = run.dense === undefined ? undefined : outputs.get(run.dense);
     if (run.dense !== undefined && !dense) {
-      const name = `${run.name}: its dense run '${run.dense}' ran before it`;
+      const name = `${run.name}: needs its dense run '${run.dense}' before it in the runs`;
       checks.push({ name, figure: Infinity, bound: 0, ok: false });
       continue;
     }
