@@ -3,9 +3,9 @@
 // it (transformers' HrmTextForCausalLM, f32 with TF32 off, and bf16), checked over the kernel paths this device
 // runs, one model load each (RUNS): f32 activations against transformers f32; bf16 with the tensor cores' default
 // schedule (staged tiles, split-K by rule, folded decode merge), then with the direct kernel split four ways, the
-// separate decode merge, attention off the tensor cores and storage bindings cut to 64 MiB (chunked weights and
-// logits); q8 / q4 KV caches and q8 / q4 weights against our own full-precision run (bench/harness/tf-parity.ts
-// states each bound and why it holds).
+// separate decode merge, attention off the tensor cores and storage bindings cut to 128 MiB (the embedding and
+// lm_head in row chunks; 128 MiB is the 512 x 65536 f32 logits, which one binding must hold); q8 / q4 KV caches
+// and q8 / q4 weights against our own full-precision run (bench/harness/tf-parity.ts states each bound and why).
 //   node parity-transformers.mjs --model DIR [--ref DIR] [--runs f32,bf16,...] [--steps 32] [--json FILE]
 // Prints a Markdown list (one line per check, as bench/runners/parity.ts) and writes { passed, failed, checks } to
 // --json; exits 1 if a check fails. bench/h200.sh runs it on every H200 run where python has transformers.
@@ -37,8 +37,8 @@ export const RUNS: readonly PathRun[] = [
   { name: 'f32', dtype: 'f32', caches: [8, 4] },
   { name: 'bf16', dtype: 'bf16', caches: [8, 4] },
   {
-    name: 'bf16-direct-split4-separate-64MiB', dtype: 'bf16', device: {
-      bindingLimit: 64 * 2 ** 20,
+    name: 'bf16-direct-split4-separate-128MiB', dtype: 'bf16', device: {
+      bindingLimit: 128 * 2 ** 20,
       kernels: { sgmat: { kernel: 'direct', splitK: 4 }, decodeMerge: 'separate', attentionTensorCores: false },
     },
   },
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     model: { type: 'string' }, ref: { type: 'string' }, runs: { type: 'string' },
     steps: { type: 'string', default: '32' }, json: { type: 'string' },
   } });
-  if (!v.model) throw new Error('parity-transformers: --model DIR is required (a folder tools/parity-1b/make.py wrote)');
+  if (!v.model) throw new Error('parity-transformers: --model DIR is required (a folder make.py wrote)');
   const names = v.runs?.split(',') ?? RUNS.map((r) => r.name);
   const unknown = names.find((n) => !RUNS.some((r) => r.name === n));
   if (unknown) {
