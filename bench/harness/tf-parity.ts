@@ -3,7 +3,7 @@
 // tools/train-embedded/reference.py writes (transformers' HrmTextForCausalLM, f32 with TF32 off and bf16):
 //   prompt{i}.ids; prompt{i}.{f32,bf16}.gen_ids / gen_logits, and (where written) .prefix_logits / .causal_logits.
 // Kept apart from the runner so that tests/bench/parity-transformers.test.ts runs them on the CPU driver.
-import type { LoadedModel } from '../../src/hrm/load.ts';
+import type { LoadedModel } from '../../src/index.ts';
 import type { ActDtype } from '../../src/hrm/cache.ts';
 import { stackCalls } from '../../src/hrm/config.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import type { DeviceOptions } from '../../src/gpu/device.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
-import { loadModel } from '../../src/hrm/load.ts';
+import { loadModel } from '../../src/index.ts';
 import type { ActDtype } from '../../src/hrm/cache.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
