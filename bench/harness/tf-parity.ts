@@ -90,11 +90,14 @@ export const BF16_UNITS = 4;
  * sigma: 0.5 % at 8 bits, 9 % at 4; what reaches the logits through every layer call is of that order (the errors
  * of different layers are independent). A cache or weight kernel that reads the wrong rows, scales or groups gives
  * noise as large as the logits (figure ~1.4, the rms of the difference of two unrelated vectors of equal size).
- * Bounds 10x and 5x the per-value error (the embedded model, 24 layer calls: q8 / q4 caches 1e-3 / 2.5e-2, q8 / q4
- * weights 6e-3 / 8e-2). No greedy-ids check: random weights' logits are nearly flat (top-2 margins ~0.1 of rms
- * 0.6), so a correct q8 cache may flip a pick within 32 steps.
+ * In bf16 any perturbation also moves bf16's own rounding through the layer calls, a floor of ~1e-2 at 1B. Measured
+ * on the CPU driver: the embedded model (24 layer calls, f32) q8 / q4 caches 1e-3 / 2.5e-2, q8 / q4 weights 6e-3 /
+ * 8e-2; make.py's 1B weights (8 tokens, 2 steps) q8 / q4 caches 1.3e-3 / 2.3e-2 in f32 and 1.2e-2 / 2.8e-2 in
+ * bf16, q4 weights 0.19. Bounds 0.1 and 0.5: 8x and 2.5x those at 1B, 14x and 3x below a broken kernel's 1.4. No
+ * greedy-ids check: random weights' logits are nearly flat (top-2 margins ~0.1 of rms 0.6), so a correct q8 cache
+ * may flip a pick within 32 steps.
  */
-export const QUANT_RMS: Record<number, number> = { 8: 0.05, 4: 0.5 };
+export const QUANT_RMS: Record<number, number> = { 8: 0.1, 4: 0.5 };
 
 /** A reference tensor, or undefined when absent. */
 async function maybe(ref: SafetensorsFile, name: string): Promise<Float32Array | undefined> {
