@@ -10,8 +10,12 @@
 # quantized weights too, under `weights`) and --read-probe (the probe's line, held against bench's stream read),
 # then the MLX parity checks on this GPU
 # (bench/runners/parity.ts; PARITY=0 skips them) into parity.md (with the folded decode merge checked against the
-# separate one). NODE_FLAGS (e.g. V8's --max-semi-space-size=64) go to node before the bench. The probes run when
-# asked: PROBE=1 bench/probes/sgmat-probe.ts into sgmat-probe.log, PREFETCH=1 bench/probes/prefetch-probe.ts into
+# separate one), then the cross-check against transformers at the 1B shape (bench/parity-transformers.sh, 2-3
+# minutes, where python imports transformers' HrmText; TFPARITY=0 skips it) into parity-transformers.md and the
+# bench's JSON (`parity.transformers`); with it the whole call may pass a 600 s limit: TFPARITY=0 here and
+# `bash bench/parity-transformers.sh $OUT` in a call of its own after. NODE_FLAGS (e.g. V8's
+# --max-semi-space-size=64) go to node before the bench. The probes run when asked: PROBE=1
+# bench/probes/sgmat-probe.ts into sgmat-probe.log, PREFETCH=1 bench/probes/prefetch-probe.ts into
 # prefetch-probe.log, QONE=1 bench/probes/qone-probe.ts into qone-probe.log. Results (JSON, Markdown, SVG), logs
 # and nvidia-smi's view go to $OUT (bench/results/ when $OUT is unset). With no options this is the full
 # HRM-Text-1B run (about 1-3 minutes of measurement; a 300 s budget skips what has not started by then, so with the
@@ -77,6 +81,10 @@ for dir in .h200/bench .h200/bench-deno; do
     ( source "$dir/enter.sh"; unpack parity && timeout 120 "$dir/node" "$dir/parity.mjs" ) \
       > "$out/parity.md" 2> "$out/parity.log"
     echo "parity exited with $?"; cat "$out/parity.md"
+  fi
+  # Parity with transformers at the 1B shape on this GPU's kernel paths (issue 32); needs the node pack's runner.
+  if [ -f "$dir/parity-transformers.mjs.xz" ] && [ "${TFPARITY:-1}" = 1 ]; then
+    bash bench/parity-transformers.sh "$out" "$dir"
   fi
   # The probes, each when asked: the tensor-core kernel forms (bench/probes/sgmat-probe.ts), weights pulled into L2
   # by the dispatch before their product (bench/probes/prefetch-probe.ts), the quantized decode attention's

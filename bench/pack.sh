@@ -3,7 +3,7 @@
 # and Vulkan loader packed by bench/h200-pack.sh, plus the whole benchmark bundled into one file
 # (esbuild; `webgpu` stays external: enter.sh links node_modules/webgpu to the carried copy).
 #   bash bench/pack.sh         -> .h200/bench/       node + Dawn + bench-bundle.mjs.xz + the probes (read-probe.mjs.xz
-#                                 among them) + parity.mjs.xz (carry [".h200/bench"])
+#                                 among them) + parity.mjs.xz + parity-transformers.mjs.xz (carry [".h200/bench"])
 #   bash bench/pack.sh deno    -> .h200/bench-deno/  deno + bench-deno.mjs.xz            (carry [".h200/bench-deno"];
 #                                 a second run: node and deno together exceed the 64 MiB one call may carry)
 # The folders are git-ignored (.h200/). The node binary is stripped before compression (2 MB less; STRIP=0 keeps
@@ -41,6 +41,7 @@ case "$kind" in
     bundle bench/probes/prefetch-probe.ts "$dir/prefetch-probe.mjs"
     bundle bench/probes/qone-probe.ts "$dir/qone-probe.mjs"
     bundle bench/runners/parity.ts "$dir/parity.mjs"
+    bundle bench/runners/parity-transformers.ts "$dir/parity-transformers.mjs"
     ;;
   deno)
     dir=.h200/bench-deno

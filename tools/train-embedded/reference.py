@@ -3,11 +3,14 @@ and bf16) runs the reference prompts and writes reference.safetensors / referenc
 models/hrm-text-brown-6m/reference.* (whose prompts and ids it reuses: same tokenizer, so no tokenizer is needed):
 
   prompt{i}.ids                                   I32 [P]
-  prompt{i}.{f32,bf16}.gen_ids                    I32 [24]     greedy, the prompt as one prefix block, no cache
-  prompt{i}.{f32,bf16}.gen_logits                 F32 [24, V]  the logits each generated token was picked from
+  prompt{i}.{f32,bf16}.gen_ids                    I32 [N]      greedy, the prompt as one prefix block, no cache
+  prompt{i}.{f32,bf16}.gen_logits                 F32 [N, V]   the logits each generated token was picked from
   prompt{i}.{f32,bf16}.prefix_logits|causal_logits F32 [P, V]  the prompt alone, prefix-LM block / causal
 
   python3 tools/train-embedded/reference.py --model DIR [--out DIR] [--prompts models/hrm-text-brown-6m/reference.json]
+                                            [--steps N]
+
+N: --steps, else the prompts file's "steps" (tools/parity-1b/make.py writes 32), else 24.
 
 It also runs model.py's HrmText (train.py's math) on the same weights and prints how far its f32 logits are from
 transformers': the training math and transformers' agree, or this says by how much.
@@ -66,15 +69,15 @@ def load_transformers(model_dir, ours, device):
 
 
 @torch.no_grad()
-def run(model, ids):
-    """prefix and causal logits of the prompt, then STEPS greedy tokens (each step recomputes from scratch: the
+def run(model, ids, steps):
+    """prefix and causal logits of the prompt, then `steps` greedy tokens (each step recomputes from scratch: the
     prompt one prefix block, the generated tokens causal)."""
     dev = next(model.parameters()).device
     x = torch.tensor([ids], device=dev)
     out = {"prefix_logits": model(input_ids=x, token_type_ids=torch.ones_like(x)).logits[0].float(),
            "causal_logits": model(input_ids=x).logits[0].float()}
     gen, logits = [], []
-    for _ in range(STEPS):
+    for _ in range(steps):
         x = torch.tensor([ids + gen], device=dev)
         tt = torch.tensor([[1] * len(ids) + [0] * len(gen)], device=dev)
         row = model(input_ids=x, token_type_ids=tt, use_cache=False).logits[0, -1].float()
@@ -100,13 +103,15 @@ def main():
     p.add_argument("--model", required=True, help="a folder train.py wrote")
     p.add_argument("--out", help="where reference.* go (default: --model)")
     p.add_argument("--prompts", default=os.path.join(REPO, "models", "hrm-text-brown-6m", "reference.json"))
+    p.add_argument("--steps", type=int, help=f"greedy steps (default: the prompts file's 'steps', else {STEPS})")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = p.parse_args()
     out_dir = a.out or a.model
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     with open(a.prompts) as f:
-        prompts = json.load(f)["prompts"]
+        spec = json.load(f)
+    prompts, steps = spec["prompts"], a.steps or spec.get("steps", STEPS)
     state = load_safetensors(os.path.join(a.model, "model.safetensors"))
     model = load_transformers(a.model, state, a.device)
     import transformers
@@ -115,7 +120,7 @@ def main():
         tensors[f"prompt{i}.ids"] = torch.tensor(pr["ids"], dtype=torch.int32)
         entry = {"text": pr["text"], "condition": pr["condition"], "ids": pr["ids"]}
         for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
-            r = run(model.to(dtype), pr["ids"])
+            r = run(model.to(dtype), pr["ids"], steps)
             for k, v in r.items():
                 tensors[f"prompt{i}.{name}.{k}"] = v
             entry[f"{name}_gen_ids"] = r["gen_ids"].tolist()
@@ -131,7 +136,7 @@ def main():
     with open(os.path.join(out_dir, "reference.json"), "w") as f:
         json.dump({"source": f"transformers {transformers.__version__} HrmTextForCausalLM, torch {torch.__version__}, "
                    f"{a.device}, TF32 off, eager attention, no KV cache (quantized caches: not run)",
-                   "steps": STEPS, "prompts": record}, f, indent=1)
+                   "steps": steps, "prompts": record}, f, indent=1)
     print(f"[reference] wrote {out_dir}/reference.safetensors and reference.json", flush=True)
 
 
