@@ -2,6 +2,7 @@
 // on 127.0.0.1 (with extra server plugins), one page at a laptop's size (its confirm dialogs answered), waited on until its first model is up;
 // greedy generation there and from the CLI with the same settings.
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -32,6 +33,13 @@ export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Pro
   await page.goto(url);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
   return { server, browser, page, log, dialogs, answer };
+}
+
+/** Close what openBuiltDemo opened (whichever parts it got to) and remove `work`, the folder it was built in. */
+export async function closeBuiltDemo(d: { browser?: Browser; server?: PreviewServer }, work?: string): Promise<void> {
+  await d.browser?.close();
+  await d.server?.close();
+  if (work) rmSync(work, { recursive: true, force: true });
 }
 
 /** What `hrm generate` prints for `prompt`, greedy, condition noisy (stdout: the text, then one newline). */

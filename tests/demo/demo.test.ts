@@ -4,13 +4,13 @@
 // CLI's, errors show next to their controls, and axe-core finds nothing in either theme (loading models from URLs
 // and folders: loading.test.ts). Screenshots: artifacts/demo*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import type { PreviewServer } from 'vite';
-import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root } from './built-demo.ts';
+import { cliGenerate, MODEL, modelWorker, openBuiltDemo, closeBuiltDemo, pageGenerate, root } from './built-demo.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
@@ -55,11 +55,7 @@ describe('demo (built, headless Chromium)', () => {
     ({ server, browser, page, log } = await openBuiltDemo(join(work, 'dist')));
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => closeBuiltDemo({ browser, server }, work));
 
   it('opens on the embedded model and shows the adapter and memory needs', async () => {
     const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));

@@ -3,12 +3,12 @@
 // config.json that is not JSON, a folder without a model and a model too large for the adapter each give a clear
 // error next to the model controls and keep the current model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import type { PreviewServer } from 'vite';
-import { MODEL, openBuiltDemo } from './built-demo.ts';
+import { MODEL, openBuiltDemo, closeBuiltDemo } from './built-demo.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
 
 let work: string;
@@ -24,17 +24,23 @@ const banner = () => page.$eval('#banner', (el) => ({
   title: el.querySelector('#banner-title')?.textContent ?? '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
 }));
 
+/**
+ * Give `dir` to the folder picker (Chrome enumerates a directory given to a webkitdirectory input, as its picker
+ * does) and wait for the banner the failed load raises; returns it.
+ */
+async function uploadFolder(dir: string): Promise<Awaited<ReturnType<typeof banner>>> {
+  await (await page.$('input#folder-input'))!.uploadFile(dir);
+  await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+  return banner();
+}
+
 describe('demo loading models (built, headless Chromium)', () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-load-'));
     ({ server, browser, page } = await openBuiltDemo(join(work, 'dist'), [flaky]));
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => closeBuiltDemo({ browser, server }, work));
 
   it('a cut download is not cached; a retry after the server is fixed (and a reload) succeeds', async () => {
     const base = new URL('flaky', page.url()).href;
@@ -138,11 +144,7 @@ describe('demo loading models (built, headless Chromium)', () => {
   it('a folder whose model.safetensors is truncated gives a clear error and keeps the current model', async () => {
     const st = readFileSync(join(MODEL, 'model.safetensors'));
     const dir = modelFolder(work, 'truncated-model', { 'model.safetensors': st.subarray(0, 1 << 20) });
-    const input = await page.$('input#folder-input');
-    // Chrome enumerates a directory given to a webkitdirectory input, as its picker does.
-    await input!.uploadFile(dir);
-    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
-    const b = await banner();
+    const b = await uploadFolder(dir);
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
     expect(b.title).toBe('These files are not a usable HRM-Text model (see Model)');
     expect(b.detail).toBe(''); // the banner only summarises: the message is next to the controls
@@ -157,10 +159,7 @@ describe('demo loading models (built, headless Chromium)', () => {
   it('a config.json that is not JSON gives a clear error', async () => {
     const dir = modelFolder(work, 'bad-config', { 'config.json': '{ "model_type": "hrm_text", oops' });
     await page.click('#banner-close');
-    const input = await page.$('input#folder-input');
-    await input!.uploadFile(dir);
-    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
-    const b = await banner();
+    const b = await uploadFolder(dir);
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
     expect(await loadError()).toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
   }, 60_000);
@@ -170,8 +169,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'notes.txt'), 'not a model');
     await page.keyboard.press('Escape');
-    await (await page.$('input#folder-input'))!.uploadFile(dir);
-    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
+    await uploadFolder(dir);
     expect(await loadError()).toMatch(/config\.json: not among the files given \(notes\.txt\)/);
     expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load notes; still using hrm-text-brown-6m (embedded).');
   }, 30_000);
@@ -180,10 +178,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     const config = { ...JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8')), max_position_embeddings: 1 << 22 };
     const dir = modelFolder(work, 'huge-context', { 'config.json': JSON.stringify(config) });
     await page.click('#banner-close');
-    const input = await page.$('input#folder-input');
-    await input!.uploadFile(dir);
-    await page.waitForFunction(() => !(document.getElementById('banner') as HTMLElement).hidden, { timeout: 30_000 });
-    const b = await banner();
+    const b = await uploadFolder(dir);
     expect(b.kind, JSON.stringify(b)).toBe('too-large');
     expect(await loadError()).toMatch(/KV-cache tensor at context 4194304 is 4\.00 GiB, above this adapter's largest storage binding/);
     expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('–');
