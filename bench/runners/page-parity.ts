@@ -3,6 +3,7 @@
 // the 1B shape, on a device of their own. The same Markdown list as parity.ts prints.
 import { urlFiles } from '../../src/hrm/files.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
+import { checkLine } from '../harness/format.ts';
 import { urlSource } from '../../src/io/sources.ts';
 import { checkModelParity, type ParityCase } from '../../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
@@ -10,8 +11,7 @@ import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.ch
 
 export async function pageParity(mlx: string, say: (m: string) => void): Promise<{ md: string; failed: number }> {
   const gpu = await Gpu.create();
-  const line = (c: ParityCase) =>
-    `- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`;
+  const line = (c: ParityCase) => checkLine(c.ok, c.name, c.value, String(c.bound));
   try {
     // Each group's lines as it ends (the fold checks at the 1B shape take minutes on a CPU driver).
     const model = await checkModelParity(gpu, mlx, { source: (u) => urlSource(u), files: (u) => urlFiles(u) });

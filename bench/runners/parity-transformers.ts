@@ -20,6 +20,7 @@ import type { QuantSpec } from '../../src/hrm/config.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
 import { checkRun, type PromptOutputs, type TfCheck } from '../harness/tf-parity.ts';
+import { checkLine } from '../harness/format.ts';
 
 /** One kernel path: a Gpu's options, the activation dtype, weights dense or quantized (then held against `dense`). */
 export interface PathRun {
@@ -103,7 +104,7 @@ const bound = (c: TfCheck) => (Number.isInteger(c.bound) ? String(c.bound) : c.b
 /** The Markdown list bench/runners/parity.ts prints, one line per check. */
 export function markdown(r: TfReport, device: string): string {
   return [`Parity with transformers on ${device}: **${r.passed} passed, ${r.failed} failed**`,
-    ...r.checks.map((c) => `- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.figure.toExponential(3)} (bound ${bound(c)})`),
+    ...r.checks.map((c) => checkLine(c.ok, c.name, c.figure, bound(c))),
   ].join('\n');
 }
 

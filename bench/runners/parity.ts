@@ -8,6 +8,7 @@
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts) where vitest is installed: `HRM_EXHAUSTIVE=1 npx vitest run tests/kernels`.
 // Prints a Markdown list (one line per check) and exits 1 if any fails. Reads tests/fixtures/mlx/ from the cwd.
 import { Gpu } from '../../src/gpu/gpu.ts';
+import { checkLine } from '../harness/format.ts';
 import { checkModelParity } from '../../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.check.ts';
@@ -21,7 +22,7 @@ const r = { cases, failed: cases.filter((c) => !c.ok).length, passed: cases.filt
 console.log(`Parity on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode attention's folded ` +
   `merges): **${r.passed} passed, ${r.failed} failed**`);
 for (const c of r.cases) {
-  console.log(`- ${c.ok ? 'ok' : 'FAILED'}: ${c.name} = ${c.value.toExponential(3)} (bound ${c.bound})`);
+  console.log(checkLine(c.ok, c.name, c.value, String(c.bound)));
 }
 gpu.destroy();
 process.exit(r.failed ? 1 : 0);
