@@ -195,17 +195,8 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
   if (!res.ok) throw new DownloadError(url, `HTTP ${res.status} ${res.statusText}`.trim());
   const total = Number(res.headers.get('content-length')) || 0;
   let loaded = 0;
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, ctl) {
-      loaded += chunk.byteLength;
-      onProgress(loaded, Math.max(total, loaded));
-      ctl.enqueue(chunk);
-    },
-  });
   const cut = () => new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`);
-  // A stop ends the pipe itself (the source cancelled, the cache's write errored), and is answered at once: a stalled
-  // server sends no chunk that could notice it, and an aborted fetch's body is not always errored promptly.
-  const body = res.body ? res.body.pipeThrough(counter, signal ? { signal } : {}) : null;
+  const body = res.body ? counted(res.body, (n) => { loaded += n; onProgress(loaded, Math.max(total, loaded)); }, signal) : null;
   const stopped = abortable(signal);
   if (!cacheAvailable()) {
     // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.
@@ -243,6 +234,36 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
     throw new DownloadError(url, problem);
   }
   return kept?.size ?? loaded;
+}
+
+/**
+ * `source` re-streamed, counting its bytes, and errored the moment `signal` aborts. The stop errors the stream
+ * itself rather than through a pipe's signal: a pipe's abort first waits until the chunks it holds are written, which
+ * a reader that has stopped reading (the cache's) may never allow. An unfinished put keeps Cache Storage busy, and
+ * every later read of the cache would wait behind it. The network read is cancelled as well.
+ */
+function counted(source: ReadableStream<Uint8Array>, count: (bytes: number) => void, signal?: AbortSignal): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  let stop = () => {};
+  return new ReadableStream<Uint8Array>({
+    start(ctl) {
+      if (!signal) return;
+      stop = () => { ctl.error(signal.reason); reader.cancel(signal.reason).catch(() => {}); };
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+    },
+    async pull(ctl) {
+      const { done, value } = await reader.read();
+      if (signal?.aborted) return;
+      if (done) { signal?.removeEventListener('abort', stop); ctl.close(); return; }
+      count(value.byteLength);
+      ctl.enqueue(value);
+    },
+    cancel(reason) {
+      signal?.removeEventListener('abort', stop);
+      return reader.cancel(reason);
+    },
+  });
 }
 
 /** A promise that rejects with `signal`'s reason when it aborts (never without one); `done` drops the listener. */

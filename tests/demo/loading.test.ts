@@ -24,6 +24,16 @@ const banner = () => page.$eval('#banner', (el) => ({
   title: el.querySelector('#banner-title')?.textContent ?? '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
 }));
 
+/** Wait until #model-status is in `state`; a timeout says what it shows instead. */
+async function waitState(state: string, timeout: number): Promise<void> {
+  try {
+    await page.waitForFunction((s) => document.getElementById('model-status')?.dataset.state === s, { timeout }, state);
+  } catch (e) {
+    const now = await page.$eval('#model-status', (el) => `${(el as HTMLElement).dataset.state}: ${el.textContent}`);
+    throw new Error(`#model-status not ${state} after ${timeout} ms; it shows ${now}`, { cause: e });
+  }
+}
+
 /**
  * Give `dir` to the folder picker (Chrome enumerates a directory given to a webkitdirectory input, as its picker
  * does) and wait for the banner the failed load raises; returns it.
@@ -52,7 +62,7 @@ describe('demo loading models (built, headless Chromium)', () => {
       await page.waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 60_000 });
       expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(why);
       expect(await page.$eval('#load-error', (el) => el.textContent)).not.toMatch(/CORS/);
-      await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 10_000 });
+      await waitState('kept', 10_000);
       expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Could not load .*flaky \(took .*config\.json.* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
       expect(await cached()).toEqual([]);
     }
@@ -61,8 +71,9 @@ describe('demo loading models (built, headless Chromium)', () => {
     await setValue('#model-url', base);
     await page.click('#load-url');
     await page.waitForFunction(() => (document.getElementById('dl-progress') as HTMLProgressElement).value > 0, { timeout: 30_000 });
-    await page.click('#load-cancel');
-    await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 5_000 });
+    // Clicked in the page, not at coordinates: the status and progress lines above the button may still reflow.
+    await page.$eval('#load-cancel', (b) => (b as HTMLButtonElement).click());
+    await waitState('kept', 10_000);
     expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Cancelled loading .*flaky \(took .* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
     expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('load-url');
