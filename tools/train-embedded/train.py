@@ -2,6 +2,8 @@
 
   python3 tools/train-embedded/train.py --out $OUT [--minutes 7.5] [--seed 1234]   (after prepare.ts made .h200/train)
   python3 tools/train-embedded/train.py --out /tmp/smoke --smoke                    (3 steps of a tiny model)
+  python3 tools/train-embedded/train.py --out $OUT --steps 4000 --state .h200/state   (stops at the budget, saves)
+  python3 tools/train-embedded/train.py --out $OUT --resume .h200/state              (the next call goes on)
 
 Writes into --out: model.safetensors (bf16, the best eval step), config.json, tokenizer.json,
 tokenizer_config.json, train-log.json, loss.png (when matplotlib is there). Outputs are written however the run
@@ -64,6 +66,14 @@ def parse_args(argv=None):
     a("--clip", type=float, default=1.0)
     a("--mix", default=",".join(f"{k}={v}" for k, v in D.DEFAULT_MIX.items()), help="row kinds and shares")
     a("--weights", default="text=1,needle=1,kv=0.5,copy=0.5", help="loss weight of each family's mean")
+    a("--early", type=float, default=0.0,
+      help="share of the steps trained first on --early-lengths and --early-mix (short rows, copying-heavy)")
+    a("--early-lengths", default="512,1024", help="row lengths of the early steps, cycled")
+    a("--early-mix", default="text_plm=0.25,text_causal=0.05,needle=0.3,kv=0.2,copy=0.2",
+      help="row kinds and shares of the early steps")
+    a("--state", help="folder to save the whole training state in when the run stops (for --resume)")
+    a("--resume", help="a --state folder: go on from its step, towards its step count and schedule")
+    a("--until", type=int, default=0, help="stop this call at this step (0: at the step count or the budget)")
     a("--bp-cycles", default="full", help="'full', or transformers' L_bp_cycles (e.g. 2)")
     a("--eval-every", type=int, default=200)
     a("--log-every", type=int, default=10)
@@ -73,12 +83,16 @@ def parse_args(argv=None):
     a("--sdpa", choices=("efficient", "auto"), default="efficient",
       help="training steps' attention kernel: the memory-efficient one only (an error if it refuses), or torch's pick")
     a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    a("--smoke", action="store_true", help="3 steps of a tiny model: checks the whole pipeline in seconds")
+    a("--smoke", action="store_true", help="a tiny model, 3 steps unless --steps: checks the whole pipeline in seconds")
     args = p.parse_args(argv)
+    if args.resume:
+        return args  # the shape, data, seed and schedule come from the saved run (Run.setup)
+    if args.early and not args.steps:
+        p.error("--early needs --steps: the early share is of a known step count")
     if args.smoke:
         args.hidden, args.intermediate, args.layers, args.heads, args.head_dim = 64, 128, 1, 2, 32
         args.h_cycles, args.l_cycles, args.context, args.lengths = 2, 2, 1024, "256,1024"
-        args.batch_tokens, args.steps, args.warmup, args.eval_every = 2048, 3, 2, 2
+        args.batch_tokens, args.steps, args.warmup, args.eval_every = 2048, args.steps or 3, 2, 2
     return args
 
 
@@ -89,9 +103,13 @@ class Run:
         self.stop_reason = None
         self.record = {"seed": args.seed, "args": vars(args), "loss_curve": [], "evals": []}
         self.best = None  # (score, step, bf16 state dict on the CPU)
+        self.start_step, self.total, self.tokens = 0, 0, 0
+        self.resumed = None  # the saved state, when resuming
 
     def setup(self):
         a = self.args
+        if a.resume:
+            self.resumed = load_state(a)
         random.seed(a.seed)
         np.random.seed(a.seed)
         torch.manual_seed(a.seed)
@@ -100,9 +118,11 @@ class Run:
         self.data = D.Data(a.data)
         self.mix = D.kv_floats(a.mix, "--mix", D.DEFAULT_MIX)
         w = D.kv_floats(a.weights, "--weights", D.FAMILIES)
-        self.lengths = [int(x) for x in a.lengths.split(",")]
-        if max(self.lengths) > a.context:
-            raise SystemExit(f"--lengths {a.lengths}: longer than --context {a.context}")
+        self.early_mix = D.kv_floats(a.early_mix, "--early-mix", D.DEFAULT_MIX)
+        self.lengths = lengths(a.lengths, "--lengths", a.context)
+        self.early_lengths = lengths(a.early_lengths, "--early-lengths", a.context)
+        if not 0 <= a.early < 1:
+            raise SystemExit(f"--early {a.early}: a share of the steps, from 0 up to (not including) 1")
         self.c = Config(vocab_size=self.data.v["vocab_size"], hidden_size=a.hidden, intermediate_size=a.intermediate,
                         num_layers_per_stack=a.layers, num_attention_heads=a.heads, head_dim=a.head_dim,
                         H_cycles=a.h_cycles, L_cycles=a.l_cycles, max_position_embeddings=a.context)
@@ -127,6 +147,13 @@ class Run:
         other = [p for n, p in self.model.named_parameters() if not (p.dim() == 2 and "embed_tokens" not in n)]
         groups = [{"params": decay, "weight_decay": a.weight_decay}, {"params": other, "weight_decay": 0.0}]
         self.opt = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if cuda else {}))
+        if self.resumed:
+            st = self.resumed
+            self.model.load_state_dict(st["model"])
+            self.opt.load_state_dict(st["opt"])
+            self.start_step, self.total, self.tokens, self.best = st["step"], st["total"], st["tokens"], st["best"]
+            self.record = st["record"]
+            log(f"resuming {a.resume} at step {self.start_step} of {self.total}")
         self.evaluator = Evaluator(self.data, a.seed, a.context, a.smoke)
         self.sdpa = sdpa_context(a.sdpa if cuda else "auto")
         n = parameter_count(self.c)
@@ -135,6 +162,7 @@ class Run:
             f"device {self.dev}" + (f" ({torch.cuda.get_device_name()})" if cuda else ""))
         self.record.update(config=self.c.to_json(self.data.v["special"]), parameters=n, bp_cycles=self.bp,
                            versions=versions(cuda))
+        self.record.setdefault("calls", []).append({"from_step": self.start_step})
 
     def lr(self, step, total):
         a = self.args
@@ -143,10 +171,17 @@ class Run:
         frac = min(1.0, (step - a.warmup) / max(1, total - a.warmup))
         return a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
 
+    def phase(self, step, total):
+        """Row lengths and mix of `step`: the early ones (short rows, copying-heavy) for the first --early share."""
+        if step < self.args.early * total:
+            return self.early_lengths, self.early_mix
+        return self.lengths, self.mix
+
     def step(self, step, total):
-        S = self.lengths[step % len(self.lengths)]
-        b = self.data.batch(np.random.default_rng([self.args.seed, step]), max(1, self.args.batch_tokens // S), S,
-                            self.mix)
+        lens, mix = self.phase(step, total)
+        self.last_early = lens is self.early_lengths
+        S = lens[step % len(lens)]
+        b = self.data.batch(np.random.default_rng([self.args.seed, step]), max(1, self.args.batch_tokens // S), S, mix)
         if not self.data.no_forbidden(b):
             raise RuntimeError(f"step {step}: a training row holds R-NIAH's default needle code (prepare.ts's pools?)")
         t = device_batch(b, self.dev)
@@ -192,39 +227,53 @@ class Run:
 
     def train(self):
         a = self.args
-        eval_s = self.evaluate(0)
-        total = a.steps or 10 ** 9
+        step, tokens = self.start_step, self.tokens
+        eval_s = self.record["evals"][-1]["seconds"] if self.resumed else self.evaluate(0)
+        total = self.total or a.steps or 10 ** 9
+        planning = not self.total and not a.steps
         cal = (len(self.lengths), 3 * len(self.lengths))  # steps timed to size the run (after a warm cycle)
-        acc, tokens, t_cal, step = None, 0, None, 0
+        acc, n_acc, t_cal = None, 0, None
         while step < total:
             if self.stop_reason:
+                break
+            if a.until and step >= a.until:
+                self.stop_reason = "until"
                 break
             if time.time() + 1.5 * eval_s + 15 + (30 if a.smoke else 0) > self.deadline:  # final eval + outputs
                 self.stop_reason = "budget"
                 break
-            if not a.steps and step == cal[0]:
+            if planning and step == cal[0]:
                 if self.dev.type == "cuda":
                     torch.cuda.synchronize()
                 t_cal = time.time()
             S, n, stats = self.step(step, total)
             tokens += n
             acc = stats if acc is None else acc + stats
+            n_acc += 1
             step += 1
-            if not a.steps and step == cal[1]:
+            if planning and step == cal[1]:
                 total = self.plan(step, t_cal, cal[0], eval_s, "planned")
             if step % a.log_every == 0 or step == total:
-                self.log_step(step, S, acc, tokens, a.log_every if step % a.log_every == 0 else step % a.log_every)
-                acc = None
+                self.log_step(step, S, acc, tokens, n_acc)
+                acc, n_acc = None, 0
             if step % a.eval_every == 0 or step == total:
                 float(stats[0])
                 t_eval = time.time()
                 eval_s = self.evaluate(step)
-                if not a.steps and "steps_replanned" not in self.record and step > cal[1]:
+                if planning and "steps_replanned" not in self.record and step > cal[1]:
                     # Once more with a warm eval's time and more steps timed (the schedule barely moves this early).
                     total = max(step + 1, self.plan(step, t_cal, cal[0], eval_s, "replanned", t_eval))
-        if self.stop_reason == "budget" and self.record["evals"][-1]["step"] != step:
+        if self.stop_reason in ("budget", "until") and self.record["evals"][-1]["step"] != step:
             self.evaluate(step)  # the reserve left time for it
-        self.record.update(steps=step, tokens=tokens, stop_reason=self.stop_reason or "steps")
+        self.start_step, self.total, self.tokens = step, total, tokens
+        self.record.update(steps=step, steps_total=total, tokens=tokens, stop_reason=self.stop_reason or "steps")
+        self.close_call()
+
+    def close_call(self):
+        """This call's line in the record: the steps it trained, why it stopped, its wall time."""
+        if "calls" in self.record:
+            self.record["calls"][-1].update(to_step=self.start_step, stop_reason=self.stop_reason or "steps",
+                                            wall_seconds=round(time.time() - T0, 1))
 
     def plan(self, step, t_from, step_from, eval_s, what, now=None):
         """The step count that fits the budget at the time per step measured since t_from (step_from)."""
@@ -247,10 +296,45 @@ class Run:
         el = time.time() - T0
         if not math.isfinite(v[0]):
             self.stop_reason = "non-finite loss"  # the best checkpoint so far is what gets written
-        self.record["loss_curve"].append({"step": step, "length": S, "lr": self.last_lr, "loss": round(v[0] / n, 4),
-                                          **fam, "elapsed": round(el, 1)})
-        log(f"step {step} len {S} loss {v[0] / n:.3f} " + " ".join(f"{k} {x:.3f}" for k, x in fam.items()) +
+        self.record["loss_curve"].append({"step": step, "length": S, "early": self.last_early, "lr": self.last_lr,
+                                          "loss": round(v[0] / n, 4), **fam, "elapsed": round(el, 1)})
+        log(f"step {step} len {S}{' (early)' if self.last_early else ''} loss {v[0] / n:.3f} " +
+            " ".join(f"{k} {x:.3f}" for k, x in fam.items()) +
             f" | {tokens:,} tokens")
+
+
+def lengths(spec, flag, context):
+    out = [int(x) for x in spec.split(",")]
+    if min(out) < 64 or max(out) > context:
+        raise SystemExit(f"{flag} {spec}: row lengths from 64 up to --context {context}")
+    return out
+
+
+# What a resumed run takes from the saved one: everything but where it writes, its budget and its logging.
+CALL_ONLY = ("out", "minutes", "state", "resume", "until", "device", "eval_every", "log_every")
+
+
+def save_state(run, folder):
+    """Everything a later call needs to go on as if the run had not stopped: the f32 weights, AdamW's moments, the
+    step, the step count, the best checkpoint and the record. Data order depends on (seed, step) only."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "state.pt")
+    torch.save({"args": vars(run.args), "step": run.start_step, "total": run.total, "tokens": run.tokens,
+                "model": run.model.state_dict(), "opt": run.opt.state_dict(), "best": run.best,
+                "record": run.record}, path + ".tmp")
+    os.replace(path + ".tmp", path)  # a call killed while saving leaves the previous state whole
+    log(f"saved the training state at step {run.start_step} of {run.total} in {path}")
+
+
+def load_state(args):
+    path = os.path.join(args.resume, "state.pt")
+    if not os.path.exists(path):
+        raise SystemExit(f"--resume {args.resume}: no state.pt (written by a run with --state)")
+    st = torch.load(path, map_location="cpu")  # load_state_dict moves weights and moments to the model's device
+    for k, v in st["args"].items():
+        if k not in CALL_ONLY:
+            setattr(args, k, v)
+    return st
 
 
 def sdpa_context(choice):
@@ -274,7 +358,9 @@ def main(argv=None):
     try:
         run.setup()
         run.train()
-        if not run.stop_reason or run.stop_reason == "budget":
+        if args.state:
+            save_state(run, args.state)  # before the best checkpoint replaces the weights below
+        if run.stop_reason in (None, "budget", "until"):
             best = run.best[2] if run.best else None
             if best is not None:
                 run.model.load_state_dict({k: v.float() for k, v in best.items()})
@@ -288,6 +374,7 @@ def main(argv=None):
         if isinstance(e, KeyboardInterrupt):
             run.stop_reason = "interrupted"
     finally:
+        run.close_call()
         write_outputs(run, args, log, T0)
     return 1 if "error" in run.record else 0
 
