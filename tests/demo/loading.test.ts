@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import type { PreviewServer } from 'vite';
 import { MODEL, openBuiltDemo, closeBuiltDemo } from './built-demo.ts';
+import { press } from '../helpers/browser.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
 
 let work: string;
@@ -71,8 +72,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     await setValue('#model-url', base);
     await page.click('#load-url');
     await page.waitForFunction(() => (document.getElementById('dl-progress') as HTMLProgressElement).value > 0, { timeout: 30_000 });
-    // Clicked in the page, not at coordinates: the status and progress lines above the button may still reflow.
-    await page.$eval('#load-cancel', (b) => (b as HTMLButtonElement).click());
+    await press(page, '#load-cancel');
     await waitState('kept', 10_000);
     expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Cancelled loading .*flaky \(took .* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
     expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
 import { uxServers } from './flaky-server.ts';
+import { press } from '../helpers/browser.ts';
 
 let work: string;
 let demo: BuiltDemo;
@@ -133,7 +134,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await setValue('#kld-ctx', '512');
     await page().click('#refract-run');
     await waitState('refract-result', ['warned', 'error', 'running'], 30_000);
-    if ((await state('refract-result')) === 'running') await page().click('#refract-stop'); // the later tests need the GPU
+    if ((await state('refract-result')) === 'running') await press(page(), '#refract-stop'); // the later tests need the GPU
     expect(await state('refract-result')).toBe('warned');
     expect(await text('#refract-status')).toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
     expect(await disabled('#generate')).toBe(false); // nothing runs
@@ -161,7 +162,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await setValue('#traj-prompts', '1'); await setValue('#traj-tokens', '1');
     await page().click('#refract-run');
     await page().waitForFunction(() => /^PLAD generation [1-9]\d*\/\d+, about/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
-    await page().click('#refract-stop');
+    await press(page(), '#refract-stop');
     await waitState('refract-result', ['stopped'], 30_000);
     await check('#plad', false);
   }, 240_000);

@@ -58,3 +58,12 @@ export function watchConsole(page: Page): string[] {
   page.on('pageerror', (e) => log.push(`pageerror: ${e instanceof Error ? e.message : String(e)}`));
   return log;
 }
+
+/**
+ * Click a button through the page (its click(): nothing happens while it is disabled, as for a mouse). For buttons
+ * beside live text, such as a running job's progress: puppeteer's click hit-tests the button's place first, and a
+ * line that reflows in between sends the click elsewhere.
+ */
+export async function press(page: Page, selector: string): Promise<void> {
+  await page.$eval(selector, (el) => (el as HTMLElement).click());
+}
