@@ -28,7 +28,10 @@ export function adapterName(r: BenchResult): string {
   return [adapterLabel(r), a.vendor && !/^\d+$/.test(a.vendor) ? a.vendor : ''].filter(Boolean).join(', ');
 }
 
-/** One line of a parity list (bench/runners/parity.ts, page-parity.ts, parity-transformers.ts): verdict, figure, bound. */
+/**
+ * One line of a parity list (bench/runners/parity.ts, page-parity.ts, parity-transformers.ts): verdict, figure,
+ * bound.
+ */
 export function checkLine(ok: boolean, name: string, figure: number, bound: string): string {
   return `- ${ok ? 'ok' : 'FAILED'}: ${name} = ${figure.toExponential(3)} (bound ${bound})`;
 }

@@ -52,7 +52,10 @@ export interface Settings {
   sweepGemv: boolean;
   /** Run the tensor-core matmul's parity checks first and store their report (bench/h200.sh passes it). */
   checkSgmat: boolean;
-  /** Full-cache decode attention's merge: folded into its split (one dispatch) or separate (the Gpu's kernels.decodeMerge). */
+  /**
+   * Full-cache decode attention's merge: folded into its split (one dispatch) or separate (the Gpu's
+   * kernels.decodeMerge).
+   */
   decodeMerge: DecodeMerge;
   /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;

@@ -13,7 +13,6 @@ import time
 
 T0 = time.time()  # the budget counts from here (torch's import included)
 
-import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -31,69 +30,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data as D  # noqa: E402
 from evaluate import Evaluator, device_batch, forward_targets  # noqa: E402
 from model import Config, HrmText, bp_cycles_list, layer_forward, parameter_count  # noqa: E402
+from flags import lengths, parse_args  # noqa: E402
 from outputs import versions, write_outputs  # noqa: E402
+from state import load_state, save_state  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def log(msg):
     print(f"[train {time.time() - T0:6.1f}s] {msg}", flush=True)
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    a = p.add_argument
-    a("--out", required=True, help="output folder (created)")
-    a("--data", default=".h200/train", help="prepare.ts's folder")
-    a("--tokenizer-dir", default=os.path.join(REPO, "models", "hrm-text-brown-6m"), help="tokenizer files to copy")
-    a("--seed", type=int, default=1234)
-    a("--minutes", type=float, default=7.5, help="wall-time budget of the whole run, outputs included")
-    a("--steps", type=int, default=0, help="fixed step count (0: as many as fit the budget, measured)")
-    a("--hidden", type=int, default=320)
-    a("--intermediate", type=int, default=960)
-    a("--layers", type=int, default=3, help="layers per stack")
-    a("--heads", type=int, default=5)
-    a("--head-dim", type=int, default=64)
-    a("--h-cycles", type=int, default=2)
-    a("--l-cycles", type=int, default=3)
-    a("--context", type=int, default=4096, help="max_position_embeddings; the longest training rows")
-    a("--lengths", default="512,1024,1024,2048,1024,4096", help="row lengths, one per step, cycled")
-    a("--batch-tokens", type=int, default=65536, help="tokens per step (rows = batch_tokens / length)")
-    a("--lr", type=float, default=1.5e-3)
-    a("--min-lr-ratio", type=float, default=0.1)
-    a("--warmup", type=int, default=100)
-    a("--weight-decay", type=float, default=0.1)
-    a("--clip", type=float, default=1.0)
-    a("--mix", default=",".join(f"{k}={v}" for k, v in D.DEFAULT_MIX.items()), help="row kinds and shares")
-    a("--weights", default="text=1,needle=1,kv=0.5,copy=0.5", help="loss weight of each family's mean")
-    a("--early", type=float, default=0.0,
-      help="share of the steps trained first on --early-lengths and --early-mix (short rows, copying-heavy)")
-    a("--early-lengths", default="512,1024", help="row lengths of the early steps, cycled")
-    a("--early-mix", default="text_plm=0.25,text_causal=0.05,needle=0.3,kv=0.2,copy=0.2",
-      help="row kinds and shares of the early steps")
-    a("--state", help="folder to save the whole training state in when the run stops (for --resume)")
-    a("--resume", help="a --state folder: go on from its step, towards its step count and schedule")
-    a("--until", type=int, default=0, help="stop this call at this step (0: at the step count or the budget)")
-    a("--bp-cycles", default="full", help="'full', or transformers' L_bp_cycles (e.g. 2)")
-    a("--eval-every", type=int, default=200)
-    a("--log-every", type=int, default=10)
-    a("--select", choices=("score", "val"), default="score",
-      help="checkpoint: lowest val text loss + held-out needle loss (score), or val text loss alone (val)")
-    a("--compile", action="store_true", help="torch.compile the layer function (training steps only)")
-    a("--sdpa", choices=("efficient", "auto"), default="efficient",
-      help="training steps' attention kernel: the memory-efficient one only (an error if it refuses), or torch's pick")
-    a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    a("--smoke", action="store_true", help="a tiny model, 3 steps unless --steps: checks the whole pipeline in seconds")
-    args = p.parse_args(argv)
-    if args.resume:
-        return args  # the shape, data, seed and schedule come from the saved run (Run.setup)
-    if args.early and not args.steps:
-        p.error("--early needs --steps: the early share is of a known step count")
-    if args.smoke:
-        args.hidden, args.intermediate, args.layers, args.heads, args.head_dim = 64, 128, 1, 2, 32
-        args.h_cycles, args.l_cycles, args.context, args.lengths = 2, 2, 1024, "256,1024"
-        args.batch_tokens, args.steps, args.warmup, args.eval_every = 2048, args.steps or 3, 2, 2
-    return args
 
 
 class Run:
@@ -303,40 +247,6 @@ class Run:
             f" | {tokens:,} tokens")
 
 
-def lengths(spec, flag, context):
-    out = [int(x) for x in spec.split(",")]
-    if min(out) < 64 or max(out) > context:
-        raise SystemExit(f"{flag} {spec}: row lengths from 64 up to --context {context}")
-    return out
-
-
-# What a resumed run takes from the saved one: everything but where it writes, its budget and its logging.
-CALL_ONLY = ("out", "minutes", "state", "resume", "until", "device", "eval_every", "log_every")
-
-
-def save_state(run, folder):
-    """Everything a later call needs to go on as if the run had not stopped: the f32 weights, AdamW's moments, the
-    step, the step count, the best checkpoint and the record. Data order depends on (seed, step) only."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "state.pt")
-    torch.save({"args": vars(run.args), "step": run.start_step, "total": run.total, "tokens": run.tokens,
-                "model": run.model.state_dict(), "opt": run.opt.state_dict(), "best": run.best,
-                "record": run.record}, path + ".tmp")
-    os.replace(path + ".tmp", path)  # a call killed while saving leaves the previous state whole
-    log(f"saved the training state at step {run.start_step} of {run.total} in {path}")
-
-
-def load_state(args):
-    path = os.path.join(args.resume, "state.pt")
-    if not os.path.exists(path):
-        raise SystemExit(f"--resume {args.resume}: no state.pt (written by a run with --state)")
-    st = torch.load(path, map_location="cpu")  # load_state_dict moves weights and moments to the model's device
-    for k, v in st["args"].items():
-        if k not in CALL_ONLY:
-            setattr(args, k, v)
-    return st
-
-
 def sdpa_context(choice):
     """A context that restricts scaled_dot_product_attention to the memory-efficient kernel (it takes an explicit
     mask without materialising the S x S scores; torch's math fallback would, and runs out of memory at 4096)."""
@@ -347,7 +257,7 @@ def sdpa_context(choice):
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    args = parse_args(argv, __doc__)
     os.makedirs(args.out, exist_ok=True)
     run = Run(args)
 
@@ -359,7 +269,8 @@ def main(argv=None):
         run.setup()
         run.train()
         if args.state:
-            save_state(run, args.state)  # before the best checkpoint replaces the weights below
+            path = save_state(run, args.state)  # before the best checkpoint replaces the weights below
+            log(f"saved the training state at step {run.start_step} of {run.total} in {path}")
         if run.stop_reason in (None, "budget", "until"):
             best = run.best[2] if run.best else None
             if best is not None:
