@@ -28,9 +28,9 @@ export interface Recorder { dispatches: Dispatch[]; uploads: Upload[]; allocated
  * Dispatches after which an open batch is submitted while recording goes on (Batch.dispatch): the first part small
  * so that the GPU starts at once, each next part `growth` times the last (rounded up) up to EARLY_SUBMIT.max. The
  * GPU runs part n while JavaScript records part n + 1, so it idles unless recording a part is no slower than
- * running one `growth` times shorter. A prefill at 512 tokens on the H200 records a dispatch in ~29 us and runs one
- * in ~35: parts doubling left the GPU idle 9.3 ms before the fifth part (20261202-174625Z's timeline); 1.25 keeps
- * recording within the GPU's time at that ratio. (A first part of 256 had left it idle ~5 ms at the start.)
+ * running one `growth` times shorter. A prefill on the H200 records a dispatch in a little less time than it runs
+ * one: parts doubling, or a first part of 256, left it idle; 1.25 keeps recording within the GPU's time
+ * (bench/results/README.md, "What the code's choices rest on").
  */
 const EARLY_SUBMIT = { first: 32, growth: 1.25, max: 256 };
 

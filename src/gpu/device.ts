@@ -54,8 +54,7 @@ export interface DeviceOptions {
    * this library's, each keeping its accesses in bounds (tests/gpu/device.test.ts checks the model's bits with
    * and without), so Dawn's `disable_robustness` toggle is set, as native Dawn programs set it in release builds;
    * Tint's clamps and bounds tests around every access otherwise halve the tensor cores' speed (the prefill of
-   * HRM-Text-1B on an H200: 96 ms with them, 61 without, bench/results runs 20261203-064219Z and -064319Z). true
-   * keeps them.
+   * HRM-Text-1B on an H200: 96 ms with them, 61 without; bench/results/README.md). true keeps them.
    * Browsers and Deno decide for themselves (Chrome: --enable-dawn-features=disable_robustness).
    */
   robustness?: boolean;

@@ -8,12 +8,10 @@
 // most ~POLL_MS later than it would.
 // (Decode readbacks were once also paced, each asked only when its step should be done. Under `quietly` that saved
 // no collection on lavapipe, and on the H200 it fed back on itself: a wait throttled to 0.1 ms a turn made a late
-// ask look like a slow step, so its estimate stuck at 37-60 ms a token for a second or more per repetition,
-// run 20261202-180041Z. Every readback is now asked at once.)
+// ask look like a slow step. Every readback is now asked at once; the runs: bench/results/README.md.)
 //  - One such callback at most: its chain ends at the first turn with no wait pending. (The first version started a
 //    chain for every wait that found none pending, while the chain of the last one was still queued: chains piled
-//    up over a run, each turn took their sum, and on the H200 every wait took milliseconds, the GPU idled between
-//    batches and clocked down: runs 20261202-161039Z and -162154Z.)
+//    up over a run, each turn took their sum, and on the H200 every wait took milliseconds.)
 //  - Where a 0.1 ms wait keeps sleeping far longer (a coarse timer), the turns spin on the clock instead.
 // Only under Node, where the binding behaves so and the main thread may block; elsewhere a plain await.
 import { runtimeName } from './device.ts';

@@ -57,18 +57,11 @@ export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }
 export const GEMV_MAX_M = 4;
 // The shapes of the kernels before gemv_wide, which one x row now takes wherever a row's units split evenly over
 // its lanes (tunedWide): these serve several x rows (short prefills on the matrix-vector path) and rows that do not
-// split. They came from bench --sweep-gemv on an H200 (Dawn, bf16, one x row,
-// the model's fusions; bench/results/nvidia-h200_node_1b_20261130-002400Z.md), wall us per call with the barrier:
-//   K = 4096 (down_proj + residual): 128x2 10.9, 64x2 12.6, 32x2 15.1;
-//   K = 1536, norm + swiglu (gate_up): 64x4 17.6, 32x4 18.6, 32x2 21.1;
-//   K = 1536, norm (gqkv): 32x2 13.7, 32x4 13.9, 64x2 15.6;
-//   K = 1536, plain or residual (o_proj): 64x2 9.18, 32x2 10.8;
-//   K = 1536, N = 65536 (lm_head): 32x2 3.05 TB/s, 64x2 2.54 TB/s (enough rows to fill the GPU with 32 lanes).
-// Fewer lanes per row leave each lane a longer chain of dependent loads; more lanes a longer reduction. The norm
-// prologue normalises the x it reads in every workgroup, so norm shapes favour more rows per workgroup.
-// The sweep of 20261201-232224Z (all three kernels, the same measure): gate_up upl-sg 32x4 45.6 against vec4 64x4
-// 56.4 and vec4 32x4 52.0; o_proj upl-sg 32x2 20.9 against vec4 64x2 25.2; gqkv and down_proj within 1 us of
-// vec4's shapes, which they keep. The upl kernels need whole units per lane (uplFit) and gemv_upl_sg subgroups.
+// split. Each is the fastest of bench --sweep-gemv on an H200 at the model's projections (the figures: "What the
+// code's choices rest on" in bench/results/README.md). Fewer lanes per row leave each lane a longer chain of
+// dependent loads; more lanes a longer reduction. The norm prologue normalises the x it reads in every workgroup, so
+// norm shapes favour more rows per workgroup; lm_head has rows enough to fill the GPU with 32 lanes. The upl kernels
+// need whole units per lane (uplFit) and gemv_upl_sg subgroups.
 function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): GemvShape {
   if (K > 2048) return { wg: 128, rows: 2, kernel: 'vec4' };
   if (N >= 16384) return { wg: 32, rows: 2, kernel: 'vec4' };
@@ -78,14 +71,10 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (
 }
 
 /**
- * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null); lm_head (N = 65536)
- * takes the large-N shape (3.6 TB/s in 20261202-014013Z's GEMV 65536x1536). From the sweep of
- * 20261202-005618Z (GPU us per call, one pass of 200 calls, shapes interleaved; bench --sweep-gemv): gqkv
- * 32 lanes x 16 rows / 4 groups 17.3 against upl-sg 32x4 19.4; gate_up the same 13.4 against 17.5; o_proj
- * 64 x 4 / 4 groups 14.6 against upl-sg 32x2 15.4; down_proj 64 x 4 / 4 groups 12.0 against vec4 128x2 13.5. (The
- * figures of one call drift by up to 2x against another's: only those of one sweep compare.) gate_up with its
- * SwiGLU takes 64 lanes instead: 10.3 us against 11.0 in both sweeps of 20261202-154236Z and -183606Z (gqkv keeps
- * 32: 9.14-9.22 against 64's 9.49).
+ * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null): 16 rows in 4 groups for
+ * the 1536-wide projections (64 lanes a group with gate_up's SwiGLU, 32 otherwise), 4 rows in 4 groups of 64 for
+ * down_proj and where N is small; lm_head (N = 65536) takes the large-N shape. The fastest of the H200 sweeps
+ * (bench/results/README.md, "What the code's choices rest on").
  */
 function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string, swiglu: boolean): GemvShape | null {
   const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: swiglu ? 64 : 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };

@@ -21,10 +21,9 @@ export interface SgmatSchedule {
 /**
  * Each kernel's workgroup tile, the K columns a slice is a multiple of, the workgroups 'auto' splits K until it
  * reaches and the most slices it takes. The direct kernel's workgroup is one subgroup: about four per SM of the
- * H200's 132 at 512 (20261202-040125Z: o_proj 0.125 / 0.089 / 0.084 ms and down 0.28 / 0.20 / 0.18 in 1 / 2 / 4
- * slices, gqkv and gate_up fastest whole). The staged one is four subgroups with 36 KiB of workgroup memory: in
- * 20261202-095347Z gqkv (192 tiles) took 0.217 / 0.191 / 0.221 ms, o_proj (48) 0.112 / 0.079 / 0.087, down (48)
- * 0.243 / 0.152 / 0.168 and gate_up (256) 0.217 / 0.235 / 0.275: two slices below 256 tiles, none from there.
+ * H200's 132 at 512 (the narrow products, o_proj and down, fastest in 4 K slices; gqkv and gate_up whole). The
+ * staged one is four subgroups with 36 KiB of workgroup memory: two slices below 256 tiles, none from there. The
+ * timings: bench/results/README.md, "What the code's choices rest on".
  */
 export const SGMAT_KERNELS: Record<SgmatKernel, SgmatTiling> = {
   staged: { M: 128, N: 128, kStep: 64, target: 256, maxSplit: 2 },
@@ -38,8 +37,7 @@ export interface SgmatPlan { kernel: SgmatKernel; pipe: boolean; splitK: SgmatSc
 
 /**
  * The schedule a Gpu takes unless its options (DeviceOptions.kernels.sgmat, kernels/policy.ts) or a call
- * (MatmulOptions.sgmat) say otherwise. Prefetch on: gqkv 0.344 -> 0.241 ms, gate_up 0.288 -> 0.283 on the H200
- * (20261202-040125Z).
+ * (MatmulOptions.sgmat) say otherwise. Prefetch on: it was faster at every layer shape on the H200.
  */
 export const DEFAULT_SCHEDULE: Readonly<SgmatSchedule> = Object.freeze({ kernel: 'auto', pipe: true, splitK: 'auto' });
 
