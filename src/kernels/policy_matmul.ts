@@ -57,7 +57,8 @@ export function prefillMatmulPath(gpu: Gpu): string {
   const { M, N, K } = SGMAT_CONFIG;
   const kernel = staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`;
   return why === null
-    ? `subgroup-matrix f16 ${M}x${N}x${K} from ${SGMAT_MIN_ROWS} rows, ${kernel} (tiled f32 below, and in f32 mode)`
+    ? `subgroup-matrix f16 ${M}x${N}x${K} from ${SGMAT_MIN_ROWS} rows, ${kernel}, quantized weights through a bf16 copy ` +
+      'made for the call (tiled f32 below, and in f32 mode)'
     : `tiled f32 (${why})`;
 }
 

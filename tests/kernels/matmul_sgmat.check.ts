@@ -12,6 +12,8 @@
 // kernel with operand prefetch off and on x split-K 1, 2, 4, and the staged kernel (where it runs) x split-K 1, 2,
 // 4; a split is capped by K's blocks): a schedule changes the summation order only, so each must meet the same
 // criterion; `schedules` tallies them.
+// Quantized weights (4 and 8 bits, group 64) take the same path through qlinear (dequantDense, then the tensor
+// cores): the reference multiplies the weights as MLX's qmm dequantizes them into bf16, under the same criterion.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
@@ -24,6 +26,8 @@ import type { SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { kernelPolicy } from '../../src/kernels/policy.ts';
 import { sgmatPlan } from '../../src/kernels/policy_matmul.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
+import { qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { dequantizeRef, quantizeRef } from '../../src/kernels/quant/quant.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
 
@@ -63,10 +67,19 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
   let schedule: SgmatSchedule | undefined;
   /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
-  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wv: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean }) => {
+  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number }) => {
     const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
     const bounds = [0, ...(o.chunks ?? []), N];
-    const w = bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
+    // With `bits`: the weight quantized (group 64, bf16 scales), and the reference's weight its bf16 dequantization.
+    const q = o.bits ? quantizeRef(wIn, N, K, { bits: o.bits, groupSize: 64, round: 'bf16' }) : null;
+    const wv = q ? dequantizeRef(q.q, q.scales, q.biases, N, K, { bits: o.bits!, groupSize: 64, round: 'bf16' }) : wIn;
+    const part = (a: Float32Array | Uint32Array, per: number, i: number, dtype: 'bf16' | 'u32', what: string) =>
+      Tensor.from(gpu, a.subarray(bounds[i] * per, bounds[i + 1] * per), [bounds[i + 1] - bounds[i], per], dtype, `${what}${i}`);
+    const w = bounds.slice(1).map((_, i) => q ? part(q.q, (K * o.bits!) / 32, i, 'u32', 'wq') : part(wv, K, i, 'bf16', 'w'));
+    const qm: QuantMatrix | null = q && {
+      bits: o.bits!, groupSize: 64, q: w,
+      scales: w.map((_, i) => part(q.scales, K / 64, i, 'bf16', 'scales')), biases: w.map((_, i) => part(q.biases, K / 64, i, 'bf16', 'biases')),
+    };
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
     const norm = f.norm === undefined ? undefined : { eps: f.norm };
@@ -74,7 +87,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc,
     };
     const before = await slices();
-    const out = matmul(x, w.length === 1 ? w[0] : w, opts);
+    const out = qm ? qlinear(x, qm, opts) : matmul(x, w.length === 1 ? w[0] : w, opts);
     const got = await out.read();
     const fallbackRows = (await slices()) - before;
     // SwiGLU is bit for bit matmul then siluMul: with one weight tensor (fused into sgmat_out) it must equal that
@@ -82,7 +95,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     // the product, beyond this criterion's bound: the composed matmul's own rows check the sums.)
     let composedOff = -1;
     if (f.swiglu && w.length === 1) {
-      const gu = matmul(x, w[0], { ...opts, swiglu: false });
+      const gu = qm ? qlinear(x, qm, { ...opts, swiglu: false }) : matmul(x, w[0], { ...opts, swiglu: false });
       const composed = siluMul(gu, { round: 'bf16' });
       const c = await composed.read();
       composedOff = got.findIndex((v, i) => !Object.is(v, c[i]));
@@ -118,7 +131,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     within += caseWithin;
     worst = Math.max(worst, caseWorst);
     cases.push({ name, outputs: got.length, worstUlp: caseWorst, within1: caseWithin / got.length, fallbackRows, failure });
-    for (const t of [x, ...w, out]) t.dispose();
+    for (const t of [x, ...w, ...(qm ? [...qm.scales, ...qm.biases] : []), out]) t.dispose();
   };
 
   /** The cases, each one call; `tag` names the schedule they run under. */
@@ -155,6 +168,15 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const nan = xv.slice();
     nan[10 * K + 33] = NaN;
     await run(`a NaN in x (its row becomes NaN) ${tag}`, M, N, K, nan, wv, { fallback: true });
+    // Quantized weights (K a whole number of groups): plain, chunked, and each fusion.
+    const wq = randn(15, N * 128, 0.2);
+    const xq = bf(randn(16, M * 128, 3));
+    for (const bits of [4, 8]) {
+      await run(`q${bits} weights [${M},128] @ [${N},128]^T ${tag}`, M, N, 128, xq, wq, { bits, fallback: false });
+      await run(`q${bits} weights, chunks + accumulate ${tag}`, M, N, 128, xq, wq, { bits, chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
+      await run(`q${bits} weights, norm ${tag}`, M, N, 128, xq, wq, { bits, fused: { norm: 1e-5 }, fallback: false });
+      await run(`q${bits} weights, swiglu ${tag}`, M, N, 128, xq, wq, { bits, fused: { swiglu: true }, fallback: false });
+    }
   };
 
   const schedules: SgmatScheduleTally[] = [];

@@ -11,7 +11,9 @@ import { Tensor } from '../../src/gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
-import { packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { dequantDense, packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { Gpu as GpuClass } from '../../src/gpu/gpu.ts';
+import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
 import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
 import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
@@ -22,11 +24,16 @@ const U = 2 ** -24;
 const PATHS = ['gemv', 'tiled', 'rows'] as const;
 const EPS = 1e-6;
 
-/** A random [N, K] weight quantized on the CPU (Metal rules), scales/biases as stored in `round`'s dtype. */
-function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number) {
+/**
+ * A random [N, K] weight quantized on the CPU (Metal rules), scales/biases as stored in `round`'s dtype; `edit`
+ * changes the values first.
+ */
+function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number, edit?: (w: Float32Array) => void) {
   // Scales and biases in the dtype a model of `round` stores them in (f32 for f32 models).
   const sdt = round === 'none' ? 'f32' : round;
-  const wv = randn(seed, N * K, 0.1).map((v) => roundTo(round, v));
+  const raw = randn(seed, N * K, 0.1);
+  edit?.(raw);
+  const wv = raw.map((v) => roundTo(round, v));
   const r = quantizeRef(wv, N, K, { bits, groupSize, round });
   const ref: QuantMatrixRef = { ...r, N, K, bits, groupSize };
   const t = (a: Uint32Array | Float32Array, rows: number, cols: number, what: string) =>
@@ -152,6 +159,60 @@ describe('qembed', async () => {
   }
 });
 
+describe('qlinear on tensor cores: the dense copy of the weight (dequantDense)', async () => {
+  const gpu = await getGpu();
+  // 37 rows in two chunks; row 0's group 0 one constant, its group 1 all negative (the quantizer's corner groups).
+  const cases: Array<[number, number, 'bf16' | 'f16']> = [[4, 64, 'bf16'], [8, 32, 'bf16'], [3, 64, 'f16'], [2, 128, 'bf16'], [6, 32, 'f16']];
+  for (const [bits, gs, round] of cases) {
+    it(`${bits} bits, group ${gs}, ${round}: every value is dequantize's in the dtype, rows in order across chunks`, async () => {
+      const [N, K] = [37, 256];
+      const corners = (w: Float32Array) => { w.fill(-0.3, 0, gs); for (let i = 0; i < gs; i++) w[gs + i] = -0.2 - i / (8 * gs); };
+      const { ref, chunked } = makeWeight(gpu, N, K, bits, gs, round, bits * 10 + gs, corners);
+      const dense = dequantDense(chunked, round);
+      expect(dense.map((t) => [t.dtype, ...t.shape])).toEqual(chunked.q.map((q) => [round, q.shape[0], K]));
+      const got = new Float32Array(N * K);
+      let at = 0;
+      for (const t of dense) { const v = await t.readF32(); got.set(v, at); at += v.length; }
+      expectBitExact(got, dequantizeRef(ref.q, ref.scales, ref.biases, N, K, { bits, groupSize: gs, round }), 'dense');
+    });
+  }
+
+  it('the tiled matmul over the dense copy equals qtiled bit for bit (the same staged values and sums), norm and residual fused', async () => {
+    const [M, N, K] = [19, 40, 256];
+    const { one, chunked } = makeWeight(gpu, N, K, 4, 64, 'bf16', 77);
+    const xv = randn(78, M * K).map((v) => roundTo('bf16', v));
+    const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
+    const opts = { round: 'bf16' as const, path: 'tiled' as const, norm: { eps: EPS } };
+    const want = await qlinear(x, one, opts).read();
+    expectBitExact(await matmul(x, dequantDense(chunked, 'bf16'), opts).read(), want, 'dense tiled vs qtiled');
+    const res = () => Tensor.from(gpu, randn(79, M * N).map((v) => roundTo('bf16', v)), [M, N], 'f32', 'res');
+    const a = await qlinear(x, one, { round: 'bf16', path: 'tiled', accumulate: res() }).read();
+    expectBitExact(await matmul(x, dequantDense(one, 'bf16'), { round: 'bf16', path: 'tiled', accumulate: res() }).read(), a, 'residual');
+  });
+
+  it('a dense copy larger than one binding is split into row chunks that each fit', async () => {
+    const small = await GpuClass.create({ bindingLimit: 4096 });   // 8 bf16 rows of 256 values a chunk
+    try {
+      const { ref, one } = makeWeight(small, 21, 256, 4, 64, 'bf16', 5);
+      const dense = dequantDense(one, 'bf16');
+      expect(dense.map((t) => t.shape[0])).toEqual([8, 8, 5]);
+      const got = new Float32Array(21 * 256);
+      let at = 0;
+      for (const t of dense) { const v = await t.readF32(); got.set(v, at); at += v.length; }
+      expectBitExact(got, dequantizeRef(ref.q, ref.scales, ref.biases, 21, 256, { bits: 4, groupSize: 64, round: 'bf16' }), 'split');
+    } finally {
+      small.destroy();
+    }
+  });
+
+  it('forced without tensor cores: the error names what is missing', () => {
+    const { one } = makeWeight(gpu, 8, 64, 4, 64, 'bf16', 2);
+    const x = Tensor.from(gpu, new Float32Array(32 * 64), [32, 64], 'f32', 'x');
+    if (gpu.device.features.has('chromium-experimental-subgroup-matrix')) return;
+    expect(() => qlinear(x, one, { path: 'sgmat', round: 'bf16' })).toThrow(/subgroup/);
+  });
+});
+
 describe('packHalves', async () => {
   const gpu = await getGpu();
   for (const dtype of ['bf16', 'f16'] as const) {
@@ -177,7 +238,8 @@ describe('qlinear bad input', async () => {
     expect(() => qlinear(x, { ...one, biases: [] })).toThrow(/1 packed chunks, 1 scales and 0 biases/);
     expect(() => qlinear(x, one, { swiglu: true, accumulate: x })).toThrow(InputError);
     expect(() => qlinear(x, one, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/wg must be a power of two from 16 to 256/);
-    expect(() => qlinear(x, one, { path: 'sgmat' })).toThrow(/unknown path "sgmat"; qlinear takes/);
+    expect(() => qlinear(x, one, { path: 'wide' as 'gemv' })).toThrow(/unknown path "wide"; qlinear takes/);
+    expect(() => qlinear(x, one, { path: 'sgmat' })).toThrow(/path 'sgmat' needs round 'bf16' \(got "none"\)/);
     expect(() => qlinear(x, one, { round: 'f8' as 'bf16' })).toThrow(/\[qlinear\] unknown round "f8"/);
     expect(() => qlinear(Tensor.from(gpu, new Uint32Array(128), [2, 64], 'u32', 'xu'), one)).toThrow(DTypeError);
   });

@@ -6,7 +6,8 @@ import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
-import { shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
+import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
+import { matmulPath } from '../policy_matmul.ts';
 import { checkGemvShape, GEMV_MAX_M } from '../matmul/gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
@@ -20,11 +21,17 @@ const ROWS_K = new Kernel(FILE, 'qrows');
 const TILED = new Kernel(FILE, 'qtiled');
 const EMBED = new Kernel(FILE, 'qembed');
 const PACK = new Kernel(FILE, 'pack_half');
+const DENSE = new Kernel(FILE, 'qdense');
 // qtiled's threads along N and M and K slice (overrides); each thread owns a 4 x 4 block, fixed in the WGSL.
 const TILE = { TX: 16, TY: 16, BK: 16 };
 const WG = 64;
 /** Up to this many x rows the automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
 const AUTO_GEMV_MAX_M = 8;
+/**
+ * The largest dense copy (bytes) the automatic path makes of one weight for the tensor cores: held for the call only,
+ * it is at most lm_head's of HRM-Text-1B in bf16 (192 MiB); beyond it the call takes qtiled instead.
+ */
+const DENSE_MAX_BYTES = 256 * 2 ** 20;
 
 /**
  * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
@@ -77,8 +84,37 @@ export function packHalves(t: Tensor, dtype: 'bf16' | 'f16'): Tensor {
 }
 
 /**
+ * The weight as dense row chunks of `round`'s half dtype ([rows, K] each, within one binding; consecutive rows),
+ * every value r(r(scale * level) + bias) as qtiled stages it: MLX's qmm dequantizes into the model's dtype alike.
+ */
+export function dequantDense(w: QuantMatrix, round: 'bf16' | 'f16'): Tensor[] {
+  const op = 'qlinear.dense';
+  const [, K] = checkQuantMatrix(op, w);
+  const gpu = w.q[0].gpu;
+  const per = Math.floor(gpu.maxBinding / (2 * K));
+  if (per < 1) throw new ShapeError(op, `a dense row of ${K} ${round} values exceeds the adapter's binding limit ${gpu.maxBinding}`);
+  const out: Tensor[] = [];
+  for (let i = 0; i < w.q.length; i++) {
+    const rows = w.q[i].shape[0];
+    for (let r0 = 0; r0 < rows; r0 += per) {
+      const n = Math.min(per, rows - r0);
+      const t = Tensor.empty(gpu, [n, K], round, `${w.q[i].label}.${round}`);
+      DENSE.dispatch(gpu, {
+        bindings: { wq: w.q[i], scales: w.scales[i], biases: w.biases[i], packed: t }, label: op,
+        uniforms: { M: 0, N: n, K, ldo: 0, col0: r0, eps: 0, escale: 0, vocab: 0 },
+        overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: DTYPE_CODE[round], WG }, workgroups: grid(gpu, (n * K) / 2, WG),
+      });
+      out.push(t);
+    }
+  }
+  return out;
+}
+
+/**
  * out[..., n] = sum_k x[..., k] * W[n, k] with W = scale * level + bias per group, and matmul's fusions
- * (norm, swiglu, accumulate, round, path: 'gemv' | 'tiled' | 'rows' | 'auto'). x: f32 [..., K].
+ * (norm, swiglu, accumulate, round, path: 'gemv' | 'tiled' | 'rows' | 'sgmat' | 'auto'). x: f32 [..., K].
+ * 'sgmat' (bf16 rounding, adapters with tensor cores; 'auto' takes it where matmul would for a bf16 weight): the
+ * weight dequantized into a dense bf16 copy for the call (dequantDense), then matmul's tensor-core path.
  */
 export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Tensor {
   const op = 'qlinear';
@@ -90,8 +126,17 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   const round = roundCode('qlinear', opts.round);
   const cols = validateFusions(op, x, `${w.bits}-bit weight ${shapeOf(w.q[0])}${w.q.length > 1 ? ` (${w.q.length} chunks)` : ''}`, N, opts);
   const a = opts.accumulate;
-  const path = !opts.path || opts.path === 'auto' ? (gpu.cpu ? 'rows' : M <= AUTO_GEMV_MAX_M ? 'gemv' : 'tiled') : opts.path;
-  if (!['gemv', 'tiled', 'rows'].includes(path)) throw new InputError(op, `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled' or 'rows'`);
+  const path = !opts.path || opts.path === 'auto' ? autoPath(gpu, M, N, K, opts.round) : opts.path;
+  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError(op, `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
+  if (path === 'sgmat') {
+    if (opts.round !== 'bf16') throw new InputError(op, `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
+    const dense = dequantDense(w, 'bf16');
+    try {
+      return matmul(x, dense, { ...opts, path: 'sgmat' });
+    } finally {
+      for (const t of dense) t.dispose();   // recorded dispatches read them in order; the pool may hand them out again
+    }
+  }
   if (opts.swiglu && (w.q.length > 1 || path === 'tiled')) {
     // Gate row i and up row I + i may sit in different chunks, and tiles hold runs of consecutive rows.
     const gu = qlinear(x, w, { round: opts.round, path, norm: opts.norm });
@@ -123,6 +168,14 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   }
   if (xin !== x) xin.dispose();
   return out;
+}
+
+/** CPU drivers 'rows'; few rows 'gemv'; bf16 prefill on tensor cores where matmul would take them; else 'tiled'. */
+function autoPath(gpu: Gpu, M: number, N: number, K: number, round?: Round): 'rows' | 'gemv' | 'tiled' | 'sgmat' {
+  if (gpu.cpu) return 'rows';
+  if (M <= AUTO_GEMV_MAX_M) return 'gemv';
+  const sgmat = round === 'bf16' && 2 * N * K <= DENSE_MAX_BYTES && matmulPath(gpu, { M, wdtype: 'bf16', round, gemvFaster: false }) === 'sgmat';
+  return sgmat ? 'sgmat' : 'tiled';
 }
 
 function sdt(w: QuantMatrix): number {

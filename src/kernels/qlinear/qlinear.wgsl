@@ -19,6 +19,9 @@
 //  4. qembed (QuantizedEmbedding): out[s, j] = r(r(r(level * scale) + bias) * escale), mx.dequantize's rounding.
 //  5. pack_half: f32 values that are values of the half dtype (SDT) packed two per word, exactly: scales and
 //     biases quantized on the GPU (quant.wgsl writes f32) stored as a checkpoint would hold them.
+//  6. qdense (prefill on tensor cores, qlinear.ts): rows col0 .. col0 + N of the chunk as a dense weight in the
+//     half dtype of ROUND, two per word, each W[n, k] = r(r(scale * level) + bias) as qtiled stages it; the dense
+//     matmul then runs on it (matmul_sgmat.ts), the weight's qmm by MLX's own route of dequantizing into its dtype.
 //
 // Fusions as matmul.wgsl (pipeline constants): NORM (qgemv: x rows rms-normalised in a prologue, each value
 // rounded), SWIGLU (qgemv, qrows: w is [gate; up] and out = r(r(g * r(sigmoid(g))) * u)), ACC (qgemv, qtiled, qrows:
@@ -172,5 +175,20 @@ fn pack_half(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
   let a = x[2u * i];
   let b = select(0.0, x[min(2u * i + 1u, p.M - 1u)], 2u * i + 1u < p.M);
   if (SDT == 2u) { packed[i] = pack2x16float(vec2<f32>(a, b)); return; }
+  packed[i] = (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xffff0000u);
+}
+
+// Uniforms: N rows from row col0, K values each (even: whole groups). Word i of the output holds values 2i, 2i + 1
+// of its row-major [N, K], the lower one in the low half; ROUND 1 (bf16) or 2 (f16) makes them that dtype's values.
+@compute @workgroup_size(WG)
+fn qdense(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.N * p.K / 2u) { return; }
+  let n = p.col0 + 2u * i / p.K;
+  let k = 2u * i % p.K;
+  let sb = affine_at(n, k);   // both values lie in k's group (groups hold an even count)
+  let a = round_out(round_out(sb.x * level_at(n, k)) + sb.y);
+  let b = round_out(round_out(sb.x * level_at(n, k + 1u)) + sb.y);
+  if (ROUND == 2u) { packed[i] = pack2x16float(vec2<f32>(a, b)); return; }
   packed[i] = (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xffff0000u);
 }
