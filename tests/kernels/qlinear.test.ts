@@ -13,6 +13,7 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantDense, packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 import { Gpu as GpuClass } from '../../src/gpu/gpu.ts';
+import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
 import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
@@ -138,6 +139,47 @@ describe('qlinear fusions against the composed ops', async () => {
       });
     }
   }
+});
+
+describe('qgemv4 shapes: 2 to 16 rows a workgroup, x staged in workgroup memory', async () => {
+  const gpu = await getGpu();
+  const [M, N, K] = [3, 72, 256];   // 3 x rows (2 a workgroup at 8 rows, 1 at 16); a last block past N at 16 rows
+  // A row's sum depends on the lanes only: every shape at 32 lanes equals 2 rows (3 x rows a workgroup) bit for bit.
+  const shapes: GemvShape[] = [{ wg: 32, rows: 8 }, { wg: 32, rows: 16 }, { wg: 32, rows: 4, kernel: 'xs' }, { wg: 32, rows: 16, kernel: 'xs' }];
+  for (const bits of [4, 8]) {
+    it(`${bits} bits, bf16: norm + swiglu and the residual, each shape the bits of 2 rows`, async () => {
+      const { one } = makeWeight(gpu, N, K, bits, 64, 'bf16', bits + 90);
+      const x = Tensor.from(gpu, randn(bits + 91, M * K, 3).map((v) => roundTo('bf16', v)), [M, K], 'f32', 'x');
+      const accv = randn(bits + 92, M * N, 2).map((v) => roundTo('bf16', v));
+      const run = async (gemv: GemvShape) => {
+        const sw = await qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
+        const acc = await qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [M, N], 'f32', 'acc') }).read();
+        return [sw, acc];
+      };
+      const [sw, acc] = await run({ wg: 32, rows: 2 });
+      // 8 bits: the two 16-row shapes (the others' code is the same as at 4 bits, and each shape is a compile here).
+      for (const gemv of bits === 4 ? shapes : shapes.filter((g) => g.rows === 16)) {
+        const [a, b] = await run(gemv);
+        expectBitExact(a, sw, `norm + swiglu ${JSON.stringify(gemv)}`);
+        expectBitExact(b, acc, `residual ${JSON.stringify(gemv)}`);
+      }
+    });
+  }
+
+  it('refuses the shapes its kernels cannot take, naming the rule', () => {
+    const { one } = makeWeight(gpu, 8, 64, 4, 64, 'bf16', 3);
+    const three = makeWeight(gpu, 8, 64, 3, 64, 'bf16', 4).one;
+    const x = Tensor.from(gpu, new Float32Array(64), [1, 64], 'f32', 'x');
+    const q = (w: QuantMatrix, gemv: GemvShape) => () => qlinear(x, w, { path: 'gemv', gemv });
+    expect(q(one, { wg: 32, rows: 6 })).toThrow(/rows 2, 4, 8 or 16/);
+    expect(q(one, { wg: 32, rows: 2, kernel: 'upl' })).toThrow(/kernel must be 'vec4' or 'xs'/);
+    expect(q(three, { wg: 32, rows: 8 })).toThrow(/take qgemv .* kernel 'vec4', rows 2 or 4/);
+    expect(q(three, { wg: 32, rows: 2, kernel: 'xs' })).toThrow(/take qgemv/);
+    const big = gpu.device.limits.maxComputeWorkgroupStorageSize;   // K values of f32 that cannot fit beside the sums
+    const wide = makeWeight(gpu, 16, big / 2, 4, 64, 'bf16', 6).one;
+    const xw = Tensor.from(gpu, new Float32Array(big / 2), [1, big / 2], 'f32', 'xw');
+    expect(() => qlinear(xw, wide, { path: 'gemv', gemv: { wg: 32, rows: 2, kernel: 'xs' } })).toThrow(/kernel 'xs' stages x's \d+ values/);
+  });
 });
 
 describe('qembed', async () => {

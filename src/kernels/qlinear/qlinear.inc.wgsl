@@ -21,7 +21,7 @@ override GS: u32 = 64u;
 override ROUND: u32 = 0u;
 override SDT: u32 = 0u;
 override WG: u32 = 64u;    // qgemv lanes (power of two), qrows / qembed threads per workgroup
-override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (even with SWIGLU)
+override ROWS: u32 = 2u;   // qgemv weight rows per workgroup, <= 4 (qgemv4: <= 16, ROWS x MB <= MAXACC; even with SWIGLU)
 override MB: u32 = 1u;     // qgemv x rows per workgroup, <= 4
 override TX: u32 = 16u;
 override TY: u32 = 16u;

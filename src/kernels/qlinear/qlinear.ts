@@ -8,7 +8,7 @@ import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
 import { matmulPath } from '../policy_matmul.ts';
-import { checkGemvShape, GEMV_MAX_M } from '../matmul/gemv.ts';
+import { GEMV_MAX_M, type GemvShape } from '../matmul/gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
@@ -183,12 +183,14 @@ function sdt(w: QuantMatrix): number {
 }
 
 function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
-  const MB = Math.min(uniforms.M, GEMV_MAX_M);
   const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
   const tuned = wide ? gemv4Shape(uniforms.N, uniforms.K * fixed.BITS / 128, fixed.NORM === 1 || fixed.SWIGLU === 1) : { WG: 64, ROWS: fixed.SWIGLU ? 4 : 2 };
   const ROWS = shape?.rows ?? tuned.ROWS;
   const lanes = shape?.wg ?? tuned.WG;
-  checkGemvShape('qlinear', { wg: lanes, rows: ROWS });
+  const xsh = (shape?.kernel ?? 'vec4') === 'xs';
+  checkQGemvShape(gpu, shape ?? { wg: lanes, rows: ROWS }, wide, uniforms.K);
+  // qgemv4's accumulators hold ROWS x MB sums (MAXACC); the staged x is one row.
+  const MB = xsh ? 1 : Math.min(uniforms.M, GEMV_MAX_M, Math.floor(QGEMV_MAXACC / ROWS));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
   const blocks = Math.ceil(uniforms.N / ROWS);
   const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
@@ -196,8 +198,33 @@ function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Reco
   const overrides = { ...fixed, WG: lanes, ROWS, MB };
   if (wide) {
     const { x, wq, ...rest } = bindings;
-    GEMV4.dispatch(gpu, { bindings: { ...rest, x4: x, wq4: wq }, uniforms, overrides, workgroups, label: 'qlinear.gemv4' });
+    const xs: Record<string, number> = xsh ? { XSH: 1, XSN: uniforms.K / 4 } : {};
+    GEMV4.dispatch(gpu, { bindings: { ...rest, x4: x, wq4: wq }, uniforms, overrides: { ...overrides, ...xs }, workgroups, label: 'qlinear.gemv4' });
   } else GEMV.dispatch(gpu, { bindings, uniforms, overrides, workgroups, label: 'qlinear.gemv' });
+}
+
+/** qgemv4's accumulators (MAXACC in qlinear.inc.wgsl): ROWS x MB sums a lane. */
+const QGEMV_MAXACC = 16;
+
+/**
+ * The matrix-vector shapes qlinear takes: lanes a power of two from 16 to 256; qgemv4 (4 and 8 bits, aligned) 2, 4,
+ * 8 or 16 rows, kernel 'vec4' or 'xs' (its x row staged in workgroup memory, which must hold it); qgemv 2 or 4 rows.
+ */
+function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, K: number): void {
+  const kernel = shape.kernel ?? 'vec4';
+  const desc = JSON.stringify(shape);
+  if (kernel !== 'vec4' && kernel !== 'xs') throw new InputError('qlinear', `gemv shape ${desc}: kernel must be 'vec4' or 'xs'`);
+  const { wg } = shape;
+  if (!(Number.isInteger(wg) && wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0)) throw new InputError('qlinear', `gemv shape ${desc}: wg must be a power of two from 16 to 256`);
+  if (shape.groups !== undefined) throw new InputError('qlinear', `gemv shape ${desc}: groups is for matmul's kernel 'wide' only`);
+  if (!wide && (kernel === 'xs' || (shape.rows !== 2 && shape.rows !== 4))) {
+    throw new InputError('qlinear', `gemv shape ${desc}: these weights take qgemv (not 4 or 8 bits, or x / levels not 16-byte aligned): kernel 'vec4', rows 2 or 4`);
+  }
+  if (![2, 4, 8, 16].includes(shape.rows)) throw new InputError('qlinear', `gemv shape ${desc}: rows 2, 4, 8 or 16`);
+  const room = gpu.device.limits.maxComputeWorkgroupStorageSize - 4 * shape.wg * shape.rows;
+  if (kernel === 'xs' && 4 * K > room) {
+    throw new InputError('qlinear', `gemv shape ${desc}: kernel 'xs' stages x's ${K} values (${4 * K} bytes) in workgroup memory, which has ${room} bytes left`);
+  }
 }
 
 /** qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and levels. */

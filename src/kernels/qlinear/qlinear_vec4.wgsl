@@ -1,6 +1,16 @@
 // qgemv4: qlinear.wgsl's qgemv (variant 1) reading 16 bytes of levels per lane, row and step; see qlinear.wgsl.
+// It takes up to QMAXR rows a workgroup (ROWS x MB <= MAXACC), and with XSH stages its x row in workgroup memory.
 
 // #include "qlinear/qlinear.inc.wgsl"
+
+// Weight rows a workgroup may take: at 4 bits a row of K = 1536 is 768 bytes, less than the x row (6 KiB of f32)
+// every workgroup reads, so more rows a workgroup read fewer x bytes per weight byte.
+const QMAXR: u32 = 16u;
+// XSH: the x row (one: MB 1), normalised with NORM, staged in workgroup memory once (XSN >= K / 4 vec4s), the units
+// then read from there: every lane otherwise reads its units' x from memory, the prologue once more. Same values.
+override XSH: bool = false;
+override XSN: u32 = 1u;
+var<workgroup> xs: array<vec4<f32>, XSN>;
 
 // qgemv4's unit: one vec4<u32> of packed levels of a row (32 values at 4 bits, 16 at 8), QU = 32 / BITS quads of
 // 4 values, all in one group (GS >= 32). A level is taken in place, masked within its half word, as level * 2^s
@@ -31,7 +41,9 @@ fn unit_x4(xr4: u32, u: u32, inv: f32) -> XUnit {
   var xu: XUnit;
   var s = vec4<f32>(0.0);
   for (var q = 0u; q < 32u / BITS; q++) {
-    let v = xn4(x4[xr4 + u * (32u / BITS) + q], inv);
+    let i = u * (32u / BITS) + q;
+    var v: vec4<f32>;
+    if (XSH) { v = xs[i]; } else { v = xn4(x4[xr4 + i], inv); }
     s += v;
     xu.q[q] = v * quad_scale();
   }
@@ -48,7 +60,7 @@ fn unit_dot4(wv: vec4<u32>, sb: vec2<f32>, xu: XUnit) -> f32 {
 
 // qgemv with a unit of 16 bytes per lane per row and step (4 and 8 bits; 16-byte aligned x and levels): a quarter
 // (4 bits) or half of the steps, one scale / bias load per 32 or 16 values instead of per 8, vec4 x loads; every
-// row's load of a step is issued before its arithmetic.
+// row's load of a step is issued before its arithmetic. A row's sum is the same whatever ROWS and XSH are.
 @compute @workgroup_size(WG)
 fn qgemv4(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let blk = wid.x + wid.y * nwg.x;
@@ -64,12 +76,17 @@ fn qgemv4(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
     }
     inv = block_inv(lid);
   }
+  if (XSH) {
+    let xr = min(m0, p.M - 1u) * K4;
+    for (var k = lid; k < K4; k += WG) { xs[k] = xn4(x4[xr + k], inv[0]); }
+    workgroupBarrier();
+  }
   let upr = p.K * BITS / 128u;   // units per row
-  var rows: array<u32, 4>;
+  var rows: array<u32, QMAXR>;
   for (var r = 0u; r < ROWS; r++) { rows[r] = slot_row(blk, r); }
   var acc: array<f32, MAXACC>;
-  var wv: array<vec4<u32>, 4>;
-  var sb: array<vec2<f32>, 4>;
+  var wv: array<vec4<u32>, QMAXR>;
+  var sb: array<vec2<f32>, QMAXR>;
   for (var u = lid; u < upr; u += WG) {
     for (var r = 0u; r < ROWS; r++) {
       wv[r] = wq4[rows[r] * upr + u];
