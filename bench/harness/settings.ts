@@ -165,8 +165,8 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s, v) => { s.budget = int('budget', v, 1); } },
   { name: 'seed', arg: 'N', help: 'seed of the random weights and prompts',
     apply: (s, v) => { s.seed = int('seed', v); } },
-  { name: 'sweep-gemv', help: "also time the decode projections' matrix-vector kernels (vec4, upl) over workgroup "
-    + 'shapes', apply: (s) => { s.sweepGemv = true; } },
+  { name: 'sweep-gemv', help: "also time the decode projections' matrix-vector kernels over workgroup shapes, bf16 "
+    + 'and 4/8-bit weights', apply: (s) => { s.sweepGemv = true; } },
   { name: 'check-sgmat', help: "first run the subgroup-matrix matmul's parity checks (needs the repository's "
     + 'tests/fixtures)', apply: (s) => { s.checkSgmat = true; } },
   { name: 'ahead', arg: 'N|auto', help: 'greedy decode steps queued ahead of the token being read (default auto: as '

@@ -3,6 +3,8 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
+import { quantize } from '../../src/kernels/quant/quant.ts';
+import { packHalves, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 import { chunkRows } from '../../src/hrm/layout.ts';
 import { stats, type Stats } from '../timing/stats.ts';
 import type { Timing } from '../timing/calls.ts';
@@ -62,6 +64,24 @@ export function randomWeight(gpu: Gpu, rows: number, cols: number, seed: number,
     chunks.push(t);
   }
   return chunks;
+}
+
+/**
+ * A random [rows, cols] weight quantized on the GPU (group 64, bf16 scales and biases), as a bf16 checkpoint
+ * quantized on load: row chunks whose f32 source fits one binding.
+ */
+export function randomQuantWeight(gpu: Gpu, rows: number, cols: number, bits: number, seed: number, label: string): QuantMatrix {
+  const w: QuantMatrix & { q: Tensor[]; scales: Tensor[]; biases: Tensor[] } = { bits, groupSize: 64, q: [], scales: [], biases: [] };
+  const per = chunkRows(gpu, rows, cols * 4);
+  for (let r = 0; r < rows; r += per) {
+    const dense = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'f32', label);
+    fillRandom(dense, { seed: seed + r, scale: 1 / Math.sqrt(cols) });
+    const q = quantize(dense, { bits, groupSize: 64, round: 'bf16' });
+    dense.dispose();
+    w.q.push(q.q);
+    for (const [to, t] of [[w.scales, q.scales], [w.biases, q.biases]] as const) { to.push(packHalves(t, 'bf16')); t.dispose(); }
+  }
+  return w;
 }
 
 /** An f32 [rows, cols] tensor of random values, made on the GPU. */

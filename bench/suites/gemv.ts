@@ -7,10 +7,11 @@ import { Tensor } from '../../src/gpu/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
+import { qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 import type { Settings } from '../harness/settings.ts';
 import { passCalls, timeCalls } from '../timing/calls.ts';
 import { stats } from '../timing/stats.ts';
-import { bandwidth, randomWeight, randomX, type BandwidthFigure } from './figures.ts';
+import { bandwidth, randomQuantWeight, randomWeight, randomX, type BandwidthFigure } from './figures.ts';
 
 /**
  * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: where the
@@ -58,7 +59,7 @@ export async function gemv(
 
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
- * o and down), one x row, over kernels and workgroup shapes: GPU time per call in one pass of 200 back-to-back
+ * o and down), one x row, over kernels and workgroup shapes, in bf16 and then on 4- and 8-bit weights (qSweepShapes): GPU time per call in one pass of 200 back-to-back
  * calls, barriers included, as a replayed step pays it (passCalls; wall time only without timestamps: recording a
  * call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
  * 'upl' and 'upl-sg' (loads up front; the latter reduced on subgroups, where the adapter has them) at the lanes that
@@ -78,22 +79,27 @@ export async function gemvSweep(
     { layer: 'down_proj (residual)', n: hidden, k: inter, norm: false, swiglu: false, acc: true },
   ];
   const out: SweepPoint[] = [];
-  for (const L of layers) {
-    const wBytes = L.n * L.k * 2;
+  const quantized = [4, 8].flatMap((bits) => [layers[0], layers[1], layers[2], layers[5]].map((L) => ({ ...L, bits })));
+  for (const L of [...layers.map((l) => ({ ...l, bits: 16 })), ...quantized]) {
+    // Bytes a call reads of the weights: bf16, or the packed levels and a bf16 scale and bias a group of 64.
+    const wBytes = L.n * L.k * (L.bits / 8 + (L.bits < 16 ? 4 / 64 : 0));
     const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
-    const ws = Array.from({ length: copies },
-      (_, i) => randomWeight(gpu, L.n, L.k, s.seed * 13 + i * 7, `sweep.w${i}`));
+    const ws: Array<Tensor[] | QuantMatrix> = Array.from({ length: copies }, (_, i) => L.bits < 16
+      ? randomQuantWeight(gpu, L.n, L.k, L.bits, s.seed * 13 + i * 7, `sweep.q${i}`)
+      : randomWeight(gpu, L.n, L.k, s.seed * 13 + i * 7, `sweep.w${i}`));
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
-      const shapes = sweepShapes(L.k, gpu.subgroups);
+      const shapes = L.bits < 16 ? qSweepShapes() : sweepShapes(L.k, gpu.subgroups);
       const calls = shapes.map((gemv) => {
         let i = 0;
         return () => {
-          const y = matmul(x, ws[i++ % copies], {
+          const w = ws[i++ % copies];
+          const opts = {
             norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv,
-            path: 'gemv',
-          });
+            path: 'gemv' as const, round: L.bits < 16 ? 'bf16' as const : undefined,
+          };
+          const y = Array.isArray(w) ? matmul(x, w, opts) : qlinear(x, w, opts);
           if (!L.acc) y.dispose();
         };
       });
@@ -117,17 +123,29 @@ export async function gemvSweep(
         const passUs = pass[j].length ? stats(pass[j]).median : null;
         const wallUs = wall[j] ?? null;
         out.push({
-          layer: `${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows,
+          layer: `${L.bits < 16 ? `q${L.bits} ` : ''}${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows,
           groups: gemv.groups ?? null, bytes: wBytes, wallUs, passUs, GBps: wBytes / (passUs ?? wallUs!) / 1e3,
         });
       }
     } finally {
       x.dispose();
       acc.dispose();
-      for (const w of ws) for (const c of w) c.dispose();
+      for (const w of ws) for (const c of Array.isArray(w) ? w : [...w.q, ...w.scales, ...w.biases]) c.dispose();
     }
   }
   return out;
+}
+
+/**
+ * The sweep's shapes for 4- and 8-bit weights (qlinear's qgemv4): 16..128 lanes x 2..16 rows, x read by every lane
+ * ('vec4') or staged in workgroup memory ('xs').
+ */
+function qSweepShapes(): GemvShape[] {
+  const shapes: GemvShape[] = [];
+  for (const kernel of ['vec4', 'xs'] as const) {
+    for (const wg of [16, 32, 64, 128]) for (const rows of [2, 4, 8, 16]) shapes.push({ kernel, wg, rows });
+  }
+  return shapes;
 }
 
 /**
