@@ -28,10 +28,11 @@ const WG = 64;
 /** Up to this many x rows the automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
 const AUTO_GEMV_MAX_M = 8;
 /**
- * The largest dense copy (bytes) the automatic path makes of one weight for the tensor cores: held for the call only,
- * it is at most lm_head's of HRM-Text-1B in bf16 (192 MiB); beyond it the call takes qtiled instead.
+ * The largest dense copy (bytes) the automatic path makes of one weight for the tensor cores. The copy and the tensor
+ * cores' f16 copy of it live for the call (then in the buffer pool), twice this at most: HRM-Text-1B's layer
+ * projections (up to 24 MiB) take the path, its lm_head (192 MiB, a third of the q4 model's own size) keeps qtiled.
  */
-const DENSE_MAX_BYTES = 256 * 2 ** 20;
+const DENSE_MAX_BYTES = 64 * 2 ** 20;
 
 /**
  * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
