@@ -243,7 +243,9 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
       });
       await section('dispatch chain', async (gpu) => { r.kernels.dispatch = await dispatchCost(gpu, s); });
       if (s.sweepGemv) {
-        await section('gemv sweep', async (gpu) => { r.kernels.sweep = await gemvSweep(gpu, h, inter, qkv, s); });
+        await section('gemv sweep', async (gpu) => {
+          r.kernels.sweep = await gemvSweep(gpu, h, inter, qkv, config.vocab_size, s);
+        });
         await section('attention sweep', async (gpu) => {
           r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s);
         });

@@ -70,8 +70,10 @@ export function randomWeight(gpu: Gpu, rows: number, cols: number, seed: number,
  * A random [rows, cols] weight quantized on the GPU (group 64, bf16 scales and biases), as a bf16 checkpoint
  * quantized on load: row chunks whose f32 source fits one binding.
  */
-export function randomQuantWeight(gpu: Gpu, rows: number, cols: number, bits: number, seed: number, label: string): QuantMatrix {
-  const w: QuantMatrix & { q: Tensor[]; scales: Tensor[]; biases: Tensor[] } = { bits, groupSize: 64, q: [], scales: [], biases: [] };
+export function randomQuantWeight(
+  gpu: Gpu, rows: number, cols: number, bits: number, seed: number, label: string,
+): QuantMatrix {
+  const w = { bits, groupSize: 64, q: [] as Tensor[], scales: [] as Tensor[], biases: [] as Tensor[] };
   const per = chunkRows(gpu, rows, cols * 4);
   for (let r = 0; r < rows; r += per) {
     const dense = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'f32', label);
@@ -79,7 +81,10 @@ export function randomQuantWeight(gpu: Gpu, rows: number, cols: number, bits: nu
     const q = quantize(dense, { bits, groupSize: 64, round: 'bf16' });
     dense.dispose();
     w.q.push(q.q);
-    for (const [to, t] of [[w.scales, q.scales], [w.biases, q.biases]] as const) { to.push(packHalves(t, 'bf16')); t.dispose(); }
+    for (const [to, t] of [[w.scales, q.scales], [w.biases, q.biases]] as const) {
+      to.push(packHalves(t, 'bf16'));
+      t.dispose();
+    }
   }
   return w;
 }

@@ -1,6 +1,7 @@
 // The library's matrix-vector path (decode's products) as bandwidth: the two shapes that dominate decode (the
-// fused gate/Q/K/V projection and lm_head), and with --sweep-gemv the decode layer's four projections, fused as the
-// model runs them, over every matrix-vector kernel and workgroup shape (what gemv.ts's defaults are chosen from).
+// fused gate/Q/K/V projection and lm_head), and with --sweep-gemv the decode layer's four projections (and,
+// quantized, lm_head), fused as the model runs them, over every matrix-vector kernel and workgroup shape (what
+// gemv.ts's and qlinear.ts's defaults are chosen from).
 // The weights cycle through copies totalling more than the L2, as the model's layers do.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
@@ -59,14 +60,15 @@ export async function gemv(
 
 /**
  * The decode layer's four projections with the model's fusions (norm into gqkv and gate_up, SwiGLU, residual into
- * o and down), one x row, over kernels and workgroup shapes, in bf16 and then on 4- and 8-bit weights (qSweepShapes): GPU time per call in one pass of 200 back-to-back
- * calls, barriers included, as a replayed step pays it (passCalls; wall time only without timestamps: recording a
- * call costs JavaScript more than the smaller kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows;
- * 'upl' and 'upl-sg' (loads up front; the latter reduced on subgroups, where the adapter has them) at the lanes that
- * split a row's units evenly, x 2, 4 or 8 rows as its registers allow; 'wide' (sweepShapes).
+ * o and down), one x row, over kernels and workgroup shapes: in bf16, then on 4- and 8-bit weights with lm_head
+ * (qSweepShapes). GPU time per call in one pass of 200 back-to-back calls, barriers included, as a replayed step
+ * pays it (passCalls; wall time only without timestamps: recording a call costs JavaScript more than the smaller
+ * kernels take). 'vec4' (the K loop) at 32..256 lanes x 2 or 4 rows; 'upl' and 'upl-sg' (loads up front; the
+ * latter reduced on subgroups, where the adapter has them) at the lanes that split a row's units evenly, x 2, 4 or
+ * 8 rows as its registers allow; 'wide' (sweepShapes).
  */
 export async function gemvSweep(
-  gpu: Gpu, hidden: number, inter: number, qkv: number, s: Settings,
+  gpu: Gpu, hidden: number, inter: number, qkv: number, vocab: number, s: Settings,
 ): Promise<SweepPoint[]> {
   const layers = [
     { layer: 'gqkv (norm)', n: qkv, k: hidden, norm: true, swiglu: false, acc: false },
@@ -79,7 +81,10 @@ export async function gemvSweep(
     { layer: 'down_proj (residual)', n: hidden, k: inter, norm: false, swiglu: false, acc: true },
   ];
   const out: SweepPoint[] = [];
-  const quantized = [4, 8].flatMap((bits) => [layers[0], layers[1], layers[2], layers[5]].map((L) => ({ ...L, bits })));
+  // Quantized, lm_head too: its 65536 rows each read the whole x row, which at 4 bits is 8 times a row's levels.
+  const lmHead = { layer: 'lm_head', n: vocab, k: hidden, norm: false, swiglu: false, acc: false };
+  const quantized = [4, 8].flatMap((bits) =>
+    [layers[0], layers[1], layers[2], layers[5], lmHead].map((L) => ({ ...L, bits })));
   for (const L of [...layers.map((l) => ({ ...l, bits: 16 })), ...quantized]) {
     // Bytes a call reads of the weights: bf16, or the packed levels and a bf16 scale and bias a group of 64.
     const wBytes = L.n * L.k * (L.bits / 8 + (L.bits < 16 ? 4 / 64 : 0));
@@ -123,7 +128,8 @@ export async function gemvSweep(
         const passUs = pass[j].length ? stats(pass[j]).median : null;
         const wallUs = wall[j] ?? null;
         out.push({
-          layer: `${L.bits < 16 ? `q${L.bits} ` : ''}${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4', wg: gemv.wg, rows: gemv.rows,
+          layer: `${L.bits < 16 ? `q${L.bits} ` : ''}${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4',
+          wg: gemv.wg, rows: gemv.rows,
           groups: gemv.groups ?? null, bytes: wBytes, wallUs, passUs, GBps: wBytes / (passUs ?? wallUs!) / 1e3,
         });
       }
