@@ -89,6 +89,7 @@ function decodeStep(p: BenchResult['caches'][number]): string[] {
     L.push('', `The same step as one pass on the GPU (${ab.dispatches} dispatches): ${f(ab.stepMs)} ms; without each ` +
       'kernel\'s dispatches it runs faster by:', '');
     L.push(...ablationTable(ab));
+    L.push(...inPassTable(ab));
     for (const q of ab.queued ?? []) {
       L.push('', `Replayed ${q.steps} times, ${q.ahead} in flight (a submit, a pass and a 4-byte readback each): ` +
         `${f(q.wallMs)} ms a step of wall time; ` +
@@ -128,6 +129,20 @@ function ablationTable(ab: Ablation): string[] {
     ...ab.byKernel.map((k) => k.ms < 0
       ? `| ${esc(k.kernel)} | ${k.count} | — | (slower without it) |`
       : `| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / ab.stepMs)} |`)];
+}
+
+/**
+ * The one-pass step timed between its dispatches (timestamps inside the pass, where the browser has them): each
+ * kernel's run and its wait on the dispatch before, summed over the step.
+ */
+function inPassTable(ab: Ablation): string[] {
+  const p = ab.inPass;
+  if (!p) return [];
+  return ['', `The same pass with a timestamp after every dispatch (${f(p.stepMs)} ms in all): each kernel's ` +
+    'dispatches from the end of the one before to their own end, summed:', '',
+  '| kernel [grid] | dispatches | ms | of the pass | us a dispatch |', '|---|---|---|---|---|',
+  ...p.byKernel.map((k) => `| ${esc(k.kernel)} | ${k.count} | ${f(k.ms)} | ${pct(k.ms / p.stepMs)} | ` +
+    `${f((k.ms * 1000) / k.count)} |`)];
 }
 
 /** GPU time per kernel label of a profiled forward, largest first. */

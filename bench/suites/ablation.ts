@@ -3,7 +3,7 @@
 // pass of its own; this does not.
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { capture } from '../../src/gpu/capture.ts';
-import { passMs, queuedPassMs, type QueuedSteps } from '../timing/calls.ts';
+import { inPassMs, passMs, queuedPassMs, type QueuedSteps } from '../timing/calls.ts';
 import { stats } from '../timing/stats.ts';
 
 /**
@@ -17,6 +17,11 @@ export interface Ablation {
   byKernel: Array<{ kernel: string; count: number; ms: number }>;
   /** Decode only: the step replayed 32 times with 4 steps in flight (a readback each), and all 32 at once. */
   queued?: QueuedSteps[];
+  /**
+   * Where the device writes timestamps inside a pass (Chrome): the same pass with one after every dispatch, summed
+   * per kernel (each dispatch's run and its wait on the one before); null elsewhere.
+   */
+  inPass?: { stepMs: number; byKernel: Array<{ kernel: string; count: number; ms: number }> } | null;
 }
 
 /**
@@ -43,7 +48,21 @@ export async function ablate(
     }
     const queue = (ahead: number) => queuedPassMs(gpu, cap.dispatches, uploads, 32, ahead);
     const q = queued ? [await queue(4), await queue(32)] : undefined;
-    return { stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms), queued: q };
+    let inPass: Ablation['inPass'] = null;
+    if (gpu.inPassTimestamps) {
+      const per = await inPassMs(gpu, cap.dispatches, uploads, passes);
+      const sums = new Map<string, { kernel: string; count: number; ms: number }>();
+      for (const [i, d] of cap.dispatches.entries()) {
+        const e = sums.get(kernel(d)) ?? { kernel: kernel(d), count: 0, ms: 0 };
+        e.count++;
+        e.ms += per[i];
+        sums.set(e.kernel, e);
+      }
+      inPass = { stepMs: per.reduce((a, b) => a + b, 0), byKernel: [...sums.values()].sort((a, b) => b.ms - a.ms) };
+    }
+    return {
+      stepMs, dispatches: cap.dispatches.length, byKernel: byKernel.sort((a, b) => b.ms - a.ms), queued: q, inPass,
+    };
   } finally {
     for (const b of claimed) gpu.release(b);
   }

@@ -120,6 +120,37 @@ export async function passMs(
 }
 
 /**
+ * Per dispatch, the GPU milliseconds from the timestamp before it to the one after it, all inside one compute pass
+ * (Gpu.inPassTimestamps: Chrome; replay's `stamps`): its run and its wait on the one before, as the step pays them,
+ * with no pass of its own. Medians of `samples` replays after a warm-up; their sum is the pass's time.
+ */
+export async function inPassMs(
+  gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], samples: number,
+): Promise<number[]> {
+  const device = gpu.device;
+  const n = dispatches.length + 1;
+  const qs = device.createQuerySet({ type: 'timestamp', count: n });
+  const resolve = device.createBuffer({ size: 8 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const readback = device.createBuffer({ size: 8 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const per: number[][] = dispatches.map(() => []);
+    for (let s = 0; s <= samples; s++) {
+      await replay(gpu, dispatches, uploads, (enc) => {
+        enc.resolveQuerySet(qs, 0, n, resolve, 0);
+        enc.copyBufferToBuffer(resolve, 0, readback, 0, 8 * n);
+      }, undefined, qs);
+      await readback.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(readback.getMappedRange().slice(0));
+      readback.unmap();
+      if (s) for (let i = 0; i < dispatches.length; i++) per[i].push(Number(t[i + 1] - t[i]) / 1e6);
+    }
+    return per.map((v) => stats(v).median);
+  } finally {
+    qs.destroy(); resolve.destroy(); readback.destroy();
+  }
+}
+
+/**
  * `dispatches` replayed `steps` times as a decode runs them: each its own submit and pass (with timestamps), a
  * 4-byte readback mapped per step, `ahead` steps in flight before the oldest is awaited. Where a replayed step's
  * time goes beyond its lone pass (passMs): its pass running slower when queued, or the GPU idle between passes

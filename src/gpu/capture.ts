@@ -54,26 +54,36 @@ export function capture<T>(gpu: Gpu, fn: () => T): Capture<T> {
   return { result, ...rec, uniforms: gpu.takeUniforms() };
 }
 
+/** A compute pass that can write timestamps between its dispatches (Gpu.inPassTimestamps). */
+interface StampingPass { writeTimestamp(querySet: GPUQuerySet, index: number): void }
+
 /**
  * Encode captured dispatches as one batch of their own: redo the uploads (uniform blocks included), one compute
- * pass (with `timestampWrites` where given: benchmarks), then `after` (copies out), submit. Resolves when WebGPU
- * has judged the batch; rejects with its error.
+ * pass (with `timestampWrites` where given: benchmarks), then `after` (copies out), submit. With `stamps`
+ * (Gpu.inPassTimestamps; a query set of dispatches + 1), timestamp 0 is written before the first dispatch and
+ * timestamp i + 1 after dispatch i, inside the pass. Resolves when WebGPU has judged the batch; rejects with its
+ * error.
  */
 export function replay(
   gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void,
-  timestampWrites?: GPUComputePassTimestampWrites,
+  timestampWrites?: GPUComputePassTimestampWrites, stamps?: GPUQuerySet,
 ): Promise<void> {
+  if (stamps && !gpu.inPassTimestamps) throw new HrmError('replay', 'this device cannot write timestamps inside a pass');
   if (!gpu.idle) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
   const device = gpu.device;
   return gpu.scoped('replay', () => {
     for (const u of uploads) device.queue.writeBuffer(u.buffer, u.offset, u.data);
     const enc = device.createCommandEncoder({ label: 'replay' });
     const pass = enc.beginComputePass({ label: 'replay', timestampWrites });
+    const stamp = stamps ? (i: number) => (pass as unknown as StampingPass).writeTimestamp(stamps, i) : null;
+    stamp?.(0);
     let last: GPUComputePipeline | null = null;
-    for (const d of dispatches) {
+    for (let i = 0; i < dispatches.length; i++) {   // an index loop: this runs every decode token
+      const d = dispatches[i];
       if (d.pipeline !== last) pass.setPipeline((last = d.pipeline));
       pass.setBindGroup(0, d.bindGroup);
       pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+      stamp?.(i + 1);
     }
     pass.end();
     after?.(enc);

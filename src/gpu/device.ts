@@ -39,7 +39,10 @@ export interface OnOff { on: boolean; why?: string }
 export interface DeviceOptions {
   /** Prefer a discrete GPU where there is a choice. Default 'high-performance'. */
   powerPreference?: GPUPowerPreference;
-  /** Ask for shader-f16 / subgroups / timestamp-query / subgroup matrices when offered (default true each). */
+  /**
+   * Ask for shader-f16 / subgroups / timestamp-query (with timestamps inside passes where offered) / subgroup
+   * matrices when offered (default true each).
+   */
   f16?: boolean;
   subgroups?: boolean;
   timestamps?: boolean;
@@ -69,7 +72,18 @@ export interface DeviceOptions {
 export interface KernelOptions {}
 
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
-const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', SUBGROUP_MATRIX] as const;
+/** Timestamps between the dispatches of one pass (Chrome's Dawn; not in npm `webgpu`, whose passes lack writeTimestamp). */
+export const IN_PASS_TIMESTAMPS = 'chromium-experimental-timestamp-query-inside-passes';
+const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', IN_PASS_TIMESTAMPS, SUBGROUP_MATRIX] as const;
+
+/** Whether `device` writes timestamps inside passes: the feature, and passes that have writeTimestamp. */
+export function stampsInPasses(device: GPUDevice): boolean {
+  if (!device.features.has('timestamp-query') || !device.features.has(IN_PASS_TIMESTAMPS as GPUFeatureName)) return false;
+  const pass = device.createCommandEncoder({ label: 'probe' }).beginComputePass();
+  const ok = typeof (pass as unknown as { writeTimestamp?: unknown }).writeTimestamp === 'function';
+  pass.end();   // the encoder is dropped unfinished
+  return ok;
+}
 /** The optional features fast paths run on (timestamp-query only times them). */
 export type FastFeature = 'shader-f16' | 'subgroups' | 'chromium-experimental-subgroup-matrix';
 export const FAST_FEATURES: readonly FastFeature[] = ['shader-f16', 'subgroups', SUBGROUP_MATRIX];
@@ -214,7 +228,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
   }
   if (!adapter) throw new NoWebGpuError('device', 'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
   const off: Record<string, boolean | undefined> = {
-    'shader-f16': opts.f16, subgroups: opts.subgroups, 'timestamp-query': opts.timestamps, [SUBGROUP_MATRIX]: opts.subgroupMatrix,
+    'shader-f16': opts.f16, subgroups: opts.subgroups, 'timestamp-query': opts.timestamps,
+    [IN_PASS_TIMESTAMPS]: opts.timestamps, [SUBGROUP_MATRIX]: opts.subgroupMatrix,
   };
   const want = new Set<string>(WANTED_FEATURES.filter((f) => off[f] !== false));
   const features = [...adapter.features].filter((f) => want.has(f)) as GPUFeatureName[];

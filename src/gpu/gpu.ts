@@ -9,7 +9,8 @@ import { Profiler, type DispatchTiming, type PassSpan } from './profiler.ts';
 import { UniformArena } from './uniforms.ts';
 import type { Dispatch, Upload } from './batch.ts';
 import {
-  DeviceWatch, isSoftwareAdapter, requestDevice, type AdapterSummary, type DeviceOptions, type KernelOptions,
+  DeviceWatch, isSoftwareAdapter, requestDevice, stampsInPasses, type AdapterSummary, type DeviceOptions,
+  type KernelOptions,
 } from './device.ts';
 
 export { bufferId, type BufferView } from './pool.ts';
@@ -31,6 +32,8 @@ export class Gpu {
   readonly f16: boolean;
   readonly subgroups: boolean;
   readonly timestamps: boolean;
+  /** Timestamps can be written between the dispatches of one pass (replay's `stamps`): Chrome, not npm `webgpu`. */
+  readonly inPassTimestamps: boolean;
   readonly maxBinding: number;
   readonly maxBuffer: number;
   readonly storageAlign: number;
@@ -51,6 +54,7 @@ export class Gpu {
     this.f16 = device.features.has('shader-f16');
     this.subgroups = device.features.has('subgroups');
     this.timestamps = device.features.has('timestamp-query');
+    this.inPassTimestamps = stampsInPasses(device);
     this.maxBinding = Math.min(device.limits.maxStorageBufferBindingSize, opts.bindingLimit ?? Infinity);
     this.maxBuffer = device.limits.maxBufferSize;
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;

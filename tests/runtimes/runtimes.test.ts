@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
+import { IN_PASS_TIMESTAMPS } from '../../src/gpu/device.ts';
 import { launch, pageResult, serve, watchConsole } from '../helpers/browser.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -16,6 +17,13 @@ function check(r: SmokeResult, runtime: string) {
   expect(r.n).toBe(1000);
   expect(r.addMaxErr).toBe(0); // f32 add is exact against Math.fround(a + b)
   expect(r.sumMaxErr).toBeLessThan(1e-5); // f32 log-sum-exp of 100 values in [-3, 3] (result ~4): a few f32 ulps
+  // Timestamps inside a pass: Chrome's Dawn offers them (here too, on its CPU adapter); npm webgpu's passes have no
+  // writeTimestamp and wgpu no such feature. Where offered, each of the two dispatches gets a time of its own.
+  if (runtime === 'browser') {
+    expect(r.features).toContain(IN_PASS_TIMESTAMPS);
+    expect(r.inPass).toHaveLength(2);
+    for (const ms of r.inPass!) expect(ms >= 0 && ms < 1000, `${r.inPass}`).toBe(true);
+  } else expect(r.inPass).toBeNull();
 }
 
 describe('runtimes', () => {

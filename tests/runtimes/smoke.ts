@@ -1,10 +1,17 @@
 // The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU and returns a
-// summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code.
+// summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code. Where the
+// device writes timestamps inside a pass (Chrome), the two kernels are also replayed as one pass timed between them.
 import { Gpu } from '../../src/gpu/gpu.ts';
+import { capture } from '../../src/gpu/capture.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
+import { inPassMs } from '../../bench/timing/calls.ts';
 
-export interface SmokeResult { runtime: string; adapter: string; features: string[]; addMaxErr: number; sumMaxErr: number; n: number }
+export interface SmokeResult {
+  runtime: string; adapter: string; features: string[]; addMaxErr: number; sumMaxErr: number; n: number;
+  /** GPU ms of each of the two dispatches inside one pass (bench's inPassMs), or null where the runtime cannot. */
+  inPass: number[] | null;
+}
 
 export async function smoke(): Promise<SmokeResult> {
   const gpu = await Gpu.create();
@@ -22,7 +29,21 @@ export async function smoke(): Promise<SmokeResult> {
     for (let j = 0; j < 100; j++) s += Math.exp(a[r * 100 + j]);
     sumMaxErr = Math.max(sumMaxErr, Math.abs(rows[r] - Math.log(s)));
   }
-  const out = { runtime: gpu.summary.runtime, adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features, addMaxErr, sumMaxErr, n };
+  let inPass: number[] | null = null;
+  if (gpu.inPassTimestamps) {
+    const tb = Tensor.from(gpu, b, [n], 'f32', 'b2');
+    const cap = capture(gpu, () => { add(ta, tb).dispose(); logSumExpRows(ta.reshape([10, 100])).dispose(); });
+    const claimed = gpu.claim(cap.allocated);
+    try {
+      inPass = await inPassMs(gpu, cap.dispatches, [...cap.uniforms, ...cap.uploads], 2);
+    } finally {
+      for (const buf of claimed) gpu.release(buf);
+    }
+  }
+  const out = {
+    runtime: gpu.summary.runtime, adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features,
+    addMaxErr, sumMaxErr, n, inPass,
+  };
   gpu.destroy();
   return out;
 }
