@@ -49,7 +49,8 @@ export async function ablate(
     const queue = (ahead: number) => queuedPassMs(gpu, cap.dispatches, uploads, 32, ahead);
     const q = queued ? [await queue(4), await queue(32)] : undefined;
     let inPass: Ablation['inPass'] = null;
-    if (gpu.inPassTimestamps) {
+    // A query set holds at most 4096 timestamps (WebGPU's limit): a longer step is not timed this way.
+    if (gpu.inPassTimestamps && cap.dispatches.length < 4096) {
       const per = await inPassMs(gpu, cap.dispatches, uploads, passes);
       const sums = new Map<string, { kernel: string; count: number; ms: number }>();
       for (const [i, d] of cap.dispatches.entries()) {
