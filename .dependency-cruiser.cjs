@@ -32,7 +32,7 @@ const APP_INTERNALS = [
   '^src/refract/corpus-fetch\\.ts$', '^src/refract/report/charts\\.ts$',
 ];
 /** The model's parts bench builds and times one by one (random weights, one layer, a decode step). */
-const BENCH_INTERNALS = ['^src/hrm/(weights|layout|config|model|cache|decode|files)\\.ts$'];
+const BENCH_INTERNALS = ['^src/hrm/(weights|layout|linear|config|model|cache|decode|files)\\.ts$'];
 
 module.exports = {
   forbidden: [

@@ -3,9 +3,9 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
-import { quantize } from '../../src/kernels/quant/quant.ts';
-import { packHalves, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
-import { chunkRows } from '../../src/hrm/layout.ts';
+import type { Weight } from '../../src/hrm/layout.ts';
+import type { QuantSpec } from '../../src/hrm/config.ts';
+import { randomWeight } from '../../src/hrm/weights.ts';
 import { stats, type Stats } from '../timing/stats.ts';
 import type { Timing } from '../timing/calls.ts';
 
@@ -54,39 +54,14 @@ export function flopsFigure(name: string, flops: number, t: Timing): MatmulFigur
   };
 }
 
-/** A bf16 [rows, cols] weight split like a checkpoint into bindable row chunks, filled on the GPU. */
-export function randomWeight(gpu: Gpu, rows: number, cols: number, seed: number, label: string): Tensor[] {
-  const per = chunkRows(gpu, rows, cols * 2);
-  const chunks: Tensor[] = [];
-  for (let r = 0; r < rows; r += per) {
-    const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'bf16', label);
-    fillRandom(t, { seed: seed + r, scale: 1 / Math.sqrt(cols) });
-    chunks.push(t);
-  }
-  return chunks;
-}
-
 /**
- * A random [rows, cols] weight quantized on the GPU (group 64, bf16 scales and biases), as a bf16 checkpoint
- * quantized on load: row chunks whose f32 source fits one binding.
+ * A [rows, cols] weight in uniform +-1/sqrt(cols), split like a checkpoint into bindable row chunks, made on the GPU
+ * (the library's randomWeight): bf16, or quantized with `quant` as a bf16 checkpoint quantized on load.
  */
-export function randomQuantWeight(
-  gpu: Gpu, rows: number, cols: number, bits: number, seed: number, label: string,
-): QuantMatrix {
-  const w = { bits, groupSize: 64, q: [] as Tensor[], scales: [] as Tensor[], biases: [] as Tensor[] };
-  const per = chunkRows(gpu, rows, cols * 4);
-  for (let r = 0; r < rows; r += per) {
-    const dense = Tensor.empty(gpu, [Math.min(per, rows - r), cols], 'f32', label);
-    fillRandom(dense, { seed: seed + r, scale: 1 / Math.sqrt(cols) });
-    const q = quantize(dense, { bits, groupSize: 64, round: 'bf16' });
-    dense.dispose();
-    w.q.push(q.q);
-    for (const [to, t] of [[w.scales, q.scales], [w.biases, q.biases]] as const) {
-      to.push(packHalves(t, 'bf16'));
-      t.dispose();
-    }
-  }
-  return w;
+export function randomMatrix(
+  gpu: Gpu, rows: number, cols: number, seed: number, label: string, quant?: QuantSpec,
+): Weight {
+  return randomWeight(gpu, label, rows, cols, { scale: 1 / Math.sqrt(cols), seed, quant });
 }
 
 /** An f32 [rows, cols] tensor of random values, made on the GPU. */

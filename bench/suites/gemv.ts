@@ -8,11 +8,13 @@ import { Tensor } from '../../src/gpu/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
-import { qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
+import { linear } from '../../src/hrm/linear.ts';
+import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';
+import { weightTensors } from '../../src/hrm/weights.ts';
 import type { Settings } from '../harness/settings.ts';
 import { passCalls, timeCalls } from '../timing/calls.ts';
 import { stats } from '../timing/stats.ts';
-import { bandwidth, randomQuantWeight, randomWeight, randomX, type BandwidthFigure } from './figures.ts';
+import { bandwidth, randomMatrix, randomX, type BandwidthFigure } from './figures.ts';
 
 /**
  * One decode projection (fusions as the model runs them) at one matrix-vector kernel and workgroup shape: where the
@@ -38,7 +40,7 @@ export async function gemv(
   const wBytes = rows * cols * 2;
   const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
   const ws = Array.from({ length: copies },
-    (_, i) => randomWeight(gpu, rows, cols, s.seed * 7919 + i * 104729, `gemv.w${i}`));
+    (_, i) => randomMatrix(gpu, rows, cols, s.seed * 7919 + i * 104729, `gemv.w${i}`).chunks);
   // fillRandom writes f32 / bf16 only; one row of f16 x is small enough to upload.
   const x = xDtype === 'f16'
     ? Tensor.from(gpu, Float32Array.from({ length: cols }, (_, k) => Math.sin(s.seed + k)), [1, cols], 'f16',
@@ -87,11 +89,11 @@ export async function gemvSweep(
     [layers[0], layers[1], layers[2], layers[5], lmHead].map((L) => ({ ...L, bits })));
   for (const L of [...layers.map((l) => ({ ...l, bits: 16 })), ...quantized]) {
     // Bytes a call reads of the weights: bf16, or the packed levels and a bf16 scale and bias a group of 64.
-    const wBytes = L.n * L.k * (L.bits / 8 + (L.bits < 16 ? 4 / 64 : 0));
+    const quant = L.bits < 16 ? { bits: L.bits, groupSize: 64 } : undefined;
+    const wBytes = L.n * L.k * (quant ? quantizedBytesPerValue(quant) : 2);
     const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / wBytes)));
-    const ws: Array<Tensor[] | QuantMatrix> = Array.from({ length: copies }, (_, i) => L.bits < 16
-      ? randomQuantWeight(gpu, L.n, L.k, L.bits, s.seed * 13 + i * 7, `sweep.q${i}`)
-      : randomWeight(gpu, L.n, L.k, s.seed * 13 + i * 7, `sweep.w${i}`));
+    const ws = Array.from({ length: copies },
+      (_, i) => randomMatrix(gpu, L.n, L.k, s.seed * 13 + i * 7, `sweep.w${i}`, quant));
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
@@ -99,12 +101,10 @@ export async function gemvSweep(
       const calls = shapes.map((gemv) => {
         let i = 0;
         return () => {
-          const w = ws[i++ % copies];
-          const opts = {
+          const y = linear(x, ws[i++ % copies], {
             norm: L.norm ? { eps: 1e-5 } : undefined, swiglu: L.swiglu, accumulate: L.acc ? acc : undefined, gemv,
-            path: 'gemv' as const, round: L.bits < 16 ? 'bf16' as const : undefined,
-          };
-          const y = Array.isArray(w) ? matmul(x, w, opts) : qlinear(x, w, opts);
+            path: 'gemv', round: quant ? 'bf16' : undefined,
+          });
           if (!L.acc) y.dispose();
         };
       });
@@ -136,7 +136,7 @@ export async function gemvSweep(
     } finally {
       x.dispose();
       acc.dispose();
-      for (const w of ws) for (const c of Array.isArray(w) ? w : [...w.q, ...w.scales, ...w.biases]) c.dispose();
+      for (const w of ws) for (const t of weightTensors(w)) t.dispose();
     }
   }
   return out;

@@ -10,7 +10,7 @@ import type { SgmatKernel, SgmatSchedule } from '../../src/kernels/matmul/sgmat_
 import { add, siluMul } from '../../src/kernels/ops/ops.ts';
 import type { Settings } from '../harness/settings.ts';
 import { timeCalls } from '../timing/calls.ts';
-import { flopsFigure, randomWeight, randomX, type MatmulFigure } from './figures.ts';
+import { flopsFigure, randomMatrix, randomX, type MatmulFigure } from './figures.ts';
 
 /**
  * x[m, k] @ W[n, k]^T, bf16 W: 2mnk FLOP per call, in f32 mode (f32 x, tiled) and in bf16 mode (x holding bf16
@@ -18,7 +18,7 @@ import { flopsFigure, randomWeight, randomX, type MatmulFigure } from './figures
  * (tensor cores, path 'sgmat').
  */
 export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: Settings): Promise<MatmulFigure[]> {
-  const w = randomWeight(gpu, n, k, s.seed * 31, 'mm.w');
+  const w = randomMatrix(gpu, n, k, s.seed * 31, 'mm.w').chunks;
   const x = randomX(gpu, m, k, s.seed + 1);
   const xb = add(x, x, { round: 'bf16' });   // 2x is exact; the rounding makes every value a bf16 value
   const variants: Array<[string, () => Tensor]> = [
@@ -76,7 +76,7 @@ export async function sgmatSchedules(
   const out: MatmulFigure[] = [];
   try {
     for (const sh of shapes) {
-      const w = randomWeight(gpu, sh.n, sh.k, s.seed * 37 + sh.n + sh.k, `sched.${sh.name}`);
+      const w = randomMatrix(gpu, sh.n, sh.k, s.seed * 37 + sh.n + sh.k, `sched.${sh.name}`).chunks;
       owned.push(...w);
       const call = (sgmat: Partial<SgmatSchedule>) => () => {
         const r = matmul(sh.x, w, { round: 'bf16', path: 'sgmat', sgmat, ...sh.opts });

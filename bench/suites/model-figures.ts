@@ -111,8 +111,8 @@ export interface ModelInfo {
 }
 
 /**
- * The model's byte accounting at `bytesPerWeight` (2: bf16; quantized weights: weightBytes(spec)), so that the
- * ceiling of a quantized run counts the bytes it reads.
+ * The model's byte accounting at `bytesPerWeight` (2: bf16; quantized weights: quantizedBytesPerValue(spec)), so
+ * that the ceiling of a quantized run counts the bytes it reads.
  */
 export function modelInfo(name: string, c: HrmConfig, parameters: number, bytesPerWeight = 2): ModelInfo {
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;

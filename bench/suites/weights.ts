@@ -4,6 +4,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { cacheBytes } from '../../src/hrm/cache.ts';
 import type { HrmConfig, QuantSpec } from '../../src/hrm/config.ts';
+import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
 import type { Settings, WeightsName } from '../harness/settings.ts';
@@ -21,11 +22,6 @@ export type WeightsResult = Omit<CacheResult, 'name'> & {
 
 /** Context of the memory figure: what a long generation holds besides the weights. */
 export const MEMORY_CONTEXT = 4096;
-
-/** Bytes a quantized weight takes: its packed level, and its group's bf16 scale and bias shared by the group. */
-export function weightBytes(q: QuantSpec): number {
-  return q.bits / 8 + (2 * 2) / q.groupSize;
-}
 
 /** An entry of `weights` from the full-cache figures of a model whose weights take `bytes`. */
 export function weightsEntry(
@@ -46,7 +42,7 @@ export async function quantizedRun(
   const weights = await randomWeights(gpu, c, s.seed, quant);
   try {
     await gpu.sync();
-    const info = modelInfo(bf16.name, c, bf16.parameters, weightBytes(quant));
+    const info = modelInfo(bf16.name, c, bf16.parameters, quantizedBytesPerValue(quant));
     const model = new HrmModel(gpu, c, weights, s.dtype);
     const bench = new ModelBench(gpu, model, info, s, clock, (m) => log(`${name} weights:${m}`));
     return weightsEntry(name, weights.bytes, await bench.run('full', streamGBps), c, s.dtype);

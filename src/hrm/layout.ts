@@ -40,6 +40,11 @@ export function expectedTensors(c: HrmConfig): Map<string, number[]> {
   return m;
 }
 
+/** Bytes one value of a `spec`-quantized matrix takes: its packed level and its share of its group's scale and bias. */
+export function quantizedBytesPerValue(spec: QuantSpec, scaleBytes = 2): number {
+  return spec.bits / 8 + (2 * scaleBytes) / spec.groupSize;
+}
+
 /** Rows per chunk so that each chunk fits one binding. */
 export function chunkRows(gpu: Gpu, rows: number, rowBytes: number): number {
   const per = Math.floor(gpu.maxBinding / rowBytes);

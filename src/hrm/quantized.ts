@@ -12,7 +12,7 @@ import { packHalf } from '../gpu/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';
-import { DTYPE, chunkRows, expectedTensors, type Weight } from './layout.ts';
+import { DTYPE, chunkRows, expectedTensors, quantizedBytesPerValue, type Weight } from './layout.ts';
 
 
 /**
@@ -100,11 +100,6 @@ export function quantizeChunk(w: Weight, dense: Tensor, round: Round): void {
   w.quant!.biases.push(store(q.biases));
 }
 
-/** Bytes of `bits`/`groupSize` weights for a [rows, cols] matrix: packed levels plus scales and biases of `scaleBytes` each. */
-function quantizedBytes(rows: number, cols: number, spec: QuantSpec, scaleBytes = 2): number {
-  return (rows * cols * spec.bits) / 8 + 2 * rows * (cols / spec.groupSize) * scaleBytes;
-}
-
 /** A module's tensors in MLX's layout (scales / biases in `dtype`, which holds their values exactly), read from the GPU. */
 export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' | 'F16'): Promise<Record<string, TensorToWrite>> {
   if (!w.quant) throw new FormatError('convert', `module '${m}' is not quantized`);
@@ -132,6 +127,6 @@ export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' 
 /** Bytes of every matrix of a config's checkpoint: dense at `denseBytes` per value, or quantized with `spec`. */
 export function checkpointBytes(c: HrmConfig, spec: QuantSpec | null, scaleBytes = 2, denseBytes = 2): number {
   let n = 0;
-  for (const [, [rows, cols]] of expectedTensors(c)) n += spec && cols % spec.groupSize === 0 ? quantizedBytes(rows, cols, spec, scaleBytes) : rows * cols * denseBytes;
+  for (const [, [rows, cols]] of expectedTensors(c)) n += spec && cols % spec.groupSize === 0 ? rows * cols * quantizedBytesPerValue(spec, scaleBytes) : rows * cols * denseBytes;
   return n + c.hidden_size * 4;
 }

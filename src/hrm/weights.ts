@@ -139,7 +139,7 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   let bytes = 0;
   const loaded: Array<[string, Weight]> = [];
   const keep = (name: string, w: Weight): Weight => {
-    bytes += weightTensors(w).reduce((n, t) => n + t.byteLength, 0);
+    bytes += weightBytes(w);
     loaded.push([name, w]);
     return w;
   };
@@ -227,6 +227,30 @@ export function namedWeights(w: HrmWeights, c: HrmConfig): Array<[string, Weight
 }
 
 /**
+ * One random [rows, cols] matrix made on the GPU, uniform in +-scale, row-chunked to fit the bindings (chunk k seeded
+ * `seed + k`): bf16, or with `quant` random f32 values quantized on the GPU with bf16 scales (as a bf16 checkpoint
+ * quantized on load).
+ */
+export function randomWeight(gpu: Gpu, name: string, rows: number, cols: number, o: { scale: number; seed: number; quant?: QuantSpec }): Weight {
+  const { quant } = o;
+  const per = chunkRows(gpu, rows, cols * (quant ? 4 : 2));
+  const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [], quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
+  for (let r = 0; r < rows; r += per) {
+    const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
+    fillRandom(t, { seed: o.seed + w.chunks.length, scale: o.scale });
+    if (!w.quant) { w.chunks.push(t); continue; }
+    quantizeChunk(w, t, 'bf16');
+    t.dispose();
+  }
+  return w;
+}
+
+/** Bytes a weight's tensors take on the GPU (packed levels, scales and biases when quantized). */
+export function weightBytes(w: Weight): number {
+  return weightTensors(w).reduce((x, t) => x + t.byteLength, 0);
+}
+
+/**
  * Random bf16 weights of a config's shape, made on the GPU (no file): uniform in +-1/sqrt(fan_in), embeddings
  * +-0.02. Used to size and benchmark the 1B model without its checkpoint. Splits like a loaded checkpoint. With
  * `quant`, random f32 values quantized on the GPU (bf16 scales, as a bf16 checkpoint quantized on load).
@@ -235,16 +259,9 @@ export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0, quant?: Qu
   let bytes = 0;
   let n = 0;
   const make = (name: string, rows: number, cols: number, scale: number): Weight => {
-    const per = chunkRows(gpu, rows, cols * (quant ? 4 : 2));
-    const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [], quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
-    for (let r = 0; r < rows; r += per) {
-      const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
-      fillRandom(t, { seed: seed * 1000003 + n++, scale });
-      if (!w.quant) { w.chunks.push(t); continue; }
-      quantizeChunk(w, t, 'bf16');
-      t.dispose();
-    }
-    bytes += weightTensors(w).reduce((x, t) => x + t.byteLength, 0);
+    const w = randomWeight(gpu, name, rows, cols, { scale, seed: seed * 1000003 + n, quant });
+    n += w.chunks.length;
+    bytes += weightBytes(w);
     return w;
   };
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
