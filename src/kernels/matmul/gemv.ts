@@ -35,12 +35,20 @@ export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel; grou
 /** gemv_upl's register array of weight units per lane (MAXW in gemv_upl.inc.wgsl). */
 const UPL_MAXW = 32;
 
-/** A forced shape the matrix-vector kernels can take; `kernels` are those the caller has (qlinear: 'vec4' only). */
+const pow2 = (n: number) => Number.isInteger(n) && n >= 1 && (n & (n - 1)) === 0;
+
+/** A forced shape's lanes (matmul's kernels and qlinear's alike): a power of two from 16 to 256. */
+export function checkLanes(op: string, shape: GemvShape): void {
+  if (!(pow2(shape.wg) && shape.wg >= 16 && shape.wg <= 256)) {
+    throw new InputError(op, `gemv shape ${JSON.stringify(shape)}: wg must be a power of two from 16 to 256`);
+  }
+}
+
+/** A forced shape matmul's matrix-vector kernels can take; `kernels` are those the caller has. */
 export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }: GemvShape, kernels: readonly GemvKernel[] = ['vec4']): void {
   const shape = JSON.stringify({ wg, rows, kernel, groups });
   if (!kernels.includes(kernel)) throw new InputError(op, `gemv shape ${shape}: kernel must be ${kernels.map((k) => `'${k}'`).join(' or ')}`);
-  const pow2 = (n: number) => Number.isInteger(n) && n >= 1 && (n & (n - 1)) === 0;
-  if (!(pow2(wg) && wg >= 16 && wg <= 256)) throw new InputError(op, `gemv shape ${shape}: wg must be a power of two from 16 to 256`);
+  checkLanes(op, { wg, rows, kernel, groups });
   if (kernel === 'wide') {
     const g = groups ?? 0;
     // One thread adds and stores each row: rows <= wg x groups.

@@ -8,7 +8,7 @@ import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
 import { matmulPath } from '../policy_matmul.ts';
-import { GEMV_MAX_M, type GemvShape } from '../matmul/gemv.ts';
+import { checkLanes, GEMV_MAX_M, type GemvShape } from '../matmul/gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
@@ -215,8 +215,7 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, K: number): 
   const kernel = shape.kernel ?? 'vec4';
   const desc = JSON.stringify(shape);
   if (kernel !== 'vec4' && kernel !== 'xs') throw new InputError('qlinear', `gemv shape ${desc}: kernel must be 'vec4' or 'xs'`);
-  const { wg } = shape;
-  if (!(Number.isInteger(wg) && wg >= 16 && wg <= 256 && (wg & (wg - 1)) === 0)) throw new InputError('qlinear', `gemv shape ${desc}: wg must be a power of two from 16 to 256`);
+  checkLanes('qlinear', shape);
   if (shape.groups !== undefined) throw new InputError('qlinear', `gemv shape ${desc}: groups is for matmul's kernel 'wide' only`);
   if (!wide && (kernel === 'xs' || (shape.rows !== 2 && shape.rows !== 4))) {
     throw new InputError('qlinear', `gemv shape ${desc}: these weights take qgemv (not 4 or 8 bits, or x / levels not 16-byte aligned): kernel 'vec4', rows 2 or 4`);
