@@ -28,6 +28,7 @@ import { sgmatPlan } from '../../src/kernels/policy_matmul.ts';
 import { matmulAbsRef, matmulFusedRef, type FusedRefOptions } from '../../src/kernels/matmul/matmul.ref.ts';
 import { qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 import { dequantizeRef, quantizeRef } from '../../src/kernels/quant/quant.ref.ts';
+import { uploadQuant } from '../helpers/quant-weight.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
 
@@ -73,13 +74,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     // With `bits`: the weight quantized (group 64, bf16 scales), and the reference's weight its bf16 dequantization.
     const q = o.bits ? quantizeRef(wIn, N, K, { bits: o.bits, groupSize: 64, round: 'bf16' }) : null;
     const wv = q ? dequantizeRef(q.q, q.scales, q.biases, N, K, { bits: o.bits!, groupSize: 64, round: 'bf16' }) : wIn;
-    const part = (a: Float32Array | Uint32Array, per: number, i: number, dtype: 'bf16' | 'u32', what: string) =>
-      Tensor.from(gpu, a.subarray(bounds[i] * per, bounds[i + 1] * per), [bounds[i + 1] - bounds[i], per], dtype, `${what}${i}`);
-    const w = bounds.slice(1).map((_, i) => q ? part(q.q, (K * o.bits!) / 32, i, 'u32', 'wq') : part(wv, K, i, 'bf16', 'w'));
-    const qm: QuantMatrix | null = q && {
-      bits: o.bits!, groupSize: 64, q: w,
-      scales: w.map((_, i) => part(q.scales, K / 64, i, 'bf16', 'scales')), biases: w.map((_, i) => part(q.biases, K / 64, i, 'bf16', 'biases')),
-    };
+    const qm: QuantMatrix | null = q && uploadQuant(gpu, q, K, o.bits!, 64, 'bf16', bounds);
+    const w = qm ? qm.q : bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
     const norm = f.norm === undefined ? undefined : { eps: f.norm };

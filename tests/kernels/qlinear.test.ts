@@ -6,6 +6,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
+import { uploadQuant } from '../helpers/quant-weight.ts';
 import { runs } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
@@ -37,20 +38,9 @@ function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: num
   const wv = raw.map((v) => roundTo(round, v));
   const r = quantizeRef(wv, N, K, { bits, groupSize, round });
   const ref: QuantMatrixRef = { ...r, N, K, bits, groupSize };
-  const t = (a: Uint32Array | Float32Array, rows: number, cols: number, what: string) =>
-    Tensor.from(gpu, a, [rows, cols], a instanceof Uint32Array ? 'u32' : sdt, `${what}`);
-  const gpr = K / groupSize, wpr = (K * bits) / 32;
   // Two row chunks (the second smaller) exercise the chunked path every time.
-  const n0 = Math.ceil(N / 2 / 8) * 8;
-  const parts = [[0, n0], [n0, N]];
-  const dev: QuantMatrix = {
-    bits, groupSize,
-    q: parts.map(([a, b]) => t(r.q.subarray(a * wpr, b * wpr), b - a, wpr, 'wq')),
-    scales: parts.map(([a, b]) => t(r.scales.subarray(a * gpr, b * gpr), b - a, gpr, 'scales')),
-    biases: parts.map(([a, b]) => t(r.biases.subarray(a * gpr, b * gpr), b - a, gpr, 'biases')),
-  };
-  const one: QuantMatrix = { bits, groupSize, q: [t(r.q, N, wpr, 'wq')], scales: [t(r.scales, N, gpr, 'scales')], biases: [t(r.biases, N, gpr, 'biases')] };
-  return { ref, chunked: dev, one };
+  const chunked = uploadQuant(gpu, r, K, bits, groupSize, sdt, [0, Math.ceil(N / 2 / 8) * 8, N]);
+  return { ref, chunked, one: uploadQuant(gpu, r, K, bits, groupSize, sdt, [0, N]) };
 }
 
 function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number, what: string): void {
