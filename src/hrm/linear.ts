@@ -5,6 +5,9 @@ import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
 import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
+import { mlpFold } from '../kernels/matmul/gemv_mlp.ts';
+import { kernelPolicy } from '../kernels/policy.ts';
+import type { Round } from '../kernels/common/codes.ts';
 import type { Weight } from './layout.ts';
 
 function quantMatrix(w: Weight): QuantMatrix | null {
@@ -15,6 +18,20 @@ function quantMatrix(w: Weight): QuantMatrix | null {
 export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
   const q = quantMatrix(w);
   return q ? qlinear(x, q, opts) : matmul(x, w.chunks, opts);
+}
+
+/**
+ * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). One dispatch
+ * (gemv_mlp) for a decode row on dense weights of one chunk each where the Gpu's policy folds it (decodeMlp), else
+ * the two products.
+ */
+export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {
+  const dense = !gateUp.quant && !down.quant && gateUp.chunks.length === 1 && down.chunks.length === 1;
+  if (dense && kernelPolicy(x.gpu).decodeMlp === 'fold' && mlpFold(x, gateUp.chunks[0], down.chunks[0], o)) return x;
+  const a = linear(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
+  linear(a, down, { round: o.round, accumulate: x });
+  a.dispose();
+  return x;
 }
 
 /** Rows of the embedding table for ids, times opts.scale (nn.Embedding / nn.QuantizedEmbedding). */

@@ -16,6 +16,14 @@ import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from './matmul/sgm
 export type DecodeMerge = 'fold' | 'separate';
 export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 
+/**
+ * A decode layer's MLP on dense weights: 'fold', gate_up, SwiGLU, down and the residual in one dispatch
+ * (matmul/gemv_mlp.ts: the down partial sums added by the last workgroups to finish); 'separate', the norm + SwiGLU
+ * product then the residual product (the reference). The same roundings, f32 sums in another order.
+ */
+export type DecodeMlp = 'fold' | 'separate';
+export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
+
 // The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
 declare module '../gpu/device.ts' {
   interface KernelOptions {
@@ -32,6 +40,11 @@ declare module '../gpu/device.ts' {
      * reference being the multi-pass qsdpa; both folds are stress-checked on the benchmark GPU (bench/parity.ts).
      */
     decodeMerge?: DecodeMerge;
+    /**
+     * A decode layer's MLP on dense weights: 'separate' (default: two products) or 'fold' (one dispatch, a
+     * layer call of 4 dispatches; benchmarks compare the two, and the default follows them).
+     */
+    decodeMlp?: DecodeMlp;
   }
 }
 export type { KernelOptions };
@@ -41,10 +54,11 @@ export interface KernelPolicy {
   sgmat: SgmatSchedule;
   attentionTensorCores: boolean;
   decodeMerge: DecodeMerge;
+  decodeMlp: DecodeMlp;
 }
 
 export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
-  sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold',
+  sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate',
 });
 
 const WHERE = 'DeviceOptions.kernels';
@@ -66,10 +80,13 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
     throw new InputError(WHERE, `attentionTensorCores ${JSON.stringify(tc)} must be true or false`);
   }
   const merge = o.decodeMerge;
+  const mlp = o.decodeMlp;
+  if (mlp !== undefined && !MLPS.includes(mlp)) throw new InputError(`${WHERE}.decodeMlp`, `'${mlp}' must be one of ${MLPS.join(', ')}`);
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
     decodeMerge: merge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, merge),
+    decodeMlp: mlp ?? DEFAULT_POLICY.decodeMlp,
   };
 }
 

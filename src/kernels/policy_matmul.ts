@@ -62,16 +62,21 @@ export function prefillMatmulPath(gpu: Gpu): string {
     : `tiled f32 (${why})`;
 }
 
+/** The fast path of gemv_mlp.ts, by its name in the adapter summary. */
+export const DECODE_MLP = 'decode MLP in one dispatch (dense weights)';
+
 /** The matmul's fast paths on `gpu`: on, or off and why (a feature missing, a CPU driver, a self-check, an option). */
 export function matmulPaths(gpu: Gpu): Record<string, OnOff> {
   const subgroups = gpu.subgroups ? null : `no subgroups: ${gpu.summary.fastFeatures.subgroups.why}`;
   const sgmat = sgmatUnavailable(gpu);
   // The kernels' own verdicts first (a feature missing, a failed self-check), else a CPU driver's ('rows').
   const cpuOr = (why: string | null) => why ?? (gpu.cpu ? CPU_DRIVER : null);
+  const mlp = kernelPolicy(gpu).decodeMlp === 'fold' ? null : "DeviceOptions.kernels.decodeMlp is 'separate'";
   return onOff({
     'matrix-vector reductions on subgroups': cpuOr(subgroups),
     'prefill matmuls on tensor cores (bf16)': cpuOr(sgmat),
     'staged tensor-core kernel (128x128 tiles)': cpuOr(stagedOff(gpu)),
+    [DECODE_MLP]: mlp,
   });
 }
 

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
 import { fastPaths } from '../../src/kernels/paths.ts';
+import { DECODE_MLP } from '../../src/kernels/policy_matmul.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { DeviceState } from '../../src/gpu/registry.ts';
 import type { KernelOptions } from '../../src/kernels/policy.ts';
@@ -39,6 +40,7 @@ const whyOff = (paths: Record<string, { on: boolean; why?: string }>) =>
 const ABSENT = 'the adapter does not offer it';
 const MERGED = 'decode attention merged in its split (one dispatch)';
 const NOT_ENABLED = 'the adapter offers it but the device did not enable it';
+const SEPARATE = "DeviceOptions.kernels.decodeMlp is 'separate'";
 
 describe('feature detection', () => {
   it('says whether the device got each feature, and why not', () => {
@@ -60,13 +62,14 @@ describe('feature detection', () => {
   });
 
   it('names the fast paths each device takes, and why each one is off', () => {
-    expect(Object.values(fastPaths(fakeGpu(ALL))).every((p) => p.on)).toBe(true);
+    expect(Object.values(fastPaths(fakeGpu(ALL, { kernels: { decodeMlp: 'fold' } }))).every((p) => p.on)).toBe(true);
+    expect(fastPaths(fakeGpu(ALL))[DECODE_MLP]).toEqual({ on: false, why: "DeviceOptions.kernels.decodeMlp is 'separate'" });
     expect(whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { offered: ALL, runtime: 'node' })))).toEqual({
       'matrix-vector reductions on subgroups': 'on',
       'prefill matmuls on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'staged tensor-core kernel (128x128 tiles)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'prefill attention on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
-      [MERGED]: 'on',
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE,
     });
     // The tensor cores' kernels want subgroups of exactly 32 and 36 KiB of workgroup memory for the staged tiles.
     const intel = whyOff(fastPaths(fakeGpu(ALL, { sizes: [8, 32] })));
@@ -76,7 +79,7 @@ describe('feature detection', () => {
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': '16384 bytes of workgroup memory, 36864 needed',
       'prefill attention on tensor cores (bf16)': '16384 bytes of workgroup memory, 36864 needed',
-      [MERGED]: 'on',
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE,
     });
     // The Gpu's kernel options turn paths off, and say so.
     const kernels: KernelOptions = {
@@ -86,7 +89,7 @@ describe('feature detection', () => {
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",
       'prefill attention on tensor cores (bf16)': 'DeviceOptions.kernels.attentionTensorCores is false',
-      [MERGED]: "DeviceOptions.kernels.decodeMerge is 'separate'",
+      [MERGED]: "DeviceOptions.kernels.decodeMerge is 'separate'", [DECODE_MLP]: SEPARATE,
     });
     const cpu = whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { cpu: true })));
     const cpuWhy = 'a CPU driver (the kernels take barrier-free variants there)';

@@ -29,8 +29,8 @@ const side = (gpu: Gpu, x: Float32Array, label: string): FullKV =>
 describe('kernel policy', () => {
   it('fills in the defaults and names the field of a bad option', () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
-    expect(resolvePolicy({ sgmat: { splitK: 2 }, decodeMerge: 'separate' })).toEqual({
-      sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate',
+    expect(resolvePolicy({ sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold' })).toEqual({
+      sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
     });
     const bad: Array<[unknown, RegExp]> = [
       [{ sgmat: { splitK: 3 } }, /^\[DeviceOptions\.kernels\.sgmat\] splitK 3 must be 1, 2, 4 or 'auto'$/],
@@ -38,6 +38,7 @@ describe('kernel policy', () => {
       [{ sgmat: { pipe: 1 } }, /^\[DeviceOptions\.kernels\.sgmat\] pipe 1 must be true or false$/],
       [{ attentionTensorCores: 'no' }, /^\[DeviceOptions\.kernels\] attentionTensorCores "no" must be true or false$/],
       [{ decodeMerge: 'both' }, /^\[DeviceOptions\.kernels\.decodeMerge\] merge 'both' must be one of fold, separate$/],
+      [{ decodeMlp: 'one' }, /^\[DeviceOptions\.kernels\.decodeMlp\] 'one' must be one of fold, separate$/],
       [{ merge: 'fold' }, /^\[DeviceOptions\.kernels\] unknown field 'merge'; use sgmat, attentionTensorCores/],
     ];
     for (const [o, why] of bad) {

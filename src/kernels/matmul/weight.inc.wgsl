@@ -1,29 +1,13 @@
-// A dense weight's elements widened to f32, and dot products of its packed halves, shared through
+// A dense weight's elements widened to f32, and (halves.inc.wgsl) dot products of its packed halves, shared through
 // `// #include "matmul/weight.inc.wgsl"` by the dense linear kernels (linear.inc.wgsl, matmul_f16.wgsl) and the
 // tensor cores' f32 fallback (sgmat_prep.wgsl). The includer declares `w: array<u32>` (f32 bits, or bf16/f16
 // packed two per word: element e in word e >> 1, low half when e is even) and `WDT` (an override or const: 0 f32,
 // 1 bf16, 2 f16). Never compiled on its own.
-// #include "common/half.inc.wgsl"
-
-// Both halves of a packed word, (element 2i, element 2i + 1).
-fn halves(word: u32) -> vec2<f32> {
-  if (WDT == 2u) { return unpack2x16float(word); }
-  return unpack2x16bf16(word);
-}
+// #include "matmul/halves.inc.wgsl"
 
 // Weight element e of the chunk, widened to f32.
 fn weight(e: u32) -> f32 {
   if (WDT == 0u) { return bitcast<f32>(w[e]); }
   let h = halves(w[e >> 1u]);
   return select(h.x, h.y, (e & 1u) == 1u);
-}
-
-// dot of one vec4<u32> of packed halves (8 weights, in element order) with the x values they multiply: a, then b.
-fn dot_halves(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
-  let h0 = halves(wv.x);
-  let h1 = halves(wv.y);
-  let h2 = halves(wv.z);
-  let h3 = halves(wv.w);
-  return dot(vec4<f32>(h0.x, h1.x, h2.x, h3.x), vec4<f32>(a.x, a.z, b.x, b.z))
-       + dot(vec4<f32>(h0.y, h1.y, h2.y, h3.y), vec4<f32>(a.y, a.w, b.y, b.w));
 }

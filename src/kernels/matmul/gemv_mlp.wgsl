@@ -1,0 +1,185 @@
+// gemv_mlp: a decode layer's whole MLP in one dispatch, for one x row: x += down(silu(gate) * up), gate | up =
+// gate_up(rms(x)), the same roundings as matmul's norm + swiglu product followed by its residual product (two
+// dispatches; gemv_mlp.ts composes those where this cannot run, and they are its reference).
+//  - Workgroup b owns the intermediate units i0 = b * U .. i0 + U - 1. It computes its 2U rows of gate_up (gate rows
+//    i0.., up rows I + i0..) as gemv_wide computes a block: LANES lanes a row, THREADS / LANES row groups of RPG
+//    rows, every weight load issued before the norm prologue, which runs while they are in flight. Its U
+//    activations a_j = silu_mul(gate_j, up_j) stay in workgroup memory.
+//  - Then its share of down: part_b[n] = sum_j W_down[n, i0 + j] a_j for every n < K, read as the U / 8 (bf16, f16) or U / 4 (f32) 16-byte
+//    units of each down row that its block covers.
+//  - The partial sums are added by whoever finishes last; no workgroup waits for another. Blocks count themselves
+//    done in groups of p.group: the last block of a group to finish adds the group's partials in block order into
+//    the group's sum, then counts the group done; the last group adds the group sums in group order and writes
+//    x = r(x + r(sum)) (add()'s rounding) in place. Each sets its count back to 0 for the next dispatch. The order
+//    of every sum is fixed by the shapes alone, so the result does not depend on timing. As with sdpa_one's folded
+//    merge, WGSL orders storage writes between workgroups only across dispatches: this relies on the barriers
+//    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/gemv_mlp.test.ts and on
+//    the GPU machine by tests/kernels/gemv_mlp.check.ts, bench/parity.ts).
+// x is read by every block and written only by the last, after every block has counted itself done.
+
+struct Params { K: u32, I: u32, blocks: u32, group: u32, eps: f32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> x4: array<vec4<f32>>;   // [1, K]
+@group(0) @binding(2) var<storage, read> wu: array<vec4<u32>>;         // gate_up [2I, K]
+@group(0) @binding(3) var<storage, read> wd: array<vec4<u32>>;         // down [K, I]
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;       // [blocks + groups, K]
+@group(0) @binding(5) var<storage, read_write> done: array<atomic<u32>>; // [groups + 1], 0 between dispatches
+
+override WDT: u32 = 1u;       // weights: 0 f32, 1 bf16, 2 f16
+override ROUND: u32 = 0u;     // outputs: 0 none, 1 bf16, 2 f16
+override THREADS: u32 = 256u;
+override LANES: u32 = 64u;    // lanes a gate_up row (a power of two); THREADS / LANES row groups
+override U: u32 = 8u;         // intermediate units a block: 2U gate_up rows
+override RPG: u32 = 4u;       // gate_up rows a row group: 2U / (THREADS / LANES)
+override UPL: u32 = 3u;       // 16-byte units a lane of each gate_up row (the last ones masked past the row)
+override DR: u32 = 6u;        // down rows a thread: ceil(K / THREADS)
+const MAXW: u32 = 32u;        // registers of weight units a lane: UPL * RPG and DR * U / (weights a unit), each <= MAXW
+
+var<workgroup> red: array<f32, LANES * 2u * U>;
+var<workgroup> act: array<f32, U>;
+var<workgroup> last: u32;
+
+// #include "common/round.inc.wgsl"
+// #include "common/silu_mul.inc.wgsl"
+// #include "matmul/halves.inc.wgsl"
+
+// Weights a 16-byte unit: 4 f32 or 8 halves.
+fn epv() -> u32 { return select(8u, 4u, WDT == 0u); }
+
+// dot of one 16-byte weight unit with the values it multiplies: a (f32 weights), or a then b (halves).
+fn unit_dot(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
+  if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
+  return dot_halves(wv, a, b);
+}
+
+// The inverse RMS of x by all THREADS threads (red holds the tree: LANES * 2U >= THREADS).
+fn x_inv(tid: u32) -> f32 {
+  let xpr = p.K / 4u;
+  var s = 0.0;
+  for (var j = tid; j < xpr; j += THREADS) {
+    let v = x4[j];
+    s += dot(v, v);
+  }
+  red[tid] = s;
+  workgroupBarrier();
+  for (var span = THREADS / 2u; span > 0u; span >>= 1u) {
+    if (tid < span) { red[tid] += red[tid + span]; }
+    workgroupBarrier();
+  }
+  let inv = inverseSqrt(red[0] / f32(p.K) + p.eps);
+  workgroupBarrier();   // every thread has read red[0] before the sums overwrite it
+  return inv;
+}
+
+fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
+  return vec4<f32>(round_out(v.x * inv), round_out(v.y * inv), round_out(v.z * inv), round_out(v.w * inv));
+}
+
+// Gate_up row of slot r of block blk: gate rows blk * U.., then their up rows I further on.
+fn urow(blk: u32, r: u32) -> u32 {
+  return select(blk * U + r, p.I + blk * U + r - U, r >= U);
+}
+
+// The block's U activations into act.
+fn activations(blk: u32, tid: u32) {
+  let g = tid / LANES;
+  let l = tid % LANES;
+  let upr = p.K / epv();
+  var wv: array<vec4<u32>, MAXW>;
+  for (var r = 0u; r < RPG; r++) {
+    let b = urow(blk, g * RPG + r) * upr;
+    for (var i = 0u; i < UPL; i++) { wv[i * RPG + r] = wu[b + min(l + i * LANES, upr - 1u)]; }
+  }
+  let inv = x_inv(tid);
+  var acc: array<f32, MAXW>;
+  for (var i = 0u; i < UPL; i++) {
+    let u = l + i * LANES;
+    if (u < upr) {
+      // The x values of unit u: 4 (f32 weights) or 8 (halves).
+      let xi = select(2u * u, u, WDT == 0u);
+      let a = xn4(x4[xi], inv);
+      var b = a;
+      if (WDT != 0u) { b = xn4(x4[xi + 1u], inv); }
+      for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot(wv[i * RPG + r], a, b); }
+    }
+  }
+  let rows = 2u * U;
+  for (var r = 0u; r < RPG; r++) { red[l * rows + g * RPG + r] = acc[r]; }
+  workgroupBarrier();
+  var total = -0.0;   // -0 + x is x for every x
+  if (tid < rows) {
+    for (var k = 0u; k < LANES; k++) { total += red[k * rows + tid]; }
+  }
+  workgroupBarrier();   // every slot's partials are read before the totals overwrite them
+  if (tid < rows) { red[tid] = total; }
+  workgroupBarrier();
+  if (tid < U) { act[tid] = silu_mul(round_out(red[tid]), round_out(red[U + tid])); }
+  workgroupBarrier();
+}
+
+// act[4 j .. 4 j + 3]
+fn act4(j: u32) -> vec4<f32> {
+  return vec4<f32>(act[4u * j], act[4u * j + 1u], act[4u * j + 2u], act[4u * j + 3u]);
+}
+
+// This block's partial of down into part row blk.
+fn down_part(blk: u32, tid: u32) {
+  let ub_n = U / epv();          // 16-byte units of a down row the block covers
+  let dpr = p.I / epv();
+  let ub = blk * ub_n;
+  var wv: array<vec4<u32>, MAXW>;
+  for (var j = 0u; j < DR; j++) {
+    let n = min(tid + j * THREADS, p.K - 1u);
+    for (var v = 0u; v < ub_n; v++) { wv[j * ub_n + v] = wd[n * dpr + ub + v]; }
+  }
+  for (var j = 0u; j < DR; j++) {
+    let n = tid + j * THREADS;
+    var s = -0.0;
+    for (var v = 0u; v < ub_n; v++) {
+      if (WDT == 0u) { s += unit_dot(wv[j * ub_n + v], act4(v), act4(v)); }
+      else { s += unit_dot(wv[j * ub_n + v], act4(2u * v), act4(2u * v + 1u)); }
+    }
+    if (n < p.K) { part[blk * p.K + n] = s; }
+  }
+}
+
+// Count `c` as one more of `total` done; true (in every thread) for the last one.
+fn count_last(c: u32, total: u32, tid: u32) -> bool {
+  storageBarrier();   // this workgroup's writes before its count
+  if (tid == 0u) { last = select(0u, 1u, atomicAdd(&done[c], 1u) == total - 1u); }
+  let is_last = workgroupUniformLoad(&last) == 1u;
+  storageBarrier();   // the count before the others' results are read
+  return is_last;
+}
+
+@compute @workgroup_size(THREADS)
+fn gemv_mlp(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let blk = wid.x + wid.y * nwg.x;
+  if (blk >= p.blocks) { return; }
+  activations(blk, tid);
+  down_part(blk, tid);
+  let gi = blk / p.group;
+  let first = gi * p.group;
+  if (!count_last(gi, min(p.group, p.blocks - first), tid)) { return; }
+  let groups = (p.blocks + p.group - 1u) / p.group;
+  let gsum = (p.blocks + gi) * p.K;
+  for (var n = tid; n < p.K; n += THREADS) {
+    var s = -0.0;
+    for (var b = first; b < min(first + p.group, p.blocks); b++) { s += part[b * p.K + n]; }
+    part[gsum + n] = s;
+  }
+  if (tid == 0u) { atomicStore(&done[gi], 0u); }
+  if (!count_last(groups, groups, tid)) { return; }
+  for (var n4 = tid; n4 < p.K / 4u; n4 += THREADS) {
+    var s = vec4<f32>(-0.0);
+    for (var g = 0u; g < groups; g++) {
+      let b = (p.blocks + g) * p.K + 4u * n4;
+      s += vec4<f32>(part[b], part[b + 1u], part[b + 2u], part[b + 3u]);
+    }
+    let xv = x4[n4];
+    x4[n4] = vec4<f32>(round_out(xv.x + round_out(s.x)), round_out(xv.y + round_out(s.y)),
+                       round_out(xv.z + round_out(s.z)), round_out(xv.w + round_out(s.w)));
+  }
+  if (tid == 0u) { atomicStore(&done[groups], 0u); }
+}
