@@ -38,9 +38,11 @@ export const RUNS: readonly PathRun[] = [
   { name: 'f32', dtype: 'f32', caches: [8, 4] },
   { name: 'bf16', dtype: 'bf16', caches: [8, 4] },
   {
-    name: 'bf16-direct-split4-separate-128MiB', dtype: 'bf16', device: {
+    name: 'bf16-direct-split4-separate-mlpfold-128MiB', dtype: 'bf16', device: {
       bindingLimit: 128 * 2 ** 20,
-      kernels: { sgmat: { kernel: 'direct', splitK: 4 }, decodeMerge: 'separate', attentionTensorCores: false },
+      kernels: {
+        sgmat: { kernel: 'direct', splitK: 4 }, decodeMerge: 'separate', attentionTensorCores: false, decodeMlp: 'fold',
+      },
     },
   },
   { name: 'bf16-q8-weights', dtype: 'bf16', quantize: { bits: 8, groupSize: 64 }, dense: 'bf16' },

@@ -14,6 +14,7 @@ import { addRef } from '../../src/kernels/ops/ops.ref.ts';
 import { counters } from '../../src/kernels/common/counters.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import { checkMlpFold } from './gemv_mlp.check.ts';
 
 interface Case { K: number; I: number; dtype: WDType; round: Round; units?: number; group?: number; why: string }
 
@@ -95,6 +96,16 @@ describe('gemv_mlp: x += down(silu(gate) * up) in one dispatch', async () => {
     const x1 = await once.x.read() as Float32Array;
     const again = { ...once, xv: x1 };
     expectClose(await o.x.read() as Float32Array, c, again);
+  });
+
+  it('the GPU machine\'s stress, small: batched calls give their lone runs\' bits; the counts end at 0', async () => {
+    const cases = await checkMlpFold(gpu, { K: 256, I: 768, layers: 2, reps: 3 });
+    expect(cases.map((c) => [c.name, c.value])).toEqual([
+      ['decode MLP in one dispatch vs alone: calls differing of 6 (K 256, I 768, 2 layers x 3)', 0],
+      ['decode MLP in one dispatch vs float64: worst bf16 ulps (K 256, I 768, 2 layers x 3)', cases[1].value],
+      ['decode MLP in one dispatch: counters left non-zero', 0],
+    ]);
+    expect(cases.every((c) => c.ok)).toBe(true);
   });
 
   it('operands it cannot take give null (the caller composes two products); wrong ones are named errors', () => {

@@ -3,7 +3,8 @@
 // The variants come from the code itself, in two steps:
 //  1. Trace: the model's paths run with Kernel.dispatch only noting (kernel, overrides): nothing executes, but
 //     every wrapper picks its kernel and overrides as it would. Forced where this adapter allows: the GPU kernels
-//     and the CPU drivers' barrier-free ones (Gpu.cpu), with and without shader-f16, each decode merge (MERGES).
+//     and the CPU drivers' barrier-free ones (Gpu.cpu), with and without shader-f16, each decode merge (MERGES)
+//     and decode MLP (MLPS), paired: they choose kernels of their own.
 //     Shapes: HRM-Text-1B's layers (one per stack; the layer count changes no shape) and the embedded model's, with
 //     bf16/q8/q4 weights, f32/bf16 activations, the bench's CACHES, and the bench's prompts (prefill 128
 //     and 512, a decode step after each) plus a 3-token one (the few-row matrix-vector and decode-attention paths).
@@ -24,7 +25,7 @@ import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/we
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
-import { kernelPolicy, MERGES } from '../../src/kernels/policy.ts';
+import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/policy.ts';
 import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
 
@@ -93,7 +94,8 @@ for (const c of CONFIGS) {
       for (const f16 of choices.f16) {
         for (const merge of choices.merge) {
           Object.assign(flags, { cpu, f16 });
-          Object.assign(policy, { decodeMerge: merge });   // as the flags: a trace, one device for every choice
+          // As the flags: a trace, one device for every choice.
+          Object.assign(policy, { decodeMerge: merge, decodeMlp: MLPS[MERGES.indexOf(merge)] });
           for (const dtype of ['f32', 'bf16'] as const) traceModel(new HrmModel(gpu, c, weights, dtype));
         }
       }

@@ -48,11 +48,14 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   const upl = Math.ceil(upr / lanes);
   const dr = Math.ceil(K / THREADS);
   const aligned = [x, gateUp, down].every((t) => t.offset % 16 === 0);
-  if (x.size !== K || K % epv || I % U || !aligned || !Number.isInteger(rpg) || upl * rpg > MAXW || dr * (U / epv) > MAXW) return null;
+  const fits = Number.isInteger(rpg) && upl * rpg <= MAXW && dr * (U / epv) <= MAXW;
+  if (x.size !== K || K % epv || I % U || !aligned || !fits) return null;
   const gpu = x.gpu;
   const blocks = I / U;
   const group = o.group ?? Math.ceil(Math.sqrt(blocks));
-  if (!(Number.isInteger(group) && group >= 1)) throw new InputError('mlpFold', `group ${group} must be a whole number >= 1`);
+  if (!(Number.isInteger(group) && group >= 1)) {
+    throw new InputError('mlpFold', `group ${group} must be a whole number >= 1`);
+  }
   const groups = Math.ceil(blocks / group);
   const part = Tensor.empty(gpu, [blocks + groups, K], 'f32', 'mlp.part');
   const [gx, gy] = grid(gpu, blocks * THREADS, THREADS);
