@@ -34,7 +34,7 @@ override U: u32 = 8u;         // intermediate units a block: 2U gate_up rows
 override RPG: u32 = 4u;       // gate_up rows a row group: 2U / (THREADS / LANES)
 override UPL: u32 = 3u;       // 16-byte units a lane of each gate_up row (the last ones masked past the row)
 override DR: u32 = 6u;        // down rows a thread: ceil(K / THREADS)
-const MAXW: u32 = 32u;        // registers of weight units a lane: UPL * RPG and DR * U / (weights a unit), each <= MAXW
+const MAXW: u32 = 32u;        // registers a lane: UPL * RPG and DR * U / (weights a unit) weight units, DR sums
 
 var<workgroup> red: array<f32, LANES * 2u * U>;
 var<workgroup> act: array<f32, U>;
@@ -144,6 +144,28 @@ fn down_part(blk: u32, tid: u32) {
   }
 }
 
+// Rows b0 .. b1 - 1 of part added in row order at this thread's DR columns (tid, tid + THREADS, ..): RB rows' loads
+// issued before any of them is added, so a reduction waits on a few round trips to memory, not on one a row.
+const RB: u32 = 8u;
+
+fn sum_rows(b0: u32, b1: u32, tid: u32) -> array<f32, MAXW> {
+  var s: array<f32, MAXW>;
+  for (var j = 0u; j < DR; j++) { s[j] = -0.0; }
+  for (var b = b0; b < b1; b += RB) {
+    var v: array<f32, RB * MAXW>;
+    for (var r = 0u; r < RB; r++) {
+      let row = min(b + r, b1 - 1u);
+      for (var j = 0u; j < DR; j++) { v[r * DR + j] = part[row * p.K + min(tid + j * THREADS, p.K - 1u)]; }
+    }
+    for (var r = 0u; r < RB; r++) {
+      if (b + r < b1) {
+        for (var j = 0u; j < DR; j++) { s[j] += v[r * DR + j]; }
+      }
+    }
+  }
+  return s;
+}
+
 // Count `c` as one more of `total` done; true (in every thread) for the last one.
 fn count_last(c: u32, total: u32, tid: u32) -> bool {
   storageBarrier();   // this workgroup's writes before its count
@@ -161,25 +183,20 @@ fn gemv_mlp(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   down_part(blk, tid);
   let gi = blk / p.group;
   let first = gi * p.group;
-  if (!count_last(gi, min(p.group, p.blocks - first), tid)) { return; }
+  let last_block = min(first + p.group, p.blocks);
+  if (!count_last(gi, last_block - first, tid)) { return; }
   let groups = (p.blocks + p.group - 1u) / p.group;
-  let gsum = (p.blocks + gi) * p.K;
-  for (var n = tid; n < p.K; n += THREADS) {
-    var s = -0.0;
-    for (var b = first; b < min(first + p.group, p.blocks); b++) { s += part[b * p.K + n]; }
-    part[gsum + n] = s;
+  let gs = sum_rows(first, last_block, tid);
+  for (var j = 0u; j < DR; j++) {
+    let n = tid + j * THREADS;
+    if (n < p.K) { part[(p.blocks + gi) * p.K + n] = gs[j]; }
   }
   if (tid == 0u) { atomicStore(&done[gi], 0u); }
   if (!count_last(groups, groups, tid)) { return; }
-  for (var n4 = tid; n4 < p.K / 4u; n4 += THREADS) {
-    var s = vec4<f32>(-0.0);
-    for (var g = 0u; g < groups; g++) {
-      let b = (p.blocks + g) * p.K + 4u * n4;
-      s += vec4<f32>(part[b], part[b + 1u], part[b + 2u], part[b + 3u]);
-    }
-    let xv = x4[n4];
-    x4[n4] = vec4<f32>(round_out(xv.x + round_out(s.x)), round_out(xv.y + round_out(s.y)),
-                       round_out(xv.z + round_out(s.z)), round_out(xv.w + round_out(s.w)));
+  let total = sum_rows(p.blocks, p.blocks + groups, tid);
+  for (var j = 0u; j < DR; j++) {
+    let n = tid + j * THREADS;
+    if (n < p.K) { x4[n >> 2u][n & 3u] = round_out(x4[n >> 2u][n & 3u] + round_out(total[j])); }
   }
   if (tid == 0u) { atomicStore(&done[groups], 0u); }
 }
