@@ -18,7 +18,8 @@ export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeEr
  * tensor cores' schedule for bf16 prefill matmuls (the staged or direct kernel, operand prefetch, split-K: the same
  * numbers, another speed); whether bf16 prefill attention's products take the tensor cores (the default where they
  * pass their self-check) or stay in f32 (within a bf16 ulp of each other); whether full-precision decode attention
- * merges its chunks inside its split dispatch ('fold', the default) or in one of its own.
+ * merges its chunks inside its split dispatch ('fold', the default) or in one of its own; whether a decode layer's
+ * MLP on dense weights runs as two products ('separate', the default) or in one dispatch ('fold').
  */
 export type { KernelOptions } from './kernels/policy.ts';
 export { prefillMatmulPath } from './kernels/policy_matmul.ts';
@@ -27,6 +28,7 @@ export { fastPaths } from './kernels/paths.ts';
 export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { attentionTensorCoresUnavailable } from './kernels/attention/sdpa_mm.ts';
 export type { DecodeMerge } from './kernels/attention/sdpa_one.ts';
+export type { DecodeMlp } from './kernels/policy.ts';
 
 // ---- the model's parts ------------------------------------------------------------------------------------
 /** Model file sets by kind: a local folder (Node, Deno), a base URL (with network settings), browser `File`s. */

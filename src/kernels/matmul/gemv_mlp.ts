@@ -48,7 +48,8 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   const upl = Math.ceil(upr / lanes);
   const dr = Math.ceil(K / THREADS);
   const aligned = [x, gateUp, down].every((t) => t.offset % 16 === 0);
-  const fits = Number.isInteger(rpg) && upl * rpg <= MAXW && dr * (U / epv) <= MAXW;
+  const ub = U / epv;   // 16-byte units of a down row a block covers
+  const fits = Number.isInteger(rpg) && upl * rpg <= MAXW && dr * ub <= MAXW;
   if (x.size !== K || K % epv || I % U || !aligned || !fits) return null;
   const gpu = x.gpu;
   const blocks = I / U;
@@ -62,7 +63,7 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   MLP.dispatch(gpu, {
     bindings: { x4: x, wu: gateUp, wd: down, part, done: counters(gpu, groups + 1) },
     uniforms: { K, I, blocks, group, eps: o.eps },
-    overrides: { WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr },
+    overrides: { WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub },
     workgroups: [gx, gy], label: 'matmul.gemv_mlp',
   });
   part.dispose();

@@ -34,7 +34,8 @@ override U: u32 = 8u;         // intermediate units a block: 2U gate_up rows
 override RPG: u32 = 4u;       // gate_up rows a row group: 2U / (THREADS / LANES)
 override UPL: u32 = 3u;       // 16-byte units a lane of each gate_up row (the last ones masked past the row)
 override DR: u32 = 6u;        // down rows a thread: ceil(K / THREADS)
-const MAXW: u32 = 32u;        // registers a lane: UPL * RPG and DR * U / (weights a unit) weight units, DR sums
+override UB: u32 = 1u;        // 16-byte units of a down row a block covers: U / (weights a unit)
+const MAXW: u32 = 32u;        // registers a lane: UPL * RPG and DR * UB weight units, DR sums
 
 var<workgroup> red: array<f32, LANES * 2u * U>;
 var<workgroup> act: array<f32, U>;
@@ -125,20 +126,19 @@ fn act4(j: u32) -> vec4<f32> {
 
 // This block's partial of down into part row blk.
 fn down_part(blk: u32, tid: u32) {
-  let ub_n = U / epv();          // 16-byte units of a down row the block covers
   let dpr = p.I / epv();
-  let ub = blk * ub_n;
+  let ub = blk * UB;
   var wv: array<vec4<u32>, MAXW>;
   for (var j = 0u; j < DR; j++) {
     let n = min(tid + j * THREADS, p.K - 1u);
-    for (var v = 0u; v < ub_n; v++) { wv[j * ub_n + v] = wd[n * dpr + ub + v]; }
+    for (var v = 0u; v < UB; v++) { wv[j * UB + v] = wd[n * dpr + ub + v]; }
   }
   for (var j = 0u; j < DR; j++) {
     let n = tid + j * THREADS;
     var s = -0.0;
-    for (var v = 0u; v < ub_n; v++) {
-      if (WDT == 0u) { s += unit_dot(wv[j * ub_n + v], act4(v), act4(v)); }
-      else { s += unit_dot(wv[j * ub_n + v], act4(2u * v), act4(2u * v + 1u)); }
+    for (var v = 0u; v < UB; v++) {
+      if (WDT == 0u) { s += unit_dot(wv[j * UB + v], act4(v), act4(v)); }
+      else { s += unit_dot(wv[j * UB + v], act4(2u * v), act4(2u * v + 1u)); }
     }
     if (n < p.K) { part[blk * p.K + n] = s; }
   }
