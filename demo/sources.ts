@@ -1,6 +1,6 @@
 // Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
-import { FormatError, type ModelFiles } from '../src/index.ts';
+import { EMBEDDED_MODEL, FormatError, type ModelFiles } from '../src/index.ts';
 import { fileListFiles, urlFiles } from '../src/advanced.ts';
 import { cachedFetch, forgetCachedReads, strictFetch } from './cached-fetch.ts';
 
@@ -23,7 +23,7 @@ export type SourceSpec =
    */
   | { kind: 'folder'; files: File[]; label: string; shown: string };
 
-export const EMBEDDED_NAME = 'hrm-text-brown-6m (embedded)';
+export const EMBEDDED_NAME = `${EMBEDDED_MODEL} (embedded)`;
 
 const INDEX = 'model.safetensors.index.json';
 
@@ -67,7 +67,7 @@ const source = (spec: SourceSpec): ModelSource =>
   ({ files: sourceFiles(spec), kind: spec.kind, base: spec.kind === 'url' ? spec.base : undefined, spec });
 
 export function embeddedSource(): ModelSource {
-  return source({ kind: 'embedded', base: new URL('models/hrm-text-brown-6m', document.baseURI).href });
+  return source({ kind: 'embedded', base: new URL(`models/${EMBEDDED_MODEL}`, document.baseURI).href });
 }
 
 /**

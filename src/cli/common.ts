@@ -1,6 +1,6 @@
 // Pieces both CLIs share (Node and Deno): model location, flag parsing helpers, the GPU, file output.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DeviceLostError, HrmError, InputError, type ModelFiles } from '../index.ts';
+import { DeviceLostError, HrmError, InputError, embeddedModelUrl, type ModelFiles } from '../index.ts';
 import { UsageError, dirFiles, urlFiles } from '../advanced.ts';
 import type { NetOptions } from '../advanced.ts';
 
@@ -16,8 +16,8 @@ export const err = (s: string) => proc.stderr.write(s);
 /** Warnings of the library (a tolerated config oddity), one line each on stderr. */
 export const warn = (m: string) => err(`warning: ${m}\n`);
 
-/** The embedded default model, next to src/ (and dist/) in the package. */
-export const EMBEDDED_MODEL = decodeURIComponent(new URL('../../models/hrm-text-brown-6m', import.meta.url).pathname);
+/** The embedded default model's folder, next to src/ (and dist/) in the package. */
+export const EMBEDDED_DIR = decodeURIComponent(embeddedModelUrl().pathname);
 
 /** Seconds from an environment variable (unset: the library's default). */
 function envSeconds(name: string): number | undefined {
@@ -39,7 +39,7 @@ export function netOptions(): NetOptions {
 
 /** A folder or a base URL (downloaded with netOptions()). */
 export function modelFiles(model: string | undefined): ModelFiles {
-  if (!model) return dirFiles(EMBEDDED_MODEL);
+  if (!model) return dirFiles(EMBEDDED_DIR);
   if (!/^https?:\/\//.test(model)) return dirFiles(model);
   return urlFiles(model, netOptions());
 }

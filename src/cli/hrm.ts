@@ -1,11 +1,13 @@
 // `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
-import { Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes } from '../index.ts';
+import {
+  Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL,
+} from '../index.ts';
 import { UsageError, cacheSlots, parseConditions, kvSpec } from '../advanced.ts';
 import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
 import { bytesSource } from '../io/sources.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { convertQuantized } from '../hrm/convert.ts';
-import { checkWritable, choice, err, flagValue, fsp, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_MODEL } from './common.ts';
+import { checkWritable, choice, err, flagValue, fsp, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_DIR } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -21,7 +23,7 @@ const HELP = `hrm: HRM-Text on WebGPU
 
 ${Object.values(USAGE).map((u) => `  ${u.replace(/\n/g, '\n  ')}`).join('\n')}
 
---model defaults to the embedded hrm-text-brown-6m (${EMBEDDED_MODEL}).
+--model defaults to the embedded ${EMBEDDED_MODEL} (${EMBEDDED_DIR}).
 Conditions: direct, cot, synth, noisy (comma-combined). --kv takes llama.cpp cache types (f16, q8_0, q6_K, q4_0, ...).
 --quantize quantizes the weights while loading (bit for bit mx.quantize; --q-group-size 32|64|128, default 64);
 convert writes them in MLX's quantized layout (model.safetensors, config.json with "quantization", tokenizer files).

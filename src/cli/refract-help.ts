@@ -1,4 +1,5 @@
 // `refract` usage and help texts, one per subcommand (printed by --help and after a usage error).
+import { EMBEDDED_MODEL } from '../hrm/files.ts';
 
 export const TOP_HELP = `refract: KV-cache quantization drift score for HRM-Text on WebGPU (REFRACT 0.3.2 definitions)
 
@@ -13,7 +14,7 @@ Run \`refract <command> --help\` for a command's flags. Defaults that need no fi
 REFRACT's 30 CC0 prompts, a corpus and a haystack from the Brown corpus.
 `;
 
-const SCORE_FLAGS = `  --model DIR|URL          model folder or base URL (default: the embedded hrm-text-brown-6m)
+const SCORE_FLAGS = `  --model DIR|URL          model folder or base URL (default: the embedded ${EMBEDDED_MODEL})
   --reference KV           reference KV config (default ctk=f16,ctv=f16)
   --candidate KV           candidate KV config, llama.cpp style: ctk=q8_0,ctv=q4_0 (required)
   --prompts FILE.jsonl     prompts (default: REFRACT's prompts/v0.1.jsonl, built in)
