@@ -50,6 +50,9 @@ export function markdown(r: BenchResult): string {
   return L.join('\n').replace(/\n{3,}/g, '\n\n');
 }
 
+/** A GPU time taken a pass a dispatch (calls that could not be captured into one pass) says so: it may overlap. */
+const perDispatch = (t: { gpuMethod?: string | null }) => (t.gpuMethod === 'pass per dispatch' ? ', a pass a dispatch' : '');
+
 /** The kernel table, the streaming floor, the matrix-vector sweep and decode attention's paths. */
 function kernelLines(r: BenchResult): string[] {
   const k = r.kernels;
@@ -62,11 +65,11 @@ function kernelLines(r: BenchResult): string[] {
   for (const b of [k.stream, k.streamEnd, ...k.gemv].filter((x) => x)) {
     L.push(`| ${b!.name} | ${f(b!.GBps.median)} GB/s | ${range(b!.GBps)} | ${pct(b!.shareOfStream)} | ` +
       `${pct(b!.shareOfH200)} | ${f(b!.gpuMs?.median)} ms` +
-      `${b!.kernelGBps ? ` (${f(b!.kernelGBps.median)} GB/s)` : ''} | ${b!.labels.join(', ')} |`);
+      `${b!.kernelGBps ? ` (${f(b!.kernelGBps.median)} GB/s)` : ''}${perDispatch(b!)} | ${b!.labels.join(', ')} |`);
   }
   for (const m of k.matmul) {
     L.push(`| ${esc(m.name)} | ${f(m.TFLOPs.median)} TFLOP/s | ${range(m.TFLOPs)} | | | ${f(m.gpuMs?.median)} ms` +
-      `${m.kernelTFLOPs ? ` (${f(m.kernelTFLOPs.median)} TFLOP/s)` : ''} | ${m.labels.join(', ')} |`);
+      `${m.kernelTFLOPs ? ` (${f(m.kernelTFLOPs.median)} TFLOP/s)` : ''}${perDispatch(m)} | ${m.labels.join(', ')} |`);
   }
   if (k.dispatch) {
     L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ` +

@@ -1,13 +1,16 @@
 // How the bench times GPU work. A "call" is recorded `batch` times into one command buffer, then submitted and
 // awaited: wall time per call = (submit -> GPU done) / batch, recording excluded, so the fixed submit/readback
-// latency is spread over >= 25 ms of work. Where the adapter has timestamp queries, one more batch is profiled (one
-// pass per dispatch) for the kernel's own GPU time; the wall figure also contains the barrier between dependent
-// dispatches, which is what the model pays. A captured sequence can also be timed as one compute pass between two
-// timestamps (passMs), alone or replayed as a decode queues its steps (queuedPassMs).
+// latency is spread over >= 25 ms of work. Where the adapter has timestamp queries, calls captured back to back are
+// timed as one compute pass between two timestamps (passCalls), the GPU time a call takes with its barriers as the
+// model pays them. Calls that cannot be captured (a buffer copy among them) fall back to a profiled batch, one pass
+// and two timestamps a dispatch: a pass's first timestamp can be written before the dispatch ahead of it has
+// finished (the barrier between them comes inside the pass), which on an H200 stretched a 1 GiB read from 0.24 to
+// 0.56 ms (issue 30), so those figures are marked. A captured sequence can also be timed as one compute pass between
+// two timestamps (passMs), alone or replayed as a decode queues its steps (queuedPassMs).
+import { NotReplayableError } from '../../src/errors.ts';
 import { readTimestamps, type Dispatch, type Gpu, type Upload } from '../../src/gpu/gpu.ts';
 import { capture, replay } from '../../src/gpu/capture.ts';
 import { now, stats, type Stats } from './stats.ts';
-
 /** Dawn quantizes timestamps to 2^16 ns unless told not to: timings that are all multiples of it are suspect. */
 const QUANTUM_MS = 65536 / 1e6;
 
@@ -25,6 +28,8 @@ export interface Timing {
   wallMs: Stats;
   /** Milliseconds per call from GPU timestamps (null without timestamp-query). */
   gpuMs: Stats | null;
+  /** How gpuMs was timed: calls back to back in one pass, or a pass a dispatch (calls that cannot be captured). */
+  gpuMethod: 'one pass' | 'pass per dispatch' | null;
   /** The timestamps were all multiples of Dawn's 65.5 us quantum (per-dispatch values are then unreliable). */
   quantized: boolean;
 }
@@ -32,8 +37,11 @@ export interface Timing {
 /** Replayed steps timed by their own pass timestamps while `ahead` of them are queued (see queuedPassMs). */
 export interface QueuedSteps { steps: number; ahead: number; passMs: Stats; gapMs: Stats; wallMs: number }
 
-/** A captured sequence to time as one pass: GPU us per call (`samples` passes), and its buffers' release. */
-export interface PassTimer { us: (samples: number) => Promise<number[]>; release: () => void }
+/**
+ * A captured sequence to time as one pass: GPU us per call (`samples` passes), its dispatches' labels (each once, in
+ * order) and its buffers' release.
+ */
+export interface PassTimer { us: (samples: number) => Promise<number[]>; labels: string[]; release: () => void }
 
 /** Time `record` (which records one call into the open batch) as described at the top; `samples` timed batches. */
 export async function timeCalls(gpu: Gpu, record: () => void, s: { samples: number }): Promise<Timing> {
@@ -56,21 +64,48 @@ export async function timeCalls(gpu: Gpu, record: () => void, s: { samples: numb
   let gpuMs: Stats | null = null;
   let labels: string[] = [];
   let quantized = false;
+  let gpuMethod: Timing['gpuMethod'] = null;
   if (gpu.timestamps) {
-    const calls = Math.max(1, Math.min(batch, Math.floor(2048 / dispatchesPerCall)));
-    gpu.profileNext(calls * dispatchesPerCall);
-    for (let b = 0; b < calls; b++) record();
-    await gpu.sync();
-    const t = gpu.lastTimings;
-    const per: number[] = [];
-    for (let c = 0; c + dispatchesPerCall <= t.length; c += dispatchesPerCall) {
-      per.push(t.slice(c, c + dispatchesPerCall).reduce((a, x) => a + x.ms, 0));
+    // Enough calls for ~25 ms of GPU work (the wall estimate), within one query-free pass of at most 4096 dispatches.
+    const calls = Math.max(1, Math.min(batch, Math.floor(4096 / dispatchesPerCall)));
+    const pass = await passCalls(gpu, record, calls).catch((e: unknown) => {
+      if (e instanceof NotReplayableError) return null;
+      throw e;
+    });
+    if (pass) {
+      try {
+        const perCall = (await pass.us(s.samples)).map((us) => us / 1000);
+        gpuMs = stats(perCall);
+        labels = pass.labels;
+        quantized = onQuantumGrid(perCall.map((ms) => ms * calls));
+        gpuMethod = 'one pass';
+      } finally {
+        pass.release();
+      }
+    } else {
+      ({ gpuMs, labels, quantized } = await profiledCalls(gpu, record, dispatchesPerCall, batch));
+      gpuMethod = 'pass per dispatch';
     }
-    labels = [...new Set(t.slice(0, dispatchesPerCall).map((x) => x.label))];
-    quantized = onQuantumGrid(t.map((x) => x.ms));
-    if (per.length) gpuMs = stats(per);
   }
-  return { labels, dispatchesPerCall, batch, wallMs: stats(wall), gpuMs, quantized };
+  return { labels, dispatchesPerCall, batch, wallMs: stats(wall), gpuMs, gpuMethod, quantized };
+}
+
+/** GPU ms per call from a profiled batch (a pass and two timestamps a dispatch), its labels and Dawn's quantum. */
+async function profiledCalls(gpu: Gpu, record: () => void, dispatchesPerCall: number, batch: number) {
+  const calls = Math.max(1, Math.min(batch, Math.floor(2048 / dispatchesPerCall)));
+  gpu.profileNext(calls * dispatchesPerCall);
+  for (let b = 0; b < calls; b++) record();
+  await gpu.sync();
+  const t = gpu.lastTimings;
+  const per: number[] = [];
+  for (let c = 0; c + dispatchesPerCall <= t.length; c += dispatchesPerCall) {
+    per.push(t.slice(c, c + dispatchesPerCall).reduce((a, x) => a + x.ms, 0));
+  }
+  return {
+    gpuMs: per.length ? stats(per) : null,
+    labels: [...new Set(t.slice(0, dispatchesPerCall).map((x) => x.label))],
+    quantized: onQuantumGrid(t.map((x) => x.ms)),
+  };
 }
 
 /**
@@ -86,6 +121,7 @@ export async function passCalls(gpu: Gpu, record: () => void, calls: number): Pr
   const uploads = [...cap.uniforms, ...cap.uploads];
   return {
     us: async (samples) => (await passMs(gpu, cap.dispatches, uploads, samples)).map((m) => (m * 1000) / calls),
+    labels: [...new Set(cap.dispatches.map((d) => d.label))],
     release: () => { for (const b of claimed) gpu.release(b); },
   };
 }
