@@ -15,9 +15,31 @@ export function against(x: number, ref: number): { ratio: number; apart: boolean
   return { ratio, apart: !(Math.abs(ratio - 1) <= TOLERANCE) };
 }
 
-/** The ceiling's lines: the stream read at the start and the end, and against the probe; a warning where apart. */
+/**
+ * Bandwidth figures (wall or timestamps) more than TOLERANCE above the ceiling, the highest of the stream read, its
+ * end and the probe: a kernel cannot read faster than the memory, so such a figure was timed wrong (issue 30: a
+ * 65536 x 1536 GEMV reported 5.8 TB/s once).
+ */
+export function aboveCeiling(figures: readonly BandwidthFigure[], ceiling: number): string[] {
+  const L: string[] = [];
+  for (const b of figures) {
+    for (const [how, v] of [['wall', b.GBps?.median], ['timestamps', b.kernelGBps?.median]] as const) {
+      if (v !== undefined && v > ceiling * (1 + TOLERANCE)) {
+        L.push(`**Warning**: ${b.name} reports ${f(v)} GB/s by ${how}, more than ${pct(TOLERANCE)} above the ` +
+          `ceiling of ${f(ceiling)} GB/s: it was timed wrong.`);
+      }
+    }
+  }
+  return L;
+}
+
+/**
+ * The ceiling's lines: the stream read at the start and the end, and against the probe; a warning where apart, and
+ * for each of `figures` above the ceiling.
+ */
 export function ceilingLines(
   stream: BandwidthFigure | null, end: BandwidthFigure | null | undefined, probe: ReadProbe | null | undefined,
+  figures: readonly BandwidthFigure[] = [],
 ): string[] {
   const start = stream?.GBps.median;
   if (start === undefined) return [];
@@ -40,5 +62,7 @@ export function ceilingLines(
         `(${f(start)} against ${f(probe.GBps)} GB/s): the ceiling is not to be trusted.`);
     }
   }
+  const ceiling = Math.max(start, end?.GBps.median ?? 0, probe?.GBps ?? 0);
+  L.push(...aboveCeiling(figures, ceiling));
   return L.length ? [...L, ''] : [];
 }

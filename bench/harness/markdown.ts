@@ -75,7 +75,7 @@ function kernelLines(r: BenchResult): string[] {
     L.push(`| dependent dispatch (${k.dispatch.chain} tiny adds) | ${f(k.dispatch.encodeUs.median)} us record + ` +
       `${f(k.dispatch.gpuUs.median)} us submit→done | ${range(k.dispatch.gpuUs)} us | | | | add |`);
   }
-  L.push('', ...ceilingLines(k.stream, k.streamEnd, k.readProbe));
+  L.push('', ...ceilingLines(k.stream, k.streamEnd, k.readProbe, k.gemv));
   if (k.streamFloor?.length) {
     const points = k.streamFloor.map((p) => `${f(p.bytes / 1e6)} MB ${f(p.us)} us (${f(p.GBps)} GB/s)`);
     L.push('Streaming read floor (one dispatch of that many bytes, 200 back to back in one pass): ' +

@@ -1,7 +1,7 @@
 // The ceiling's checks on numbers (no GPU): bench's stream read against itself at the end of the run and against the
 // read probe, with a "**Warning**" line exactly where the two are more than 10 % apart, either way (issue 30).
 import { describe, expect, it } from 'vitest';
-import { against, ceilingLines, TOLERANCE } from '../../bench/harness/ceiling.ts';
+import { aboveCeiling, against, ceilingLines, TOLERANCE } from '../../bench/harness/ceiling.ts';
 import type { BandwidthFigure } from '../../bench/suites/figures.ts';
 import { stats } from '../../bench/timing/stats.ts';
 
@@ -42,6 +42,20 @@ describe('bandwidth ceiling checks', () => {
     expect(moved.some((l) => l.startsWith('Stream read 4200 GB/s is 98 % of the read probe'))).toBe(true);
 
     expect(warnings(ceilingLines(read(4640), read(4680), { GBps: 4300 }))).toEqual([]);
+  });
+
+  it('warns of any figure above the ceiling, by the wall or by timestamps', () => {
+    // The direct run of issue 30: a 65536 x 1536 GEMV at 5.8 TB/s by its timestamps against a 4.65 TB/s stream read.
+    const gemv = { ...read(4100, 'bf16 GEMV 65536x1536'), kernelGBps: stats([5800]) } as BandwidthFigure;
+    const fine = { ...read(4300, 'bf16 GEMV 6144x1536'), kernelGBps: stats([4600]) } as BandwidthFigure;
+    expect(warnings(ceilingLines(read(4650), read(4680), { GBps: 4300 }, [gemv, fine]))).toEqual([
+      '**Warning**: bf16 GEMV 65536x1536 reports 5800 GB/s by timestamps, more than 10 % above the ceiling of 4680 GB/s: ' +
+      'it was timed wrong.',
+    ]);
+    expect(aboveCeiling([read(4700, 'x')], 4300)).toHaveLength(0);
+    expect(aboveCeiling([read(4800, 'x')], 4300)).toEqual([
+      '**Warning**: x reports 4800 GB/s by wall, more than 10 % above the ceiling of 4300 GB/s: it was timed wrong.',
+    ]);
   });
 
   it('says only what was measured', () => {
