@@ -51,7 +51,8 @@ export function markdown(r: BenchResult): string {
 }
 
 /** A GPU time taken a pass a dispatch (calls that could not be captured into one pass) says so: it may overlap. */
-const perDispatch = (t: { gpuMethod?: string | null }) => (t.gpuMethod === 'pass per dispatch' ? ', a pass a dispatch' : '');
+const perDispatch = (t: { gpuMethod?: string | null }) =>
+  (t.gpuMethod === 'pass per dispatch' ? ', a pass a dispatch' : '');
 
 /** The kernel table, the streaming floor, the matrix-vector sweep and decode attention's paths. */
 function kernelLines(r: BenchResult): string[] {

@@ -49,8 +49,8 @@ describe('bandwidth ceiling checks', () => {
     const gemv = { ...read(4100, 'bf16 GEMV 65536x1536'), kernelGBps: stats([5800]) } as BandwidthFigure;
     const fine = { ...read(4300, 'bf16 GEMV 6144x1536'), kernelGBps: stats([4600]) } as BandwidthFigure;
     expect(warnings(ceilingLines(read(4650), read(4680), { GBps: 4300 }, [gemv, fine]))).toEqual([
-      '**Warning**: bf16 GEMV 65536x1536 reports 5800 GB/s by timestamps, more than 10 % above the ceiling of 4680 GB/s: ' +
-      'it was timed wrong.',
+      '**Warning**: bf16 GEMV 65536x1536 reports 5800 GB/s by timestamps, more than 10 % above the ceiling of ' +
+      '4680 GB/s: it was timed wrong.',
     ]);
     expect(aboveCeiling([read(4700, 'x')], 4300)).toHaveLength(0);
     expect(aboveCeiling([read(4800, 'x')], 4300)).toEqual([
