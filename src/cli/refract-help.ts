@@ -1,5 +1,5 @@
 // `refract` usage and help texts, one per subcommand (printed by --help and after a usage error).
-import { EMBEDDED_MODEL } from '../hrm/files.ts';
+import { EMBEDDED_MODEL } from '../index.ts';
 
 export const TOP_HELP = `refract: KV-cache quantization drift score for HRM-Text on WebGPU (REFRACT 0.3.2 definitions)
 
