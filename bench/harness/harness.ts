@@ -15,6 +15,7 @@ import { attentionSweep, type AttnPoint } from '../suites/attention.ts';
 import { dispatchCost, type DispatchFigure } from '../suites/dispatch.ts';
 import type { BandwidthFigure, MatmulFigure } from '../suites/figures.ts';
 import { gemv, gemvSweep, type SweepPoint } from '../suites/gemv.ts';
+import { mlpSweep, type MlpPoint } from '../suites/mlp.ts';
 import { matmulFlops, sgmatSchedules } from '../suites/matmul.ts';
 import { ModelBench, ModelOnDevice } from '../suites/model.ts';
 import { modelInfo, type CacheResult, type ModelInfo } from '../suites/model-figures.ts';
@@ -46,6 +47,8 @@ export interface KernelResults {
   streamFloor?: StreamFloorPoint[];
   gemv: BandwidthFigure[];
   sweep: SweepPoint[];
+  /** --sweep-gemv: a decode layer's MLP as two products or in one dispatch (absent before 20261205). */
+  mlp?: MlpPoint[];
   attention: AttnPoint[];
   matmul: MatmulFigure[];
   dispatch: DispatchFigure | null;
@@ -246,6 +249,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
         await section('gemv sweep', async (gpu) => {
           r.kernels.sweep = await gemvSweep(gpu, h, inter, qkv, config.vocab_size, s);
         });
+        await section('mlp sweep', async (gpu) => { r.kernels.mlp = await mlpSweep(gpu, h, inter, s); });
         await section('attention sweep', async (gpu) => {
           r.kernels.attention = await attentionSweep(gpu, config.num_attention_heads, config.head_dim, s);
         });

@@ -7,6 +7,7 @@ import { modelLines } from './markdown-model.ts';
 import { weightsLines } from './markdown-weights.ts';
 import { ceilingLines } from './ceiling.ts';
 import type { SweepPoint } from '../suites/gemv.ts';
+import type { MlpPoint } from '../suites/mlp.ts';
 
 /** The Markdown summary. */
 export function markdown(r: BenchResult): string {
@@ -92,6 +93,16 @@ function kernelLines(r: BenchResult): string[] {
     for (const layer of [...new Set(k.sweep.map((p) => p.layer))]) {
       const pts = k.sweep.filter((p) => p.layer === layer).sort((a, b) => us(a) - us(b));
       L.push(`| ${layer} | ${pts.map(point).join(', ')} |`);
+    }
+    L.push('');
+  }
+  if (k.mlp?.length) {
+    L.push("## Decode MLP: two products against one dispatch (gemv_mlp's units a workgroup / group)", '');
+    L.push('| form | GPU us per MLP in one pass, else wall | GB/s |', '|---|---|---|');
+    const us = (p: MlpPoint) => p.passUs ?? p.wallUs ?? NaN;
+    for (const p of [...k.mlp].sort((a, b) => us(a) - us(b))) {
+      const form = p.form === 'fold' ? `one dispatch, ${p.units} units / group ${p.group ?? 'default'}` : 'two products';
+      L.push(`| ${form} | ${f(us(p))} | ${f(p.GBps)} |`);
     }
     L.push('');
   }
