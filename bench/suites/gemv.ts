@@ -12,8 +12,7 @@ import { linear } from '../../src/hrm/linear.ts';
 import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';
 import { weightTensors } from '../../src/hrm/weights.ts';
 import type { Settings } from '../harness/settings.ts';
-import { passCalls, timeCalls } from '../timing/calls.ts';
-import { stats } from '../timing/stats.ts';
+import { timeAround, timeCalls } from '../timing/calls.ts';
 import { bandwidth, randomMatrix, randomX, type BandwidthFigure } from './figures.ts';
 
 /**
@@ -108,25 +107,9 @@ export async function gemvSweep(
           if (!L.acc) y.dispose();
         };
       });
-      // Wall time only without timestamps. Pass samples go round the shapes, so a drift of the GPU's clocks
-      // during the sweep spreads over all of them instead of favouring the first.
-      const wall: number[] = [];
-      for (const c of gpu.timestamps ? [] : calls) {
-        wall.push((await timeCalls(gpu, c, { samples: Math.min(s.samples, 3) })).wallMs.median * 1000);
-      }
-      const pass: number[][] = shapes.map(() => []);
-      const captured = [];
-      try {
-        for (const c of gpu.timestamps ? calls : []) captured.push(await passCalls(gpu, c, 200));
-        for (let round = 0; round < SWEEP_ROUNDS; round++) {
-          for (const [j, c] of captured.entries()) pass[j].push(...(await c.us(1)));
-        }
-      } finally {
-        for (const c of captured) c.release();
-      }
+      const times = await timeAround(gpu, calls, s, SWEEP_ROUNDS);
       for (const [j, gemv] of shapes.entries()) {
-        const passUs = pass[j].length ? stats(pass[j]).median : null;
-        const wallUs = wall[j] ?? null;
+        const { passUs, wallUs } = times[j];
         out.push({
           layer: `${L.bits < 16 ? `q${L.bits} ` : ''}${L.layer} ${L.n}x${L.k}`, kernel: gemv.kernel ?? 'vec4',
           wg: gemv.wg, rows: gemv.rows,

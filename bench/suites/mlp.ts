@@ -1,13 +1,11 @@
 // A decode layer's MLP (--sweep-gemv): the two products the model runs by default (gate_up with norm and SwiGLU,
 // then down with the residual, each at its tuned shape) against gemv_mlp's one dispatch over its units a workgroup
-// and first-level group sizes (matmul/gemv_mlp.ts). GPU us per MLP in one pass of 200 back-to-back calls, samples
-// going round the forms, as the GEMV sweep times its shapes; wall time only without timestamps.
+// and first-level group sizes (matmul/gemv_mlp.ts), timed as the GEMV sweep times its shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
 import type { Settings } from '../harness/settings.ts';
-import { passCalls, timeCalls } from '../timing/calls.ts';
-import { stats } from '../timing/stats.ts';
+import { timeAround } from '../timing/calls.ts';
 import { randomMatrix, randomX } from './figures.ts';
 
 /** One MLP form: 'separate' (two products) or 'fold' at `units` and `group` (null: gemv_mlp's default). */
@@ -49,23 +47,9 @@ export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Setti
         a.dispose();
       };
     });
-    const wall: number[] = [];
-    for (const c of gpu.timestamps ? [] : calls) {
-      wall.push((await timeCalls(gpu, c, { samples: Math.min(s.samples, 3) })).wallMs.median * 1000);
-    }
-    const pass: number[][] = forms.map(() => []);
-    const captured = [];
-    try {
-      for (const c of gpu.timestamps ? calls : []) captured.push(await passCalls(gpu, c, 200));
-      for (let round = 0; round < ROUNDS; round++) {
-        for (const [j, c] of captured.entries()) pass[j].push(...(await c.us(1)));
-      }
-    } finally {
-      for (const c of captured) c.release();
-    }
+    const times = await timeAround(gpu, calls, s, ROUNDS);
     return forms.map((p, j) => {
-      const passUs = pass[j].length ? stats(pass[j]).median : null;
-      const wallUs = wall[j] ?? null;
+      const { passUs, wallUs } = times[j];
       return { ...p, bytes, wallUs, passUs, GBps: bytes / (passUs ?? wallUs!) / 1e3 };
     });
   } finally {

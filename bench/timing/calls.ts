@@ -127,6 +127,31 @@ export async function passCalls(gpu: Gpu, record: () => void, calls: number): Pr
 }
 
 /**
+ * Each of `calls` (one call each) timed against the others: with timestamps, GPU us per call in one pass of 200
+ * back-to-back calls (passCalls), the samples going round the calls `rounds` times so that a drift of the GPU's
+ * clocks spreads over all of them instead of favouring the first (medians); without, wall us per call (timeCalls).
+ */
+export async function timeAround(
+  gpu: Gpu, calls: ReadonlyArray<() => void>, s: { samples: number }, rounds: number,
+): Promise<Array<{ passUs: number | null; wallUs: number | null }>> {
+  const wall: number[] = [];
+  for (const c of gpu.timestamps ? [] : calls) {
+    wall.push((await timeCalls(gpu, c, { samples: Math.min(s.samples, 3) })).wallMs.median * 1000);
+  }
+  const pass: number[][] = calls.map(() => []);
+  const captured: PassTimer[] = [];
+  try {
+    for (const c of gpu.timestamps ? calls : []) captured.push(await passCalls(gpu, c, 200));
+    for (let round = 0; round < rounds; round++) {
+      for (const [j, c] of captured.entries()) pass[j].push(...(await c.us(1)));
+    }
+  } finally {
+    for (const c of captured) c.release();
+  }
+  return calls.map((_, j) => ({ passUs: pass[j].length ? stats(pass[j]).median : null, wallUs: wall[j] ?? null }));
+}
+
+/**
  * GPU milliseconds of `dispatches` encoded as one compute pass (after `uploads`), between the pass's two
  * timestamps, `samples` times after a warm-up. The caller has timestamp-query.
  */

@@ -44,6 +44,7 @@ var<workgroup> last: u32;
 // #include "common/round.inc.wgsl"
 // #include "common/silu_mul.inc.wgsl"
 // #include "matmul/halves.inc.wgsl"
+// #include "matmul/row_groups.inc.wgsl"
 
 // Weights a 16-byte unit: 4 f32 or 8 halves.
 fn epv() -> u32 { return select(8u, 4u, WDT == 0u); }
@@ -106,13 +107,7 @@ fn activations(blk: u32, tid: u32) {
     }
   }
   let rows = 2u * U;
-  for (var r = 0u; r < RPG; r++) { red[l * rows + g * RPG + r] = acc[r]; }
-  workgroupBarrier();
-  var total = -0.0;   // -0 + x is x for every x
-  if (tid < rows) {
-    for (var k = 0u; k < LANES; k++) { total += red[k * rows + tid]; }
-  }
-  workgroupBarrier();   // every slot's partials are read before the totals overwrite them
+  let total = slot_totals(acc, l, g, tid, LANES, rows);
   if (tid < rows) { red[tid] = total; }
   workgroupBarrier();
   if (tid < U) { act[tid] = silu_mul(round_out(red[tid]), round_out(red[U + tid])); }

@@ -13,6 +13,7 @@
 
 // #include "matmul/linear.inc.wgsl"
 // #include "matmul/gemv_block.inc.wgsl"
+// #include "matmul/row_groups.inc.wgsl"
 
 // Threads per workgroup (G = THREADS / WG row groups, a power of two), rows per row group (ROWS = G * RPG) and units
 // per lane per row: overrides all, so the loops over them unroll and wv / acc stay in registers (indices computed
@@ -61,13 +62,7 @@ fn gemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
     let xs = x_unit((l + i * WG) * xstep, inv);
     for (var r = 0u; r < RPG; r++) { acc[r] += dot_unit(wv[i * RPG + r], xs[0], xs[1]); }
   }
-  for (var r = 0u; r < RPG; r++) { red[l * ROWS + g * RPG + r] = acc[r]; }
-  workgroupBarrier();
-  var total = -0.0;   // -0 + x is x for every x
-  if (tid < ROWS) {
-    for (var k = 0u; k < WG; k++) { total += red[k * ROWS + tid]; }
-  }
-  workgroupBarrier();   // every slot's partials are read before the totals overwrite them
+  let total = slot_totals(acc, l, g, tid, WG, ROWS);
   if (tid < ROWS) { red[tid * WG] = total; }
   workgroupBarrier();
   let s = out_segs(tid);
