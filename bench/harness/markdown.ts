@@ -101,7 +101,9 @@ function kernelLines(r: BenchResult): string[] {
     L.push('| form | GPU us per MLP in one pass, else wall | GB/s |', '|---|---|---|');
     const us = (p: MlpPoint) => p.passUs ?? p.wallUs ?? NaN;
     for (const p of [...k.mlp].sort((a, b) => us(a) - us(b))) {
-      const form = p.form === 'fold' ? `one dispatch, ${p.units} units / group ${p.group ?? 'default'}` : 'two products';
+      const form = p.form === 'fold'
+        ? `one dispatch, ${p.units} units / group ${p.group ?? 'default'}${p.prefetch ? ', down prefetched' : ''}`
+        : 'two products';
       L.push(`| ${form} | ${f(us(p))} | ${f(p.GBps)} |`);
     }
     L.push('');

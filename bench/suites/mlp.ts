@@ -1,6 +1,7 @@
 // A decode layer's MLP (--sweep-gemv): the two products the model runs by default (gate_up with norm and SwiGLU,
-// then down with the residual, each at its tuned shape) against gemv_mlp's one dispatch over its units a workgroup
-// and first-level group sizes (matmul/gemv_mlp.ts), timed as the GEMV sweep times its shapes (timeAround).
+// then down with the residual, each at its tuned shape) against gemv_mlp's one dispatch over its units a
+// workgroup, first-level group sizes and down's prefetch (matmul/gemv_mlp.ts), timed as the GEMV sweep times its
+// shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
@@ -8,9 +9,12 @@ import type { Settings } from '../harness/settings.ts';
 import { timeAround } from '../timing/calls.ts';
 import { randomMatrix, randomX } from './figures.ts';
 
-/** One MLP form: 'separate' (two products) or 'fold' at `units` and `group` (null: gemv_mlp's default). */
+/**
+ * One MLP form: 'separate' (two products) or 'fold' at `units`, `group` (null: gemv_mlp's default) and `prefetch`
+ * (down's units loaded with gate_up's).
+ */
 export interface MlpPoint {
-  form: 'separate' | 'fold'; units: number | null; group: number | null; bytes: number;
+  form: 'separate' | 'fold'; units: number | null; group: number | null; prefetch: boolean; bytes: number;
   wallUs: number | null; passUs: number | null; GBps: number;
 }
 
@@ -25,9 +29,13 @@ export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Setti
     down: randomMatrix(gpu, hidden, inter, s.seed * 17 + i * 3 + 1, `mlp.down${i}`).chunks,
   }));
   const x = randomX(gpu, 1, hidden, s.seed + 9);
-  const forms: Array<Pick<MlpPoint, 'form' | 'units' | 'group'>> = [{ form: 'separate', units: null, group: null }];
+  const forms: Array<Pick<MlpPoint, 'form' | 'units' | 'group' | 'prefetch'>> = [
+    { form: 'separate', units: null, group: null, prefetch: false },
+  ];
   for (const units of [8, 16]) {
-    for (const group of [null, 8, 16, 32]) forms.push({ form: 'fold', units, group });
+    for (const prefetch of [false, true]) {
+      for (const group of [null, 8, 32]) forms.push({ form: 'fold', units, group, prefetch });
+    }
   }
   const opts = { eps: 1e-5, round: 'bf16' as const };
   try {
@@ -37,7 +45,8 @@ export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Setti
         const w = layers[i++ % copies];
         if (p.form === 'fold') {
           if (w.gu.length > 1 || w.down.length > 1) throw new Error('mlp sweep: weights larger than one binding');
-          if (!mlpFold(x, w.gu[0], w.down[0], { ...opts, units: p.units!, group: p.group ?? undefined })) {
+          const fold = { ...opts, units: p.units!, group: p.group ?? undefined, prefetch: p.prefetch };
+          if (!mlpFold(x, w.gu[0], w.down[0], fold)) {
             throw new Error(`mlp sweep: gemv_mlp cannot take units ${p.units} at ${hidden} x ${inter}`);
           }
           return;

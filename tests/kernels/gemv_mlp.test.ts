@@ -16,13 +16,21 @@ import type { Round } from '../../src/kernels/common/codes.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkMlpFold } from './gemv_mlp.check.ts';
 
-interface Case { K: number; I: number; dtype: WDType; round: Round; units?: number; group?: number; why: string }
+interface Case {
+  K: number; I: number; dtype: WDType; round: Round; units?: number; group?: number; prefetch?: boolean; why: string;
+}
 
 // Each case is a pipeline of its own (seconds of LLVM on a cold CPU driver): the CPU driver takes the first three.
 const CASES: Case[] = [
   { K: 256, I: 768, dtype: 'bf16', round: 'bf16', why: 'the embedded model: 96 blocks in 10 groups, the last of 6' },
-  { K: 40, I: 48, dtype: 'f32', round: 'none', units: 4, group: 5, why: '5 units a row over 16 lanes (masked), 12 blocks, a last group of 2' },
-  { K: 1032, I: 64, dtype: 'f16', round: 'f16', units: 16, group: 1, why: '3 units a lane, the last masked; 5 down rows a thread; groups of one' },
+  {
+    K: 40, I: 48, dtype: 'f32', round: 'none', units: 4, group: 5, prefetch: true,
+    why: '5 units a row over 16 lanes (masked), 12 blocks, a last group of 2, down prefetched',
+  },
+  {
+    K: 1032, I: 64, dtype: 'f16', round: 'f16', units: 16, group: 1,
+    why: '3 units a lane, the last masked; 5 down rows a thread; groups of one',
+  },
   { K: 64, I: 32, dtype: 'bf16', round: 'none', group: 100, why: 'one group holding every block' },
   { K: 1536, I: 4096, dtype: 'bf16', round: 'bf16', why: "HRM-Text-1B's shape: 512 blocks in 23 groups" },
 ];
@@ -63,7 +71,8 @@ function expectClose(got: Float32Array, c: Case, o: ReturnType<typeof operands>)
       abs += Math.abs(o.dv[n * I + i] * a[i]);
     }
     const bound = carried + (I + 1) * U * abs + U * Math.abs(want[n]) + 1e-30;
-    expect(Math.abs(got[n] - want[n]), `${c.why}: output ${n} (got ${got[n]}, want ${want[n]})`).toBeLessThanOrEqual(bound);
+    const what = `${c.why}: output ${n} (got ${got[n]}, want ${want[n]})`;
+    expect(Math.abs(got[n] - want[n]), what).toBeLessThanOrEqual(bound);
   }
   return 1;
 }
@@ -75,7 +84,8 @@ describe('gemv_mlp: x += down(silu(gate) * up) in one dispatch', async () => {
     if (!runs(i < 3)) continue;
     it(`${c.dtype} weights, round ${c.round}, K ${c.K}, I ${c.I}: ${c.why}`, async () => {
       const o = operands(gpu, c, 40 + i);
-      const out = mlpFold(o.x, o.gu, o.down, { eps: EPS, round: c.round, units: c.units, group: c.group });
+      const { units, group, prefetch } = c;
+      const out = mlpFold(o.x, o.gu, o.down, { eps: EPS, round: c.round, units, group, prefetch });
       expect(out).toBe(o.x);
       const exact = expectClose(await o.x.read() as Float32Array, c, o);
       expect(exact).toBeGreaterThanOrEqual(0.9);

@@ -22,6 +22,8 @@ export interface MlpOptions {
   units?: number;
   /** Workgroups a first-level group of the partial sums (default about the square root of their count). */
   group?: number;
+  /** Load down's units with gate_up's instead of after them (default false). Benchmarks tune it. */
+  prefetch?: boolean;
 }
 
 /**
@@ -63,7 +65,7 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   MLP.dispatch(gpu, {
     bindings: { x4: x, wu: gateUp, wd: down, part, done: counters(gpu, groups + 1) },
     uniforms: { K, I, blocks, group, eps: o.eps },
-    overrides: { WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub },
+    overrides: { WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub, PRE: o.prefetch ? 1 : 0 },
     workgroups: [gx, gy], label: 'matmul.gemv_mlp',
   });
   part.dispose();

@@ -35,6 +35,7 @@ override RPG: u32 = 4u;       // gate_up rows a row group: 2U / (THREADS / LANES
 override UPL: u32 = 3u;       // 16-byte units a lane of each gate_up row (the last ones masked past the row)
 override DR: u32 = 6u;        // down rows a thread: ceil(K / THREADS)
 override UB: u32 = 1u;        // 16-byte units of a down row a block covers: U / (weights a unit)
+override PRE: bool = false;   // down's units loaded before gate_up's work (see gemv_mlp)
 const MAXW: u32 = 32u;        // registers a lane: UPL * RPG and DR * UB weight units, DR sums
 
 var<workgroup> red: array<f32, LANES * 2u * U>;
@@ -119,15 +120,19 @@ fn act4(j: u32) -> vec4<f32> {
   return vec4<f32>(act[4u * j], act[4u * j + 1u], act[4u * j + 2u], act[4u * j + 3u]);
 }
 
-// This block's partial of down into part row blk.
-fn down_part(blk: u32, tid: u32) {
+// This thread's units of the block's columns of down: UB of each of its DR rows (tid, tid + THREADS, ..).
+fn down_units(blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
   let dpr = p.I / epv();
-  let ub = blk * UB;
   var wv: array<vec4<u32>, MAXW>;
   for (var j = 0u; j < DR; j++) {
     let n = min(tid + j * THREADS, p.K - 1u);
-    for (var v = 0u; v < UB; v++) { wv[j * UB + v] = wd[n * dpr + ub + v]; }
+    for (var v = 0u; v < UB; v++) { wv[j * UB + v] = wd[n * dpr + blk * UB + v]; }
   }
+  return wv;
+}
+
+// This block's partial of down (its units wv) into part row blk.
+fn down_part(blk: u32, tid: u32, wv: array<vec4<u32>, MAXW>) {
   for (var j = 0u; j < DR; j++) {
     let n = tid + j * THREADS;
     var s = -0.0;
@@ -174,8 +179,13 @@ fn count_last(c: u32, total: u32, tid: u32) -> bool {
 fn gemv_mlp(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let blk = wid.x + wid.y * nwg.x;
   if (blk >= p.blocks) { return; }
+  // PRE: down's units are loaded with gate_up's, one round trip to memory a block instead of two, at the price of
+  // their registers while gate_up's are live (fewer workgroups resident). Benchmarks choose.
+  var dw: array<vec4<u32>, MAXW>;
+  if (PRE) { dw = down_units(blk, tid); }
   activations(blk, tid);
-  down_part(blk, tid);
+  if (!PRE) { dw = down_units(blk, tid); }
+  down_part(blk, tid, dw);
   let gi = blk / p.group;
   let first = gi * p.group;
   let last_block = min(first + p.group, p.blocks);
