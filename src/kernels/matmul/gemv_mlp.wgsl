@@ -5,16 +5,16 @@
 //    i0.., up rows I + i0..) as gemv_wide computes a block: LANES lanes a row, THREADS / LANES row groups of RPG
 //    rows, every weight load issued before the norm prologue, which runs while they are in flight. Its U
 //    activations a_j = silu_mul(gate_j, up_j) stay in workgroup memory.
-//  - Then its share of down: part_b[n] = sum_j W_down[n, i0 + j] a_j for every n < K, read as the U / 8 (bf16, f16) or U / 4 (f32) 16-byte
-//    units of each down row that its block covers.
+//  - Then its share of down: part_b[n] = sum_j W_down[n, i0 + j] a_j for every n < K, read as the UB 16-byte units
+//    (U / 8 of halves, U / 4 of f32) of each down row that its block covers; with PRE they are loaded with gate_up's.
 //  - The partial sums are added by whoever finishes last; no workgroup waits for another. Blocks count themselves
 //    done in groups of p.group: the last block of a group to finish adds the group's partials in block order into
 //    the group's sum, then counts the group done; the last group adds the group sums in group order and writes
 //    x = r(x + r(sum)) (add()'s rounding) in place. Each sets its count back to 0 for the next dispatch. The order
 //    of every sum is fixed by the shapes alone, so the result does not depend on timing. As with sdpa_one's folded
 //    merge, WGSL orders storage writes between workgroups only across dispatches: this relies on the barriers
-//    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/gemv_mlp.test.ts and on
-//    the GPU machine by tests/kernels/gemv_mlp.check.ts, bench/parity.ts).
+//    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/gemv_mlp.test.ts and
+//    on the GPU machine by tests/kernels/gemv_mlp.check.ts, bench/parity.ts).
 // x is read by every block and written only by the last, after every block has counted itself done.
 
 struct Params { K: u32, I: u32, blocks: u32, group: u32, eps: f32 }
