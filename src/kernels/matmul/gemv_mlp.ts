@@ -65,7 +65,10 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   MLP.dispatch(gpu, {
     bindings: { x4: x, wu: gateUp, wd: down, part, done: counters(gpu, groups + 1) },
     uniforms: { K, I, blocks, group, eps: o.eps },
-    overrides: { WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub, PRE: o.prefetch ? 1 : 0 },
+    overrides: {
+      WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub,
+      PRE: o.prefetch ? 1 : 0,
+    },
     workgroups: [gx, gy], label: 'matmul.gemv_mlp',
   });
   part.dispose();
@@ -77,12 +80,18 @@ function check(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions): void {
   const K = x.shape[x.rank - 1];
   if (x.dtype !== 'f32') throw new DTypeError('mlpFold', `x ${shapeOf(x)} must be f32`);
   if (!(gateUp.dtype in DTYPE_CODE) || down.dtype !== gateUp.dtype) {
-    throw new DTypeError('mlpFold', `gate_up ${shapeOf(gateUp)} and down ${shapeOf(down)} must share one of f32, bf16, f16`);
+    const both = `gate_up ${shapeOf(gateUp)} and down ${shapeOf(down)}`;
+    throw new DTypeError('mlpFold', `${both} must share one of f32, bf16, f16`);
   }
   const [N2, Kg] = gateUp.shape;
   if (gateUp.rank !== 2 || down.rank !== 2 || Kg !== K || N2 % 2 || down.shape[0] !== K || down.shape[1] !== N2 / 2) {
-    throw new ShapeError('mlpFold', `x ${shapeOf(x)}, gate_up ${shapeOf(gateUp)}, down ${shapeOf(down)}: want x [.., K], gate_up [2I, K], down [K, I]`);
+    const all = `x ${shapeOf(x)}, gate_up ${shapeOf(gateUp)}, down ${shapeOf(down)}`;
+    throw new ShapeError('mlpFold', `${all}: want x [.., K], gate_up [2I, K], down [K, I]`);
   }
-  if (gateUp.gpu !== x.gpu || down.gpu !== x.gpu) throw new ShapeError('mlpFold', `the weights of x ${shapeOf(x)} live on another device`);
-  if (!(o.eps >= 0 && Number.isFinite(o.eps))) throw new InputError('mlpFold', `eps ${o.eps} must be a finite number >= 0`);
+  if (gateUp.gpu !== x.gpu || down.gpu !== x.gpu) {
+    throw new ShapeError('mlpFold', `the weights of x ${shapeOf(x)} live on another device`);
+  }
+  if (!(o.eps >= 0 && Number.isFinite(o.eps))) {
+    throw new InputError('mlpFold', `eps ${o.eps} must be a finite number >= 0`);
+  }
 }
