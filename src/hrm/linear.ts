@@ -27,7 +27,8 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
  */
 export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {
   const dense = !gateUp.quant && !down.quant && gateUp.chunks.length === 1 && down.chunks.length === 1;
-  if (dense && kernelPolicy(x.gpu).decodeMlp === 'fold' && mlpFold(x, gateUp.chunks[0], down.chunks[0], o)) return x;
+  const fold = dense && kernelPolicy(x.gpu).decodeMlp === 'fold';
+  if (fold && mlpFold(x, gateUp.chunks[0], down.chunks[0], o)) return x;
   const a = linear(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
   linear(a, down, { round: o.round, accumulate: x });
   a.dispose();

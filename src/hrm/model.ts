@@ -128,7 +128,10 @@ export class HrmModel {
     return mlp(x, w.gateUp, w.down, { eps: this.config.rms_norm_eps, round: this.round });
   }
 
-  /** x @ W^T with what surrounds it fused in: `norm` rms(x) first, `residual` the sum added into that tensor in place (it is returned). */
+  /**
+   * x @ W^T with what surrounds it fused in: `norm` rms(x) first, `residual` the sum added into that tensor in place
+   * (it is returned).
+   */
   private proj(x: Tensor, w: Weight, o: { norm?: boolean; residual?: Tensor }): Tensor {
     const norm = o.norm ? { eps: this.config.rms_norm_eps } : undefined;
     return linear(x, w, { round: this.round, norm, accumulate: o.residual });

@@ -81,7 +81,9 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
   }
   const merge = o.decodeMerge;
   const mlp = o.decodeMlp;
-  if (mlp !== undefined && !MLPS.includes(mlp)) throw new InputError(`${WHERE}.decodeMlp`, `'${mlp}' must be one of ${MLPS.join(', ')}`);
+  if (mlp !== undefined && !MLPS.includes(mlp)) {
+    throw new InputError(`${WHERE}.decodeMlp`, `'${mlp}' must be one of ${MLPS.join(', ')}`);
+  }
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
