@@ -1,0 +1,60 @@
+// The sums of the one-dispatch MLP kernels (gemv_mlp.wgsl, qgemv_mlp.wgsl), through
+// `// #include "matmul/mlp_sums.inc.wgsl"`: the blocks' partials of down added by whoever finishes last, in groups
+// of p.group and then the group sums, into x = r(x + r(sum)) (gemv_mlp.wgsl says why and how). The includer declares
+// `p.K`, `p.blocks`, `p.group`, the bindings `x4` (read_write), `part` and `done`, `override THREADS`, `override DR`,
+// `const MAXW` and round_out. Never compiled on its own.
+
+var<workgroup> last: u32;
+
+// Rows b0 .. b1 - 1 of part added in row order at this thread's DR columns (tid, tid + THREADS, ..): RB rows' loads
+// issued before any of them is added, so a reduction waits on a few round trips to memory, not on one a row.
+const RB: u32 = 8u;
+
+fn sum_rows(b0: u32, b1: u32, tid: u32) -> array<f32, MAXW> {
+  var s: array<f32, MAXW>;
+  for (var j = 0u; j < DR; j++) { s[j] = -0.0; }
+  for (var b = b0; b < b1; b += RB) {
+    var v: array<f32, RB * MAXW>;
+    for (var r = 0u; r < RB; r++) {
+      let row = min(b + r, b1 - 1u);
+      for (var j = 0u; j < DR; j++) { v[r * DR + j] = part[row * p.K + min(tid + j * THREADS, p.K - 1u)]; }
+    }
+    for (var r = 0u; r < RB; r++) {
+      if (b + r < b1) {
+        for (var j = 0u; j < DR; j++) { s[j] += v[r * DR + j]; }
+      }
+    }
+  }
+  return s;
+}
+
+// Count `c` as one more of `total` done; true (in every thread) for the last one.
+fn count_last(c: u32, total: u32, tid: u32) -> bool {
+  storageBarrier();   // this workgroup's writes before its count
+  if (tid == 0u) { last = select(0u, 1u, atomicAdd(&done[c], 1u) == total - 1u); }
+  let is_last = workgroupUniformLoad(&last) == 1u;
+  storageBarrier();   // the count before the others' results are read
+  return is_last;
+}
+
+// After block blk wrote its partial row of part: the counts, the group's sum by its last block, x by the last group.
+fn finish_sums(blk: u32, tid: u32) {
+  let gi = blk / p.group;
+  let first = gi * p.group;
+  let last_block = min(first + p.group, p.blocks);
+  if (!count_last(gi, last_block - first, tid)) { return; }
+  let groups = (p.blocks + p.group - 1u) / p.group;
+  let gs = sum_rows(first, last_block, tid);
+  for (var j = 0u; j < DR; j++) {
+    let n = tid + j * THREADS;
+    if (n < p.K) { part[(p.blocks + gi) * p.K + n] = gs[j]; }
+  }
+  if (tid == 0u) { atomicStore(&done[gi], 0u); }
+  if (!count_last(groups, groups, tid)) { return; }
+  let total = sum_rows(p.blocks, p.blocks + groups, tid);
+  for (var j = 0u; j < DR; j++) {
+    let n = tid + j * THREADS;
+    if (n < p.K) { x4[n >> 2u][n & 3u] = round_out(x4[n >> 2u][n & 3u] + round_out(total[j])); }
+  }
+  if (tid == 0u) { atomicStore(&done[groups], 0u); }
+}
