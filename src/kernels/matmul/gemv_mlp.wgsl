@@ -45,7 +45,7 @@ var<workgroup> act: array<f32, U>;
 // #include "common/silu_mul.inc.wgsl"
 // #include "matmul/halves.inc.wgsl"
 // #include "matmul/row_groups.inc.wgsl"
-// #include "matmul/mlp_sums.inc.wgsl"
+// #include "matmul/mlp_fold.inc.wgsl"
 
 // Weights a 16-byte unit: 4 f32 or 8 halves.
 fn epv() -> u32 { return select(8u, 4u, WDT == 0u); }
@@ -54,29 +54,6 @@ fn epv() -> u32 { return select(8u, 4u, WDT == 0u); }
 fn unit_dot(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
   if (WDT == 0u) { return dot(bitcast<vec4<f32>>(wv), a); }
   return dot_halves(wv, a, b);
-}
-
-// The inverse RMS of x by all THREADS threads (red holds the tree: LANES * 2U >= THREADS).
-fn x_inv(tid: u32) -> f32 {
-  let xpr = p.K / 4u;
-  var s = 0.0;
-  for (var j = tid; j < xpr; j += THREADS) {
-    let v = x4[j];
-    s += dot(v, v);
-  }
-  red[tid] = s;
-  workgroupBarrier();
-  for (var span = THREADS / 2u; span > 0u; span >>= 1u) {
-    if (tid < span) { red[tid] += red[tid + span]; }
-    workgroupBarrier();
-  }
-  let inv = inverseSqrt(red[0] / f32(p.K) + p.eps);
-  workgroupBarrier();   // every thread has read red[0] before the sums overwrite it
-  return inv;
-}
-
-fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
-  return vec4<f32>(round_out(v.x * inv), round_out(v.y * inv), round_out(v.z * inv), round_out(v.w * inv));
 }
 
 // Gate_up row of slot r of block blk: gate rows blk * U.., then their up rows I further on.

@@ -40,9 +40,8 @@ var<workgroup> Ws: array<f32, BK * TX * TN>;
 
 // #include "common/round.inc.wgsl"
 
-// Words of one packed weight row, and groups per row.
+// Words of one packed weight row.
 fn row_words() -> u32 { return p.K / 32u * BITS; }
-fn row_groups() -> u32 { return p.K / GS; }
 
 // Level of value k of weight row n (bit stream; 3/5/6-bit values may straddle two words).
 fn level_at(n: u32, k: u32) -> f32 {
@@ -54,19 +53,7 @@ fn level_at(n: u32, k: u32) -> f32 {
   return f32(v & ((1u << BITS) - 1u));
 }
 
-// Element g of a scales / biases array of the stored dtype, as f32.
-fn stored(word: u32, g: u32) -> f32 {
-  if (SDT == 0u) { return bitcast<f32>(word); }
-  let h = select(unpack2x16bf16(word), unpack2x16float(word), SDT == 2u);
-  return select(h.x, h.y, (g & 1u) == 1u);
-}
-
-// (scale, bias) of the group holding value k of weight row n.
-fn affine_at(n: u32, k: u32) -> vec2<f32> {
-  let g = n * row_groups() + k / GS;
-  let i = select(g >> 1u, g, SDT == 0u);
-  return vec2<f32>(stored(scales[i], g), stored(biases[i], g));
-}
+// #include "qlinear/qaffine.inc.wgsl"
 // #include "matmul/gemv_out.inc.wgsl"
 
 // x values as the dot products use them: rms-normalised and rounded with NORM (inv = the row's inverse RMS).

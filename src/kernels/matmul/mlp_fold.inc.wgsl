@@ -1,10 +1,34 @@
-// The sums of the one-dispatch MLP kernels (gemv_mlp.wgsl, qgemv_mlp.wgsl), through
-// `// #include "matmul/mlp_sums.inc.wgsl"`: the blocks' partials of down added by whoever finishes last, in groups
-// of p.group and then the group sums, into x = r(x + r(sum)) (gemv_mlp.wgsl says why and how). The includer declares
-// `p.K`, `p.blocks`, `p.group`, the bindings `x4` (read_write), `part` and `done`, `override THREADS`, `override DR`,
-// `const MAXW` and round_out. Never compiled on its own.
+// What the one-dispatch MLP kernels share (gemv_mlp.wgsl, qlinear/qgemv_mlp.wgsl), through
+// `// #include "matmul/mlp_fold.inc.wgsl"`: x's norm, and the blocks' partials of down added by whoever finishes
+// last, in groups of p.group and then the group sums, into x = r(x + r(sum)) (gemv_mlp.wgsl says why and how). The
+// includer declares `p.K`, `p.eps`, `p.blocks`, `p.group`, the bindings `x4` (read_write), `part` and `done`,
+// `override THREADS`, `override DR`, `const MAXW`, `var<workgroup> red` (>= THREADS floats) and round_out. Never
+// compiled on its own.
 
 var<workgroup> last: u32;
+
+// The inverse RMS of x by all THREADS threads (red holds the tree: LANES * 2U >= THREADS).
+fn x_inv(tid: u32) -> f32 {
+  let xpr = p.K / 4u;
+  var s = 0.0;
+  for (var j = tid; j < xpr; j += THREADS) {
+    let v = x4[j];
+    s += dot(v, v);
+  }
+  red[tid] = s;
+  workgroupBarrier();
+  for (var span = THREADS / 2u; span > 0u; span >>= 1u) {
+    if (tid < span) { red[tid] += red[tid + span]; }
+    workgroupBarrier();
+  }
+  let inv = inverseSqrt(red[0] / f32(p.K) + p.eps);
+  workgroupBarrier();   // every thread has read red[0] before the sums overwrite it
+  return inv;
+}
+
+fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
+  return vec4<f32>(round_out(v.x * inv), round_out(v.y * inv), round_out(v.z * inv), round_out(v.w * inv));
+}
 
 // Rows b0 .. b1 - 1 of part added in row order at this thread's DR columns (tid, tid + THREADS, ..): RB rows' loads
 // issued before any of them is added, so a reduction waits on a few round trips to memory, not on one a row.
