@@ -8,8 +8,8 @@
 # read-probe.json), then the bench with --check-sgmat (the tensor-core matmul's parity checks), --anchors (the
 # anchors' JSON stored verbatim under `anchors`, ratios in the Markdown), --weights bf16,q8,q4 (the model on
 # quantized weights too, under `weights`) and --read-probe (the probe's line, held against bench's stream read),
-# then the model again with the decode MLP in one dispatch (--decode-mlp fold, full and q4 caches; MLPFOLD=0 skips
-# it), then the MLX parity checks on this GPU
+# then the model again with the decode MLP in one dispatch (--decode-mlp fold, full and q4 caches, bf16, q8 and q4
+# weights; MLPFOLD=0 skips it), then the MLX parity checks on this GPU
 # (bench/runners/parity.ts; PARITY=0 skips them) into parity.md (with the folded decode merge checked against the
 # separate one), then the cross-check against transformers at the 1B shape (bench/parity-transformers.sh, 2-3
 # minutes, where python imports transformers' HrmText; TFPARITY=0 skips it) into parity-transformers.md and the
@@ -81,7 +81,7 @@ for dir in .h200/bench .h200/bench-deno; do
   if [ "${MLPFOLD:-1}" = 1 ] && [ -f "$dir/bench-bundle.mjs" ]; then
     echo "== $dir, decode MLP in one dispatch"
     ( source "$dir/enter.sh"; "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" --out "$out" --budget 150 \
-      --only model --caches full,q4 --decode-mlp fold "${anchors[@]}" ) 2>&1 | tee "$out/$name-mlpfold.log"
+      --only model --caches full,q4 --weights bf16,q8,q4 --decode-mlp fold "${anchors[@]}" ) 2>&1 | tee "$out/$name-mlpfold.log"
   fi
   if [ -f "$dir/parity.mjs.xz" ] && [ "${PARITY:-1}" = 1 ]; then
     # MLX parity of the model on this GPU's own kernel paths (bench/runners/parity.ts), into parity.md.

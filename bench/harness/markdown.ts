@@ -97,14 +97,15 @@ function kernelLines(r: BenchResult): string[] {
     L.push('');
   }
   if (k.mlp?.length) {
-    L.push("## Decode MLP: two products against one dispatch (gemv_mlp's units a workgroup / group)", '');
-    L.push('| form | GPU us per MLP in one pass, else wall | GB/s |', '|---|---|---|');
+    L.push("## Decode MLP: two products against one dispatch (units a workgroup / first-level group)", '');
+    L.push('| weights | form | GPU us per MLP in one pass, else wall | GB/s |', '|---|---|---|---|');
     const us = (p: MlpPoint) => p.passUs ?? p.wallUs ?? NaN;
-    for (const p of [...k.mlp].sort((a, b) => us(a) - us(b))) {
-      const form = p.form === 'fold'
-        ? `one dispatch, ${p.units} units / group ${p.group ?? 'default'}${p.prefetch ? ', down prefetched' : ''}`
-        : 'two products';
-      L.push(`| ${form} | ${f(us(p))} | ${f(p.GBps)} |`);
+    for (const w of [...new Set(k.mlp.map((p) => p.weights ?? 'bf16'))]) {
+      for (const p of k.mlp.filter((q) => (q.weights ?? 'bf16') === w).sort((a, b) => us(a) - us(b))) {
+        const knobs = `${p.units} units / group ${p.group ?? 'default'}${p.prefetch ? ', down prefetched' : ''}`;
+        const form = p.form === 'fold' ? `one dispatch, ${knobs}` : 'two products';
+        L.push(`| ${w} | ${form} | ${f(us(p))} | ${f(p.GBps)} |`);
+      }
     }
     L.push('');
   }

@@ -3,7 +3,7 @@
 // Then decode attention's folded merge against its separate one at the 1B shape (tests/kernels/sdpa_fold.check.ts:
 // no cross-workgroup ordering is promised by WGSL, so it is checked on the GPU it runs on), and the quantized caches'
 // folded values merge, batched against alone and against qsdpa's passes (tests/kernels/qsdpa_fold.check.ts), and the
-// decode MLP in one dispatch, batched against alone (tests/kernels/gemv_mlp.check.ts).
+// decode MLP in one dispatch on bf16 and 4-bit weights, batched against alone (tests/kernels/gemv_mlp.check.ts).
 // Then, where the device has shader-f16, matmulF16 over every weight dtype at every seeded shape (the CPU driver's
 // `npm test` runs a share of them: tests/kernels/matmul_f16.check.ts). The kernel tests' other whole sweeps run with
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts) where vitest is installed: `HRM_EXHAUSTIVE=1 npx vitest run tests/kernels`.
@@ -18,9 +18,8 @@ import { checkMatmulF16, f16ParityCases } from '../../tests/kernels/matmul_f16.c
 
 const gpu = await Gpu.create({ robustness: process.argv.includes('--robustness') });
 const model = await checkModelParity(gpu, 'tests/fixtures/mlx/');
-const cases = [
-  ...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B), ...await checkMlpFold(gpu, MLP_1B),
-];
+const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
+for (const m of MLP_1B) cases.push(...await checkMlpFold(gpu, m));
 if (gpu.f16) cases.push(...f16ParityCases(await checkMatmulF16(gpu, true, 'tests/fixtures/mlx/')));
 const r = { cases, failed: cases.filter((c) => !c.ok).length, passed: cases.filter((c) => c.ok).length };
 console.log(`Parity on ${gpu.summary.description || gpu.summary.vendor} (MLX fixtures; decode attention's folded ` +

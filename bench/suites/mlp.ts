@@ -1,68 +1,94 @@
-// A decode layer's MLP (--sweep-gemv): the two products the model runs by default (gate_up with norm and SwiGLU,
-// then down with the residual, each at its tuned shape) against gemv_mlp's one dispatch over its units a
-// workgroup, first-level group sizes and down's prefetch (matmul/gemv_mlp.ts), timed as the GEMV sweep times its
-// shapes (timeAround).
+// A decode layer's MLP (--sweep-gemv) on bf16, 4- and 8-bit weights: the two products the model runs by default
+// (gate_up with norm and SwiGLU, then down with the residual, each at its tuned shape) against the one dispatch
+// (matmul/gemv_mlp.ts over its units a workgroup, first-level group sizes and down's prefetch;
+// qlinear/qgemv_mlp.ts over its group sizes), timed as the GEMV sweep times its shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
+import type { Tensor } from '../../src/gpu/tensor.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
+import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
+import { linear, quantMatrix } from '../../src/hrm/linear.ts';
+import { quantizedBytesPerValue, type Weight } from '../../src/hrm/layout.ts';
+import { weightTensors } from '../../src/hrm/weights.ts';
 import type { Settings } from '../harness/settings.ts';
 import { timeAround } from '../timing/calls.ts';
 import { randomMatrix, randomX } from './figures.ts';
 
 /**
- * One MLP form: 'separate' (two products) or 'fold' at `units`, `group` (null: gemv_mlp's default) and `prefetch`
- * (down's units loaded with gate_up's).
+ * One MLP form on `weights`: 'separate' (two products) or 'fold' at `units`, `group` (null: the kernel's default)
+ * and `prefetch` (down's units loaded with gate_up's; the dense kernel's only).
  */
 export interface MlpPoint {
-  form: 'separate' | 'fold'; units: number | null; group: number | null; prefetch: boolean; bytes: number;
-  wallUs: number | null; passUs: number | null; GBps: number;
+  weights: 'bf16' | 'q4' | 'q8'; form: 'separate' | 'fold'; units: number | null; group: number | null;
+  prefetch: boolean; bytes: number; wallUs: number | null; passUs: number | null; GBps: number;
 }
 
-const ROUNDS = 5;
+type Form = Pick<MlpPoint, 'form' | 'units' | 'group' | 'prefetch'>;
 
-/** The MLP of hidden size `hidden` and intermediate `inter` (bf16 weights, bf16 rounding) in every form. */
-export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Settings): Promise<MlpPoint[]> {
-  const bytes = 3 * hidden * inter * 2;
-  const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / bytes)));
-  const layers = Array.from({ length: copies }, (_, i) => ({
-    gu: randomMatrix(gpu, 2 * inter, hidden, s.seed * 17 + i * 3, `mlp.gate_up${i}`).chunks,
-    down: randomMatrix(gpu, hidden, inter, s.seed * 17 + i * 3 + 1, `mlp.down${i}`).chunks,
-  }));
-  const x = randomX(gpu, 1, hidden, s.seed + 9);
-  const forms: Array<Pick<MlpPoint, 'form' | 'units' | 'group' | 'prefetch'>> = [
-    { form: 'separate', units: null, group: null, prefetch: false },
-  ];
-  for (const units of [8, 16]) {
-    for (const prefetch of [false, true]) {
-      for (const group of [null, 8, 32]) forms.push({ form: 'fold', units, group, prefetch });
+const ROUNDS = 5;
+const GROUP = 64;
+
+/** The forms timed on each kind of weight: the dense kernel over its knobs, the quantized one at two group sizes. */
+function forms(quantized: boolean): Form[] {
+  const f: Form[] = [{ form: 'separate', units: null, group: null, prefetch: false }];
+  for (const units of quantized ? [8] : [8, 16]) {
+    for (const prefetch of quantized ? [false] : [false, true]) {
+      for (const group of [null, 8, 32]) f.push({ form: 'fold', units, group, prefetch });
     }
   }
-  const opts = { eps: 1e-5, round: 'bf16' as const };
-  try {
-    const calls = forms.map((p) => {
-      let i = 0;
-      return () => {
-        const w = layers[i++ % copies];
-        if (p.form === 'fold') {
-          if (w.gu.length > 1 || w.down.length > 1) throw new Error('mlp sweep: weights larger than one binding');
-          const fold = { ...opts, units: p.units!, group: p.group ?? undefined, prefetch: p.prefetch };
-          if (!mlpFold(x, w.gu[0], w.down[0], fold)) {
-            throw new Error(`mlp sweep: gemv_mlp cannot take units ${p.units} at ${hidden} x ${inter}`);
+  return f;
+}
+
+/**
+ * The MLP of hidden size `hidden` and intermediate `inter` (bf16 rounding) on bf16, 4- and 8-bit weights (group 64),
+ * in every form.
+ */
+export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Settings): Promise<MlpPoint[]> {
+  const out: MlpPoint[] = [];
+  for (const bits of [16, 4, 8]) {
+    const quant = bits < 16 ? { bits, groupSize: GROUP } : undefined;
+    const bytes = 3 * hidden * inter * (quant ? quantizedBytesPerValue(quant) : 2);
+    const copies = Math.max(1, Math.min(64, Math.ceil(s.cacheBust / bytes)));
+    const layers = Array.from({ length: copies }, (_, i) => ({
+      gu: randomMatrix(gpu, 2 * inter, hidden, s.seed * 17 + i * 3, `mlp.gate_up${i}`, quant),
+      down: randomMatrix(gpu, hidden, inter, s.seed * 17 + i * 3 + 1, `mlp.down${i}`, quant),
+    }));
+    const x = randomX(gpu, 1, hidden, s.seed + 9);
+    const fs = forms(quant !== undefined);
+    try {
+      const calls = fs.map((p) => {
+        let i = 0;
+        return () => {
+          const w = layers[i++ % copies];
+          if (p.form === 'separate') {
+            const o = { round: 'bf16' as const, path: 'gemv' as const };
+            const a = linear(x, w.gu, { ...o, norm: { eps: 1e-5 }, swiglu: true });
+            linear(a, w.down, { ...o, accumulate: x });
+            a.dispose();
+          } else if (!foldOnce(x, w.gu, w.down, p)) {
+            const at = `${hidden} x ${inter}, ${bits} bits`;
+            throw new Error(`mlp sweep: no one-dispatch MLP ${JSON.stringify(p)} at ${at}`);
           }
-          return;
-        }
-        const a = matmul(x, w.gu, { round: opts.round, norm: { eps: opts.eps }, swiglu: true, path: 'gemv' });
-        matmul(a, w.down, { round: opts.round, accumulate: x, path: 'gemv' });
-        a.dispose();
-      };
-    });
-    const times = await timeAround(gpu, calls, s, ROUNDS);
-    return forms.map((p, j) => {
-      const { passUs, wallUs } = times[j];
-      return { ...p, bytes, wallUs, passUs, GBps: bytes / (passUs ?? wallUs!) / 1e3 };
-    });
-  } finally {
-    x.dispose();
-    for (const l of layers) for (const t of [...l.gu, ...l.down]) t.dispose();
+        };
+      });
+      const times = await timeAround(gpu, calls, s, ROUNDS);
+      const weights = bits === 4 ? 'q4' : bits === 8 ? 'q8' : 'bf16';
+      for (const [j, p] of fs.entries()) {
+        const { passUs, wallUs } = times[j];
+        out.push({ weights, ...p, bytes, wallUs, passUs, GBps: bytes / (passUs ?? wallUs!) / 1e3 });
+      }
+    } finally {
+      x.dispose();
+      for (const l of layers) for (const t of [...weightTensors(l.gu), ...weightTensors(l.down)]) t.dispose();
+    }
   }
+  return out;
+}
+
+/** One call of the one-dispatch MLP in form `p` (null where its kernel cannot take the weights). */
+function foldOnce(x: Tensor, gu: Weight, down: Weight, p: Form): Tensor | null {
+  const o = { eps: 1e-5, round: 'bf16' as const, group: p.group ?? undefined };
+  const [gq, dq] = [quantMatrix(gu), quantMatrix(down)];
+  if (gq && dq) return qmlpFold(x, gq, dq, o);
+  if (gu.chunks.length > 1 || down.chunks.length > 1) return null;
+  return mlpFold(x, gu.chunks[0], down.chunks[0], { ...o, units: p.units!, prefetch: p.prefetch });
 }

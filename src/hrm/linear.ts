@@ -6,11 +6,13 @@ import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
 import { mlpFold } from '../kernels/matmul/gemv_mlp.ts';
+import { qmlpFold } from '../kernels/qlinear/qgemv_mlp.ts';
 import { kernelPolicy } from '../kernels/policy.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { Weight } from './layout.ts';
 
-function quantMatrix(w: Weight): QuantMatrix | null {
+/** A weight's quantized view (qlinear's QuantMatrix), or null for a dense one. */
+export function quantMatrix(w: Weight): QuantMatrix | null {
   return w.quant ? { bits: w.quant.bits, groupSize: w.quant.groupSize, q: w.chunks, scales: w.quant.scales, biases: w.quant.biases } : null;
 }
 
@@ -21,18 +23,24 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
 }
 
 /**
- * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). One dispatch
- * (gemv_mlp) for a decode row on dense weights of one chunk each where the Gpu's policy folds it (decodeMlp), else
- * the two products.
+ * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). One dispatch for a
+ * decode row where the Gpu's policy folds it (decodeMlp) and the kernel takes the weights (gemv_mlp on dense
+ * weights of one chunk each, qgemv_mlp on 4- and 8-bit ones), else the two products.
  */
 export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {
-  const dense = !gateUp.quant && !down.quant && gateUp.chunks.length === 1 && down.chunks.length === 1;
-  const fold = dense && kernelPolicy(x.gpu).decodeMlp === 'fold';
-  if (fold && mlpFold(x, gateUp.chunks[0], down.chunks[0], o)) return x;
+  if (kernelPolicy(x.gpu).decodeMlp === 'fold' && x.size === gateUp.cols && fold(x, gateUp, down, o)) return x;
   const a = linear(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
   linear(a, down, { round: o.round, accumulate: x });
   a.dispose();
   return x;
+}
+
+/** The one-dispatch MLP where its kernel takes the weights (x updated), else null. */
+function fold(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor | null {
+  const [gq, dq] = [quantMatrix(gateUp), quantMatrix(down)];
+  if (gq && dq) return qmlpFold(x, gq, dq, o);
+  const one = gateUp.chunks.length === 1 && down.chunks.length === 1;
+  return !gq && !dq && one ? mlpFold(x, gateUp.chunks[0], down.chunks[0], o) : null;
 }
 
 /** Rows of the embedding table for ids, times opts.scale (nn.Embedding / nn.QuantizedEmbedding). */

@@ -7,8 +7,8 @@
 // ops): rms into the projection after it, the sigmoid gate into attention's output, SwiGLU into gate_up, the
 // residual adds into o_proj and down_proj, RoPE and the cache append into one step (into attention itself for a
 // decode step into a full-precision cache, whose attention merges inside its split, and into the scores of a
-// quantized one), and a decode row's whole MLP into one where the Gpu's policy folds it (decodeMlp). A decode layer
-// is 5 dispatches on a GPU (6 into a quantized cache), one fewer with the MLP folded.
+// quantized one), and a decode row's whole MLP into one where the Gpu's policy folds it (decodeMlp: dense, 4- and
+// 8-bit weights). A decode layer is 5 dispatches on a GPU (6 into a quantized cache), one fewer with the MLP folded.
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../errors.ts';

@@ -17,9 +17,10 @@ export type DecodeMerge = 'fold' | 'separate';
 export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 
 /**
- * A decode layer's MLP on dense weights: 'fold', gate_up, SwiGLU, down and the residual in one dispatch
- * (matmul/gemv_mlp.ts: the down partial sums added by the last workgroups to finish); 'separate', the norm + SwiGLU
- * product then the residual product (the reference). The same roundings, f32 sums in another order.
+ * A decode layer's MLP: 'fold', gate_up, SwiGLU, down and the residual in one dispatch (matmul/gemv_mlp.ts on dense
+ * weights, qlinear/qgemv_mlp.ts on 4- and 8-bit ones: the down partial sums added by the last workgroups to
+ * finish); 'separate', the norm + SwiGLU product then the residual product (the reference). The same roundings, f32
+ * sums in another order.
  */
 export type DecodeMlp = 'fold' | 'separate';
 export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
@@ -41,7 +42,7 @@ declare module '../gpu/device.ts' {
      */
     decodeMerge?: DecodeMerge;
     /**
-     * A decode layer's MLP on dense weights: 'separate' (default: two products) or 'fold' (one dispatch, a
+     * A decode layer's MLP: 'separate' (default: two products) or 'fold' (one dispatch, a
      * layer call of 4 dispatches; benchmarks compare the two, and the default follows them).
      */
     decodeMlp?: DecodeMlp;

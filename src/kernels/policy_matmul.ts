@@ -62,8 +62,8 @@ export function prefillMatmulPath(gpu: Gpu): string {
     : `tiled f32 (${why})`;
 }
 
-/** The fast path of gemv_mlp.ts, by its name in the adapter summary. */
-export const DECODE_MLP = 'decode MLP in one dispatch (dense weights)';
+/** The fast path of gemv_mlp.ts and qgemv_mlp.ts, by its name in the adapter summary. */
+export const DECODE_MLP = 'decode MLP in one dispatch (dense, 4- and 8-bit weights)';
 
 /** The matmul's fast paths on `gpu`: on, or off and why (a feature missing, a CPU driver, a self-check, an option). */
 export function matmulPaths(gpu: Gpu): Record<string, OnOff> {

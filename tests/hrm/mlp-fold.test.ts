@@ -71,17 +71,33 @@ describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {
     }
   });
 
-  it('generate() in bf16 with the MLP folded picks the two products\' tokens', async () => {
+  it('generate() in bf16 with the MLP folded picks the two products\' tokens, on bf16, 4- and 8-bit weights', async () => {
     const folded = await Gpu.create({ kernels: { decodeMlp: 'fold' } });
-    const lms = [await model(await getGpu(), 'brown', 'bf16'), await loadModel(dirFiles(fixtureDir('brown')), { gpu: folded, dtype: 'bf16' })];
     try {
-      const texts = [];
-      for (const lm of lms) {
-        for await (const ev of generate(lm, 'The jury said', { maxTokens: 24 })) if (ev.type === 'done') texts.push(ev.text);
+      const layerCalls = cacheSlots((await model(await getGpu(), 'brown', 'bf16')).config);
+      for (const quantize of [undefined, { bits: 4, groupSize: 64 }, { bits: 8, groupSize: 32 }]) {
+        const texts: string[] = [];
+        const dispatches: number[] = [];
+        for (const gpu of [await getGpu(), folded]) {
+          const lm = await loadModel(dirFiles(fixtureDir('brown')), { gpu, dtype: 'bf16', quantize });
+          try {
+            const cache = lm.model.newCache({ capacity: 3 });
+            lm.model.forward([5, 9], cache, { mask: 'prefix' }).dispose();
+            const d1 = gpu.dispatchCount;
+            lm.model.forward([7], cache, { mask: 'causal' }).dispose();
+            dispatches.push(gpu.dispatchCount - d1);
+            cache.dispose();
+            for await (const ev of generate(lm, 'The jury said', { maxTokens: 24 })) if (ev.type === 'done') texts.push(ev.text);
+          } finally {
+            lm.model.dispose();
+          }
+        }
+        const what = quantize ? `${quantize.bits}-bit weights` : 'bf16 weights';
+        expect(texts[1], what).toBe(texts[0]);
+        // Each decode layer call's MLP is one dispatch where it was two (three on a CPU driver).
+        expect(dispatches[0] - dispatches[1], what).toBe((folded.cpu ? 2 : 1) * layerCalls);
       }
-      expect(texts[1]).toBe(texts[0]);
     } finally {
-      lms[1].model.dispose();
       folded.destroy();
     }
   });

@@ -109,13 +109,16 @@ describe('gemv_mlp: x += down(silu(gate) * up) in one dispatch', async () => {
   });
 
   it('the GPU machine\'s stress, small: batched calls give their lone runs\' bits; the counts end at 0', async () => {
-    const cases = await checkMlpFold(gpu, { K: 256, I: 768, layers: 2, reps: 3 });
-    expect(cases.map((c) => [c.name, c.value])).toEqual([
-      ['decode MLP in one dispatch vs alone: calls differing of 6 (K 256, I 768, 2 layers x 3)', 0],
-      ['decode MLP in one dispatch vs float64: worst bf16 ulps (K 256, I 768, 2 layers x 3)', cases[1].value],
-      ['decode MLP in one dispatch: counters left non-zero', 0],
-    ]);
-    expect(cases.every((c) => c.ok)).toBe(true);
+    for (const bits of [undefined, 4] as const) {
+      const cases = await checkMlpFold(gpu, { K: 256, I: 768, layers: 2, reps: 3, bits });
+      const what = `K 256, I 768, ${bits ? '4-bit' : 'bf16'} weights, 2 layers x 3`;
+      expect(cases.map((c) => [c.name, c.value])).toEqual([
+        [`decode MLP in one dispatch vs alone: calls differing of 6 (${what})`, 0],
+        [`decode MLP in one dispatch vs float64: worst bf16 ulps (${what})`, cases[1].value],
+        [`decode MLP in one dispatch: counters left non-zero (${what})`, 0],
+      ]);
+      expect(cases.every((c) => c.ok)).toBe(true);
+    }
   });
 
   it('operands it cannot take give null (the caller composes two products); wrong ones are named errors', () => {

@@ -43,36 +43,58 @@ export function mlpFold(x: Tensor, gateUp: Tensor, down: Tensor, o: MlpOptions):
   if (![4, 8, 16].includes(U) || U % epv) {
     throw new InputError('mlpFold', `units ${U} must be 8 or 16 (4 also for f32 weights)`);
   }
-  const upr = K / epv;
-  // Lanes a gate_up row: up to 64, no more than its units, and few enough row groups for the 2U rows.
+  const rows = rowShape(K / epv, U, K);
+  const aligned = [x, gateUp, down].every((t) => t.offset % 16 === 0);
+  const ub = U / epv;   // 16-byte units of a down row a block covers
+  if (x.size !== K || K % epv || I % U || !aligned || !rows || rows.DR * ub > MAXW) return null;
+  const overrides = { WDT: wdt, ROUND: roundCode('mlpFold', o.round), ...rows, U, UB: ub, PRE: o.prefetch ? 1 : 0 };
+  const fold = { op: 'mlpFold', label: 'matmul.gemv_mlp', K, I, U, group: o.group, eps: o.eps };
+  dispatchFold(MLP, x, { wu: gateUp, wd: down }, fold, overrides);
+  return x;
+}
+
+/** The row-group overrides of a one-dispatch MLP kernel (its WGSL says what each is). */
+export interface RowShape { THREADS: number; LANES: number; RPG: number; UPL: number; DR: number }
+
+/**
+ * The gate_up side of a block of U units over rows of `upr` 16-byte units, and down's rows a thread (K outputs):
+ * lanes a row (up to 64, no more than its units, few enough row groups for the 2U rows), rows a row group, units a
+ * lane; null past the registers.
+ */
+export function rowShape(upr: number, U: number, K: number): RowShape | null {
   const lanes = Math.max(16, THREADS / (2 * U), Math.min(64, 2 ** Math.floor(Math.log2(Math.max(1, upr)))));
   const rpg = (2 * U) / (THREADS / lanes);
   const upl = Math.ceil(upr / lanes);
   const dr = Math.ceil(K / THREADS);
-  const aligned = [x, gateUp, down].every((t) => t.offset % 16 === 0);
-  const ub = U / epv;   // 16-byte units of a down row a block covers
-  const fits = Number.isInteger(rpg) && upl * rpg <= MAXW && dr * ub <= MAXW;
-  if (x.size !== K || K % epv || I % U || !aligned || !fits) return null;
+  const fits = Number.isInteger(rpg) && upl * rpg <= MAXW && dr <= MAXW;
+  return fits ? { THREADS, LANES: lanes, RPG: rpg, UPL: upl, DR: dr } : null;
+}
+
+/** A one-dispatch MLP call: the op and label errors and timings name, the sizes, the group size, the norm's eps. */
+export interface FoldCall { op: string; label: string; K: number; I: number; U: number; group?: number; eps: number }
+
+/**
+ * One dispatch of a one-dispatch MLP kernel (gemv_mlp, qgemv_mlp): I / U blocks, their partial sums' scratch, the
+ * device's counters, groups of `group` blocks (default about the square root of the block count).
+ */
+export function dispatchFold(
+  kernel: Kernel, x: Tensor, weights: Record<string, Tensor>, o: FoldCall, overrides: Record<string, number>,
+): void {
   const gpu = x.gpu;
-  const blocks = I / U;
+  const blocks = o.I / o.U;
   const group = o.group ?? Math.ceil(Math.sqrt(blocks));
   if (!(Number.isInteger(group) && group >= 1)) {
-    throw new InputError('mlpFold', `group ${group} must be a whole number >= 1`);
+    throw new InputError(o.op, `group ${group} must be a whole number >= 1`);
   }
   const groups = Math.ceil(blocks / group);
-  const part = Tensor.empty(gpu, [blocks + groups, K], 'f32', 'mlp.part');
+  const part = Tensor.empty(gpu, [blocks + groups, o.K], 'f32', 'mlp.part');
   const [gx, gy] = grid(gpu, blocks * THREADS, THREADS);
-  MLP.dispatch(gpu, {
-    bindings: { x4: x, wu: gateUp, wd: down, part, done: counters(gpu, groups + 1) },
-    uniforms: { K, I, blocks, group, eps: o.eps },
-    overrides: {
-      WDT: wdt, ROUND: roundCode('mlpFold', o.round), THREADS, LANES: lanes, U, RPG: rpg, UPL: upl, DR: dr, UB: ub,
-      PRE: o.prefetch ? 1 : 0,
-    },
-    workgroups: [gx, gy], label: 'matmul.gemv_mlp',
+  kernel.dispatch(gpu, {
+    bindings: { x4: x, ...weights, part, done: counters(gpu, groups + 1) },
+    uniforms: { K: o.K, I: o.I, blocks, group, eps: o.eps },
+    overrides, workgroups: [gx, gy], label: o.label,
   });
   part.dispose();
-  return x;
 }
 
 /** Operands that do not make an MLP are errors naming them (an unfit but consistent one is only a null). */
