@@ -56,11 +56,6 @@ fn unit_dot(wv: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
   return dot_halves(wv, a, b);
 }
 
-// Gate_up row of slot r of block blk: gate rows blk * U.., then their up rows I further on.
-fn urow(blk: u32, r: u32) -> u32 {
-  return select(blk * U + r, p.I + blk * U + r - U, r >= U);
-}
-
 // The block's U activations into act.
 fn activations(blk: u32, tid: u32) {
   let g = tid / LANES;
@@ -84,12 +79,7 @@ fn activations(blk: u32, tid: u32) {
       for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot(wv[i * RPG + r], a, b); }
     }
   }
-  let rows = 2u * U;
-  let total = slot_totals(acc, l, g, tid, LANES, rows);
-  if (tid < rows) { red[tid] = total; }
-  workgroupBarrier();
-  if (tid < U) { act[tid] = silu_mul(round_out(red[tid]), round_out(red[U + tid])); }
-  workgroupBarrier();
+  set_activations(acc, l, g, tid);
 }
 
 // act[4 j .. 4 j + 3]

@@ -1,11 +1,29 @@
 // What the one-dispatch MLP kernels share (gemv_mlp.wgsl, qlinear/qgemv_mlp.wgsl), through
-// `// #include "matmul/mlp_fold.inc.wgsl"`: x's norm, and the blocks' partials of down added by whoever finishes
-// last, in groups of p.group and then the group sums, into x = r(x + r(sum)) (gemv_mlp.wgsl says why and how). The
-// includer declares `p.K`, `p.eps`, `p.blocks`, `p.group`, the bindings `x4` (read_write), `part` and `done`,
-// `override THREADS`, `override DR`, `const MAXW`, `var<workgroup> red` (>= THREADS floats) and round_out. Never
-// compiled on its own.
+// `// #include "matmul/mlp_fold.inc.wgsl"`: x's norm, a block's gate_up rows and activations, and the blocks'
+// partials of down added by whoever finishes last, in groups of p.group and then the group sums, into
+// x = r(x + r(sum)) (gemv_mlp.wgsl says why and how). The includer declares `p.K`, `p.I`, `p.eps`, `p.blocks`,
+// `p.group`, the bindings `x4` (read_write), `part` and `done`, `override THREADS`, `override DR`, `LANES` and `U`
+// (overrides or consts), `const MAXW`, `var<workgroup> red` (>= THREADS and >= LANES * 2U floats),
+// `var<workgroup> act` (U floats) and `ROUND`. Never compiled on its own.
+// #include "common/silu_mul.inc.wgsl"
+// #include "matmul/row_groups.inc.wgsl"
 
 var<workgroup> last: u32;
+
+// Gate_up row of slot r of block blk: gate rows blk * U.., then their up rows I further on.
+fn urow(blk: u32, r: u32) -> u32 {
+  return select(blk * U + r, p.I + blk * U + r - U, r >= U);
+}
+
+// The block's U activations a_j = silu_mul(gate_j, up_j) into act, from its lanes' sums of the 2U gate_up rows.
+fn set_activations(acc: array<f32, MAXW>, l: u32, g: u32, tid: u32) {
+  let rows = 2u * U;
+  let total = slot_totals(acc, l, g, tid, LANES, rows);
+  if (tid < rows) { red[tid] = total; }
+  workgroupBarrier();
+  if (tid < U) { act[tid] = silu_mul(round_out(red[tid]), round_out(red[U + tid])); }
+  workgroupBarrier();
+}
 
 // The inverse RMS of x by all THREADS threads (red holds the tree: LANES * 2U >= THREADS).
 fn x_inv(tid: u32) -> f32 {

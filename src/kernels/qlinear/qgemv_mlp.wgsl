@@ -48,11 +48,6 @@ var<workgroup> xs: array<vec4<f32>, XSN>;
 // #include "matmul/row_groups.inc.wgsl"
 // #include "matmul/mlp_fold.inc.wgsl"
 
-// Gate_up row of slot r of block blk: gate rows blk * U.., then their up rows I further on.
-fn urow(blk: u32, r: u32) -> u32 {
-  return select(blk * U + r, p.I + blk * U + r - U, r >= U);
-}
-
 // The block's U activations into act.
 fn activations(blk: u32, tid: u32) {
   let g = tid / LANES;
@@ -79,12 +74,7 @@ fn activations(blk: u32, tid: u32) {
       for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot4(wv[i * RPG + r], sb[i * RPG + r], xu); }
     }
   }
-  let rows = 2u * U;
-  let total = slot_totals(acc, l, g, tid, LANES, rows);
-  if (tid < rows) { red[tid] = total; }
-  workgroupBarrier();
-  if (tid < U) { act[tid] = silu_mul(round_out(red[tid]), round_out(red[U + tid])); }
-  workgroupBarrier();
+  set_activations(acc, l, g, tid);
 }
 
 // Level e (< 8) of the block's levels of a down row: words w0 (values 0..7 at 4 bits, 0..3 at 8) and w1 (4..7).
