@@ -42,8 +42,8 @@ declare module '../gpu/device.ts' {
      */
     decodeMerge?: DecodeMerge;
     /**
-     * A decode layer's MLP: 'separate' (default: two products) or 'fold' (one dispatch, a
-     * layer call of 4 dispatches; benchmarks compare the two, and the default follows them).
+     * A decode layer's MLP: 'separate' (default: two products) or 'fold' (one dispatch, a layer call of 4
+     * dispatches; slower on the H200 at HRM-Text-1B's shapes, bench/results/README.md).
      */
     decodeMlp?: DecodeMlp;
   }

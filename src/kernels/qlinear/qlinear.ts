@@ -185,11 +185,12 @@ function sdt(w: QuantMatrix): number {
 
 function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
   const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
-  const tuned = wide ? gemv4Shape(uniforms.N, uniforms.K * fixed.BITS / 128, fixed.NORM === 1 || fixed.SWIGLU === 1) : { WG: 64, ROWS: fixed.SWIGLU ? 4 : 2 };
-  const ROWS = shape?.rows ?? tuned.ROWS;
-  const lanes = shape?.wg ?? tuned.WG;
-  const xsh = (shape?.kernel ?? 'vec4') === 'xs';
-  checkQGemvShape(gpu, shape ?? { wg: lanes, rows: ROWS }, wide, uniforms.K);
+  const fused = { norm: fixed.NORM === 1, swiglu: fixed.SWIGLU === 1 };
+  const tuned: GemvShape = shape
+    ?? (wide ? gemv4Shape(gpu, uniforms.N, uniforms.K, fixed.BITS, uniforms.M, fused) : { wg: 64, rows: fused.swiglu ? 4 : 2 });
+  const { rows: ROWS, wg: lanes } = tuned;
+  const xsh = (tuned.kernel ?? 'vec4') === 'xs';
+  checkQGemvShape(gpu, tuned, wide, uniforms.K);
   // qgemv4's accumulators hold ROWS x MB sums (MAXACC); the staged x is one row.
   const MB = xsh ? 1 : Math.min(uniforms.M, GEMV_MAX_M, Math.floor(QGEMV_MAXACC / ROWS));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
@@ -233,15 +234,24 @@ function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
 }
 
 /**
- * qgemv4's lanes x rows for `units` 16-byte units per row (48 at 4 bits and K = 1536, 128 at K = 4096; twice that at
- * 8 bits). The decode layers' workgroups all fit on an H200 at once, so a call lasts about one workgroup's chain of
- * dependent loads: one unit per lane (lanes = units rounded up to a power of two, 32 to 128). lm_head's many rows
- * (several waves) take 32 lanes, as in matmul's H200 sweep; fused norm / swiglu take 4 rows, sharing the prologue and
- * the normalised x over more rows (as there). A guess from that sweep, not yet swept itself: `opts.gemv` overrides.
+ * qgemv4's shape for a projection of N rows of `units` 16-byte units (48 at 4 bits and K = 1536, 128 at K = 4096;
+ * twice that at 8 bits), `m` x rows: the fastest of one H200 sweep at HRM-Text-1B's projections (`20261205-014634Z`
+ * in bench/results/README.md, "What the code's choices rest on"), where rows have 32 units or more; below, one unit
+ * a lane (lanes = units rounded up to a power of two, 32 to 128) and 2 rows, 4 with a fused norm or SwiGLU. 'xs'
+ * (x staged in workgroup memory) takes one x row, where the memory holds it.
  */
-function gemv4Shape(N: number, units: number, fused: boolean): { WG: number; ROWS: number } {
-  const WG = N >= 16384 ? 32 : Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units))));
-  return { WG, ROWS: fused ? 4 : 2 };
+function gemv4Shape(gpu: Gpu, N: number, K: number, bits: number, m: number, f: { norm: boolean; swiglu: boolean }): GemvShape {
+  const units = (K * bits) / 128;
+  const xsFits = (s: GemvShape) => m === 1 && 4 * K + 4 * s.wg * s.rows <= gpu.device.limits.maxComputeWorkgroupStorageSize;
+  const xs = (s: GemvShape): GemvShape => (xsFits({ ...s, kernel: 'xs' }) ? { ...s, kernel: 'xs' } : s);
+  if (N >= 16384) return { kernel: 'vec4', wg: 32, rows: bits === 4 ? 4 : 8 };
+  if (units < 32) {
+    return { kernel: 'vec4', wg: Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units)))), rows: f.norm || f.swiglu ? 4 : 2 };
+  }
+  if (bits !== 4) return f.norm ? { kernel: 'vec4', wg: 32, rows: 4 } : { kernel: 'vec4', wg: 128, rows: 2 };
+  if (f.swiglu) return { kernel: 'vec4', wg: 64, rows: 8 };
+  if (f.norm) return xs({ kernel: 'vec4', wg: 64, rows: 8 });
+  return units > 64 ? { kernel: 'vec4', wg: 128, rows: 4 } : xs({ kernel: 'vec4', wg: 128, rows: 4 });
 }
 
 export interface QEmbedOptions { scale?: number; round?: Round }
