@@ -62,6 +62,10 @@ export async function tallyBatch(gpu: Gpu, got: Tensor[], want: ArrayBufferView[
     if (a.some((x, j) => x !== b[j])) bad++;
     t.dispose();
   }
-  const left = new Uint32Array(await gpu.read(counters(gpu, heads))).subarray(0, heads).filter((x) => x !== 0).length;
-  return { bad, left };
+  return { bad, left: await countersLeft(gpu, heads) };
+}
+
+/** How many of the device's first `n` counters a fold left non-zero (every fold sets its counts back to 0). */
+export async function countersLeft(gpu: Gpu, n: number): Promise<number> {
+  return new Uint32Array(await gpu.read(counters(gpu, n))).subarray(0, n).filter((x) => x !== 0).length;
 }
