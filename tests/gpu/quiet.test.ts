@@ -32,10 +32,11 @@ describe('quietly', () => {
 
   it('turns the event loop at most about once every POLL_MS while waiting, not as fast as it can', async () => {
     const free = await timedTurns(() => after(30));
-    // The first GRACE_MS run free: at most that share of the free turns, then one a POLL_MS.
-    // 1.5 x: on a loaded machine a turn that was due is late and the next follows sooner; an unthrottled loop still
-    // turns far more often (the free-running check below).
-    const bound = (ms: number) => 1.5 * ms / POLL_MS + (free.turns / free.ms) * GRACE_MS * 2 + 20;
+    // The first GRACE_MS run free: at most that share of the free turns, then one a POLL_MS. On a loaded machine a
+    // turn that comes late does not block (it ran other work), and the next one does: at most two turns a POLL_MS.
+    // (1.5 x failed a CI run at 687 turns against 666.) An unthrottled loop still turns far more often (the
+    // free-running check below).
+    const bound = (ms: number) => 2 * ms / POLL_MS + (free.turns / free.ms) * GRACE_MS * 2 + 20;
     const quiet = await timedTurns(() => quietly(after(30)));
     expect(quiet.turns).toBeLessThanOrEqual(bound(quiet.ms));
     expect(free.turns).toBeGreaterThan(2 * quiet.turns);
@@ -75,6 +76,8 @@ describe('quietly', () => {
     const ms = performance.now() - t0;
     expect(ms).toBeLessThan(60);
     expect(turns).toBeGreaterThan(ms / (10 * POLL_MS));   // the loop still turns about every POLL_MS (piled chains: once)
-    expect(turns).toBeLessThanOrEqual(ms / POLL_MS + 20 + 2000 * GRACE_MS);   // and the free turns of the grace (~1 a us)
+    // At most two turns a POLL_MS (a late turn does not block, the next does), and the free turns of the grace
+    // (~1 a us).
+    expect(turns).toBeLessThanOrEqual(2 * ms / POLL_MS + 20 + 2000 * GRACE_MS);
   });
 });
