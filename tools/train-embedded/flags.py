@@ -41,6 +41,7 @@ def parse_args(argv=None, doc=None):
       help="row kinds and shares of the early steps")
     a("--state", help="folder to save the whole training state in when the run stops (for --resume)")
     a("--resume", help="a --state folder: go on from its step, towards its step count and schedule")
+    a("--init", help="an earlier call's --out folder: go on from its checkpoint's weights and step, AdamW afresh")
     a("--until", type=int, default=0, help="stop this call at this step (0: at the step count or the budget)")
     a("--bp-cycles", default="full", help="'full', or transformers' L_bp_cycles (e.g. 2)")
     a("--eval-every", type=int, default=200)
@@ -53,7 +54,9 @@ def parse_args(argv=None, doc=None):
     a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a("--smoke", action="store_true", help="a tiny model, 3 steps unless --steps: checks the whole pipeline in seconds")
     args = p.parse_args(argv)
-    if args.resume:
+    if args.resume and args.init:
+        p.error("--resume and --init: one or the other (the whole state, or an earlier call's outputs)")
+    if args.resume or args.init:
         return args  # the shape, data, seed and schedule come from the saved run (Run.setup)
     if args.early and not args.steps:
         p.error("--early needs --steps: the early share is of a known step count")

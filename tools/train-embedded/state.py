@@ -1,10 +1,14 @@
-"""The whole training state of a run that stops and goes on in a later call (train.py --state, --resume)."""
+"""A run that stops and goes on in a later call: the whole training state (train.py --state, --resume), or an
+earlier call's outputs alone (--init: the weights, without AdamW's moments)."""
+import json
 import os
 
 import torch
 
+from model import load_safetensors
+
 # What a resumed run takes from the saved one: everything but where it writes, its budget and its logging.
-CALL_ONLY = ("out", "minutes", "state", "resume", "until", "device", "eval_every", "log_every")
+CALL_ONLY = ("out", "minutes", "state", "resume", "init", "until", "device", "eval_every", "log_every")
 
 
 def save_state(run, folder):
@@ -28,3 +32,31 @@ def load_state(args):
         if k not in CALL_ONLY:
             setattr(args, k, v)
     return st
+
+
+def load_init(args):
+    """An earlier call's --out folder (model.safetensors, train-log.json): its run's arguments into `args`, and
+    {step, total, weights (f32), score, record}. The weights are the saved checkpoint's, so the run goes on from
+    the checkpoint's step (data order depends on (seed, step) only); what the record holds past that step is
+    dropped, since those steps are trained again."""
+    log_path, model_path = (os.path.join(args.init, f) for f in ("train-log.json", "model.safetensors"))
+    for path in (log_path, model_path):
+        if not os.path.exists(path):
+            raise SystemExit(f"--init {args.init}: no {os.path.basename(path)} (the --out folder of an earlier call)")
+    with open(log_path) as f:
+        record = json.load(f)
+    step = record.get("checkpoint_step")
+    total = next((record[k] for k in ("steps_total", "steps_replanned", "steps_planned") if record.get(k)), None)
+    total = total or record["args"].get("steps")
+    if not isinstance(step, int) or not total or record.get("checkpoint_metric", "").startswith("none"):
+        raise SystemExit(f"--init {args.init}: train-log.json names no evaluated checkpoint step and step count "
+                         f"(checkpoint_step {step!r}, steps_total {total!r})")
+    for k, v in record["args"].items():
+        if k not in CALL_ONLY:
+            setattr(args, k, v)
+    record["loss_curve"] = [p for p in record["loss_curve"] if p["step"] <= step]
+    record["evals"] = [e for e in record["evals"] if e["step"] <= step]
+    for k in ("rniah_default_greedy", "error"):
+        record.pop(k, None)
+    return {"step": step, "total": total, "weights": load_safetensors(model_path), "score": record["checkpoint_value"],
+            "record": record}

@@ -4,6 +4,7 @@
   python3 tools/train-embedded/train.py --out /tmp/smoke --smoke                    (3 steps of a tiny model)
   python3 tools/train-embedded/train.py --out $OUT --steps 4000 --state .h200/state   (stops at the budget, saves)
   python3 tools/train-embedded/train.py --out $OUT --resume .h200/state              (the next call goes on)
+  python3 tools/train-embedded/train.py --out $OUT --init PREV   (on a fresh machine: from PREV's outputs)
 
 Writes into --out: model.safetensors (bf16, the best eval step), config.json, tokenizer.json,
 tokenizer_config.json, train-log.json, loss.png (when matplotlib is there). Outputs are written however the run
@@ -32,7 +33,7 @@ from evaluate import Evaluator, device_batch, forward_targets  # noqa: E402
 from model import Config, HrmText, bp_cycles_list, layer_forward, parameter_count  # noqa: E402
 from flags import lengths, parse_args  # noqa: E402
 from outputs import versions, write_outputs  # noqa: E402
-from state import load_state, save_state  # noqa: E402
+from state import load_init, load_state, save_state  # noqa: E402
 
 
 
@@ -49,11 +50,15 @@ class Run:
         self.best = None  # (score, step, bf16 state dict on the CPU)
         self.start_step, self.total, self.tokens = 0, 0, 0
         self.resumed = None  # the saved state, when resuming
+        self.inited = None  # an earlier call's outputs, with --init
+        self.warm_from = 0  # the step the learning rate warms up from (--init: AdamW's moments start afresh)
 
     def setup(self):
         a = self.args
         if a.resume:
             self.resumed = load_state(a)
+        elif a.init:
+            self.inited = load_init(a)
         random.seed(a.seed)
         np.random.seed(a.seed)
         torch.manual_seed(a.seed)
@@ -98,6 +103,15 @@ class Run:
             self.start_step, self.total, self.tokens, self.best = st["step"], st["total"], st["tokens"], st["best"]
             self.record = st["record"]
             log(f"resuming {a.resume} at step {self.start_step} of {self.total}")
+        elif self.inited:
+            st = self.inited
+            self.model.load_state_dict(st["weights"])
+            self.start_step = self.warm_from = st["step"]
+            self.total, self.record = st["total"], st["record"]
+            self.tokens = self.tokens_through(self.start_step)
+            self.best = (st["score"], st["step"], {k: v.to(torch.bfloat16) for k, v in st["weights"].items()})
+            log(f"going on from {a.init}'s checkpoint at step {self.start_step} of {self.total} (its bf16 weights; "
+                f"AdamW's moments afresh, the rate warming up over {a.warmup} steps)")
         self.evaluator = Evaluator(self.data, a.seed, a.context, a.smoke)
         self.sdpa = sdpa_context(a.sdpa if cuda else "auto")
         n = parameter_count(self.c)
@@ -106,14 +120,28 @@ class Run:
             f"device {self.dev}" + (f" ({torch.cuda.get_device_name()})" if cuda else ""))
         self.record.update(config=self.c.to_json(self.data.v["special"]), parameters=n, bp_cycles=self.bp,
                            versions=versions(cuda))
-        self.record.setdefault("calls", []).append({"from_step": self.start_step})
+        call = {"from_step": self.start_step}
+        if a.init:
+            call["init"] = f"{a.init}: its checkpoint's bf16 weights, AdamW's moments afresh"
+        self.record.setdefault("calls", []).append(call)
 
     def lr(self, step, total):
         a = self.args
         if step < a.warmup:
             return a.lr * (step + 1) / a.warmup
         frac = min(1.0, (step - a.warmup) / max(1, total - a.warmup))
-        return a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr = a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+        # After --init, fresh moments would take full-size first steps: the rate warms up again.
+        return lr * min(1.0, (step - self.warm_from + 1) / a.warmup) if self.warm_from else lr
+
+    def tokens_through(self, step):
+        """Tokens trained in steps 0 .. step - 1 (a step's rows fill batch_tokens at its row length)."""
+        n = 0
+        for i in range(step):
+            lens = self.phase(i, self.total)[0]
+            S = lens[i % len(lens)]
+            n += max(1, self.args.batch_tokens // S) * S
+        return n
 
     def phase(self, step, total):
         """Row lengths and mix of `step`: the early ones (short rows, copying-heavy) for the first --early share."""
@@ -172,7 +200,7 @@ class Run:
     def train(self):
         a = self.args
         step, tokens = self.start_step, self.tokens
-        eval_s = self.record["evals"][-1]["seconds"] if self.resumed else self.evaluate(0)
+        eval_s = self.record["evals"][-1]["seconds"] if self.resumed or self.inited else self.evaluate(0)
         total = self.total or a.steps or 10 ** 9
         planning = not self.total and not a.steps
         cal = (len(self.lengths), 3 * len(self.lengths))  # steps timed to size the run (after a warm cycle)
