@@ -14,14 +14,14 @@
 // criterion; `schedules` tallies them.
 // Quantized weights (4 and 8 bits, group 64) take the same path through qlinear (dequantDense, then the tensor
 // cores): the reference multiplies the weights as MLX's qmm dequantizes them into bf16, under the same criterion.
-import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { sgmatStats, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { sgmatStats, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { kernelPolicy } from '../../src/kernels/policy.ts';
 import { sgmatPlan } from '../../src/kernels/policy_matmul.ts';
@@ -60,15 +60,17 @@ function ulps(got: number, want: number): number {
 }
 
 export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<SgmatReport> {
+  const outer = gpu;
   const t0 = performance.now();
   const stats = sgmatStats(gpu);
   const cases: SgmatCase[] = [];
   let n = 0, exact = 0, within = 0, worst = 0;
-  const slices = async () => (await stats.read())[0];
+  const slices = async (g: Gpu) => (await (g === gpu ? stats : sgmatStats(g)).read())[0];
   /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
   let schedule: SgmatSchedule | undefined;
   /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
-  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number }) => {
+  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu }) => {
+    const gpu = o.gpu ?? outer;
     const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
     const bounds = [0, ...(o.chunks ?? []), N];
     // With `bits`: the weight quantized (group 64, bf16 scales), and the reference's weight its bf16 dequantization.
@@ -82,10 +84,10 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const opts: MatmulOptions = {
       round: 'bf16', path: 'sgmat', sgmat: schedule, norm, swiglu: f.swiglu, accumulate: acc,
     };
-    const before = await slices();
+    const before = await slices(gpu);
     const out = qm ? qlinear(x, qm, opts) : matmul(x, w.length === 1 ? w[0] : w, opts);
     const got = await out.read();
-    const fallbackRows = (await slices()) - before;
+    const fallbackRows = (await slices(gpu)) - before;
     // SwiGLU is bit for bit matmul then siluMul: with one weight tensor (fused into sgmat_out) it must equal that
     // composition on the GPU. (Against float64 an ulp that the f32 sum moves in gate or up can become two after
     // the product, beyond this criterion's bound: the composed matmul's own rows check the sums.)
@@ -196,6 +198,26 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     }
   } finally {
     schedule = undefined;
+  }
+
+  // A weight the path takes in several products (matmul_sgmat.ts partsOf), on a Gpu binding at most 256 KiB: K 40
+  // pads to 64, so 2100 rows fit one binding as bf16 (168 KB) but not as the f16 copy (2176 x 64 halves): copies of
+  // 2048 and 52 rows; one x row pads to 128, so each product C takes 512 rows at most: 5 products. SwiGLU then runs
+  // as the product and siluMul. (HRM-Text-1B's lm_head at a 128 MiB limit: 43690 rows, padded past it.)
+  if (stagedUnavailable(gpu) === null) {
+    const small = await Gpu.create({ bindingLimit: 256 * 2 ** 10 });
+    try {
+      const why = sgmatUnavailable(small);
+      if (why !== null) throw new Error(`path 'sgmat' is off on a Gpu binding 256 KiB: ${why}`);
+      const xv = bf(randn(17, 40, 2)), wv = bf(randn(18, 2100 * 40, 0.2));
+      await run('a weight in 5 products (its f16 copy and C past a 256 KiB binding)', 1, 2100, 40, xv, wv, { gpu: small, fallback: false });
+      await run('the same, swiglu (matmul then siluMul)', 1, 2100, 40, xv, wv, { gpu: small, fused: { swiglu: true }, fallback: false });
+    } catch (e) {
+      const failure = (e as Error).message.split('\n')[0];
+      cases.push({ name: 'a weight in several products', outputs: 0, worstUlp: 0, within1: 1, fallbackRows: 0, failure });
+    } finally {
+      small.destroy();
+    }
   }
 
   let mlxFigure: SgmatReport['mlx'] = null;

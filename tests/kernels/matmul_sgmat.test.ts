@@ -8,7 +8,7 @@ import { Tensor } from '../../src/gpu/tensor.ts';
 import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { SGMAT_KERNELS, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
+import { SGMAT_KERNELS, rowSpans, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
 import { prefillMatmulPath, sgmatPlan } from '../../src/kernels/policy_matmul.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
@@ -39,7 +39,8 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
   });
 
   it('split-K: the auto rule on the model shapes, forced splits, slices never empty, slabs within one binding', () => {
-    const fake = (bytes: number) => ({ device: { limits: { maxStorageBufferBindingSize: bytes } } }) as unknown as Gpu;
+    // The Gpu's binding limit (its option bindingLimit may lower the device's), not the device's own.
+    const fake = (bytes: number) => ({ maxBinding: bytes, device: { limits: { maxStorageBufferBindingSize: 2 ** 31 } } }) as unknown as Gpu;
     const big = fake(2 ** 30), tile = SGMAT_KERNELS.direct, staged = SGMAT_KERNELS.staged;
     // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
     expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
@@ -71,6 +72,31 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     expect(() => sgmatPlan(gpu, { kernel: 'fast' as 'staged' }))
       .toThrow(/^\[matmul\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);
     expect(sgmatPlan(gpu, { pipe: false, splitK: 2 })).toMatchObject({ pipe: false, splitK: 2 });
+  });
+
+  it('row spans: a weight whose f16 copy or product would pass one binding is taken in spans of whole tiles', () => {
+    // HRM-Text-1B's lm_head at a 128 MiB limit: the loader's chunk of 43690 rows (bf16, 1536 a row) fits, its f16
+    // copy padded to 43776 rows would not: spans of 43648 rows (a multiple of 128) and 42.
+    const L = 128 * 2 ** 20;
+    expect(rowSpans(L, 43690, 2 * 1536, 128, 'w')).toEqual([[0, 43648], [43648, 42]]);
+    expect(rowSpans(L, 43648, 2 * 1536, 128, 'w')).toEqual([[0, 43648]]);
+    // Products of 512 x rows f32 at 128 MiB: 65536 columns in one, 65537 in two.
+    expect(rowSpans(L, 65536, 4 * 512, 128, 'C')).toEqual([[0, 65536]]);
+    expect(rowSpans(L, 65537, 4 * 512, 128, 'C')).toEqual([[0, 65536], [65536, 1]]);
+    // Every span padded to the tile fits, spans cover the rows in order, all but the last a multiple of the tile.
+    for (const [limit, rows, row] of [[262144, 2100, 128], [262144, 2048, 512], [100000, 999, 96], [4096, 77, 32]]) {
+      const spans = rowSpans(limit, rows, row, 128, 'w');
+      let next = 0;
+      for (const [i, [r0, n]] of spans.entries()) {
+        expect(r0).toBe(next);
+        expect(Math.ceil(n / 128) * 128 * row).toBeLessThanOrEqual(limit);
+        if (i < spans.length - 1) expect(n % 128).toBe(0);
+        next += n;
+      }
+      expect(next).toBe(rows);
+    }
+    expect(() => rowSpans(4096, 10, 64, 128, "the f16 copy of 'w'"))
+      .toThrow(/^\[matmul\] path 'sgmat': 128 rows of the f16 copy of 'w' \(64 bytes a row\) exceed the binding limit of 4096 bytes$/);
   });
 
   it('the kernel choice: auto takes the staged kernel only where it can run; a forced one that cannot says why', () => {

@@ -8,7 +8,7 @@ import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
-import { dispatchSgmat, requireSgmat } from './matmul_sgmat.ts';
+import { dispatchSgmat, requireSgmat, sgmatSplitsRows } from './matmul_sgmat.ts';
 import type { SgmatSchedule } from './sgmat_schedule.ts';
 import { matmulPath, sgmatPlan, type MatmulPath } from '../policy_matmul.ts';
 import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
@@ -75,9 +75,10 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const path = opts.path === 'auto' || !opts.path
     ? matmulPath(gpu, { M, wdtype: chunks[0].dtype, round: opts.round, gemvFaster: preferGemv(M, N) })
     : checkPath(x, chunks, opts.path, opts.round);
-  if (opts.swiglu && (chunks.length > 1 || path === 'tiled')) {
+  const split = path === 'sgmat' && opts.swiglu && sgmatSplitsRows(chunks, M, K, sgmatPlan(gpu, opts.sgmat));
+  if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || split)) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows. Path 'sgmat'
-    // fuses it into its output pass for one chunk (every output there reads the whole product).
+    // fuses it into its output pass for a chunk it takes in one product (every output there reads the whole one).
     const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();

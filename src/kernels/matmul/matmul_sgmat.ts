@@ -15,7 +15,7 @@ import { stateKey } from '../../gpu/registry.ts';
 import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../gpu/dtype.ts';
-import { DEFAULT_SCHEDULE, SGMAT_KERNELS, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat_schedule.ts';
+import { DEFAULT_SCHEDULE, SGMAT_KERNELS, rowSpans, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');
@@ -180,12 +180,12 @@ export function sgmatStats(gpu: Gpu): Tensor {
 interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
 
 /**
- * The f16 copy of each weight tensor the tensor cores have read, kept with it (attached: disposed when it is): a
- * prefill would otherwise convert every weight again in every layer call (a quarter of the matmul's dispatches).
- * It costs the weight's size again in GPU memory, on adapters that take this path only. Views of a buffer are
- * converted per call instead.
+ * The f16 copy of each weight tensor the tensor cores have read, kept with it (attached: disposed when it is), by
+ * the first row of each span that fits one binding (copySpans): a prefill would otherwise convert every weight
+ * again in every layer call (a quarter of the matmul's dispatches). It costs the weight's size again in GPU memory,
+ * on adapters that take this path only. Views of a buffer are converted per call instead.
  */
-const halves = new WeakMap<Tensor, HalfWeight>();
+const halves = new WeakMap<Tensor, Map<number, HalfWeight>>();
 
 function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows: number; padded: number; K: number; Kp: number; epoch: number; bf16: boolean; label: string }): void {
   const gpu = src.gpu;
@@ -196,25 +196,56 @@ function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows:
   });
 }
 
-/** w's f16 copy: the cached one, or (a view) one made for this call, freed by `temps`. */
-function halfOf(w: Tensor, Kp: number, temps: Tensor[]): HalfWeight {
-  const cached = halves.get(w);
+/**
+ * Rows of w whose f16 copy ([Np, Kp], Np padded to the tile) fits one binding, as spans [first row, rows]: one
+ * span but for weights near the binding limit (the tile's padding can push a chunk the loader sized to the limit
+ * past it). They depend on w's shape and the Gpu only, so a span's first row names its cached copy.
+ */
+function copySpans(w: Tensor, Kp: number): Array<[number, number]> {
+  return rowSpans(w.gpu.maxBinding, w.shape[0], 2 * Kp, PAD.N, `the f16 copy of '${w.label}'`);
+}
+
+/** Rows r0 .. r0 + rows of w as f16: the cached copy, or (a view) one made for this call, freed by `temps`. */
+function halfOf(w: Tensor, r0: number, rows: number, Kp: number, temps: Tensor[]): HalfWeight {
+  const cached = halves.get(w)?.get(r0);
   if (cached) return cached;
   const gpu = w.gpu;
-  const [N, K] = w.shape;
-  const Np = padTo(N, PAD.N);
+  const K = w.shape[1], Np = padTo(rows, PAD.N);
+  const whole = rows === w.shape[0];
+  const label = whole ? w.label : `${w.label}[${r0}:${r0 + rows}]`;
   const h: HalfWeight = {
-    wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${w.label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${w.label}.f16_scales`),
-    bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${w.label}.f16_flag`),
+    wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${label}.f16_scales`),
+    bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${label}.f16_flag`),
   };
-  toF16(w, h.wh, h.sw, h.bad, { rows: N, padded: Np, K, Kp, epoch: 1, bf16: true, label: 'matmul.sgmat.w_f16' });
+  toF16(whole ? w : w.rows(r0, rows), h.wh, h.sw, h.bad, { rows, padded: Np, K, Kp, epoch: 1, bf16: true, label: 'matmul.sgmat.w_f16' });
   if (w.ownsBuffer) {
     for (const t of [h.wh, h.sw, h.bad]) w.attach(t);
-    halves.set(w, h);
+    halves.set(w, (halves.get(w) ?? new Map()).set(r0, h));
   } else {
     temps.push(h.wh, h.sw, h.bad);
   }
   return h;
+}
+
+/** One tensor-core product of a call: rows p0 .. p0 + N of the copy span at row r0 of chunk w, and its K slices. */
+interface Part { w: Tensor; r0: number; rows: number; p0: number; N: number; Np: number; S: number; Ks: number }
+
+/**
+ * The products of x [M, K] @ chunks^T: each chunk's copy spans, each cut where its product C ([Mp, Np] f32, one
+ * K slice) would not fit one binding (long prefills against the vocabulary's rows).
+ */
+function partsOf(chunks: readonly Tensor[], M: number, K: number, plan: SgmatPlan): Part[] {
+  const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M), tiling = SGMAT_KERNELS[plan.kernel];
+  return chunks.flatMap((w) => copySpans(w, Kp).flatMap(([r0, rows]) =>
+    rowSpans(w.gpu.maxBinding, rows, 4 * Mp, PAD.N, `the product with x [${M}, ${K}]`).map(([p0, N]) => {
+      const Np = padTo(N, PAD.N);
+      return { w, r0, rows, p0, N, Np, ...splitFor(w.gpu, Mp, Np, Kp, tiling, plan.splitK) };
+    })));
+}
+
+/** Whether path 'sgmat' runs x [M, K] @ chunks^T as more than one product per chunk (then swiglu is not fused). */
+export function sgmatSplitsRows(chunks: readonly Tensor[], M: number, K: number, plan: SgmatPlan): boolean {
+  return partsOf(chunks, M, K, plan).length > chunks.length;
 }
 
 /**
@@ -229,27 +260,26 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M);
   const kernel = plan.kernel, tiling = SGMAT_KERNELS[kernel];
-  // Each chunk's padded rows and K slices (sgmat_schedule.ts); C holds the largest chunk's S slabs [S, Mp, Np].
-  const plans = chunks.map((w) => {
-    const Np = padTo(w.shape[0], PAD.N);
-    return { Np, ...splitFor(gpu, Mp, Np, Kp, tiling, plan.splitK) };
-  });
+  const parts = partsOf(chunks, M, K, plan);
+  if (f.swiglu && parts.length > 1) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a weight taken in one product; '${chunks[0].label}' [${chunks[0].shape.join(', ')}] takes ${parts.length} at this binding limit`);
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
   const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16', 'matmul.sgmat.x16');
-  const c = Tensor.empty(gpu, [Math.max(...plans.map((q) => q.S * Mp * q.Np))], 'f32', 'matmul.sgmat.c');
+  // C holds the largest product's S slabs [S, Mp, Np].
+  const c = Tensor.empty(gpu, [Math.max(...parts.map((q) => q.S * Mp * q.Np))], 'f32', 'matmul.sgmat.c');
   const temps = [sx, xh, c];
   toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;
-  for (const [i, w] of chunks.entries()) {
-    const N = w.shape[0], { Np, S, Ks } = plans[i];
-    const h = halfOf(w, Kp, temps);
+  for (const { w, r0, rows, p0, N, Np, S, Ks } of parts) {
+    const h = halfOf(w, r0, rows, Kp, temps);
+    const one = N === rows;   // the product is the whole copy span
+    const wh = one ? h.wh : h.wh.rows(p0, Np), sw = one ? h.sw : h.sw.rows(p0, Np);
     const uniforms: Record<string, number> = kernel === 'staged' ? { Kp, Np, Ks, slab: Mp * Np, nslice: S, a_batch: 0, b_batch: 0 } : { Kp, Np, Ks, slab: Mp * Np };
     KERNELS[kernel].dispatch(gpu, {
-      bindings: { a: xh, b: h.wh, c }, uniforms, label: `matmul.sgmat_${kernel}`,
+      bindings: { a: xh, b: wh, c }, uniforms, label: `matmul.sgmat_${kernel}`,
       overrides: kernel === 'direct' ? { PIPE: plan.pipe ? 1 : 0 } : {}, workgroups: [Np / tiling.N, Mp / tiling.M, S],
     });
     OUT.dispatch(gpu, {
-      bindings: { c, sx, sw: h.sw, flag, wflag: h.bad, x, w, out }, label: 'matmul.sgmat.out',
+      bindings: { c, sx, sw, flag, wflag: h.bad, x, w: N === w.shape[0] ? w : w.rows(r0 + p0, N), out }, label: 'matmul.sgmat.out',
       uniforms: { rows: M, rows_pad: Mp, K, Kp, N, ldo: u.ldo, col0, Np, epoch, S },
       overrides: { ROUND: 1, ACC: f.accumulate ? 1 : 0, SWIGLU: f.swiglu ? 1 : 0 }, workgroups: grid(gpu, M * (f.swiglu ? N / 2 : N), 256),
     });

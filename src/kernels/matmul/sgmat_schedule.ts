@@ -4,7 +4,7 @@
 // All give the same numbers up to the f32 summation order of exact products (the bound matmul_sgmat.check.ts
 // allows); only the speed differs, so benchmarks time each schedule on the four model shapes (bench/kernels.ts,
 // sgmatSchedules) and the defaults below follow those measurements.
-import { InputError } from '../../errors.ts';
+import { InputError, ShapeError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 
 /** 'staged' (matmul_sgmat_staged.wgsl), 'direct' (matmul_sgmat.wgsl), or 'auto': staged where it can run. */
@@ -68,7 +68,21 @@ export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: S
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
   let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? tiling.maxSplit) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
-  while (S > 1 && S * Mp * Np * 4 > gpu.device.limits.maxStorageBufferBindingSize) S /= 2;
+  while (S > 1 && S * Mp * Np * 4 > gpu.maxBinding) S /= 2;
   const Ks = tiling.kStep * Math.ceil(steps / S);
   return { S: Math.ceil(Kp / Ks), Ks };
+}
+
+/**
+ * Consecutive row spans [start, count] of `rows` rows, each holding at most `bytesPerRow`-byte rows within one
+ * binding once padded to `tile` rows (the tensor-core path's f16 copy of a weight, Kp halves a row; its product,
+ * Mp f32 a column). All but the last hold a multiple of `tile` rows, so a view of a span starts at a row the
+ * tile divides. One span where everything fits.
+ */
+export function rowSpans(maxBinding: number, rows: number, bytesPerRow: number, tile: number, what: string): Array<[number, number]> {
+  const per = Math.floor(maxBinding / bytesPerRow / tile) * tile;
+  if (per < 1) throw new ShapeError('matmul', `path 'sgmat': ${tile} rows of ${what} (${bytesPerRow} bytes a row) exceed the binding limit of ${maxBinding} bytes`);
+  const spans: Array<[number, number]> = [];
+  for (let r0 = 0; r0 < rows; r0 += per) spans.push([r0, Math.min(per, rows - r0)]);
+  return spans;
 }
