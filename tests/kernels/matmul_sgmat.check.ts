@@ -69,12 +69,13 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
   let schedule: SgmatSchedule | undefined;
   /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
-  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu }) => {
+  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu; scale?: [number, number] }) => {
     const gpu = o.gpu ?? outer;
     const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
     const bounds = [0, ...(o.chunks ?? []), N];
     // With `bits`: the weight quantized (group 64, bf16 scales), and the reference's weight its bf16 dequantization.
     const q = o.bits ? quantizeRef(wIn, N, K, { bits: o.bits, groupSize: 64, round: 'bf16' }) : null;
+    if (q && o.scale) q.scales[o.scale[0]] = o.scale[1];   // [group, value]: one group's scale replaced
     const wv = q ? dequantizeRef(q.q, q.scales, q.biases, N, K, { bits: o.bits!, groupSize: 64, round: 'bf16' }) : wIn;
     const qm: QuantMatrix | null = q && uploadQuant(gpu, q, K, o.bits!, 64, 'bf16', bounds);
     const w = qm ? qm.q : bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
@@ -174,6 +175,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       await run(`q${bits} weights, chunks + accumulate ${tag}`, M, N, 128, xq, wq, { bits, chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
       await run(`q${bits} weights, norm ${tag}`, M, N, 128, xq, wq, { bits, fused: { norm: 1e-5 }, fallback: false });
       await run(`q${bits} weights, swiglu ${tag}`, M, N, 128, xq, wq, { bits, fused: { swiglu: true }, fallback: false });
+      // A group whose scale is infinite: its dense copy holds values f16 cannot take, which flag the call itself.
+      await run(`q${bits} weights, an infinite scale (the call's f32 fallback) ${tag}`, M, N, 128, xq, wq, { bits, scale: [37, Infinity], fallback: true });
     }
   };
 

@@ -56,6 +56,11 @@ export interface MatmulOptions {
   accumulate?: Tensor;
   /** Matrix-vector shape (benchmarks, tuning); default: tuned per projection (gemv.ts). */
   gemv?: GemvShape;
+  /**
+   * Path 'sgmat': the weight tensors live for this call only (qlinear's dense copy of a quantized weight), so their
+   * f16 copies are made for the call and not kept with them.
+   */
+  transientWeights?: boolean;
 }
 
 /**
@@ -79,7 +84,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || split)) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows. Path 'sgmat'
     // fuses it into its output pass for a chunk it takes in one product (every output there reads the whole one).
-    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat });
+    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat, transientWeights: opts.transientWeights });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();
     return out;
@@ -91,7 +96,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
   if (path === 'sgmat') {
-    const fused = { accumulate: fuse.ACC === 1, swiglu: opts.swiglu };
+    const fused = { accumulate: fuse.ACC === 1, swiglu: opts.swiglu, transient: opts.transientWeights };
     dispatchSgmat(xin, chunks, out, { M, K, ldo: cols }, sgmatPlan(gpu, opts.sgmat), fused);
     if (xin !== x) xin.dispose();
     return out;

@@ -1,7 +1,8 @@
 // Prefill matmul on subgroup matrices (tensor cores) for bf16 mode: x @ W^T over f32 activations holding bf16
 // values and bf16 weights, f32 accumulation of exact f16 products, one rounding to bf16. Per call:
 //   1. to_f16 (sgmat_prep.wgsl): x's rows as f16, each scaled by a power of two that fits it into f16's range;
-//   2. per weight chunk: its f16 copy (made the same way at its first use and kept with it), the tensor-core
+//   2. per weight chunk (in row spans where one would pass a binding): its f16 copy (made the same way at its
+//      first use and kept with it; made per call for a quantized weight's dense copy), the tensor-core
 //      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
 //      schedule in sgmat_schedule.ts, planned per Gpu by kernels/policy_matmul.ts),
 //      then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
@@ -126,12 +127,15 @@ export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
  * takes a new epoch, so the flag is never cleared: clearing it needs a dispatch or a buffer write, and a write
  * into an open batch splits its pass.
  */
-const STATS = stateKey<{ stats: Tensor; flag: Tensor; epoch: number }>('matmul_sgmat.stats');
+const STATS = stateKey<SgmatState>('matmul_sgmat.stats');
+/** `clear`: a flag that stays 0, the weight flag of copies made for one call (their values flag the call's own). */
+interface SgmatState { stats: Tensor; flag: Tensor; clear: Tensor; epoch: number }
 
-function sgmatState(gpu: Gpu): { stats: Tensor; flag: Tensor; epoch: number } {
+function sgmatState(gpu: Gpu): SgmatState {
   return gpu.state.get(STATS, () => ({
     stats: Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'matmul.sgmat.stats'),
     flag: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.flag'),
+    clear: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', 'matmul.sgmat.clear'),
     epoch: 0,
   }));
 }
@@ -181,7 +185,7 @@ interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
 
 /**
  * The f16 copy of each weight tensor the tensor cores have read, kept with it (attached: disposed when it is), by
- * the first row of each span that fits one binding (copySpans): a prefill would otherwise convert every weight
+ * the first row of each span that fits one binding (partsOf): a prefill would otherwise convert every weight
  * again in every layer call (a quarter of the matmul's dispatches). It costs the weight's size again in GPU memory,
  * on adapters that take this path only. Views of a buffer are converted per call instead.
  */
@@ -197,32 +201,32 @@ function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows:
 }
 
 /**
- * Rows of w whose f16 copy ([Np, Kp], Np padded to the tile) fits one binding, as spans [first row, rows]: one
- * span but for weights near the binding limit (the tile's padding can push a chunk the loader sized to the limit
- * past it). They depend on w's shape and the Gpu only, so a span's first row names its cached copy.
+ * Rows r0 .. r0 + rows of w as f16: the cached copy, or one made for this call (a view, or `transient` weights the
+ * caller made for it), freed by `temps`. A call's own copy flags values the f16 path cannot take in the call's
+ * flag: a flag of its own would need a buffer write per call, and a write into an open batch splits its pass and
+ * stages through a new buffer (quantized prefill spent ~0.35 ms a product so, 20261205-014634Z).
  */
-function copySpans(w: Tensor, Kp: number): Array<[number, number]> {
-  return rowSpans(w.gpu.maxBinding, w.shape[0], 2 * Kp, PAD.N, `the f16 copy of '${w.label}'`);
-}
-
-/** Rows r0 .. r0 + rows of w as f16: the cached copy, or (a view) one made for this call, freed by `temps`. */
-function halfOf(w: Tensor, r0: number, rows: number, Kp: number, temps: Tensor[]): HalfWeight {
-  const cached = halves.get(w)?.get(r0);
+function halfOf(w: Tensor, r0: number, rows: number, Kp: number, call: { temps: Tensor[]; epoch: number; transient: boolean }): HalfWeight {
+  const keep = w.ownsBuffer && !call.transient;
+  const cached = keep ? halves.get(w)?.get(r0) : undefined;
   if (cached) return cached;
-  const gpu = w.gpu;
+  const gpu = w.gpu, s = sgmatState(gpu);
   const K = w.shape[1], Np = padTo(rows, PAD.N);
   const whole = rows === w.shape[0];
   const label = whole ? w.label : `${w.label}[${r0}:${r0 + rows}]`;
   const h: HalfWeight = {
     wh: Tensor.empty(gpu, [Np, Kp], 'f16', `${label}.f16`), sw: Tensor.empty(gpu, [Np], 'i32', `${label}.f16_scales`),
-    bad: Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${label}.f16_flag`),
+    bad: keep ? Tensor.from(gpu, new Uint32Array(1), [1], 'u32', `${label}.f16_flag`) : s.clear,
   };
-  toF16(whole ? w : w.rows(r0, rows), h.wh, h.sw, h.bad, { rows, padded: Np, K, Kp, epoch: 1, bf16: true, label: 'matmul.sgmat.w_f16' });
-  if (w.ownsBuffer) {
+  const src = whole ? w : w.rows(r0, rows);
+  const u = { rows, padded: Np, K, Kp, bf16: true, label: 'matmul.sgmat.w_f16' };
+  if (keep) {
+    toF16(src, h.wh, h.sw, h.bad, { ...u, epoch: 1 });
     for (const t of [h.wh, h.sw, h.bad]) w.attach(t);
     halves.set(w, (halves.get(w) ?? new Map()).set(r0, h));
   } else {
-    temps.push(h.wh, h.sw, h.bad);
+    toF16(src, h.wh, h.sw, s.flag, { ...u, epoch: call.epoch });
+    call.temps.push(h.wh, h.sw);
   }
   return h;
 }
@@ -231,12 +235,14 @@ function halfOf(w: Tensor, r0: number, rows: number, Kp: number, temps: Tensor[]
 interface Part { w: Tensor; r0: number; rows: number; p0: number; N: number; Np: number; S: number; Ks: number }
 
 /**
- * The products of x [M, K] @ chunks^T: each chunk's copy spans, each cut where its product C ([Mp, Np] f32, one
- * K slice) would not fit one binding (long prefills against the vocabulary's rows).
+ * The products of x [M, K] @ chunks^T: each chunk in row spans whose f16 copy ([Np, Kp], Np padded to the tile)
+ * fits one binding (one span but near the binding limit, where the padding can push a chunk the loader sized to
+ * the limit past it; spans depend on the chunk's shape and the Gpu only, so a span's first row names its cached
+ * copy), each cut where its product C ([Mp, Np] f32, one K slice) would not fit (long prefills against the vocabulary).
  */
 function partsOf(chunks: readonly Tensor[], M: number, K: number, plan: SgmatPlan): Part[] {
   const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M), tiling = SGMAT_KERNELS[plan.kernel];
-  return chunks.flatMap((w) => copySpans(w, Kp).flatMap(([r0, rows]) =>
+  return chunks.flatMap((w) => rowSpans(w.gpu.maxBinding, w.shape[0], 2 * Kp, PAD.N, `the f16 copy of '${w.label}'`).flatMap(([r0, rows]) =>
     rowSpans(w.gpu.maxBinding, rows, 4 * Mp, PAD.N, `the product with x [${M}, ${K}]`).map(([p0, N]) => {
       const Np = padTo(N, PAD.N);
       return { w, r0, rows, p0, N, Np, ...splitFor(w.gpu, Mp, Np, Kp, tiling, plan.splitK) };
@@ -251,10 +257,11 @@ export function sgmatSplitsRows(chunks: readonly Tensor[], M: number, K: number,
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
  * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product. `plan`: the
- * kernel and schedule (policy_matmul.ts, sgmatPlan).
+ * kernel and schedule (policy_matmul.ts, sgmatPlan). `transient`: the chunks were made for this call (a quantized
+ * weight's dense copy): their f16 copies are not kept.
  */
 export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number },
-  plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean } = {}): void {
+  plan: SgmatPlan, f: { accumulate?: boolean; swiglu?: boolean; transient?: boolean } = {}): void {
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul', `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
@@ -270,7 +277,7 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   toF16(x, xh, sx, flag, { rows: M, padded: Mp, K, Kp, epoch, bf16: false, label: 'matmul.sgmat.x_f16' });
   let col0 = 0;
   for (const { w, r0, rows, p0, N, Np, S, Ks } of parts) {
-    const h = halfOf(w, r0, rows, Kp, temps);
+    const h = halfOf(w, r0, rows, Kp, { temps, epoch, transient: f.transient === true });
     const one = N === rows;   // the product is the whole copy span
     const wh = one ? h.wh : h.wh.rows(p0, Np), sw = one ? h.sw : h.sw.rows(p0, Np);
     const uniforms: Record<string, number> = kernel === 'staged' ? { Kp, Np, Ks, slab: Mp * Np, nslice: S, a_batch: 0, b_batch: 0 } : { Kp, Np, Ks, slab: Mp * Np };

@@ -133,7 +133,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
     if (opts.round !== 'bf16') throw new InputError(op, `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
     const dense = dequantDense(w, 'bf16');
     try {
-      return matmul(x, dense, { ...opts, path: 'sgmat' });
+      return matmul(x, dense, { ...opts, path: 'sgmat', transientWeights: true });
     } finally {
       for (const t of dense) t.dispose();   // recorded dispatches read them in order; the pool may hand them out again
     }
