@@ -9,9 +9,10 @@ import { promisify } from 'node:util';
 import type { Browser, Page, WebWorker } from 'puppeteer-core';
 import { build, preview, type Plugin, type PreviewServer } from 'vite';
 import { launch, watchConsole } from '../helpers/browser.ts';
+import { EMBEDDED } from '../helpers/fixtures.ts';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
-export const MODEL = join(root, 'models/hrm-text-brown-6m');
+export const MODEL = EMBEDDED;
 export const tsx = join(root, 'node_modules/.bin/tsx');
 
 /** `dialogs`: the messages of the page's confirm() calls, answered with `answer.accept` (default yes). */

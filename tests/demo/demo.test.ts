@@ -15,6 +15,7 @@ import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { cliReport, scoring, relDiff, TRAJ_PROMPTS, TRAJ_TOKENS, PASTED } from './report-fields.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
 const PROMPT = 'The jury said';
 
@@ -59,7 +60,7 @@ describe('demo (built, headless Chromium)', () => {
 
   it('opens on the embedded model and shows the adapter and memory needs', async () => {
     const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
-    expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: 'Ready: hrm-text-brown-6m (embedded)' });
+    expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: `Ready: ${EMBEDDED_MODEL} (embedded)` });
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/shader-f16/);
     expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*12\.5 MiB/);
     expect(await page.$eval('#mem-verdict', (el) => (el as HTMLElement).dataset.verdict)).toBe('ok');

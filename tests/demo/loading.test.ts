@@ -11,6 +11,7 @@ import type { PreviewServer } from 'vite';
 import { MODEL, openBuiltDemo, closeBuiltDemo } from './built-demo.ts';
 import { press } from '../helpers/browser.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
 let work: string;
 let server: PreviewServer;
@@ -64,7 +65,7 @@ describe('demo loading models (built, headless Chromium)', () => {
       expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(why);
       expect(await page.$eval('#load-error', (el) => el.textContent)).not.toMatch(/CORS/);
       await waitState('kept', 10_000);
-      expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Could not load .*flaky \(took .*config\.json.* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
+      expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(new RegExp(String.raw`^Could not load .*flaky \(took .*config\.json.* out of the download cache\); still using ${EMBEDDED_MODEL} \(embedded\)\.$`));
       expect(await cached()).toEqual([]);
     }
     // Cancel download: stops a stalled download, keeps nothing, and says so (not as an error).
@@ -74,7 +75,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     await page.waitForFunction(() => (document.getElementById('dl-progress') as HTMLProgressElement).value > 0, { timeout: 30_000 });
     await press(page, '#load-cancel');
     await waitState('kept', 10_000);
-    expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(/^Cancelled loading .*flaky \(took .* out of the download cache\); still using hrm-text-brown-6m \(embedded\)\.$/);
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(new RegExp(String.raw`^Cancelled loading .*flaky \(took .* out of the download cache\); still using ${EMBEDDED_MODEL} \(embedded\)\.$`));
     expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('load-url');
     expect(await cached()).toEqual([]);
@@ -89,11 +90,11 @@ describe('demo loading models (built, headless Chromium)', () => {
     expect((await cached()).some((u) => u.endsWith('/flaky/model.safetensors'))).toBe(true);
     await page.click('#clear-cache');
     await page.click('#load-embedded');
-    await page.waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: hrm-text-brown-6m (embedded)', { timeout: 60_000 });
+    await page.waitForFunction((want) => document.getElementById('model-status')?.textContent === want, { timeout: 60_000 }, `Ready: ${EMBEDDED_MODEL} (embedded)`);
   }, 180_000);
 
   it('loads a model from a URL into the download cache; a reload reopens it from the cache', async () => {
-    const base = new URL('models/hrm-text-brown-6m/', page.url()).href;
+    const base = new URL(`models/${EMBEDDED_MODEL}/`, page.url()).href;
     const fetched: string[] = [];
     const onRequest = (r: { url(): string; method(): string }) => { if (r.url().endsWith('/model.safetensors')) fetched.push(r.method()); };
     page.on('request', onRequest);
@@ -121,7 +122,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     // No longer cached: a reload does not download it by itself, it opens the embedded model with the URL filled in.
     await page.reload();
     await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'ready', { timeout: 60_000 });
-    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Ready: hrm-text-brown-6m (embedded)');
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
     expect(await page.$eval('#model-url', (el) => (el as HTMLInputElement).value)).toBe(base.replace(/\/$/, ''));
     await page.waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
   }, 120_000);
@@ -149,7 +150,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     }
     await page.click('#clear-cache');
     await page.click('#load-embedded');
-    await page.waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: hrm-text-brown-6m (embedded)', { timeout: 60_000 });
+    await page.waitForFunction((want) => document.getElementById('model-status')?.textContent === want, { timeout: 60_000 }, `Ready: ${EMBEDDED_MODEL} (embedded)`);
   }, 120_000);
 
   it('a folder whose model.safetensors is truncated gives a clear error and keeps the current model', async () => {
@@ -162,7 +163,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     expect(await page.$eval('#banner-goto', (el) => (el as HTMLAnchorElement).hash)).toBe('#load-error');
     expect(await loadError()).toMatch(/model\.safetensors.*truncated/);
     await page.waitForFunction(() => document.getElementById('model-status')?.dataset.state === 'kept', { timeout: 10_000 });
-    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load truncated-model; still using hrm-text-brown-6m (embedded).');
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe(`Could not load truncated-model; still using ${EMBEDDED_MODEL} (embedded).`);
     expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(/^These files are not a usable HRM-Text model: .*model\.safetensors/);
     expect(await page.$eval('#generate', (el) => (el as HTMLButtonElement).disabled)).toBe(false);
   }, 60_000);
@@ -182,7 +183,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     await page.keyboard.press('Escape');
     await uploadFolder(dir);
     expect(await loadError()).toMatch(/config\.json: not among the files given \(notes\.txt\)/);
-    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load notes; still using hrm-text-brown-6m (embedded).');
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe(`Could not load notes; still using ${EMBEDDED_MODEL} (embedded).`);
   }, 30_000);
 
   it('a model that cannot fit is refused before any weight is read', async () => {
@@ -193,6 +194,6 @@ describe('demo loading models (built, headless Chromium)', () => {
     expect(b.kind, JSON.stringify(b)).toBe('too-large');
     expect(await loadError()).toMatch(/KV-cache tensor at context 4194304 is 4\.00 GiB, above this adapter's largest storage binding/);
     expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('–');
-    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe('Could not load huge-context; still using hrm-text-brown-6m (embedded).');
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toBe(`Could not load huge-context; still using ${EMBEDDED_MODEL} (embedded).`);
   }, 60_000);
 });

@@ -13,6 +13,7 @@ import { checkpointBytes, loadConfig, type HrmConfig } from '../../src/index.ts'
 import { dirFiles } from '../../src/advanced.ts';
 import { fmtBytes } from '../../demo/memory.ts';
 import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root, tsx, type BuiltDemo } from './built-demo.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
 const PROMPT = 'The jury said';
 const TOKENS = 8;
@@ -62,7 +63,7 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
 
   it('the memory check sizes each weights choice before a load', async () => {
     const { page, log } = demo;
-    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe('Ready: hrm-text-brown-6m (embedded)');
+    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
     const q8 = fmtBytes(checkpointBytes(config, Q8)), q4 = fmtBytes(checkpointBytes(config, { bits: 4, groupSize: 64 }));
     expect([q8, q4]).toEqual(['6.6 MiB', '3.5 MiB']); // 8.5 and 4.5 bits a weight of 6.5 M (bf16 scales and biases)
     const choices = await rows('mem-choices');
@@ -77,7 +78,7 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     const { page, log } = demo;
     await page.click('#load-embedded');
     await loadedWith('8-bit (group 64, quantized on load)');
-    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe('Ready: hrm-text-brown-6m (embedded)');
+    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
     const h = await held();
     expect(h.quant).toEqual(Q8);
     // The estimate differs only by model.z_L_init (kept on the CPU).

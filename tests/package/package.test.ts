@@ -12,10 +12,12 @@ import { build, preview } from 'vite';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { launch, watchConsole } from '../helpers/browser.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
+import { EMBEDDED } from '../helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const bin = (name: string) => join(root, 'node_modules/.bin', name);
-const MODEL = join(root, 'models/hrm-text-brown-6m');
+const MODEL = EMBEDDED;
 const TOKENS = 8;
 // npm run by `npm test` passes its own settings down as npm_* variables; the user's npm in an empty folder has none.
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
@@ -65,7 +67,7 @@ describe('the packed package', () => {
   it('holds dist/ with its types, the embedded model and the CLIs, and not the sources or test data', () => {
     const paths = packed.files.map((f) => f.path);
     for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
-      'models/hrm-text-brown-6m/model.safetensors', 'models/hrm-text-brown-6m/tokenizer.json']) expect(paths).toContain(p);
+      `models/${EMBEDDED_MODEL}/model.safetensors`, `models/${EMBEDDED_MODEL}/tokenizer.json`]) expect(paths).toContain(p);
     expect(paths.filter((p) => /^(src|tests|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
     const pkg = join(app, 'node_modules/hrm-webgpu');
     const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'));
