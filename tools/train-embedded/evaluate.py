@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import data as D
-from model import prefix_lm_mask
+from model import flex_mask, prefix_lm_mask
 
 
 def device_batch(b, device):
@@ -16,9 +16,10 @@ def device_batch(b, device):
     return t
 
 
-def forward_targets(model, t, autocast, bp_cycles=None):
-    """Logits [N, V] f32 at the target positions, their labels and families."""
-    mask = prefix_lm_mask(t["seg"], t["prefix"])
+def forward_targets(model, t, autocast, bp_cycles=None, flex=False):
+    """Logits [N, V] f32 at the target positions, their labels and families (flex: attention through
+    flex_attention's block mask, not a dense boolean one)."""
+    mask = (flex_mask if flex else prefix_lm_mask)(t["seg"], t["prefix"])
     with autocast():
         z = model.hidden(t["ids"], t["pos"], mask, bp_cycles)
         z = z.reshape(-1, z.shape[-1]).index_select(0, t["targets"])

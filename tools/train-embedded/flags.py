@@ -49,8 +49,9 @@ def parse_args(argv=None, doc=None):
     a("--select", choices=("score", "val"), default="score",
       help="checkpoint: lowest val text loss + held-out needle loss (score), or val text loss alone (val)")
     a("--compile", action="store_true", help="torch.compile the layer function (training steps only)")
-    a("--sdpa", choices=("efficient", "auto"), default="efficient",
-      help="training steps' attention kernel: the memory-efficient one only (an error if it refuses), or torch's pick")
+    a("--sdpa", choices=("efficient", "auto", "flex"), default="efficient",
+      help="training steps' attention: the memory-efficient kernel only (an error if it refuses), torch's pick, or "
+           "flex_attention over a block mask that skips masked blocks (checked against the dense mask first)")
     a("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a("--smoke", action="store_true", help="a tiny model, 3 steps unless --steps: checks the whole pipeline in seconds")
     args = p.parse_args(argv)

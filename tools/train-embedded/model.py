@@ -77,7 +77,11 @@ def layer_forward(x, gqkv_w, o_w, gate_up_w, down_w, cos, sin, mask, eps: float)
     g, q, k, v = F.linear(rms(x, eps), gqkv_w).view(B, S, 4, -1, D).unbind(2)
     q = (q.float() * cos + rotate_half(q.float()) * sin).to(v.dtype)
     k = (k.float() * cos + rotate_half(k.float()) * sin).to(v.dtype)
-    a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    if isinstance(mask, torch.Tensor):
+        a = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask)
+    else:  # a flex_attention BlockMask (flex_mask)
+        a = flex_attention()(qt, kt, vt, block_mask=mask)
     a = torch.sigmoid(g) * a.transpose(1, 2)
     x = x + F.linear(a.reshape(B, S, -1), o_w)
     gate, up = F.linear(rms(x, eps), gate_up_w).chunk(2, dim=-1)
@@ -179,6 +183,31 @@ def prefix_lm_mask(seg, prefix):
     same = seg[:, :, None] == seg[:, None, :]
     both = prefix[:, :, None] & prefix[:, None, :]
     return (same & (causal | both))[:, None]
+
+
+_FLEX = []
+
+
+def flex_attention():
+    """torch's flex_attention, compiled once (uncompiled it runs the dense math); torch >= 2.5."""
+    if not _FLEX:
+        try:
+            from torch.nn.attention.flex_attention import flex_attention as fa
+        except ImportError as e:
+            raise SystemExit(f"--sdpa flex: this torch ({torch.__version__}) has no flex_attention ({e})") from e
+        _FLEX.append(torch.compile(fa, dynamic=False))
+    return _FLEX[0]
+
+
+def flex_mask(seg, prefix):
+    """prefix_lm_mask as a flex_attention BlockMask: the blocks in which no query may attend any key (other samples
+    of a packed row, the causal upper triangle) are skipped instead of computed and masked."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    def may_attend(b, h, q, kv):
+        return (seg[b, q] == seg[b, kv]) & ((kv <= q) | (prefix[b, q] & prefix[b, kv]))
+    B, S = seg.shape
+    return create_block_mask(may_attend, B, None, S, S, device=seg.device)
 
 
 def bp_cycles_list(spec, c):

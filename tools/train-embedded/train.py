@@ -30,7 +30,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data as D  # noqa: E402
 from evaluate import Evaluator, device_batch, forward_targets  # noqa: E402
-from model import Config, HrmText, bp_cycles_list, layer_forward, parameter_count  # noqa: E402
+from model import Config, HrmText, bp_cycles_list, flex_attention, layer_forward, parameter_count  # noqa: E402
 from flags import lengths, parse_args  # noqa: E402
 from outputs import versions, write_outputs  # noqa: E402
 from state import load_init, load_state, save_state  # noqa: E402
@@ -114,6 +114,9 @@ class Run:
                 f"AdamW's moments afresh, the rate warming up over {a.warmup} steps)")
         self.evaluator = Evaluator(self.data, a.seed, a.context, a.smoke)
         self.sdpa = sdpa_context(a.sdpa if cuda else "auto")
+        self.flex = a.sdpa == "flex"
+        if self.flex:
+            self.check_flex()
         n = parameter_count(self.c)
         log(f"model: {n / 1e6:.2f} M parameters ({2 * n / 1e6:.1f} MB bf16), hidden {a.hidden}, {a.layers} layers a "
             f"stack, {a.heads} heads x {a.head_dim}, H {a.h_cycles} x L {a.l_cycles}, context {a.context}; "
@@ -158,7 +161,7 @@ class Run:
             raise RuntimeError(f"step {step}: a training row holds R-NIAH's default needle code (prepare.ts's pools?)")
         t = device_batch(b, self.dev)
         with self.sdpa():
-            logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp)
+            logits, labels, fam = forward_targets(self.model, t, self.autocast, self.bp, self.flex)
         ce = F.cross_entropy(logits, labels, reduction="none")
         sums = torch.zeros(4, device=self.dev).index_add_(0, fam, ce)
         counts = torch.zeros(4, device=self.dev).index_add_(0, fam, torch.ones_like(ce))
@@ -172,6 +175,23 @@ class Run:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
         self.opt.step()
         return S, b["labels"].size, torch.cat([loss.detach()[None], sums.detach(), counts])
+
+    @torch.no_grad()
+    def check_flex(self):
+        """--sdpa flex: the first step's batch through flex_attention's block mask and through the dense mask must
+        give the same logits up to the kernels' rounding, or the run stops before training on a wrong mask."""
+        flex_attention()  # compiled once here (and named, where this torch has none)
+        lens, mix = self.phase(self.start_step, self.total or self.args.steps or 1)
+        S = lens[self.start_step % len(lens)]
+        b = self.data.batch(np.random.default_rng([self.args.seed, self.start_step]), 2, S, mix)
+        t = device_batch(b, self.dev)
+        dense = forward_targets(self.model, t, self.autocast, flex=False)[0]
+        flex = forward_targets(self.model, t, self.autocast, flex=True)[0]
+        off = float((flex - dense).abs().max() / dense.abs().max().clamp(min=1e-6))
+        log(f"--sdpa flex: {dense.shape[0]} targets at length {S}, max |logit diff| / max |logit| {off:.2e} "
+            "against the dense mask")
+        if not off <= 2e-2:
+            raise SystemExit(f"--sdpa flex: logits differ from the dense mask's by {off:.2e} of the largest")
 
     def evaluate(self, step):
         t = time.time()
@@ -278,7 +298,7 @@ class Run:
 def sdpa_context(choice):
     """A context that restricts scaled_dot_product_attention to the memory-efficient kernel (it takes an explicit
     mask without materialising the S x S scores; torch's math fallback would, and runs out of memory at 4096)."""
-    if choice == "auto":
+    if choice in ("auto", "flex"):
         return contextlib.nullcontext
     from torch.nn.attention import SDPBackend, sdpa_kernel
     return lambda: sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION])
