@@ -158,13 +158,55 @@ describe('qgemv4 shapes: 2 to 16 rows a workgroup, x staged in workgroup memory'
     const x = Tensor.from(gpu, new Float32Array(64), [1, 64], 'f32', 'x');
     const q = (w: QuantMatrix, gemv: GemvShape) => () => qlinear(x, w, { path: 'gemv', gemv });
     expect(q(one, { wg: 32, rows: 6 })).toThrow(/rows 2, 4, 8 or 16/);
-    expect(q(one, { wg: 32, rows: 2, kernel: 'upl' })).toThrow(/kernel must be 'vec4' or 'xs'/);
+    expect(q(one, { wg: 32, rows: 2, kernel: 'upl' })).toThrow(/kernel must be 'vec4', 'xs' or 'wide'/);
     expect(q(three, { wg: 32, rows: 8 })).toThrow(/take qgemv .* kernel 'vec4', rows 2 or 4/);
     expect(q(three, { wg: 32, rows: 2, kernel: 'xs' })).toThrow(/take qgemv/);
     const big = gpu.device.limits.maxComputeWorkgroupStorageSize;   // K values of f32 that cannot fit beside the sums
     const wide = makeWeight(gpu, 16, big / 2, 4, 64, 'bf16', 6).one;
     const xw = Tensor.from(gpu, new Float32Array(big / 2), [1, big / 2], 'f32', 'xw');
     expect(() => qlinear(xw, wide, { path: 'gemv', gemv: { wg: 32, rows: 2, kernel: 'xs' } })).toThrow(/kernel 'xs' stages x's \d+ values/);
+  });
+});
+
+describe('qgemv_wide: row groups sharing one x read and one norm, one x row', async () => {
+  const gpu = await getGpu();
+  // Every sum is qgemv4's at the same lanes, so each shape must give qgemv4's bits: units split over 16 lanes, 3 a
+  // lane at 4 bits and K = 1536 (HRM-Text-1B's rows), 2 at 8 bits and K = 512; 70 rows leave the last block short.
+  const cases: Array<[number, number, GemvShape[]]> = [
+    [4, 1536, [{ kernel: 'wide', wg: 16, groups: 4, rows: 8 }, { kernel: 'wide', wg: 16, groups: 8, rows: 8 }]],
+    [8, 512, [{ kernel: 'wide', wg: 16, groups: 2, rows: 4 }]],
+  ];
+  const N = 70;
+  for (const [bits, K, shapes] of cases) {
+    it(`${bits} bits, K ${K}, bf16: norm + swiglu and the residual, each shape the bits of qgemv4 at 16 lanes`, async () => {
+      const { one } = makeWeight(gpu, N, K, bits, 64, 'bf16', bits + 95);
+      const x = Tensor.from(gpu, randn(bits + 96, K, 3).map((v) => roundTo('bf16', v)), [1, K], 'f32', 'x');
+      const accv = randn(bits + 97, N, 2).map((v) => roundTo('bf16', v));
+      const sw = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
+      const acc = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [1, N], 'f32', 'acc') }).read();
+      const base = { wg: 16, rows: 2 };
+      const [want, wantAcc] = [await sw(base), await acc(base)];
+      for (const gemv of shapes) {
+        expectBitExact(await sw(gemv), want, `norm + swiglu ${JSON.stringify(gemv)}`);
+        expectBitExact(await acc(gemv), wantAcc, `residual ${JSON.stringify(gemv)}`);
+      }
+    });
+  }
+
+  it('refuses the shapes it cannot take, naming the rule', () => {
+    const { one } = makeWeight(gpu, 8, 512, 4, 64, 'bf16', 7);
+    const x1 = Tensor.from(gpu, new Float32Array(512), [1, 512], 'f32', 'x1');
+    const x2 = Tensor.from(gpu, new Float32Array(1024), [2, 512], 'f32', 'x2');
+    const q = (x: Tensor, gemv: GemvShape, swiglu = false) => () => qlinear(x, one, { path: 'gemv', gemv, swiglu });
+    const wide = (o: Partial<GemvShape>): GemvShape => ({ kernel: 'wide', wg: 16, groups: 2, rows: 4, ...o });
+    expect(q(x2, wide({}))).toThrow(/kernel 'wide' takes one x row, not 2/);
+    expect(q(x1, wide({ groups: 3, rows: 6 }))).toThrow(/groups a power of two/);
+    expect(q(x1, wide({ groups: 32 }))).toThrow(/wg x groups <= 256/);
+    expect(q(x1, wide({ rows: 3, groups: 1 }), true)).toThrow(/rows a multiple of groups, and even with swiglu/);
+    expect(q(x1, wide({ wg: 32 }))).toThrow(/a row's 16 units must split exactly over 32 lanes/);
+    expect(q(x1, wide({ groups: 1, rows: 32 }))).toThrow(/at most 16 units a lane/);
+    const three = makeWeight(gpu, 8, 512, 3, 64, 'bf16', 8).one;
+    expect(() => qlinear(x1, three, { path: 'gemv', gemv: wide({}) })).toThrow(/kernel 'wide' takes 4- or 8-bit weights/);
   });
 });
 

@@ -8,15 +8,13 @@ import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
 import { matmulPath } from '../policy_matmul.ts';
-import { checkLanes, GEMV_MAX_M, type GemvShape } from '../matmul/gemv.ts';
+import { dispatchQGemv } from './qgemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
 import { checkBits, checkGroupSize } from '../quant/quant.ts';
 
 const FILE = 'qlinear/qlinear.wgsl';
-const GEMV = new Kernel(FILE, 'qgemv');
-const GEMV4 = new Kernel('qlinear/qlinear_vec4.wgsl', 'qgemv4');
 const ROWS_K = new Kernel(FILE, 'qrows');
 const TILED = new Kernel(FILE, 'qtiled');
 const EMBED = new Kernel(FILE, 'qembed');
@@ -154,7 +152,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
     const rows = w.q[i].shape[0];
     const bindings = { x: xin, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out };
     const uniforms = { M, N: rows, K, ldo: cols, col0, eps: opts.norm?.eps ?? 0, escale: 0, vocab: 0 };
-    if (path === 'gemv') dispatchGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv);
+    if (path === 'gemv') dispatchQGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv);
     else if (path === 'rows') {
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op, `x '${x.label}': ${M} rows exceed the per-dispatch limit of the rows path`);
       const [gx, gy] = grid(gpu, opts.swiglu ? rows / 2 : rows, WG);
@@ -181,77 +179,6 @@ function autoPath(gpu: Gpu, M: number, N: number, K: number, round?: Round): 'ro
 
 function sdt(w: QuantMatrix): number {
   return DTYPE_CODE[w.scales[0].dtype as keyof typeof DTYPE_CODE];
-}
-
-function dispatchGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: MatmulOptions['gemv']): void {
-  const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
-  const fused = { norm: fixed.NORM === 1, swiglu: fixed.SWIGLU === 1 };
-  const tuned: GemvShape = shape
-    ?? (wide ? gemv4Shape(gpu, uniforms.N, uniforms.K, fixed.BITS, uniforms.M, fused) : { wg: 64, rows: fused.swiglu ? 4 : 2 });
-  const { rows: ROWS, wg: lanes } = tuned;
-  const xsh = (tuned.kernel ?? 'vec4') === 'xs';
-  checkQGemvShape(gpu, tuned, wide, uniforms.K);
-  // qgemv4's accumulators hold ROWS x MB sums (MAXACC); the staged x is one row.
-  const MB = xsh ? 1 : Math.min(uniforms.M, GEMV_MAX_M, Math.floor(QGEMV_MAXACC / ROWS));
-  // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
-  const blocks = Math.ceil(uniforms.N / ROWS);
-  const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
-  const workgroups: [number, number, number] = [Math.ceil(blocks / gy), gy, Math.ceil(uniforms.M / MB)];
-  const overrides = { ...fixed, WG: lanes, ROWS, MB };
-  if (wide) {
-    const { x, wq, ...rest } = bindings;
-    const xs: Record<string, number> = xsh ? { XSH: 1, XSN: uniforms.K / 4 } : {};
-    GEMV4.dispatch(gpu, { bindings: { ...rest, x4: x, wq4: wq }, uniforms, overrides: { ...overrides, ...xs }, workgroups, label: 'qlinear.gemv4' });
-  } else GEMV.dispatch(gpu, { bindings, uniforms, overrides, workgroups, label: 'qlinear.gemv' });
-}
-
-/** qgemv4's accumulators (MAXACC in qlinear.inc.wgsl): ROWS x MB sums a lane. */
-const QGEMV_MAXACC = 16;
-
-/**
- * The matrix-vector shapes qlinear takes: lanes a power of two from 16 to 256; qgemv4 (4 and 8 bits, aligned) 2, 4,
- * 8 or 16 rows, kernel 'vec4' or 'xs' (its x row staged in workgroup memory, which must hold it); qgemv 2 or 4 rows.
- */
-function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, K: number): void {
-  const kernel = shape.kernel ?? 'vec4';
-  const desc = JSON.stringify(shape);
-  if (kernel !== 'vec4' && kernel !== 'xs') throw new InputError('qlinear', `gemv shape ${desc}: kernel must be 'vec4' or 'xs'`);
-  checkLanes('qlinear', shape);
-  if (shape.groups !== undefined) throw new InputError('qlinear', `gemv shape ${desc}: groups is for matmul's kernel 'wide' only`);
-  if (!wide && (kernel === 'xs' || (shape.rows !== 2 && shape.rows !== 4))) {
-    throw new InputError('qlinear', `gemv shape ${desc}: these weights take qgemv (not 4 or 8 bits, or x / levels not 16-byte aligned): kernel 'vec4', rows 2 or 4`);
-  }
-  if (![2, 4, 8, 16].includes(shape.rows)) throw new InputError('qlinear', `gemv shape ${desc}: rows 2, 4, 8 or 16`);
-  const room = gpu.device.limits.maxComputeWorkgroupStorageSize - 4 * shape.wg * shape.rows;
-  if (kernel === 'xs' && 4 * K > room) {
-    throw new InputError('qlinear', `gemv shape ${desc}: kernel 'xs' stages x's ${K} values (${4 * K} bytes) in workgroup memory, which has ${room} bytes left`);
-  }
-}
-
-/** qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and levels. */
-function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
-  return (bits === 4 || bits === 8) && x.offset % 16 === 0 && wq.offset % 16 === 0;
-}
-
-/**
- * qgemv4's shape for a projection of N rows of `units` 16-byte units (48 at 4 bits and K = 1536, 128 at K = 4096;
- * twice that at 8 bits), `m` x rows: the fastest of one H200 sweep at HRM-Text-1B's projections (`20261205-014634Z`
- * in bench/results/README.md, "What the code's choices rest on"), where rows have 32 units or more; below, one unit
- * a lane (lanes = units rounded up to a power of two, 32 to 128) and 2 rows, 4 with a fused norm or SwiGLU. 'xs'
- * (x staged in workgroup memory) takes one x row, where the memory holds it.
- */
-function gemv4Shape(gpu: Gpu, N: number, K: number, bits: number, m: number, f: { norm: boolean; swiglu: boolean }): GemvShape {
-  const units = (K * bits) / 128;
-  const xsFits = (s: GemvShape) => m === 1 && 4 * K + 4 * s.wg * s.rows <= gpu.device.limits.maxComputeWorkgroupStorageSize;
-  const xs = (s: GemvShape): GemvShape => (xsFits({ ...s, kernel: 'xs' }) ? { ...s, kernel: 'xs' } : s);
-  if (N >= 16384) return { kernel: 'vec4', wg: 32, rows: bits === 4 ? 4 : 8 };
-  if (units < 32) {
-    return { kernel: 'vec4', wg: Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units)))), rows: f.norm || f.swiglu ? 4 : 2 };
-  }
-  if (bits !== 4) return f.norm ? { kernel: 'vec4', wg: 32, rows: 4 } : { kernel: 'vec4', wg: 128, rows: 2 };
-  if (f.swiglu) return { kernel: 'vec4', wg: 64, rows: 8 };
-  if (f.norm) return xs({ kernel: 'vec4', wg: 64, rows: 8 });
-  return units > 64 ? { kernel: 'vec4', wg: 128, rows: 4 } : xs({ kernel: 'vec4', wg: 128, rows: 4 });
 }
 
 export interface QEmbedOptions { scale?: number; round?: Round }
