@@ -8,6 +8,7 @@ import { ulpStats } from '../helpers/half-ulp.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { uploadQuant } from '../helpers/quant-weight.ts';
 import { runs } from '../helpers/sweep.ts';
+import { checkQGemvWide } from './qgemv_wide.check.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -192,6 +193,18 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
       }
     });
   }
+
+  it("the GPU machine's check (every sweep shape against qgemv4) passes on small projections and counts real outputs", async () => {
+    const cases = await checkQGemvWide(gpu, [
+      { name: 'norm', N: 40, K: 512, bits: 4, norm: true, swiglu: false, acc: false },
+      { name: 'swiglu', N: 36, K: 512, bits: 8, norm: true, swiglu: true, acc: false },
+    ]);
+    for (const c of cases) expect(c.ok, `${c.name}: ${c.value}`).toBe(true);
+    expect(cases.map((c) => c.name)).toEqual([
+      'qgemv_wide vs qgemv4 at its lanes: outputs differing, norm 40x512 4-bit (6 shapes)',
+      'qgemv_wide vs qgemv4 at its lanes: outputs differing, swiglu 36x512 8-bit (10 shapes)',
+    ]);
+  });
 
   it('refuses the shapes it cannot take, naming the rule', () => {
     const { one } = makeWeight(gpu, 8, 512, 4, 64, 'bf16', 7);
