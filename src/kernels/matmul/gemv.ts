@@ -19,8 +19,8 @@ const GEMV_WIDE = new Kernel('matmul/matmul_wide.wgsl', 'gemv_wide');
  * lane's loads up front (gemv_upl: 16-byte rows, rows up to 8, units per row / lanes * rows <= UPL_MAXW), 'upl-sg'
  * the same reduced on subgroups (gemv_upl_sg: adapters with the 'subgroups' feature), 'wide' `groups` row groups
  * of `wg` lanes sharing one x read and one norm (gemv_wide: one x row, 16-byte rows, units per row / wg whole).
- * Quantized weights (qlinear) take 'vec4' (qgemv4, or qgemv) and 'xs': qgemv4 with its x row staged in workgroup
- * memory.
+ * Quantized weights (qlinear) take 'vec4' (qgemv4, or qgemv), 'xs' (qgemv4 with its x row staged in workgroup
+ * memory) and 'wide' (qgemv_wide: 4 or 8 bits, one x row; qlinear/qgemv.ts).
  */
 export type GemvKernel = 'vec4' | 'upl' | 'upl-sg' | 'wide' | 'xs';
 
