@@ -18,7 +18,8 @@ export const tsx = join(root, 'node_modules/.bin/tsx');
 /** `dialogs`: the messages of the page's confirm() calls, answered with `answer.accept` (default yes). */
 export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[]; dialogs: string[]; answer: { accept: boolean } }
 
-export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Promise<BuiltDemo> {
+/** `beforeLoad`: what to do to the page before it loads the demo (scripts for every new document, say). */
+export async function openBuiltDemo(outDir: string, plugins: Plugin[] = [], beforeLoad?: (page: Page) => Promise<void>): Promise<BuiltDemo> {
   const configFile = join(root, 'vite.config.ts');
   await build({ configFile, logLevel: 'error', build: { outDir, emptyOutDir: true } });
   const server = await preview({ configFile, logLevel: 'error', plugins, build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
@@ -31,6 +32,7 @@ export async function openBuiltDemo(outDir: string, plugins: Plugin[] = []): Pro
   const dialogs: string[] = [];
   const answer = { accept: true };
   page.on('dialog', (d) => { dialogs.push(d.message()); void (answer.accept ? d.accept() : d.dismiss()); });
+  await beforeLoad?.(page);
   await page.goto(url);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
   return { server, browser, page, log, dialogs, answer };

@@ -1,9 +1,14 @@
 // The demo's page stays responsive while the model generates (issue 29): the model, its tokenizer and REFRACT run in
-// a dedicated worker (demo/model.worker.ts), so no task on the page's main thread runs over 50 ms from Generate to
-// the last token. Built demo in headless Chromium on SwiftShader; tasks are recorded by the Long Tasks API
-// (PerformanceObserver 'longtask', every main-thread task over 50 ms), shown first to record a task of the page's own.
-// With the model on the main thread (the demo before issue 29) this fails: here (2026-12-04) it recorded tasks of
-// 133 and 147 ms while generating 16 tokens (the prompt's pass and a decode step, each recorded in one task).
+// a dedicated worker (demo/model.worker.ts). Built demo in headless Chromium on SwiftShader.
+//  - The page's main thread never asks navigator.gpu for an adapter (a wrapper installed before the page loads
+//    counts the calls; the worker has a navigator.gpu of its own), so no model can run there.
+//  - Its tasks from Generate to the last token, recorded by the Long Tasks API (PerformanceObserver 'longtask',
+//    every main-thread task over 50 ms; shown first to record a task of the page's own), stay short. With the model
+//    on the main thread (the demo before issue 29) there were tasks of 133 and 147 ms while generating 16 tokens
+//    (2026-12-04: the prompt's pass and a decode step). With it in the worker there are none on a quiet machine,
+//    but one of 70 ms was seen in a CI run whose other test files shared the 2 cores: a task stretched by
+//    preemption. So the bound is at most one task over 50 ms and none over 100; the adapter count is what fails
+//    for certain when the model runs on the main thread.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +17,7 @@ import { openBuiltDemo, type BuiltDemo } from './built-demo.ts';
 
 /** A long task as the page recorded it: when it started (page clock, ms) and how long it ran. */
 interface LongTask { start: number; ms: number }
-type Probe = { __longTasks: LongTask[] };
+type Probe = { __longTasks: LongTask[]; __adapterCalls: number };
 
 let work: string;
 let demo: BuiltDemo;
@@ -44,7 +49,14 @@ async function longTasksSince(from: number): Promise<LongTask[]> {
 describe('the demo\'s main thread while the model generates (built, headless Chromium)', () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-main-'));
-    demo = await openBuiltDemo(join(work, 'dist'));
+    demo = await openBuiltDemo(join(work, 'dist'), [], (page) => page.evaluateOnNewDocument(() => {
+      const w = window as unknown as Probe;
+      w.__adapterCalls = 0;
+      const gpu = navigator.gpu;
+      if (!gpu) return;
+      const request = gpu.requestAdapter.bind(gpu);
+      gpu.requestAdapter = (o?: GPURequestAdapterOptions) => { w.__adapterCalls++; return request(o); };
+    }).then(() => undefined));
   }, 120_000);
 
   afterAll(async () => {
@@ -53,9 +65,14 @@ describe('the demo\'s main thread while the model generates (built, headless Chr
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('runs no task over 50 ms from Generate to the last token', async () => {
+  it('asks for no GPU adapter, and runs at most one task over 50 ms (none over 100) from Generate to the last token', async () => {
     const { page, log } = demo;
     expect(await page.$eval('#model-status', (el) => (el as HTMLElement).dataset.state), log.join('\n')).toBe('ready');
+    // Loading asked for no adapter on this thread; the count is live (one call of the test's own counts).
+    const calls = () => page.evaluate(() => (window as unknown as Probe).__adapterCalls);
+    expect(await calls()).toBe(0);
+    await page.evaluate(() => navigator.gpu.requestAdapter().then(() => undefined));
+    expect(await calls()).toBe(1);
     expect(await page.evaluate(() => PerformanceObserver.supportedEntryTypes.includes('longtask'))).toBe(true);
     await page.evaluate(() => {
       const w = window as unknown as Probe;
@@ -85,6 +102,8 @@ describe('the demo\'s main thread while the model generates (built, headless Chr
     const at = long.map((e) => Math.round(e.start - from));
     console.log(`main thread: ${long.length} long task(s) while generating (${decoded![1]} decoded tokens): ` +
       `${JSON.stringify(ms)} ms, at ${JSON.stringify(at)} ms`);
-    expect(ms.filter((x) => x > 50)).toEqual([]);
+    expect(await calls()).toBe(1);   // generating asked for none either
+    expect(ms.length, JSON.stringify(ms)).toBeLessThanOrEqual(1);
+    expect(ms.filter((x) => x > 100)).toEqual([]);
   }, 300_000);
 });
