@@ -194,16 +194,11 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
     });
   }
 
-  it("the GPU machine's check (every sweep shape against qgemv4) passes on small projections and counts real outputs", async () => {
-    const cases = await checkQGemvWide(gpu, [
-      { name: 'norm', N: 40, K: 512, bits: 4, norm: true, swiglu: false, acc: false },
-      { name: 'swiglu', N: 36, K: 512, bits: 8, norm: true, swiglu: true, acc: false },
-    ]);
+  it("the GPU machine's check (every sweep shape against qgemv4) passes on a small projection, naming its shapes", async () => {
+    // One small projection (the sweep's 6 shapes of 16 lanes at 4 bits and K 512): each shape a compile here.
+    const cases = await checkQGemvWide(gpu, [{ name: 'residual', N: 40, K: 512, bits: 4, norm: false, swiglu: false, acc: true }]);
     for (const c of cases) expect(c.ok, `${c.name}: ${c.value}`).toBe(true);
-    expect(cases.map((c) => c.name)).toEqual([
-      'qgemv_wide vs qgemv4 at its lanes: outputs differing, norm 40x512 4-bit (6 shapes)',
-      'qgemv_wide vs qgemv4 at its lanes: outputs differing, swiglu 36x512 8-bit (10 shapes)',
-    ]);
+    expect(cases.map((c) => c.name)).toEqual(['qgemv_wide vs qgemv4 at its lanes: outputs differing, residual 40x512 4-bit (6 shapes)']);
   });
 
   it('refuses the shapes it cannot take, naming the rule', () => {
