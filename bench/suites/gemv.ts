@@ -96,7 +96,7 @@ export async function gemvSweep(
     const x = randomX(gpu, 1, L.k, s.seed + 5);
     const acc = randomX(gpu, 1, L.n, s.seed + 6);
     try {
-      const shapes = L.bits < 16 ? qSweepShapes(L.k, L.bits, L.swiglu) : sweepShapes(L.k, gpu.subgroups);
+      const shapes = L.bits < 16 ? qSweepShapes(L.k, L.bits, L.swiglu, L.norm) : sweepShapes(L.k, gpu.subgroups);
       const calls = shapes.map((gemv) => {
         let i = 0;
         return () => {
@@ -128,9 +128,10 @@ export async function gemvSweep(
 /**
  * The sweep's shapes for 4- and 8-bit weights of rows of K values: qgemv4's 16..128 lanes x 2..16 rows, x read by
  * every lane ('vec4') or staged in workgroup memory ('xs'); qgemv_wide's ('wide') lanes that split a row's units
- * exactly x 4..16 row groups x 1..2 rows a group, within its 16 unit registers a lane and 256 threads.
+ * exactly x 4..16 row groups x 1..2 rows a group, within its 16 unit registers a lane and 256 threads, and with a
+ * fused norm the same with the normalised x staged once ('wide-xs').
  */
-export function qSweepShapes(K: number, bits: number, swiglu: boolean): GemvShape[] {
+export function qSweepShapes(K: number, bits: number, swiglu: boolean, norm: boolean): GemvShape[] {
   const shapes: GemvShape[] = [];
   for (const kernel of ['vec4', 'xs'] as const) {
     for (const wg of [16, 32, 64, 128]) for (const rows of [2, 4, 8, 16]) shapes.push({ kernel, wg, rows });
@@ -139,7 +140,8 @@ export function qSweepShapes(K: number, bits: number, swiglu: boolean): GemvShap
   for (const wg of [16, 32, 64, 128].filter((w) => units % w === 0)) {
     for (const groups of [4, 8, 16].filter((g) => wg * g <= 256)) {
       for (const rpg of [1, 2]) {
-        if ((units / wg) * rpg <= 16 && !(swiglu && (groups * rpg) % 2)) shapes.push({ kernel: 'wide', wg, groups, rows: groups * rpg });
+        if ((units / wg) * rpg > 16 || (swiglu && (groups * rpg) % 2)) continue;
+        for (const kernel of norm ? ['wide', 'wide-xs'] as const : ['wide'] as const) shapes.push({ kernel, wg, groups, rows: groups * rpg });
       }
     }
   }

@@ -40,7 +40,7 @@ export async function checkQGemvWide(gpu: Gpu, cases: readonly WideCase[]): Prom
       y.dispose();
       return v;
     };
-    const shapes = qSweepShapes(c.K, c.bits, c.swiglu).filter((s) => s.kernel === 'wide');
+    const shapes = qSweepShapes(c.K, c.bits, c.swiglu, c.norm).filter((s) => s.kernel?.startsWith('wide'));
     const base = new Map<number, Float32Array>();
     let differing = 0;
     for (const gemv of shapes) {

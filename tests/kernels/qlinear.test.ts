@@ -159,7 +159,7 @@ describe('qgemv4 shapes: 2 to 16 rows a workgroup, x staged in workgroup memory'
     const x = Tensor.from(gpu, new Float32Array(64), [1, 64], 'f32', 'x');
     const q = (w: QuantMatrix, gemv: GemvShape) => () => qlinear(x, w, { path: 'gemv', gemv });
     expect(q(one, { wg: 32, rows: 6 })).toThrow(/rows 2, 4, 8 or 16/);
-    expect(q(one, { wg: 32, rows: 2, kernel: 'upl' })).toThrow(/kernel must be 'vec4', 'xs' or 'wide'/);
+    expect(q(one, { wg: 32, rows: 2, kernel: 'upl' })).toThrow(/kernel must be 'vec4', 'xs', 'wide' or 'wide-xs'/);
     expect(q(three, { wg: 32, rows: 8 })).toThrow(/take qgemv .* kernel 'vec4', rows 2 or 4/);
     expect(q(three, { wg: 32, rows: 2, kernel: 'xs' })).toThrow(/take qgemv/);
     const big = gpu.device.limits.maxComputeWorkgroupStorageSize;   // K values of f32 that cannot fit beside the sums
@@ -174,8 +174,8 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
   // Every sum is qgemv4's at the same lanes, so each shape must give qgemv4's bits: units split over 16 lanes, 3 a
   // lane at 4 bits and K = 1536 (HRM-Text-1B's rows), 2 at 8 bits and K = 512; 70 rows leave the last block short.
   const cases: Array<[number, number, GemvShape[]]> = [
-    [4, 1536, [{ kernel: 'wide', wg: 16, groups: 4, rows: 8 }, { kernel: 'wide', wg: 16, groups: 8, rows: 8 }]],
-    [8, 512, [{ kernel: 'wide', wg: 16, groups: 2, rows: 4 }]],
+    [4, 1536, [{ kernel: 'wide', wg: 16, groups: 4, rows: 8 }, { kernel: 'wide-xs', wg: 16, groups: 8, rows: 8 }]],
+    [8, 512, [{ kernel: 'wide', wg: 16, groups: 2, rows: 4 }, { kernel: 'wide-xs', wg: 16, groups: 2, rows: 4 }]],
   ];
   const N = 70;
   for (const [bits, K, shapes] of cases) {
@@ -213,6 +213,11 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
     expect(q(x1, wide({ rows: 3, groups: 1 }), true)).toThrow(/rows a multiple of groups, and even with swiglu/);
     expect(q(x1, wide({ wg: 32 }))).toThrow(/a row's 16 units must split exactly over 32 lanes/);
     expect(q(x1, wide({ groups: 1, rows: 32 }))).toThrow(/at most 16 units a lane/);
+    const big = gpu.device.limits.maxComputeWorkgroupStorageSize;   // K values of f32 that cannot fit beside the sums
+    const long = makeWeight(gpu, 8, big / 4, 4, 64, 'bf16', 9).one;
+    const xl = Tensor.from(gpu, new Float32Array(big / 4), [1, big / 4], 'f32', 'xl');
+    expect(() => qlinear(xl, long, { path: 'gemv', gemv: wide({ kernel: 'wide-xs', wg: 16, groups: 16, rows: 16 }) }))
+      .toThrow(/partial sums and x's \d+ values exceed the \d+ bytes of workgroup memory/);
     const three = makeWeight(gpu, 8, 512, 3, 64, 'bf16', 8).one;
     expect(() => qlinear(x1, three, { path: 'gemv', gemv: wide({}) })).toThrow(/kernel 'wide' takes 4- or 8-bit weights/);
   });

@@ -20,9 +20,10 @@ const GEMV_WIDE = new Kernel('matmul/matmul_wide.wgsl', 'gemv_wide');
  * the same reduced on subgroups (gemv_upl_sg: adapters with the 'subgroups' feature), 'wide' `groups` row groups
  * of `wg` lanes sharing one x read and one norm (gemv_wide: one x row, 16-byte rows, units per row / wg whole).
  * Quantized weights (qlinear) take 'vec4' (qgemv4, or qgemv), 'xs' (qgemv4 with its x row staged in workgroup
- * memory) and 'wide' (qgemv_wide: 4 or 8 bits, one x row; qlinear/qgemv.ts).
+ * memory), 'wide' (qgemv_wide: 4 or 8 bits, one x row; qlinear/qgemv.ts) and 'wide-xs' (qgemv_wide with its x row
+ * normalised once into workgroup memory).
  */
-export type GemvKernel = 'vec4' | 'upl' | 'upl-sg' | 'wide' | 'xs';
+export type GemvKernel = 'vec4' | 'upl' | 'upl-sg' | 'wide' | 'xs' | 'wide-xs';
 
 /**
  * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256; 'wide': lanes per row

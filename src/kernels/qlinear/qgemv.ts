@@ -1,6 +1,7 @@
 // qlinear's matrix-vector path (one or a few x rows): qgemv (qlinear.wgsl, any bits), qgemv4 (qlinear_vec4.wgsl:
 // 16-byte units of 4- or 8-bit levels, 2-16 rows a workgroup, x read by every lane or staged, 'xs') and qgemv_wide
-// (qlinear_wide.wgsl: one x row, row groups sharing one x read and one norm, 'wide'), their shapes and the checks
+// (qlinear_wide.wgsl: one x row, row groups sharing one x read and one norm, 'wide'; 'wide-xs' with x staged),
+// their shapes and the checks
 // of a forced one. All three give a row the same sum for the same lanes; only the speed differs.
 import { Kernel } from '../kernel.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
@@ -31,7 +32,7 @@ export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, unifor
   const kernel = tuned.kernel ?? 'vec4';
   checkQGemvShape(gpu, tuned, wide, { K: uniforms.K, M: uniforms.M, bits: fixed.BITS, swiglu: fused.swiglu });
   // qgemv4's accumulators hold ROWS x MB sums (MAXACC); the staged x and the row groups take one row.
-  const MB = kernel === 'xs' || kernel === 'wide' ? 1 : Math.min(uniforms.M, GEMV_MAX_M, Math.floor(QGEMV_MAXACC / ROWS));
+  const MB = kernel === 'vec4' ? Math.min(uniforms.M, GEMV_MAX_M, Math.floor(QGEMV_MAXACC / ROWS)) : 1;
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows: N / ROWS blocks either way.
   const blocks = Math.ceil(uniforms.N / ROWS);
   const gy = Math.ceil(blocks / gpu.device.limits.maxComputeWorkgroupsPerDimension);
@@ -43,30 +44,31 @@ export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, unifor
   }
   const { x, wq, ...rest } = bindings;
   const views = { ...rest, x4: x, wq4: wq };
-  if (kernel === 'wide') {
+  const xs: Record<string, number> = kernel.endsWith('xs') ? { XSH: 1, XSN: uniforms.K / 4 } : {};
+  if (kernel.startsWith('wide')) {
     const groups = tuned.groups!, UPL = (uniforms.K * fixed.BITS) / 128 / lanes;
     const rowGroups = { THREADS: lanes * groups, RPG: ROWS / groups, UPL };
-    GEMV_WIDE.dispatch(gpu, { bindings: views, uniforms, overrides: { ...overrides, ...rowGroups }, workgroups, label: 'qlinear.gemv_wide' });
+    GEMV_WIDE.dispatch(gpu, { bindings: views, uniforms, overrides: { ...overrides, ...rowGroups, ...xs }, workgroups, label: 'qlinear.gemv_wide' });
     return;
   }
-  const xs: Record<string, number> = kernel === 'xs' ? { XSH: 1, XSN: uniforms.K / 4 } : {};
   GEMV4.dispatch(gpu, { bindings: views, uniforms, overrides: { ...overrides, ...xs }, workgroups, label: 'qlinear.gemv4' });
 }
 
 /**
  * The matrix-vector shapes qlinear takes: lanes a power of two from 16 to 256; qgemv4 (4 and 8 bits, aligned) 2, 4,
- * 8 or 16 rows, kernel 'vec4' or 'xs' (its x row staged in workgroup memory, which must hold it); 'wide' (the same
- * weights, one x row) `groups` row groups of `wg` lanes that split a row's units exactly, `rows` a multiple of the
- * groups (even with SwiGLU), at most 16 units a lane; qgemv 2 or 4 rows.
+ * 8 or 16 rows, kernel 'vec4' or 'xs' (its x row staged in workgroup memory, which must hold it); 'wide' and
+ * 'wide-xs' (the same weights, one x row) `groups` row groups of `wg` lanes that split a row's units exactly, `rows`
+ * a multiple of the groups (even with SwiGLU), at most 16 units a lane; qgemv 2 or 4 rows.
  */
 function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: number; M: number; bits: number; swiglu: boolean }): void {
   const kernel = shape.kernel ?? 'vec4';
   const desc = JSON.stringify(shape);
   const fail = (why: string) => { throw new InputError('qlinear', `gemv shape ${desc}: ${why}`); };
-  if (kernel !== 'vec4' && kernel !== 'xs' && kernel !== 'wide') fail(`kernel must be 'vec4', 'xs' or 'wide'`);
+  if (!['vec4', 'xs', 'wide', 'wide-xs'].includes(kernel)) fail(`kernel must be 'vec4', 'xs', 'wide' or 'wide-xs'`);
   checkLanes('qlinear', shape);
   const shared = gpu.device.limits.maxComputeWorkgroupStorageSize;
-  if (kernel === 'wide') {
+  const staged = kernel.endsWith('xs') ? 4 * o.K : 0;   // the x row in workgroup memory, beside the partial sums
+  if (kernel.startsWith('wide')) {
     const g = shape.groups ?? 0, units = (o.K * o.bits) / 128;
     if (!wide) fail(`kernel 'wide' takes 4- or 8-bit weights with x and levels 16-byte aligned`);
     if (o.M !== 1) fail(`kernel 'wide' takes one x row, not ${o.M}`);
@@ -75,7 +77,9 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
     if (units % shape.wg || (units / shape.wg) * (shape.rows / g) > WIDE_MAXW) {
       fail(`a row's ${units} units must split exactly over ${shape.wg} lanes, at most ${WIDE_MAXW} units a lane with the group's rows`);
     }
-    if (4 * shape.wg * shape.rows > shared) fail(`its ${shape.wg} x ${shape.rows} partial sums exceed the ${shared} bytes of workgroup memory`);
+    if (4 * shape.wg * shape.rows + staged > shared) {
+      fail(`its ${shape.wg} x ${shape.rows} partial sums${staged ? ` and x's ${o.K} values` : ''} exceed the ${shared} bytes of workgroup memory`);
+    }
     return;
   }
   if (shape.groups !== undefined) fail(`groups is for kernel 'wide' only`);
@@ -84,7 +88,7 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
   }
   if (![2, 4, 8, 16].includes(shape.rows)) fail(`rows 2, 4, 8 or 16`);
   const room = shared - 4 * shape.wg * shape.rows;
-  if (kernel === 'xs' && 4 * o.K > room) {
+  if (staged > room) {
     fail(`kernel 'xs' stages x's ${o.K} values (${4 * o.K} bytes) in workgroup memory, which has ${room} bytes left`);
   }
 }

@@ -13,9 +13,11 @@ override THREADS: u32 = 256u;
 override RPG: u32 = 1u;
 override UPL: u32 = 1u;
 const MAXW: u32 = 16u;   // unit registers a lane: UPL * RPG <= MAXW
-// qunit.inc's staged x is qgemv4's kernel 'xs' only: here each unit's x comes from x4 (L1 holds the row).
-const XSH: bool = false;
-var<workgroup> xs: array<vec4<f32>, 1>;
+// 'wide-xs': the x row normalised once into workgroup memory (XSN >= K / 4 vec4s) after the norm, the units then
+// read it from there (as qgemv4's 'xs'), instead of every lane normalising its units' x from x4 in each row group.
+override XSH: bool = false;
+override XSN: u32 = 1u;
+var<workgroup> xs: array<vec4<f32>, XSN>;
 
 // #include "qlinear/qunit.inc.wgsl"
 
@@ -44,6 +46,10 @@ fn qgemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       red[tid] = ss;
     }
     inv = block_inv(tid);
+  }
+  if (XSH) {
+    for (var k = tid; k < p.K / 4u; k += THREADS) { xs[k] = xn4(x4[k], inv[0]); }
+    workgroupBarrier();
   }
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPL; i++) {
