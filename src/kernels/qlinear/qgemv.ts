@@ -67,7 +67,8 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
   if (!['vec4', 'xs', 'wide', 'wide-xs'].includes(kernel)) fail(`kernel must be 'vec4', 'xs', 'wide' or 'wide-xs'`);
   checkLanes('qlinear', shape);
   const shared = gpu.device.limits.maxComputeWorkgroupStorageSize;
-  const staged = kernel.endsWith('xs') ? 4 * o.K : 0;   // the x row in workgroup memory, beside the partial sums
+  // The x row in workgroup memory beside the partial sums (one vec4 of it declared when not staged).
+  const staged = kernel.endsWith('xs') ? 4 * o.K : 16;
   if (kernel.startsWith('wide')) {
     const g = shape.groups ?? 0, units = (o.K * o.bits) / 128;
     if (!wide) fail(`kernel 'wide' takes 4- or 8-bit weights with x and levels 16-byte aligned`);
@@ -78,7 +79,7 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
       fail(`a row's ${units} units must split exactly over ${shape.wg} lanes, at most ${WIDE_MAXW} units a lane with the group's rows`);
     }
     if (4 * shape.wg * shape.rows + staged > shared) {
-      fail(`its ${shape.wg} x ${shape.rows} partial sums${staged ? ` and x's ${o.K} values` : ''} exceed the ${shared} bytes of workgroup memory`);
+      fail(`its ${shape.wg} x ${shape.rows} partial sums${kernel === 'wide-xs' ? ` and x's ${o.K} values` : ''} exceed the ${shared} bytes of workgroup memory`);
     }
     return;
   }
@@ -88,7 +89,7 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
   }
   if (![2, 4, 8, 16].includes(shape.rows)) fail(`rows 2, 4, 8 or 16`);
   const room = shared - 4 * shape.wg * shape.rows;
-  if (staged > room) {
+  if (kernel === 'xs' && staged > room) {
     fail(`kernel 'xs' stages x's ${o.K} values (${4 * o.K} bytes) in workgroup memory, which has ${room} bytes left`);
   }
 }
