@@ -6,11 +6,9 @@
 // Weight rows a workgroup may take: at 4 bits a row of K = 1536 is 768 bytes, less than the x row (6 KiB of f32)
 // every workgroup reads, so more rows a workgroup read fewer x bytes per weight byte.
 const QMAXR: u32 = 16u;
-// XSH: the x row (one: MB 1), normalised with NORM, staged in workgroup memory once (XSN >= K / 4 vec4s), the units
-// then read from there: every lane otherwise reads its units' x from memory, the prologue once more. Same values.
-override XSH: bool = false;
-override XSN: u32 = 1u;
-var<workgroup> xs: array<vec4<f32>, XSN>;
+// 'xs' (XSH): the x row (one: MB 1) staged once; every lane otherwise reads its units' x from memory, the prologue
+// once more.
+// #include "qlinear/qxs.inc.wgsl"
 
 // #include "qlinear/qunit.inc.wgsl"
 

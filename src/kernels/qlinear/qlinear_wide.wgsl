@@ -13,11 +13,9 @@ override THREADS: u32 = 256u;
 override RPG: u32 = 1u;
 override UPL: u32 = 1u;
 const MAXW: u32 = 16u;   // unit registers a lane: UPL * RPG <= MAXW
-// 'wide-xs': the x row normalised once into workgroup memory (XSN >= K / 4 vec4s) after the norm, the units then
-// read it from there (as qgemv4's 'xs'), instead of every lane normalising its units' x from x4 in each row group.
-override XSH: bool = false;
-override XSN: u32 = 1u;
-var<workgroup> xs: array<vec4<f32>, XSN>;
+// 'wide-xs' (XSH): the x row staged once after the norm, instead of every lane of every row group normalising its
+// units' x from x4.
+// #include "qlinear/qxs.inc.wgsl"
 
 // #include "qlinear/qunit.inc.wgsl"
 
