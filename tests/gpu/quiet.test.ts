@@ -74,7 +74,9 @@ describe('quietly', () => {
     const t0 = performance.now();
     const turns = await turnsDuring(() => quietly(after(30)));
     const ms = performance.now() - t0;
-    expect(ms).toBeLessThan(60);
+    // A 30 ms wait: within 120 ms even when a loaded machine fires the timer late (piled chains, each turn their sum,
+    // are told apart by the turns below: they turned once or twice).
+    expect(ms).toBeLessThan(120);
     expect(turns).toBeGreaterThan(ms / (10 * POLL_MS));   // the loop still turns about every POLL_MS (piled chains: once)
     // At most two turns a POLL_MS (a late turn does not block, the next does), and the free turns of the grace
     // (~1 a us).
