@@ -43,7 +43,7 @@ export function qmlpFold(
   const room = shared <= gpu.device.limits.maxComputeWorkgroupStorageSize;
   if (!(bits === 4 || bits === 8) || !one || !fits || !rows || !room) return null;
   const SDT = DTYPE_CODE[gateUp.scales[0].dtype as keyof typeof DTYPE_CODE];
-  const overrides = { BITS: bits, GS, SDT, ROUND: roundCode(op, o.round), ...rows, XSN: K / 4 };
+  const overrides = { BITS: bits, GS, SDT, ROUND: roundCode(op, o.round), ...rows, XSH: 1, XSN: K / 4 };
   const weights = {
     wq4: gateUp.q[0], scales: gateUp.scales[0], biases: gateUp.biases[0],
     dq: down.q[0], dscales: down.scales[0], dbiases: down.biases[0],

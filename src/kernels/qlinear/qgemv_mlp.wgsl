@@ -32,18 +32,16 @@ override LANES: u32 = 16u;    // lanes a gate_up row (a power of two); THREADS /
 override RPG: u32 = 1u;       // gate_up rows a row group: 2U / (THREADS / LANES)
 override UPL: u32 = 3u;       // 16-byte units a lane of each gate_up row (the last ones masked past the row)
 override DR: u32 = 6u;        // down rows a thread: ceil(K / THREADS)
-override XSN: u32 = 384u;     // K / 4: x's vec4s in workgroup memory
 const U: u32 = 8u;            // intermediate units a block
-const XSH: bool = true;       // qunit.inc.wgsl reads x from xs
 const MAXW: u32 = 32u;        // registers a lane: UPL * RPG units and their (scale, bias), DR sums
 
 var<workgroup> red: array<f32, LANES * 2u * U>;
 var<workgroup> act: array<f32, U>;
-var<workgroup> xs: array<vec4<f32>, XSN>;
 
 // #include "common/round.inc.wgsl"
 // #include "common/silu_mul.inc.wgsl"
 // #include "qlinear/qaffine.inc.wgsl"
+// #include "qlinear/qxs.inc.wgsl"
 // #include "qlinear/qunit.inc.wgsl"
 // #include "matmul/row_groups.inc.wgsl"
 // #include "matmul/mlp_fold.inc.wgsl"
@@ -64,8 +62,7 @@ fn activations(blk: u32, tid: u32) {
     }
   }
   let inv = x_inv(tid);
-  for (var k = tid; k < p.K / 4u; k += THREADS) { xs[k] = xn4(x4[k], inv); }
-  workgroupBarrier();
+  stage_x(tid, THREADS, 0u, inv);   // XSH (qgemv_mlp.ts sets it): the units read x there
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPL; i++) {
     let u = l + i * LANES;

@@ -30,11 +30,7 @@ fn qgemv4(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
     }
     inv = block_inv(lid);
   }
-  if (XSH) {
-    let xr = min(m0, p.M - 1u) * K4;
-    for (var k = lid; k < K4; k += WG) { xs[k] = xn4(x4[xr + k], inv[0]); }
-    workgroupBarrier();
-  }
+  if (XSH) { stage_x(lid, WG, min(m0, p.M - 1u) * K4, inv[0]); }
   let upr = p.K * BITS / 128u;   // units per row
   var rows: array<u32, QMAXR>;
   for (var r = 0u; r < ROWS; r++) { rows[r] = slot_row(blk, r); }

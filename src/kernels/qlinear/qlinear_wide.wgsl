@@ -45,10 +45,7 @@ fn qgemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     }
     inv = block_inv(tid);
   }
-  if (XSH) {
-    for (var k = tid; k < p.K / 4u; k += THREADS) { xs[k] = xn4(x4[k], inv[0]); }
-    workgroupBarrier();
-  }
+  if (XSH) { stage_x(tid, THREADS, 0u, inv[0]); }
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPL; i++) {
     let xu = unit_x4(0u, l + i * WG, inv[0]);

@@ -1,7 +1,7 @@
 // qgemv4's 16-byte unit of packed 4- or 8-bit levels and its dot product with x, shared through
-// `// #include "qlinear/qunit.inc.wgsl"` by qgemv4 (qlinear_vec4.wgsl) and qgemv_mlp.wgsl. The includer declares
-// `BITS` (4 or 8), `XSH` (x read from the workgroup array `xs` instead of `x4`), `xs`, `x4` and `xn4(v, inv)` (x as
-// the dot products use it). Never compiled on its own.
+// `// #include "qlinear/qunit.inc.wgsl"` by qgemv4 (qlinear_vec4.wgsl), qgemv_wide (qlinear_wide.wgsl) and
+// qgemv_mlp.wgsl, after qlinear/qxs.inc.wgsl (`XSH`: x read from the staged `xs` instead of `x4`). The includer
+// declares `BITS` (4 or 8), `x4` and `xn4(v, inv)` (x as the dot products use it). Never compiled on its own.
 
 // qgemv4's unit: one vec4<u32> of packed levels of a row (32 values at 4 bits, 16 at 8), QU = 32 / BITS quads of
 // 4 values, all in one group (GS >= 32). A level is taken in place, masked within its half word, as level * 2^s
