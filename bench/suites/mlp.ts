@@ -3,11 +3,9 @@
 // (matmul/gemv_mlp.ts over its units a workgroup, first-level group sizes and down's prefetch;
 // qlinear/qgemv_mlp.ts over its group sizes), timed as the GEMV sweep times its shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import type { Tensor } from '../../src/gpu/tensor.ts';
-import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
-import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
-import { linear, quantMatrix } from '../../src/hrm/linear.ts';
-import { quantizedBytesPerValue, type Weight } from '../../src/hrm/layout.ts';
+import type { MlpOptions } from '../../src/kernels/matmul/gemv_mlp.ts';
+import { linear, mlpFoldWeights } from '../../src/hrm/linear.ts';
+import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';
 import { weightTensors } from '../../src/hrm/weights.ts';
 import type { Settings } from '../harness/settings.ts';
 import { timeAround } from '../timing/calls.ts';
@@ -64,7 +62,7 @@ export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Setti
             const a = linear(x, w.gu, { ...o, norm: { eps: 1e-5 }, swiglu: true });
             linear(a, w.down, { ...o, accumulate: x });
             a.dispose();
-          } else if (!foldOnce(x, w.gu, w.down, p)) {
+          } else if (!mlpFoldWeights(x, w.gu, w.down, fold(p))) {
             const at = `${hidden} x ${inter}, ${bits} bits`;
             throw new Error(`mlp sweep: no one-dispatch MLP ${JSON.stringify(p)} at ${at}`);
           }
@@ -84,11 +82,7 @@ export async function mlpSweep(gpu: Gpu, hidden: number, inter: number, s: Setti
   return out;
 }
 
-/** One call of the one-dispatch MLP in form `p` (null where its kernel cannot take the weights). */
-function foldOnce(x: Tensor, gu: Weight, down: Weight, p: Form): Tensor | null {
-  const o = { eps: 1e-5, round: 'bf16' as const, group: p.group ?? undefined };
-  const [gq, dq] = [quantMatrix(gu), quantMatrix(down)];
-  if (gq && dq) return qmlpFold(x, gq, dq, o);
-  if (gu.chunks.length > 1 || down.chunks.length > 1) return null;
-  return mlpFold(x, gu.chunks[0], down.chunks[0], { ...o, units: p.units!, prefetch: p.prefetch });
+/** The one-dispatch MLP's options of form `p`. */
+function fold(p: Form): MlpOptions {
+  return { eps: 1e-5, round: 'bf16', group: p.group ?? undefined, units: p.units!, prefetch: p.prefetch };
 }

@@ -5,7 +5,7 @@ import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
 import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
-import { mlpFold } from '../kernels/matmul/gemv_mlp.ts';
+import { mlpFold, type MlpOptions } from '../kernels/matmul/gemv_mlp.ts';
 import { qmlpFold } from '../kernels/qlinear/qgemv_mlp.ts';
 import { kernelPolicy } from '../kernels/policy.ts';
 import type { Round } from '../kernels/common/codes.ts';
@@ -28,15 +28,18 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
  * weights of one chunk each, qgemv_mlp on 4- and 8-bit ones), else the two products.
  */
 export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {
-  if (kernelPolicy(x.gpu).decodeMlp === 'fold' && x.size === gateUp.cols && fold(x, gateUp, down, o)) return x;
+  if (kernelPolicy(x.gpu).decodeMlp === 'fold' && x.size === gateUp.cols && mlpFoldWeights(x, gateUp, down, o)) return x;
   const a = linear(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
   linear(a, down, { round: o.round, accumulate: x });
   a.dispose();
   return x;
 }
 
-/** The one-dispatch MLP where its kernel takes the weights (x updated), else null. */
-function fold(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor | null {
+/**
+ * The one-dispatch MLP on a model's weights where its kernel takes them (x updated), else null: qgemv_mlp on 4- and
+ * 8-bit ones (`units` and `prefetch` are the dense kernel's only), gemv_mlp on dense ones of one chunk each.
+ */
+export function mlpFoldWeights(x: Tensor, gateUp: Weight, down: Weight, o: MlpOptions): Tensor | null {
   const [gq, dq] = [quantMatrix(gateUp), quantMatrix(down)];
   if (gq && dq) return qmlpFold(x, gq, dq, o);
   const one = gateUp.chunks.length === 1 && down.chunks.length === 1;
