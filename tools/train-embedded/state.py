@@ -27,7 +27,7 @@ def load_state(args):
     path = os.path.join(args.resume, "state.pt")
     if not os.path.exists(path):
         raise SystemExit(f"--resume {args.resume}: no state.pt (written by a run with --state)")
-    st = torch.load(path, map_location="cpu")  # load_state_dict moves weights and moments to the model's device
+    st = torch.load(path, map_location="cpu", weights_only=False)  # our own file (record, RNG states); load_state_dict moves weights and moments to the model's device
     for k, v in st["args"].items():
         if k not in CALL_ONLY:
             setattr(args, k, v)
