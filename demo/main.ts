@@ -1,4 +1,4 @@
-// The demo page: open the GPU (in the model's worker), show the adapter, load the embedded hrm-text-brown-6m, wire
+// The demo page: open the GPU (in the model's worker), show the adapter, load the embedded hrm-text-brown-10m, wire
 // the three panels.
 // `window.__demo` exposes the state to the end-to-end test (tests/demo/demo.test.ts).
 import { isSoftwareAdapter } from '../src/index.ts';

@@ -25,11 +25,12 @@ import { FLAG_SETS, launchWith, probeFlagSets, type Probe } from './flags.ts';
 import { runDemo, type DemoStep } from './demo.ts';
 import { writeRandomCheckpoint } from './ckpt.ts';
 import { HRM_TEXT_1B, parseConfig } from '../../src/hrm/config.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 import { serveStatic } from './serve.ts';
 
 declare const __BENCH_COMMIT__: string | undefined;
 const PHASES = ['probe', 'bench', 'demo'] as const;
-const BROWN = 'models/hrm-text-brown-6m';
+const EMBEDDED = `models/${EMBEDDED_MODEL}`;
 
 const OPTIONS = {
   phases: { type: 'string', default: PHASES.join(',') }, set: { type: 'string', default: 'auto' },
@@ -127,7 +128,7 @@ async function main(argv: string[]): Promise<number> {
   writeFileSync(join(probeDir, 'index.html'), '<!doctype html><title>probe</title>');
   const ckptDir = join(tmpdir(), `hrm-ckpt-${o.ckptShape}`);
   const { server, url } = await serveStatic({ '': o.site, probe: probeDir, ckpt: ckptDir,
-    'tests/fixtures/mlx': join(o.repo, 'tests/fixtures/mlx'), 'demo/models/hrm-text-brown-6m': join(o.repo, BROWN) });
+    'tests/fixtures/mlx': join(o.repo, 'tests/fixtures/mlx'), [`demo/${EMBEDDED}`]: join(o.repo, EMBEDDED) });
   let code = 0;
   try {
     const choose = () => chooseSet(o, url, until, summary, say);
@@ -180,9 +181,9 @@ async function demo(browser: Browser, url: string, ckptDir: string, o: Opts, unt
   if (!o.no1b) {
     const t = Date.now();
     if (!existsSync(join(ckptDir, 'done'))) {
-      const brown = join(o.repo, BROWN);
-      const tiny = () => parseConfig(JSON.parse(readFileSync(join(brown, 'config.json'), 'utf8')), 'config.json');
-      const bytes = writeRandomCheckpoint(ckptDir, brown, o.ckptShape === '1b' ? HRM_TEXT_1B : tiny());
+      const embedded = join(o.repo, EMBEDDED);
+      const tiny = () => parseConfig(JSON.parse(readFileSync(join(embedded, 'config.json'), 'utf8')), 'config.json');
+      const bytes = writeRandomCheckpoint(ckptDir, embedded, o.ckptShape === '1b' ? HRM_TEXT_1B : tiny());
       writeFileSync(join(ckptDir, 'done'), String(bytes));
     }
     say(`random ${o.ckptShape}-shape checkpoint in ${ckptDir} (${Date.now() - t} ms)`);

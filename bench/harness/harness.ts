@@ -10,7 +10,7 @@ import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../
 import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import pkg from '../../package.json' with { type: 'json' };
-import tinyConfig from '../../models/hrm-text-brown-6m/config.json' with { type: 'json' };
+import tinyConfig from '../../models/hrm-text-brown-10m/config.json' with { type: 'json' };
 import { attentionSweep, type AttnPoint } from '../suites/attention.ts';
 import { dispatchCost, type DispatchFigure } from '../suites/dispatch.ts';
 import type { BandwidthFigure, MatmulFigure } from '../suites/figures.ts';
@@ -124,7 +124,7 @@ function runtimeVersion(): string {
 export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
   return s.config === '1b'
     ? { name: 'HRM-Text-1B', config: HRM_TEXT_1B }
-    : { name: 'hrm-text-brown-6m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-6m/config.json') };
+    : { name: 'hrm-text-brown-10m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-10m/config.json') };
 }
 
 /** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */

@@ -9,7 +9,7 @@
 //   node parity-transformers.mjs --model DIR [--ref DIR] [--runs f32,bf16,...] [--steps 32] [--json FILE]
 // Prints a Markdown list (one line per check, as bench/runners/parity.ts) and writes { passed, failed, checks } to
 // --json; exits 1 if a check fails. bench/h200.sh runs it on every H200 run where python has transformers.
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import type { DeviceOptions } from '../../src/gpu/device.ts';
@@ -53,7 +53,7 @@ export interface TfReport { passed: number; failed: number; checks: TfCheck[] }
 
 export interface ParityOptions {
   model: string;
-  /** The folder of reference.safetensors (default: model). */
+  /** The folder of reference.safetensors, and of exact.safetensors where there is one (default: model). */
   ref?: string;
   runs: readonly PathRun[];
   steps: number;
@@ -66,7 +66,10 @@ export interface ParityOptions {
 
 /** Every run's checks; a run that throws is one failed check naming it and the error. */
 export async function transformersParity(o: ParityOptions): Promise<TfReport> {
-  const ref = await SafetensorsFile.open(fileSource(`${o.ref ?? o.model}/reference.safetensors`));
+  const dir = o.ref ?? o.model;
+  const ref = await SafetensorsFile.open(fileSource(`${dir}/reference.safetensors`));
+  const exactPath = `${dir}/exact.safetensors`;
+  const exact = existsSync(exactPath) ? await SafetensorsFile.open(fileSource(exactPath)) : undefined;
   const outputs = new Map<string, PromptOutputs[]>();
   const checks: TfCheck[] = [];
   for (const run of o.runs) {
@@ -84,7 +87,7 @@ export async function transformersParity(o: ParityOptions): Promise<TfReport> {
         const mine: PromptOutputs[] = [];
         checks.push(...await checkRun(lm, ref, {
           name: run.name, dtype: run.dtype, caches: run.caches ?? [], weightBits: run.quantize?.bits, dense,
-        }, { steps: o.steps, prompts: o.prompts, requireLogits: o.requireLogits ?? true }, mine));
+        }, { steps: o.steps, prompts: o.prompts, requireLogits: o.requireLogits ?? true, exact }, mine));
         outputs.set(run.name, mine);
       } finally {
         lm.model.dispose();

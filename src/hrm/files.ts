@@ -64,8 +64,9 @@ export function fileListFiles(files: Iterable<File>, name = 'picked files'): Mod
   };
 }
 
-/** The model embedded in the package: hrm-text-brown-6m (6.5 M parameters, trained on the Brown corpus). */
-export const EMBEDDED_MODEL = 'hrm-text-brown-6m';
+/** The model embedded in the package: hrm-text-brown-10m (9.9 M parameters, context 4096, trained on the Brown corpus
+ * and generated reading tasks: it finds a needle in its context; models/hrm-text-brown-10m/README.md). */
+export const EMBEDDED_MODEL = 'hrm-text-brown-10m';
 // A variable, not a literal: bundlers rewrite `new URL('literal', import.meta.url)` into an asset, and this is a
 // folder. Two levels up: this file is src/hrm/files.ts (dist/hrm/files.js), the models sit beside src/ and dist/.
 const EMBEDDED_PATH = `../../models/${EMBEDDED_MODEL}/`;

@@ -78,7 +78,7 @@ describe('bench harness', () => {
       positive(k.dispatch!.encodeUs, 'dispatch encode');
       positive(k.dispatch!.gpuUs, 'dispatch gpu');
 
-      expect(r.model!.name).toBe('hrm-text-brown-6m');
+      expect(r.model!.name).toBe('hrm-text-brown-10m');
       expect(r.model!.weightBytesPerToken).toBe(8 * r.model!.stackBytes + r.model!.lmHeadBytes);
       expect(r.caches.map((c) => c.name)).toEqual(['full', 'q8', 'q4']);
       r.caches.forEach((c, i) => checkCache(c, i === 0));

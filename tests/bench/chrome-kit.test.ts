@@ -16,7 +16,7 @@ import { validateCheckpoint } from '../../src/hrm/weights.ts';
 import { Checkpoint, SafetensorsFile } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
 
-const BROWN = fileURLToPath(new URL('../../models/hrm-text-brown-6m/', import.meta.url));
+const BROWN = fileURLToPath(new URL('../fixtures/hrm-text-brown-6m/', import.meta.url));
 let work: string;
 beforeAll(() => { work = mkdtempSync(join(tmpdir(), 'hrm-chrome-kit-')); });
 afterAll(() => rmSync(work, { recursive: true, force: true }));

@@ -38,7 +38,7 @@ describe('bench device loss', () => {
 
     expect(nonFinite(r)).toEqual([]);
     expect(r.complete).toBe(true);
-    const q8 = 'model hrm-text-brown-6m, q8 cache';
+    const q8 = 'model hrm-text-brown-10m, q8 cache';
     expect(r.recovered.map((x) => x.unit)).toEqual(['stream read', 'gemv 2048x256', q8]);
     for (const x of r.recovered) expect(x.error).toMatch(/^\[[^\]]+\] the GPU device was lost/);
     const twice = /^gemv 2048x256: \[gemv 2048x256\] the GPU device was lost twice; gave the unit up/;
@@ -62,7 +62,7 @@ describe('bench device loss', () => {
     expect(r.kernels.matmul.length).toBeGreaterThan(0);
     for (const m of r.kernels.matmul) positive(m.TFLOPs, `${m.name} TFLOP/s`);
     positive(r.kernels.dispatch!.gpuUs, 'dispatch gpu');
-    expect(r.model!.name).toBe('hrm-text-brown-6m');
+    expect(r.model!.name).toBe('hrm-text-brown-10m');
     // The q8 configuration redone from the start holds one set of figures, like the undisturbed one.
     expect(r.caches.map((c) => c.name)).toEqual(['full', 'q8']);
     for (const c of r.caches) checkCache(c, true);

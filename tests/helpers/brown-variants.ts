@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BROWN } from './fixtures.ts';
 
-/** A copy of models/hrm-text-brown-6m in a temporary folder, `edit` applied to its JSON files. */
+/** A copy of tests/fixtures/hrm-text-brown-6m in a temporary folder, `edit` applied to its JSON files. */
 export function brownCopy(edit: { config?: (c: Record<string, unknown>) => void; tokenizer?: (t: Tokenizer) => void }):
   string {
   const dir = mkdtempSync(join(tmpdir(), 'hrm-brown-'));

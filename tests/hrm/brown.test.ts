@@ -1,4 +1,4 @@
-// The embedded model against MLX's trajectories (models/hrm-text-brown-6m/reference.*).
+// hrm-text-brown-6m (the embedded model until 2026-12-05, now a test fixture) against MLX's trajectories
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';

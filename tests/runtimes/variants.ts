@@ -21,6 +21,7 @@ import { Gpu } from '../../src/gpu/gpu.ts';
 import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } from '../../src/kernels/kernel.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
+import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/weights.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
@@ -40,7 +41,7 @@ for (const dir of readdirSync(kernelsDir, { withFileTypes: true }).filter((d) =>
 const t0 = performance.now();
 const gpu = await Gpu.create();
 const device = gpu.device;
-const embeddedConfig = new URL('../../models/hrm-text-brown-6m/config.json', import.meta.url);
+const embeddedConfig = new URL(`../../models/${EMBEDDED_MODEL}/config.json`, import.meta.url);
 const embedded = parseConfig(JSON.parse(readFileSync(embeddedConfig, 'utf8')));
 const CONFIGS: HrmConfig[] = [{ ...HRM_TEXT_1B, num_layers_per_stack: 1 }, { ...embedded, num_layers_per_stack: 1 }];
 const WEIGHTS: Array<QuantSpec | undefined> = [undefined, { bits: 8, groupSize: 64 }, { bits: 4, groupSize: 64 }];

@@ -5,7 +5,7 @@
 
 writes DIR/config.json (the --config file as it is: tools/parity-1b/config.ts writes it from src/hrm/config.ts's
 HRM_TEXT_1B), DIR/model.safetensors (our fused layout: gqkv_proj rows gate|q|k|v, gate_up_proj rows gate|up; the
-names of models/hrm-text-brown-6m/model.safetensors) and DIR/prompts.json (one prompt of --prompt-len seeded ids and
+names of models/hrm-text-brown-10m/model.safetensors) and DIR/prompts.json (one prompt of --prompt-len seeded ids and
 the decode length, in the format tools/train-embedded/reference.py's --prompts reads).
 
 The scales mirror randomWeights in src/hrm/weights.ts (uniform in [-s, s]: s = 1/sqrt(fan_in) for every projection

@@ -13,7 +13,7 @@ def parse_args(argv=None, doc=None):
     a = p.add_argument
     a("--out", required=True, help="output folder (created)")
     a("--data", default=".h200/train", help="prepare.ts's folder")
-    a("--tokenizer-dir", default=os.path.join(REPO, "models", "hrm-text-brown-6m"), help="tokenizer files to copy")
+    a("--tokenizer-dir", default=os.path.join(REPO, "models", "hrm-text-brown-10m"), help="tokenizer files to copy")
     a("--seed", type=int, default=1234)
     a("--minutes", type=float, default=7.5, help="wall-time budget of the whole run, outputs included")
     a("--steps", type=int, default=0, help="fixed step count (0: as many as fit the budget, measured)")

@@ -9,7 +9,7 @@
 
 RoPE is the rotate-half (GPT-NeoX) form on the whole head, angles in f32. Attention takes an explicit boolean mask
 (True = may attend), so one call serves prefix-LM blocks, causal text and packed samples. Parameter names are the
-checkpoint's tensor names (models/hrm-text-brown-6m/model.safetensors), so state_dict() is what gets saved.
+checkpoint's tensor names (models/hrm-text-brown-10m/model.safetensors), so state_dict() is what gets saved.
 """
 import json
 import math

@@ -20,7 +20,7 @@ import { Xoshiro128ss } from '../../src/hrm/sampling.ts';
 import { FORBIDDEN_CODE, keyValues, needles, shuffle, splitVocabulary } from './pools.ts';
 import { checkSplices, rniahCells } from './checks.ts';
 
-const MODEL_DIR = new URL('../../models/hrm-text-brown-6m/', import.meta.url).pathname;
+const MODEL_DIR = new URL('../../models/hrm-text-brown-10m/', import.meta.url).pathname;
 const { values: flags } = parseArgs({ options: { out: { type: 'string' }, seed: { type: 'string' } } });
 const out = flags.out ?? '.h200/train';
 const seed = Number(flags.seed ?? 1234);

@@ -1,13 +1,13 @@
 """Third-party references for a checkpoint train.py wrote: transformers' HrmTextForCausalLM (f32, TF32 off;
 and bf16) runs the reference prompts and writes reference.safetensors / reference.json in the layout of
-models/hrm-text-brown-6m/reference.* (whose prompts and ids it reuses: same tokenizer, so no tokenizer is needed):
+tests/fixtures/hrm-text-brown-6m/reference.* (MLX's) (whose prompts and ids it reuses: same tokenizer, so no tokenizer is needed):
 
   prompt{i}.ids                                   I32 [P]
   prompt{i}.{f32,bf16}.gen_ids                    I32 [N]      greedy, the prompt as one prefix block, no cache
   prompt{i}.{f32,bf16}.gen_logits                 F32 [N, V]   the logits each generated token was picked from
   prompt{i}.{f32,bf16}.prefix_logits|causal_logits F32 [P, V]  the prompt alone, prefix-LM block / causal
 
-  python3 tools/train-embedded/reference.py --model DIR [--out DIR] [--prompts models/hrm-text-brown-6m/reference.json]
+  python3 tools/train-embedded/reference.py --model DIR [--out DIR] [--prompts tests/fixtures/hrm-text-brown-6m/reference.json]
                                             [--steps N]
 
 N: --steps, else the prompts file's "steps" (tools/parity-1b/make.py writes 32), else 24.
@@ -102,7 +102,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a folder train.py wrote")
     p.add_argument("--out", help="where reference.* go (default: --model)")
-    p.add_argument("--prompts", default=os.path.join(REPO, "models", "hrm-text-brown-6m", "reference.json"))
+    p.add_argument("--prompts", default=os.path.join(REPO, "tests", "fixtures", "hrm-text-brown-6m", "reference.json"))
     p.add_argument("--steps", type=int, help=f"greedy steps (default: the prompts file's 'steps', else {STEPS})")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = p.parse_args()
