@@ -46,8 +46,9 @@ def parse_args(argv=None, doc=None):
     a("--bp-cycles", default="full", help="'full', or transformers' L_bp_cycles (e.g. 2)")
     a("--eval-every", type=int, default=200)
     a("--log-every", type=int, default=10)
-    a("--select", choices=("score", "val"), default="score",
-      help="checkpoint: lowest val text loss + held-out needle loss (score), or val text loss alone (val)")
+    a("--select", choices=("score", "val", "last"), default="score",
+      help="checkpoint: lowest val text loss + held-out needle loss (score), val text loss alone (val), or the "
+           "last eval's weights (last: the reading tasks keep improving while Brown overfits)")
     a("--compile", action="store_true", help="torch.compile the layer function (training steps only)")
     a("--sdpa", choices=("efficient", "auto", "flex"), default="efficient",
       help="training steps' attention: the memory-efficient kernel only (an error if it refuses), torch's pick, or "

@@ -206,7 +206,7 @@ class Run:
         self.record["evals"].append(r)
         with open(os.path.join(self.args.out, "train-log.json"), "w") as f:  # so far, should the run be killed
             json.dump(self.record, f)
-        key = r["score"] if self.args.select == "score" else r["val_text"]["text"]
+        key = {"score": r["score"], "val": r["val_text"]["text"], "last": -step}[self.args.select]
         if self.best is None or key < self.best[0]:
             state = {k: v.detach().to("cpu", torch.bfloat16).clone() for k, v in self.model.state_dict().items()}
             self.best = (key, step, state)
