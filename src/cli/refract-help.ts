@@ -31,9 +31,9 @@ const SCORE_FLAGS = `  --model DIR|URL          model folder or base URL (defaul
                            skipped; the model's context also caps it), --rniah-n-predict N (256),
                            --rniah-needle TEXT, --rniah-question TEXT (default: REFRACT's APRICOT-7-BLUE paint-colour
                            needle and its question), --rniah-keyword WORD (the hit test; default: the needle's longest
-                           all-caps run, else its last word). The embedded model recalls only a word repeated in the
-                           needle, in short cells: --rniah-needle "school school ... school." (40 times)
-                           --rniah-question The --rniah-keyword school --rniah-lengths 160 --rniah-n-predict 4
+                           all-caps run, else its last word). The embedded model (context 4096) finds the default
+                           needle; on a CPU adapter shorter cells are practical: --rniah-lengths 1024
+                           --rniah-n-predict 16
   --axis-plad              axis D; --plad-ids retokenized|generated (default retokenized, as the original)
   --condition TAGS         HRM condition tags for prompts (default synth,cot)   --dtype f32|bf16 (default f32)
   --json-out FILE          write the JSON report      --html-out FILE   write the self-contained HTML report
