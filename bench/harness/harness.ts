@@ -33,6 +33,7 @@ import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdp
 // Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
 import '../../src/kernels/paths.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
+import { withGoals } from './goals.ts';
 
 export const SCHEMA = 'hrm-webgpu-bench/1';
 
@@ -293,5 +294,5 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     r.complete = true;
     keeper.gpu.destroy();
   }
-  return r;
+  return withGoals(r); // the JSON carries issue 30's goals, so a script can check the run
 }

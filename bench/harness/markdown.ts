@@ -1,11 +1,13 @@
 // The Markdown summary of a run: the environment, the kernel figures and whether their ceiling holds (ceiling.ts),
 // which paths prefill took and their parity, the model's figures per KV cache (markdown-model.ts) and per weights
-// (markdown-weights.ts), PyTorch's anchors of the same call, and what failed.
+// (markdown-weights.ts), PyTorch's anchors of the same call, issue 30's goals (markdown-goals.ts), and what failed.
 import { benchConfig, type BenchResult } from './harness.ts';
 import { adapterName, esc, f, pct, range } from './format.ts';
 import { modelLines } from './markdown-model.ts';
 import { weightsLines } from './markdown-weights.ts';
 import { ceilingLines } from './ceiling.ts';
+import { issueGoals } from './goals.ts';
+import { goalLines } from './markdown-goals.ts';
 import type { SweepPoint } from '../suites/gemv.ts';
 import type { MlpPoint } from '../suites/mlp.ts';
 
@@ -36,6 +38,8 @@ export function markdown(r: BenchResult): string {
   if (r.caches.length) L.push(...modelLines(r));
   L.push(...weightsLines(r));
   L.push(...anchorTable(r));
+  // The goals are the 1B shape's: on the tiny model they would only read as failures.
+  if (s.config === '1b') L.push(...goalLines(issueGoals(r)));
   if (s.config === '1b' && !r.anchors) {
     L.push('Anchors on an H200 (PERFORMANCE.md, transformers, bf16): prefill 1127 tok/s (128) and 2714 (512); ' +
       'decode 10.2 tok/s (eager), ' +

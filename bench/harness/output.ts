@@ -3,13 +3,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchResult } from './harness.ts';
+import { withGoals } from './goals.ts';
 import { baseName, type Rendered } from './report.ts';
 
-/** Write <base>.json (partial results, in progress). */
+/** Write <base>.json (partial results, in progress; with the goals they meet so far, as the final JSON has them). */
 export function saveJson(dir: string, r: BenchResult): string {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${baseName(r)}.json`);
-  writeFileSync(path, JSON.stringify(r, null, 1) + '\n');
+  writeFileSync(path, JSON.stringify(withGoals(r), null, 1) + '\n');
   return path;
 }
 
