@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../../bench/harness/harness.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
+import { EMBEDDED } from '../helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -55,7 +56,10 @@ describe('bench harness', () => {
       positive(k.streamEnd!.GBps, 'stream GB/s at the end');
       expect(k.streamEnd!.name).toBe(`${k.stream!.name}, end of run`);
       expect(k.readProbe).toEqual({ GBps: 1e6, best: 'xor u4 wg16896 random' });
-      const gemvs = ['bf16 GEMV 1024x256', 'bf16 GEMV 2048x256'];
+      // The tiny config is the embedded model's shape: the decode GEMVs are gate+qkv (4 heads' widths) and lm_head.
+      const cfg = JSON.parse(readFileSync(join(EMBEDDED, 'config.json'), 'utf8'));
+      const h = cfg.hidden_size, qkv = 4 * cfg.num_attention_heads * cfg.head_dim;
+      const gemvs = [`bf16 GEMV ${qkv}x${h}`, `bf16 GEMV ${cfg.vocab_size}x${h}`];
       // The f16-x rows run where the adapter has shader-f16 (lavapipe from Mesa 25 does; SwiftShader does not).
       const f16 = r.env.adapter.features.includes('shader-f16');
       const names = f16 ? [...gemvs, ...gemvs.map((n) => `${n}, f16 x`)] : gemvs;
@@ -70,7 +74,7 @@ describe('bench harness', () => {
       expect(k.matmul.map((m) => m.name.split('; ')[1])).toEqual(['f32)', 'bf16, tiled)']);
       for (const m of k.matmul) {
         positive(m.TFLOPs, `${m.name} TFLOP/s`);
-        expect(m.flops).toBe(2 * 8 * 1024 * 256);
+        expect(m.flops).toBe(2 * 8 * qkv * h);
       }
       expect(r.prefillMatmul.path).toMatch(/^rows \(CPU driver\)$|^tiled f32 \(no /);
       expect(r.parity).toBeNull();

@@ -32,32 +32,32 @@ describe('bench device loss', () => {
       opened: (gpu) => opened.push(gpu),
       attempt: (unit, n, gpu) => {
         attempts.push(`${unit} #${n}`);
-        if ((unit === 'stream read' && n === 1) || unit === 'gemv 2048x256') gpu.device.destroy();
+        if ((unit === 'stream read' && n === 1) || unit === 'gemv 2048x320') gpu.device.destroy();
       },
     });
 
     expect(nonFinite(r)).toEqual([]);
     expect(r.complete).toBe(true);
     const q8 = 'model hrm-text-brown-10m, q8 cache';
-    expect(r.recovered.map((x) => x.unit)).toEqual(['stream read', 'gemv 2048x256', q8]);
+    expect(r.recovered.map((x) => x.unit)).toEqual(['stream read', 'gemv 2048x320', q8]);
     for (const x of r.recovered) expect(x.error).toMatch(/^\[[^\]]+\] the GPU device was lost/);
-    const twice = /^gemv 2048x256: \[gemv 2048x256\] the GPU device was lost twice; gave the unit up/;
+    const twice = /^gemv 2048x320: \[gemv 2048x320\] the GPU device was lost twice; gave the unit up/;
     expect(r.errors).toEqual([expect.stringMatching(twice)]);
     expect(r.skipped).toEqual([]);
-    expect(attempts.filter((a) => a.endsWith('#2'))).toEqual(['stream read #2', 'gemv 2048x256 #2', `${q8} #2`]);
+    expect(attempts.filter((a) => a.endsWith('#2'))).toEqual(['stream read #2', 'gemv 2048x320 #2', `${q8} #2`]);
     // One device to start, one per loss (the one after the second loss serves the rest of the run).
     expect(opened).toHaveLength(5);
     expect(warnings).toHaveLength(4);
     const redo = new RegExp('^GPU device lost during stream read \\(.*\\); ' +
       'opening a new device, rebuilding what it needs and redoing it$');
     expect(warnings[0]).toMatch(redo);
-    expect(warnings[2]).toMatch(/^GPU device lost during gemv 2048x256 .*lost twice, giving this unit up$/);
+    expect(warnings[2]).toMatch(/^GPU device lost during gemv 2048x320 .*lost twice, giving this unit up$/);
     // The model's random weights were made on the first model device and again on the one q8 moved to.
     expect(logs.filter((m) => m.startsWith('random weights:'))).toHaveLength(2);
 
     positive(r.kernels.stream!.GBps, 'stream GB/s');
     const gemvs = r.kernels.gemv.map((g) => g.name.split(' (')[0]).filter((n) => !n.endsWith('f16 x'));
-    expect(gemvs).toEqual(['bf16 GEMV 1024x256']);
+    expect(gemvs).toEqual(['bf16 GEMV 1280x320']);
     for (const g of r.kernels.gemv) positive(g.GBps, `${g.name} GB/s`);
     expect(r.kernels.matmul.length).toBeGreaterThan(0);
     for (const m of r.kernels.matmul) positive(m.TFLOPs, `${m.name} TFLOP/s`);

@@ -62,7 +62,7 @@ describe('demo (built, headless Chromium)', () => {
     const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
     expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: `Ready: ${EMBEDDED_MODEL} (embedded)` });
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/shader-f16/);
-    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*12\.5 MiB/);
+    expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*18\.9 MiB/);
     expect(await page.$eval('#mem-verdict', (el) => (el as HTMLElement).dataset.verdict)).toBe('ok');
     // Every control has an accessible name.
     const unnamed = await page.$$eval('input, select, textarea, button', (els) => els.filter((el) => {
@@ -193,7 +193,7 @@ describe('demo (built, headless Chromium)', () => {
       const r = el.getBoundingClientRect();
       return { text: el.textContent ?? '', inView: r.top >= 0 && r.bottom <= innerHeight && r.height > 0, live: el.getAttribute('aria-live') };
     });
-    expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 512 (the model\'s context is 512 tokens); it is "100000"');
+    expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 (the model\'s context is 4096 tokens); it is "100000"');
     expect(e.text).not.toMatch(/\[\w+\]/); // no internal tags
     expect(e.inView).toBe(true);
     expect(e.live).toBe('assertive');

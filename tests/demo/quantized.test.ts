@@ -65,10 +65,10 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     const { page, log } = demo;
     expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
     const q8 = fmtBytes(checkpointBytes(config, Q8)), q4 = fmtBytes(checkpointBytes(config, { bits: 4, groupSize: 64 }));
-    expect([q8, q4]).toEqual(['6.6 MiB', '3.5 MiB']); // 8.5 and 4.5 bits a weight of 6.5 M (bf16 scales and biases)
+    expect([q8, q4]).toEqual(['10.0 MiB', '5.3 MiB']); // 8.5 and 4.5 bits a weight of 9.9 M (bf16 scales and biases)
     const choices = await rows('mem-choices');
     expect(choices.map(([k]) => k)).toEqual(['as stored (dense)', '8-bit (group 64, quantized on load)', '4-bit (group 64, quantized on load)']);
-    expect(choices.map(([, v]) => v.split(' weights')[0])).toEqual(['12.5 MiB', q8, q4]);
+    expect(choices.map(([, v]) => v.split(' weights')[0])).toEqual(['18.9 MiB', q8, q4]);
     for (const [, v] of choices) expect(v).toMatch(/in all: fits$/);
     await page.select('#quantize', 'q8');
     expect((await rows('memory'))[0]).toEqual(['weights, 8-bit (group 64, quantized on load)', `${q8} (est.)`]);

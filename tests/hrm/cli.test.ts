@@ -54,7 +54,7 @@ describe('hrm CLI', () => {
     expect(stdout).toMatch(/max \|diff\|\s+0\.000e\+0/);
     expect(stdout).toMatch(/top-1 agree\s+100\.00 %/);
     const info = await hrm(['info']);
-    expect(info.stdout).toMatch(/parameters\s+6\.55 M/);
+    expect(info.stdout).toMatch(/parameters\s+9\.91 M/);
     expect(info.stdout).toMatch(/cache slots\s+24/);
   });
 

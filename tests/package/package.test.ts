@@ -1,6 +1,6 @@
 // The package as a user gets it: `npm pack`, installed into an empty folder, and there the installed `hrm` CLI,
 // the README's library examples (Node, Deno, a Vite page in headless Chromium) and a TypeScript consumer. Every
-// generated text is checked against MLX's greedy ids for the embedded model (models/.../reference.json).
+// generated text is checked against transformers' greedy ids for the embedded model (models/.../reference.json).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,8 +32,8 @@ function readmeExamples(): Record<string, string> {
   return out;
 }
 
-/** The text of MLX's first greedy tokens for the README's prompt (condition noisy). */
-async function mlxText(): Promise<string> {
+/** The text of transformers' first greedy tokens (f32) for the README's prompt (condition noisy). */
+async function referenceText(): Promise<string> {
   const ref = JSON.parse(readFileSync(join(MODEL, 'reference.json'), 'utf8')).prompts[0];
   expect([ref.text, ref.condition]).toEqual(['The jury said', 'noisy']);
   const files = dirFiles(MODEL);
@@ -51,7 +51,7 @@ beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'hrm-pkg-'));
   app = join(tmp, 'app');
   mkdirSync(app);
-  expected = await mlxText();
+  expected = await referenceText();
   // npm pack runs `prepare`, which builds dist/ from the sources under test.
   const { stdout } = await exec('npm', ['pack', '--json', '--pack-destination', tmp], root, 180_000);
   packed = JSON.parse(stdout.slice(stdout.indexOf('[')))[0];
@@ -75,7 +75,7 @@ describe('the packed package', () => {
     expect(existsSync(join(pkg, manifest.types))).toBe(true);
   });
 
-  it('the installed `hrm generate` decodes the embedded model to MLX\'s greedy text', async () => {
+  it('the installed `hrm generate` decodes the embedded model to the reference\'s greedy text', async () => {
     const { stdout, stderr } = await exec(join(app, 'node_modules/.bin/hrm'), ['generate', 'The jury said', '--condition', 'noisy', '--max-tokens', String(TOKENS)], app);
     expect(stdout).toBe(`${expected}\n`);
     expect(stderr).toMatch(new RegExp(`decode: ${TOKENS - 1} tokens`));
