@@ -22,7 +22,7 @@ const disabled = (sel: string) => page().$eval(sel, (el) => (el as HTMLButtonEle
 const state = (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state);
 const waitState = (id: string, states: string[], timeout = 60_000) =>
   page().waitForFunction((i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states);
-/** Poll `sel`'s text from here until it matches: a status that lasts seconds can fall between the page's own polls, which Chrome throttles in a page left in the background. */
+/** Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike waitForFunction's bare timeout). */
 async function waitText(sel: string, re: RegExp, timeout: number): Promise<void> {
   for (const end = Date.now() + timeout; ;) {
     const t = await text(sel);
