@@ -98,6 +98,11 @@ export interface Backend {
   tokenizeToIds(opts: TokenizeOptions): Promise<number[]>;
   /** Backend name, versions, and `context_length` (tokens) when known: R-NIAH skips longer cells. */
   modelMetadata(opts: ModelMetadataOptions): Promise<Metadata>;
+  /**
+   * Optional: how many tokens a completion's prompt takes as the model reads it (chat template included), so that
+   * R-NIAH can fit a cell to a model whose context is a hard limit.
+   */
+  promptTokens?(opts: Pick<CompletionOptions, 'model' | 'prompt' | 'system' | 'applyChatTemplate'>): Promise<number>;
   /** Optional: true once the backend's device is gone, so a failed call is retried on a new one (resilient.ts). */
   deviceLost?(): boolean;
   /** Optional: one display string per token id, for the HTML token diff. */

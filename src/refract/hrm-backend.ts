@@ -70,6 +70,10 @@ export class HrmBackend implements Backend {
     return { text, ids, meta };
   }
 
+  async promptTokens(o: Pick<CompletionOptions, 'prompt' | 'system' | 'applyChatTemplate'>): Promise<number> {
+    return this.promptIds(o).length;
+  }
+
   async runCompletion(o: CompletionOptions): Promise<CompletionResult> {
     const r = await this.complete(o);
     return { text: r.text, nTokens: r.ids.length, metadata: r.meta };

@@ -21,6 +21,8 @@ export interface ResilientOptions {
 export class ResilientBackend implements Backend {
   readonly name: string;
   private readonly redo: Redo<Backend>;
+  /** Present where the backend it wraps has it (Backend.promptTokens). */
+  readonly promptTokens?: Backend['promptTokens'];
 
   /** `first` is the backend to start with; `create` builds a fresh one (new device, model reloaded). */
   constructor(first: Backend, create: () => Promise<Backend>, o: ResilientOptions = {}) {
@@ -32,6 +34,7 @@ export class ResilientBackend implements Backend {
       onLoss: (l) => o.log?.(`GPU device lost during ${l.unit} (${(l.error as Error).message}); recreating the ` +
         `device and reloading the model, then continuing from the last finished unit (recovery ${l.recoveries})`),
     });
+    if (first.promptTokens) this.promptTokens = (p) => this.call('prompt tokenization', (b) => b.promptTokens!(p));
   }
 
   /** Device losses recovered from so far. */

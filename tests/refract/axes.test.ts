@@ -140,7 +140,17 @@ describe('R-NIAH', () => {
     const r = await runRniah(new FakeBackend({ contextLength: 8192 }), { model, reference: REF, candidate: REF, haystack: await defaultHaystack(), upTo: 16384 });
     expect(r.cells.map((c) => c.length)).toEqual([4096, 4096, 4096, 8192, 8192, 8192]);
     expect(r.skipped_cells).toEqual([[16384, 0.1], [16384, 0.5], [16384, 0.9]]);
-    expect(r.notes).toEqual(["Skipped length(s) 16384: longer than the model's context_length 8192."]);
+    expect(r.notes[0]).toBe("Skipped length(s) 16384: longer than the model's context_length 8192.");
+    // The 8192 cell, sized by characters a token without the chat template, would not leave 256 tokens to predict:
+    // its haystack is cut until the longest prompt fits, and not far below (1 token a character here).
+    const fit = /^Length 8192: its prompts came to (\d+) tokens .* context_length 8192 leaves for 256 predicted tokens; the haystack was cut to (\d+) characters \((\d+) tokens\) to fit\.$/.exec(r.notes[1]);
+    expect(fit, r.notes.join('\n')).not.toBeNull();
+    const [before, chars, after] = fit!.slice(1).map(Number);
+    expect(before).toBeGreaterThan(8192 - 256);
+    expect(after).toBeLessThanOrEqual(8192 - 256);
+    expect(after).toBeGreaterThan(8192 - 256 - 32);
+    expect(chars).toBeLessThan(7792); // the cell's nominal haystack
+    expect(r.notes).toHaveLength(2);
     expect(r.score).toBe(100);
     expect(r.password_keyword).toBe('APRICOT-7-BLUE');
   });

@@ -71,7 +71,12 @@ export class FakeBackend implements Backend {
     return out;
   }
 
-  private render(o: CompletionOptions | TrajectoryOptions): string {
+  /** One token a character of the rendered prompt. */
+  async promptTokens(o: Pick<CompletionOptions, 'prompt' | 'system' | 'applyChatTemplate'>): Promise<number> {
+    return this.render(o).length;
+  }
+
+  private render(o: Pick<CompletionOptions, 'prompt' | 'system' | 'applyChatTemplate'>): string {
     if (o.applyChatTemplate === false) return o.prompt;
     return `${o.system ? `System: ${o.system}\n` : ''}User: ${o.prompt}\nAssistant:`;
   }

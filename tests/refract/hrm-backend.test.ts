@@ -87,6 +87,7 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
     // The ids a cell feeds the model hold the haystack, the needle and the question, in one HRM envelope.
     const { system, user } = buildRniahPrompt(haystack.slice(0, 300), DEFAULT_NEEDLE, DEFAULT_QUESTION, 0.5);
     const ids = backend.promptIds({ prompt: user, system });
+    expect(await backend.promptTokens({ prompt: user, system })).toBe(ids.length); // what R-NIAH fits to the context
     const text = lm.tokenizer!.decode(ids);
     expect(text.startsWith('<|im_start|><|quad_start|>')).toBe(true);
     expect(text.endsWith(`${DEFAULT_QUESTION}<|im_end|>`)).toBe(true);

@@ -95,6 +95,32 @@ export interface RniahOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A cell's haystack cut until every position's prompt takes at most `budget` tokens. Cells are sized from the
+ * corpus' average characters a token, without the chat template, so a cell as long as a model's whole context can
+ * come out longer than it (4151 tokens at 4096 on the embedded model). The original's MLX backend runs such a prompt
+ * past max_position_embeddings (mlx-lm sizes its cache as it goes); a model whose context is a hard limit cannot.
+ */
+async function fitToContext(backend: Backend, model: string, chunk: string, needle: string, question: string,
+  positions: readonly number[], budget: number): Promise<{ chunk: string; before: number; after: number }> {
+  const longest = async (c: string) => {
+    let n = 0;
+    for (const p of positions) {
+      const { system, user } = buildRniahPrompt(c, needle, question, p);
+      n = Math.max(n, await backend.promptTokens!({ model, prompt: user, system, applyChatTemplate: true }));
+    }
+    return n;
+  };
+  const before = await longest(chunk);
+  let after = before;
+  // Characters a token are near constant along the text: a cut in proportion lands within a few tokens.
+  for (let i = 0; i < 8 && after > budget && chunk.length > 0; i++) {
+    chunk = chunk.slice(0, Math.max(0, Math.floor(chunk.length * (budget - 2) / after) - 8));
+    after = await longest(chunk);
+  }
+  return { chunk, before, after };
+}
+
 /** Run R-NIAH. The reference and candidate generations of a cell share the seed (seed + trial). */
 export async function runRniah(backend: Backend, o: RniahOptions): Promise<RniahAxisResult> {
   const lengths = o.lengths ?? rniahLengths(o.upTo ?? DEFAULT_UP_TO);
@@ -146,7 +172,22 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       notes.push(`Haystack corpus only has ${o.haystack.length} chars; length=${length} would need ~${usableChars}. Cell may run with a shorter context than nominal.`);
       usableChars = o.haystack.length;
     }
-    const chunk = o.haystack.slice(0, usableChars);
+    let chunk = o.haystack.slice(0, usableChars);
+    if (Number.isFinite(modelCtx) && backend.promptTokens) {
+      const fit = await fitToContext(backend, o.model, chunk, needle, question, positions, modelCtx - nPredict);
+      if (fit.after > modelCtx - nPredict) {
+        for (const pos of positions) skipped.push([length, pos]);
+        notes.push(`Skipped length=${length}: even without a haystack its prompts take ${fit.after} tokens, more than the ` +
+          `model's context_length ${modelCtx} leaves for ${nPredict} predicted tokens.`);
+        continue;
+      }
+      if (fit.chunk.length < chunk.length) {
+        notes.push(`Length ${length}: its prompts came to ${fit.before} tokens with the chat template, more than the model's ` +
+          `context_length ${modelCtx} leaves for ${nPredict} predicted tokens; the haystack was cut to ${fit.chunk.length} ` +
+          `characters (${fit.after} tokens) to fit.`);
+        chunk = fit.chunk;
+      }
+    }
     for (const position of positions) {
       const { system, user } = buildRniahPrompt(chunk, needle, question, position);
       let baseHits = 0;
