@@ -1,13 +1,14 @@
 // R-NIAH's default needle on the embedded model (hrm-text-brown-10m, trained to read its context). REFRACT's default
 // cells start at 4096 tokens (its whole context), about 3 minutes a completion on the CPU driver; the 1024-token
-// cells take about 45 s each, so those run here: with the full cache it answers APRICOT-7-BLUE (the default
-// keyword, whole) in every default position. A needle it never saw in training, in the same place, gets that
-// needle's own code back and not APRICOT's: it reads the code from its context. The q4_0 candidate's cells are
+// cells take about 45 s a completion (each cell runs the reference and the candidate), so two of them run here,
+// the default positions at either end (0.5 is the control's): with the full cache it answers APRICOT-7-BLUE (the
+// default keyword, whole) in both. A needle it never saw in training, in the middle, gets that needle's own code
+// back and not APRICOT's: it reads the code from its context. The q4_0 candidate's cells are
 // scored from their own hits. The flags that reach these options from the command line are checked at the end.
 import { describe, expect, it } from 'vitest';
 import { scoreOptions } from '../../src/cli/refract-flags.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
-import { buildRniahPrompt, DEFAULT_POSITIONS, DEFAULT_QUESTION, defaultHaystack, runRniah, type Backend } from '../../src/refract/index.ts';
+import { buildRniahPrompt, DEFAULT_QUESTION, defaultHaystack, runRniah, type Backend } from '../../src/refract/index.ts';
 import { InputError, UsageError } from '../../src/errors.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
@@ -16,18 +17,19 @@ import { getGpu } from '../helpers/gpu.ts';
 
 const repeated = (word: string) => `${Array(40).fill(word).join(' ')}.`;
 
-// Seven completions of a 1024-token prompt (16 tokens each), about 45 s each alone on lavapipe.
-describe('R-NIAH on the embedded model', { timeout: 1_200_000 }, () => {
-  it("finds the default needle in the default positions at 1024 tokens, and an unseen needle's own code", async () => {
+// Five completions of a 1024-token prompt (16 tokens each), about 45 s each alone on lavapipe, twice that beside
+// another test file, more on a loaded machine.
+describe('R-NIAH on the embedded model', { timeout: 1_500_000 }, () => {
+  it("finds the default needle at 1024 tokens at 0.1 and 0.9, and an unseen needle's own code at 0.5", async () => {
     const lm = await loadModel(dirFiles(EMBEDDED), { gpu: await getGpu(), dtype: 'f32' });
     try {
       const backend = new HrmBackend(lm); // the default condition, as `refract score` runs it
       const haystack = await defaultHaystack();
-      const found = await runRniah(backend, { model: lm.name, reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q4_0,ctv=q4_0', haystack, lengths: [1024], nPredict: 16 });
+      const found = await runRniah(backend, { model: lm.name, reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q4_0,ctv=q4_0', haystack, lengths: [1024], positions: [0.1, 0.9], nPredict: 16 });
       expect(found.password_keyword).toBe('APRICOT-7-BLUE');
       expect(found.skipped_cells).toEqual([]);
-      expect(found.cells.map((c) => [c.length, c.position])).toEqual(DEFAULT_POSITIONS.map((p) => [1024, p]));
-      expect(found.cells.map((c) => c.base_acc), 'the full cache finds APRICOT-7-BLUE in every cell').toEqual([1, 1, 1]);
+      expect(found.cells.map((c) => [c.length, c.position])).toEqual([[1024, 0.1], [1024, 0.9]]);
+      expect(found.cells.map((c) => c.base_acc), 'the full cache finds APRICOT-7-BLUE in both cells').toEqual([1, 1]);
       for (const c of found.cells) expect(c.degradation).toBe(Math.max(0, c.base_acc - c.cand_hits));
       const mean = found.cells.reduce((a, c) => a + c.degradation, 0) / found.cells.length;
       expect(found.score).toBeCloseTo(100 * (1 - mean), 12);
