@@ -1,5 +1,5 @@
 // The layers of src/ (issue 31), checked by tests/package/layers.test.ts on every `npm test`:
-//   errors.ts, math/  <-  gpu/, io/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
+//   errors.ts, math/  <-  gpu/, io/  <-  tensor/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
 // Each layer imports only the ones below it (and itself); cli/, demo/ and bench/ import the public entries or the
 // internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which tests own.
 const BOTTOM = ['^src/errors\\.ts$', '^src/math/'];
@@ -7,9 +7,10 @@ const below = {
   math: ['^src/math/'],
   gpu: ['^src/gpu/', ...BOTTOM],
   io: ['^src/io/', ...BOTTOM],
-  kernels: ['^src/kernels/', '^src/gpu/', ...BOTTOM],
-  hrm: ['^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', ...BOTTOM],
-  refract: ['^src/refract/', '^src/hrm/', '^src/kernels/', '^src/gpu/', '^src/io/', ...BOTTOM],
+  tensor: ['^src/tensor/', '^src/gpu/', ...BOTTOM],
+  kernels: ['^src/kernels/', '^src/tensor/', '^src/gpu/', ...BOTTOM],
+  hrm: ['^src/hrm/', '^src/kernels/', '^src/tensor/', '^src/gpu/', '^src/io/', ...BOTTOM],
+  refract: ['^src/refract/', '^src/hrm/', '^src/kernels/', '^src/tensor/', '^src/gpu/', '^src/io/', ...BOTTOM],
 };
 
 const layerRules = Object.entries(below).map(([layer, allowed]) => ({
@@ -67,10 +68,10 @@ module.exports = {
     },
     {
       name: 'bench-uses-the-entries-and-what-it-measures',
-      comment: 'bench/ times kernels and the model directly: the entries, kernels/, gpu/, io/ and BENCH_INTERNALS',
+      comment: 'bench/ times kernels and the model directly: the entries, kernels/, tensor/, gpu/, io/ and BENCH_INTERNALS',
       severity: 'error',
       from: { path: '^bench/' },
-      to: { path: '^src/', pathNot: [...ENTRIES, '^src/(kernels|gpu|io)/', '^src/errors\\.ts$', ...BENCH_INTERNALS] },
+      to: { path: '^src/', pathNot: [...ENTRIES, '^src/(kernels|tensor|gpu|io)/', '^src/errors\\.ts$', ...BENCH_INTERNALS] },
     },
   ],
   options: {

@@ -61,8 +61,8 @@ export { renderCompareTable, renderRepeatability, type CompareRow } from './refr
 export { DELTA_P_PERCENTILES, KLD_PERCENTILES } from './refract/axes/kld.ts';
 
 // ---- types the exports refer to, so apps can name them ----------------------------------------------------
-export type { Tensor } from './gpu/tensor.ts';
-export type { DType } from './gpu/dtype.ts';
+export type { Tensor } from './tensor/tensor.ts';
+export type { DType } from './tensor/dtype.ts';
 export type { BufferView, Dispatch, DispatchTiming, PassSpan, Recorder, Upload } from './gpu/gpu.ts';
 export type { Capture } from './gpu/capture.ts';
 export type { DeviceState, StateKey } from './gpu/registry.ts';

@@ -5,7 +5,7 @@
 // full-precision cache's one dispatch (sdpa_one's split, append and fold) for scale. One JSON line per form: GPU us
 // per call (median of 7 passes).
 import { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
 import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';

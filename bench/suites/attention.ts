@@ -1,7 +1,7 @@
 // Decode attention's paths over cache lengths (--sweep-gemv): one query against a bf16 cache full to its capacity,
 // through 32-key chunks with the merge folded into the split or in a dispatch of its own, and through split keys.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import type { Settings } from '../harness/settings.ts';

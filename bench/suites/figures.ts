@@ -1,7 +1,7 @@
 // What the kernel suites report, built from a Timing (timing/calls.ts): bandwidth figures (bytes moved per call)
 // and FLOP figures (2mnk per call), and the random operands they run on, made on the GPU.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
 import type { Weight } from '../../src/hrm/layout.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';

@@ -4,7 +4,7 @@
 // gemv.ts's and qlinear.ts's defaults are chosen from).
 // The weights cycle through copies totalling more than the L2, as the model's layers do.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../../src/kernels/matmul/gemv.ts';

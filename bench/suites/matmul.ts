@@ -2,7 +2,7 @@
 // has subgroup matrices, through the tensor cores; and the tensor-core path on the layer's four prefill products
 // under every schedule of sgmat_schedule.ts (what each shape's default schedule is chosen from).
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';

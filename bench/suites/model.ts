@@ -4,7 +4,7 @@
 // label from one profiled step), per KV-cache configuration. Also the bytes a decode token must read, which turn
 // a bandwidth into a ceiling.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import type { Tensor } from '../../src/gpu/tensor.ts';
+import type { Tensor } from '../../src/tensor/tensor.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { DecodeGraph, greedySteps } from '../../src/hrm/decode.ts';
 import { cacheBytes, type HrmCache } from '../../src/hrm/cache.ts';

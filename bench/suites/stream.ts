@@ -3,7 +3,7 @@
 // projection's size, back to back) is what the matrix-vector products are held to. The WGSL is bench-only (kept out
 // of src/kernels/: nothing in the library uses it), a string so that every runner and the bundle load it alike.
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../src/kernels/init/random.ts';
 import type { Settings } from '../harness/settings.ts';
 import { passMs, timeCalls } from '../timing/calls.ts';

@@ -8,8 +8,8 @@
 //    only quantized K/V (quantizing at append time equals mlx-lm's conversion: groups are per position).
 import { InputError } from '../errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { Tensor } from '../gpu/tensor.ts';
-import { storageBytes } from '../gpu/dtype.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { storageBytes } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { quantKV } from '../kernels/attention/kvquant.ts';

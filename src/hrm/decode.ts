@@ -10,7 +10,7 @@ import { HrmError, InputError, NotReplayableError } from '../errors.ts';
 import type { Dispatch, Upload } from '../gpu/gpu.ts';
 import { capture, replay, type Capture } from '../gpu/capture.ts';
 import { quietly } from '../gpu/quiet.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';

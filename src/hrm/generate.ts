@@ -6,7 +6,7 @@
 // token being streamed (those past a stop are computed and dropped). `logits`, the other thing an app does with a
 // loaded model, is here too: both take the cache's KV setting as a llama.cpp string (kv-spec.ts) or bits.
 import { InputError } from '../errors.ts';
-import type { Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import type { HrmModel } from './model.ts';
 import type { LoadedModel } from './load.ts';
 import { formatPrompt } from './prompt.ts';

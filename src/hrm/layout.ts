@@ -3,8 +3,8 @@
 // and the rows a chunk takes. weights.ts (dense) and quantized.ts (MLX's quantized layout) both build on it.
 import { FormatError } from '../errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import type { Tensor } from '../gpu/tensor.ts';
-import type { DType } from '../gpu/dtype.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import type { DType } from '../tensor/dtype.ts';
 import type { StDType } from '../io/safetensors.ts';
 import type { HrmConfig, QuantSpec } from './config.ts';
 

@@ -1,6 +1,6 @@
 // The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
 // (Weight.quant) to qlinear / qembed, with the same options and fusions.
-import type { Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
 import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';

@@ -13,8 +13,8 @@
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { Tensor } from '../gpu/tensor.ts';
-import { roundBf16 } from '../gpu/dtype.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { roundBf16 } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import { add } from '../kernels/ops/ops.ts';
 import { embedding, linear, mlp } from './linear.ts';

@@ -5,10 +5,10 @@
 // tensors quantized on the GPU, bit for bit mx.quantize) and the way back to MLX's layout for `hrm convert`.
 import { FormatError } from '../errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { decode, type Checkpoint, type StDType, type TensorEntry, type TensorToWrite } from '../io/safetensors.ts';
 import type { Round } from '../kernels/common/codes.ts';
-import { packHalf } from '../gpu/dtype.ts';
+import { packHalf } from '../tensor/dtype.ts';
 import { quantize } from '../kernels/quant/quant.ts';
 import { packHalves } from '../kernels/qlinear/qlinear.ts';
 import type { HrmConfig, QuantConfig, QuantSpec } from './config.ts';

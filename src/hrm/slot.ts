@@ -3,7 +3,7 @@
 // cached position back through the kernel the Gpu's planner names for its sides (kernels/policy_attention.ts).
 // The model never asks which kind a side is, nor the slot which kernel runs.
 // Sides: full precision (f32, or packed bf16 in bf16 mode) or group-64 quantized with their own bits, any mix.
-import { Tensor } from '../gpu/tensor.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
 import { planAttend, planStep } from '../kernels/policy_attention.ts';

@@ -8,8 +8,8 @@
 // LoadOptions.quantize asks for it.
 import { FormatError, InputError } from '../errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { Tensor } from '../gpu/tensor.ts';
-import type { DType } from '../gpu/dtype.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import type { DType } from '../tensor/dtype.ts';
 import { decode, readEntry, type Checkpoint, type StDType } from '../io/safetensors.ts';
 import type { Progress } from '../io/sources.ts';
 import { type HrmConfig, type QuantConfig, type QuantSpec } from './config.ts';

@@ -6,7 +6,7 @@ import { WgslReflect } from 'wgsl_reflect/wgsl_reflect.module.js';
 import { SHADERS } from './shaders.gen.ts';
 import { BindingSizeError, HrmError, ShapeError } from '../errors.ts';
 import { bufferId, type BufferView, type Gpu } from '../gpu/gpu.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { specialize, specializes } from './specialize.ts';
 import { unrollConstantLoops, unrolls } from './unroll.ts';
 

@@ -2,7 +2,7 @@
 // them to f32. Tensors own their buffer (returned to the pool on dispose) unless they are views.
 import { BindingSizeError, DTypeError, ShapeError } from '../errors.ts';
 import { dtypeBytes, packHalf, storageBytes, unpackHalf, type DType } from './dtype.ts';
-import type { BufferView, Gpu } from './gpu.ts';
+import type { BufferView, Gpu } from '../gpu/gpu.ts';
 
 export type HostArray = Float32Array | Int32Array | Uint32Array | Uint16Array | Uint8Array | number[];
 

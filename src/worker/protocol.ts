@@ -5,7 +5,7 @@
 // `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
 import type { AdapterSummary, DeviceOptions } from '../gpu/device.ts';
 import type { ActDtype, KvSpec } from '../hrm/cache.ts';
-import type { DType } from '../gpu/dtype.ts';
+import type { DType } from '../tensor/dtype.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
 import type { LoadStage } from '../hrm/load.ts';
 import type { GenerateEvent, GenerateOptions, GenerateStats } from '../hrm/generate.ts';

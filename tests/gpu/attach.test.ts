@@ -1,7 +1,7 @@
 // Tensor.attach: a kernel family's cached copy of a tensor (the tensor cores' f16 weights) goes when the tensor goes.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/errors.ts';
 
 describe('Tensor.attach', async () => {

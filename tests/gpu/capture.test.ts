@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { capture, replay } from '../../src/gpu/capture.ts';
 import { bufferId } from '../../src/gpu/pool.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { NotReplayableError } from '../../src/errors.ts';
 import { add } from '../../src/kernels/ops/ops.ts';
 

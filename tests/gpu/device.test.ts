@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 import { addRef, logSumExpRowsRef } from '../../src/kernels/ops/ops.ref.ts';
 import { Kernel } from '../../src/kernels/kernel.ts';
@@ -12,7 +12,7 @@ import { loadModel } from '../../src/hrm/load.ts';
 import { disposeWeights } from '../../src/hrm/weights.ts';
 import { fixtureDir, logitsOf } from '../helpers/model.ts';
 import { BindingSizeError, ShapeError } from '../../src/errors.ts';
-import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/gpu/dtype.ts';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/tensor/dtype.ts';
 
 // Every uniform of ops/elementwise.wgsl, for dispatching its `add` entry by hand.
 const U = { n: 2, cols: 1, lda: 1, vocab: 0, row0: 0, rows: 0, scale: 1 };

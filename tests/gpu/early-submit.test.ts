@@ -4,7 +4,7 @@
 // submitted early is still reported, at the next read.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { GpuValidationError } from '../../src/errors.ts';
 import { add } from '../../src/kernels/ops/ops.ts';
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { Profiler } from '../../src/gpu/profiler.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { GpuValidationError } from '../../src/errors.ts';
 import { add, softmaxRows } from '../../src/kernels/ops/ops.ts';
 

@@ -2,7 +2,7 @@
 // (the op-fixture criterion) and per-element tolerances; both name the first element outside.
 import { expect } from 'vitest';
 import { ropeAngleRef } from '../../src/kernels/rope/rope.ref.ts';
-import { halfUlp } from '../../src/gpu/dtype.ts';
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 export interface UlpOptions {
   /** Fraction of elements that must be within; default 0.999. */

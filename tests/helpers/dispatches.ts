@@ -2,7 +2,7 @@
 // once and replayed at other positions may differ only in uniform values).
 import { expect, vi } from 'vitest';
 import { Kernel } from '../../src/kernels/kernel.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 
 export interface DispatchRecord {
   /** file#entry */

@@ -1,5 +1,5 @@
 // Distances in units in the last place of bf16 / f16 values: how op outputs are compared with MLX's.
-import { halfUlp } from '../../src/gpu/dtype.ts';
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 /** Spacing of `dtype` values at |v| (the gap above it; subnormal spacing below the smallest normal). */
 export function ulpOf(dtype: 'bf16' | 'f16', v: number): number {

@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { getGpu } from './gpu.ts';
 import { gateLogits, randn, rng } from './seeded.ts';
 import { expectUlps } from './quant-check.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { AttnMask, QuantKV } from '../../src/kernels/attention/types.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';

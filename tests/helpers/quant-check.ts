@@ -2,7 +2,7 @@
 // activation dtype, each failing with the first bad index.
 import { expect } from 'vitest';
 import type { Round } from '../../src/kernels/common/codes.ts';
-import { halfUlp } from '../../src/gpu/dtype.ts';
+import { halfUlp } from '../../src/tensor/dtype.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

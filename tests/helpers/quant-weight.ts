@@ -1,7 +1,7 @@
 // A CPU-quantized weight (quantizeRef's output) uploaded as the QuantMatrix qlinear takes, split into row chunks.
 // No vitest here: the sgmat check (bundled into the bench) uses it too.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import type { QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
 
 /**

@@ -2,9 +2,9 @@
 // float64 reference it is checked against.
 import { gateLogits, randn } from './seeded.ts';
 import { expectBitExact } from './quant-check.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
 import { sdpaRef, type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';

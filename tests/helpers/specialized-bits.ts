@@ -5,7 +5,7 @@
 import { specializes } from '../../src/kernels/specialize.ts';
 import { unrolls } from '../../src/kernels/unroll.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SafetensorsFile, encodeSafetensors, type TensorToWrite } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
-import { packHalf } from '../../src/gpu/dtype.ts';
+import { packHalf } from '../../src/tensor/dtype.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { BROWN, FIXTURES } from '../helpers/fixtures.ts';

@@ -7,7 +7,7 @@ import { bytesSource, fileSource } from '../../src/io/sources.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { FormatError } from '../../src/errors.ts';
 import { randomValueRef } from '../../src/kernels/init/random.ref.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { FIXTURES } from '../helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/io/safetensors.ts';
 import { bytesSource, fileSource, urlSource } from '../../src/io/sources.ts';
 import { FormatError } from '../../src/errors.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { packHalf } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { packHalf } from '../../src/tensor/dtype.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 

@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn, rng } from '../helpers/seeded.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError } from '../../src/errors.ts';
-import { f32ToBf16, packHalf } from '../../src/gpu/dtype.ts';
+import { f32ToBf16, packHalf } from '../../src/tensor/dtype.ts';
 import { countNonFinite } from '../../src/kernels/finite/finite.ts';
 import { nonFiniteRef } from '../../src/kernels/finite/finite.ref.ts';
 

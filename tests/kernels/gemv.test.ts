@@ -5,7 +5,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { runs, sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { uplFit, type GemvKernel } from '../../src/kernels/matmul/gemv.ts';

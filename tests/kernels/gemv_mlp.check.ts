@@ -5,8 +5,8 @@
 // call must be within two bf16 ulps of the float64 composition of its ops, and the counts must be back at 0.
 // tests/kernels/gemv_mlp.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
 import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
 import { qweightRef } from '../../src/kernels/qlinear/qlinear.ref.ts';

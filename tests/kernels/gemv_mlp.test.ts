@@ -6,7 +6,7 @@ import { randn } from '../helpers/seeded.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { runs } from '../helpers/sweep.ts';
 import { EPS, U, asDtype, asRound, fusedTol, type WDType } from '../helpers/matmul-cases.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
 import { matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';

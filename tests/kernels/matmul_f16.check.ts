@@ -9,8 +9,8 @@
 // wrong kernel; the MLX criterion sits on top: >= 99.9 % of f16 outputs within 1 f16 ulp of the correctly rounded
 // sum (the f32 error moves a result only when the exact sum lies within ~1e-6 relative of a rounding midpoint).
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';

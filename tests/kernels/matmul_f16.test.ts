@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
 import { EXHAUSTIVE } from '../helpers/sweep.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../src/errors.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
 import { checkMatmulF16, type F16Report } from './matmul_f16.check.ts';

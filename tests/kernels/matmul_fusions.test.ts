@@ -5,7 +5,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { runs } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';

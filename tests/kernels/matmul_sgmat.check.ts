@@ -15,9 +15,9 @@
 // Quantized weights (4 and 8 bits, group 64) take the same path through qlinear (dequantDense, then the tensor
 // cores): the reference multiplies the weights as MLX's qmm dequantizes them into bf16, under the same criterion.
 import { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture } from '../helpers/fixtures.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';

@@ -3,10 +3,10 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn, rng } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, GpuValidationError, ShapeError } from '../../src/errors.ts';
 import { Kernel } from '../../src/kernels/kernel.ts';
-import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import {
   add, argmaxRows, embed, klRows, logSoftmaxRows, logSumExpRows, sigmoidGate, siluMul, softmaxRows,
 } from '../../src/kernels/ops/ops.ts';

@@ -4,7 +4,7 @@
 // asks the planner, so its decode step follows its Gpu's options too.
 import { describe, expect, it } from 'vitest';
 import { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';
 import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../src/kernels/policy.ts';
 import { fastPaths } from '../../src/kernels/paths.ts';

@@ -9,7 +9,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn, rng } from '../helpers/seeded.ts';
 import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
 import { sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { ShapeError } from '../../src/errors.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';

@@ -5,7 +5,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
 import { uploadQuant } from '../helpers/quant-weight.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';
 import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
 import { qweightRef } from '../../src/kernels/qlinear/qlinear.ref.ts';

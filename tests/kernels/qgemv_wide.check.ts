@@ -3,8 +3,8 @@
 // in bench/h200.sh): at HRM-Text-1B's decode projections on 4- and 8-bit weights, every shape `--sweep-gemv` times
 // must give qgemv4's bits. tests/kernels/qlinear.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { qlinear } from '../../src/kernels/qlinear/qlinear.ts';
 import { quantizeRef } from '../../src/kernels/quant/quant.ref.ts';

@@ -9,7 +9,7 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { uploadQuant } from '../helpers/quant-weight.ts';
 import { runs } from '../helpers/sweep.ts';
 import { checkQGemvWide } from './qgemv_wide.check.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';

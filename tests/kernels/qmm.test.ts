@@ -3,7 +3,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectBitExact, expectUlps, ulpOf } from '../helpers/quant-check.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/errors.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { quantize } from '../../src/kernels/quant/quant.ts';

@@ -5,7 +5,7 @@ import { expectBitExact } from '../helpers/quant-check.ts';
 import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
 import { BASE, check, fill, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
 import { runs } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/errors.ts';
 import type { AttnMask } from '../../src/kernels/attention/types.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';

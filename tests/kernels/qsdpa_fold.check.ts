@@ -6,7 +6,7 @@
 // path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
 // tests/kernels/qsdpa_fold.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
 import { tallyBatch } from './sdpa_fold.check.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';

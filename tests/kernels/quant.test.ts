@@ -4,7 +4,7 @@ import { runs } from '../helpers/sweep.ts';
 import { fixture } from '../helpers/fixtures.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';

@@ -4,9 +4,9 @@ import { randn } from '../helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectUlp } from '../helpers/attn-parity.ts';
 import { fixture } from '../helpers/fixtures.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
 

@@ -3,9 +3,9 @@ import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
 import { expectUlp, expectWithin, ropeBound } from '../helpers/attn-parity.ts';
 import { fixture } from '../helpers/fixtures.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/errors.ts';
-import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { rope } from '../../src/kernels/rope/rope.ts';
 import { ropeRef } from '../../src/kernels/rope/rope.ref.ts';
 

@@ -4,8 +4,8 @@
 // the other chunks' results right is a property of the driver and the hardware. Every folded call must give the
 // separate merge's bits, and the counters must be back at 0 after. tests/kernels/sdpa_fold.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { roundBf16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
 import { counters } from '../../src/kernels/common/counters.ts';
 import type { FullKV } from '../../src/kernels/attention/types.ts';

@@ -7,8 +7,8 @@
 // kernel rule), and the call flagged exactly when an operand is not a bf16 value (its outputs are then the f32
 // path's, computed in another order); values out of f16's range are scaled into it with their row.
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { halfUlp, roundBf16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { halfUlp, roundBf16 } from '../../src/tensor/dtype.ts';
 import { maskBinding } from '../../src/kernels/attention/mask.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';
 import { sdpaMm, sdpaMmF16, type F16Product, type SdpaMmArgs } from '../../src/kernels/attention/sdpa_mm.ts';

@@ -8,8 +8,8 @@ import { randn } from '../helpers/seeded.ts';
 import { ulpOf } from '../helpers/half-ulp.ts';
 import { f16RowExponent } from '../helpers/f16-rows.ts';
 import { Kernel, grid } from '../../src/kernels/kernel.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
-import { roundBf16, roundF16 } from '../../src/gpu/dtype.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
 import { matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { siluMul } from '../../src/kernels/ops/ops.ts';
 

@@ -3,7 +3,7 @@
 // device writes timestamps inside a pass (Chrome), the two kernels are also replayed as one pass timed between them.
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { capture } from '../../src/gpu/capture.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 import { inPassMs } from '../../bench/timing/calls.ts';
 

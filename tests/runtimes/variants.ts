@@ -24,7 +24,7 @@ import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/weights.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
-import { Tensor } from '../../src/gpu/tensor.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/policy.ts';
 import { CACHES } from '../../bench/harness/settings.ts';

@@ -2,7 +2,7 @@
 // tensors, writes of new keys/values into a full-precision cache slot (f32 or packed bf16), and ropeAppend, which
 // does a step's queries and cache writes (full or quantized sides) in one dispatch.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { checkRopeArgs } from '../rope/rope.ts';

@@ -1,7 +1,7 @@
 // The quantized side of a KV cache slot, as mlx-lm's QuantizedKVCache stores K/V: allocation, checks, the
 // append of new positions (group-64 affine along headDim, one group per position) and the dequantized view
 // attention reads when the other side is full precision.
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';

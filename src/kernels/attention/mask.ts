@@ -1,7 +1,7 @@
 // The buffer an attention kernel binds as `mask` (common/mask.inc.wgsl): prefix token types or an explicit mask,
 // checked against the queries and keys of the call, or a placeholder when the mask needs no tensor.
 import type { Gpu } from '../../gpu/gpu.ts';
-import type { Tensor } from '../../gpu/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { placeholder } from '../common/placeholder.ts';
 import type { AttnMask } from './types.ts';

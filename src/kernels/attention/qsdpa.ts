@@ -1,6 +1,6 @@
 // Attention over a quantized KV cache (mlx-lm's quantized_scaled_dot_product_attention), see qsdpa.wgsl.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';

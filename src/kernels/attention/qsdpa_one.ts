@@ -2,7 +2,7 @@
 // over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
 // qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../errors.ts';
 import { GROUP } from '../quant/quant.ts';
 import type { AppendedRow, QuantKV } from './types.ts';

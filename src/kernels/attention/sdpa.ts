@@ -1,7 +1,7 @@
 // Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16), by the path the Gpu's
 // planner gives (kernels/policy_attention.ts).
 import { Kernel } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { checkIndex } from '../common/args.ts';
 import { MASK_CODE, roundCode } from '../common/codes.ts';

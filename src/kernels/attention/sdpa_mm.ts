@@ -6,8 +6,8 @@
 // instead (sdpa_mm_f16.wgsl gives the numerics) where the Gpu's planner says so (policy_attention.ts; the option
 // DeviceOptions.kernels.attentionTensorCores: false keeps the f32 products: reference, benchmarks).
 import { Kernel, grid, padTo } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
-import { halfUlp } from '../../gpu/dtype.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { halfUlp } from '../../tensor/dtype.ts';
 import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { placeholder } from '../common/placeholder.ts';

@@ -3,7 +3,7 @@
 // reference form; the Gpu's policy says which, kernels/policy.ts); appendAttendOne also appends the new key and
 // value first (sdpa_one_append.wgsl). sdpa() takes this path as 'one' and validates its inputs.
 import { Kernel, padTo } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../errors.ts';
 import { roundCode } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';

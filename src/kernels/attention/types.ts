@@ -1,5 +1,5 @@
 // Shapes shared by the attention kernels (full-precision and quantized) and the model's KV cache.
-import type { Tensor } from '../../gpu/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 
 /**
  * Which keys a query may attend to. Queries are the S new positions at cache offset `off`; keys are the

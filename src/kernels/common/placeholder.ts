@@ -1,6 +1,6 @@
 // One-word tensors bound where a kernel declares a buffer that the chosen options never touch (no mask, no gate,
 // the scales of a full-precision cache side). WebGPU needs every declared binding bound; these stand in.
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 

@@ -1,8 +1,8 @@
 // Non-finite scan of weights on the GPU: one pass per tensor into a shared result buffer, one readback for all.
 import { Kernel, grid } from '../kernel.ts';
 import { DTypeError } from '../../errors.ts';
-import { Tensor } from '../../gpu/tensor.ts';
-import type { DType } from '../../gpu/dtype.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { DType } from '../../tensor/dtype.ts';
 
 const SCAN = new Kernel('finite/finite.wgsl', 'scan');
 

@@ -1,7 +1,7 @@
 // Fill tensors with seeded uniform random values on the GPU (no upload): for the 1B-shape benchmarks and tests.
 import { Kernel, grid } from '../kernel.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
-import type { Tensor } from '../../gpu/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 
 const FILL_BF16 = new Kernel('init/random.wgsl', 'fill_bf16');
 const FILL_F32 = new Kernel('init/random.wgsl', 'fill_f32');

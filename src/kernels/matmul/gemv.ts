@@ -4,7 +4,7 @@
 // matmul.wgsl's gemv_vec4 / gemv_word.
 // matmul.ts chooses the path and validates; this file only shapes and dispatches.
 import { Kernel, type Overrides } from '../kernel.ts';
-import type { Tensor } from '../../gpu/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { InputError } from '../../errors.ts';
 

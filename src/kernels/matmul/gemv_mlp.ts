@@ -2,7 +2,7 @@
 // for one x row, where matmul takes two (the norm + swiglu product, then the residual one: the reference, and what
 // the caller composes where this returns null). The same roundings as those two; only the f32 sums' order differs.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';

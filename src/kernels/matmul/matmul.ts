@@ -2,7 +2,7 @@
 // (MLX rounds the f32 accumulator once to the output dtype), optionally fused with the RMSNorm before it, the
 // SwiGLU after it or the residual add (MatmulOptions). Variants and fusions are described in matmul.wgsl.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';

@@ -2,7 +2,7 @@
 // accumulation, one rounding to the output (f16 as MLX's half matmul, or f32). Reading x as f16 halves its bytes.
 // Variants are described in matmul_f16.wgsl; paths and their settings follow matmul.ts (measured there).
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, FeatureError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';

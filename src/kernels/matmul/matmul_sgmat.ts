@@ -10,12 +10,12 @@
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
 import { Kernel, grid, padTo } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
-import { roundBf16 } from '../../gpu/dtype.ts';
+import { roundBf16 } from '../../tensor/dtype.ts';
 import { DEFAULT_SCHEDULE, SGMAT_KERNELS, rowSpans, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat_schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');

@@ -1,6 +1,6 @@
 // float64 references for ops.ts, in plain loops. `round` applies the same rounding points as the kernels (each
 // MLX op's output rounded to the model dtype); with 'none' everything stays float64.
-import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import type { Round } from '../common/codes.ts';
 import { argmaxRow } from '../../math/f64.ts';
 

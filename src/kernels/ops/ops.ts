@@ -5,9 +5,9 @@
 // (matmul's swiglu, attention's gate) are tested against bit for bit; softmaxRows, logSoftmaxRows and klRows are
 // the library's GPU row ops for scoring logits (tests/kernels/ops.test.ts checks each against ops.ref.ts).
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor, numel } from '../../gpu/tensor.ts';
+import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
-import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 
 const EW = 'ops/elementwise.wgsl';

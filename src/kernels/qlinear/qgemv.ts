@@ -4,7 +4,7 @@
 // their shapes and the checks
 // of a forced one. All three give a row the same sum for the same lanes; only the speed differs.
 import { Kernel } from '../kernel.ts';
-import type { Tensor } from '../../gpu/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { checkLanes, GEMV_MAX_M, type GemvShape } from '../matmul/gemv.ts';

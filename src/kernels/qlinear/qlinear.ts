@@ -1,11 +1,11 @@
 // Linear layers and the embedding gather over MLX's quantized weights (qlinear.wgsl), with matmul's options and
 // fusions (MatmulOptions): the quantized counterpart of matmul / embed, row-chunked the same way.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
-import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
 import { matmulPath } from '../policy_matmul.ts';
 import { dispatchQGemv } from './qgemv.ts';

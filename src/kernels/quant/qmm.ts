@@ -1,6 +1,6 @@
 // Quantized matmul with group-64 affine weights (mx.quantized_matmul).
 import { Kernel } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { checkPacked, requireDtype } from './quant.ts';

@@ -1,7 +1,7 @@
 // CPU references for group-wise affine quantization (quant.ts): the Metal `affine_quantize` rules in exact f32
 // arithmetic (every op rounded with Math.fround, which is the correctly rounded f32 result), bit packing, and
 // dequantization. Usable by other code on the CPU (e.g. quantizing weights at load time without a GPU).
-import { roundBf16, roundF16 } from '../../gpu/dtype.ts';
+import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import type { Round } from '../common/codes.ts';
 
 import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './rules.ts';

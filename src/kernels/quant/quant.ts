@@ -2,7 +2,7 @@
 // default as in MLX). The quantized KV cache's side (allocation, checks, append; group 64) is attention/kvquant.ts,
 // built on `quantizeInto`.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { GROUP, GROUP_SIZES, QUANT_BITS, type QuantRules } from './rules.ts';

@@ -1,6 +1,6 @@
 // RMSNorm over the last axis (parameterless, as HRM uses it).
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 

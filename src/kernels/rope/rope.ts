@@ -1,6 +1,6 @@
 // RoPE (non-traditional, rotate-half) on [B, H, S, D] activations.
 import { Kernel, grid } from '../kernel.ts';
-import { Tensor } from '../../gpu/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 
