@@ -21,14 +21,14 @@ export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeEr
  * merges its chunks inside its split dispatch ('fold', the default) or in one of its own; whether a decode layer's
  * MLP on dense weights runs as two products ('separate', the default) or in one dispatch ('fold').
  */
-export type { KernelOptions } from './kernels/policy.ts';
-export { prefillMatmulPath } from './kernels/policy_matmul.ts';
+export type { KernelOptions } from './kernels/plan/options.ts';
+export { prefillMatmulPath } from './kernels/plan/matmul.ts';
 /** The fast paths on a Gpu and why each is off (also in `gpu.summary.fastPaths`, with `fastFeatures` beside it). */
-export { fastPaths } from './kernels/paths.ts';
+export { fastPaths } from './kernels/plan/paths.ts';
 export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
 export { attentionTensorCoresUnavailable } from './kernels/attention/sdpa_mm.ts';
 export type { DecodeMerge } from './kernels/attention/sdpa_one.ts';
-export type { DecodeMlp } from './kernels/policy.ts';
+export type { DecodeMlp } from './kernels/plan/options.ts';
 
 // ---- the model's parts ------------------------------------------------------------------------------------
 /** Model file sets by kind: a local folder (Node, Deno), a base URL (with network settings), browser `File`s. */

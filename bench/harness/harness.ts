@@ -26,12 +26,12 @@ import type { ReadProbe } from './read-probe.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { prefillMatmulPath } from '../../src/kernels/policy_matmul.ts';
+import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
 import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
 // Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
-import '../../src/kernels/paths.ts';
+import '../../src/kernels/plan/paths.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 import { withGoals } from './goals.ts';
 

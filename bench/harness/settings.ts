@@ -3,7 +3,7 @@
 // runner measures the same thing and no runner keeps a list of flags of its own. Defaults depend on the model shape.
 
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
-import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/policy.ts';
+import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
 
 export type ConfigName = '1b' | 'tiny';

@@ -27,7 +27,7 @@ export interface AdapterSummary {
   fastFeatures: Record<FastFeature, OnOff>;
   /**
    * The kernels' fast paths on this device, and why each one that is off is off (a feature missing, a failed
-   * self-check, a CPU driver). Filled in by `Gpu.create` after the device's self-checks (src/kernels/paths.ts);
+   * self-check, a CPU driver). Filled in by `Gpu.create` after the device's self-checks (src/kernels/plan/paths.ts);
    * empty until then.
    */
   fastPaths: Record<string, OnOff>;
@@ -61,12 +61,12 @@ export interface DeviceOptions {
    * Browsers and Deno decide for themselves (Chrome: --enable-dawn-features=disable_robustness).
    */
   robustness?: boolean;
-  /** Kernel paths this Gpu takes where there is a choice (src/kernels/policy.ts); default the measured best. */
+  /** Kernel paths this Gpu takes where there is a choice (src/kernels/plan/options.ts); default the measured best. */
   kernels?: KernelOptions;
 }
 
 /**
- * A Gpu's kernel-path options. Empty here: src/kernels/policy.ts, the planner that reads them, declares the fields
+ * A Gpu's kernel-path options. Empty here: src/kernels/plan/options.ts, the planner that reads them, declares the fields
  * (declaration merging), so that this layer names no kernel.
  */
 export interface KernelOptions {}

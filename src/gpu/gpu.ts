@@ -45,7 +45,7 @@ export class Gpu {
   private readonly uniforms: UniformArena;
   private readonly profiler: Profiler;
   private readonly batch: Batch;
-  /** DeviceOptions.kernels as given: src/kernels/policy.ts checks them and plans the kernels' paths with them. */
+  /** DeviceOptions.kernels as given: src/kernels/plan/options.ts checks them and plans the kernels' paths with them. */
   readonly kernelOptions: KernelOptions;
 
   private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary,

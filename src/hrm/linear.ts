@@ -7,7 +7,7 @@ import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
 import { mlpFold, type MlpOptions } from '../kernels/matmul/gemv_mlp.ts';
 import { qmlpFold } from '../kernels/qlinear/qgemv_mlp.ts';
-import { kernelPolicy } from '../kernels/policy.ts';
+import { kernelPolicy } from '../kernels/plan/options.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { Weight } from './layout.ts';
 

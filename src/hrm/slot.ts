@@ -1,12 +1,12 @@
 // One KV-cache slot (a stack call's layer), owning its K/V life cycle as mlx-lm's KVCache / QuantizedKVCache do:
 // `append` RoPEs the new queries and keys and writes keys and values at the pass's offset, `attend` reads every
-// cached position back through the kernel the Gpu's planner names for its sides (kernels/policy_attention.ts).
+// cached position back through the kernel the Gpu's planner names for its sides (kernels/plan/attention.ts).
 // The model never asks which kind a side is, nor the slot which kernel runs.
 // Sides: full precision (f32, or packed bf16 in bf16 mode) or group-64 quantized with their own bits, any mix.
 import { Tensor } from '../tensor/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
-import { planAttend, planStep } from '../kernels/policy_attention.ts';
+import { planAttend, planStep } from '../kernels/plan/attention.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
 import { sdpa } from '../kernels/attention/sdpa.ts';

@@ -3,11 +3,11 @@
 // shaped as an H200 in Chrome, a GPU without tensor cores, a CPU driver); then the summary of this machine's device.
 import { describe, expect, it } from 'vitest';
 import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
-import { fastPaths } from '../../src/kernels/paths.ts';
-import { DECODE_MLP } from '../../src/kernels/policy_matmul.ts';
+import { fastPaths } from '../../src/kernels/plan/paths.ts';
+import { DECODE_MLP } from '../../src/kernels/plan/matmul.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { DeviceState } from '../../src/gpu/registry.ts';
-import type { KernelOptions } from '../../src/kernels/policy.ts';
+import type { KernelOptions } from '../../src/kernels/plan/options.ts';
 
 const SGMAT = 'chromium-experimental-subgroup-matrix';
 const ALL = new Set<string>(FAST_FEATURES);

@@ -14,7 +14,7 @@ import type { HrmModel } from '../../src/hrm/model.ts';
 import { GpuValidationError } from '../../src/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
 import { cacheSlots } from '../../src/hrm/config.ts';
-import type { DecodeMerge } from '../../src/kernels/policy.ts';
+import type { DecodeMerge } from '../../src/kernels/plan/options.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];

@@ -9,7 +9,7 @@ import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { SGMAT_KERNELS, rowSpans, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
-import { prefillMatmulPath, sgmatPlan } from '../../src/kernels/policy_matmul.ts';
+import { prefillMatmulPath, sgmatPlan } from '../../src/kernels/plan/matmul.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { checkSgmat } from './matmul_sgmat.check.ts';
 

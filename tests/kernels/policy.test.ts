@@ -1,4 +1,4 @@
-// The kernels' planner (kernels/policy*.ts): a Gpu's options (DeviceOptions.kernels) are checked, a bad one named,
+// The kernels' planner (kernels/plan/): a Gpu's options (DeviceOptions.kernels) are checked, a bad one named,
 // and fill in the defaults; two Gpus in one process take the paths of their own options, each matching the
 // float64 reference, their dispatches naming the kernels, their summaries saying why a path is off; a cache slot
 // asks the planner, so its decode step follows its Gpu's options too.
@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';
-import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../src/kernels/policy.ts';
-import { fastPaths } from '../../src/kernels/paths.ts';
+import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../src/kernels/plan/options.ts';
+import { fastPaths } from '../../src/kernels/plan/paths.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import type { FullKV } from '../../src/kernels/attention/types.ts';

@@ -26,7 +26,7 @@ import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/we
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
-import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/policy.ts';
+import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/plan/options.ts';
 import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
 

@@ -10,7 +10,7 @@ import { ACC_CODE, type Accumulate } from '../quant/qmm.ts';
 import { checkQuantKV } from './kvquant.ts';
 import { maskBinding } from './mask.ts';
 import { checkGate } from './sdpa.ts';
-import { DECODE_MAX_QUERIES } from '../policy_attention.ts';
+import { DECODE_MAX_QUERIES } from '../plan/attention.ts';
 import type { AttnMask, QuantKV } from './types.ts';
 import type { Round } from '../common/codes.ts';
 import { qsdpaOne, qsdpaOneFits, softmaxThreads } from './qsdpa_one.ts';

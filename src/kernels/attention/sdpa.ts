@@ -1,5 +1,5 @@
 // Scaled dot-product attention over a full-precision KV cache slot (f32 or packed bf16), by the path the Gpu's
-// planner gives (kernels/policy_attention.ts).
+// planner gives (kernels/plan/attention.ts).
 import { Kernel } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
@@ -11,7 +11,7 @@ import type { AttnMask, FullKV, KVSide } from './types.ts';
 import { dispatchOne, type DecodeMerge } from './sdpa_one.ts';
 import { sdpaMm } from './sdpa_mm.ts';
 import type { Round } from '../common/codes.ts';
-import { planAttention, type AttentionPath } from '../policy_attention.ts';
+import { planAttention, type AttentionPath } from '../plan/attention.ts';
 
 const PREFILL = new Kernel('attention/sdpa_prefill.wgsl', 'sdpa_prefill');
 const SPLIT = new Kernel('attention/sdpa_decode.wgsl', 'sdpa_split');

@@ -3,7 +3,7 @@
 // runs at ~15. sdpa() takes this path for prefill where it fits (sdpaMmFits) and keeps sdpa_prefill as the
 // reference and the path of CPU drivers; the results agree up to f32 summation order.
 // In bf16 mode on a device with tensor cores (subgroup matrices and the staged kernel) the two products run there
-// instead (sdpa_mm_f16.wgsl gives the numerics) where the Gpu's planner says so (policy_attention.ts; the option
+// instead (sdpa_mm_f16.wgsl gives the numerics) where the Gpu's planner says so (kernels/plan/attention.ts; the option
 // DeviceOptions.kernels.attentionTensorCores: false keeps the f32 products: reference, benchmarks).
 import { Kernel, grid, padTo } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';

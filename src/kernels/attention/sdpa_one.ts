@@ -1,6 +1,6 @@
 // Decode attention over a full-precision cache (one query per head seeing every key): sdpa_one.wgsl's 32-key chunk
 // split and merge, the merge folded into the split by default (one dispatch) or as a dispatch of its own (the
-// reference form; the Gpu's policy says which, kernels/policy.ts); appendAttendOne also appends the new key and
+// reference form; the Gpu's policy says which, kernels/plan/options.ts); appendAttendOne also appends the new key and
 // value first (sdpa_one_append.wgsl). sdpa() takes this path as 'one' and validates its inputs.
 import { Kernel, padTo } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -9,7 +9,7 @@ import { roundCode } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
 import type { AppendedRow, FullKV } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
-import { mergeFor, type DecodeMerge } from '../policy.ts';
+import { mergeFor, type DecodeMerge } from '../plan/options.ts';
 
 export type { DecodeMerge };
 

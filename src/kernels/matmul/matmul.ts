@@ -10,7 +10,7 @@ import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
 import { dispatchSgmat, requireSgmat, sgmatSplitsRows } from './matmul_sgmat.ts';
 import type { SgmatSchedule } from './sgmat_schedule.ts';
-import { matmulPath, sgmatPlan, type MatmulPath } from '../policy_matmul.ts';
+import { matmulPath, sgmatPlan, type MatmulPath } from '../plan/matmul.ts';
 import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
 
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
@@ -28,7 +28,7 @@ export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
   round?: Round;
   /**
-   * Force a path (tests, benchmarks); 'auto' asks the Gpu's planner (policy_matmul.ts: by M and the tile count,
+   * Force a path (tests, benchmarks); 'auto' asks the Gpu's planner (kernels/plan/matmul.ts: by M and the tile count,
    * preferGemv, and 'rows' on CPU adapters).
    * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
    * adapter that offers them; it runs norm first as 'tiled' does and fuses swiglu (one weight tensor) and

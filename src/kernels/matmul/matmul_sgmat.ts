@@ -4,7 +4,7 @@
 //   2. per weight chunk (in row spans where one would pass a binding): its f16 copy (made the same way at its
 //      first use and kept with it; made per call for a quantized weight's dense copy), the tensor-core
 //      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
-//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/policy_matmul.ts),
+//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/plan/matmul.ts),
 //      then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
@@ -257,7 +257,7 @@ export function sgmatSplitsRows(chunks: readonly Tensor[], M: number, K: number,
 /**
  * out[:, col0_i ..] (+)= bf16(x @ c_i^T) for bf16 weight chunks c_i [N_i, K] (consecutive output columns from 0);
  * x f32 [M, K], out f32 [M, ldo]; `swiglu` (one chunk [2I, K]): out [M, I] = siluMul of the product. `plan`: the
- * kernel and schedule (policy_matmul.ts, sgmatPlan). `transient`: the chunks were made for this call (a quantized
+ * kernel and schedule (kernels/plan/matmul.ts, sgmatPlan). `transient`: the chunks were made for this call (a quantized
  * weight's dense copy): their f16 copies are not kept.
  */
 export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor, u: { M: number; K: number; ldo: number },

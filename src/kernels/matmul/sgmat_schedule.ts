@@ -32,11 +32,11 @@ export const SGMAT_KERNELS: Record<SgmatKernel, SgmatTiling> = {
 export interface SgmatTiling { M: number; N: number; kStep: number; target: number; maxSplit: 2 | 4 }
 
 const SPLITS = [1, 2, 4] as const;
-/** A schedule as one call runs it: the kernel decided (kernels/policy_matmul.ts). */
+/** A schedule as one call runs it: the kernel decided (kernels/plan/matmul.ts). */
 export interface SgmatPlan { kernel: SgmatKernel; pipe: boolean; splitK: SgmatSchedule['splitK'] }
 
 /**
- * The schedule a Gpu takes unless its options (DeviceOptions.kernels.sgmat, kernels/policy.ts) or a call
+ * The schedule a Gpu takes unless its options (DeviceOptions.kernels.sgmat, kernels/plan/options.ts) or a call
  * (MatmulOptions.sgmat) say otherwise. Prefetch on: it was faster at every layer shape on the H200.
  */
 export const DEFAULT_SCHEDULE: Readonly<SgmatSchedule> = Object.freeze({ kernel: 'auto', pipe: true, splitK: 'auto' });

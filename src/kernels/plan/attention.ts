@@ -1,17 +1,17 @@
-// The planner's attention half (policy.ts): which of sdpa's four paths a call takes, whether prefill attention's
+// The planner's attention half (plan/options.ts): which of sdpa's four paths a call takes, whether prefill attention's
 // products run on the tensor cores, the decode merge, how a cache slot's step runs (a decode step's append fused
 // into attention, or append then attend) and the verdicts on attention's fast paths for the adapter summary. The
 // facts it decides from are the kernels' own (sdpa_one.ts: shapes it takes; sdpa_mm.ts: budget, self-check).
-import type { Gpu } from '../gpu/gpu.ts';
-import type { OnOff } from '../gpu/device.ts';
-import { ShapeError } from '../errors.ts';
-import type { Round } from './common/codes.ts';
-import type { AttnMask, FullKV, KVSide, QuantKV } from './attention/types.ts';
-import { oneShape, ONE_WG } from './attention/sdpa_one.ts';
-import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from './attention/sdpa_mm.ts';
-import { batchedSgmatUnavailable } from './matmul/matmul_sgmat.ts';
-import { kernelPolicy, mergeFor, type DecodeMerge } from './policy.ts';
-import { CPU_DRIVER, onOff } from './policy_matmul.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import type { OnOff } from '../../gpu/device.ts';
+import { ShapeError } from '../../errors.ts';
+import type { Round } from '../common/codes.ts';
+import type { AttnMask, FullKV, KVSide, QuantKV } from '../attention/types.ts';
+import { oneShape, ONE_WG } from '../attention/sdpa_one.ts';
+import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from '../attention/sdpa_mm.ts';
+import { batchedSgmatUnavailable } from '../matmul/matmul_sgmat.ts';
+import { kernelPolicy, mergeFor, type DecodeMerge } from './options.ts';
+import { CPU_DRIVER, onOff } from './matmul.ts';
 
 /** Up to this many queries the decode path (key axis split across workgroups) is used by default. */
 export const DECODE_MAX_QUERIES = 4;

@@ -1,13 +1,13 @@
-// The planner's matmul half (policy.ts): the path matmul() takes when a call names none, the tensor cores'
+// The planner's matmul half (plan/options.ts): the path matmul() takes when a call names none, the tensor cores'
 // kernel and schedule under the Gpu's options, and the verdicts on its fast paths for the adapter summary. The
 // facts it decides from are the kernels' own (matmul_sgmat.ts: features, self-checks, workgroup memory).
-import type { Gpu } from '../gpu/gpu.ts';
-import type { OnOff } from '../gpu/device.ts';
-import { FeatureError } from '../errors.ts';
-import type { Round } from './common/codes.ts';
-import { SGMAT_CONFIG, SGMAT_MIN_ROWS, sgmatUnavailable, stagedUnavailable } from './matmul/matmul_sgmat.ts';
-import { withSchedule, type SgmatPlan, type SgmatSchedule } from './matmul/sgmat_schedule.ts';
-import { kernelPolicy } from './policy.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import type { OnOff } from '../../gpu/device.ts';
+import { FeatureError } from '../../errors.ts';
+import type { Round } from '../common/codes.ts';
+import { SGMAT_CONFIG, SGMAT_MIN_ROWS, sgmatUnavailable, stagedUnavailable } from '../matmul/matmul_sgmat.ts';
+import { withSchedule, type SgmatPlan, type SgmatSchedule } from '../matmul/sgmat_schedule.ts';
+import { kernelPolicy } from './options.ts';
 
 export type MatmulPath = 'gemv' | 'tiled' | 'rows' | 'sgmat';
 

@@ -1,13 +1,13 @@
 // One planner for the kernels' paths, per Gpu. The options a Gpu was created with (DeviceOptions.kernels) are
-// checked once and kept in its state; policy_matmul.ts plans the prefill matmul from them (path, tensor-core
-// kernel and schedule), policy_attention.ts attention (path, tensor cores, decode merge, a decode step's fused
-// kernels), and paths.ts writes both planners' on/off verdicts into the adapter summary. Kernels dispatch what the
+// checked once and kept in its state; plan/matmul.ts plans the prefill matmul from them (path, tensor-core
+// kernel and schedule), plan/attention.ts attention (path, tensor cores, decode merge, a decode step's fused
+// kernels), and plan/paths.ts writes both planners' on/off verdicts into the adapter summary. Kernels dispatch what the
 // planners say, and nothing is module-wide: two Gpus in one process may take different paths.
-import type { Gpu } from '../gpu/gpu.ts';
-import type { KernelOptions } from '../gpu/device.ts';
-import { stateKey } from '../gpu/registry.ts';
-import { InputError } from '../errors.ts';
-import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from './matmul/sgmat_schedule.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import type { KernelOptions } from '../../gpu/device.ts';
+import { stateKey } from '../../gpu/registry.ts';
+import { InputError } from '../../errors.ts';
+import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from '../matmul/sgmat_schedule.ts';
 
 /**
  * Full-precision decode attention's merge: 'fold', the last chunk of a head to finish merges (one dispatch);
@@ -26,7 +26,7 @@ export type DecodeMlp = 'fold' | 'separate';
 export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
 
 // The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
-declare module '../gpu/device.ts' {
+declare module '../../gpu/device.ts' {
   interface KernelOptions {
     /**
      * The tensor-core prefill matmul's schedule (sgmat_schedule.ts: kernel, pipe, splitK); fields left out keep

@@ -7,7 +7,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
-import { matmulPath } from '../policy_matmul.ts';
+import { matmulPath } from '../plan/matmul.ts';
 import { dispatchQGemv } from './qgemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
