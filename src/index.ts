@@ -20,7 +20,7 @@
 
 // ---- GPU and runtime --------------------------------------------------------------------------------------
 /** The GPU context (device, buffer pool, kernels' command encoder). `await Gpu.create()` opens one. */
-export { Gpu } from './gpu/gpu.ts';
+export { Gpu } from './kernels/gpu.ts';
 /** The adapter a `Gpu` runs on, the runtime, and whether it is a CPU implementation of WebGPU. */
 export { isSoftwareAdapter, runtimeName, type AdapterSummary, type DeviceOptions, type Runtime } from './gpu/device.ts';
 /** Errors thrown on purpose are `HrmError`s; the subclass says what went wrong (more in `hrm-webgpu/advanced`). */

@@ -4,7 +4,7 @@
 // streaming read once more, and return one JSON-able result. Nothing here touches files or the command line; the
 // runners do. Each section is a unit that survives a lost device (recover.ts): redone once on a new device, and
 // listed under `recovered`.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
 import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
@@ -30,8 +30,6 @@ import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
 import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
-// Puts the fast paths on and off (and why) into each device's summary, which env.adapter records.
-import '../../src/kernels/plan/paths.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 import { withGoals } from './goals.ts';
 

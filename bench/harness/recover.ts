@@ -4,7 +4,7 @@
 // says so, and the unit is redone on it from the start (units rebuild what they need, e.g. the random weights).
 // A second loss in the same unit gives that unit up (the caller records the error) and the run goes on. The loop
 // is src/gpu/redo.ts's, with one redo per unit.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { DeviceLostError } from '../../src/errors.ts';
 import { firstLine, Redo } from '../../src/gpu/redo.ts';
 

@@ -4,7 +4,7 @@
 // dispatches with the append (the decode step's), the same without it (the query given: qone_scores), and the
 // full-precision cache's one dispatch (sdpa_one's split, append and fold) for scale. One JSON line per form: GPU us
 // per call (median of 7 passes).
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';

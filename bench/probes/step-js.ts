@@ -12,7 +12,8 @@
 // ratio to each other cache within a round. The 1B shape takes ~1 minute a round on lavapipe; tiny, under a second.
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { Gpu, type Dispatch, type Upload } from '../../src/gpu/gpu.ts';
+import { type Dispatch, type Upload } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { replay } from '../../src/gpu/capture.ts';
 import { HRM_TEXT_1B, parseConfig } from '../../src/hrm/config.ts';
 import { HrmModel } from '../../src/hrm/model.ts';

@@ -2,7 +2,7 @@
 // fixtures fetched from `mlx` (tests/fixtures/mlx/ served on 127.0.0.1), then decode attention's folded merges at
 // the 1B shape, on a device of their own. The same Markdown list as parity.ts prints.
 import { urlFiles } from '../../src/hrm/files.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { checkLine } from '../harness/format.ts';
 import { urlSource } from '../../src/io/sources.ts';
 import { checkModelParity, type ParityCase } from '../../tests/hrm/parity.check.ts';

@@ -11,7 +11,7 @@
 // --json; exits 1 if a check fails. bench/h200.sh runs it on every H200 run where python has transformers.
 import { existsSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import type { DeviceOptions } from '../../src/gpu/device.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/index.ts';

@@ -9,7 +9,7 @@
 // `npm test` runs a share of them: tests/kernels/matmul_f16.check.ts). The kernel tests' other whole sweeps run with
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts) where vitest is installed: `HRM_EXHAUSTIVE=1 npx vitest run tests/kernels`.
 // Prints a Markdown list (one line per check) and exits 1 if any fails. Reads tests/fixtures/mlx/ from the cwd.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { checkLine } from '../harness/format.ts';
 import { checkModelParity } from '../../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';

@@ -1,7 +1,9 @@
 // The GPU context: one device and the parts that share it, each a job of its own: the buffer pool (pool.ts), the
 // uniform arena (uniforms.ts), the open batch that kernels record into and that submits, settles and routes to a
 // capture (batch.ts), and the optional GPU timestamps (profiler.ts). Capturing a batch for replay is capture.ts.
-// This class composes them behind the one API kernels, the model, bench and tests call.
+// This class composes them behind the one API kernels, the model, bench and tests call. It has no factory of its
+// own: `Gpu.create` (src/kernels/gpu.ts) opens the device with `openDevice` and prepares it for the kernels before
+// any of them runs (src/kernels/plan/prepare.ts), so that no module registers anything when it is imported.
 import { DeviceState } from './registry.ts';
 import { Batch, type Recorder } from './batch.ts';
 import { BufferPool, type BufferView } from './pool.ts';
@@ -16,16 +18,6 @@ import {
 export { bufferId, type BufferView } from './pool.ts';
 export { readTimestamps, type DispatchTiming, type PassSpan } from './profiler.ts';
 export type { Dispatch, Recorder, Upload } from './batch.ts';
-
-/**
- * Checks every new Gpu runs before `create` returns it: a kernel family verifying, on this driver, a feature the
- * adapter offers (matmul_sgmat.ts registers one for subgroup matrices), since drivers get experimental features
- * wrong. Registered when the kernel's module loads.
- */
-const deviceChecks: Array<(gpu: Gpu) => Promise<void>> = [];
-export function onNewDevice(check: (gpu: Gpu) => Promise<void>): void {
-  deviceChecks.push(check);
-}
 
 export class Gpu {
   readonly watch: DeviceWatch;
@@ -48,7 +40,7 @@ export class Gpu {
   /** DeviceOptions.kernels as given: src/kernels/plan/options.ts checks them and plans the kernels' paths with them. */
   readonly kernelOptions: KernelOptions;
 
-  private constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary,
+  protected constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary,
     opts: DeviceOptions) {
     this.watch = new DeviceWatch(device);
     this.f16 = device.features.has('shader-f16');
@@ -66,12 +58,12 @@ export class Gpu {
     this.batch = new Batch(device, this.watch, this.uniforms, this.profiler);
   }
 
-  /** Open the adapter of this runtime (browser, Deno, Node/Dawn) and wrap its device. */
-  static async create(opts: DeviceOptions = {}): Promise<Gpu> {
-    const { device, adapter, summary } = await requestDevice(opts);
-    const gpu = new Gpu(device, adapter, summary, opts);
-    for (const check of deviceChecks) await check(gpu);
-    return gpu;
+  /**
+   * Open the adapter of this runtime (browser, Deno, Node/Dawn) and its device, not yet prepared for the kernels:
+   * the subclass that `Gpu.create` makes (src/kernels/gpu.ts) wraps it.
+   */
+  protected static openDevice(opts: DeviceOptions): ReturnType<typeof requestDevice> {
+    return requestDevice(opts);
   }
 
   /** Dispatches recorded since creation: a cheap counter for benchmarks (replay adds its own). */

@@ -1,6 +1,6 @@
 // Load a whole model: config, tokenizer (+ chat template), checkpoint (one file, shards, or MLX-native), onto a GPU.
 import { FormatError } from '../errors.ts';
-import { Gpu } from '../gpu/gpu.ts';
+import { Gpu } from '../kernels/gpu.ts';
 import type { DeviceOptions } from '../gpu/device.ts';
 import { Checkpoint, SafetensorsFile } from '../io/safetensors.ts';
 import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec, type Warn } from './config.ts';

@@ -7,8 +7,9 @@ import { SHADERS } from './shaders.gen.ts';
 import { BindingSizeError, HrmError, ShapeError } from '../errors.ts';
 import { bufferId, type BufferView, type Gpu } from '../gpu/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { specialize, specializes } from './specialize.ts';
-import { unrollConstantLoops, unrolls } from './unroll.ts';
+import { runtimeSpecializes, specialize } from './specialize.ts';
+import { driverUnrolls, unrollConstantLoops } from './unroll.ts';
+import { kernelPolicy } from './plan/options.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
@@ -29,6 +30,20 @@ export interface DispatchArgs {
   workgroups: number | [number, number?, number?];
   /** Shown in GPU errors and timings; defaults to the kernel name. */
   label?: string;
+}
+
+/** How a device's shader modules are written: overrides in the source (specialize.ts), loops unrolled (unroll.ts). */
+export interface ShaderText { specialize: boolean; unroll: boolean }
+
+/** The ShaderText of `gpu`: its options (DeviceOptions.kernels.specialize, .unroll), else its runtime's and driver's. */
+export function shaderText(gpu: Gpu): ShaderText {
+  const p = kernelPolicy(gpu);
+  return { specialize: p.specialize ?? runtimeSpecializes(), unroll: p.unroll ?? driverUnrolls(gpu.cpu) };
+}
+
+/** This runtime's ShaderText with no Gpu's options, loops as written (the variant sweep, tests/runtimes/variants.ts). */
+function runtimeText(): ShaderText {
+  return { specialize: runtimeSpecializes(), unroll: false };
 }
 
 /** Every Kernel made so far, in creation order (wrappers make theirs at module load). */
@@ -179,7 +194,7 @@ export class Kernel {
     }
     // In an error scope of its own: a shader or override WebGPU rejects is reported at this op, not as the batch's.
     device.pushErrorScope('validation');
-    p = device.createComputePipeline(this.pipelineDescriptor(device, overrides, label, unrolls(gpu.cpu)));
+    p = device.createComputePipeline(this.pipelineDescriptor(device, overrides, label, shaderText(gpu)));
     gpu.checkLater(`${label}: pipeline ${this.file}:${this.entry}${key ? ` {${key}}` : ''}`, device.popErrorScope());
     cache.byKey.set(key, p);
     return (node.pipeline = p);
@@ -191,10 +206,10 @@ export class Kernel {
    * unrolled text quickly), its constant-trip loops written out (unroll.ts: naga's loops keep indexed arrays in local
    * memory).
    */
-  moduleCode(overrides: Overrides, label = this.name, unroll = false): string {
-    if (!specializes()) return this.source;
+  moduleCode(overrides: Overrides, label = this.name, text: ShaderText = runtimeText()): string {
+    if (!text.specialize) return this.source;
     const code = specialize(this.source, overrides, label);
-    return unroll ? unrollConstantLoops(code) : code;
+    return text.unroll ? unrollConstantLoops(code) : code;
   }
 
   /**
@@ -202,16 +217,16 @@ export class Kernel {
    * cannot take overrides (specialize.ts), one module per value set with the values written in (and its loops unrolled with `unroll`: moduleCode). Public for the
    * variant sweep (tests/runtimes/variants.ts), which creates each pipeline the way dispatch does.
    */
-  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name, unroll = false): GPUComputePipelineDescriptor {
+  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name, text: ShaderText = runtimeText()): GPUComputePipelineDescriptor {
     const key = overrideKey(overrides);
-    const special = specializes();
-    const moduleKey = special ? `${unroll ? 'unrolled ' : ''}${key}` : '';
+    const special = text.specialize;
+    const moduleKey = special ? `${text.unroll ? 'unrolled ' : ''}${key}` : '';
     let modules = this.modules.get(device);
     if (!modules) this.modules.set(device, (modules = new Map()));
     let module = modules.get(moduleKey);
     if (!module) {
       const moduleLabel = `${this.file}${special && key ? `{${key}}` : ''}`;
-      modules.set(moduleKey, (module = device.createShaderModule({ code: this.moduleCode(overrides, label, unroll), label: moduleLabel })));
+      modules.set(moduleKey, (module = device.createShaderModule({ code: this.moduleCode(overrides, label, text), label: moduleLabel })));
     }
     return {
       label: `${this.name}${key ? `{${key}}` : ''}`,

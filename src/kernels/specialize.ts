@@ -13,15 +13,12 @@ import { runtimeName } from '../gpu/device.ts';
 /** `override NAME: TYPE = DEFAULT;` at the start of a line: the form every kernel declares its options in. */
 const DECLARATION = /^override[ \t]+(\w+)[ \t]*:[ \t]*(\w+)[ \t]*=([^;\n]+);/gm;
 
-let forced: boolean | null = null;
-
 /**
  * Whether this runtime's pipelines take overrides as source text: Deno and Firefox translate shaders with naga.
- * `force` (tests: the same kernels both ways on one adapter) replaces the answer until set back to null.
+ * A Gpu's option `kernels.specialize` (tests: the same kernels both ways on one adapter) replaces the answer for
+ * that Gpu (kernel.ts, shaderText).
  */
-export function specializes(force?: boolean | null): boolean {
-  if (force !== undefined) forced = force;
-  if (forced !== null) return forced;
+export function runtimeSpecializes(): boolean {
   if (runtimeName() === 'deno') return true;
   const ua = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent ?? '';
   return runtimeName() === 'browser' && /\bFirefox\//.test(ua);

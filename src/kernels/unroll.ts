@@ -14,16 +14,13 @@ const MAX_CHARS = 24_000;
 const HEADER = /for \(var (\w+) = ([^;]+); (\w+) < ([^;]+); (\w+)(\+\+| \+= 1u?)\) \{/g;
 const CONST = /^const (\w+)(?:: *(?:u32|i32))? *= *([^;]+);/gm;
 
-let forced: boolean | null = null;
-
 /**
  * Whether a device's specialized modules get their loops unrolled: on GPUs, not on CPU drivers (their compiler
- * unrolls by itself and takes far longer over the written-out text). `force` (tests: the unrolled text on a CPU
- * driver) replaces the answer until set back to null.
+ * unrolls by itself and takes far longer over the written-out text). A Gpu's option `kernels.unroll` (tests: the
+ * unrolled text on a CPU driver) replaces the answer for that Gpu (kernel.ts, shaderText).
  */
-export function unrolls(cpu: boolean, force?: boolean | null): boolean {
-  if (force !== undefined) forced = force;
-  return forced ?? !cpu;
+export function driverUnrolls(cpu: boolean): boolean {
+  return !cpu;
 }
 
 /** `source` with every eligible constant-trip loop unrolled (see the header). */

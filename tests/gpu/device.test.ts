@@ -6,7 +6,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
 import { addRef, logSumExpRowsRef } from '../../src/kernels/ops/ops.ref.ts';
 import { Kernel } from '../../src/kernels/kernel.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { disposeWeights } from '../../src/hrm/weights.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
 import { fastPaths } from '../../src/kernels/plan/paths.ts';
 import { DECODE_MLP } from '../../src/kernels/plan/matmul.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { DeviceState } from '../../src/gpu/registry.ts';
 import type { KernelOptions } from '../../src/kernels/plan/options.ts';
 

@@ -1,7 +1,7 @@
 // One GPU context per test worker.
 import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 
 let shared: Promise<Gpu> | null = null;
 

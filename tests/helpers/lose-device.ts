@@ -1,6 +1,6 @@
 // `hrm generate` as the CLI runs it (run() and streamGenerate), with the GPU device destroyed after the third
 // piece of streamed text: tests/hrm/cli.test.ts runs this as a child process and reads its exit code and stderr.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { run, out, err, EMBEDDED_DIR } from '../../src/cli/common.ts';

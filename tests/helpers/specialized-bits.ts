@@ -2,9 +2,7 @@
 // (kernels/specialize.ts): gemv_wide's products (the kernel naga panicked on; with its norm, and with swiglu) and
 // the embedded model's bf16 logits with a quantized cache. Each setting on a Gpu of its own (pipelines are cached
 // per device). Shared by specialize.test.ts (Node) and deno-specialize.ts (Deno).
-import { specializes } from '../../src/kernels/specialize.ts';
-import { unrolls } from '../../src/kernels/unroll.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { loadModel } from '../../src/hrm/load.ts';
@@ -19,12 +17,10 @@ export const PROMPT = [6, 40, 41, 42, 43, 44, 45];
 
 /**
  * gemv_wide's two outputs (when `gemvWide`), then the tiled matmul's (with `tiled`), then the logits
- * [PROMPT.length, vocab] (unless `model` is false), as u32 bits; `unroll` forces the loops written out (unroll.ts).
+ * [PROMPT.length, vocab] (unless `model` is false), as u32 bits; `unroll` forces the loops written out (unroll.ts). Both through the Gpu's kernel options.
  */
 export async function outputBits(special: boolean, gemvWide: boolean, o: { unroll?: boolean; tiled?: boolean; model?: boolean } = {}): Promise<Uint32Array[]> {
-  specializes(special);
-  unrolls(true, o.unroll ?? null);
-  const gpu = await Gpu.create();
+  const gpu = await Gpu.create({ kernels: { specialize: special, unroll: o.unroll } });
   try {
     const out: Uint32Array[] = [];
     if (gemvWide) {
@@ -48,8 +44,6 @@ export async function outputBits(special: boolean, gemvWide: boolean, o: { unrol
     out.push(new Uint32Array((await lm.model.forward(PROMPT, cache, { mask: 'prefix' }).readF32()).buffer));
     return out;
   } finally {
-    specializes(null);
-    unrolls(true, null);
     gpu.destroy();
   }
 }

@@ -15,7 +15,7 @@ import { GpuValidationError } from '../../src/errors.ts';
 import { CacheSlot } from '../../src/hrm/slot.ts';
 import { cacheSlots } from '../../src/hrm/config.ts';
 import type { DecodeMerge } from '../../src/kernels/plan/options.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 
 const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];

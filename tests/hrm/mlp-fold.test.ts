@@ -8,7 +8,7 @@ import { cacheSlots } from '../../src/hrm/config.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
 import { kernelPolicy } from '../../src/kernels/plan/options.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixtureDir, model } from '../helpers/model.ts';
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixtureDir } from '../helpers/model.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { FormatError, InputError } from '../../src/errors.ts';
 import { Checkpoint, SafetensorsFile, decode, encodeSafetensors, readEntry, type TensorToWrite } from '../../src/io/safetensors.ts';
 import { bytesSource } from '../../src/io/sources.ts';

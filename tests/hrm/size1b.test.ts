@@ -2,7 +2,7 @@
 // fit an adapter that binds only 128 MiB at once (lm_head and embed_tokens are 192 MiB: they split), and a
 // forward must run through the split tensors.
 import { describe, expect, it } from 'vitest';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { HRM_TEXT_1B, parameterCount } from '../../src/hrm/config.ts';
 import { randomWeights, disposeWeights } from '../../src/hrm/weights.ts';
 import { HrmModel } from '../../src/hrm/model.ts';

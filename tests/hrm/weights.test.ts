@@ -4,7 +4,7 @@ import { parseConfig } from '../../src/hrm/config.ts';
 import { disposeWeights, loadWeights, randomWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
 import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/io/safetensors.ts';
 import { bytesSource, fileSource } from '../../src/io/sources.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { FormatError } from '../../src/errors.ts';
 import { randomValueRef } from '../../src/kernels/init/random.ref.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

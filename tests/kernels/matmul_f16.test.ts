@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
 import { EXHAUSTIVE } from '../helpers/sweep.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../src/errors.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';

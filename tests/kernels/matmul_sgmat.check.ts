@@ -14,7 +14,7 @@
 // criterion; `schedules` tallies them.
 // Quantized weights (4 and 8 bits, group 64) take the same path through qlinear (dequantDense, then the tensor
 // cores): the reference multiplies the weights as MLX's qmm dequantizes them into bf16, under the same criterion.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

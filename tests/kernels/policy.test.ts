@@ -3,7 +3,7 @@
 // float64 reference, their dispatches naming the kernels, their summaries saying why a path is off; a cache slot
 // asks the planner, so its decode step follows its Gpu's options too.
 import { describe, expect, it } from 'vitest';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';
 import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../src/kernels/plan/options.ts';
@@ -31,9 +31,12 @@ describe('kernel policy', () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
     expect(resolvePolicy({ sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold' })).toEqual({
       sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
+      specialize: null, unroll: null,
     });
+    expect(resolvePolicy({ specialize: true, unroll: false })).toMatchObject({ specialize: true, unroll: false });
     const bad: Array<[unknown, RegExp]> = [
       [{ sgmat: { splitK: 3 } }, /^\[DeviceOptions\.kernels\.sgmat\] splitK 3 must be 1, 2, 4 or 'auto'$/],
+      [{ unroll: 1 }, /^\[DeviceOptions\.kernels\] unroll 1 must be true or false$/],
       [{ sgmat: { kernel: 'fast' } }, /^\[DeviceOptions\.kernels\.sgmat\] kernel "fast" must be 'auto', 'staged' or/],
       [{ sgmat: { pipe: 1 } }, /^\[DeviceOptions\.kernels\.sgmat\] pipe 1 must be true or false$/],
       [{ attentionTensorCores: 'no' }, /^\[DeviceOptions\.kernels\] attentionTensorCores "no" must be true or false$/],

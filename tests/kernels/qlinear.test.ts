@@ -14,7 +14,7 @@ import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import { dequantDense, packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
-import { Gpu as GpuClass } from '../../src/gpu/gpu.ts';
+import { Gpu as GpuClass } from '../../src/kernels/gpu.ts';
 import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';

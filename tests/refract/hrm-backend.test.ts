@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
 import { buildRniahPrompt, DEFAULT_NEEDLE, DEFAULT_QUESTION, ResilientBackend, runRefract, runRniah, PROMPTS_V01, parseReport, type RefractReport } from '../../src/refract/index.ts';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { getGpu } from '../helpers/gpu.ts';

@@ -1,5 +1,5 @@
 // Deno entry of the generation smoke test: the embedded model, greedy, prints the ids and text as one JSON line.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { generate } from '../../src/hrm/generate.ts';

@@ -1,7 +1,7 @@
 // The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU and returns a
 // summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code. Where the
 // device writes timestamps inside a pass (Chrome), the two kernels are also replayed as one pass timed between them.
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { capture } from '../../src/gpu/capture.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';

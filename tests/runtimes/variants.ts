@@ -17,7 +17,7 @@
 // the benchmark's forced shapes (bench/suites/gemv.ts: --sweep-gemv's shapes); their kernels are created here.
 // Prints one JSON line: { adapter, features, created, failed, unavailable, unmade, traced, traceMs, ms }.
 import { readdirSync, readFileSync, writeSync } from 'node:fs';
-import { Gpu } from '../../src/gpu/gpu.ts';
+import { Gpu } from '../../src/kernels/gpu.ts';
 import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } from '../../src/kernels/kernel.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
@@ -29,6 +29,7 @@ import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/plan/options.ts';
 import { CACHES } from '../../bench/harness/settings.ts';
 import { SHADERS } from '../../src/kernels/shaders.gen.ts';
+import { runtimeSpecializes } from '../../src/kernels/specialize.ts';
 
 // Every kernel module (the wrappers make their Kernels at load), so that allKernels() lists every entry in use.
 const kernelsDir = new URL('../../src/kernels/', import.meta.url);
@@ -147,7 +148,7 @@ for (const { kernel, overrides } of variants) {
   else created++;
   // What a GPU (not this CPU driver) compiles under naga: the loops unrolled (kernels/unroll.ts). Only the module is
   // made (naga's validation): a CPU driver compiling the unrolled pipelines would take minutes for nothing.
-  const code = kernel.moduleCode(overrides, name, true);
+  const code = kernel.moduleCode(overrides, name, { specialize: runtimeSpecializes(), unroll: true });
   if (unrolled.has(code)) continue;
   unrolled.add(code);
   device.pushErrorScope('validation');

@@ -8,7 +8,7 @@
 import { Kernel, grid, padTo } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { halfUlp } from '../../tensor/dtype.ts';
-import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
@@ -65,11 +65,11 @@ export function tensorCoresFit(gpu: Gpu, a: CallShape): boolean {
 }
 
 /**
- * Before a device is used (after the tensor-core matmul's own check): one causal call of 2 heads x 33 queries
+ * Before a device is used (plan/prepare.ts runs it, after the tensor-core matmul's own check): one causal call of 2 heads x 33 queries
  * (head dim 64) on bf16 data must agree with the f32 products within 1 bf16 ulp + 2^-20 (the criterion of
  * tests/kernels/sdpa_sgmat.check.ts); otherwise the f32 products stay the path on this device, with the reason.
  */
-onNewDevice(async (gpu) => {
+export async function selfCheckAttentionTensorCores(gpu: Gpu): Promise<void> {
   if (attentionTensorCoresUnavailable(gpu) !== null) return;
   const H = 2, S = 33, D = 64;
   const bf = (n: number, a: number, b: number) => Float32Array.from({ length: n }, (_, i) => ((i * a) % b - (b >> 1)) / 16);
@@ -95,7 +95,7 @@ onNewDevice(async (gpu) => {
   } finally {
     for (const t of [q, k, v, ...outs]) t.dispose();
   }
-});
+}
 
 /** out [S, H*D] = gated(r(softmax(scale * q K^T + mask) V)) for q [H, S, D] and cache sides kd, vd [H, cap, D]. */
 export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs): void {

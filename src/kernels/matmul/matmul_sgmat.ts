@@ -11,7 +11,7 @@
 // matmul() routes here for path 'sgmat'; this file says whether the adapter can and dispatches.
 import { Kernel, grid, padTo } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { onNewDevice, type Gpu } from '../../gpu/gpu.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
@@ -53,14 +53,14 @@ export function stagedUnavailable(gpu: Gpu): string | null {
 }
 
 /**
- * Before a device is used: one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
+ * Before a device is used (plan/prepare.ts runs it): one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
  * sizes through the tensor cores (K split in 2: 320 padded columns in slices of 192 and 128 for the staged kernel,
  * 160 and 160 for the direct one) must equal the float64 result rounded to bf16 bit for bit and take no fallback.
  * The staged kernel is checked first where it can run; if it fails, the direct kernel is checked and takes the
  * path alone (stagedUnavailable says why). If that fails too, the path is off on this device, with the reason in
  * sgmatUnavailable (a driver that gets subgroup matrices wrong).
  */
-onNewDevice(async (gpu) => {
+export async function selfCheckSgmat(gpu: Gpu): Promise<void> {
   if (featureMissing(gpu) !== null) return;
   if (stagedUnavailable(gpu) === null) {
     const why = await checkProduct(gpu, { ...DEFAULT_SCHEDULE, kernel: 'staged' });
@@ -71,7 +71,7 @@ onNewDevice(async (gpu) => {
     gpu.state.set(STAGED_CHECK, `the staged kernel ${why}`);
   }
   gpu.state.set(SELF_CHECK, await checkProduct(gpu, { ...DEFAULT_SCHEDULE, kernel: 'direct' }));
-});
+}
 
 /** The self-check's product under `schedule`: null when exact, else what went wrong. */
 async function checkProduct(gpu: Gpu, schedule: SgmatPlan): Promise<string | null> {
@@ -189,7 +189,8 @@ interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
  * again in every layer call (a quarter of the matmul's dispatches). It costs the weight's size again in GPU memory,
  * on adapters that take this path only. Views of a buffer are converted per call instead.
  */
-const halves = new WeakMap<Tensor, Map<number, HalfWeight>>();
+const HALVES = stateKey<WeakMap<Tensor, Map<number, HalfWeight>>>('matmul_sgmat.halves');
+const halves = (gpu: Gpu) => gpu.state.get(HALVES, () => new WeakMap<Tensor, Map<number, HalfWeight>>());
 
 function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows: number; padded: number; K: number; Kp: number; epoch: number; bf16: boolean; label: string }): void {
   const gpu = src.gpu;
@@ -208,7 +209,7 @@ function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows:
  */
 function halfOf(w: Tensor, r0: number, rows: number, Kp: number, call: { temps: Tensor[]; epoch: number; transient: boolean }): HalfWeight {
   const keep = w.ownsBuffer && !call.transient;
-  const cached = keep ? halves.get(w)?.get(r0) : undefined;
+  const cached = keep ? halves(w.gpu).get(w)?.get(r0) : undefined;
   if (cached) return cached;
   const gpu = w.gpu, s = sgmatState(gpu);
   const K = w.shape[1], Np = padTo(rows, PAD.N);
@@ -223,7 +224,7 @@ function halfOf(w: Tensor, r0: number, rows: number, Kp: number, call: { temps: 
   if (keep) {
     toF16(src, h.wh, h.sw, h.bad, { ...u, epoch: 1 });
     for (const t of [h.wh, h.sw, h.bad]) w.attach(t);
-    halves.set(w, (halves.get(w) ?? new Map()).set(r0, h));
+    halves(gpu).set(w, (halves(gpu).get(w) ?? new Map()).set(r0, h));
   } else {
     toF16(src, h.wh, h.sw, s.flag, { ...u, epoch: call.epoch });
     call.temps.push(h.wh, h.sw);

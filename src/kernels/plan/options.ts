@@ -46,6 +46,13 @@ declare module '../../gpu/device.ts' {
      * dispatches; slower on the H200 at HRM-Text-1B's shapes, bench/results/README.md).
      */
     decodeMlp?: DecodeMlp;
+    /**
+     * Write the overrides into the WGSL source (kernels/specialize.ts), as for naga; default: where the runtime
+     * needs it (Deno, Firefox). Tests set it to run the same kernels both ways on one adapter.
+     */
+    specialize?: boolean;
+    /** Unroll a specialized module's constant-trip loops (kernels/unroll.ts); default: on GPUs, not CPU drivers. */
+    unroll?: boolean;
   }
 }
 export type { KernelOptions };
@@ -56,10 +63,14 @@ export interface KernelPolicy {
   attentionTensorCores: boolean;
   decodeMerge: DecodeMerge;
   decodeMlp: DecodeMlp;
+  /** null: the runtime decides (specialize.ts, unroll.ts). */
+  specialize: boolean | null;
+  unroll: boolean | null;
 }
 
 export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
   sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate',
+  specialize: null, unroll: null,
 });
 
 const WHERE = 'DeviceOptions.kernels';
@@ -85,11 +96,18 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
   if (mlp !== undefined && !MLPS.includes(mlp)) {
     throw new InputError(`${WHERE}.decodeMlp`, `'${mlp}' must be one of ${MLPS.join(', ')}`);
   }
+  for (const k of ['specialize', 'unroll'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== 'boolean') {
+      throw new InputError(WHERE, `${k} ${JSON.stringify(o[k])} must be true or false`);
+    }
+  }
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
     decodeMerge: merge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, merge),
     decodeMlp: mlp ?? DEFAULT_POLICY.decodeMlp,
+    specialize: o.specialize ?? null,
+    unroll: o.unroll ?? null,
   };
 }
 
