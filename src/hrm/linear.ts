@@ -7,7 +7,7 @@ import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
 import { qembed, qlinear, type QuantMatrix } from '../kernels/qlinear/qlinear.ts';
 import { mlpFold, type MlpOptions } from '../kernels/matmul/gemv_mlp.ts';
 import { qmlpFold } from '../kernels/qlinear/qgemv_mlp.ts';
-import { kernelPolicy } from '../kernels/plan/options.ts';
+import { decodeMlpFolds } from '../kernels/plan/matmul.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { Weight } from './layout.ts';
 
@@ -24,11 +24,11 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
 
 /**
  * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). One dispatch for a
- * decode row where the Gpu's policy folds it (decodeMlp) and the kernel takes the weights (gemv_mlp on dense
+ * decode row where the planner folds it (kernels/plan/matmul.ts, decodeMlpFolds) and the kernel takes the weights (gemv_mlp on dense
  * weights of one chunk each, qgemv_mlp on 4- and 8-bit ones), else the two products.
  */
 export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {
-  if (kernelPolicy(x.gpu).decodeMlp === 'fold' && x.size === gateUp.cols && mlpFoldWeights(x, gateUp, down, o)) return x;
+  if (decodeMlpFolds(x.gpu, x.size / gateUp.cols) && mlpFoldWeights(x, gateUp, down, o)) return x;
   const a = linear(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
   linear(a, down, { round: o.round, accumulate: x });
   a.dispose();

@@ -28,7 +28,7 @@ export type GemvKernel = 'vec4' | 'upl' | 'upl-sg' | 'wide' | 'xs' | 'wide-xs';
 /**
  * Matrix-vector shape (benchmarks, tuning): lanes per workgroup (power of two, 16..256; 'wide': lanes per row
  * group), weight rows per workgroup (2 or 4; 'upl' also 8; 'wide' a multiple of `groups`), the kernel (default
- * 'vec4'; unforced, tunedShape picks shape and kernel per projection) and, for 'wide', the row groups (a power of
+ * 'vec4'; unforced, kernels/plan/gemv.ts picks shape and kernel per projection) and, for 'wide', the row groups (a power of
  * two, wg * groups <= 256).
  */
 export interface GemvShape { wg: number; rows: number; kernel?: GemvKernel; groups?: number }
@@ -66,43 +66,17 @@ export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }
 
 /** x rows one matrix-vector workgroup serves (one read of the weights for up to this many rows). */
 export const GEMV_MAX_M = 4;
-// The shapes of the kernels before gemv_wide, which one x row now takes wherever a row's units split evenly over
-// its lanes (tunedWide): these serve several x rows (short prefills on the matrix-vector path) and rows that do not
-// split. Each is the fastest of bench --sweep-gemv on an H200 at the model's projections (the figures: "What the
-// code's choices rest on" in bench/results/README.md). Fewer lanes per row leave each lane a longer chain of
-// dependent loads; more lanes a longer reduction. The norm prologue normalises the x it reads in every workgroup, so
-// norm shapes favour more rows per workgroup; lm_head has rows enough to fill the GPU with 32 lanes. The upl kernels
-// need whole units per lane (uplFit) and gemv_upl_sg subgroups.
-function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): GemvShape {
-  if (K > 2048) return { wg: 128, rows: 2, kernel: 'vec4' };
-  if (N >= 16384) return { wg: 32, rows: 2, kernel: 'vec4' };
-  if (norm && !swiglu) return { wg: 32, rows: 4, kernel: 'vec4' };
-  const rows = swiglu ? 4 : 2;
-  return upl(32, rows) ? { wg: 32, rows, kernel: 'upl-sg' } : { wg: 64, rows, kernel: 'vec4' };
-}
+/** The shape one matrix-vector call takes: a forced one (checked here) or the planner's (kernels/plan/gemv.ts). */
+export interface GemvPlan { shape: GemvShape; forced: boolean }
 
-/**
- * gemv_wide's shape for one x row where its lanes split the rows' units evenly (else null): 16 rows in 4 groups for
- * the 1536-wide projections (64 lanes a group with gate_up's SwiGLU, 32 otherwise), 4 rows in 4 groups of 64 for
- * down_proj and where N is small; lm_head (N = 65536) takes the large-N shape. The fastest of the H200 sweeps
- * (bench/results/README.md, "What the code's choices rest on").
- */
-function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string, swiglu: boolean): GemvShape | null {
-  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: swiglu ? 64 : 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
-  const f = uplFit(K, dtype, shape.wg, shape.rows / shape.groups!);
-  return M === 1 && wide && f.exact && f.fits ? shape : null;
-}
-
-/** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says; `shape` overrides the tuned one. */
-export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, shape?: GemvShape): void {
+/** x @ chunk^T by the matrix-vector kernels, fusions as `fixed` says, in the shape `plan` gives. */
+export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, uniforms: Record<string, number>, fixed: Overrides, plan: GemvPlan): void {
   const { M, K } = uniforms;
   const N = c.shape[0];
   const wide = wideRows(x, c, K);
+  const shape = plan.forced ? plan.shape : undefined;
   if (shape) checkGemvShape('matmul', shape, ['vec4', 'upl', 'upl-sg', 'wide']);
-  const tuned: GemvShape = shape ?? tunedWide(N, K, M, wide, c.dtype, fixed.SWIGLU === 1) ?? tunedShape(N, K, fixed.NORM === 1, fixed.SWIGLU === 1, (wg, rows) => {
-    const f = uplFit(K, c.dtype, wg, rows);
-    return gpu.subgroups && wide && f.exact && f.fits;
-  });
+  const tuned = plan.shape;
   const { wg: WG, rows: ROWS, kernel = 'vec4' } = tuned;
   // x rows per block: the lanes write ROWS x MB outputs, and the reduction holds WG x ROWS x MB floats (beside
   // gemv_upl_sg's 32-byte mask of subgroup leaders).

@@ -10,19 +10,15 @@ import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
 import { dispatchSgmat, requireSgmat, sgmatSplitsRows } from './matmul_sgmat.ts';
 import type { SgmatSchedule } from './sgmat_schedule.ts';
-import { matmulPath, sgmatPlan, type MatmulPath } from '../plan/matmul.ts';
+import { matmulPath, preferGemv, sgmatPlan, type MatmulPath } from '../plan/matmul.ts';
+import { denseGemvShape } from '../plan/gemv.ts';
 import { dispatchGemv, wideRows, type GemvShape } from './gemv.ts';
+import { BM, BN, TILE } from './tile-shape.ts';
 
 const TILED = new Kernel('matmul/matmul_tiled.wgsl', 'matmul_tiled');
 const GEMV_ROWS = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows');
 const GEMV_ROWS4 = new Kernel('matmul/matmul_rows.wgsl', 'gemv_rows4');
 
-/**
- * The tiled kernel's overrides (matmul_tiled.wgsl, matmul_f16.wgsl: tile.inc.wgsl): threads along N and M and the K
- * slice; each thread owns a 4 x 4 output block, fixed in the WGSL, so a workgroup's tile is BM x BN.
- */
-export const TILE = { TX: 16, TY: 16, BK: 8 };
-export const BM = TILE.TY * 4, BN = TILE.TX * 4;
 
 export interface MatmulOptions {
   /** Output rounding: 'bf16' / 'f16' mirror an MLX model in that dtype; 'none' (default) keeps f32. */
@@ -111,7 +107,11 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
       if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
       else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
-    } else if (path === 'gemv') dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, opts.gemv);
+    } else if (path === 'gemv') {
+      const call = { N: c.shape[0], K, M, dtype: c.dtype, wide: wideRows(x, c, K), norm: fuse.NORM === 1, swiglu: fuse.SWIGLU === 1 };
+      const plan = opts.gemv ? { shape: opts.gemv, forced: true } : { shape: denseGemvShape(gpu, call), forced: false };
+      dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, plan);
+    }
     else {
       TILED.dispatch(gpu, {
         bindings: { x: xin, w: c, out }, uniforms, label: 'matmul.tiled',
@@ -145,17 +145,6 @@ function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: R
   return path as MatmulPath;
 }
 
-/**
- * Matrix-vector blocks of 4 rows re-read the weights ceil(M / 4) times; 64x64 tiles waste most of a tile when M is
- * small and leave a GPU idle when there are few of them. Measured on an H200 over HRM-1B's shapes: at M = 23 the
- * gemv path was 1.4-13x faster on every layer (lm_head included); at M = 64 still 3-7x on o_proj / down_proj (24
- * tiles), while the tiled path won on lm_head. Other GPUs may move these bounds.
- */
-export function preferGemv(M: number, N: number): boolean {
-  if (M <= 32) return true;
-  const tiles = Math.ceil(M / BM) * Math.ceil(N / BN);
-  return M <= 64 && tiles < 64;
-}
 
 export function shapeOf(t: Tensor): string {
   return `'${t.label}' [${t.shape.join(', ')}] ${t.dtype}`;

@@ -8,7 +8,9 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { GEMV_MAX_M } from './gemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
-import { BM, BN, preferGemv, shapeOf, TILE, validateLinear } from './matmul.ts';
+import { shapeOf, validateLinear } from './matmul.ts';
+import { BM, BN, TILE } from './tile-shape.ts';
+import { preferGemv } from '../plan/matmul.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
 const KERNELS = {

@@ -7,6 +7,7 @@ import { FeatureError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { SGMAT_CONFIG, SGMAT_MIN_ROWS, sgmatUnavailable, stagedUnavailable } from '../matmul/matmul_sgmat.ts';
 import { withSchedule, type SgmatPlan, type SgmatSchedule } from '../matmul/sgmat_schedule.ts';
+import { BM, BN } from '../matmul/tile-shape.ts';
 import { kernelPolicy } from './options.ts';
 
 export type MatmulPath = 'gemv' | 'tiled' | 'rows' | 'sgmat';
@@ -25,6 +26,38 @@ export function matmulPath(gpu: Gpu, s: { M: number; wdtype: string; round?: Rou
   if (s.gemvFaster) return 'gemv';
   const bf16 = s.round === 'bf16' && s.wdtype === 'bf16';
   return bf16 && s.M >= SGMAT_MIN_ROWS && sgmatUnavailable(gpu) === null ? 'sgmat' : 'tiled';
+}
+
+/**
+ * Matrix-vector blocks of 4 rows re-read the weights ceil(M / 4) times; 64x64 tiles waste most of a tile when M is
+ * small and leave a GPU idle when there are few of them. Measured on an H200 over HRM-1B's shapes: at M = 23 the
+ * gemv path was 1.4-13x faster on every layer (lm_head included); at M = 64 still 3-7x on o_proj / down_proj (24
+ * tiles), while the tiled path won on lm_head. Other GPUs may move these bounds.
+ */
+export function preferGemv(M: number, N: number): boolean {
+  if (M <= 32) return true;
+  const tiles = Math.ceil(M / BM) * Math.ceil(N / BN);
+  return M <= 64 && tiles < 64;
+}
+
+/** Up to this many x rows qlinear's automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
+const AUTO_QGEMV_MAX_M = 8;
+/**
+ * The largest dense copy (bytes) qlinear's automatic path makes of one weight for the tensor cores. The copy and the
+ * tensor cores' f16 copy of it live for the call (then in the buffer pool), twice this at most: HRM-Text-1B's layer
+ * projections (up to 24 MiB) take the path, its lm_head (192 MiB, a third of the q4 model's own size) keeps qtiled.
+ */
+const DENSE_MAX_BYTES = 64 * 2 ** 20;
+
+/**
+ * qlinear's path for x [M, K] @ W [N, K]^T: CPU drivers 'rows'; few rows 'gemv'; bf16 prefill on tensor cores
+ * (through a bf16 copy of the weight) where matmul would take them; else 'tiled'.
+ */
+export function qlinearPath(gpu: Gpu, M: number, N: number, K: number, round?: Round): MatmulPath {
+  if (gpu.cpu) return 'rows';
+  if (M <= AUTO_QGEMV_MAX_M) return 'gemv';
+  const sgmat = round === 'bf16' && 2 * N * K <= DENSE_MAX_BYTES && matmulPath(gpu, { M, wdtype: 'bf16', round, gemvFaster: false }) === 'sgmat';
+  return sgmat ? 'sgmat' : 'tiled';
 }
 
 /**
@@ -84,4 +117,13 @@ export function matmulPaths(gpu: Gpu): Record<string, OnOff> {
 export function onOff(whys: Record<string, string | null>): Record<string, OnOff> {
   const one = (why: string | null): OnOff => (why === null ? { on: true } : { on: false, why });
   return Object.fromEntries(Object.entries(whys).map(([k, why]) => [k, one(why)]));
+}
+
+/**
+ * Whether a decode layer's MLP over `rows` x rows runs in one dispatch: the Gpu's decodeMlp 'fold', and one row.
+ * The kernels then say whether they take the weights (gemv_mlp.ts, qgemv_mlp.ts return null where not; the caller
+ * composes the two products).
+ */
+export function decodeMlpFolds(gpu: Gpu, rows: number): boolean {
+  return kernelPolicy(gpu).decodeMlp === 'fold' && rows === 1;
 }

@@ -1,8 +1,8 @@
 // qlinear's matrix-vector path (one or a few x rows): qgemv (qlinear.wgsl, any bits), qgemv4 (qlinear_vec4.wgsl:
 // 16-byte units of 4- or 8-bit levels, 2-16 rows a workgroup, x read by every lane or staged, 'xs') and qgemv_wide
 // (qlinear_wide.wgsl: one x row, row groups sharing one x read and one norm, 'wide'; 'wide-xs' with x staged),
-// their shapes and the checks
-// of a forced one. All three give a row the same sum for the same lanes; only the speed differs.
+// and the checks of a
+// forced one (the shapes are the planner's, kernels/plan/gemv.ts). All three give a row the same sum for the same lanes; only the speed differs.
 import { Kernel } from '../kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../errors.ts';
@@ -19,15 +19,14 @@ const QGEMV_MAXACC = 16;
 const WIDE_MAXW = 16;
 
 /**
- * out (+)= x @ W^T for the quantized chunk in `bindings` (x, wq, scales, biases, out) on the matrix-vector path:
- * `shape` when forced, else gemv4Shape's for 16-byte units, else qgemv's 2 or 4 rows. `fixed`: the overrides BITS,
- * GS, SDT, ROUND, NORM, SWIGLU, ACC.
+ * out (+)= x @ W^T for the quantized chunk in `bindings` (x, wq, scales, biases, out) on the matrix-vector path, in
+ * the shape `shape` (forced, or the planner's: kernels/plan/gemv.ts). `fixed`: the overrides BITS, GS, SDT, ROUND,
+ * NORM, SWIGLU, ACC.
  */
-export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape?: GemvShape): void {
+export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape: GemvShape): void {
   const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
   const fused = { norm: fixed.NORM === 1, swiglu: fixed.SWIGLU === 1 };
-  const tuned: GemvShape = shape
-    ?? (wide ? gemv4Shape(gpu, uniforms.N, uniforms.K, fixed.BITS, uniforms.M, fused) : { wg: 64, rows: fused.swiglu ? 4 : 2 });
+  const tuned = shape;
   const { rows: ROWS, wg: lanes } = tuned;
   const kernel = tuned.kernel ?? 'vec4';
   checkQGemvShape(gpu, tuned, wide, { K: uniforms.K, M: uniforms.M, bits: fixed.BITS, swiglu: fused.swiglu });
@@ -95,27 +94,7 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
 }
 
 /** qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and levels. */
-function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
+export function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
   return (bits === 4 || bits === 8) && x.offset % 16 === 0 && wq.offset % 16 === 0;
 }
 
-/**
- * qgemv4's shape for a projection of N rows of `units` 16-byte units (48 at 4 bits and K = 1536, 128 at K = 4096;
- * twice that at 8 bits), `m` x rows: the fastest of one H200 sweep at HRM-Text-1B's projections (`20261205-014634Z`
- * in bench/results/README.md, "What the code's choices rest on"), where rows have 32 units or more; below, one unit
- * a lane (lanes = units rounded up to a power of two, 32 to 128) and 2 rows, 4 with a fused norm or SwiGLU. 'xs'
- * (x staged in workgroup memory) takes one x row, where the memory holds it.
- */
-function gemv4Shape(gpu: Gpu, N: number, K: number, bits: number, m: number, f: { norm: boolean; swiglu: boolean }): GemvShape {
-  const units = (K * bits) / 128;
-  const xsFits = (s: GemvShape) => m === 1 && 4 * K + 4 * s.wg * s.rows <= gpu.device.limits.maxComputeWorkgroupStorageSize;
-  const xs = (s: GemvShape): GemvShape => (xsFits({ ...s, kernel: 'xs' }) ? { ...s, kernel: 'xs' } : s);
-  if (N >= 16384) return { kernel: 'vec4', wg: 32, rows: bits === 4 ? 4 : 8 };
-  if (units < 32) {
-    return { kernel: 'vec4', wg: Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units)))), rows: f.norm || f.swiglu ? 4 : 2 };
-  }
-  if (bits !== 4) return f.norm ? { kernel: 'vec4', wg: 32, rows: 4 } : { kernel: 'vec4', wg: 128, rows: 2 };
-  if (f.swiglu) return { kernel: 'vec4', wg: 64, rows: 8 };
-  if (f.norm) return xs({ kernel: 'vec4', wg: 64, rows: 8 });
-  return units > 64 ? { kernel: 'vec4', wg: 128, rows: 4 } : xs({ kernel: 'vec4', wg: 128, rows: 4 });
-}

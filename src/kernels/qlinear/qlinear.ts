@@ -3,12 +3,12 @@
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
-import type { Gpu } from '../../gpu/gpu.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16, roundF16 } from '../../tensor/dtype.ts';
 import { matmul, shapeOf, validateFusions, type MatmulOptions } from '../matmul/matmul.ts';
-import { matmulPath } from '../plan/matmul.ts';
-import { dispatchQGemv } from './qgemv.ts';
+import { qlinearPath } from '../plan/matmul.ts';
+import { quantGemvShape } from '../plan/gemv.ts';
+import { dispatchQGemv, wideUnits } from './qgemv.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 import { siluMul } from '../ops/ops.ts';
@@ -23,14 +23,6 @@ const DENSE = new Kernel(FILE, 'qdense');
 // qtiled's threads along N and M and K slice (overrides); each thread owns a 4 x 4 block, fixed in the WGSL.
 const TILE = { TX: 16, TY: 16, BK: 16 };
 const WG = 64;
-/** Up to this many x rows the automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
-const AUTO_GEMV_MAX_M = 8;
-/**
- * The largest dense copy (bytes) the automatic path makes of one weight for the tensor cores. The copy and the tensor
- * cores' f16 copy of it live for the call (then in the buffer pool), twice this at most: HRM-Text-1B's layer
- * projections (up to 24 MiB) take the path, its lm_head (192 MiB, a third of the q4 model's own size) keeps qtiled.
- */
-const DENSE_MAX_BYTES = 64 * 2 ** 20;
 
 /**
  * A quantized [N, K] matrix as row chunks: packed levels u32 [N_i, K * bits / 32], scales / biases [N_i, K / groupSize]
@@ -125,7 +117,7 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   const round = roundCode('qlinear', opts.round);
   const cols = validateFusions(op, x, `${w.bits}-bit weight ${shapeOf(w.q[0])}${w.q.length > 1 ? ` (${w.q.length} chunks)` : ''}`, N, opts);
   const a = opts.accumulate;
-  const path = !opts.path || opts.path === 'auto' ? autoPath(gpu, M, N, K, opts.round) : opts.path;
+  const path = !opts.path || opts.path === 'auto' ? qlinearPath(gpu, M, N, K, opts.round) : opts.path;
   if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError(op, `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
   if (path === 'sgmat') {
     if (opts.round !== 'bf16') throw new InputError(op, `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
@@ -152,7 +144,10 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
     const rows = w.q[i].shape[0];
     const bindings = { x: xin, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out };
     const uniforms = { M, N: rows, K, ldo: cols, col0, eps: opts.norm?.eps ?? 0, escale: 0, vocab: 0 };
-    if (path === 'gemv') dispatchQGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv);
+    if (path === 'gemv') {
+      const call = { N: rows, K, M, bits: w.bits, wide: wideUnits(xin, w.q[i], w.bits), norm: !!opts.norm, swiglu: !!opts.swiglu };
+      dispatchQGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv ?? quantGemvShape(gpu, call));
+    }
     else if (path === 'rows') {
       if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op, `x '${x.label}': ${M} rows exceed the per-dispatch limit of the rows path`);
       const [gx, gy] = grid(gpu, opts.swiglu ? rows / 2 : rows, WG);
@@ -167,14 +162,6 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   }
   if (xin !== x) xin.dispose();
   return out;
-}
-
-/** CPU drivers 'rows'; few rows 'gemv'; bf16 prefill on tensor cores where matmul would take them; else 'tiled'. */
-function autoPath(gpu: Gpu, M: number, N: number, K: number, round?: Round): 'rows' | 'gemv' | 'tiled' | 'sgmat' {
-  if (gpu.cpu) return 'rows';
-  if (M <= AUTO_GEMV_MAX_M) return 'gemv';
-  const sgmat = round === 'bf16' && 2 * N * K <= DENSE_MAX_BYTES && matmulPath(gpu, { M, wdtype: 'bf16', round, gemvFaster: false }) === 'sgmat';
-  return sgmat ? 'sgmat' : 'tiled';
 }
 
 function sdt(w: QuantMatrix): number {
