@@ -1,7 +1,8 @@
 // Turn what the library (typed errors), the browser (DOMException, TypeError from fetch) and the download code
 // throw into a message a person can act on: a title, the detail, and whether reloading the page is the way out.
 import { DeviceLostError, FormatError, GpuOutOfMemoryError, GpuValidationError, InputError, NetworkError, NoWebGpuError } from '../src/index.ts';
-import { BackendCapabilityError, BindingSizeError, DTypeError } from '../src/advanced.ts';
+import { BindingSizeError, DTypeError } from '../src/advanced.ts';
+import { BackendCapabilityError } from '../src/refract/index.ts';
 import { DownloadError } from './cached-fetch.ts';
 import { WontFitError } from './memory.ts';
 

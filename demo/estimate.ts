@@ -1,7 +1,7 @@
 // How long a REFRACT run will take here, from the pace measured on this device (engine.ts: milliseconds per
 // position of a causal pass and per decoded token): the whole run before it starts, and its time left as it goes
 // (each stage's share of the estimate, scaled by the pace the run itself shows).
-import type { Stage } from '../src/advanced.ts';
+import type { Stage } from '../src/refract/index.ts';
 import type { Pace } from './engine.ts';
 
 /** What a REFRACT run in the panel does. */

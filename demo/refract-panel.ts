@@ -3,7 +3,7 @@
 // fit the model's context: one runRefract (as `refract score` runs it), downloadable as the CLI's JSON and HTML
 // reports. Before a run the page estimates its whole time from the pace measured here and asks when it is long.
 import { renderHtmlReport, toJsonString, type ActDtype, type RefractReport } from '../src/index.ts';
-import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/advanced.ts';
+import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/refract/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';

@@ -20,6 +20,7 @@ export { readTimestamps, type DispatchTiming, type PassSpan } from './profiler.t
 export type { Dispatch, Recorder, Upload } from './batch.ts';
 
 export class Gpu {
+  /** @internal The device's loss and uncaptured errors (device.ts). */
   readonly watch: DeviceWatch;
   readonly f16: boolean;
   readonly subgroups: boolean;
@@ -31,7 +32,7 @@ export class Gpu {
   readonly storageAlign: number;
   /** A CPU implementation of WebGPU (SwiftShader, llvmpipe/lavapipe, WARP): kernels pick barrier-free variants. */
   readonly cpu: boolean;
-  /** Kernels' cached state for this device (registry.ts). */
+  /** @internal Kernels' cached state for this device (registry.ts). */
   readonly state = new DeviceState();
   private readonly pool: BufferPool;
   private readonly uniforms: UniformArena;
@@ -76,52 +77,52 @@ export class Gpu {
   /** The passes of the last timed batch (see `timelineNext`), once its flush has resolved them. */
   get lastTimeline(): PassSpan[] { return this.profiler.lastTimeline; }
 
-  /** A storage buffer of exactly `bytes` bytes, from the pool when one is free. */
+  /** @internal A storage buffer of exactly `bytes` bytes, from the pool when one is free. */
   allocate(bytes: number, label: string): GPUBuffer {
     this.watch.check(label);
     return this.batch.allocated(this.pool.allocate(bytes, label));
   }
 
-  /** Take buffers out of the pool for good (a captured step keeps binding them); `release` gives them back. */
+  /** @internal Take buffers out of the pool for good (a captured step keeps binding them); `release` gives them back. */
   claim(buffers: Iterable<GPUBuffer>): GPUBuffer[] { return this.pool.claim(buffers); }
 
-  /** Give a buffer back to the pool; commands already recorded keep reading it in order. */
+  /** @internal Give a buffer back to the pool; commands already recorded keep reading it in order. */
   release(buffer: GPUBuffer): void { this.pool.release(buffer); }
 
   /** Destroy pooled buffers (frees GPU memory held for reuse). */
   trimPool(): void { this.pool.trim(); }
 
-  /** Stage a uniform block; returns where it will live once the batch is submitted. */
+  /** @internal Stage a uniform block; returns where it will live once the batch is submitted. */
   uniform(bytes: Uint8Array): BufferView { return this.uniforms.uniform(bytes); }
 
-  /** The uniform blocks staged since the last submit (copied unless `copy` is false); the arena starts over. */
+  /** @internal The uniform blocks staged since the last submit (copied unless `copy` is false); the arena starts over. */
   takeUniforms(copy = true): Upload[] { return this.uniforms.take(copy); }
 
-  /** Write bytes into a buffer, ordered after every command recorded so far. */
+  /** @internal Write bytes into a buffer, ordered after every command recorded so far. */
   write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void { this.batch.write(buffer, offset, data); }
 
-  /** Copy between buffers inside the open encoder. */
+  /** @internal Copy between buffers inside the open encoder. */
   copy(src: BufferView, dst: BufferView): void { this.batch.copy(src, dst); }
 
-  /** Record one dispatch into the open batch, or into the capture in progress. */
+  /** @internal Record one dispatch into the open batch, or into the capture in progress. */
   dispatch(d: Dispatch): void { this.batch.dispatch(d); }
 
-  /** No batch open, nothing being captured or profiled: what capture and replay need. */
+  /** @internal No batch open, nothing being captured or profiled: what capture and replay need. */
   get idle(): boolean { return this.batch.idle; }
 
-  /** Route dispatches, uploads and allocations to `r` instead of the batch (null: back to the batch). */
+  /** @internal Route dispatches, uploads and allocations to `r` instead of the batch (null: back to the batch). */
   record(r: Recorder | null): void { this.batch.record(r); }
 
-  /** Run `encode` (queue writes and submits of its own) inside error scopes; rejects with WebGPU's first error. */
+  /** @internal Run `encode` (queue writes and submits of its own) inside error scopes; rejects with WebGPU's first error. */
   scoped(op: string, encode: () => void): Promise<void> { return this.batch.scoped(op, encode); }
 
-  /** Report `error` (one op's own error scope, e.g. creating its pipeline) at the next settle, named after `op`. */
+  /** @internal Report `error` (one op's own error scope, e.g. creating its pipeline) at the next settle, named after `op`. */
   checkLater(op: string, error: Promise<GPUError | null>): void { this.batch.checkLater(op, error); }
 
   /** Submit everything recorded and report any WebGPU error raised while recording it. */
   flush(op = 'flush'): Promise<void> { return this.batch.flush(op); }
 
-  /** Read bytes back to the CPU; flushes the batch first. */
+  /** @internal Read bytes back to the CPU; flushes the batch first (Tensor.read is the public form). */
   read(src: BufferView, op = 'read'): Promise<ArrayBuffer> { return this.batch.read(src, op); }
 
   /** Wait until the GPU has finished all submitted work. */

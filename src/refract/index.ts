@@ -1,4 +1,12 @@
-// REFRACT in TypeScript: everything except the model backend (hrm-backend.ts) and the CLI.
+// `hrm-webgpu/refract`: REFRACT in TypeScript, its axes, scores, reports, runner and sweep: everything except the
+// model backend (`HrmBackend`, in the main entry; its options type is here) and the CLI. Re-exports only; its names are
+// pinned in tests/package/api.test.ts.
+
+/**
+ * REFRACT's pieces: backends, corpora, prompts, the four axes, scores, reports and their renderers, the runner and
+ * the sweep (`runRefract` and the report renderers are in the main entry too; `HrmBackend` is there only).
+ * @module hrm-webgpu/refract
+ */
 export * from './backend.ts';
 export * from '../hrm/kv-spec.ts';
 export * from './prompts.ts';
@@ -6,6 +14,7 @@ export { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, DEFAULT_CORPUS_LABEL, brownC
 export * from './score.ts';
 export * from './diagnosis.ts';
 export { PyRandom } from './pyrandom.ts';
+export type { HrmBackendOptions } from './hrm-backend.ts';
 export * from './axes/trajectory.ts';
 export * from './axes/kld.ts';
 export * from './axes/rniah.ts';

@@ -51,7 +51,7 @@ export class Tensor {
   get byteLength(): number { return storageBytes(this.dtype, this.size); }
   get rank(): number { return this.shape.length; }
 
-  /** The bytes a kernel binds. */
+  /** @internal The bytes a kernel binds. */
   binding(op: string): BufferView {
     if (this.disposed) throw new ShapeError(op, `tensor '${this.label}' was disposed`);
     if (this.byteLength > this.gpu.maxBinding) {

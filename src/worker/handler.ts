@@ -4,7 +4,8 @@
 import {
   formatPrompt, generate, Gpu, HrmBackend, loadModel, logits, modelFiles, runRefract, type ModelFiles, type ModelSource,
 } from '../index.ts';
-import { DEFAULT_CONDITION, HrmModel, prefillMatmulPath } from '../advanced.ts';
+import { DEFAULT_CONDITION, HrmModel } from '../advanced.ts';
+import { prefillMatmulPath } from '../kernels/plan/matmul.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
 import { InputError } from '../errors.ts';

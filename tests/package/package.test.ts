@@ -66,9 +66,9 @@ afterAll(() => { if (tmp) rmSync(tmp, { recursive: true, force: true }); });
 describe('the packed package', () => {
   it('holds dist/ with its types, the embedded model and the CLIs, and not the sources or test data', () => {
     const paths = packed.files.map((f) => f.path);
-    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
+    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts', 'dist/refract/index.js', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
       `models/${EMBEDDED_MODEL}/model.safetensors`, `models/${EMBEDDED_MODEL}/tokenizer.json`]) expect(paths).toContain(p);
-    expect(paths.filter((p) => /^(src|tests|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
+    expect(paths.filter((p) => /^(src|tests|testkit|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
     const pkg = join(app, 'node_modules/hrm-webgpu');
     const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'));
     expect(manifest.exports['.'].types).toBe(manifest.types);

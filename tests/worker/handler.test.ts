@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   formatPrompt, generate, HrmBackend, loadModel, logits, runRefract, type LoadedModel,
 } from '../../src/index.ts';
-import { dirFiles, HrmModel, PROMPTS_V01, prefillMatmulPath } from '../../src/advanced.ts';
+import { dirFiles, HrmModel } from '../../src/advanced.ts';
+import { PROMPTS_V01 } from '../../src/refract/index.ts';
+import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
 import { HrmWorkerClient, type WorkerPort } from '../../src/worker/client.ts';
 import { WorkerHandler, type WorkerHandlerOptions } from '../../src/worker/handler.ts';
 import { WorkerError } from '../../src/worker/errors.ts';

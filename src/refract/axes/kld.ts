@@ -68,7 +68,7 @@ export interface KldAxisOptions {
   signal?: AbortSignal;
 }
 
-type NullableStats = { [K in keyof KldStatistics]: KldStatistics[K] | null };
+export type NullableStats = { [K in keyof KldStatistics]: KldStatistics[K] | null };
 
 /** The llama.cpp statistics of a KLD result that has none (a backend without them, a skipped axis). */
 export const NO_STATS: NullableStats = {
