@@ -2,6 +2,8 @@
 //   errors.ts, math/  <-  gpu/, io/  <-  tensor/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
 // Each layer imports only the ones below it (and itself); cli/, demo/ and bench/ import the public entries or the
 // internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which tests own.
+// Outside src/: testkit/ (what tests and bench share and the package does not ship: the parity checks, their helpers,
+// random weights) imports src/ and itself; bench/ imports src/ and testkit/, never tests/; src/ imports none of them.
 const BOTTOM = ['^src/errors\\.ts$', '^src/math/'];
 const below = {
   math: ['^src/math/'],
@@ -45,11 +47,32 @@ module.exports = {
       to: { path: '^src/' },
     },
     {
+      name: 'src-is-the-package',
+      comment: 'the shipped package imports nothing of testkit/, tests/, bench/ or demo/',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(testkit|tests|bench|demo)/' },
+    },
+    {
+      name: 'testkit-below-tests-and-bench',
+      comment: 'testkit/ holds what tests and bench share: it imports src/ and itself only',
+      severity: 'error',
+      from: { path: '^testkit/' },
+      to: { path: '^(tests|bench|demo)/' },
+    },
+    {
+      name: 'bench-never-imports-tests',
+      comment: 'a check or helper bench needs lives in testkit/, which tests import too',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { path: '^tests/' },
+    },
+    {
       name: 'no-cycles',
       comment: 'two modules that need each other at run time share a part that belongs in a third, below both ' +
         '(a cycle of type imports only is allowed: it costs no load order)',
       severity: 'error',
-      from: { path: '^(src|demo|bench)/' },
+      from: { path: '^(src|demo|bench|testkit)/' },
       to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
@@ -76,7 +99,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['node_modules', '^src/kernels/shaders\\.gen\\.ts$'] },
+    exclude: { path: ['node_modules', '^src/kernels/shaders\\.gen\\.ts$', '^testkit/shaders\\.gen\\.ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
   },

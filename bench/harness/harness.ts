@@ -7,7 +7,8 @@
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
 import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
-import { disposeWeights, randomWeights } from '../../src/hrm/weights.ts';
+import { disposeWeights } from '../../src/hrm/weights.ts';
+import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import tinyConfig from '../../models/hrm-text-brown-10m/config.json' with { type: 'json' };
@@ -27,8 +28,8 @@ import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
-import { checkSgmat, type SgmatReport } from '../../tests/kernels/matmul_sgmat.check.ts';
-import { checkSdpaF16, type SdpaF16Report } from '../../tests/kernels/sdpa_sgmat.check.ts';
+import { checkSgmat, type SgmatReport } from '../../testkit/kernels/matmul-sgmat.check.ts';
+import { checkSdpaF16, type SdpaF16Report } from '../../testkit/kernels/sdpa-sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 import { withGoals } from './goals.ts';
@@ -81,7 +82,7 @@ export interface BenchResult {
    * take the tensor cores (null) or why not.
    */
   prefillMatmul: { path: string; attentionNotOnTensorCores?: string | null };
-  /** The tensor-core matmul's parity report (--check-sgmat; tests/kernels/matmul_sgmat.check.ts), or why not. */
+  /** The tensor-core matmul's parity report (--check-sgmat; testkit/kernels/matmul-sgmat.check.ts), or why not. */
   parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
   /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
   anchors: unknown;
@@ -211,7 +212,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
           : `sgmat parity: ${p.passed} passed, ${p.failed} failed, ` +
           `worst ${p.worstUlp} ulp, ${(p.within1 * 100).toFixed(3)} % within 1 ulp` +
           (p.failed ? `; ${p.cases.filter((c) => c.failure).map((c) => `${c.name}: ${c.failure}`).join('; ')}` : ''));
-        // Prefill attention's products on the same tensor cores (tests/kernels/sdpa_sgmat.check.ts).
+        // Prefill attention's products on the same tensor cores (testkit/kernels/sdpa-sgmat.check.ts).
         const whyAttn = batchedSgmatUnavailable(gpu);
         const a = r.parity.attention = whyAttn === null ? await checkSdpaF16(gpu) : { skipped: whyAttn };
         log('skipped' in a

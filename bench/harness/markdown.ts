@@ -134,7 +134,7 @@ function prefillNotes(r: BenchResult): string[] {
   const p = r.parity?.sgmat;
   if (p && 'skipped' in p) L.push(`Subgroup-matrix parity checks: skipped, ${esc(p.skipped)}.`);
   else if (p) {
-    L.push('Subgroup-matrix parity checks (tests/kernels/matmul_sgmat.check.ts): ' +
+    L.push('Subgroup-matrix parity checks (testkit/kernels/matmul-sgmat.check.ts): ' +
       `**${p.passed} passed, ${p.failed} failed**; ${p.outputs} outputs, ` +
       `${pct(p.exact)} equal to the correctly rounded float64 result, ${pct(p.within1)} within 1 bf16 ulp, ` +
       `worst ${p.worstUlp} ulp` +
@@ -152,7 +152,7 @@ function prefillNotes(r: BenchResult): string[] {
   if (a && 'skipped' in a) L.push(`Prefill attention on tensor cores, parity checks: skipped, ${esc(a.skipped)}.`);
   else if (a) {
     L.push('Prefill attention on tensor cores, parity checks against its f32 path ' +
-      `(tests/kernels/sdpa_sgmat.check.ts): **${a.passed} passed, ${a.failed} failed**.`);
+      `(testkit/kernels/sdpa-sgmat.check.ts): **${a.passed} passed, ${a.failed} failed**.`);
     for (const c of a.cases) {
       L.push(`- ${esc(c.name)}: worst ${f(c.worstUlp)} ulp${c.flagged ? ', flagged (f32 fallback)' : ''}` +
         `${c.failure ? `: **failed**, ${esc(c.failure)}` : ''}`);

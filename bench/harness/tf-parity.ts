@@ -7,7 +7,7 @@ import type { LoadedModel } from '../../src/index.ts';
 import type { ActDtype } from '../../src/hrm/cache.ts';
 import { stackCalls } from '../../src/hrm/config.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
-import { logitsOf, teacherForced } from '../../tests/helpers/model.ts';
+import { logitsOf, teacherForced } from '../../testkit/helpers/model.ts';
 
 export interface TfCheck { name: string; figure: number; bound: number; ok: boolean }
 

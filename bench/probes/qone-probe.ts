@@ -10,7 +10,7 @@ import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
 import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
 import { quantKV } from '../../src/kernels/attention/kvquant.ts';
-import { fillRandom } from '../../src/kernels/init/random.ts';
+import { fillRandom } from '../../testkit/init/random.ts';
 import { passCalls } from '../timing/calls.ts';
 import { stats } from '../timing/stats.ts';
 

@@ -18,7 +18,7 @@ import { replay } from '../../src/gpu/capture.ts';
 import { HRM_TEXT_1B, parseConfig } from '../../src/hrm/config.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { DecodeGraph } from '../../src/hrm/decode.ts';
-import { randomWeights } from '../../src/hrm/weights.ts';
+import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { CACHES, type CacheName } from '../harness/settings.ts';
 import { promptIds } from '../suites/model-figures.ts';
 import { now, stats } from '../timing/stats.ts';

@@ -1,5 +1,5 @@
 // Headless-Chromium runner: serves bench/runners/index.html with Vite on 127.0.0.1, opens it in Debian's chromium
-// through puppeteer-core (flags as in tests/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns
+// through puppeteer-core (flags as in testkit/helpers/browser.ts, plus --enable-webgpu-developer-features, which turns
 // off Chrome's 100 us timestamp quantization), relays the page's log and writes the same files as the Node runner.
 // usage: npx tsx bench/runners/browser.ts [the options of bench/runners/run.ts]
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
-import { CHROMIUM, serve } from '../../tests/helpers/browser.ts';
+import { CHROMIUM, serve } from '../../testkit/helpers/browser.ts';
 import { collectPage, pageQuery } from './page-run.ts';
 import { parseFlags } from '../harness/flags.ts';
 import { usage } from '../harness/settings.ts';

@@ -5,9 +5,9 @@ import { urlFiles } from '../../src/hrm/files.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { checkLine } from '../harness/format.ts';
 import { urlSource } from '../../src/io/sources.ts';
-import { checkModelParity, type ParityCase } from '../../tests/hrm/parity.check.ts';
-import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
-import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.check.ts';
+import { checkModelParity, type ParityCase } from '../../testkit/hrm/parity.check.ts';
+import { checkFold, FOLD_1B } from '../../testkit/kernels/sdpa-fold.check.ts';
+import { checkQuantFold, QUANT_FOLD_1B } from '../../testkit/kernels/qsdpa-fold.check.ts';
 
 export async function pageParity(mlx: string, say: (m: string) => void): Promise<{ md: string; failed: number }> {
   const gpu = await Gpu.create();

@@ -2,7 +2,7 @@
 // through 32-key chunks with the merge folded into the split or in a dispatch of its own, and through split keys.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { fillRandom } from '../../src/kernels/init/random.ts';
+import { fillRandom } from '../../testkit/init/random.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import type { Settings } from '../harness/settings.ts';
 import { timeCalls } from '../timing/calls.ts';

@@ -2,10 +2,10 @@
 // and FLOP figures (2mnk per call), and the random operands they run on, made on the GPU.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { fillRandom } from '../../src/kernels/init/random.ts';
+import { fillRandom } from '../../testkit/init/random.ts';
 import type { Weight } from '../../src/hrm/layout.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
-import { randomWeight } from '../../src/hrm/weights.ts';
+import { randomWeight } from '../../testkit/hrm/random-weights.ts';
 import { stats, type Stats } from '../timing/stats.ts';
 import type { Timing } from '../timing/calls.ts';
 

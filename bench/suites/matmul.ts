@@ -3,7 +3,7 @@
 // under every schedule of sgmat_schedule.ts (what each shape's default schedule is chosen from).
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { fillRandom } from '../../src/kernels/init/random.ts';
+import { fillRandom } from '../../testkit/init/random.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
 import { sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { SgmatKernel, SgmatSchedule } from '../../src/kernels/matmul/sgmat_schedule.ts';

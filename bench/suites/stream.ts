@@ -4,7 +4,7 @@
 // of src/kernels/: nothing in the library uses it), a string so that every runner and the bundle load it alike.
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { fillRandom } from '../../src/kernels/init/random.ts';
+import { fillRandom } from '../../testkit/init/random.ts';
 import type { Settings } from '../harness/settings.ts';
 import { passMs, timeCalls } from '../timing/calls.ts';
 import { stats } from '../timing/stats.ts';

@@ -67,10 +67,15 @@ export class Kernel {
   private readonly modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
   private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string, GPUComputePipeline>; byOrder: OverrideNode }>();
 
-  /** `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'); `entry` the @compute function. */
-  constructor(readonly file: string, readonly entry: string, readonly name = entry) {
-    const src = SHADERS[file];
-    if (src === undefined) throw new HrmError(name, `no shader file ${file} (known: ${Object.keys(SHADERS).join(', ')})`);
+  /**
+   * `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'), or under the folder of `shaders` (a
+   * generated table of another folder: testkit/'s kernels, which the package does not ship); `entry` the @compute
+   * function.
+   */
+  constructor(readonly file: string, readonly entry: string, readonly name = entry,
+    shaders: Readonly<Record<string, string>> = SHADERS) {
+    const src = shaders[file];
+    if (src === undefined) throw new HrmError(name, `no shader file ${file} (known: ${Object.keys(shaders).join(', ')})`);
     this.source = src;
     const reflect = new WgslReflect(reflectable(src));
     const fn = reflect.entry.compute.find((f) => f.name === entry);

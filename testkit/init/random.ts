@@ -1,10 +1,12 @@
-// Fill tensors with seeded uniform random values on the GPU (no upload): for the 1B-shape benchmarks and tests.
-import { Kernel, grid } from '../kernel.ts';
-import { DTypeError, ShapeError } from '../../errors.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
+// Fill tensors with seeded uniform random values on the GPU (no upload): for the 1B-shape benchmarks and tests. Not in
+// the package: its WGSL is generated into testkit/shaders.gen.ts (scripts/gen-wgsl.mjs).
+import { SHADERS } from '../shaders.gen.ts';
+import { Kernel, grid } from '../../src/kernels/kernel.ts';
+import { DTypeError, ShapeError } from '../../src/errors.ts';
+import type { Tensor } from '../../src/tensor/tensor.ts';
 
-const FILL_BF16 = new Kernel('init/random.wgsl', 'fill_bf16');
-const FILL_F32 = new Kernel('init/random.wgsl', 'fill_f32');
+const FILL_BF16 = new Kernel('init/random.wgsl', 'fill_bf16', 'fill_bf16', SHADERS);
+const FILL_F32 = new Kernel('init/random.wgsl', 'fill_f32', 'fill_f32', SHADERS);
 
 /** t[i] = scale * (2u - 1) with u uniform in [0, 1) from a hash of (seed, i); bf16 values rounded to nearest even. */
 export function fillRandom(t: Tensor, { seed, scale }: { seed: number; scale: number }): void {

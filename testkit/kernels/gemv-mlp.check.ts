@@ -16,7 +16,7 @@ import { matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.t
 import { addRef } from '../../src/kernels/ops/ops.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpStats } from '../helpers/half-ulp.ts';
-import { tallyBatch } from './sdpa_fold.check.ts';
+import { tallyBatch } from './sdpa-fold.check.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';
 
 export interface MlpStress {

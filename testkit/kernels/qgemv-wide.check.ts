@@ -8,7 +8,7 @@ import { roundBf16 } from '../../src/tensor/dtype.ts';
 import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { qlinear } from '../../src/kernels/qlinear/qlinear.ts';
 import { quantizeRef } from '../../src/kernels/quant/quant.ref.ts';
-import { qSweepShapes } from '../../bench/suites/gemv.ts';
+import { qSweepShapes } from './gemv-shapes.ts';
 import { uploadQuant } from '../helpers/quant-weight.ts';
 import { randn } from '../helpers/seeded.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';

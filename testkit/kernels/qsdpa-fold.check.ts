@@ -1,6 +1,6 @@
 // Quantized-cache decode attention's folded values merge (qsdpa_one.wgsl's qone_out: the last chunk of a head to
 // finish adds the other chunks' sums) over many calls back to back in one batch, runnable without vitest so that the
-// GPU machine checks it where it matters (bench/parity.ts): as for sdpa_fold.check.ts, WGSL orders storage writes
+// GPU machine checks it where it matters (bench/parity.ts): as for sdpa-fold.check.ts, WGSL orders storage writes
 // between the workgroups of one dispatch only across dispatches. The merge's order is fixed, so every call in the
 // batch must give the bits of the same call run alone; each of those must agree with qsdpa's passes (the reference
 // path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
@@ -8,7 +8,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';
-import { tallyBatch } from './sdpa_fold.check.ts';
+import { tallyBatch } from './sdpa-fold.check.ts';
 import type { QuantKV } from '../../src/kernels/attention/types.ts';
 import { gateLogits, randn, rng } from '../helpers/seeded.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../../bench/harness/harness.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
-import { EMBEDDED } from '../helpers/fixtures.ts';
+import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

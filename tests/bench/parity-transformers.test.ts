@@ -13,7 +13,7 @@ import { HRM_TEXT_1B, parseConfig } from '../../src/hrm/config.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { fileSource } from '../../src/io/sources.ts';
 import { configJson, CONFIG_PATH } from '../../tools/parity-1b/config.ts';
-import { BROWN } from '../helpers/fixtures.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 const RUNS: PathRun[] = [

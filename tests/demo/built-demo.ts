@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser, Page, WebWorker } from 'puppeteer-core';
 import { build, preview, type Plugin, type PreviewServer } from 'vite';
-import { launch, watchConsole } from '../helpers/browser.ts';
-import { EMBEDDED } from '../helpers/fixtures.ts';
+import { launch, watchConsole } from '../../testkit/helpers/browser.ts';
+import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const MODEL = EMBEDDED;

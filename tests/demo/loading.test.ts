@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import type { PreviewServer } from 'vite';
 import { MODEL, openBuiltDemo, closeBuiltDemo } from './built-demo.ts';
-import { press } from '../helpers/browser.ts';
+import { press } from '../../testkit/helpers/browser.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { generate, type GenerateOptions } from '../../src/hrm/generate.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { model } from '../helpers/model.ts';
+import { model } from '../../testkit/helpers/model.ts';
 
 async function run(lm: LoadedModel, opts: GenerateOptions, onText?: (n: number) => void) {
   let n = 0;

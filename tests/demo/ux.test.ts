@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
 import { uxServers } from './flaky-server.ts';
-import { press } from '../helpers/browser.ts';
+import { press } from '../../testkit/helpers/browser.ts';
 
 let work: string;
 let demo: BuiltDemo;

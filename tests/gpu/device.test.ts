@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { add, logSumExpRows } from '../../src/kernels/ops/ops.ts';
@@ -10,7 +10,7 @@ import { Gpu } from '../../src/kernels/gpu.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { disposeWeights } from '../../src/hrm/weights.ts';
-import { fixtureDir, logitsOf } from '../helpers/model.ts';
+import { fixtureDir, logitsOf } from '../../testkit/helpers/model.ts';
 import { BindingSizeError, ShapeError } from '../../src/errors.ts';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/tensor/dtype.ts';
 

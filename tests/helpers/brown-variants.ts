@@ -2,7 +2,7 @@
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BROWN } from './fixtures.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
 
 /** A copy of tests/fixtures/hrm-text-brown-6m in a temporary folder, `edit` applied to its JSON files. */
 export function brownCopy(edit: { config?: (c: Record<string, unknown>) => void; tokenizer?: (t: Tokenizer) => void }):

@@ -1,8 +1,8 @@
 // The matmul tests' shared cases and checks (matmul.test.ts, matmul_fusions.test.ts, gemv.test.ts): weight dtypes and
 // paths, seeded operands, the f32 dot-product error bound, and the fusions' modes and shapes.
 import { expect } from 'vitest';
-import { randn } from './seeded.ts';
-import { ulpStats } from './half-ulp.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { sweep } from './sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';

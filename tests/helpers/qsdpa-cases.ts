@@ -2,7 +2,7 @@
 // loop fills them, queries, masks, and the check against the float64 reference.
 import { expect } from 'vitest';
 import { getGpu } from './gpu.ts';
-import { gateLogits, randn, rng } from './seeded.ts';
+import { gateLogits, randn, rng } from '../../testkit/helpers/seeded.ts';
 import { expectUlps } from './quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';

@@ -1,6 +1,6 @@
 // The sdpa tests' shared cases (sdpa.test.ts, sdpa_one.test.ts): a case's tensors on the device, its mask, and the
 // float64 reference it is checked against.
-import { gateLogits, randn } from './seeded.ts';
+import { gateLogits, randn } from '../../testkit/helpers/seeded.ts';
 import { expectBitExact } from './quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';

@@ -7,8 +7,8 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
-import { randn } from './seeded.ts';
-import { BROWN } from './fixtures.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
 
 // gemv_wide's operands: 256 bf16 a row are 32 16-byte units, one per lane of a 32-lane row group.
 const K = 256;

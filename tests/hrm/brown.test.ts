@@ -6,8 +6,8 @@ import { fileSource } from '../../src/io/sources.ts';
 import { generate } from '../../src/hrm/generate.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { BROWN } from '../helpers/fixtures.ts';
-import { clearMargins, meanKl, model, teacherForced } from '../helpers/model.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
+import { clearMargins, meanKl, model, teacherForced } from '../../testkit/helpers/model.ts';
 
 interface RefPrompt { text: string; condition: string; ids: number[]; f32_gen_ids: number[]; bf16_gen_ids: number[] }
 const prompts = (JSON.parse(readFileSync(BROWN + 'reference.json', 'utf8')) as { prompts: RefPrompt[] }).prompts;

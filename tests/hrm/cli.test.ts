@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { bytesSource } from '../../src/io/sources.ts';
 import { expectClose } from '../helpers/close.ts';
-import { fixture, FIXTURES } from '../helpers/fixtures.ts';
+import { fixture, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { brownCopy } from '../helpers/brown-variants.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

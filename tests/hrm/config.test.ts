@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { HRM_TEXT_1B, cacheSlots, parameterCount, parseConfig } from '../../src/hrm/config.ts';
 import { FormatError } from '../../src/errors.ts';
-import { BROWN, FIXTURES } from '../helpers/fixtures.ts';
+import { BROWN, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 
 const json = (p: string) => JSON.parse(readFileSync(p, 'utf8'));
 

@@ -7,7 +7,7 @@ import type { KvSpec } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { runs } from '../helpers/sweep.ts';
-import { fixtureDir, model } from '../helpers/model.ts';
+import { fixtureDir, model } from '../../testkit/helpers/model.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import type { HrmModel } from '../../src/hrm/model.ts';

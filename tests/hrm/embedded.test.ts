@@ -6,7 +6,7 @@
 // q8 / q4 KV caches near our full cache.
 import { describe, expect, it } from 'vitest';
 import { transformersParity } from '../../bench/runners/parity-transformers.ts';
-import { EMBEDDED } from '../helpers/fixtures.ts';
+import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 describe('the embedded model against transformers and float64', () => {

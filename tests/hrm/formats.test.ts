@@ -9,11 +9,11 @@ import { fileSource } from '../../src/io/sources.ts';
 import { packHalf } from '../../src/tensor/dtype.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
-import { BROWN, FIXTURES } from '../helpers/fixtures.ts';
+import { BROWN, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { expectClose } from '../helpers/close.ts';
-import { fixture } from '../helpers/fixtures.ts';
-import { logitsOf } from '../helpers/model.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
+import { logitsOf } from '../../testkit/helpers/model.ts';
 
 const SRC = FIXTURES + 'hrm-tiny-a/';
 

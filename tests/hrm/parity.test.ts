@@ -1,10 +1,10 @@
 // End-to-end parity with MLX on the two random-weight fixtures (tests/fixtures/mlx/README.md lists the keys).
 import { describe, expect, it } from 'vitest';
-import { FIXTURES, fixture } from '../helpers/fixtures.ts';
-import { checkFixtureParity } from './parity.check.ts';
+import { FIXTURES, fixture } from '../../testkit/helpers/fixtures.ts';
+import { checkFixtureParity } from '../../testkit/hrm/parity.check.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { expectClose } from '../helpers/close.ts';
-import { clearMargins, logitsOf, meanKl, model, teacherForced } from '../helpers/model.ts';
+import { clearMargins, logitsOf, meanKl, model, teacherForced } from '../../testkit/helpers/model.ts';
 import { compareLogits } from '../../src/hrm/compare.ts';
 
 // f32: MLX's f32 logits agree with transformers to 3e-6; our kernels differ only in summation order and RoPE's

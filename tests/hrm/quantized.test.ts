@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { getGpu } from '../helpers/gpu.ts';
-import { fixtureDir } from '../helpers/model.ts';
+import { fixtureDir } from '../../testkit/helpers/model.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { FormatError, InputError } from '../../src/errors.ts';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Sampler, Xoshiro128ss, argmax, drawIndex, softmax, topPFilter } from '../../src/hrm/sampling.ts';
 import { InputError } from '../../src/errors.ts';
 import { expectClose } from '../helpers/close.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../../testkit/helpers/seeded.ts';
 
 const kept = (p: ArrayLike<number>) => Array.from(p).flatMap((v, i) => (v > 0 ? [i] : []));
 

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { HRM_TEXT_1B, parameterCount } from '../../src/hrm/config.ts';
-import { randomWeights, disposeWeights } from '../../src/hrm/weights.ts';
+import { disposeWeights } from '../../src/hrm/weights.ts';
+import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import { cacheBytes } from '../../src/hrm/cache.ts';
 

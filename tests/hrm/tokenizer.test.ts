@@ -5,8 +5,8 @@ import { HrmTokenizer, nfcUnicode9 } from '../../src/hrm/tokenizer.ts';
 import { CONDITION_TOKENS, type Condition, formatPrompt, parseConditions } from '../../src/hrm/prompt.ts';
 import { TextStreamer } from '../../src/hrm/stream.ts';
 import { FormatError, InputError } from '../../src/errors.ts';
-import { BROWN } from '../helpers/fixtures.ts';
-import { rng } from '../helpers/seeded.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
+import { rng } from '../../testkit/helpers/seeded.ts';
 
 interface Reference {
   plain: { text: string; nfc: string; ids: number[]; decoded: string }[];

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../../src/hrm/config.ts';
-import { disposeWeights, loadWeights, randomWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
+import { disposeWeights, loadWeights, uploadWeight, validateCheckpoint } from '../../src/hrm/weights.ts';
+import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { Checkpoint, SafetensorsFile, encodeSafetensors } from '../../src/io/safetensors.ts';
 import { bytesSource, fileSource } from '../../src/io/sources.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { FormatError } from '../../src/errors.ts';
-import { randomValueRef } from '../../src/kernels/init/random.ref.ts';
+import { randomValueRef } from '../../testkit/init/random.ref.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { FIXTURES } from '../helpers/fixtures.ts';
+import { FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 const tinyA = async () => {

@@ -11,7 +11,7 @@ import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { NetworkError } from '../../src/errors.ts';
 import { urlFiles } from '../../src/hrm/files.ts';
 import { loadConfig } from '../../src/hrm/load.ts';
-import { FIXTURES } from '../helpers/fixtures.ts';
+import { FIXTURES } from '../../testkit/helpers/fixtures.ts';
 
 const DATA = new Uint8Array(readFileSync(FIXTURES + 'hrm-tiny-a/model.safetensors'));
 const CONFIG = readFileSync(FIXTURES + 'hrm-tiny-a/config.json');

@@ -4,7 +4,7 @@ import { bytesSource, fileSource, urlSource } from '../../src/io/sources.ts';
 import { FormatError } from '../../src/errors.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { packHalf } from '../../src/tensor/dtype.ts';
-import { fixture } from '../helpers/fixtures.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 const sample = () => encodeSafetensors({

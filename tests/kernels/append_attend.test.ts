@@ -4,7 +4,7 @@
 // separate; and a layout it cannot take gives null.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/errors.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

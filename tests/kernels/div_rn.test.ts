@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { getGpu } from '../helpers/gpu.ts';
-import { rng } from '../helpers/seeded.ts';
+import { rng } from '../../testkit/helpers/seeded.ts';
 
 const AFFINE = readFileSync(new URL('../../src/kernels/quant/affine.inc.wgsl', import.meta.url), 'utf8');
 const SHADER = `${AFFINE}

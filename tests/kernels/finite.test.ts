@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../../testkit/helpers/seeded.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError } from '../../src/errors.ts';
 import { f32ToBf16, packHalf } from '../../src/tensor/dtype.ts';

@@ -2,8 +2,8 @@
 // float64 reference.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { runs, sweep } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { InputError } from '../../src/errors.ts';

@@ -2,8 +2,8 @@
 // and the operands it refuses or leaves to the two products.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { runs } from '../helpers/sweep.ts';
 import { EPS, U, asDtype, asRound, fusedTol, type WDType } from '../helpers/matmul-cases.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
@@ -11,10 +11,10 @@ import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
 import { matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { addRef } from '../../src/kernels/ops/ops.ref.ts';
-import { countersLeft } from './sdpa_fold.check.ts';
+import { countersLeft } from '../../testkit/kernels/sdpa-fold.check.ts';
 import type { Round } from '../../src/kernels/common/codes.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { checkMlpFold } from './gemv_mlp.check.ts';
+import { checkMlpFold } from '../../testkit/kernels/gemv-mlp.check.ts';
 
 interface Case {
   K: number; I: number; dtype: WDType; round: Round; units?: number; group?: number; prefetch?: boolean; why: string;

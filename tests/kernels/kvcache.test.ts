@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectWithin, ropeBound } from '../helpers/attn-parity.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';

@@ -2,8 +2,8 @@
 // errors. Fusions: matmul_fusions.test.ts; the matrix-vector kernels' shapes: gemv.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { fixture } from '../helpers/fixtures.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { sweep } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';

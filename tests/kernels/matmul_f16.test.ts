@@ -1,4 +1,4 @@
-// matmulF16 (f16 activations), checked by matmul_f16.check.ts in Node where its adapter has shader-f16 (Dawn on
+// matmulF16 (f16 activations), checked by matmul-f16.check.ts in Node where its adapter has shader-f16 (Dawn on
 // lavapipe) and in Deno, whose wgpu offers it on lavapipe (deno-matmul-f16.ts): Deno runs the seeded cases only when
 // Node could not, else MLX's fixture on both paths (its own shader translation, without compiling every case again).
 // The typed errors are checked on a device opened without shader-f16.
@@ -12,7 +12,7 @@ import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, FeatureError, ShapeError } from '../../src/errors.ts';
 import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
-import { checkMatmulF16, type F16Report } from './matmul_f16.check.ts';
+import { checkMatmulF16, type F16Report } from '../../testkit/kernels/matmul-f16.check.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -22,7 +22,7 @@ function expectReport(r: F16Report, mlxOnly = false): void {
   // About 115 cases, each shape in one weight dtype; HRM_EXHAUSTIVE=1 (deno-matmul-f16.ts reads it too) all 331.
   if (mlxOnly) expect(r.cases.map((c) => c.name)).toEqual(['gemv', 'tiled'].map((p) => `MLX fixture a [7,320] @ b [192,320]^T (${p})`));
   else expect(r.cases.length).toBeGreaterThan(EXHAUSTIVE ? 300 : 100);
-  // The MLX criterion over every seeded f16 output (see matmul_f16.check.ts for why a few may move by an ulp).
+  // The MLX criterion over every seeded f16 output (see matmul-f16.check.ts for why a few may move by an ulp).
   expect(r.within1, JSON.stringify({ ...r, cases: undefined })).toBeGreaterThanOrEqual(0.999);
   for (const m of r.mlx) {
     // MLX's f16 matmul: one rounding of an f32 sum, so only summation order near a midpoint moves an output, by 1 ulp.

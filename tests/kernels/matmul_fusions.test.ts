@@ -2,7 +2,7 @@
 // reference, on every path, whole and over row-chunks of the weight.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { runs } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';

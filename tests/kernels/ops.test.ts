@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, GpuValidationError, ShapeError } from '../../src/errors.ts';
 import { Kernel } from '../../src/kernels/kernel.ts';

@@ -13,7 +13,7 @@ import { sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import type { FullKV } from '../../src/kernels/attention/types.ts';
 import { CacheSlot, type CachePass } from '../../src/hrm/slot.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { recordDispatches } from '../helpers/dispatches.ts';

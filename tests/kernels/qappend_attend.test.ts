@@ -6,7 +6,7 @@
 // give null, bad caches a clear error.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../../testkit/helpers/seeded.ts';
 import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
 import { sweep } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';

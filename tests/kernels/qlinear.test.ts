@@ -3,12 +3,12 @@
 // ops.safetensors cover group 64 only, tests/kernels/quant.test.ts: these are checked against quantizeRef).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
-import { ulpStats } from '../helpers/half-ulp.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
-import { uploadQuant } from '../helpers/quant-weight.ts';
+import { uploadQuant } from '../../testkit/helpers/quant-weight.ts';
 import { runs } from '../helpers/sweep.ts';
-import { checkQGemvWide } from './qgemv_wide.check.ts';
+import { checkQGemvWide } from '../../testkit/kernels/qgemv-wide.check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';

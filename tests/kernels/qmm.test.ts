@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { fixture } from '../helpers/fixtures.ts';
-import { randn } from '../helpers/seeded.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectBitExact, expectUlps, ulpOf } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { ShapeError } from '../../src/errors.ts';

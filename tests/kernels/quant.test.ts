@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { runs } from '../helpers/sweep.ts';
-import { fixture } from '../helpers/fixtures.ts';
-import { randn } from '../helpers/seeded.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectUlp, expectWithin, ropeBound } from '../helpers/attn-parity.ts';
-import { fixture } from '../helpers/fixtures.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../src/errors.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';

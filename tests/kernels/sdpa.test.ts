@@ -2,10 +2,10 @@
 // checks; the decode structure and the one-query path: sdpa_one.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../helpers/seeded.ts';
+import { randn, rng } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectUlp } from '../helpers/attn-parity.ts';
-import { fixture } from '../helpers/fixtures.ts';
+import { fixture } from '../../testkit/helpers/fixtures.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { runs, sweep } from '../helpers/sweep.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';

@@ -2,10 +2,10 @@
 // batched f16 products) on any device with shader-f16. The products come from a plain kernel written here with the
 // tensor cores' contract (f32 sums of exact f16 products), so the conversions, the padding, the f16 weights' scale,
 // masks, gates and both f32 fallbacks are checked in CI; the tensor cores themselves run the same cases on the H200
-// (sdpa_sgmat.check.ts through bench --check-sgmat).
+// (sdpa-sgmat.check.ts through bench --check-sgmat).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { checkSdpaF16 } from './sdpa_sgmat.check.ts';
+import { checkSdpaF16 } from '../../testkit/kernels/sdpa-sgmat.check.ts';
 import { attentionTensorCoresUnavailable, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
 import { batchedSgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -13,7 +13,7 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
 import { placeholder } from '../../src/kernels/common/placeholder.ts';
 import { sdpaMmF16 } from '../../src/kernels/attention/sdpa_mm.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { f16RowExponent } from '../helpers/f16-rows.ts';
 
 const PRODUCT = `enable f16;

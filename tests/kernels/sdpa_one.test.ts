@@ -2,7 +2,7 @@
 // against the float64 reference; the other paths: sdpa.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
 import { expectClose } from '../helpers/close.ts';
 import { expectBitExact } from '../helpers/quant-check.ts';
 import { runs, sweep } from '../helpers/sweep.ts';

@@ -4,8 +4,8 @@
 // tensor cores form them). The tensor-core kernel itself needs the feature (matmul_sgmat.test.ts).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../helpers/seeded.ts';
-import { ulpOf } from '../helpers/half-ulp.ts';
+import { randn } from '../../testkit/helpers/seeded.ts';
+import { ulpOf } from '../../testkit/helpers/half-ulp.ts';
 import { f16RowExponent } from '../helpers/f16-rows.ts';
 import { Kernel, grid } from '../../src/kernels/kernel.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';

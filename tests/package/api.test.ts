@@ -12,7 +12,7 @@ import {
 } from '../../src/index.ts';
 import { kvSpec } from '../../src/advanced.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { fixture, BROWN, FIXTURES } from '../helpers/fixtures.ts';
+import { fixture, BROWN, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 

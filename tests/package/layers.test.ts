@@ -1,4 +1,4 @@
-// The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/ and bench/ checked against the
+// The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/, bench/ and testkit/ checked against the
 // rules, so that a module reaching up a layer, an app reaching past the public entries, a run-time import cycle, or
 // product code importing a CPU reference fails `npm test` with the offending import named.
 import { describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ const config = require('../../.dependency-cruiser.cjs') as { forbidden: unknown[
 
 describe('layering (dependency-cruiser)', () => {
   it('no import breaks a rule of .dependency-cruiser.cjs', async () => {
-    const out: IReporterOutput = await cruise(['src', 'demo', 'bench'], {
+    const out: IReporterOutput = await cruise(['src', 'demo', 'bench', 'testkit'], {
       ...config.options, validate: true, ruleSet: { forbidden: config.forbidden },
     } as never);
     const result = out.output as { summary: { violations: IViolation[]; totalCruised: number } };

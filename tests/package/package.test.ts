@@ -11,9 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { build, preview } from 'vite';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
-import { launch, watchConsole } from '../helpers/browser.ts';
+import { launch, watchConsole } from '../../testkit/helpers/browser.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
-import { EMBEDDED } from '../helpers/fixtures.ts';
+import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const bin = (name: string) => join(root, 'node_modules/.bin', name);

@@ -7,7 +7,7 @@ import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOption
 import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
 import { DeviceLostError } from '../../src/errors.ts';
 import { parseKvConfig } from '../../src/hrm/kv-spec.ts';
-import { rng } from '../helpers/seeded.ts';
+import { rng } from '../../testkit/helpers/seeded.ts';
 
 export const V = 128;
 

@@ -12,8 +12,8 @@ import { Gpu } from '../../src/kernels/gpu.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { getGpu } from '../helpers/gpu.ts';
-import { fixture, FIXTURES } from '../helpers/fixtures.ts';
-import { fixtureDir, model } from '../helpers/model.ts';
+import { fixture, FIXTURES } from '../../testkit/helpers/fixtures.ts';
+import { fixtureDir, model } from '../../testkit/helpers/model.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const CORPUS = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced no evidence that any irregularities took place. '.repeat(12);

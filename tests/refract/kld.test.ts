@@ -1,7 +1,7 @@
 // KLD@D building blocks: chunking rules, per-position KL, dropping non-finite positions, corpus identity.
 import { describe, expect, it } from 'vitest';
 import { comparePosition, corpusIdentity, KLD_PERCENTILES, KldAccumulator, kldChunks, kldToScore, meanAndUncertainty, percentile, percentiles, wilsonInterval } from '../../src/refract/axes/kld.ts';
-import { rng } from '../helpers/seeded.ts';
+import { rng } from '../../testkit/helpers/seeded.ts';
 import { BackendCapabilityError } from '../../src/refract/backend.ts';
 
 describe('kldChunks', () => {

@@ -8,7 +8,7 @@ import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
 import { buildRniahPrompt, DEFAULT_NEEDLE, DEFAULT_QUESTION, defaultHaystack } from '../../src/refract/index.ts';
 import { InputError } from '../../src/errors.ts';
-import { BROWN } from '../helpers/fixtures.ts';
+import { BROWN } from '../../testkit/helpers/fixtures.ts';
 
 describe('formatPrompt with a system message', () => {
   it('HRM envelope: condition tokens, system, a blank line, the user text, one <|im_end|>', () => {

@@ -12,7 +12,7 @@ import { buildRniahPrompt, DEFAULT_QUESTION, defaultHaystack, runRniah, type Bac
 import { InputError, UsageError } from '../../src/errors.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
-import { EMBEDDED } from '../helpers/fixtures.ts';
+import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 const repeated = (word: string) => `${Array(40).fill(word).join(' ')}.`;

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
 import { IN_PASS_TIMESTAMPS } from '../../src/gpu/device.ts';
-import { launch, pageResult, serve, watchConsole } from '../helpers/browser.ts';
+import { launch, pageResult, serve, watchConsole } from '../../testkit/helpers/browser.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -22,7 +22,8 @@ import { allKernels, Kernel, overrideKey, type DispatchArgs, type Overrides } fr
 import { HrmModel } from '../../src/hrm/model.ts';
 import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
-import { disposeWeights, randomWeights, type HrmWeights } from '../../src/hrm/weights.ts';
+import { disposeWeights, type HrmWeights } from '../../src/hrm/weights.ts';
+import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';

@@ -3,7 +3,7 @@
 // error class, and its logits equal the page thread's bit for bit; the page thread has no task over 50 ms meanwhile.
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { launch, pageResult, serve, watchConsole } from '../helpers/browser.ts';
+import { launch, pageResult, serve, watchConsole } from '../../testkit/helpers/browser.ts';
 import type { PageResult } from './page.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

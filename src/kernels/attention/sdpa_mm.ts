@@ -67,7 +67,7 @@ export function tensorCoresFit(gpu: Gpu, a: CallShape): boolean {
 /**
  * Before a device is used (plan/prepare.ts runs it, after the tensor-core matmul's own check): one causal call of 2 heads x 33 queries
  * (head dim 64) on bf16 data must agree with the f32 products within 1 bf16 ulp + 2^-20 (the criterion of
- * tests/kernels/sdpa_sgmat.check.ts); otherwise the f32 products stay the path on this device, with the reason.
+ * testkit/kernels/sdpa-sgmat.check.ts); otherwise the f32 products stay the path on this device, with the reason.
  */
 export async function selfCheckAttentionTensorCores(gpu: Gpu): Promise<void> {
   if (attentionTensorCoresUnavailable(gpu) !== null) return;

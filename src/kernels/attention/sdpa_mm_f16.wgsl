@@ -22,7 +22,7 @@
 //    the P V product's K slices, in slice order (sdpa_mm.ts splits its long K to fill the GPU).
 // Numerics against sdpa_mm.wgsl's f32 path: the scores are f32 sums of exact products and the value sums f32 sums
 // of exact products of V with weights within ~2^-22 of the f32 ones (other summation orders): outputs round to the
-// same bf16 value or a neighbour (tests/kernels/sdpa_sgmat.check.ts). round_f16 (common/half.inc.wgsl) rounds with
+// same bf16 value or a neighbour (testkit/kernels/sdpa-sgmat.check.ts). round_f16 (common/half.inc.wgsl) rounds with
 // integer operations: a compiler may fold x - f32(f16(x)) to 0 (lavapipe did).
 
 enable f16;

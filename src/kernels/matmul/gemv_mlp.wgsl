@@ -14,7 +14,7 @@
 //    of every sum is fixed by the shapes alone, so the result does not depend on timing. As with sdpa_one's folded
 //    merge, WGSL orders storage writes between workgroups only across dispatches: this relies on the barriers
 //    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/gemv_mlp.test.ts and
-//    on the GPU machine by tests/kernels/gemv_mlp.check.ts, bench/parity.ts).
+//    on the GPU machine by testkit/kernels/gemv-mlp.check.ts, bench/parity.ts).
 // x is read by every block and written only by the last, after every block has counted itself done.
 
 struct Params { K: u32, I: u32, blocks: u32, group: u32, eps: f32 }

@@ -1,7 +1,7 @@
 // How the tensor-core matmul schedules its work: which kernel (matmul_sgmat_staged.wgsl's 128 x 128 tiles staged
 // through workgroup memory, or matmul_sgmat.wgsl's 64 x 64 tiles loaded straight from storage, the reference and
 // fallback), software pipelining of the direct kernel's operand loads (PIPE) and the number of K slices (split-K).
-// All give the same numbers up to the f32 summation order of exact products (the bound matmul_sgmat.check.ts
+// All give the same numbers up to the f32 summation order of exact products (the bound matmul-sgmat.check.ts
 // allows); only the speed differs, so benchmarks time each schedule on the four model shapes (bench/kernels.ts,
 // sgmatSchedules) and the defaults below follow those measurements.
 import { InputError, ShapeError } from '../../errors.ts';

@@ -8,7 +8,7 @@
 //  - Its share of down: the U levels of each down row that its block covers (one word at 4 bits, two at 8, in one
 //    group since the group size is a multiple of 32), part_b[n] = scale * sum_j level_j a_j + bias * sum_j a_j.
 //  - The partial sums and the residual as in gemv_mlp (matmul/mlp_fold.inc.wgsl), with the same reliance on the
-//    barriers around the counts (checked by tests/kernels/gemv_mlp.test.ts and gemv_mlp.check.ts).
+//    barriers around the counts (checked by tests/kernels/gemv_mlp.test.ts and gemv-mlp.check.ts).
 
 struct Params { K: u32, I: u32, blocks: u32, group: u32, eps: f32 }
 
