@@ -24,7 +24,7 @@ export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeEr
  * Gpu takes, and why any is off, is `gpu.summary.fastPaths`.
  */
 export type { DecodeMerge, DecodeMlp, KernelOptions } from './kernels/plan/options.ts';
-export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat_schedule.ts';
+export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat-schedule.ts';
 
 // ---- the model's parts ------------------------------------------------------------------------------------
 /** Model file sets by kind: a local folder (Node, Deno), a base URL (with network settings), browser `File`s. */

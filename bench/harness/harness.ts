@@ -26,11 +26,11 @@ import { WEIGHTS, type Settings } from './settings.ts';
 import type { ReadProbe } from './read-probe.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
-import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
+import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul-sgmat.ts';
 import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
 import { checkSgmat, type SgmatReport } from '../../testkit/kernels/matmul-sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../../testkit/kernels/sdpa-sgmat.check.ts';
-import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa_mm.ts';
+import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa-mm.ts';
 import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
 import { withGoals } from './goals.ts';
 

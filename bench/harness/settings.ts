@@ -2,7 +2,7 @@
 // parseArgs), the page's query string (browser: ?config=tiny&quick, valuesFromQuery) and --help all come, so every
 // runner measures the same thing and no runner keeps a list of flags of its own. Defaults depend on the model shape.
 
-import type { DecodeMerge } from '../../src/kernels/attention/sdpa_one.ts';
+import type { DecodeMerge } from '../../src/kernels/attention/sdpa-one.ts';
 import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
 

@@ -7,8 +7,8 @@
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
-import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
+import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa-one.ts';
+import { appendAttendOne } from '../../src/kernels/attention/sdpa-one.ts';
 import { quantKV } from '../../src/kernels/attention/kvquant.ts';
 import { fillRandom } from '../../testkit/init/random.ts';
 import { passCalls } from '../timing/calls.ts';

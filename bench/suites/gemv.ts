@@ -6,7 +6,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
+import { matmulF16 } from '../../src/kernels/matmul/matmul-f16.ts';
 import { uplFit, type GemvKernel, type GemvShape } from '../../src/kernels/matmul/gemv.ts';
 import { linear } from '../../src/hrm/linear.ts';
 import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';

@@ -3,7 +3,7 @@
 // (matmul/gemv_mlp.ts over its units a workgroup, first-level group sizes and down's prefetch;
 // qlinear/qgemv_mlp.ts over its group sizes), timed as the GEMV sweep times its shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import type { MlpOptions } from '../../src/kernels/matmul/gemv_mlp.ts';
+import type { MlpOptions } from '../../src/kernels/matmul/gemv-mlp.ts';
 import { linear, mlpFoldWeights } from '../../src/hrm/linear.ts';
 import { quantizedBytesPerValue } from '../../src/hrm/layout.ts';
 import { weightTensors } from '../../src/hrm/weights.ts';

@@ -10,9 +10,9 @@ import { planAttend, planStep } from '../kernels/plan/attention.ts';
 import { ropeAppend, ropeK, ropeQ, takeV, writeFull, type HeadsOptions } from '../kernels/attention/kvcache.ts';
 import { appendQuantized, dequantizeKV } from '../kernels/attention/kvquant.ts';
 import { sdpa } from '../kernels/attention/sdpa.ts';
-import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
+import { appendAttendOne } from '../kernels/attention/sdpa-one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
+import { qsdpaOneAppend } from '../kernels/attention/qsdpa-one.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {

@@ -7,8 +7,8 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
-import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
+import { mlpFold } from '../../src/kernels/matmul/gemv-mlp.ts';
+import { qmlpFold } from '../../src/kernels/qlinear/qgemv-mlp.ts';
 import { qweightRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
 import { quantizeRef } from '../../src/kernels/quant/quant.ref.ts';
 import { uploadQuant } from '../helpers/quant-weight.ts';

@@ -11,7 +11,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
+import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul-f16.ts';
 import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';

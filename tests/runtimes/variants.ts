@@ -24,7 +24,7 @@ import { HRM_TEXT_1B, parseConfig, type HrmConfig, type QuantSpec } from '../../
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 import { disposeWeights, type HrmWeights } from '../../src/hrm/weights.ts';
 import { randomWeights } from '../../testkit/hrm/random-weights.ts';
-import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul_f16.ts';
+import { matmulF16, type MatmulF16Options } from '../../src/kernels/matmul/matmul-f16.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { argmaxRows } from '../../src/kernels/ops/ops.ts';
 import { kernelPolicy, MERGES, MLPS } from '../../src/kernels/plan/options.ts';

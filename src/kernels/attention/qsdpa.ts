@@ -13,7 +13,7 @@ import { checkGate } from './sdpa.ts';
 import { DECODE_MAX_QUERIES } from '../plan/attention.ts';
 import type { AttnMask, QuantKV } from './types.ts';
 import type { Round } from '../common/codes.ts';
-import { qsdpaOne, qsdpaOneFits, softmaxThreads } from './qsdpa_one.ts';
+import { qsdpaOne, qsdpaOneFits, softmaxThreads } from './qsdpa-one.ts';
 
 const SCORES = new Kernel('attention/qsdpa.wgsl', 'qsdpa_scores');
 const SOFTMAX = new Kernel('attention/qsdpa.wgsl', 'qsdpa_softmax');

@@ -12,8 +12,8 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { batchedMatmul } from '../matmul/matmul.ts';
-import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul_sgmat.ts';
-import { SGMAT_KERNELS } from '../matmul/sgmat_schedule.ts';
+import { batchedSgmat, batchedSgmatUnavailable, sgmatCallFlag } from '../matmul/matmul-sgmat.ts';
+import { SGMAT_KERNELS } from '../matmul/sgmat-schedule.ts';
 import { MASK_CODE, ROUND_CODE, type Round } from '../common/codes.ts';
 import type { AttnMask } from './types.ts';
 

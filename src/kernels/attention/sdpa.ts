@@ -8,8 +8,8 @@ import { MASK_CODE, roundCode } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
 import { maskBinding } from './mask.ts';
 import type { AttnMask, FullKV, KVSide } from './types.ts';
-import { dispatchOne, type DecodeMerge } from './sdpa_one.ts';
-import { sdpaMm } from './sdpa_mm.ts';
+import { dispatchOne, type DecodeMerge } from './sdpa-one.ts';
+import { sdpaMm } from './sdpa-mm.ts';
 import type { Round } from '../common/codes.ts';
 import { planAttention, type AttentionPath } from '../plan/attention.ts';
 

@@ -16,7 +16,7 @@ import { stateKey } from '../../gpu/registry.ts';
 import { DTypeError, FeatureError, InputError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { roundBf16 } from '../../tensor/dtype.ts';
-import { DEFAULT_SCHEDULE, SGMAT_KERNELS, rowSpans, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat_schedule.ts';
+import { DEFAULT_SCHEDULE, SGMAT_KERNELS, rowSpans, splitFor, type SgmatKernel, type SgmatPlan } from './sgmat-schedule.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');

@@ -7,7 +7,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { KernelOptions } from '../../gpu/device.ts';
 import { stateKey } from '../../gpu/registry.ts';
 import { InputError } from '../../errors.ts';
-import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from '../matmul/sgmat_schedule.ts';
+import { DEFAULT_SCHEDULE, withSchedule, type SgmatSchedule } from '../matmul/sgmat-schedule.ts';
 
 /**
  * Full-precision decode attention's merge: 'fold', the last chunk of a head to finish merges (one dispatch);

@@ -4,7 +4,7 @@ import { Kernel } from '../kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { DTYPE_CODE, roundCode } from '../common/codes.ts';
-import { dispatchFold, rowShape, type MlpOptions } from '../matmul/gemv_mlp.ts';
+import { dispatchFold, rowShape, type MlpOptions } from '../matmul/gemv-mlp.ts';
 import { checkQuantMatrix, type QuantMatrix } from './qlinear.ts';
 
 const QMLP = new Kernel('qlinear/qgemv_mlp.wgsl', 'qgemv_mlp');

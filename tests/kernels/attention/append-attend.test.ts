@@ -3,15 +3,15 @@
 // positions on both sides of a 32-key chunk boundary and at the last slot, the merge folded into the split and
 // separate; and a layout it cannot take gives null.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
-import { sdpa } from '../../src/kernels/attention/sdpa.ts';
-import { appendAttendOne } from '../../src/kernels/attention/sdpa_one.ts';
-import type { FullKV } from '../../src/kernels/attention/types.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { ShapeError } from '../../../src/errors.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { ropeAppend } from '../../../src/kernels/attention/kvcache.ts';
+import { sdpa } from '../../../src/kernels/attention/sdpa.ts';
+import { appendAttendOne } from '../../../src/kernels/attention/sdpa-one.ts';
+import type { FullKV } from '../../../src/kernels/attention/types.ts';
 
 describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
   const gpu = await getGpu();

@@ -1,22 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { expectWithin, ropeBound } from '../helpers/attn-parity.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
-import { runs } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../src/kernels/attention/kvcache.ts';
-import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
-import { sdpa } from '../../src/kernels/attention/sdpa.ts';
-import { headsRef, sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
-import { rope } from '../../src/kernels/rope/rope.ts';
-import type { FullKV, KVSide } from '../../src/kernels/attention/types.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { expectWithin, ropeBound } from '../../helpers/attn-parity.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches } from '../../helpers/dispatches.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../../src/kernels/attention/kvcache.ts';
+import { appendQuantized, quantKV } from '../../../src/kernels/attention/kvquant.ts';
+import { sdpa } from '../../../src/kernels/attention/sdpa.ts';
+import { headsRef, sdpaRef } from '../../../src/kernels/attention/sdpa.ref.ts';
+import { rope } from '../../../src/kernels/rope/rope.ts';
+import type { FullKV, KVSide } from '../../../src/kernels/attention/types.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
 
 const SENTINEL = 7.5;   // exactly representable in bf16: untouched cache positions must keep it
 

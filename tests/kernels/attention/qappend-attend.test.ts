@@ -5,19 +5,19 @@
 // whose values are all negative; its dispatches (one fewer) do not change with the position; shapes it cannot take
 // give null, bad caches a clear error.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../../testkit/helpers/seeded.ts';
-import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
-import { sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { ShapeError } from '../../src/errors.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { roundTo } from '../../src/kernels/quant/quant.ref.ts';
-import { ropeAppend } from '../../src/kernels/attention/kvcache.ts';
-import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
-import { qsdpaOneAppend } from '../../src/kernels/attention/qsdpa_one.ts';
-import type { QuantKV } from '../../src/kernels/attention/types.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn, rng } from '../../../testkit/helpers/seeded.ts';
+import { expectSameStructure, recordDispatches } from '../../helpers/dispatches.ts';
+import { sweep } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { ShapeError } from '../../../src/errors.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { roundTo } from '../../../src/kernels/quant/quant.ref.ts';
+import { ropeAppend } from '../../../src/kernels/attention/kvcache.ts';
+import { qsdpa } from '../../../src/kernels/attention/qsdpa.ts';
+import { qsdpaOneAppend } from '../../../src/kernels/attention/qsdpa-one.ts';
+import type { QuantKV } from '../../../src/kernels/attention/types.ts';
 
 interface Shape { heads: number; dim: number; cap: number; kBits: number; vBits: number; round: Round }
 

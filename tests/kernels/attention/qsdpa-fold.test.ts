@@ -1,8 +1,8 @@
 // The quantized folded-merge stress of the GPU machine (qsdpa-fold.check.ts, bench/parity.ts) at a small shape on
 // this driver: head dim 64 (chunks of 128 keys), a capacity past 1024 (the 256-thread softmax sum).
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { checkQuantFold } from '../../testkit/kernels/qsdpa-fold.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { checkQuantFold } from '../../../testkit/kernels/qsdpa-fold.check.ts';
 
 describe('qsdpa fold check', () => {
   it('batched calls give the bits of the same calls alone and agree with the passes; the counters end at 0', async () => {

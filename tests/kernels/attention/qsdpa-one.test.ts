@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { expectUlps } from '../helpers/quant-check.ts';
-import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
-import { BASE, check, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
-import { sweep } from '../helpers/sweep.ts';
-import { ShapeError } from '../../src/errors.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { expectUlps } from '../../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches, type DispatchRecord } from '../../helpers/dispatches.ts';
+import { BASE, check, gateSource, inputs, run, type Case } from '../../helpers/qsdpa-cases.ts';
+import { sweep } from '../../helpers/sweep.ts';
+import { ShapeError } from '../../../src/errors.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { qsdpa } from '../../../src/kernels/attention/qsdpa.ts';
 
 /** A decode step's attention: one query at the last position (kvLen = offset + 1), qsdpa_one forced. */
 const ONE: Case = { ...BASE, seq: 1, dim: 128, offset: 332, cap: 400, mask: 'none', path: 'one' };

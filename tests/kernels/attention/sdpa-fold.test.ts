@@ -1,7 +1,7 @@
 // The folded-merge stress of the GPU machine (sdpa-fold.check.ts, bench/parity.ts) at a small shape on this driver.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { checkFold } from '../../testkit/kernels/sdpa-fold.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { checkFold } from '../../../testkit/kernels/sdpa-fold.check.ts';
 
 describe('sdpa fold check', () => {
   it('folded and separate merges agree in every bit over back-to-back calls; the counters end at 0', async () => {

@@ -4,17 +4,17 @@
 // masks, gates and both f32 fallbacks are checked in CI; the tensor cores themselves run the same cases on the H200
 // (sdpa-sgmat.check.ts through bench --check-sgmat).
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { checkSdpaF16 } from '../../testkit/kernels/sdpa-sgmat.check.ts';
-import { attentionTensorCoresUnavailable, type F16Product } from '../../src/kernels/attention/sdpa_mm.ts';
-import { batchedSgmatUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { placeholder } from '../../src/kernels/common/placeholder.ts';
-import { sdpaMmF16 } from '../../src/kernels/attention/sdpa_mm.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { f16RowExponent } from '../helpers/f16-rows.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { checkSdpaF16 } from '../../../testkit/kernels/sdpa-sgmat.check.ts';
+import { attentionTensorCoresUnavailable, type F16Product } from '../../../src/kernels/attention/sdpa-mm.ts';
+import { batchedSgmatUnavailable } from '../../../src/kernels/matmul/matmul-sgmat.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { placeholder } from '../../../src/kernels/common/placeholder.ts';
+import { sdpaMmF16 } from '../../../src/kernels/attention/sdpa-mm.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { f16RowExponent } from '../../helpers/f16-rows.ts';
 
 const PRODUCT = `enable f16;
 struct P { mp: u32, np: u32, kp: u32, ks: u32, nsl: u32 }

@@ -1,21 +1,21 @@
 // sdpa's decode structure and its one-query path (sdpa_one: 32-key chunks, then a merge, folded or separate)
 // against the float64 reference; the other paths: sdpa.test.ts.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { runs, sweep } from '../helpers/sweep.ts';
-import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
-import { counters } from '../../src/kernels/common/counters.ts';
-import { sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
-import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { type Case, F32_TOL, full, run, gateSource } from '../helpers/sdpa-cases.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { runs, sweep } from '../../helpers/sweep.ts';
+import { expectSameStructure, recordDispatches, type DispatchRecord } from '../../helpers/dispatches.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { roundBf16, roundF16 } from '../../../src/tensor/dtype.ts';
+import { sdpa, type SdpaOptions } from '../../../src/kernels/attention/sdpa.ts';
+import { counters } from '../../../src/kernels/common/counters.ts';
+import { sdpaRef } from '../../../src/kernels/attention/sdpa.ref.ts';
+import { sigmoidGate } from '../../../src/kernels/ops/ops.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { type Case, F32_TOL, full, run, gateSource } from '../../helpers/sdpa-cases.ts';
 
 describe('sdpa decode structure', () => {
   it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity', async () => {

@@ -1,22 +1,22 @@
 // sdpa against MLX and the float64 reference on the prefill, decode and matmul paths, its fused gate and argument
 // checks; the decode structure and the one-query path: sdpa_one.test.ts.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { expectUlp } from '../helpers/attn-parity.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { runs, sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { sdpa, type SdpaOptions } from '../../src/kernels/attention/sdpa.ts';
-import { type MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
-import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import type { AttnMask, FullKV } from '../../src/kernels/attention/types.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { type Case, F32_TOL, PATHS, full, run, toRows, gateSource } from '../helpers/sdpa-cases.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn, rng } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { expectUlp } from '../../helpers/attn-parity.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { runs, sweep } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { sdpa, type SdpaOptions } from '../../../src/kernels/attention/sdpa.ts';
+import { type MaskRef } from '../../../src/kernels/attention/sdpa.ref.ts';
+import { sigmoidGate } from '../../../src/kernels/ops/ops.ts';
+import type { AttnMask, FullKV } from '../../../src/kernels/attention/types.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { type Case, F32_TOL, PATHS, full, run, toRows, gateSource } from '../../helpers/sdpa-cases.ts';
 
 describe('sdpa vs MLX (ops.safetensors)', () => {
   const cases = [

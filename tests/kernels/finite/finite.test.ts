@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../../testkit/helpers/seeded.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError } from '../../src/errors.ts';
-import { f32ToBf16, packHalf } from '../../src/tensor/dtype.ts';
-import { countNonFinite } from '../../src/kernels/finite/finite.ts';
-import { nonFiniteRef } from '../../src/kernels/finite/finite.ref.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn, rng } from '../../../testkit/helpers/seeded.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError } from '../../../src/errors.ts';
+import { f32ToBf16, packHalf } from '../../../src/tensor/dtype.ts';
+import { countNonFinite } from '../../../src/kernels/finite/finite.ts';
+import { nonFiniteRef } from '../../../src/kernels/finite/finite.ref.ts';
 
 // Raw bit patterns around the edge of each format: largest finite, smallest subnormal, -0, +-Inf, NaNs.
 const EDGE16 = {

@@ -1,8 +1,8 @@
 // Deno entry of the f16-activation matmul check: prints the report of matmul-f16.check.ts as one JSON line, or
 // { f16: false } with the adapter's features. HRM_F16_MLX_ONLY=1: MLX's fixture only, when Node ran the seeded cases
 // (its adapter has shader-f16 where Dawn runs on lavapipe, not on SwiftShader).
-import { Gpu } from '../../src/kernels/gpu.ts';
-import { checkMatmulF16 } from '../../testkit/kernels/matmul-f16.check.ts';
+import { Gpu } from '../../../src/kernels/gpu.ts';
+import { checkMatmulF16 } from '../../../testkit/kernels/matmul-f16.check.ts';
 
 const gpu = await Gpu.create();
 const a = gpu.summary;

@@ -1,20 +1,20 @@
 // gemv_mlp (a decode layer's MLP in one dispatch) against the float64 composition of its ops, its counts left at 0,
 // and the operands it refuses or leaves to the two products.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { runs } from '../helpers/sweep.ts';
-import { EPS, U, asDtype, asRound, fusedTol, type WDType } from '../helpers/matmul-cases.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import { mlpFold } from '../../src/kernels/matmul/gemv_mlp.ts';
-import { matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { addRef } from '../../src/kernels/ops/ops.ref.ts';
-import { countersLeft } from '../../testkit/kernels/sdpa-fold.check.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { checkMlpFold } from '../../testkit/kernels/gemv-mlp.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { EPS, U, asDtype, asRound, fusedTol, type WDType } from '../../helpers/matmul-cases.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import { mlpFold } from '../../../src/kernels/matmul/gemv-mlp.ts';
+import { matmulFusedRef, matmulRef } from '../../../src/kernels/matmul/matmul.ref.ts';
+import { addRef } from '../../../src/kernels/ops/ops.ref.ts';
+import { countersLeft } from '../../../testkit/kernels/sdpa-fold.check.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { checkMlpFold } from '../../../testkit/kernels/gemv-mlp.check.ts';
 
 interface Case {
   K: number; I: number; dtype: WDType; round: Round; units?: number; group?: number; prefetch?: boolean; why: string;

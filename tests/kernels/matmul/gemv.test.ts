@@ -1,17 +1,17 @@
 // The matrix-vector kernels' shapes (gemv_upl with every load up front, gemv_wide, the workgroup shapes) against the
 // float64 reference.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { runs, sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { InputError } from '../../src/errors.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { uplFit, type GemvKernel } from '../../src/kernels/matmul/gemv.ts';
-import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { add, siluMul } from '../../src/kernels/ops/ops.ts';
-import { EPS, FUSED_CASES, asDtype, expectFusedRef, uploadFused } from '../helpers/matmul-cases.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { runs, sweep } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { InputError } from '../../../src/errors.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { uplFit, type GemvKernel } from '../../../src/kernels/matmul/gemv.ts';
+import { rmsNorm } from '../../../src/kernels/rmsnorm/rmsnorm.ts';
+import { add, siluMul } from '../../../src/kernels/ops/ops.ts';
+import { EPS, FUSED_CASES, asDtype, expectFusedRef, uploadFused } from '../../helpers/matmul-cases.ts';
 
 // Each workgroup shape and K is a pipeline of its own: on lavapipe with a cold Mesa shader cache (a fresh machine)
 // LLVM compiles each for seconds, so the CPU driver takes a share of them by turns (HRM_EXHAUSTIVE=1: all).

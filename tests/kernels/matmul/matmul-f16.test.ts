@@ -6,15 +6,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { getGpu } from '../helpers/gpu.ts';
-import { EXHAUSTIVE } from '../helpers/sweep.ts';
-import { Gpu } from '../../src/kernels/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, FeatureError, ShapeError } from '../../src/errors.ts';
-import { matmulF16 } from '../../src/kernels/matmul/matmul_f16.ts';
-import { checkMatmulF16, type F16Report } from '../../testkit/kernels/matmul-f16.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { EXHAUSTIVE } from '../../helpers/sweep.ts';
+import { Gpu } from '../../../src/kernels/gpu.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, FeatureError, ShapeError } from '../../../src/errors.ts';
+import { matmulF16 } from '../../../src/kernels/matmul/matmul-f16.ts';
+import { checkMatmulF16, type F16Report } from '../../../testkit/kernels/matmul-f16.check.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 function expectReport(r: F16Report, mlxOnly = false): void {
   const bad = r.cases.filter((c) => c.failure);
@@ -61,7 +61,7 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
 
 describe('matmulF16 against the float64 reference and MLX', () => {
   it('in Deno (wgpu): MLX\'s fixture on both paths, or every seeded case where Node\'s adapter has no shader-f16', async (ctx) => {
-    const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+    const deno = fileURLToPath(new URL('../../../node_modules/.bin/deno', import.meta.url));
     const t0 = performance.now();
     const mlxOnly = (await getGpu()).f16 && !EXHAUSTIVE;
     const env = { ...process.env, HRM_F16_MLX_ONLY: mlxOnly ? '1' : '0' };

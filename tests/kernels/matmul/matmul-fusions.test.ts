@@ -1,17 +1,17 @@
 // matmul's fusions (norm prologue, swiglu pairs, residual epilogue) against the composed ops and the float64
 // reference, on every path, whole and over row-chunks of the weight.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { runs } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
-import { add, siluMul } from '../../src/kernels/ops/ops.ts';
-import { EPS, FUSED_CASES, FUSED_SHAPES, FUSIONS, type Fusion, MODES, PATHS, expectFusedRef, expectRel, quickMode, swigluTol, uploadFused } from '../helpers/matmul-cases.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { matmulAbsRef, matmulRef } from '../../../src/kernels/matmul/matmul.ref.ts';
+import { rmsNorm } from '../../../src/kernels/rmsnorm/rmsnorm.ts';
+import { rmsNormRef } from '../../../src/kernels/rmsnorm/rmsnorm.ref.ts';
+import { add, siluMul } from '../../../src/kernels/ops/ops.ts';
+import { EPS, FUSED_CASES, FUSED_SHAPES, FUSIONS, type Fusion, MODES, PATHS, expectFusedRef, expectRel, quickMode, swigluTol, uploadFused } from '../../helpers/matmul-cases.ts';
 
 describe('matmul fusions against the composed ops', async () => {
   const gpu = await getGpu();

@@ -2,16 +2,16 @@
 // (matmul-sgmat.check.ts) skip here with the reason and run where the adapter has them (the H200: bench
 // --check-sgmat stores the same report in the run's JSON). What runs everywhere: the path choice and its errors.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, FeatureError, InputError } from '../../src/errors.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul_sgmat.ts';
-import { SGMAT_KERNELS, rowSpans, splitFor } from '../../src/kernels/matmul/sgmat_schedule.ts';
-import { prefillMatmulPath, sgmatPlan } from '../../src/kernels/plan/matmul.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import { checkSgmat } from '../../testkit/kernels/matmul-sgmat.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, FeatureError, InputError } from '../../../src/errors.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { batchedSgmat, sgmatUnavailable, stagedUnavailable } from '../../../src/kernels/matmul/matmul-sgmat.ts';
+import { SGMAT_KERNELS, rowSpans, splitFor } from '../../../src/kernels/matmul/sgmat-schedule.ts';
+import { prefillMatmulPath, sgmatPlan } from '../../../src/kernels/plan/matmul.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { checkSgmat } from '../../../testkit/kernels/matmul-sgmat.check.ts';
 
 describe('matmul path sgmat (subgroup matrices)', async () => {
   const gpu = await getGpu();

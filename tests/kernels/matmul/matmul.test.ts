@@ -1,16 +1,16 @@
 // matmul against MLX and the float64 reference on every path and weight dtype, over row-chunked weights, and its
 // errors. Fusions: matmul_fusions.test.ts; the matrix-vector kernels' shapes: gemv.test.ts.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { sweep } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { matmulAbsRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { DTYPES, PATHS, type WDType, expectDotBound, upload } from '../helpers/matmul-cases.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { sweep } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16, roundF16 } from '../../../src/tensor/dtype.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { matmulAbsRef, matmulRef } from '../../../src/kernels/matmul/matmul.ref.ts';
+import { DTYPES, PATHS, type WDType, expectDotBound, upload } from '../../helpers/matmul-cases.ts';
 
 describe('matmul against MLX (ops.safetensors: a [7,320] @ b[192,320]^T)', async () => {
   const gpu = await getGpu();

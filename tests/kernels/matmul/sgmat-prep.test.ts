@@ -3,15 +3,15 @@
 // tensor-core product in between done here in float64 over the f16 values the GPU wrote (exact products, as the
 // tensor cores form them). The tensor-core kernel itself needs the feature (matmul_sgmat.test.ts).
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { ulpOf } from '../../testkit/helpers/half-ulp.ts';
-import { f16RowExponent } from '../helpers/f16-rows.ts';
-import { Kernel, grid } from '../../src/kernels/kernel.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { siluMul } from '../../src/kernels/ops/ops.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { ulpOf } from '../../../testkit/helpers/half-ulp.ts';
+import { f16RowExponent } from '../../helpers/f16-rows.ts';
+import { Kernel, grid } from '../../../src/kernels/kernel.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { roundBf16, roundF16 } from '../../../src/tensor/dtype.ts';
+import { matmulRef } from '../../../src/kernels/matmul/matmul.ref.ts';
+import { siluMul } from '../../../src/kernels/ops/ops.ts';
 
 const TO_F16 = new Kernel('matmul/sgmat_prep.wgsl', 'to_f16');
 const OUT = new Kernel('matmul/sgmat_prep.wgsl', 'sgmat_out');

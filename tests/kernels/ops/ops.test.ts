@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn, rng } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, GpuValidationError, ShapeError } from '../../src/errors.ts';
-import { Kernel } from '../../src/kernels/kernel.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn, rng } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, GpuValidationError, ShapeError } from '../../../src/errors.ts';
+import { Kernel } from '../../../src/kernels/kernel.ts';
+import { roundBf16, roundF16 } from '../../../src/tensor/dtype.ts';
 import {
   add, argmaxRows, embed, klRows, logSoftmaxRows, logSumExpRows, sigmoidGate, siluMul, softmaxRows,
-} from '../../src/kernels/ops/ops.ts';
+} from '../../../src/kernels/ops/ops.ts';
 import {
   addRef, argmaxRowsRef, embedRef, klRowsRef, logSoftmaxRowsRef, logSumExpRowsRef, roundAs, sigmoidGateRef, sigmoidRef,
   siluMulRef, softmaxRowsRef,
-} from '../../src/kernels/ops/ops.ref.ts';
+} from '../../../src/kernels/ops/ops.ref.ts';
 
 const gpu = await getGpu();
 const f32 = (v: ArrayLike<number>, shape: number[], label = 'x') => Tensor.from(gpu, Float32Array.from(v), shape, 'f32', label);

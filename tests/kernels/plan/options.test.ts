@@ -3,20 +3,20 @@
 // float64 reference, their dispatches naming the kernels, their summaries saying why a path is off; a cache slot
 // asks the planner, so its decode step follows its Gpu's options too.
 import { describe, expect, it } from 'vitest';
-import { Gpu } from '../../src/kernels/gpu.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { InputError } from '../../src/errors.ts';
-import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../src/kernels/plan/options.ts';
-import { fastPaths } from '../../src/kernels/plan/paths.ts';
-import { sdpa } from '../../src/kernels/attention/sdpa.ts';
-import { sdpaRef } from '../../src/kernels/attention/sdpa.ref.ts';
-import type { FullKV } from '../../src/kernels/attention/types.ts';
-import { CacheSlot, type CachePass } from '../../src/hrm/slot.ts';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { recordDispatches } from '../helpers/dispatches.ts';
+import { Gpu } from '../../../src/kernels/gpu.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { InputError } from '../../../src/errors.ts';
+import { DEFAULT_POLICY, kernelPolicy, resolvePolicy, type KernelOptions } from '../../../src/kernels/plan/options.ts';
+import { fastPaths } from '../../../src/kernels/plan/paths.ts';
+import { sdpa } from '../../../src/kernels/attention/sdpa.ts';
+import { sdpaRef } from '../../../src/kernels/attention/sdpa.ref.ts';
+import type { FullKV } from '../../../src/kernels/attention/types.ts';
+import { CacheSlot, type CachePass } from '../../../src/hrm/slot.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { recordDispatches } from '../../helpers/dispatches.ts';
 
 const MERGED = 'decode attention merged in its split (one dispatch)';
 const H = 2, D = 64, CAP = 160;

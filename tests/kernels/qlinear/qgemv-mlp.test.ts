@@ -1,19 +1,19 @@
 // qgemv_mlp (the decode MLP in one dispatch on 4- and 8-bit weights) against the float64 composition of its ops over
 // the exactly dequantized weights, its counts left at 0, and the weights it refuses or leaves to the two products.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { uploadQuant } from '../../testkit/helpers/quant-weight.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { InputError } from '../../src/errors.ts';
-import { qmlpFold } from '../../src/kernels/qlinear/qgemv_mlp.ts';
-import { qweightRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
-import { matmulFusedRef, matmulRef } from '../../src/kernels/matmul/matmul.ref.ts';
-import { addRef } from '../../src/kernels/ops/ops.ref.ts';
-import { quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
-import { countersLeft } from '../../testkit/kernels/sdpa-fold.check.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { uploadQuant } from '../../../testkit/helpers/quant-weight.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { InputError } from '../../../src/errors.ts';
+import { qmlpFold } from '../../../src/kernels/qlinear/qgemv-mlp.ts';
+import { qweightRef } from '../../../src/kernels/qlinear/qlinear.ref.ts';
+import { matmulFusedRef, matmulRef } from '../../../src/kernels/matmul/matmul.ref.ts';
+import { addRef } from '../../../src/kernels/ops/ops.ref.ts';
+import { quantizeRef, roundTo } from '../../../src/kernels/quant/quant.ref.ts';
+import { countersLeft } from '../../../testkit/kernels/sdpa-fold.check.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
 
 const EPS = 1e-6;
 

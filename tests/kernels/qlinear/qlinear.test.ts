@@ -2,26 +2,26 @@
 // fusions against the composed ops bit for bit, and quantize's group sizes 32 and 128 (MLX's fixtures in
 // ops.safetensors cover group 64 only, tests/kernels/quant.test.ts: these are checked against quantizeRef).
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { ulpStats } from '../../testkit/helpers/half-ulp.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { uploadQuant } from '../../testkit/helpers/quant-weight.ts';
-import { runs } from '../helpers/sweep.ts';
-import { checkQGemvWide } from '../../testkit/kernels/qgemv-wide.check.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { dequantDense, packHalves, qembed, qlinear, type QuantMatrix } from '../../src/kernels/qlinear/qlinear.ts';
-import { Gpu as GpuClass } from '../../src/kernels/gpu.ts';
-import type { GemvShape } from '../../src/kernels/matmul/gemv.ts';
-import { matmul } from '../../src/kernels/matmul/matmul.ts';
-import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../src/kernels/qlinear/qlinear.ref.ts';
-import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
-import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
-import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { add, siluMul } from '../../src/kernels/ops/ops.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { ulpStats } from '../../../testkit/helpers/half-ulp.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { uploadQuant } from '../../../testkit/helpers/quant-weight.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { checkQGemvWide } from '../../../testkit/kernels/qgemv-wide.check.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { dequantDense, packHalves, qembed, qlinear, type QuantMatrix } from '../../../src/kernels/qlinear/qlinear.ts';
+import { Gpu as GpuClass } from '../../../src/kernels/gpu.ts';
+import type { GemvShape } from '../../../src/kernels/matmul/gemv.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { qembedRef, qlinearAbsRef, qlinearRef, type QuantMatrixRef } from '../../../src/kernels/qlinear/qlinear.ref.ts';
+import { dequantize, quantize } from '../../../src/kernels/quant/quant.ts';
+import { dequantizeRef, quantizeRef, roundTo } from '../../../src/kernels/quant/quant.ref.ts';
+import { rmsNorm } from '../../../src/kernels/rmsnorm/rmsnorm.ts';
+import { add, siluMul } from '../../../src/kernels/ops/ops.ts';
 
 const U = 2 ** -24;
 const PATHS = ['gemv', 'tiled', 'rows'] as const;

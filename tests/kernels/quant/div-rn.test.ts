@@ -6,10 +6,10 @@
 // largest; results below the normal range are left to `/` and not checked here.
 import { describe, expect, test } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { getGpu } from '../helpers/gpu.ts';
-import { rng } from '../../testkit/helpers/seeded.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { rng } from '../../../testkit/helpers/seeded.ts';
 
-const AFFINE = readFileSync(new URL('../../src/kernels/quant/affine.inc.wgsl', import.meta.url), 'utf8');
+const AFFINE = readFileSync(new URL('../../../src/kernels/quant/affine.inc.wgsl', import.meta.url), 'utf8');
 const SHADER = `${AFFINE}
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectBitExact, expectUlps, ulpOf } from '../helpers/quant-check.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { ShapeError } from '../../src/errors.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { quantize } from '../../src/kernels/quant/quant.ts';
-import { quantizedMatmul, type Accumulate } from '../../src/kernels/quant/qmm.ts';
-import { QUANT_BITS, quantizeRef, roundTo, unpackLevel } from '../../src/kernels/quant/quant.ref.ts';
-import { qmmCpuRef, qmmRef } from '../../src/kernels/quant/qmm.ref.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectBitExact, expectUlps, ulpOf } from '../../helpers/quant-check.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { ShapeError } from '../../../src/errors.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { quantize } from '../../../src/kernels/quant/quant.ts';
+import { quantizedMatmul, type Accumulate } from '../../../src/kernels/quant/qmm.ts';
+import { QUANT_BITS, quantizeRef, roundTo, unpackLevel } from '../../../src/kernels/quant/quant.ref.ts';
+import { qmmCpuRef, qmmRef } from '../../../src/kernels/quant/qmm.ref.ts';
 
 const DTYPES = [['f32', 'none'], ['f16', 'f16'], ['bf16', 'bf16']] as const;
 

@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { runs } from '../helpers/sweep.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, InputError, ShapeError } from '../../src/errors.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { dequantize, quantize } from '../../src/kernels/quant/quant.ts';
-import { appendQuantized, quantKV } from '../../src/kernels/attention/kvquant.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { dequantize, quantize } from '../../../src/kernels/quant/quant.ts';
+import { appendQuantized, quantKV } from '../../../src/kernels/attention/kvquant.ts';
 import {
   QUANT_BITS, dequantizeRef, quantizeGroupRef, quantizeRef, roundTo, unpackLevel, type QuantRules,
-} from '../../src/kernels/quant/quant.ref.ts';
+} from '../../../src/kernels/quant/quant.ref.ts';
 
 const DTYPES = [['f32', 'none'], ['f16', 'f16'], ['bf16', 'bf16']] as const;
 

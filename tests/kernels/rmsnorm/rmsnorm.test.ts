@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectClose } from '../helpers/close.ts';
-import { expectUlp } from '../helpers/attn-parity.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { rmsNorm } from '../../src/kernels/rmsnorm/rmsnorm.ts';
-import { rmsNormRef } from '../../src/kernels/rmsnorm/rmsnorm.ref.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectClose } from '../../helpers/close.ts';
+import { expectUlp } from '../../helpers/attn-parity.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { rmsNorm } from '../../../src/kernels/rmsnorm/rmsnorm.ts';
+import { rmsNormRef } from '../../../src/kernels/rmsnorm/rmsnorm.ref.ts';
 
 describe('rmsNorm', () => {
   it('matches MLX f32 (ops.safetensors rms.f32)', async () => {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectUlp, expectWithin, ropeBound } from '../helpers/attn-parity.ts';
-import { fixture } from '../../testkit/helpers/fixtures.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/errors.ts';
-import { roundBf16, roundF16 } from '../../src/tensor/dtype.ts';
-import { rope } from '../../src/kernels/rope/rope.ts';
-import { ropeRef } from '../../src/kernels/rope/rope.ref.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectUlp, expectWithin, ropeBound } from '../../helpers/attn-parity.ts';
+import { fixture } from '../../../testkit/helpers/fixtures.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16, roundF16 } from '../../../src/tensor/dtype.ts';
+import { rope } from '../../../src/kernels/rope/rope.ts';
+import { ropeRef } from '../../../src/kernels/rope/rope.ref.ts';
 
 // The fixture cases: d64 base 1e4 offset 0; d128 base 1e4 offset 13; d128 base 5e5 offset 1000. x is [1, 3, 7, D].
 const CASES = [
