@@ -1,6 +1,6 @@
 // The prefill-shaped matmul in TFLOP/s (compute bound): f32, bf16 through the tiled kernel and, where the adapter
 // has subgroup matrices, through the tensor cores; and the tensor-core path on the layer's four prefill products
-// under every schedule of sgmat_schedule.ts (what each shape's default schedule is chosen from).
+// under every schedule of sgmat-schedule.ts (what each shape's default schedule is chosen from).
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../testkit/init/random.ts';
@@ -44,7 +44,7 @@ export async function matmulFlops(gpu: Gpu, m: number, n: number, k: number, s: 
 
 /**
  * The tensor-core matmul (path 'sgmat') on the model layer's four prefill products at `m` rows, with the model's
- * fusions (swiglu into gate_up, the residual into o_proj and down), under each schedule (sgmat_schedule.ts: the
+ * fusions (swiglu into gate_up, the residual into o_proj and down), under each schedule (sgmat-schedule.ts: the
  * direct kernel with operand prefetch off / on and the staged kernel, x split-K 1, 2, 4), and gate_up once more as
  * matmul then siluMul at the default schedule: which schedule each shape should default to. GPU time by timestamps
  * covers the whole call (x to f16, the product, the output pass). Empty where the adapter has no subgroup matrices.

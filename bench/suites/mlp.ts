@@ -1,7 +1,7 @@
 // A decode layer's MLP (--sweep-gemv) on bf16, 4- and 8-bit weights: the two products the model runs by default
 // (gate_up with norm and SwiGLU, then down with the residual, each at its tuned shape) against the one dispatch
-// (matmul/gemv_mlp.ts over its units a workgroup, first-level group sizes and down's prefetch;
-// qlinear/qgemv_mlp.ts over its group sizes), timed as the GEMV sweep times its shapes (timeAround).
+// (matmul/gemv-mlp.ts over its units a workgroup, first-level group sizes and down's prefetch;
+// qlinear/qgemv-mlp.ts over its group sizes), timed as the GEMV sweep times its shapes (timeAround).
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { MlpOptions } from '../../src/kernels/matmul/gemv-mlp.ts';
 import { linear, mlpFoldWeights } from '../../src/hrm/linear.ts';

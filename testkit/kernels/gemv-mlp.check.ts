@@ -3,7 +3,7 @@
 // its last workgroups add partial sums the others wrote in the same dispatch, an ordering WGSL promises only across
 // dispatches. Every batched call must give its lone run's bits (the order of its sums is fixed by the shapes), one
 // call must be within two bf16 ulps of the float64 composition of its ops, and the counts must be back at 0.
-// tests/kernels/gemv_mlp.test.ts runs it small.
+// tests/kernels/matmul/gemv-mlp.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

@@ -1,5 +1,5 @@
 // matmulF16 checked against the float64 reference and MLX's f16 matmul, runnable in any runtime (no vitest): Deno
-// runs it where Node's adapter lacks shader-f16 (tests/kernels/deno-matmul-f16.ts); the vitest file asserts on the
+// runs it where Node's adapter lacks shader-f16 (tests/kernels/matmul/deno-matmul-f16.ts); the vitest file asserts on the
 // report it returns.
 //
 // Tolerance. The kernel sums K products in f32 (each exact for f16 x bf16/f16 weights, one rounding for f32
@@ -152,7 +152,7 @@ async function mlxCases(fixtures: string, gpu: Gpu, run: Run): Promise<F16Report
   return mlx;
 }
 
-/** The report as bench/parity.ts's cases: the bounds the vitest file asserts (tests/kernels/matmul_f16.test.ts). */
+/** The report as bench/parity.ts's cases: the bounds the vitest file asserts (tests/kernels/matmul/matmul-f16.test.ts). */
 export function f16ParityCases(r: F16Report): ParityCase[] {
   const failed = r.cases.filter((c) => c.failure).length;
   const out: ParityCase[] = [

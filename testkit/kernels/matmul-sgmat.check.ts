@@ -8,7 +8,7 @@
 // cancels), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off, the kernel rule. Also per case: how many rows held a value the f16 path cannot take (stats[0]; their call then
 // computes in f32): bf16 data of any range must have none (each row is scaled into f16's range), data that is
 // not bf16 or not finite must have some and still meet the criterion.
-// Every case runs under each schedule of the tensor-core kernels (sgmat_schedule.ts: the default, then the direct
+// Every case runs under each schedule of the tensor-core kernels (sgmat-schedule.ts: the default, then the direct
 // kernel with operand prefetch off and on x split-K 1, 2, 4, and the staged kernel (where it runs) x split-K 1, 2,
 // 4; a split is capped by K's blocks): a schedule changes the summation order only, so each must meet the same
 // criterion; `schedules` tallies them.
@@ -203,7 +203,7 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     schedule = undefined;
   }
 
-  // A weight the path takes in several products (matmul_sgmat.ts partsOf), on a Gpu binding at most 256 KiB: K 40
+  // A weight the path takes in several products (matmul-sgmat.ts partsOf), on a Gpu binding at most 256 KiB: K 40
   // pads to 64, so 2100 rows fit one binding as bf16 (168 KB) but not as the f16 copy (2176 x 64 halves): copies of
   // 2048 and 52 rows; one x row pads to 128, so each product C takes 512 rows at most: 5 products. SwiGLU then runs
   // as the product and siluMul. (HRM-Text-1B's lm_head at a 128 MiB limit: 43690 rows, padded past it.)

@@ -1,7 +1,7 @@
 // qgemv_wide (row groups sharing one x read and one norm) against qgemv4 at the same lanes, runnable without vitest
 // so that the GPU machine checks it where its registers and loads are laid out by another compiler (bench/parity.ts,
 // in bench/h200.sh): at HRM-Text-1B's decode projections on 4- and 8-bit weights, every shape `--sweep-gemv` times
-// must give qgemv4's bits. tests/kernels/qlinear.test.ts runs it small.
+// must give qgemv4's bits. tests/kernels/qlinear/qlinear.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

@@ -3,8 +3,8 @@
 // GPU machine checks it where it matters (bench/parity.ts): as for sdpa-fold.check.ts, WGSL orders storage writes
 // between the workgroups of one dispatch only across dispatches. The merge's order is fixed, so every call in the
 // batch must give the bits of the same call run alone; each of those must agree with qsdpa's passes (the reference
-// path) as qsdpa_one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
-// tests/kernels/qsdpa_fold.test.ts runs it small.
+// path) as qsdpa-one.test.ts asserts in f32 (2e-6 relative); and the counters must be back at 0 after.
+// tests/kernels/attention/qsdpa-fold.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { qsdpa, type QsdpaOptions } from '../../src/kernels/attention/qsdpa.ts';

@@ -2,7 +2,7 @@
 // vitest so that the GPU machine checks it where it matters (bench/parity.ts, in bench/h200.sh): WGSL orders storage
 // writes between the workgroups of one dispatch only across dispatches, so the last chunk of a head to finish reading
 // the other chunks' results right is a property of the driver and the hardware. Every folded call must give the
-// separate merge's bits, and the counters must be back at 0 after. tests/kernels/sdpa_fold.test.ts runs it small.
+// separate merge's bits, and the counters must be back at 0 after. tests/kernels/attention/sdpa-fold.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../src/tensor/dtype.ts';

@@ -1,5 +1,5 @@
-// Prefill attention's tensor-core path (attention/sdpa_mm.ts sdpaMmF16) against its f32 path (the same sdpa_mm
-// passes with f32 products: the reference and fallback), runnable without vitest: sdpa_mm_f16.test.ts runs it in CI
+// Prefill attention's tensor-core path (attention/sdpa-mm.ts sdpaMmF16) against its f32 path (the same sdpa_mm
+// passes with f32 products: the reference and fallback), runnable without vitest: sdpa-mm-f16.test.ts runs it in CI
 // with the products emulated, bench --check-sgmat on the H200 through the tensor cores.
 // Criterion, per case: every output within 1 bf16 ulp of the f32 path's plus 2^-20 max|v| (both round to bf16; the
 // weights, good to ~2^-22, and the summation orders move an output by a small fraction of an ulp except near zero,

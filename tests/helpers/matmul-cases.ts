@@ -1,4 +1,4 @@
-// The matmul tests' shared cases and checks (matmul.test.ts, matmul_fusions.test.ts, gemv.test.ts): weight dtypes and
+// The matmul tests' shared cases and checks (matmul.test.ts, matmul-fusions.test.ts, gemv.test.ts): weight dtypes and
 // paths, seeded operands, the f32 dot-product error bound, and the fusions' modes and shapes.
 import { expect } from 'vitest';
 import { randn } from '../../testkit/helpers/seeded.ts';

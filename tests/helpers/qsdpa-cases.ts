@@ -1,4 +1,4 @@
-// Cases of the quantized-cache attention tests (qsdpa.test.ts, qsdpa_one.test.ts): cache sides filled as a decode
+// Cases of the quantized-cache attention tests (qsdpa.test.ts, qsdpa-one.test.ts): cache sides filled as a decode
 // loop fills them, queries, masks, and the check against the float64 reference.
 import { expect } from 'vitest';
 import { getGpu } from './gpu.ts';

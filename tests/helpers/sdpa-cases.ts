@@ -1,4 +1,4 @@
-// The sdpa tests' shared cases (sdpa.test.ts, sdpa_one.test.ts): a case's tensors on the device, its mask, and the
+// The sdpa tests' shared cases (sdpa.test.ts, sdpa-one.test.ts): a case's tensors on the device, its mask, and the
 // float64 reference it is checked against.
 import { gateLogits, randn } from '../../testkit/helpers/seeded.ts';
 import { expectBitExact } from './quant-check.ts';

@@ -18,7 +18,7 @@ override KV_BF16: bool = false;
 override ROUND: u32 = 0;
 override GATE: bool = false;
 
-// 16-byte units of K (and of V) a thread holds: max(1, HD / elements per unit / PK), set by sdpa_one.ts (1..8).
+// 16-byte units of K (and of V) a thread holds: max(1, HD / elements per unit / PK), set by sdpa-one.ts (1..8).
 override UPT: u32 = 2;
 
 const WG: u32 = 256u;

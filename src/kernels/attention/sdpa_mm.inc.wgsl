@@ -1,5 +1,5 @@
 // What prefill attention's matmul form shares around its two products (sdpa_mm.wgsl in f32, sdpa_mm_f16.wgsl on
-// tensor cores), through `// #include "attention/sdpa_mm.inc.wgsl"`: the options (sdpa_mm.ts passes all four, so
+// tensor cores), through `// #include "attention/sdpa_mm.inc.wgsl"`: the options (sdpa-mm.ts passes all four, so
 // the defaults never apply), the row workgroup and the helpers of its passes. The includer declares the uniforms
 // `p` (seq, heads, kv_len, kvp, cap, offset, scale, gate_stride, hd), the bindings k, v, s, mask, out and gate,
 // and softmax_row's hook `weight_out` (softmax_row.inc.wgsl). Never compiled on its own.

@@ -1,4 +1,4 @@
-// Prefill attention as two batched matmuls (sdpa_mm.ts), for a GPU where sdpa_prefill's per-query loop is the
+// Prefill attention as two batched matmuls (sdpa-mm.ts), for a GPU where sdpa_prefill's per-query loop is the
 // bottleneck: S = q K^T and O = P V run on the tiled matmul kernel (a head per workgroups.z), around three passes
 // here. f32 inside and one rounding at the output, as sdpa_prefill (only the summation order differs):
 //  - kv_f32: a thread per element: K and V of head h as f32 rows Kc[h, j, :], Vc[h, j, :], j < kvp (keys kv_len..

@@ -1,4 +1,4 @@
-// Prefill attention's two batched products on tensor cores (sdpa_mm.ts, bf16 mode): S = q K^T and O = P V run on
+// Prefill attention's two batched products on tensor cores (sdpa-mm.ts, bf16 mode): S = q K^T and O = P V run on
 // the staged subgroup-matrix kernel (matmul/matmul_sgmat_staged.wgsl, a head per workgroups.z), around three
 // passes here that mirror sdpa_mm.wgsl's:
 //  - qkv_f16: the three f16 operands, each zero-padded: q [H, S, D] as qh [H, Sp, Dk], the cache's K (first kv_len
@@ -19,7 +19,7 @@
 //    hi) in column kvp + j, so ph @ vt^T is P V with each weight good to ~2^-22 (one f16 alone, 2^-11, moved
 //    outputs near zero by several bf16 ulps); L = sum P_j of the f32 weights.
 //  - finish_f16: out[s, h*D + d] = gated(r(2^-(15 + e_v) O / L)), 0 for a query that sees no key; O is the sum of
-//    the P V product's K slices, in slice order (sdpa_mm.ts splits its long K to fill the GPU).
+//    the P V product's K slices, in slice order (sdpa-mm.ts splits its long K to fill the GPU).
 // Numerics against sdpa_mm.wgsl's f32 path: the scores are f32 sums of exact products and the value sums f32 sums
 // of exact products of V with weights within ~2^-22 of the f32 ones (other summation orders): outputs round to the
 // same bf16 value or a neighbour (testkit/kernels/sdpa-sgmat.check.ts). round_f16 (common/half.inc.wgsl) rounds with

@@ -14,7 +14,7 @@
 //    storage writes between workgroups only across dispatches, so the fold relies on the barrier before the count
 //    and the one after it reaching the whole device: checked on the CPU drivers by the tests and on the GPU
 //    machine by testkit/kernels/sdpa-fold.check.ts (bench/parity.ts); one_split + one_merge is the reference and the
-//    fallback (sdpa_one.ts `merge: 'separate'`, DeviceOptions.kernels.decodeMerge).
+//    fallback (sdpa-one.ts `merge: 'separate'`, DeviceOptions.kernels.decodeMerge).
 // Every thread issues a couple of independent loads and no thread walks a long chain of them: a single workgroup
 // per head (12 on HRM-1B, on a 132-SM H200) took 119 us at 641 keys, split-key flash decoding with 64-key blocks
 // 82 us. The chunk count comes from the capacity, the live chunks from kv_len (a uniform), so a recorded decode

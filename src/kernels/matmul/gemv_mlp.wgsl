@@ -1,6 +1,6 @@
 // gemv_mlp: a decode layer's whole MLP in one dispatch, for one x row: x += down(silu(gate) * up), gate | up =
 // gate_up(rms(x)), the same roundings as matmul's norm + swiglu product followed by its residual product (two
-// dispatches; gemv_mlp.ts composes those where this cannot run, and they are its reference).
+// dispatches; gemv-mlp.ts composes those where this cannot run, and they are its reference).
 //  - Workgroup b owns the intermediate units i0 = b * U .. i0 + U - 1. It computes its 2U rows of gate_up (gate rows
 //    i0.., up rows I + i0..) as gemv_wide computes a block: LANES lanes a row, THREADS / LANES row groups of RPG
 //    rows, every weight load issued before the norm prologue, which runs while they are in flight. Its U
@@ -13,7 +13,7 @@
 //    x = r(x + r(sum)) (add()'s rounding) in place. Each sets its count back to 0 for the next dispatch. The order
 //    of every sum is fixed by the shapes alone, so the result does not depend on timing. As with sdpa_one's folded
 //    merge, WGSL orders storage writes between workgroups only across dispatches: this relies on the barriers
-//    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/gemv_mlp.test.ts and
+//    around each count reaching the whole device (checked on the CPU drivers by tests/kernels/matmul/gemv-mlp.test.ts and
 //    on the GPU machine by testkit/kernels/gemv-mlp.check.ts, bench/parity.ts).
 // x is read by every block and written only by the last, after every block has counted itself done.
 

@@ -4,7 +4,7 @@
 //   2. per weight chunk (in row spans where one would pass a binding): its f16 copy (made the same way at its
 //      first use and kept with it; made per call for a quantized weight's dense copy), the tensor-core
 //      product C = x16 @ w16^T (matmul_sgmat_staged.wgsl where the device can run it, else matmul_sgmat.wgsl; the
-//      schedule in sgmat_schedule.ts, planned per Gpu by kernels/plan/matmul.ts),
+//      schedule in sgmat-schedule.ts, planned per Gpu by kernels/plan/matmul.ts),
 //      then sgmat_out: C unscaled, rounded, added to the residual or through SwiGLU.
 // Values the f16 path cannot hold exactly (an x that is not bf16, inf, NaN) flag the call (or the weight), and
 // sgmat_out then computes those outputs with f32 FMAs: same numbers, slower. sgmat_prep.wgsl gives the error bound of the rest.
@@ -142,7 +142,7 @@ function sgmatState(gpu: Gpu): SgmatState {
 
 /**
  * The per-device flag of calls with values the f16 path cannot take, and a new epoch for one call (see sgmatState):
- * prefill attention's tensor-core path (attention/sdpa_mm.ts) flags its operands the same way.
+ * prefill attention's tensor-core path (attention/sdpa-mm.ts) flags its operands the same way.
  */
 export function sgmatCallFlag(gpu: Gpu): { flag: Tensor; epoch: number } {
   return { flag: sgmatState(gpu).flag, epoch: nextEpoch(gpu) };

@@ -26,7 +26,7 @@ export interface MatmulOptions {
   /**
    * Force a path (tests, benchmarks); 'auto' asks the Gpu's planner (kernels/plan/matmul.ts: by M and the tile count,
    * preferGemv, and 'rows' on CPU adapters).
-   * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul_sgmat.ts) needs bf16 rounding, bf16 weights and an
+   * 'sgmat' (subgroup matrices, i.e. tensor cores: matmul-sgmat.ts) needs bf16 rounding, bf16 weights and an
    * adapter that offers them; it runs norm first as 'tiled' does and fuses swiglu (one weight tensor) and
    * accumulate into its output pass. 'auto' takes it for bf16 prefill where the device can.
    */
@@ -126,7 +126,7 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
 }
 
 /**
- * `batch` products x_z @ w_z^T by the tiled kernel in one dispatch (attention's per-head products, sdpa_mm.ts):
+ * `batch` products x_z @ w_z^T by the tiled kernel in one dispatch (attention's per-head products, sdpa-mm.ts):
  * x f32 [batch, M, K], w [batch, N, K] (f32 or bf16; [batch, K, N] with `transposed`: x_z @ w_z), out f32: product z
  * in rows z*M.. of [batch * M, N] ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's.
  */

@@ -1,4 +1,4 @@
-// C = A @ B^T on subgroup matrices (cooperative matrices, i.e. tensor cores): the middle of matmul_sgmat.ts's
+// C = A @ B^T on subgroup matrices (cooperative matrices, i.e. tensor cores): the middle of matmul-sgmat.ts's
 // three steps. A: f16 [M_pad, Kp] and B: f16 [Np, Kp], both row-major as sgmat_prep.wgsl's to_f16 writes them
 // (scaled rows, zero padding), C: f32 [S, M_pad, Np]. Kp is a multiple of 16, M_pad and Np of 64, so every load and
 // store is in bounds and the kernel has no edge cases; sgmat_prep.wgsl's sgmat_out adds the S slabs, unscales,
@@ -7,7 +7,7 @@
 // Split-K: workgroup z sums the K slice [z * Ks, min(Kp, (z + 1) * Ks)) (Ks a multiple of 16; one slice of all of
 // Kp without a split) into slab z of C (offset z * slab, slab = M_pad * Np), so a narrow product (N = 1536: 192
 // tiles on a 132-SM GPU) still fills the GPU. A slice with no steps stores zeros.
-// PIPE (software pipelining, the default: sgmat_schedule.ts): the next k step's 8 operand matrices are loaded
+// PIPE (software pipelining, the default: sgmat-schedule.ts): the next k step's 8 operand matrices are loaded
 // before the current step's 16 products, so their load latency overlaps the tensor-core work (gqkv 28 -> 40
 // TFLOP/s on the H200); off, every step loads then multiplies (the earlier schedule, kept as the reference and
 // for timing the two: DeviceOptions.kernels.sgmat).
@@ -28,7 +28,7 @@ struct Params { Kp: u32, Np: u32, Ks: u32, slab: u32 }
 @group(0) @binding(2) var<storage, read> b: array<f16>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
-override PIPE: bool = false;   // matmul_sgmat.ts passes the schedule's
+override PIPE: bool = false;   // matmul-sgmat.ts passes the schedule's
 
 // Every subgroup-matrix statement stands on a line of its own, as the `#sgmat` lines unroll (the 4 x 4 tile's
 // statements, scripts/gen-wgsl.mjs): reflection (kernels/kernel.ts, reflectable) leaves those lines out.

@@ -1,6 +1,6 @@
 // C = A @ B^T on subgroup matrices with the operands staged through workgroup memory: matmul_sgmat.wgsl's product
 // (same bindings' data, same split-K slabs, same f32 accumulation of exact f16 products) for tiles of 128 x 128,
-// also batched (prefill attention's products, a head per batch: attention/sdpa_mm.ts).
+// also batched (prefill attention's products, a head per batch: attention/sdpa-mm.ts).
 // A workgroup is 4 subgroups of 32 lanes (2 x 2, each owning 4 x 4 result matrices of 16 x 16, a 64 x 64
 // quarter). Every 64 columns of K, its 128 threads copy the tile's A rows (128 x 64) and B rows (128 x 64) into
 // workgroup memory with 16-byte loads (a and b bound as vec4<u32>: 8 f16 each), and the subgroups load their
@@ -9,7 +9,7 @@
 // Rows are padded to 72 f16 (144 bytes) so the 16 rows one matrix load reads fall in different banks.
 // Measured on the H200 (bench/sgmat-probe.ts, 512 x 8192 x 1536, the probe's clock): 39 TFLOP/s against 12 for
 // the storage-direct kernel; 32 columns a block 37, 64 x 64 tiles of one subgroup 24.
-// Needs Mp and Np multiples of 128 and the slice bounds multiples of 64 (matmul_sgmat.ts pads and splits so),
+// Needs Mp and Np multiples of 128 and the slice bounds multiples of 64 (matmul-sgmat.ts pads and splits so),
 // subgroups of exactly 32 (so 128 threads are 4 subgroups) and 36 KiB of workgroup memory.
 
 enable f16;

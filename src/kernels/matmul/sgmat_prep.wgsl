@@ -1,4 +1,4 @@
-// The two plain-WGSL halves of the subgroup-matrix matmul (matmul_sgmat.ts), around the tensor-core kernel:
+// The two plain-WGSL halves of the subgroup-matrix matmul (matmul-sgmat.ts), around the tensor-core kernel:
 //  - to_f16: one workgroup per row of a source (x: f32 [rows, K]; a weight chunk: bf16 [rows, K] packed two per
 //    u32, element e in word e >> 1, low half when e is even) writes the row as f16 pairs into dst [rows_pad, Kp / 2]
 //    (K padded with zeros to Kp, a multiple of 16; rows past `rows` all zeros), scaled by 2^e[r], e[r] = 14 -

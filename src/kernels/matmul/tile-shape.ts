@@ -1,5 +1,5 @@
 // The tiled matmul kernels' shape, a fact the planner reads (kernels/plan/matmul.ts: preferGemv) beside the
-// wrappers that dispatch them (matmul.ts, matmul_f16.ts).
+// wrappers that dispatch them (matmul.ts, matmul-f16.ts).
 
 /**
  * The tiled kernel's overrides (matmul_tiled.wgsl, matmul_f16.wgsl: tile.inc.wgsl): threads along N and M and the K

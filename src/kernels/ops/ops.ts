@@ -3,7 +3,7 @@
 // op's output where an MLX model in bf16 / f16 would (elementwise.wgsl); the row ops are f32 throughout (rows.wgsl).
 // Without a caller in the model, kept on purpose: siluMul and sigmoidGate are the composed forms the fused kernels
 // (matmul's swiglu, attention's gate) are tested against bit for bit; softmaxRows, logSoftmaxRows and klRows are
-// the library's GPU row ops for scoring logits (tests/kernels/ops.test.ts checks each against ops.ref.ts).
+// the library's GPU row ops for scoring logits (tests/kernels/ops/ops.test.ts checks each against ops.ref.ts).
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor, numel } from '../../tensor/tensor.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';

@@ -1,7 +1,7 @@
 // The planner's attention half (plan/options.ts): which of sdpa's four paths a call takes, whether prefill attention's
 // products run on the tensor cores, the decode merge, how a cache slot's step runs (a decode step's append fused
 // into attention, or append then attend) and the verdicts on attention's fast paths for the adapter summary. The
-// facts it decides from are the kernels' own (sdpa_one.ts: shapes it takes; sdpa_mm.ts: budget, self-check).
+// facts it decides from are the kernels' own (sdpa-one.ts: shapes it takes; sdpa-mm.ts: budget, self-check).
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { ShapeError } from '../../errors.ts';
@@ -17,7 +17,7 @@ import { CPU_DRIVER, onOff } from './matmul.ts';
 export const DECODE_MAX_QUERIES = 4;
 
 /**
- * 'one' (sdpa_one.wgsl: one query seeing every key), 'decode' (keys split across workgroups), 'matmul' (sdpa_mm.ts:
+ * 'one' (sdpa_one.wgsl: one query seeing every key), 'decode' (keys split across workgroups), 'matmul' (sdpa-mm.ts:
  * two batched matmuls), 'prefill' (sdpa_prefill.wgsl: the reference, and CPU drivers' path).
  */
 export type AttentionPath = 'prefill' | 'decode' | 'one' | 'matmul';

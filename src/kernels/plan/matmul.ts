@@ -1,6 +1,6 @@
 // The planner's matmul half (plan/options.ts): the path matmul() takes when a call names none, the tensor cores'
 // kernel and schedule under the Gpu's options, and the verdicts on its fast paths for the adapter summary. The
-// facts it decides from are the kernels' own (matmul_sgmat.ts: features, self-checks, workgroup memory).
+// facts it decides from are the kernels' own (matmul-sgmat.ts: features, self-checks, workgroup memory).
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { FeatureError } from '../../errors.ts';
@@ -95,7 +95,7 @@ export function prefillMatmulPath(gpu: Gpu): string {
     : `tiled f32 (${why})`;
 }
 
-/** The fast path of gemv_mlp.ts and qgemv_mlp.ts, by its name in the adapter summary. */
+/** The fast path of gemv-mlp.ts and qgemv-mlp.ts, by its name in the adapter summary. */
 export const DECODE_MLP = 'decode MLP in one dispatch (dense, 4- and 8-bit weights)';
 
 /** The matmul's fast paths on `gpu`: on, or off and why (a feature missing, a CPU driver, a self-check, an option). */
@@ -121,7 +121,7 @@ export function onOff(whys: Record<string, string | null>): Record<string, OnOff
 
 /**
  * Whether a decode layer's MLP over `rows` x rows runs in one dispatch: the Gpu's decodeMlp 'fold', and one row.
- * The kernels then say whether they take the weights (gemv_mlp.ts, qgemv_mlp.ts return null where not; the caller
+ * The kernels then say whether they take the weights (gemv-mlp.ts, qgemv-mlp.ts return null where not; the caller
  * composes the two products).
  */
 export function decodeMlpFolds(gpu: Gpu, rows: number): boolean {

@@ -17,8 +17,8 @@ export type DecodeMerge = 'fold' | 'separate';
 export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 
 /**
- * A decode layer's MLP: 'fold', gate_up, SwiGLU, down and the residual in one dispatch (matmul/gemv_mlp.ts on dense
- * weights, qlinear/qgemv_mlp.ts on 4- and 8-bit ones: the down partial sums added by the last workgroups to
+ * A decode layer's MLP: 'fold', gate_up, SwiGLU, down and the residual in one dispatch (matmul/gemv-mlp.ts on dense
+ * weights, qlinear/qgemv-mlp.ts on 4- and 8-bit ones: the down partial sums added by the last workgroups to
  * finish); 'separate', the norm + SwiGLU product then the residual product (the reference). The same roundings, f32
  * sums in another order.
  */
@@ -29,7 +29,7 @@ export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
 declare module '../../gpu/device.ts' {
   interface KernelOptions {
     /**
-     * The tensor-core prefill matmul's schedule (sgmat_schedule.ts: kernel, pipe, splitK); fields left out keep
+     * The tensor-core prefill matmul's schedule (sgmat-schedule.ts: kernel, pipe, splitK); fields left out keep
      * the default, which benchmarks chose (bench/kernels.ts, sgmatSchedules).
      */
     sgmat?: Partial<SgmatSchedule>;

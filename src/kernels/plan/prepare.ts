@@ -1,8 +1,8 @@
 // A new device's preparation for the kernels, in one place and in this order (`Gpu.create` runs it before it returns
 // the Gpu, src/kernels/gpu.ts; nothing is registered when a module is imported, so every entry gets the same Gpu):
 //   1. the kernel options (DeviceOptions.kernels) checked (options.ts): a bad one fails Gpu.create, the device freed;
-//   2. the tensor-core matmul's self-check (matmul/matmul_sgmat.ts): the staged kernel, else the direct one;
-//   3. prefill attention's tensor-core self-check (attention/sdpa_mm.ts), which needs 2's verdict;
+//   2. the tensor-core matmul's self-check (matmul/matmul-sgmat.ts): the staged kernel, else the direct one;
+//   3. prefill attention's tensor-core self-check (attention/sdpa-mm.ts), which needs 2's verdict;
 //   4. the fast paths' verdicts written into the adapter summary (paths.ts: gpu.summary.fastPaths).
 // A check of a new experimental feature goes here, after those whose verdicts it reads.
 import type { Gpu } from '../../gpu/gpu.ts';

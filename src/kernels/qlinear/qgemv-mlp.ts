@@ -1,4 +1,4 @@
-// A decode layer's MLP in one dispatch on MLX's 4- and 8-bit quantized weights (qgemv_mlp.wgsl): matmul/gemv_mlp.ts's
+// A decode layer's MLP in one dispatch on MLX's 4- and 8-bit quantized weights (qgemv_mlp.wgsl): matmul/gemv-mlp.ts's
 // fold where qlinear takes two products (its reference, and what the caller composes where this returns null).
 import { Kernel } from '../kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';

@@ -1,6 +1,6 @@
 // qgemv_mlp: matmul/gemv_mlp.wgsl (a decode layer's whole MLP in one dispatch, x += down(silu(gate) * up), gate | up
 // = gate_up(rms(x))) on MLX's 4- and 8-bit quantized weights, where qlinear takes two products (qgemv4 with norm and
-// SwiGLU, then with the residual: the reference, which qgemv_mlp.ts composes where this cannot run).
+// SwiGLU, then with the residual: the reference, which qgemv-mlp.ts composes where this cannot run).
 //  - Workgroup b owns the intermediate units i0 = b * U .. i0 + U - 1 (U = 8). Its 2U gate_up rows: LANES lanes a
 //    row in THREADS / LANES row groups of RPG rows, each lane's 16-byte units of levels and their groups' scales and
 //    biases loaded before the norm; x normalised once into workgroup memory (qgemv4's XSH); each unit summed as
@@ -8,7 +8,7 @@
 //  - Its share of down: the U levels of each down row that its block covers (one word at 4 bits, two at 8, in one
 //    group since the group size is a multiple of 32), part_b[n] = scale * sum_j level_j a_j + bias * sum_j a_j.
 //  - The partial sums and the residual as in gemv_mlp (matmul/mlp_fold.inc.wgsl), with the same reliance on the
-//    barriers around the counts (checked by tests/kernels/gemv_mlp.test.ts and gemv-mlp.check.ts).
+//    barriers around the counts (checked by tests/kernels/matmul/gemv-mlp.test.ts and gemv-mlp.check.ts).
 
 struct Params { K: u32, I: u32, blocks: u32, group: u32, eps: f32 }
 
@@ -62,7 +62,7 @@ fn activations(blk: u32, tid: u32) {
     }
   }
   let inv = x_inv(tid);
-  stage_x(tid, THREADS, 0u, inv);   // XSH (qgemv_mlp.ts sets it): the units read x there
+  stage_x(tid, THREADS, 0u, inv);   // XSH (qgemv-mlp.ts sets it): the units read x there
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPL; i++) {
     let u = l + i * LANES;

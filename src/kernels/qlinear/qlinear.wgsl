@@ -21,7 +21,7 @@
 //     biases quantized on the GPU (quant.wgsl writes f32) stored as a checkpoint would hold them.
 //  6. qdense (prefill on tensor cores, qlinear.ts): rows col0 .. col0 + N of the chunk as a dense weight in the
 //     half dtype of ROUND, two per word, each W[n, k] = r(r(scale * level) + bias) as qtiled stages it; the dense
-//     matmul then runs on it (matmul_sgmat.ts), the weight's qmm by MLX's own route of dequantizing into its dtype.
+//     matmul then runs on it (matmul-sgmat.ts), the weight's qmm by MLX's own route of dequantizing into its dtype.
 //
 // Fusions as matmul.wgsl (pipeline constants): NORM (qgemv: x rows rms-normalised in a prologue, each value
 // rounded), SWIGLU (qgemv, qrows: w is [gate; up] and out = r(r(g * r(sigmoid(g))) * u)), ACC (qgemv, qtiled, qrows:

@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectBitExact } from '../helpers/quant-check.ts';
-import { expectSameStructure, recordDispatches, type DispatchRecord } from '../helpers/dispatches.ts';
-import { BASE, check, fill, gateSource, inputs, run, type Case } from '../helpers/qsdpa-cases.ts';
-import { runs } from '../helpers/sweep.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { DTypeError, ShapeError } from '../../src/errors.ts';
-import type { AttnMask } from '../../src/kernels/attention/types.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import { dequantize } from '../../src/kernels/quant/quant.ts';
-import { quantKV } from '../../src/kernels/attention/kvquant.ts';
-import { qsdpa } from '../../src/kernels/attention/qsdpa.ts';
-import { sigmoidGate } from '../../src/kernels/ops/ops.ts';
-import { dequantizeRef, quantizeRef, roundTo } from '../../src/kernels/quant/quant.ref.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectBitExact } from '../../helpers/quant-check.ts';
+import { expectSameStructure, recordDispatches, type DispatchRecord } from '../../helpers/dispatches.ts';
+import { BASE, check, fill, gateSource, inputs, run, type Case } from '../../helpers/qsdpa-cases.ts';
+import { runs } from '../../helpers/sweep.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { DTypeError, ShapeError } from '../../../src/errors.ts';
+import type { AttnMask } from '../../../src/kernels/attention/types.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { dequantize } from '../../../src/kernels/quant/quant.ts';
+import { quantKV } from '../../../src/kernels/attention/kvquant.ts';
+import { qsdpa } from '../../../src/kernels/attention/qsdpa.ts';
+import { sigmoidGate } from '../../../src/kernels/ops/ops.ts';
+import { dequantizeRef, quantizeRef, roundTo } from '../../../src/kernels/quant/quant.ref.ts';
 
 describe('qsdpa vs the float64 reference, one setting varied at a time from ' + JSON.stringify(BASE), () => {
   it('every mask kind under a cache offset (prefix block and a fully masked query included)', async () => {
@@ -25,7 +25,7 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
     await check({ ...BASE, kBits: 3, vBits: 6, seed: 2 });
     await check({ ...BASE, kBits: 5, vBits: 2, seed: 3 });
   });
-  it('decode (S = 1) over 1100 keys through the passes (qsdpa_one.test.ts has the default path), K 8 / V 4, head dim 128', async () => {
+  it('decode (S = 1) over 1100 keys through the passes (qsdpa-one.test.ts has the default path), K 8 / V 4, head dim 128', async () => {
     await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none', path: 'passes' });
     await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4, path: 'passes' });
   });

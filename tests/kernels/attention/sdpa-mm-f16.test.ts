@@ -1,4 +1,4 @@
-// Prefill attention's tensor-core path (attention/sdpa_mm.ts sdpaMmF16: sdpa_mm_f16.wgsl's passes around two
+// Prefill attention's tensor-core path (attention/sdpa-mm.ts sdpaMmF16: sdpa_mm_f16.wgsl's passes around two
 // batched f16 products) on any device with shader-f16. The products come from a plain kernel written here with the
 // tensor cores' contract (f32 sums of exact f16 products), so the conversions, the padding, the f16 weights' scale,
 // masks, gates and both f32 fallbacks are checked in CI; the tensor cores themselves run the same cases on the H200

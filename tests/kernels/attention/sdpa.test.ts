@@ -1,5 +1,5 @@
 // sdpa against MLX and the float64 reference on the prefill, decode and matmul paths, its fused gate and argument
-// checks; the decode structure and the one-query path: sdpa_one.test.ts.
+// checks; the decode structure and the one-query path: sdpa-one.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn, rng } from '../../../testkit/helpers/seeded.ts';

@@ -65,7 +65,7 @@ describe('matmulF16 against the float64 reference and MLX', () => {
     const t0 = performance.now();
     const mlxOnly = (await getGpu()).f16 && !EXHAUSTIVE;
     const env = { ...process.env, HRM_F16_MLX_ONLY: mlxOnly ? '1' : '0' };
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/kernels/deno-matmul-f16.ts'], { cwd: root, env, timeout: 170_000, maxBuffer: 1 << 24 });
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/kernels/matmul/deno-matmul-f16.ts'], { cwd: root, env, timeout: 170_000, maxBuffer: 1 << 24 });
     const r = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; adapter: string; f16: boolean; features?: string[]; report?: F16Report };
     expect(r.runtime).toBe('deno');
     if (!r.f16) {

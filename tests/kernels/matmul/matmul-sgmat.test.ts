@@ -67,7 +67,7 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     // 4 slabs of 512 x 1536 f32 are 12 MiB: a 7 MiB binding limit leaves 1 slab (2 would be 6 MiB: fits).
     expect(splitFor(fake(7 * 2 ** 20), 512, 1536, 1536, tile, 4).S).toBe(2);
     expect(splitFor(fake(4 * 2 ** 20), 512, 1536, 1536, tile, 4).S).toBe(1);
-    // A call's schedule fields are checked as the Gpu's options are (tests/kernels/policy.test.ts).
+    // A call's schedule fields are checked as the Gpu's options are (tests/kernels/plan/options.test.ts).
     expect(() => sgmatPlan(gpu, { splitK: 3 as 2 })).toThrow(/^\[matmul\] splitK 3 must be 1, 2, 4 or 'auto'$/);
     expect(() => sgmatPlan(gpu, { kernel: 'fast' as 'staged' }))
       .toThrow(/^\[matmul\] kernel "fast" must be 'auto', 'staged' or 'direct'$/);

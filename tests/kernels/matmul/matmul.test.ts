@@ -1,5 +1,5 @@
 // matmul against MLX and the float64 reference on every path and weight dtype, over row-chunked weights, and its
-// errors. Fusions: matmul_fusions.test.ts; the matrix-vector kernels' shapes: gemv.test.ts.
+// errors. Fusions: matmul-fusions.test.ts; the matrix-vector kernels' shapes: gemv.test.ts.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { fixture } from '../../../testkit/helpers/fixtures.ts';

@@ -1,7 +1,7 @@
 // The plain-WGSL halves of the subgroup-matrix matmul (sgmat_prep.wgsl), which run on every adapter: to_f16's row
 // scaling, f16 values and flags, and sgmat_out's unscaling, rounding, residual and f32 fallback, with the
 // tensor-core product in between done here in float64 over the f16 values the GPU wrote (exact products, as the
-// tensor cores form them). The tensor-core kernel itself needs the feature (matmul_sgmat.test.ts).
+// tensor cores form them). The tensor-core kernel itself needs the feature (matmul-sgmat.test.ts).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';

@@ -1,6 +1,6 @@
 // Quantized linear layers and embedding (qlinear.ts) against float64 references over the dequantized weights, the
 // fusions against the composed ops bit for bit, and quantize's group sizes 32 and 128 (MLX's fixtures in
-// ops.safetensors cover group 64 only, tests/kernels/quant.test.ts: these are checked against quantizeRef).
+// ops.safetensors cover group 64 only, tests/kernels/quant/quant.test.ts: these are checked against quantizeRef).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';
