@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { OPTIONS, settingsFrom, usage, type Settings, type Values } from './settings.ts';
 
 /** `--name value`, `--name=value` and flags, as the table defines them; throws a one-line error and the usage. */
-export function parseFlags(argv: string[]): { settings: Settings; help: boolean; values: Values } {
+export function parseBenchFlags(argv: string[]): { settings: Settings; help: boolean; values: Values } {
   const options = Object.fromEntries(OPTIONS.map((o) => [o.name, {
     type: o.arg ? 'string' as const : 'boolean' as const, ...(o.short ? { short: o.short } : {}),
   }]));

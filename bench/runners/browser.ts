@@ -9,14 +9,14 @@ import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { CHROMIUM, serve } from '../../testkit/helpers/browser.ts';
 import { collectPage, pageQuery } from './page-run.ts';
-import { parseFlags } from '../harness/flags.ts';
+import { parseBenchFlags } from '../harness/flags.ts';
 import { usage } from '../harness/settings.ts';
 import { commit } from './commit.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 async function main(argv: string[]): Promise<number> {
-  const { settings: s, help } = parseFlags(argv);
+  const { settings: s, help } = parseBenchFlags(argv);
   if (help) { console.log(usage()); return 0; }
   const { server, url } = await serve({ root, optimizeDeps: { include: ['vega', 'vega-lite'] } });
   const profile = mkdtempSync(join(tmpdir(), 'hrm-bench-chrome-'));

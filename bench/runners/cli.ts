@@ -3,7 +3,7 @@
 import { runBench } from '../harness/harness.ts';
 import { render } from '../harness/report.ts';
 import { saveAll, saveJson } from '../harness/output.ts';
-import { parseFlags } from '../harness/flags.ts';
+import { parseBenchFlags } from '../harness/flags.ts';
 import { usage } from '../harness/settings.ts';
 import { readAnchors } from '../harness/anchors.ts';
 import { readProbeFile, type ReadProbe } from '../harness/read-probe.ts';
@@ -22,7 +22,7 @@ function host(): string {
 export async function main(argv: string[]): Promise<number> {
   let parsed, readProbe: ReadProbe | undefined;
   try {
-    parsed = parseFlags(argv);
+    parsed = parseBenchFlags(argv);
     if (parsed.settings.readProbe && !parsed.help) readProbe = readProbeFile(parsed.settings.readProbe);
   } catch (e) {
     console.error((e as Error).message);

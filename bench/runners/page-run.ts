@@ -8,7 +8,7 @@ import type { Rendered } from '../harness/report.ts';
 import { readAnchors } from '../harness/anchors.ts';
 import { readProbeFile } from '../harness/read-probe.ts';
 import { saveAll, saveJson } from '../harness/output.ts';
-import { parseFlags } from '../harness/flags.ts';
+import { parseBenchFlags } from '../harness/flags.ts';
 import { ANCHORS_JSON, READ_PROBE_JSON } from '../harness/settings.ts';
 
 /**
@@ -18,7 +18,7 @@ import { ANCHORS_JSON, READ_PROBE_JSON } from '../harness/settings.ts';
  */
 export function pageQuery(args: string[], extra: Record<string, string>): URLSearchParams {
   const q = new URLSearchParams();
-  const { values } = parseFlags(args);
+  const { values } = parseBenchFlags(args);
   for (const [name, v] of Object.entries(values)) if (v !== undefined && v !== false) q.set(name, v === true ? '' : v);
   if (typeof values.anchors === 'string') q.set(ANCHORS_JSON, JSON.stringify(readAnchors(values.anchors)));
   const probe = values['read-probe'];

@@ -1,7 +1,7 @@
 // Pieces both CLIs share (Node and Deno): model location, flag parsing helpers, the GPU, file output.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DeviceLostError, HrmError, InputError, embeddedModelUrl, type ModelFiles } from '../index.ts';
-import { UsageError, dirFiles, urlFiles } from '../advanced.ts';
+import { DeviceLostError, HrmError, InputError, embeddedModelUrl } from '../index.ts';
+import { UsageError } from '../advanced.ts';
 import type { NetOptions } from '../advanced.ts';
 
 type Proc = {
@@ -35,13 +35,6 @@ function envSeconds(name: string): number | undefined {
 export function netOptions(): NetOptions {
   const [connectTimeoutMs, idleTimeoutMs] = [envSeconds('HRM_CONNECT_TIMEOUT'), envSeconds('HRM_IDLE_TIMEOUT')];
   return { onRetry: warn, connectTimeoutMs, idleTimeoutMs };
-}
-
-/** A folder or a base URL (downloaded with netOptions()). */
-export function modelFiles(model: string | undefined): ModelFiles {
-  if (!model) return dirFiles(EMBEDDED_DIR);
-  if (!/^https?:\/\//.test(model)) return dirFiles(model);
-  return urlFiles(model, netOptions());
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;

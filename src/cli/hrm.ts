@@ -1,13 +1,13 @@
 // `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
 import {
-  Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL,
+  Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL, modelFiles,
 } from '../index.ts';
 import { UsageError, cacheSlots, parseConditions, kvSpec } from '../advanced.ts';
 import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
 import { bytesSource } from '../io/sources.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { convertQuantized } from '../hrm/convert.ts';
-import { checkWritable, choice, err, flagValue, fsp, modelFiles, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_DIR } from './common.ts';
+import { checkWritable, choice, err, flagValue, fsp, netOptions, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_DIR } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -65,7 +65,7 @@ async function cmdGenerate(args: string[]): Promise<void> {
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
   const quantize = quantOpt(v);
   const gpu = await Gpu.create();
-  const lm = await loadModel(modelFiles(v.model), { gpu, dtype, quantize, warn });
+  const lm = await loadModel(modelFiles(v.model || undefined, netOptions()), { gpu, dtype, quantize, warn });
   await streamGenerate(gpu, lm, positionals[0], opts, { out, err });
   gpu.destroy();
 }
@@ -92,7 +92,7 @@ async function cmdLogits(args: string[]): Promise<void> {
   const quantize = quantOpt(v);
   await checkWritable('out', v.out);
   const gpu = await Gpu.create();
-  const lm = await loadModel(modelFiles(v.model), { gpu, dtype, quantize, warn });
+  const lm = await loadModel(modelFiles(v.model || undefined, netOptions()), { gpu, dtype, quantize, warn });
   const logits = await lm.model.logits(ids, { mask: mode, kv });
   await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
     { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name, ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));
@@ -117,7 +117,7 @@ async function cmdInfo(args: string[]): Promise<void> {
   const { values: v } = parseFlags(args, { model: { type: 'string' }, ctx: { type: 'string' }, ...Q_OPTS });
   number('ctx', v.ctx, 1, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
   const requested = quantOpt(v);
-  const files = modelFiles(v.model);
+  const files = modelFiles(v.model || undefined, netOptions());
   const { config: c, quantization } = await loadConfigs(files, warn);
   const ctx = number('ctx', v.ctx, c.max_position_embeddings);
   const params = parameterCount(c);
@@ -144,7 +144,7 @@ async function cmdConvert(args: string[]): Promise<void> {
   if (v.out === undefined) throw new UsageError('convert', '--out is required (the folder to write the quantized checkpoint to)');
   const spec = quantOpt(v);
   if (!spec) throw new UsageError('convert', '--quantize 4|8 is required');
-  const files = modelFiles(v.model);
+  const files = modelFiles(v.model || undefined, netOptions());
   const fs = await fsp();
   await fs.mkdir(v.out, { recursive: true });
   for (const f of ['model.safetensors', 'config.json']) await checkWritable('out', `${v.out}/${f}`);

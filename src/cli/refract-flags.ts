@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { InputError } from '../index.ts';
 import { UsageError } from '../advanced.ts';
 import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
-import { checkWritable, choice, number, parseFlags as parseCliFlags, proc, readFile } from './common.ts';
+import { checkWritable, choice, number, parseFlags, proc, readFile } from './common.ts';
 
 const STRING = { type: 'string' } as const;
 const FLAG = { type: 'boolean' } as const;
@@ -28,9 +28,9 @@ type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { opt
 export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
 
 /** Parse a subcommand's flags with the CLIs' one parser (common.ts); its usage errors name the subcommand. */
-export function parseFlags<O extends Options>(cmd: string, args: string[], options: O, positionals = false): { values: Values<O>; positionals: string[] } {
+export function parseCommandFlags<O extends Options>(cmd: string, args: string[], options: O, positionals = false): { values: Values<O>; positionals: string[] } {
   try {
-    const r = parseCliFlags(args, options, true);
+    const r = parseFlags(args, options, true);
     if (!positionals && r.positionals.length) throw new UsageError(`refract ${cmd}`, `unexpected argument ${JSON.stringify(r.positionals[0])}`);
     return r as { values: Values<O>; positionals: string[] };
   } catch (e) {

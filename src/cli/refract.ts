@@ -1,13 +1,13 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu, InputError, loadModel, type LoadedModel, cacheBytes, HrmBackend } from '../index.ts';
+import { Gpu, InputError, loadModel, modelFiles, type LoadedModel, cacheBytes, HrmBackend } from '../index.ts';
 import { UsageError, kvSpec } from '../advanced.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, fsp, modelFiles, netOptions, number, out, proc, readFile, run, writeFile } from './common.ts';
+import { choice, err, fsp, netOptions, number, out, proc, readFile, run, writeFile } from './common.ts';
 import {
-  asUsage, checkOutputs, FETCH_OPTIONS, parseFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions,
+  asUsage, checkOutputs, FETCH_OPTIONS, parseCommandFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions,
   SWEEP_OPTIONS, type ScoreFlags,
 } from './refract-flags.ts';
 import {
@@ -57,7 +57,7 @@ async function session(v: Pick<ScoreFlags, 'model' | 'dtype' | 'condition'>): Pr
     (gpu as Gpu | null)?.destroy(); // a lost device's buffers and pool go with it before the next one opens
     gpu = await Gpu.create();
     try {
-      lm = await loadModel(modelFiles(v.model), { gpu, dtype });
+      lm = await loadModel(modelFiles(v.model || undefined, netOptions()), { gpu, dtype });
     } catch (e) {
       gpu.destroy();
       gpu = null;
@@ -94,7 +94,7 @@ function finishPartial(r: RefractReport, signal: AbortSignal, written: string[])
 }
 
 async function cmdScore(args: string[]): Promise<void> {
-  const { values: v } = parseFlags('score', args, SCORE_OPTIONS);
+  const { values: v } = parseCommandFlags('score', args, SCORE_OPTIONS);
   if (v.help) { out(SCORE_HELP); return; }
   await checkOutputs({ 'json-out': v['json-out'], 'html-out': v['html-out'] });
   await asUsage('score', () => checkKv(v));
@@ -115,7 +115,7 @@ async function cmdScore(args: string[]): Promise<void> {
 }
 
 async function cmdRepeatability(args: string[]): Promise<void> {
-  const { values: v } = parseFlags('repeatability', args, REPEATABILITY_OPTIONS);
+  const { values: v } = parseCommandFlags('repeatability', args, REPEATABILITY_OPTIONS);
   if (v.help) { out(REPEATABILITY_HELP); return; }
   refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
   const runs = await asUsage('repeatability', () => number('runs', v.runs, 4, (n) => Number.isInteger(n) && n >= 2, 'an integer >= 2'));
@@ -141,7 +141,7 @@ async function cmdRepeatability(args: string[]): Promise<void> {
 }
 
 async function cmdSweep(args: string[]): Promise<void> {
-  const { values: v } = parseFlags('sweep', args, SWEEP_OPTIONS);
+  const { values: v } = parseCommandFlags('sweep', args, SWEEP_OPTIONS);
   if (v.help) { out(SWEEP_HELP); return; }
   refuse('sweep', v, ['json-out'], 'the sweep writes DIR/sweep.json and one report per candidate in --out-dir');
   const dir = v['out-dir'];
@@ -181,7 +181,7 @@ async function cmdSweep(args: string[]): Promise<void> {
 }
 
 async function cmdSelftest(args: string[]): Promise<void> {
-  const { values: v } = parseFlags('selftest', args, SCORE_OPTIONS);
+  const { values: v } = parseCommandFlags('selftest', args, SCORE_OPTIONS);
   if (v.help) { out(SELFTEST_HELP); return; }
   const s = await asUsage('selftest', () => session(v));
   try {
@@ -198,7 +198,7 @@ async function cmdSelftest(args: string[]): Promise<void> {
 }
 
 async function cmdCompare(args: string[]): Promise<void> {
-  const { values, positionals } = parseFlags('compare', args, { help: { type: 'boolean', short: 'h' } }, true);
+  const { values, positionals } = parseCommandFlags('compare', args, { help: { type: 'boolean', short: 'h' } }, true);
   if (values.help) { out(COMPARE_HELP); return; }
   if (positionals.length < 1) throw new UsageError('refract compare', 'give one or more report .json files');
   const inputs = await Promise.all(positionals.map(async (path) => ({ path, text: await readFile(path).then((b) => new TextDecoder().decode(b), (e: Error) => new Error(e.message.replace(/^\[cli\] /, ''))) })));
@@ -209,7 +209,7 @@ async function cmdCompare(args: string[]): Promise<void> {
 }
 
 async function cmdFetch(args: string[]): Promise<void> {
-  const { values: v, positionals } = parseFlags('fetch', args, FETCH_OPTIONS, true);
+  const { values: v, positionals } = parseCommandFlags('fetch', args, FETCH_OPTIONS, true);
   if (v.help) { out(FETCH_HELP); return; }
   if (positionals.length > 1) throw new UsageError('refract fetch', `give one URL (got ${positionals.length})`);
   // Loaded here only: no other command needs the zip reader or node:crypto.

@@ -83,14 +83,14 @@ export function embeddedModelUrl(): URL {
 /** What `loadModel` accepts: a folder path, an http(s) base URL, browser `File`s, or a `ModelFiles` set. */
 export type ModelSource = string | URL | ModelFiles | Iterable<File>;
 
-/** The file set of a model source; no source means the embedded model. */
-export function modelFiles(source?: ModelSource): ModelFiles {
+/** The file set of a model source; no source means the embedded model. `net`: a URL's download settings. */
+export function modelFiles(source?: ModelSource, net: NetOptions = {}): ModelFiles {
   if (source === undefined) source = embeddedModelUrl();
   if (source instanceof URL) {
-    if (source.protocol !== 'file:') return urlFiles(source.href);
-    return runtimeName() === 'browser' ? urlFiles(source.href) : dirFiles(decodeURIComponent(source.pathname));
+    if (source.protocol !== 'file:') return urlFiles(source.href, net);
+    return runtimeName() === 'browser' ? urlFiles(source.href, net) : dirFiles(decodeURIComponent(source.pathname));
   }
-  if (typeof source === 'string') return /^https?:\/\//.test(source) ? urlFiles(source) : dirFiles(source);
+  if (typeof source === 'string') return /^https?:\/\//.test(source) ? urlFiles(source, net) : dirFiles(source);
   const set = source as ModelFiles;
   if (typeof set.text === 'function' && typeof set.bytes === 'function') return set;
   if (typeof (source as Iterable<File>)[Symbol.iterator] === 'function') return fileListFiles(source as Iterable<File>);

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseFlags } from '../../bench/harness/flags.ts';
+import { parseBenchFlags } from '../../bench/harness/flags.ts';
 import {
   ANCHORS_JSON, defaults, OPTIONS, READ_PROBE_JSON, settingsFrom, usage, valuesFromQuery,
 } from '../../bench/harness/settings.ts';
@@ -19,7 +19,7 @@ const full = ['--config', 'tiny', '--quick', '--only', 'model', '--out', '/tmp/x
 
 describe('bench settings', () => {
   it('takes every option from the command line onto the shape\'s defaults', () => {
-    const { settings: s, help } = parseFlags(full);
+    const { settings: s, help } = parseBenchFlags(full);
     expect(help).toBe(false);
     expect(s).toEqual({
       ...defaults('tiny', true), only: 'model', out: '/tmp/x', caches: ['full', 'q4'], prefill: [4, 8], prompt: 6,
@@ -31,9 +31,9 @@ describe('bench settings', () => {
     // Without --weights the model runs on bf16 weights only (the full cache's run: nothing more is measured).
     expect(defaults('1b', false).weights).toEqual(['bf16']);
     // --reps sets the decode repetitions too, unless --decode-reps is given (before or after it).
-    expect(parseFlags(['--decode-reps', '2', '--reps', '7']).settings).toMatchObject({ reps: 7, decodeReps: 2 });
-    expect(parseFlags([]).settings).toEqual(defaults('1b', false));
-    expect(parseFlags(['-h']).help).toBe(true);
+    expect(parseBenchFlags(['--decode-reps', '2', '--reps', '7']).settings).toMatchObject({ reps: 7, decodeReps: 2 });
+    expect(parseBenchFlags([]).settings).toEqual(defaults('1b', false));
+    expect(parseBenchFlags(['-h']).help).toBe(true);
   });
 
   it('gives the page the same settings through its query string, the anchors and read probe as their JSON', () => {
@@ -51,7 +51,7 @@ describe('bench settings', () => {
       expect(q.get('runtime')).toBe('chrome');
       expect(JSON.parse(q.get(ANCHORS_JSON)!)).toEqual({ torch: '2.9', torch_cudagraph_decode_tok_s: 64.8 });
       expect(JSON.parse(q.get(READ_PROBE_JSON)!)).toEqual({ GBps: 4321, best: 'xor u4 wg16896 random' });
-      expect(settingsFrom(valuesFromQuery(new URLSearchParams(q.toString())))).toEqual(parseFlags(args).settings);
+      expect(settingsFrom(valuesFromQuery(new URLSearchParams(q.toString())))).toEqual(parseBenchFlags(args).settings);
       expect(() => pageQuery(args, { quick: '1' })).toThrow(/'quick' is a bench option/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -62,13 +62,13 @@ describe('bench settings', () => {
     const help = usage();
     for (const o of OPTIONS) expect(help).toContain(`--${o.name}${o.arg ? ` ${o.arg}` : ''}`);
     expect(help.split('\n').length).toBeGreaterThan(OPTIONS.length);
-    expect(() => parseFlags(['--prompt', '0'])).toThrow("[bench] --prompt must be an integer >= 1 (got '0')");
-    expect(() => parseFlags(['--caches', 'q3'])).toThrow("[bench] --caches takes a list of full, q8, q4 (got 'q3')");
-    expect(() => parseFlags(['--config', 'xl'])).toThrow("[bench] --config must be 1b or tiny (got 'xl')");
-    expect(() => parseFlags(['--bogus'])).toThrow(/^\[bench\] Unknown option '--bogus'.*\nusage: bench/s);
+    expect(() => parseBenchFlags(['--prompt', '0'])).toThrow("[bench] --prompt must be an integer >= 1 (got '0')");
+    expect(() => parseBenchFlags(['--caches', 'q3'])).toThrow("[bench] --caches takes a list of full, q8, q4 (got 'q3')");
+    expect(() => parseBenchFlags(['--config', 'xl'])).toThrow("[bench] --config must be 1b or tiny (got 'xl')");
+    expect(() => parseBenchFlags(['--bogus'])).toThrow(/^\[bench\] Unknown option '--bogus'.*\nusage: bench/s);
     expect(() => settingsFrom({ 'decode-merge': 'both' })).toThrow(/--decode-merge must be fold or separate/);
-    expect(() => parseFlags(['--weights', 'q5'])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got 'q5')");
-    expect(() => parseFlags(['--weights', ','])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got ',')");
+    expect(() => parseBenchFlags(['--weights', 'q5'])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got 'q5')");
+    expect(() => parseBenchFlags(['--weights', ','])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got ',')");
   });
 
   it('reads --read-probe\'s last JSON line, and names the file of a missing or bad one in one line', async () => {
