@@ -37,8 +37,7 @@ describe('early submits of long batches', async () => {
     }
   });
 
-  it('timelineNext times each part\'s pass: 600 adds in eight passes, in order, their dispatches counted; the next batch untimed', async () => {
-    if (!gpu.timestamps) return;
+  it.skipIf(!gpu.timestamps)('timelineNext times each part\'s pass: 600 adds in eight passes, in order, their dispatches counted; the next batch untimed (needs timestamp-query)', async () => {
     await gpu.sync();
     const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
     const run = async () => {
