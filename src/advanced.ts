@@ -11,7 +11,8 @@
  */
 
 // ---- GPU, runtime and kernel choices ----------------------------------------------------------------------
-export type { FastFeature, OnOff } from './gpu/device.ts';
+export type { OnOff } from './gpu/device.ts';
+export type { FastFeature } from './gpu/features.ts';
 /** The errors of programming mistakes and internal fallbacks, and the CLIs' usage error. */
 export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeError, UsageError } from './errors.ts';
 /**

@@ -26,7 +26,7 @@ import { WEIGHTS, type Settings } from './settings.ts';
 import type { ReadProbe } from './read-probe.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
-import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/matmul-sgmat.ts';
+import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/sgmat-caps.ts';
 import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
 import { checkSgmat, type SgmatReport } from '../../testkit/kernels/matmul-sgmat.check.ts';
 import { checkSdpaF16, type SdpaF16Report } from '../../testkit/kernels/sdpa-sgmat.check.ts';

@@ -5,7 +5,7 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { fillRandom } from '../../testkit/init/random.ts';
 import { matmul, type MatmulOptions } from '../../src/kernels/matmul/matmul.ts';
-import { sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/matmul-sgmat.ts';
+import { sgmatUnavailable, stagedUnavailable } from '../../src/kernels/matmul/sgmat-caps.ts';
 import type { SgmatKernel, SgmatSchedule } from '../../src/kernels/matmul/sgmat-schedule.ts';
 import { add, siluMul } from '../../src/kernels/ops/ops.ts';
 import type { Settings } from '../harness/settings.ts';

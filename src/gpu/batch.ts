@@ -4,7 +4,7 @@
 // only routes dispatches, uploads and allocations to a capture while one runs.
 import { quietly } from './quiet.ts';
 import { NotReplayableError, type HrmError } from '../errors.ts';
-import { toTypedError, type DeviceWatch } from './device.ts';
+import { toTypedError, type DeviceWatch } from './watch.ts';
 import type { BufferView } from './pool.ts';
 import type { Profiler } from './profiler.ts';
 import type { UniformArena } from './uniforms.ts';

@@ -2,7 +2,8 @@
 // from fake adapter feature sets), and which fast paths run on it and why each is off (fastPaths, from fake devices
 // shaped as an H200 in Chrome, a GPU without tensor cores, a CPU driver); then the summary of this machine's device.
 import { describe, expect, it } from 'vitest';
-import { featureStates, FAST_FEATURES, type Runtime } from '../../src/gpu/device.ts';
+import { featureStates, FAST_FEATURES } from '../../src/gpu/features.ts';
+import type { Runtime } from '../../src/gpu/runtime.ts';
 import { fastPaths } from '../../src/kernels/plan/paths.ts';
 import { DECODE_MLP } from '../../src/kernels/plan/matmul.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
-import { IN_PASS_TIMESTAMPS } from '../../src/gpu/device.ts';
+import { IN_PASS_TIMESTAMPS } from '../../src/gpu/features.ts';
 import { launch, pageResult, serve, watchConsole } from '../../testkit/helpers/browser.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -8,7 +8,8 @@ import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
 import { rmsNorm } from '../rmsnorm/rmsnorm.ts';
 // ops.ts re-exports matmul; the cycle is harmless (neither module calls the other while loading).
 import { siluMul } from '../ops/ops.ts';
-import { dispatchSgmat, requireSgmat, sgmatSplitsRows } from './matmul-sgmat.ts';
+import { dispatchSgmat, sgmatSplitsRows } from './matmul-sgmat.ts';
+import { requireSgmat } from './sgmat-caps.ts';
 import type { SgmatSchedule } from './sgmat-schedule.ts';
 import { matmulPath, preferGemv, sgmatPlan, type MatmulPath } from '../plan/matmul.ts';
 import { denseGemvShape } from '../plan/gemv.ts';

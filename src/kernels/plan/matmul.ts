@@ -5,7 +5,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { FeatureError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
-import { SGMAT_CONFIG, SGMAT_MIN_ROWS, sgmatUnavailable, stagedUnavailable } from '../matmul/matmul-sgmat.ts';
+import { SGMAT_CONFIG, SGMAT_MIN_ROWS, sgmatUnavailable, stagedUnavailable } from '../matmul/sgmat-caps.ts';
 import { withSchedule, type SgmatPlan, type SgmatSchedule } from '../matmul/sgmat-schedule.ts';
 import { BM, BN } from '../matmul/tile-shape.ts';
 import { kernelPolicy } from './options.ts';

@@ -6,7 +6,7 @@
 //   4. the fast paths' verdicts written into the adapter summary (paths.ts: gpu.summary.fastPaths).
 // A check of a new experimental feature goes here, after those whose verdicts it reads.
 import type { Gpu } from '../../gpu/gpu.ts';
-import { selfCheckSgmat } from '../matmul/matmul-sgmat.ts';
+import { selfCheckSgmat } from '../matmul/sgmat-check.ts';
 import { selfCheckAttentionTensorCores } from '../attention/sdpa-mm.ts';
 import { kernelPolicy } from './options.ts';
 import { fastPaths } from './paths.ts';

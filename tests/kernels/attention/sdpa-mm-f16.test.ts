@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { checkSdpaF16 } from '../../../testkit/kernels/sdpa-sgmat.check.ts';
 import { attentionTensorCoresUnavailable, type F16Product } from '../../../src/kernels/attention/sdpa-mm.ts';
-import { batchedSgmatUnavailable } from '../../../src/kernels/matmul/matmul-sgmat.ts';
+import { batchedSgmatUnavailable } from '../../../src/kernels/matmul/sgmat-caps.ts';
 import type { Gpu } from '../../../src/gpu/gpu.ts';
 import { Tensor } from '../../../src/tensor/tensor.ts';
 import { roundBf16 } from '../../../src/tensor/dtype.ts';
