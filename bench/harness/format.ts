@@ -1,5 +1,5 @@
 // How the report writes numbers and names: shared by the Markdown summary and the plot.
-import type { BenchResult } from './harness.ts';
+import type { BenchResult } from './result.ts';
 import type { Stats } from '../timing/stats.ts';
 
 /** 3 significant digits, thousands grouped from 10 000 up (4 210, 0.0123). */

@@ -3,7 +3,7 @@
 // verbatim under `anchors`, the stream read and the read probe), so that a script can check a `bench/h200.sh` run
 // (bench/runners/goals.ts) and the run's Markdown can show where it stands (markdown-goals.ts). Pure, and loads no
 // GPU code: the checker reads a recorded file without starting one.
-import type { BenchResult } from './harness.ts';
+import type { BenchResult } from './result.ts';
 import { against, TOLERANCE } from './ceiling.ts';
 import { pct } from './format.ts';
 

@@ -5,95 +5,33 @@
 // runners do. Each section is a unit that survives a lost device (recover.ts): redone once on a new device, and
 // listed under `recovered`.
 import { Gpu } from '../../src/kernels/gpu.ts';
-import { runtimeInfo, type AdapterSummary } from '../../src/gpu/device.ts';
-import { HRM_TEXT_1B, parameterCount, parseConfig, type HrmConfig } from '../../src/hrm/config.ts';
+import { runtimeInfo } from '../../src/gpu/device.ts';
+import { parameterCount } from '../../src/hrm/config.ts';
 import { disposeWeights } from '../../src/hrm/weights.ts';
 import { randomWeights } from '../../testkit/hrm/random-weights.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import pkg from '../../package.json' with { type: 'json' };
-import tinyConfig from '../../models/hrm-text-brown-10m/config.json' with { type: 'json' };
-import { attentionSweep, type AttnPoint } from '../suites/attention.ts';
-import { dispatchCost, type DispatchFigure } from '../suites/dispatch.ts';
-import type { BandwidthFigure, MatmulFigure } from '../suites/figures.ts';
-import { gemv, gemvSweep, type SweepPoint } from '../suites/gemv.ts';
-import { mlpSweep, type MlpPoint } from '../suites/mlp.ts';
+import { attentionSweep } from '../suites/attention.ts';
+import { dispatchCost } from '../suites/dispatch.ts';
+import { gemv, gemvSweep } from '../suites/gemv.ts';
+import { mlpSweep } from '../suites/mlp.ts';
 import { matmulFlops, sgmatSchedules } from '../suites/matmul.ts';
 import { ModelBench, ModelOnDevice } from '../suites/model.ts';
-import { modelInfo, type CacheResult, type ModelInfo } from '../suites/model-figures.ts';
-import { streamFloor, streamRead, type StreamFloorPoint } from '../suites/stream.ts';
-import { quantizedRun, weightsEntry, type WeightsResult } from '../suites/weights.ts';
+import { modelInfo } from '../suites/model-figures.ts';
+import { streamFloor, streamRead } from '../suites/stream.ts';
+import { quantizedRun, weightsEntry } from '../suites/weights.ts';
 import { WEIGHTS, type Settings } from './settings.ts';
 import type { ReadProbe } from './read-probe.ts';
 import { now } from '../timing/stats.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { batchedSgmatUnavailable, sgmatUnavailable } from '../../src/kernels/matmul/sgmat-caps.ts';
 import { prefillMatmulPath } from '../../src/kernels/plan/matmul.ts';
-import { checkSgmat, type SgmatReport } from '../../testkit/kernels/matmul-sgmat.check.ts';
-import { checkSdpaF16, type SdpaF16Report } from '../../testkit/kernels/sdpa-sgmat.check.ts';
+import { checkSgmat } from '../../testkit/kernels/matmul-sgmat.check.ts';
+import { checkSdpaF16 } from '../../testkit/kernels/sdpa-sgmat.check.ts';
 import { attentionTensorCoresUnavailable } from '../../src/kernels/attention/sdpa-mm.ts';
-import { DeviceKeeper, type DeviceKeeperOptions, type Recovered } from './recover.ts';
+import { SCHEMA, benchConfig, type BenchEnv, type BenchResult } from './result.ts';
+import { DeviceKeeper, type DeviceKeeperOptions } from './recover.ts';
 import { withGoals } from './goals.ts';
-
-export const SCHEMA = 'hrm-webgpu-bench/1';
-
-export interface KernelResults {
-  /** The streaming read, measured first on the fresh device: the ceiling every figure is held against. */
-  stream: BandwidthFigure | null;
-  /** The same read at the end of the run (null when skipped; absent before 20261204): did the run move it? */
-  streamEnd?: BandwidthFigure | null;
-  /** --read-probe's line (bench/probes/read-probe.mjs, run before the bench), as printed; null without it. */
-  readProbe?: ReadProbe | null;
-  /** What one dispatch reading that many bytes costs at best: the floor the matrix-vector products are held to. */
-  streamFloor?: StreamFloorPoint[];
-  gemv: BandwidthFigure[];
-  sweep: SweepPoint[];
-  /** --sweep-gemv: a decode layer's MLP as two products or in one dispatch (absent before 20261205). */
-  mlp?: MlpPoint[];
-  attention: AttnPoint[];
-  matmul: MatmulFigure[];
-  dispatch: DispatchFigure | null;
-}
-
-export interface BenchEnv {
-  runtime: string;
-  runtimeVersion: string;
-  adapter: AdapterSummary;
-  /** hrm-webgpu's version and the pinned versions of its dependencies (package.json). */
-  packages: Record<string, string>;
-  commit: string | null;
-  /** The host's CPU, core count and load average when the run started (Node and Deno; absent in a browser). */
-  host?: string;
-  /** How GPU timestamps were obtained (Dawn quantizes them to 65.5 us unless a toggle turns that off). */
-  timestamps: string;
-}
-
-export interface BenchResult {
-  schema: typeof SCHEMA;
-  date: string;
-  env: BenchEnv;
-  settings: Settings;
-  model: (ModelInfo & { dtype: string; weightsMs: number }) | null;
-  kernels: KernelResults;
-  caches: CacheResult[];
-  /** The model per weights (--weights), full cache: bf16's entry is the full-cache run, q8 / q4 runs of their own. */
-  weights: WeightsResult[];
-  /**
-   * The path bf16 prefill matmuls take on this adapter (prefillMatmulPath), and whether prefill attention's products
-   * take the tensor cores (null) or why not.
-   */
-  prefillMatmul: { path: string; attentionNotOnTensorCores?: string | null };
-  /** The tensor-core matmul's parity report (--check-sgmat; testkit/kernels/matmul-sgmat.check.ts), or why not. */
-  parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
-  /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
-  anchors: unknown;
-  errors: string[];
-  skipped: string[];
-  /** Units redone on a new device after the device was lost (a unit lost twice is in `errors` too). */
-  recovered: Recovered[];
-  elapsedS: number;
-  /** False while the run is in progress (partial results are written after each section). */
-  complete: boolean;
-}
 
 export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | 'attempt'> {
   log(message: string): void;
@@ -121,11 +59,6 @@ function runtimeVersion(): string {
   return r.userAgent ?? 'unknown';
 }
 
-export function benchConfig(s: Settings): { name: string; config: HrmConfig } {
-  return s.config === '1b'
-    ? { name: 'HRM-Text-1B', config: HRM_TEXT_1B }
-    : { name: 'hrm-text-brown-10m', config: parseConfig(tinyConfig, 'models/hrm-text-brown-10m/config.json') };
-}
 
 /** Run everything `s` asks for; errors of one measurement are recorded and the rest goes on. */
 export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> {

@@ -1,7 +1,7 @@
 // The model's part of the Markdown summary: prefill and decode per KV cache against the ceiling, how each decode
 // ran, and where a decode step and a prefill go (per-label GPU time, the one-pass ablation, the prefill timed pass
 // by pass).
-import type { BenchResult } from './harness.ts';
+import type { BenchResult } from './result.ts';
 import { esc, f, pct, range } from './format.ts';
 import type { Ablation } from '../suites/ablation.ts';
 import type { PrefillTimeline, ProfileFigure } from '../suites/model-figures.ts';

@@ -1,6 +1,6 @@
 // The Markdown's weights table (--weights): the model on bf16, q8 and q4 weights, full cache each, and the ratios
 // issue 30's "Done when" holds the quantized weights to (q4 decode against bf16's; q8 and q4 prefill against bf16's).
-import type { BenchResult } from './harness.ts';
+import type { BenchResult } from './result.ts';
 import { esc, f } from './format.ts';
 import type { WeightsResult } from '../suites/weights.ts';
 

@@ -1,7 +1,7 @@
 // The Markdown summary of a run: the environment, the kernel figures and whether their ceiling holds (ceiling.ts),
 // which paths prefill took and their parity, the model's figures per KV cache (markdown-model.ts) and per weights
 // (markdown-weights.ts), PyTorch's anchors of the same call, issue 30's goals (markdown-goals.ts), and what failed.
-import { benchConfig, type BenchResult } from './harness.ts';
+import { benchConfig, type BenchResult } from './result.ts';
 import { adapterName, esc, f, pct, range } from './format.ts';
 import { modelLines } from './markdown-model.ts';
 import { weightsLines } from './markdown-weights.ts';

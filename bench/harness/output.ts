@@ -2,7 +2,7 @@
 // stopped by a time limit still leaves every figure measured so far.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BenchResult } from './harness.ts';
+import type { BenchResult } from './result.ts';
 import { withGoals } from './goals.ts';
 import { baseName, type Rendered } from './report.ts';
 

@@ -4,7 +4,7 @@
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
-import { benchConfig, type BenchResult } from './harness.ts';
+import { benchConfig, type BenchResult } from './result.ts';
 import { adapterLabel, adapterName, f } from './format.ts';
 import { markdown } from './markdown.ts';
 

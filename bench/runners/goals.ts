@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import type { BenchResult } from '../harness/harness.ts';
+import type { BenchResult } from '../harness/result.ts';
 import { issueGoals, unmet } from '../harness/goals.ts';
 import { goalLines } from '../harness/markdown-goals.ts';
 

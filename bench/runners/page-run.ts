@@ -3,7 +3,7 @@
 // so `--anchors FILE` (bench/suites/torch-anchors.py's JSON, measured in the same call) travels as its text
 // (?anchors-json=), and so does `--read-probe FILE` (?read-probe-json=).
 import type { Page } from 'puppeteer-core';
-import type { BenchResult } from '../harness/harness.ts';
+import type { BenchResult } from '../harness/result.ts';
 import type { Rendered } from '../harness/report.ts';
 import { readAnchors } from '../harness/anchors.ts';
 import { readProbeFile } from '../harness/read-probe.ts';

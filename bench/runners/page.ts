@@ -4,7 +4,8 @@
 // end; runners/page-run.ts). bench/chrome/run.ts adds ?runtime=chrome (the name in the files), ?mlx=URL
 // (tests/fixtures/mlx/ served: --check-sgmat's ops) and ?parity=1 (then runners/parity.ts's checks,
 // window.__parity); both runners pass --anchors' JSON as ?anchors-json=, --read-probe's as ?read-probe-json=.
-import { runBench, type BenchResult } from '../harness/harness.ts';
+import { runBench } from '../harness/harness.ts';
+import { type BenchResult } from '../harness/result.ts';
 import { render, type Rendered } from '../harness/report.ts';
 import { ANCHORS_JSON, READ_PROBE_JSON, settingsFrom, valuesFromQuery } from '../harness/settings.ts';
 import { pageParity } from './page-parity.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import type { BenchResult } from '../../bench/harness/harness.ts';
+import type { BenchResult } from '../../bench/harness/result.ts';
 import { checkCache, nonFinite, positive } from './figures.ts';
 import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 

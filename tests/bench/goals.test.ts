@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import type { BenchResult } from '../../bench/harness/harness.ts';
+import type { BenchResult } from '../../bench/harness/result.ts';
 import { issueGoals, unmet, withGoals, type Goal } from '../../bench/harness/goals.ts';
 import { goalLines, goalSummary } from '../../bench/harness/markdown-goals.ts';
 
