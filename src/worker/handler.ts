@@ -7,6 +7,8 @@ import {
 import { DEFAULT_CONDITION, HrmModel, prefillMatmulPath } from '../advanced.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
+import { checkGenerateOptions } from '../hrm/generate.ts';
+import { checkRefractOptions } from '../refract/runner.ts';
 import { InputError } from '../errors.ts';
 import { WorkerError } from './errors.ts';
 import {
@@ -119,6 +121,7 @@ export class WorkerHandler {
     },
     generate: async ({ prompt, options }, id, signal) => {
       const { dtype, ...opts } = options;
+      checkGenerateOptions('generate', opts);   // before the model: a wrong key is named even with none loaded
       for await (const event of generate(this.model(dtype), prompt, { ...opts, signal })) {
         this.post({ type: 'event', id, event });
       }
@@ -130,6 +133,7 @@ export class WorkerHandler {
     },
     refract: async ({ options }, id, signal) => {
       const { dtype, condition, model, ...opts } = options;
+      checkRefractOptions(opts);
       const lm = this.model(dtype);
       return runRefract({
         ...opts, model: model ?? lm.name, backend: new HrmBackend(lm, { condition }), signal,
