@@ -13,7 +13,8 @@ import { EMBEDDED } from '../helpers/fixtures.ts';
 import { getGpu } from '../helpers/gpu.ts';
 
 /** Time to the first text event, and the done event's stats; `stopAt` aborts after that many text events. */
-async function timed(lm: LoadedModel, maxTokens: number, stopAt?: number): Promise<{ firstMs: number; stats: GenerateStats }> {
+type Timed = { firstMs: number; stats: GenerateStats };
+async function timed(lm: LoadedModel, maxTokens: number, stopAt?: number): Promise<Timed> {
   const ctl = new AbortController();
   const t0 = performance.now();
   let firstMs = -1, texts = 0, stats: GenerateStats | null = null;
