@@ -164,7 +164,7 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
     ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ...kldStatRows(kld),
     ['trajectory score', d.gtm_score == null ? score(null)
-      : `${score(d.gtm_score)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`, 'gtm-score'],
+      : `${score(d.gtm_score)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
     ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
     ['PLAD score', score(d.plad_score), 'plad-score'],
     ...(d.floor_score != null ? [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),

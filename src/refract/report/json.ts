@@ -3,7 +3,7 @@ import { NO_STATS, type KldAxisResult } from '../axes/kld.ts';
 import type { PladAxisResult } from '../axes/plad.ts';
 import type { RniahAxisResult } from '../axes/rniah.ts';
 import type { TrajectoryAxisResult } from '../axes/trajectory.ts';
-import { AXIS_PROSE, BAND_PROSE, interpretPattern } from '../diagnosis.ts';
+import { AXIS_PROSE, interpretPattern, summaryProse } from '../diagnosis.ts';
 import { band, type Band, type CompositeScore } from '../score.ts';
 import { InputError } from '../../errors.ts';
 
@@ -25,7 +25,10 @@ interface AbTail {
   description: string;
 }
 
-export type GtmBlock = Omit<TrajectoryAxisResult, 'score'> & AbTail;
+/** full_match_rate is null when the axis did not run: a skipped axis claims no rate (the original writes 1). */
+export type GtmBlock = Omit<TrajectoryAxisResult, 'score' | 'full_match_rate'> & AbTail & {
+  full_match_rate: number | null;
+};
 export type KldBlock = Omit<KldAxisResult, 'score'> & AbTail;
 /** R-NIAH's band is 'n/a' when it ran but has no score (no cell ran, or the reference never found the needle). */
 export type RniahBlock = RniahAxisResult & Omit<AxisTail, 'band'> & {
@@ -78,8 +81,8 @@ export interface BuildReportInput {
   ctx?: number;
 }
 
-const SKIPPED_GTM: Omit<TrajectoryAxisResult, 'score'> = {
-  full_match_rate: 1, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
+const SKIPPED_GTM: Omit<GtmBlock, keyof AbTail> = {
+  full_match_rate: null, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
   n_prompts: 0, n_tokens_each: 0, per_prompt: [], notes: [],
 };
 
@@ -90,7 +93,8 @@ function skippedKld(chunks: number, ctx: number): Omit<KldAxisResult, 'score'> {
   };
 }
 
-function abBlock<T extends { score: number }>(result: T | null, stub: Omit<T, 'score'>, score: number | null, description: string): Omit<T, 'score'> & AbTail {
+function abBlock<T extends { score: number }, S>(result: T | null, stub: S, score: number | null, description: string):
+  (Omit<T, 'score'> | S) & AbTail {
   if (result === null || score === null) return { ...stub, ...(result ?? {}), score: null, band: 'skipped', skipped: true, description };
   return { ...result, band: band(score), skipped: false, description };
 }
@@ -133,7 +137,7 @@ export function buildReport(i: BuildReportInput): RefractReport {
     candidate: i.candidate,
     composite,
     band: compositeBand,
-    summary: BAND_PROSE[compositeBand],
+    summary: summaryProse(compositeBand, { gtm: c.gtm_score, kld: c.kld_score }),
     diagnosis: interpretPattern({ gtm: c.gtm_score, kld: c.kld_score, rniah: c.rniah_score, plad: c.plad_score }),
     composite_detail: detail,
     axes,
