@@ -1,9 +1,9 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu, InputError, loadConfig, loadModel, type LoadedModel, cacheBytes, HrmBackend } from '../index.ts';
+import { Gpu, InputError, loadConfig, loadModel, type LoadedModel, HrmBackend } from '../index.ts';
 import { UsageError, kvSpec } from '../advanced.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
-  renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
+  kvBytesPerToken, renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
 import {
   choice, cliMessage, err, fsp, modelFiles, netOptions, number, out, proc, readFile, run, writeFile,
@@ -181,7 +181,7 @@ async function cmdSweep(args: string[]): Promise<void> {
     const cfg = s.lm().config;
     const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
-      bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpec(kv)),
+      bytesPerToken: (kv) => kvBytesPerToken(cfg, kvSpec(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
       serialize: (r) => toJsonString(r) + '\n',
       store: {

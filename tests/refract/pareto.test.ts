@@ -2,6 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { bytesDomain, compositeDomain, paretoSpec, PARETO_SIZE, renderSvg } from '../../src/refract/report/charts.ts';
 import { labelSize, overlap, placeLabels, type LabelBox } from '../../src/refract/report/labels.ts';
+import { readFileSync } from 'node:fs';
+import { kvBytesPerToken } from '../../src/refract/sweep.ts';
+import { cacheBytes } from '../../src/hrm/cache.ts';
+import { cacheSlots, parseConfig } from '../../src/hrm/config.ts';
+import { kvSpec } from '../../src/hrm/kv-spec.ts';
+import { EMBEDDED } from '../helpers/fixtures.ts';
 
 /** A K x V grid as `refract sweep` scores it: bytes per token of each pair, composites between 92 and 100. */
 const GRID: Array<[string, number, number]> = [
@@ -57,5 +63,20 @@ describe('Pareto plot', () => {
     const ticks = [...svg.matchAll(tick)].map((m) => Number(m[1]));
     expect(Math.min(...ticks)).toBeGreaterThanOrEqual(91);
     expect(Math.max(...ticks)).toBe(100);
+  });
+});
+
+describe('bytes per token of a candidate (issue 42, item 12)', () => {
+  it('counts an f16 side at 2 bytes a value, mixed with a quantized side too, as the KV string names it', async () => {
+    const c = parseConfig(JSON.parse(readFileSync(`${EMBEDDED}config.json`, 'utf8')));
+    const values = cacheSlots(c) * c.num_attention_heads * c.head_dim;   // per side and token: 7680
+    const q8 = kvBytesPerToken(c, { k: 8, v: 8 }) / 2;
+    expect(kvBytesPerToken(c, { k: null, v: null })).toBe(2 * 2 * values);
+    expect(q8).toBe(values + (2 * 4 * values) / 64);   // levels, and an f32 scale and bias per 64 values
+    // The issue's figure: 24000, where the f32 side the library allocates beside a q8_0 one gave 39360.
+    expect(kvBytesPerToken(c, kvSpec('ctk=f16,ctv=q8_0'))).toBe(24000);
+    expect(cacheBytes(c, 1, 'f32', kvSpec('ctk=f16,ctv=q8_0'))).toBe(39360);
+    expect(kvBytesPerToken(c, kvSpec('ctk=q8_0,ctv=f16'))).toBe(24000);
+    expect(kvBytesPerToken(c, kvSpec('ctk=f16,ctv=q8_0'))).toBeLessThan(kvBytesPerToken(c, { k: null, v: null }));
   });
 });
