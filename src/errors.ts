@@ -69,8 +69,9 @@ export function checkOptions(op: string, where: string, opts: object | undefined
   moved: Readonly<Record<string, string>> = {}): void {
   if (opts === undefined || opts === null) return;
   if (typeof opts !== 'object') throw new InputError(op, `${where} must be an object (got ${typeof opts})`);
-  for (const key of Object.keys(opts)) {
-    if (known.includes(key)) continue;
+  for (const [key, value] of Object.entries(opts)) {
+    // A key set to undefined asks for nothing (a wrapper forwarding its own optional fields).
+    if (known.includes(key) || value === undefined) continue;
     const hint = Object.hasOwn(moved, key) ? moved[key] : `known: ${known.join(', ')}`;
     throw new UnknownOptionError(op, `unknown option '${key}' in ${where} (${hint})`);
   }

@@ -35,6 +35,8 @@ describe('unknown option keys', () => {
     // Known keys pass the check (and reach the model, which this fake does not have).
     const known = first({ maxTokens: 4, sampler: { temperature: 0.5 } });
     await expect(known).rejects.not.toBeInstanceOf(UnknownOptionError);
+    // A key left undefined asks for nothing: a wrapper may forward its optional fields as they are.
+    await expect(first({ maxTokens: 4, top_p: undefined })).rejects.not.toBeInstanceOf(UnknownOptionError);
   });
 
   it('generateText takes onText, and refuses what generate refuses', async () => {
