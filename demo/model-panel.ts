@@ -7,7 +7,7 @@ import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 
@@ -176,8 +176,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const wf = await weightFiles(files, config);
     // A server that answers every path with its web page (200, HTML) has no weights here: say so, not "missing".
     const page = source.base && !wf.names.length ? htmlAnswered(source.base) : null;
-    const why = 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
-    if (page) throw new DownloadError(page, why);
+    if (page) throw new DownloadError(page, WEB_PAGE);
     const s: Sizing = { config, stored: quantization, files: wf };
     sizing = s;
     describeModel(files.name, config);
@@ -191,11 +190,15 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
       const rate = new DownloadRate();
       for (let i = 0; i < wf.names.length; i++) {
         status(`Downloading ${wf.names[i]} (${i + 1}/${wf.names.length})… (Cancel download stops it)`, 'loading');
-        const size = await prefetch(`${source.base}/${wf.names[i]}`, (l) => {
-          setProgress($('dl-progress'), $('dl-text'), done + l, total);
-          $('dl-text').textContent += rate.note(done + l, total);
-        }, signal);
-        if (size === null) throw new DownloadError(`${source.base}/${wf.names[i]}`, 'not found (404)');
+        let at = done;
+        await prefetch(`${source.base}/${wf.names[i]}`, (l) => {
+          at = done + l;
+          setProgress($('dl-progress'), $('dl-text'), at, total);
+          $('dl-text').textContent += rate.note(at, total);
+        }, signal, (retry) => {
+          // Until bytes flow again, the progress line says what failed and when the next try is.
+          $('dl-text').textContent = `${fmtBytes(at)} / ${fmtBytes(total)} · ${wf.names[i]}: ${retry}`;
+        });
         done += wf.sizes[i];
       }
       void refreshCacheUsage();
@@ -205,6 +208,9 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const quantize = q.onLoad && q.spec ? q.spec : undefined;
     status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
     const lm = await app.engine.load(source.spec, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
+    // What the loader warned of (a tokenizer smaller than the vocabulary) is said here, not in the console only.
+    const warnings = [...new Set(app.engine.warnings)];
+    $('model-warning').textContent = warnings.map((w) => `Warning: ${w}.`).join(' ');
     s.loaded = { choice, bytes: lm.weightBytes };
     loaded = s;
     app.setModel(lm);
@@ -228,16 +234,19 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   const evicted = await evictNewEntries().catch(() => []);
   if (evicted.length) void refreshCacheUsage();
   if (cancelled) $('load-url').focus();
-  const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}${evicted.length ? ` (took ${evicted.join(', ')} out of the download cache)` : ''}`;
+  const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}`;
+  const one = evicted.length === 1;
+  const dropped = !evicted.length ? ''
+    : ` The file${one ? '' : 's'} it downloaded, ${evicted.join(', ')}, ${one ? 'is' : 'are'} not kept: a retry downloads ${one ? 'it' : 'them'} again.`;
   if (app.lm && loaded) {
     const lm = app.lm;
     sizing = loaded;
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
     describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(loaded, loaded.loaded!.choice));
     updateMemory(app);
-    status(`${what}; still using ${before ?? lm.name}.`, 'kept');
+    status(`${what}; still using ${before ?? lm.name}.${dropped}`, 'kept');
   } else {
-    status(`${what}.`, 'error');
+    status(`${what}.${dropped}`, 'error');
   }
 }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
+import { MODEL, openBuiltDemo, waitText as waitFor, type BuiltDemo } from './built-demo.ts';
 import { uxServers } from './flaky-server.ts';
 import { press } from '../helpers/browser.ts';
 
@@ -22,15 +22,7 @@ const disabled = (sel: string) => page().$eval(sel, (el) => (el as HTMLButtonEle
 const state = (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state);
 const waitState = (id: string, states: string[], timeout = 60_000) =>
   page().waitForFunction((i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states);
-/** Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike waitForFunction's bare timeout). */
-async function waitText(sel: string, re: RegExp, timeout: number): Promise<void> {
-  for (const end = Date.now() + timeout; ;) {
-    const t = await text(sel);
-    if (re.test(t)) return;
-    if (Date.now() > end) throw new Error(`${sel} did not match ${re} within ${timeout} ms; it reads "${t}"`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitText = (sel: string, re: RegExp, timeout: number) => waitFor(page(), sel, re, timeout);
 const ready = () => page().waitForFunction(() => ['ready', 'kept', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 60_000 });
 
 describe('demo, issue 33 (built, headless Chromium)', () => {
