@@ -1,7 +1,8 @@
 // The built demo loading models in headless Chromium: a short or stalled download and a web page for the weights
 // are not cached; an HTTP 500 is retried and a cut download resumed with a Range request (issue 42); a URL's model
-// goes into the download cache and a reload reopens it from there; truncated weights, a config.json that is not JSON, a folder without a model and a model too large for the adapter each give a clear
-// error next to the model controls and keep the current model.
+// goes into the download cache and a reload reopens it from there; truncated weights, a config.json that is not
+// JSON, a folder without a model and a model too large for the adapter each give a clear error next to the model
+// controls and keep the current model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
