@@ -1,6 +1,7 @@
 // Downloads against a fault-injecting HTTP server on 127.0.0.1: 404, 5xx, a connection reset mid-body (also in a
 // streamed download, and a stop during its retries), stalled headers and bodies, a slow but steady body, a refused
-// connection. Short timeouts keep every case under a second or two; the server stops (and drops every connection it holds) after the suite.
+// connection. Short timeouts keep every case under a second or two; the server stops (and drops every connection
+// it holds) after the suite.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
