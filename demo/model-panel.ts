@@ -256,7 +256,7 @@ export function initModelPanel(app: App): void {
     const raw = $<HTMLInputElement>('model-url').value;
     if (!raw.trim()) { $('model-url').focus(); return; }
     let src: ModelSource;
-    try { src = urlSource(raw); } catch (e) { app.showError(e, 'load'); return; }
+    try { src = urlSource(raw); } catch (e) { $('model-url').focus(); app.showError(e, 'load'); return; }
     void openModel(app, src);
   });
   $('load-embedded').addEventListener('click', () => void openModel(app, embeddedSource()));
