@@ -1,7 +1,7 @@
-// The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
+// The model panel: model sources (embedded, URL, folder picker, drop), the loader's warnings,
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
+import { loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
 import { cacheSlots } from '../src/advanced.ts';
 import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
@@ -10,6 +10,7 @@ import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec
 import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
+import { showKernelPath } from './adapter.ts';
 
 /** Where the last model loaded from a URL (or "embedded") is remembered across reloads. */
 const LAST_MODEL = 'hrm-webgpu-demo.last-model';
@@ -36,11 +37,6 @@ function remember(source: ModelSource): void {
   try { if (v) localStorage.setItem(LAST_MODEL, v); } catch { /* storage blocked: nothing to remember with */ }
 }
 
-/** Optional WebGPU features the kernels could use, as the worker's device got them (or why not). */
-const GPU_FEATURES: ReadonlyArray<[string, string]> = [
-  ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
-];
-
 /** What the memory table describes: the model being checked before its download, and the loaded one. */
 let sizing: Sizing | null = null;
 let loaded: Sizing | null = null;
@@ -48,54 +44,14 @@ let loaded: Sizing | null = null;
 /** The weights choice of the select (applies to the next load). */
 const weightChoice = () => $<HTMLSelectElement>('quantize').value as WeightChoice;
 
-/**
- * Which kernels run for the loaded model at the chosen settings: the weights' matmul, the attention, the numerics,
- * the optional features used (subgroups in the matrix-vector reduction; tensor cores for bf16 prefill matmuls,
- * where the page was started with Dawn's unsafe APIs and their self-check passed).
- */
-function kernelPath(app: App): string {
-  const lm = app.lm;
-  const q = lm?.quant;
-  const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-  let kv = { k: null as number | null, v: null as number | null };
-  try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
-  const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
-  const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
-    : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
-  const dev = app.device;
-  const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
-  const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
-  return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}${features}`;
-}
-
-/** Refresh the adapter table's kernel-path row (after a load, or a dtype / KV change). */
-function showKernelPath(app: App): void {
-  const el = document.getElementById('gpu-path');
-  if (el) el.textContent = kernelPath(app);
-}
-
-/** The worker's adapter: what it is, the features its device got (or why not), the fast paths and the kernel path. */
-export function showAdapter(app: App): void {
-  const s = app.device!.adapter;
-  const enabled = new Set<string>(s.features);
-  const why = (f: string) => (s.fastFeatures as Record<string, { why?: string } | undefined>)[f]?.why;
-  const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : why(f) ? `no: ${why(f)}` : 'no');
-  fillKv($('adapter'), [
-    ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
-    ['software adapter', isSoftwareAdapter(s) ? 'yes (runs on the CPU: slow)' : 'no'],
-    ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
-    ...Object.entries(s.fastPaths).map(([path, p]) => [path, p.on ? 'on' : `off: ${p.why}`] as [string, string]),
-    ['kernel path', kernelPath(app), 'gpu-path'],
-    ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
-  ]);
-  fillTable($('limits'), Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
-}
-
 function status(text: string, state: 'loading' | 'ready' | 'kept' | 'error' | 'idle'): void {
   const el = $('model-status');
   el.textContent = text;
   el.dataset.state = state;
 }
+
+/** `ctk=f16,ctv=q8_0` as the table says it: "K f16, V q8_0". */
+const kvLabel = (label: string) => label.replace('ctk=', 'K ').replace(',ctv=', ', V ');
 
 const VERDICT: Record<MemoryPlan['verdict'], string> = { ok: 'fits', warn: 'may not fit', no: 'will not fit' };
 
@@ -126,7 +82,9 @@ export function updateMemory(app: App): MemoryPlan | null {
   const plan = planOf(choice);
   fillTable($<HTMLTableElement>('memory'), [
     [`weights, ${choiceLabel(s, choice)}`, `${fmtBytes(plan.weights)}${weightBytes(s, choice).exact ? '' : ' (est.)'}`],
-    [`KV cache (${ctx} tokens, ${kv.label.replace('ctk=', 'K ').replace(',ctv=', ', V ')}, ${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
+    // The library's figure (cacheBytes), with what it counts: a full-precision side is kept in the activations' dtype.
+    [`KV cache (${ctx} tokens, ${kvLabel(kv.label)}${kv.spec.k === null || kv.spec.v === null ? `, full precision in ${dtype}` : ''}, ` +
+      `${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
     ['activations (rough)', fmtBytes(plan.activations)],
     ['total', fmtBytes(plan.total)],
   ]);
