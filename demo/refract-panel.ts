@@ -219,7 +219,8 @@ export function initRefractPanel(app: App): void {
     $('refract-result').dataset.state = report ? 'done' : '';
     $('refract-status').textContent = '';
   };
-  for (const type of ['input', 'change']) form.addEventListener(type, stale);
+  // Captured: an input event need not bubble (a script's), and every field of the form counts.
+  for (const type of ['input', 'change']) form.addEventListener(type, stale, { capture: true });
   // Typing into the text box picks "pasted text".
   $('pasted').addEventListener('input', () => {
     const radio = document.querySelector<HTMLInputElement>('input[name=corpus][value=pasted]');
