@@ -148,7 +148,9 @@ export class App {
       this.clearError(job);
       if (this.bannerShows === e) this.hideBanner();
     };
-    for (const f of e.fields) for (const type of ['input', 'change']) f.addEventListener(type, check, { signal: edits.signal });
+    for (const f of e.fields) {
+      for (const type of ['input', 'change']) f.addEventListener(type, check, { signal: edits.signal });
+    }
   }
 
   clearError(job: Job): void {

@@ -6,14 +6,12 @@
 // header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
 // Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
 import { NetworkError } from '../src/index.ts';
-import { streamDownload, type StreamedDownload } from '../src/advanced.ts';
+import { streamDownload, type Progress } from '../src/advanced.ts';
 import { blobSource } from '../src/io/sources.ts';
 import { SafetensorsFile } from '../src/io/safetensors.ts';
 import { abortable, counted } from './streams.ts';
 
 const CACHE_NAME = 'hrm-webgpu-files-v1';
-
-export type Progress = (loaded: number, total: number) => void;
 
 /** Cache Storage exists only in secure contexts (https, localhost, 127.0.0.1). */
 export function cacheAvailable(): boolean {
@@ -84,7 +82,8 @@ export const strictFetch: typeof fetch = async (input, init) => {
   try {
     res = await fetch(input, init);
   } catch (e) {
-    if (e instanceof TypeError) throw new TypeError('no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)');
+    const why = 'no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)';
+    if (e instanceof TypeError) throw new TypeError(why);
     throw e;
   }
   if (isWebPage(urlOf(input), res)) {
@@ -193,7 +192,8 @@ export async function evictNewEntries(): Promise<string[]> {
 }
 
 /** What the page says of a web page (200, text/html) where a model's weights should be. */
-export const WEB_PAGE = 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
+export const WEB_PAGE =
+  'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
 
 /** A failure of the library's download path as a DownloadError naming `url` once. */
 function downloadError(url: string, e: unknown): unknown {
@@ -207,15 +207,13 @@ function downloadError(url: string, e: unknown): unknown {
  * resumed. Returns its size. A file that does not arrive whole is not kept (DownloadError). When the cache refuses
  * the file (quota), returns the size anyway: reads then go to the network.
  */
-export async function prefetch(url: string, onProgress: Progress, signal?: AbortSignal, onRetry?: (message: string) => void): Promise<number> {
+export async function prefetch(
+  url: string, onProgress: Progress, signal?: AbortSignal, onRetry?: (message: string) => void,
+): Promise<number> {
   const hit = await cachedBlob(url);
   if (hit) { onProgress(hit.size, hit.size); return hit.size; }
-  let dl: StreamedDownload;
-  try {
-    dl = await streamDownload(url, { signal, onRetry: (m) => onRetry?.(m.replace(`${url}: `, '')) });
-  } catch (e) {
-    throw downloadError(url, e);
-  }
+  const dl = await streamDownload(url, { signal, onRetry: (m) => onRetry?.(m.replace(`${url}: `, '')) })
+    .catch((e: unknown) => { throw downloadError(url, e); });
   const res = dl.response;
   if (res.status === 404) throw new DownloadError(url, 'not found (404)');
   if (!res.ok || !dl.body) throw new DownloadError(url, `HTTP ${res.status} ${res.statusText}`.trim());
@@ -224,8 +222,11 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
   const total = Number(res.headers.get('content-length')) || 0;
   let loaded = 0;
   let lost: unknown = null;
-  const cut = () => (lost ? downloadError(url, lost) : new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`));
-  const body = counted(dl.body, (n) => { loaded += n; onProgress(loaded, Math.max(total, loaded)); }, signal, (e) => { lost = e; });
+  // The download path's own reason, when it gave up, says more than the cache's "network error".
+  const cut = () => (lost ? downloadError(url, lost)
+    : new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`));
+  const count = (n: number) => { loaded += n; onProgress(loaded, Math.max(total, loaded)); };
+  const body = counted(dl.body, count, signal, (e) => { lost = e; });
   const stopped = abortable(signal);
   if (!cacheAvailable()) {
     // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.

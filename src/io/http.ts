@@ -141,10 +141,13 @@ export async function rangeTotal(url: string, opts: NetOptions = {}): Promise<nu
 }
 
 /** One read of a body; a read that waits longer than the idle timeout ends the response. Null at its end. */
-async function readChunk(url: string, reader: ReadableStreamDefaultReader<Uint8Array>, ctl: AbortController, o: Net, got: number): Promise<Uint8Array | null> {
+async function readChunk(
+  url: string, reader: ReadableStreamDefaultReader<Uint8Array>, ctl: AbortController, o: Net, got: number,
+): Promise<Uint8Array | null> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const idle = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(fail(url, `stalled: no data for ${seconds(o.idleTimeoutMs)} after ${got} bytes (idle timeout)`, true)), o.idleTimeoutMs);
+    const what = `stalled: no data for ${seconds(o.idleTimeoutMs)} after ${got} bytes (idle timeout)`;
+    timer = setTimeout(() => reject(fail(url, what, true)), o.idleTimeoutMs);
   });
   try {
     const { done, value } = await Promise.race([reader.read(), idle]);
@@ -242,7 +245,8 @@ export async function streamDownload(url: string, opts: NetOptions = {}): Promis
   let got = 0;
   /** Bytes of the current response to drop: ones a server that ignored the Range sent again. */
   let skip = 0;
-  let current: { reader: ReadableStreamDefaultReader<Uint8Array>; ctl: AbortController } | null = { reader: response.body.getReader(), ctl: first.ctl };
+  type Reading = { reader: ReadableStreamDefaultReader<Uint8Array>; ctl: AbortController };
+  let current: Reading | null = { reader: response.body.getReader(), ctl: first.ctl };
   const resume = async () => {
     const { res, ctl } = await attempt(url, { headers: { Range: `bytes=${got}-` } }, o);
     const start = res.status === 206 ? /^bytes (\d+)-/.exec(res.headers.get('content-range') ?? '')?.[1] : '0';

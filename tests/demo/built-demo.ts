@@ -64,7 +64,10 @@ export async function pageGenerate(page: Page, prompt: string, maxTokens: number
   return page.$eval('#output', (el) => el.textContent ?? '');
 }
 
-/** Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike waitForFunction's bare timeout). */
+/**
+ * Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike
+ * waitForFunction's bare timeout).
+ */
 export async function waitText(page: Page, sel: string, re: RegExp, timeout: number): Promise<void> {
   for (const end = Date.now() + timeout; ;) {
     const t = await page.$eval(sel, (el) => el.textContent ?? '');
