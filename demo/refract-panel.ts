@@ -73,7 +73,6 @@ async function runRefractPanel(app: App): Promise<void> {
   const result = $('refract-result');
   const bar = $<HTMLProgressElement>('refract-progress');
   const msg = $('refract-status');
-  clearResult();
   const ok = await app.run('refract', async (signal) => {
     const plan = readPlan(app);
     const ref = kvFromSelects('ref-k', 'ref-v');
@@ -101,6 +100,8 @@ async function runRefractPanel(app: App): Promise<void> {
       return false;
     }
     warnedFor = null;
+    // The last result goes only now: a run the user has not yet agreed to (the warning above) leaves it on show.
+    clearResult();
     msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
     const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' }
       : await brown(plan.chunks * plan.ctx);
@@ -211,6 +212,15 @@ export function initRefractPanel(app: App): void {
     const r = report;
     if (r) renderHtmlReport(r).then((html) => download(`${fileStem(r)}.html`, 'text/html', html), (e) => app.showError(e, 'refract'));
   });
+  // A time warning is about the settings it was given: any change of them takes it away (the next Run re-estimates).
+  const form = $('refract-form');
+  const stale = () => {
+    if ($('refract-result').dataset.state !== 'warned') return;
+    $('refract-result').dataset.state = report ? 'done' : '';
+    $('refract-status').textContent = '';
+  };
+  // Captured: an input event need not bubble (a script's), and every field of the form counts.
+  for (const type of ['input', 'change']) form.addEventListener(type, stale, { capture: true });
   // Typing into the text box picks "pasted text".
   $('pasted').addEventListener('input', () => {
     const radio = document.querySelector<HTMLInputElement>('input[name=corpus][value=pasted]');
