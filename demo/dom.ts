@@ -11,6 +11,9 @@ export function $<T extends HTMLElement = HTMLElement>(id: string): T {
 /** Values longer than this take a row of their own under their label (style.css's `.kv .wide`). */
 const WIDE_VALUE = 60;
 
+/** `n` and the noun, plural unless n is 1 ("1 prompt", "2 chunks"). */
+export const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /**
  * A <dl> of label/value rows (values as text: never HTML); an optional third item is the value's id. A long value
  * (the kernel path, a fast path's reason for being off) goes under its label: beside it, it would be squeezed into

@@ -5,7 +5,7 @@
 import { renderHtmlReport, toJsonString, type ActDtype, type RefractReport } from '../src/index.ts';
 import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/advanced.ts';
 import { App, kvFromSelects } from './app.ts';
-import { $, fail, fillKv, intInput, setProgress } from './dom.ts';
+import { $, counted, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';
 import { renderKlPlot } from './plot.ts';
 import { RunClock, secs, stageSeconds, WARN_SECONDS, type RunPlan } from './estimate.ts';
@@ -157,7 +157,7 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
   const t = r.axes.gtm;
   const rows: Array<[string, string] | [string, string, string]> = [
     ['reference → candidate', `${ref} → ${cand} (${dtype} activations)`],
-    ['text', `${text}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
+    ['text', `${text}: ${counted(kld.chunks, 'chunk')} × ${kld.ctx} tokens`],
     ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
     ['KLD score', kldScore.toFixed(2), 'kld-score'],
     ['KLD band', band(kldScore), 'kld-band'],
@@ -165,7 +165,7 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
     ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ...kldStatRows(kld),
     ['trajectory score', d.gtm_score == null ? score(null)
-      : `${score(d.gtm_score)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
+      : `${score(d.gtm_score)} (${counted(t.n_prompts, 'prompt')} × ${counted(t.n_tokens_each, 'token')}; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
     ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
     ['PLAD score', score(d.plad_score), 'plad-score'],
     ...(d.floor_score != null ? [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),

@@ -126,6 +126,7 @@ describe('demo (built, headless Chromium)', () => {
     expect(await page.$eval('#composite-band', (el) => el.textContent)).toMatch(/^(EXCELLENT|PASS|DEGRADED|FAIL)$/);
     expect(r.text).toMatch(/KLD band.*composite score.*composite band/s);
     expect(r.text).toMatch(/pasted text: 1 chunk × 32 tokens/);
+    expect(await page.$eval('#gtm-score', (el) => el.textContent)).toMatch(/\(2 prompts × 4 tokens; \d+ % identical\)$/);
     expect(await page.$$eval('#kl-plot svg path', (els) => els.length)).toBeGreaterThan(0);
     mkdirSync(join(root, 'artifacts'), { recursive: true });
     await page.screenshot({ path: join(root, 'artifacts/demo.png'), fullPage: true });
