@@ -158,7 +158,7 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
   const rows: Array<[string, string] | [string, string, string]> = [
     ['reference → candidate', `${ref} → ${cand} (${dtype} activations)`],
     ['text', `${text}: ${counted(kld.chunks, 'chunk')} × ${kld.ctx} tokens`],
-    ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
+    ['mean KLD', `${(kld.mean_kld ?? NaN).toExponential(3)} nats`, 'kld-value'],
     ['KLD score', kldScore.toFixed(2), 'kld-score'],
     ['KLD band', band(kldScore), 'kld-band'],
     // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.

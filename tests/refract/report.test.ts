@@ -183,6 +183,15 @@ describe('a KLD-only run (issue 42, items 8 and 14)', () => {
     expect(html).not.toContain('pass --measure-floor');
     expect(html).toContain('<code>measureFloor: true</code> in runRefract');
   });
+
+  it('a trajectory-only run: the skipped KLD axis claims no mean KL', async () => {
+    const r = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q8_0',
+      prompts: PROMPTS_V01.slice(0, 1), nPredict: 8, skipKld: true });
+    const json = JSON.parse(toJsonString(r));
+    expect([json.axes.kld.score, json.axes.kld.skipped, json.axes.kld.mean_kld]).toEqual([null, true, null]);
+    expect(json.axes.gtm.skipped).toBe(false);
+    expect(renderTextReport(r)).not.toContain('mean KLD');
+  });
 });
 
 describe('R-NIAH whose reference never finds the needle (issue 33, item 8)', () => {

@@ -177,7 +177,7 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   if (k.skipped) S.push('<h2>Axis B: KLD@D</h2><p>Skipped (not measured).</p>');
   else {
     S.push('<h2>Axis B: KLD@D</h2>', table([
-      ['score', n2(k.score)], ['mean KLD (nats)', `${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
+      ['score', n2(k.score)], ['mean KLD (nats)', `${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
       ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`], ['same top token', k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`],
       ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention], ['self reference', k.is_self_reference], ['corpus', k.corpus.path],
       ['corpus bytes', k.corpus.size_bytes], ['corpus sha256 (head)', `${k.corpus.sha256_head ?? 'n/a'} (${k.corpus.sha256_head_bytes} bytes)`],

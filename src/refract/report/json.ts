@@ -29,7 +29,8 @@ interface AbTail {
 export type GtmBlock = Omit<TrajectoryAxisResult, 'score' | 'full_match_rate'> & AbTail & {
   full_match_rate: number | null;
 };
-export type KldBlock = Omit<KldAxisResult, 'score'> & AbTail;
+/** mean_kld is null where the axis was skipped: a skipped axis claims no figure. */
+export type KldBlock = Omit<KldAxisResult, 'score' | 'mean_kld'> & { mean_kld: number | null } & AbTail;
 /** R-NIAH's band is 'n/a' when it ran but has no score (no cell ran, or the reference never found the needle). */
 export type RniahBlock = RniahAxisResult & Omit<AxisTail, 'band'> & {
   band: Band | 'n/a';
@@ -86,9 +87,9 @@ const SKIPPED_GTM: Omit<GtmBlock, keyof AbTail> = {
   n_prompts: 0, n_tokens_each: 0, per_prompt: [], notes: [],
 };
 
-function skippedKld(chunks: number, ctx: number): Omit<KldAxisResult, 'score'> {
+function skippedKld(chunks: number, ctx: number): Omit<KldBlock, keyof AbTail> {
   return {
-    mean_kld: 0, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
+    mean_kld: null, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
     corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', ...NO_STATS,
   };
 }

@@ -32,10 +32,13 @@ export function fmt(x: number | null | undefined, width: number, digits: number)
   return s.padStart(width);
 }
 
-/** KLD diagnostics: REFRACT's lines, then llama.cpp's --kl-divergence statistics where the backend gave them. */
+/**
+ * KLD diagnostics: REFRACT's lines, then llama.cpp's --kl-divergence statistics where the backend gave them. Only
+ * for an axis that ran (mean_kld set).
+ */
 function kldLines(k: KldBlock): string[] {
   const L = [' KLD diagnostics', `   chunks x ctx               : ${k.chunks} x ${k.ctx}`];
-  L.push(`   mean KLD (nats)            : ${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
+  L.push(`   mean KLD (nats)            : ${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
   if (k.ppl !== null) L.push(`   candidate PPL              : ${k.ppl.toFixed(4)}`);
   if (k.rms_dp_pct !== null) L.push(`   RMS Δp (vs reference)      : ${k.rms_dp_pct.toFixed(2)} %`);
   if (k.same_topp_pct !== null) L.push(`   same top-p (vs reference)  : ${k.same_topp_pct.toFixed(2)} %`);
