@@ -5,7 +5,7 @@ import { DeviceLostError, InputError, parseKvConfig, type KvSpec } from '../src/
 import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/index.ts';
 import { Engine } from './engine.ts';
 import { explain } from './errors.ts';
-import { $ } from './dom.ts';
+import { $, FieldError } from './dom.ts';
 
 export type Job = 'load' | 'generate' | 'refract';
 
@@ -28,6 +28,9 @@ export class App {
   lastStopped = false;
   private abort: AbortController | null = null;
   private readonly listeners: Array<() => void> = [];
+  /** The error each panel shows, and the one the banner shows (a fixed field clears only its own message). */
+  private readonly shown = new Map<Job, unknown>();
+  private bannerShows: unknown = null;
 
   /** The worker's GPU device (null until it is open). */
   get device(): WorkerDeviceInfo | null {
@@ -129,16 +132,36 @@ export class App {
     if (job) { go.href = `#${job}-error`; go.textContent = `Show the message in the ${PANEL[job]} panel`; }
     $('banner-reload').hidden = !x.reload;
     banner.hidden = false;
+    this.bannerShows = e;
     if (x.reload) $('banner-reload').focus();
+    if (job) this.shown.set(job, e);
+    if (job && e instanceof FieldError) this.clearWhenFixed(e, job);
+  }
+
+  /** Clear `e`'s message and banner once an edit of its fields fixes them (while that message is still shown). */
+  private clearWhenFixed(e: FieldError, job: Job): void {
+    const edits = new AbortController();
+    const check = () => {
+      if (this.shown.get(job) !== e) { edits.abort(); return; }
+      if (!e.fixed()) return;
+      edits.abort();
+      this.clearError(job);
+      if (this.bannerShows === e) this.hideBanner();
+    };
+    for (const f of e.fields) {
+      for (const type of ['input', 'change']) f.addEventListener(type, check, { signal: edits.signal });
+    }
   }
 
   clearError(job: Job): void {
+    this.shown.delete(job);
     const el = $(`${job}-error`);
     el.hidden = true;
     el.replaceChildren();
   }
 
   hideBanner(): void {
+    this.bannerShows = null;
     $('banner').hidden = true;
   }
 }

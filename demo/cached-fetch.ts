@@ -5,13 +5,13 @@
 // Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
 // header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
 // Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
+import { NetworkError } from '../src/index.ts';
+import { streamDownload, type Progress } from '../src/advanced.ts';
 import { blobSource } from '../src/io/sources.ts';
 import { SafetensorsFile } from '../src/io/safetensors.ts';
 import { abortable, counted } from './streams.ts';
 
 const CACHE_NAME = 'hrm-webgpu-files-v1';
-
-export type Progress = (loaded: number, total: number) => void;
 
 /** Cache Storage exists only in secure contexts (https, localhost, 127.0.0.1). */
 export function cacheAvailable(): boolean {
@@ -66,21 +66,27 @@ export function fileOf(url: string): string {
   return decodeURIComponent(new URL(url).pathname.split('/').pop() || url);
 }
 
+/** Whether `res` is a web page (200, text/html) answering for a file that is not one. */
+function isWebPage(url: string, res: Response): boolean {
+  return res.ok && (res.headers.get('content-type') ?? '').startsWith('text/html') && !/\.html?(\?|$)/.test(url);
+}
+
 /**
  * fetch, with two fixes: a server's HTML page answering for a missing file (single-page-app fallbacks, custom 404
- * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a network
- * failure names the file. (urlFiles' reads bypass the HTTP cache themselves: src/io/http.ts.)
+ * pages sent with 200) becomes a 404, as urlFiles needs to tell an absent file from a present one; and a request
+ * that got no answer says what that may mean. The library's download path, which calls it, names the URL and
+ * retries. (urlFiles' reads bypass the HTTP cache themselves: src/io/http.ts.)
  */
 export const strictFetch: typeof fetch = async (input, init) => {
   let res: Response;
   try {
     res = await fetch(input, init);
   } catch (e) {
-    if (e instanceof TypeError) throw new DownloadError(urlOf(input), 'no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)');
+    const why = 'no answer: offline, a wrong host, or the server does not allow cross-origin requests (CORS)';
+    if (e instanceof TypeError) throw new TypeError(why);
     throw e;
   }
-  const type = res.headers.get('content-type') ?? '';
-  if (res.ok && type.startsWith('text/html') && !/\.html?(\?|$)/.test(urlOf(input))) {
+  if (isWebPage(urlOf(input), res)) {
     await res.body?.cancel();
     htmlPages.add(urlOf(input));
     return new Response(null, { status: 404, statusText: 'Not Found (the server sent an HTML page)' });
@@ -118,14 +124,16 @@ export const cachedFetch: typeof fetch = async (input, init) => {
   const len = Number(res.headers.get('content-length'));
   // Small files only here (read whole, checked, then kept); checkpoints go through prefetch, which reports progress.
   if (method !== 'GET' || rangeHeader || res.status !== 200 || !cacheAvailable() || len > 64 << 20) return res;
+  // Failures as the library's download path (its caller) throws them: named by URL, a cut one retried.
   let body: Blob;
   try {
     body = await res.blob();
   } catch {
-    throw new DownloadError(url, `the connection was cut${len ? ` (expected ${len} bytes)` : ''}`);
+    throw new NetworkError('fetch', `${url}: the connection was cut${len ? ` (expected ${len} bytes)` : ''}`, true);
   }
-  const problem = await incomplete(url, body, len, res.headers.get('content-encoding') !== null);
-  if (problem) throw new DownloadError(url, problem);
+  const encoded = res.headers.get('content-encoding') !== null;
+  const problem = await incomplete(url, body, len, encoded);
+  if (problem) throw new NetworkError('fetch', `${url}: ${problem}`, len > 0 && !encoded && body.size !== len);
   await keep(url, new Response(body, { headers: res.headers }));
   return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 };
@@ -183,26 +191,47 @@ export async function evictNewEntries(): Promise<string[]> {
   return urls.map(fileOf);
 }
 
+/** What the page says of a web page (200, text/html) where a model's weights should be. */
+export const WEB_PAGE =
+  'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
+
+/** A failure of the library's download path as a DownloadError naming `url` once. */
+function downloadError(url: string, e: unknown): unknown {
+  if (!(e instanceof NetworkError)) return e;
+  return new DownloadError(url, e.message.replace(/^\[fetch\] /, '').replace(`${url}: `, ''));
+}
+
 /**
- * Download `url` whole into the cache unless it is there. Returns its size, or null on HTTP 404. A file that does
- * not arrive whole is not kept (DownloadError). When the cache refuses the file (quota), returns the size anyway:
- * reads then go to the network.
+ * Download `url` whole into the cache unless it is there, through the library's download path: transient failures
+ * retried with backoff (each told to `onRetry`), a cut body resumed with a Range request, an idle body abandoned and
+ * resumed. Returns its size. A file that does not arrive whole is not kept (DownloadError). When the cache refuses
+ * the file (quota), returns the size anyway: reads then go to the network.
  */
-export async function prefetch(url: string, onProgress: Progress, signal?: AbortSignal): Promise<number | null> {
+export async function prefetch(
+  url: string, onProgress: Progress, signal?: AbortSignal, onRetry?: (message: string) => void,
+): Promise<number> {
   const hit = await cachedBlob(url);
   if (hit) { onProgress(hit.size, hit.size); return hit.size; }
-  const res = await strictFetch(url, { signal });
-  if (res.status === 404) return null;
-  if (!res.ok) throw new DownloadError(url, `HTTP ${res.status} ${res.statusText}`.trim());
+  const dl = await streamDownload(url, { signal, onRetry: (m) => onRetry?.(m.replace(`${url}: `, '')) })
+    .catch((e: unknown) => { throw downloadError(url, e); });
+  const res = dl.response;
+  if (res.status === 404) throw new DownloadError(url, 'not found (404)');
+  if (!res.ok || !dl.body) throw new DownloadError(url, `HTTP ${res.status} ${res.statusText}`.trim());
+  // Whatever the HEAD probe said, a web page is not the weights (a server's fallback page for a missing file).
+  if (isWebPage(url, res)) { await dl.body.cancel(); throw new DownloadError(url, WEB_PAGE); }
   const total = Number(res.headers.get('content-length')) || 0;
   let loaded = 0;
-  const cut = () => new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`);
-  const body = res.body ? counted(res.body, (n) => { loaded += n; onProgress(loaded, Math.max(total, loaded)); }, signal) : null;
+  let lost: unknown = null;
+  // The download path's own reason, when it gave up, says more than the cache's "network error".
+  const cut = () => (lost ? downloadError(url, lost)
+    : new DownloadError(url, `the connection was cut after ${loaded}${total ? ` of ${total}` : ''} bytes`));
+  const count = (n: number) => { loaded += n; onProgress(loaded, Math.max(total, loaded)); };
+  const body = counted(dl.body, count, signal, (e) => { lost = e; });
   const stopped = abortable(signal);
   if (!cacheAvailable()) {
     // Nowhere to keep it: drain for the byte count; the loader will fetch ranges itself.
     try {
-      await Promise.race([body?.pipeTo(new WritableStream()), stopped.promise]);
+      await Promise.race([body.pipeTo(new WritableStream()), stopped.promise]);
     } catch (e) {
       throw signal?.aborted ? signal.reason ?? e : cut();
     } finally {
@@ -240,7 +269,7 @@ export async function prefetch(url: string, onProgress: Progress, signal?: Abort
 /** A download that failed for a network or HTTP reason. */
 export class DownloadError extends Error {
   constructor(readonly url: string, detail: string) {
-    super(`${fileOf(url)} (${url}): ${detail}`);
+    super(`${url}: ${detail}`);
     this.name = 'DownloadError';
   }
 }

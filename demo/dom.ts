@@ -11,6 +11,9 @@ export function $<T extends HTMLElement = HTMLElement>(id: string): T {
 /** Values longer than this take a row of their own under their label (style.css's `.kv .wide`). */
 const WIDE_VALUE = 60;
 
+/** `n` and the noun, plural unless n is 1 ("1 prompt", "2 chunks"). */
+export const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /**
  * A <dl> of label/value rows (values as text: never HTML); an optional third item is the value's id. A long value
  * (the kernel path, a fast path's reason for being off) goes under its label: beside it, it would be squeezed into
@@ -51,30 +54,43 @@ export function setProgress(bar: HTMLProgressElement, text: HTMLElement, loaded:
   text.textContent = total > 0 ? `${f(loaded)} / ${f(total)}` : '–';
 }
 
+/**
+ * A setting the page refuses, with the fields at fault: App.showError clears its message (and the banner) once
+ * `fixed` holds after an edit of one of them, so that no stale message stands beside a field already fixed.
+ */
+export class FieldError extends InputError {
+  constructor(readonly fields: HTMLElement[], message: string, readonly fixed: () => boolean = () => true) {
+    super('settings', message);
+  }
+}
+
+/** A field's text as its message quotes it: a number field holding no number reads as empty to scripts. */
+function shown(el: HTMLInputElement): string {
+  return el.validity.badInput ? 'not a number' : `"${el.value}"`;
+}
+
 /** A whole number from a field; out of range, the field gets the focus and the message names it (and `why`). */
 export function intInput(id: string, min: number, max = Number.MAX_SAFE_INTEGER, why?: string): number {
   const el = $<HTMLInputElement>(id);
-  const n = Number(el.value);
-  if (el.value.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+  const ok = () => el.value.trim() !== '' && Number.isInteger(Number(el.value)) && Number(el.value) >= min && Number(el.value) <= max;
+  if (!ok()) {
     const range = `${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'}`;
-    fail(id, `${labelOf(el)} must be a whole number from ${range}${why ? ` (${why})` : ''}; it is "${el.value}"`);
+    fail(id, `${labelOf(el)} must be a whole number from ${range}${why ? ` (${why})` : ''}; it is ${shown(el)}`, ok);
   }
-  return n;
+  return Number(el.value);
 }
 
-/** Focus the field `id` and throw the settings error `message` about it. */
-export function fail(id: string, message: string): never {
+/** Focus the field `id` and throw the settings error `message` about it (cleared once `fixed` holds). */
+export function fail(id: string, message: string, fixed?: () => boolean): never {
   $(id).focus();
-  throw new InputError('settings', message);
+  throw new FieldError([$(id)], message, fixed);
 }
 
 export function numInput(id: string, min: number, max: number): number {
   const el = $<HTMLInputElement>(id);
-  const n = Number(el.value);
-  if (el.value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-    fail(id, `${labelOf(el)} must be a number from ${min} to ${max}; it is "${el.value}"`);
-  }
-  return n;
+  const ok = () => el.value.trim() !== '' && Number.isFinite(Number(el.value)) && Number(el.value) >= min && Number(el.value) <= max;
+  if (!ok()) fail(id, `${labelOf(el)} must be a number from ${min} to ${max}; it is ${shown(el)}`, ok);
+  return Number(el.value);
 }
 
 function labelOf(el: HTMLInputElement): string {

@@ -58,11 +58,11 @@ export function explain(e: unknown): Explained {
     return { kind: 'gpu', title: 'The GPU rejected a command', detail: `${detail}. This is a bug in hrm-webgpu or the browser; please report it with the adapter details.`, reload: false };
   }
   // A DownloadError from the model's worker (its reads of the files) arrives as an Error of that name.
-  if (e instanceof DownloadError || (e instanceof Error && e.name === 'DownloadError')) {
+  if (e instanceof DownloadError || e instanceof NetworkError || (e instanceof Error && e.name === 'DownloadError')) {
     return { kind: 'download', title: 'Download failed', detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
   }
-  if (e instanceof NetworkError) return { kind: 'download', title: 'Download failed', detail, reload: false };
-  // Requests that got no answer are DownloadErrors naming the file (strictFetch); this is a body cut mid-read.
+  // Requests that got no answer are NetworkErrors naming the URL (the library's download path); this is a body cut
+  // mid-read.
   if (e instanceof TypeError && /fetch|network|load failed/i.test(detail)) {
     return { kind: 'download', title: 'Download failed', detail: `${detail}: the connection failed while reading a file (offline, or the server went away); try again.`, reload: false };
   }

@@ -47,11 +47,23 @@ export function secs(s: number): string {
   return `${(s / 3600).toFixed(1)} h`;
 }
 
-/** Time left of a whole run: the estimate's unfinished share, scaled by how the run's pace compares with it. */
+/** Plan seconds of a run's start that count as already measured at the plan's pace (see RunClock.left). */
+const PRIOR_SECONDS = 20;
+/** How far each new reading moves the smoothed finish time (the rest stays with the readings before it). */
+const SMOOTHING = 0.25;
+
+/**
+ * Time left of a whole run: the estimate's unfinished share, scaled by how the run's pace compares with it. The
+ * pace is smoothed, so that one fast or slow part does not swing the estimate (about 5 min, 72 s, then 4 min):
+ * the measured pace counts as much as the share of the run it was measured on, against PRIOR_SECONDS of the
+ * plan's own pace, and the finish time moves a quarter of the way to each new reading.
+ */
 export class RunClock {
   private readonly t0 = performance.now();
   private readonly total: number;
   private readonly done = new Map<Stage, number>();
+  /** The smoothed finish, seconds from the start (null before the first reading). */
+  private finish: number | null = null;
 
   constructor(private readonly stages: Partial<Record<Stage, number>>) {
     this.total = Object.values(stages).reduce((a, b) => a + b, 0);
@@ -66,7 +78,10 @@ export class RunClock {
     let doneSecs = 0;
     order.forEach((s, i) => { doneSecs += this.stages[s]! * (i < at ? 1 : i === at ? this.done.get(s)! : 0); });
     const elapsed = (performance.now() - this.t0) / 1000;
-    const speed = doneSecs > 0 ? elapsed / doneSecs : 1;
-    return Math.max(0, (this.total - doneSecs) * speed);
+    const prior = Math.min(PRIOR_SECONDS, this.total);
+    const speed = (elapsed + prior) / (doneSecs + prior);
+    const reading = elapsed + Math.max(0, (this.total - doneSecs) * speed);
+    this.finish = this.finish === null ? reading : this.finish + SMOOTHING * (reading - this.finish);
+    return Math.max(0, this.finish - elapsed);
   }
 }

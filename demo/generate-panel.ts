@@ -3,14 +3,15 @@
 // returns at once, dropping the steps still queued on the GPU). Also: copy the output, list the prompt's tokens.
 import { InputError, type ActDtype } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
-import { $, intInput, numInput } from './dom.ts';
+import { $, FieldError, intInput, numInput } from './dom.ts';
 
 /** The ticked conditions in page order, comma-joined (generate's `condition`). */
 export function conditionString(): string {
-  const ticked = [...document.querySelectorAll<HTMLInputElement>('input[name=cond]')].filter((c) => c.checked).map((c) => c.value);
+  const boxes = [...document.querySelectorAll<HTMLInputElement>('input[name=cond]')];
+  const ticked = boxes.filter((c) => c.checked).map((c) => c.value);
   if (!ticked.length) {
-    document.querySelector<HTMLInputElement>('input[name=cond]')?.focus();
-    throw new InputError('settings', 'tick at least one Condition (synth, cot, direct or noisy)');
+    boxes[0]?.focus();
+    throw new FieldError(boxes, 'tick at least one Condition (synth, cot, direct or noisy)', () => boxes.some((c) => c.checked));
   }
   return ticked.join(',');
 }
@@ -26,7 +27,7 @@ export function generateBlocked(app: App): string | null {
 /** The generation's fields, each checked against its field (the field at fault gets the focus). */
 function fields() {
   return {
-    condition: conditionString(), temperature: numInput('temperature', 0, 100), topP: numInput('top-p', 0.000001, 1),
+    condition: conditionString(), temperature: numInput('temperature', 0, 100), topP: numInput('top-p', 0.01, 1),
     seed: intInput('seed', Number.MIN_SAFE_INTEGER), asked: intInput('max-tokens', 1),
     kv: kvFromSelects('kv-k', 'kv-v').spec, prompt: $<HTMLTextAreaElement>('prompt').value,
   };
@@ -151,7 +152,9 @@ async function showTokens(app: App): Promise<void> {
 async function copyOutput(app: App): Promise<void> {
   try {
     await navigator.clipboard.writeText($('output').textContent ?? '');
-    $('gen-stats').textContent = 'Output copied.';
+    // A note of its own: the stats line keeps the run's numbers.
+    $('copy-note').textContent = 'Output copied.';
+    setTimeout(() => { $('copy-note').textContent = ''; }, 4000);
   } catch (e) {
     app.showError(new InputError('copy', `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`), 'generate');
   }

@@ -4,7 +4,8 @@
 import { isSoftwareAdapter } from '../src/index.ts';
 import { App, KV_CHOICES } from './app.ts';
 import { $ } from './dom.ts';
-import { initModelPanel, openModel, refreshCacheUsage, showAdapter, startSource, updateMemory } from './model-panel.ts';
+import { initModelPanel, openModel, refreshCacheUsage, startSource, updateMemory } from './model-panel.ts';
+import { showAdapter } from './adapter.ts';
 import { initGeneratePanel } from './generate-panel.ts';
 import { initRefractPanel } from './refract-panel.ts';
 import { embeddedSource } from './sources.ts';

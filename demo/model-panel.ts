@@ -1,15 +1,16 @@
-// The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
+// The model panel: model sources (embedded, URL, folder picker, drop), the loader's warnings,
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
+import { loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
 import { cacheSlots } from '../src/advanced.ts';
 import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
+import { showKernelPath } from './adapter.ts';
 
 /** Where the last model loaded from a URL (or "embedded") is remembered across reloads. */
 const LAST_MODEL = 'hrm-webgpu-demo.last-model';
@@ -36,11 +37,6 @@ function remember(source: ModelSource): void {
   try { if (v) localStorage.setItem(LAST_MODEL, v); } catch { /* storage blocked: nothing to remember with */ }
 }
 
-/** Optional WebGPU features the kernels could use, as the worker's device got them (or why not). */
-const GPU_FEATURES: ReadonlyArray<[string, string]> = [
-  ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
-];
-
 /** What the memory table describes: the model being checked before its download, and the loaded one. */
 let sizing: Sizing | null = null;
 let loaded: Sizing | null = null;
@@ -48,54 +44,14 @@ let loaded: Sizing | null = null;
 /** The weights choice of the select (applies to the next load). */
 const weightChoice = () => $<HTMLSelectElement>('quantize').value as WeightChoice;
 
-/**
- * Which kernels run for the loaded model at the chosen settings: the weights' matmul, the attention, the numerics,
- * the optional features used (subgroups in the matrix-vector reduction; tensor cores for bf16 prefill matmuls,
- * where the page was started with Dawn's unsafe APIs and their self-check passed).
- */
-function kernelPath(app: App): string {
-  const lm = app.lm;
-  const q = lm?.quant;
-  const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-  let kv = { k: null as number | null, v: null as number | null };
-  try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
-  const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
-  const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
-    : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
-  const dev = app.device;
-  const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
-  const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
-  return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}${features}`;
-}
-
-/** Refresh the adapter table's kernel-path row (after a load, or a dtype / KV change). */
-function showKernelPath(app: App): void {
-  const el = document.getElementById('gpu-path');
-  if (el) el.textContent = kernelPath(app);
-}
-
-/** The worker's adapter: what it is, the features its device got (or why not), the fast paths and the kernel path. */
-export function showAdapter(app: App): void {
-  const s = app.device!.adapter;
-  const enabled = new Set<string>(s.features);
-  const why = (f: string) => (s.fastFeatures as Record<string, { why?: string } | undefined>)[f]?.why;
-  const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : why(f) ? `no: ${why(f)}` : 'no');
-  fillKv($('adapter'), [
-    ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
-    ['software adapter', isSoftwareAdapter(s) ? 'yes (runs on the CPU: slow)' : 'no'],
-    ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
-    ...Object.entries(s.fastPaths).map(([path, p]) => [path, p.on ? 'on' : `off: ${p.why}`] as [string, string]),
-    ['kernel path', kernelPath(app), 'gpu-path'],
-    ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
-  ]);
-  fillTable($('limits'), Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
-}
-
 function status(text: string, state: 'loading' | 'ready' | 'kept' | 'error' | 'idle'): void {
   const el = $('model-status');
   el.textContent = text;
   el.dataset.state = state;
 }
+
+/** `ctk=f16,ctv=q8_0` as the table says it: "K f16, V q8_0". */
+const kvLabel = (label: string) => label.replace('ctk=', 'K ').replace(',ctv=', ', V ');
 
 const VERDICT: Record<MemoryPlan['verdict'], string> = { ok: 'fits', warn: 'may not fit', no: 'will not fit' };
 
@@ -126,7 +82,9 @@ export function updateMemory(app: App): MemoryPlan | null {
   const plan = planOf(choice);
   fillTable($<HTMLTableElement>('memory'), [
     [`weights, ${choiceLabel(s, choice)}`, `${fmtBytes(plan.weights)}${weightBytes(s, choice).exact ? '' : ' (est.)'}`],
-    [`KV cache (${ctx} tokens, ${kv.label.replace('ctk=', 'K ').replace(',ctv=', ', V ')}, ${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
+    // The library's figure (cacheBytes), with what it counts: a full-precision side is kept in the activations' dtype.
+    [`KV cache (${ctx} tokens, ${kvLabel(kv.label)}${kv.spec.k === null || kv.spec.v === null ? `, full precision in ${dtype}` : ''}, ` +
+      `${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
     ['activations (rough)', fmtBytes(plan.activations)],
     ['total', fmtBytes(plan.total)],
   ]);
@@ -176,8 +134,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const wf = await weightFiles(files, config);
     // A server that answers every path with its web page (200, HTML) has no weights here: say so, not "missing".
     const page = source.base && !wf.names.length ? htmlAnswered(source.base) : null;
-    const why = 'the server sent a web page (HTML) where the model\'s weights should be; is this the folder that holds them?';
-    if (page) throw new DownloadError(page, why);
+    if (page) throw new DownloadError(page, WEB_PAGE);
     const s: Sizing = { config, stored: quantization, files: wf };
     sizing = s;
     describeModel(files.name, config);
@@ -191,11 +148,15 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
       const rate = new DownloadRate();
       for (let i = 0; i < wf.names.length; i++) {
         status(`Downloading ${wf.names[i]} (${i + 1}/${wf.names.length})… (Cancel download stops it)`, 'loading');
-        const size = await prefetch(`${source.base}/${wf.names[i]}`, (l) => {
-          setProgress($('dl-progress'), $('dl-text'), done + l, total);
-          $('dl-text').textContent += rate.note(done + l, total);
-        }, signal);
-        if (size === null) throw new DownloadError(`${source.base}/${wf.names[i]}`, 'not found (404)');
+        let at = done;
+        await prefetch(`${source.base}/${wf.names[i]}`, (l) => {
+          at = done + l;
+          setProgress($('dl-progress'), $('dl-text'), at, total);
+          $('dl-text').textContent += rate.note(at, total);
+        }, signal, (retry) => {
+          // Until bytes flow again, the progress line says what failed and when the next try is.
+          $('dl-text').textContent = `${fmtBytes(at)} / ${fmtBytes(total)} · ${wf.names[i]}: ${retry}`;
+        });
         done += wf.sizes[i];
       }
       void refreshCacheUsage();
@@ -205,6 +166,9 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const quantize = q.onLoad && q.spec ? q.spec : undefined;
     status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
     const lm = await app.engine.load(source.spec, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
+    // What the loader warned of (a tokenizer smaller than the vocabulary) is said here, not in the console only.
+    const warnings = [...new Set(app.engine.warnings)];
+    $('model-warning').textContent = warnings.map((w) => `Warning: ${w}.`).join(' ');
     s.loaded = { choice, bytes: lm.weightBytes };
     loaded = s;
     app.setModel(lm);
@@ -228,16 +192,19 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   const evicted = await evictNewEntries().catch(() => []);
   if (evicted.length) void refreshCacheUsage();
   if (cancelled) $('load-url').focus();
-  const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}${evicted.length ? ` (took ${evicted.join(', ')} out of the download cache)` : ''}`;
+  const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}`;
+  const one = evicted.length === 1;
+  const dropped = !evicted.length ? ''
+    : ` The file${one ? '' : 's'} it downloaded, ${evicted.join(', ')}, ${one ? 'is' : 'are'} not kept: a retry downloads ${one ? 'it' : 'them'} again.`;
   if (app.lm && loaded) {
     const lm = app.lm;
     sizing = loaded;
     if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
     describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(loaded, loaded.loaded!.choice));
     updateMemory(app);
-    status(`${what}; still using ${before ?? lm.name}.`, 'kept');
+    status(`${what}; still using ${before ?? lm.name}.${dropped}`, 'kept');
   } else {
-    status(`${what}.`, 'error');
+    status(`${what}.${dropped}`, 'error');
   }
 }
 
@@ -247,7 +214,7 @@ export function initModelPanel(app: App): void {
     const raw = $<HTMLInputElement>('model-url').value;
     if (!raw.trim()) { $('model-url').focus(); return; }
     let src: ModelSource;
-    try { src = urlSource(raw); } catch (e) { app.showError(e, 'load'); return; }
+    try { src = urlSource(raw); } catch (e) { $('model-url').focus(); app.showError(e, 'load'); return; }
     void openModel(app, src);
   });
   $('load-embedded').addEventListener('click', () => void openModel(app, embeddedSource()));

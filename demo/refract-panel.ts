@@ -5,7 +5,7 @@
 import { renderHtmlReport, toJsonString, type ActDtype, type RefractReport } from '../src/index.ts';
 import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/refract/index.ts';
 import { App, kvFromSelects } from './app.ts';
-import { $, fail, fillKv, intInput, setProgress } from './dom.ts';
+import { $, counted, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';
 import { renderKlPlot } from './plot.ts';
 import { RunClock, secs, stageSeconds, WARN_SECONDS, type RunPlan } from './estimate.ts';
@@ -73,7 +73,6 @@ async function runRefractPanel(app: App): Promise<void> {
   const result = $('refract-result');
   const bar = $<HTMLProgressElement>('refract-progress');
   const msg = $('refract-status');
-  clearResult();
   const ok = await app.run('refract', async (signal) => {
     const plan = readPlan(app);
     const ref = kvFromSelects('ref-k', 'ref-v');
@@ -101,6 +100,8 @@ async function runRefractPanel(app: App): Promise<void> {
       return false;
     }
     warnedFor = null;
+    // The last result goes only now: a run the user has not yet agreed to (the warning above) leaves it on show.
+    clearResult();
     msg.textContent = pasted ? 'Tokenizing…' : 'Fetching the corpus…';
     const corpus = pasted ? { text: $<HTMLTextAreaElement>('pasted').value, label: 'pasted text' }
       : await brown(plan.chunks * plan.ctx);
@@ -156,15 +157,15 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
   const t = r.axes.gtm;
   const rows: Array<[string, string] | [string, string, string]> = [
     ['reference → candidate', `${ref} → ${cand} (${dtype} activations)`],
-    ['text', `${text}: ${kld.chunks} chunk${kld.chunks > 1 ? 's' : ''} × ${kld.ctx} tokens`],
-    ['mean KLD', `${kld.mean_kld.toExponential(3)} nats`, 'kld-value'],
+    ['text', `${text}: ${counted(kld.chunks, 'chunk')} × ${kld.ctx} tokens`],
+    ['mean KLD', `${(kld.mean_kld ?? NaN).toExponential(3)} nats`, 'kld-value'],
     ['KLD score', kldScore.toFixed(2), 'kld-score'],
     ['KLD band', band(kldScore), 'kld-band'],
     // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.
     ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ...kldStatRows(kld),
     ['trajectory score', d.gtm_score == null ? score(null)
-      : `${score(d.gtm_score)} (${t.n_prompts} prompts × ${t.n_tokens_each} tokens; ${(100 * t.full_match_rate).toFixed(0)} % identical)`, 'gtm-score'],
+      : `${score(d.gtm_score)} (${counted(t.n_prompts, 'prompt')} × ${counted(t.n_tokens_each, 'token')}; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
     ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
     ['PLAD score', score(d.plad_score), 'plad-score'],
     ...(d.floor_score != null ? [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),
@@ -211,6 +212,15 @@ export function initRefractPanel(app: App): void {
     const r = report;
     if (r) renderHtmlReport(r).then((html) => download(`${fileStem(r)}.html`, 'text/html', html), (e) => app.showError(e, 'refract'));
   });
+  // A time warning is about the settings it was given: any change of them takes it away (the next Run re-estimates).
+  const form = $('refract-form');
+  const stale = () => {
+    if ($('refract-result').dataset.state !== 'warned') return;
+    $('refract-result').dataset.state = report ? 'done' : '';
+    $('refract-status').textContent = '';
+  };
+  // Captured: an input event need not bubble (a script's), and every field of the form counts.
+  for (const type of ['input', 'change']) form.addEventListener(type, stale, { capture: true });
   // Typing into the text box picks "pasted text".
   $('pasted').addEventListener('input', () => {
     const radio = document.querySelector<HTMLInputElement>('input[name=corpus][value=pasted]');

@@ -1,6 +1,6 @@
 // Where the demo gets a model: the embedded one (served next to the page), a URL (Hugging Face `resolve/main`
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
-import { EMBEDDED_MODEL, FormatError, type ModelFiles } from '../src/index.ts';
+import { EMBEDDED_MODEL, FormatError, InputError, type ModelFiles } from '../src/index.ts';
 import { fileListFiles, urlFiles } from '../src/advanced.ts';
 import { cachedFetch, forgetCachedReads, strictFetch } from './cached-fetch.ts';
 
@@ -75,8 +75,10 @@ export function embeddedSource(): ModelSource {
  * become the `resolve/rev` folder the files are downloaded from.
  */
 export function normalizeModelUrl(raw: string): string {
-  const u = new URL(raw.trim());
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new TypeError(`not an http(s) URL: ${raw}`);
+  const bad = (why: string) => new InputError('settings', `the Model folder URL ${why}; it is "${raw.trim()}"`);
+  let u: URL;
+  try { u = new URL(raw.trim()); } catch { throw bad('is not a URL'); }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw bad('must start with https:// or http://');
   if (u.hostname === 'huggingface.co' || u.hostname === 'hf.co') {
     const parts = u.pathname.split('/').filter(Boolean);
     const model = parts[0] === 'models' ? parts.slice(1) : parts;

@@ -30,6 +30,11 @@ export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat-schedule
 // ---- the model's parts ------------------------------------------------------------------------------------
 /** Model file sets by kind: a local folder (Node, Deno), a base URL (with network settings), browser `File`s. */
 export { dirFiles, fileListFiles, urlFiles } from './hrm/files.ts';
+/**
+ * A URL's whole body as a stream, with the downloads' retries, idle timeouts and Range resumption, for files too
+ * large to hold in memory (the demo streams checkpoints into Cache Storage with it).
+ */
+export { streamDownload, type StreamedDownload } from './io/http.ts';
 export { parseConfig, cacheSlots, type Warn } from './hrm/config.ts';
 export { HrmModel, type ForwardOptions, type MaskSpec } from './hrm/model.ts';
 export {

@@ -56,3 +56,23 @@ export class NetworkError extends HrmError {
 
 /** A command line the tool cannot parse (unknown flag, missing or invalid value): CLIs print the usage, exit 2. */
 export class UsageError extends InputError {}
+
+/** An options object holds a key the call does not know (a misspelling, or a setting that lives elsewhere). */
+export class UnknownOptionError extends InputError {}
+
+/**
+ * Refuse keys of `opts` outside `known`: a key the call would ignore silently (`{ temperature: 0.8 }` at the top of
+ * generate's options) is a setting the user asked for and would not get. `moved` names where a key belongs
+ * (`temperature: 'sampler.temperature'`) or why it has no place. `where` is the options' name in the message.
+ */
+export function checkOptions(op: string, where: string, opts: object | undefined, known: readonly string[],
+  moved: Readonly<Record<string, string>> = {}): void {
+  if (opts === undefined || opts === null) return;
+  if (typeof opts !== 'object') throw new InputError(op, `${where} must be an object (got ${typeof opts})`);
+  for (const [key, value] of Object.entries(opts)) {
+    // A key set to undefined asks for nothing (a wrapper forwarding its own optional fields).
+    if (known.includes(key) || value === undefined) continue;
+    const hint = Object.hasOwn(moved, key) ? moved[key] : `known: ${known.join(', ')}`;
+    throw new UnknownOptionError(op, `unknown option '${key}' in ${where} (${hint})`);
+  }
+}

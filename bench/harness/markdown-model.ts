@@ -24,7 +24,7 @@ export function modelLines(r: BenchResult): string[] {
   }
   L.push('');
   const queue = r.settings.ahead === 'auto'
-    ? 'steps queued ahead as generate() queues them (~100 ms of steps, 4-32)'
+    ? 'steps queued ahead as generate() queues them (~100 ms of steps, 1-32)'
     : `${r.settings.ahead} steps queued ahead`;
   for (const c of r.caches) {
     const path = c.decode?.path;

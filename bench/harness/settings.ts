@@ -174,7 +174,7 @@ export const OPTIONS: readonly BenchOption[] = [
   { name: 'check-sgmat', help: "first run the subgroup-matrix matmul's parity checks (needs the repository's "
     + 'tests/fixtures)', apply: (s) => { s.checkSgmat = true; } },
   { name: 'ahead', arg: 'N|auto', help: 'greedy decode steps queued ahead of the token being read (default auto: as '
-    + 'generate()\nqueues them, ~100 ms of steps, 4-32)',
+    + 'generate()\nqueues them, ~100 ms of steps, 1-32)',
     apply: (s, v) => { s.ahead = v === 'auto' ? 'auto' : int('ahead', v, 1); } },
   { name: 'decode-merge', arg: 'fold|separate', help: "full-cache decode attention's merge inside its split (default) "
     + 'or a dispatch of its own',

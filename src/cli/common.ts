@@ -134,11 +134,23 @@ export async function readFile(path: string): Promise<Uint8Array> {
 }
 
 /**
+ * A typed error as the CLI prints it: the command, then the message without the library's `[op]` prefix (the name
+ * of an internal function means nothing to the user); the error's class where it is not bad input (a lost device,
+ * a download that failed), since that says what went wrong.
+ */
+export function cliMessage(where: string, e: HrmError): string {
+  const text = e.message.startsWith(`[${e.op}] `) ? e.message.slice(e.op.length + 3) : e.message;
+  return `${where}: ${e instanceof InputError ? '' : `${e.name}: `}${text}`;
+}
+
+/**
  * Run a CLI main: typed errors print their message alone (exit 1); a UsageError also prints the command's usage
  * (`usage(command)`, exit 2); anything else prints its stack (a bug).
  */
-export async function run(main: (argv: string[]) => Promise<void>, usage: (command: string | undefined) => string = () => ''): Promise<void> {
+export async function run(main: (argv: string[]) => Promise<void>,
+  usage: (command: string | undefined) => string = () => '', tool = 'hrm', commands: readonly string[] = []): Promise<void> {
   const argv = proc.argv.slice(2);
+  const where = commands.includes(argv[0]) ? `${tool} ${argv[0]}` : tool;
   // A lost device rejects every GPU step queued ahead; the one the command meets first is reported below, and
   // the others must not each crash the process with a stack.
   proc.on?.('unhandledRejection', (e) => { if (!(e instanceof DeviceLostError)) throw e; });
@@ -149,11 +161,11 @@ export async function run(main: (argv: string[]) => Promise<void>, usage: (comma
     const e = asUsageError(thrown) ?? thrown;
     if (e instanceof UsageError) {
       const u = usage(argv[0]).trimEnd();
-      err(`${e.name}: ${e.message}\n${u ? `${u}\n` : ''}`);
+      err(`${cliMessage(where, e)}\n${u ? `${u}\n` : ''}`);
       proc.exitCode = 2;
       return;
     }
-    err(`${e instanceof HrmError ? `${e.name}: ${e.message}` : (e as Error)?.stack ?? String(e)}\n`);
+    err(`${e instanceof HrmError ? cliMessage(where, e) : (e as Error)?.stack ?? String(e)}\n`);
     proc.exitCode = 1;
   }
 }

@@ -134,6 +134,11 @@ async function cmdInfo(args: string[]): Promise<void> {
     `${c.num_attention_heads} heads x ${c.head_dim}, H_cycles ${c.H_cycles}, L_cycles ${c.L_cycles}\n`);
   out(`cache slots    ${cacheSlots(c)} (each token runs ${c.H_cycles * (c.L_cycles + 1)} stack passes)\n`);
   out(`rope theta     ${c.rope_theta}; embedding scale ${c.embedding_scale.toFixed(4)}; eps ${c.rms_norm_eps}; context ${c.max_position_embeddings}\n`);
+  // Sized as asked, past the context too (a what-if), but said so: generation never fills more than the context.
+  const n = c.max_position_embeddings;
+  if (ctx > n) {
+    out(`note           --ctx ${ctx} is past the model's context of ${n} tokens; a generation fills ${n} at most\n`);
+  }
   for (const [label, kv] of [['bf16', { k: null, v: null }], ['q8', { k: 8, v: 8 }], ['q4', { k: 4, v: 4 }]] as const) {
     out(`cache @${ctx}    ${label.padEnd(4)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}\n`);
   }
@@ -164,8 +169,10 @@ const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmd
 
 await run(async (argv) => {
   const [cmd, ...rest] = argv;
-  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') { out(HELP); return; }
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') { out(HELP); return; }
+  // No command is a usage error (exit 2), as refract's: a script that forgot it must not pass.
+  if (!cmd) throw new UsageError('hrm', `give a command (${Object.keys(COMMANDS).join(', ')})`);
   const f = COMMANDS[cmd];
   if (!f) throw new UsageError('hrm', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
   await f(rest);
-}, (cmd) => (cmd && USAGE[cmd] ? `usage: ${USAGE[cmd]}` : HELP));
+}, (cmd) => (cmd && USAGE[cmd] ? `usage: ${USAGE[cmd]}` : HELP), 'hrm', Object.keys(COMMANDS));

@@ -56,6 +56,7 @@ export async function asUsage<T>(cmd: string, f: () => Promise<T> | T): Promise<
 }
 
 const positive = (n: number) => Number.isInteger(n) && n > 0;
+const WHOLE = 'a whole number from 1';
 
 function list(flag: string, v: string | undefined, check: (n: number) => boolean): number[] | undefined {
   if (v === undefined) return undefined;
@@ -99,12 +100,12 @@ export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'>
     }
     const rniah = v['axis-rniah'] || v.full ? {
       haystack: v['rniah-haystack'] ? await text(cmd, v['rniah-haystack']) : undefined,
-      upTo: number('rniah-up-to', v['rniah-up-to'], 16384, positive),
+      upTo: number('rniah-up-to', v['rniah-up-to'], 16384, positive, WHOLE),
       lengths: list('rniah-lengths', v['rniah-lengths'], positive),
       positions: list('rniah-positions', v['rniah-positions'], (p) => p >= 0 && p <= 1),
-      nTrials: number('rniah-trials', v['rniah-trials'], 1, positive),
-      ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0, positive),
-      nPredict: number('rniah-n-predict', v['rniah-n-predict'], 256, positive),
+      nTrials: number('rniah-trials', v['rniah-trials'], 1, positive, WHOLE),
+      ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0, positive, WHOLE),
+      nPredict: number('rniah-n-predict', v['rniah-n-predict'], 256, positive, WHOLE),
       needle: nonEmpty('rniah-needle', v['rniah-needle']),
       question: nonEmpty('rniah-question', v['rniah-question']),
       needleKeyword: nonEmpty('rniah-keyword', v['rniah-keyword']),
@@ -114,9 +115,9 @@ export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'>
       reference, candidate,
       prompts: v.prompts ? parsePromptsJsonl(await text(cmd, v.prompts)) : undefined,
       corpus: v.corpus ? { text: await text(cmd, v.corpus), label: v.corpus } : undefined,
-      chunks: number('chunks', v.chunks, DEFAULTS.chunks, positive),
-      ctx: number('ctx', v.ctx, Math.min(DEFAULTS.ctx, modelCtx), positive),
-      nPredict: number('n-predict', v['n-predict'], DEFAULTS.nPredict, positive),
+      chunks: number('chunks', v.chunks, DEFAULTS.chunks, positive, WHOLE),
+      ctx: number('ctx', v.ctx, Math.min(DEFAULTS.ctx, modelCtx), positive, WHOLE),
+      nPredict: number('n-predict', v['n-predict'], DEFAULTS.nPredict, positive, WHOLE),
       seed: number('seed', v.seed, DEFAULTS.seed, Number.isInteger),
       measureFloor: v['measure-floor'] ?? false, skipGtm: v['skip-gtm'] ?? false, skipKld: v['skip-kld'] ?? false,
       axes: { rniah, plad },

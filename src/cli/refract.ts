@@ -1,11 +1,13 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu, InputError, loadModel, modelFiles, type LoadedModel, cacheBytes, HrmBackend } from '../index.ts';
+import { Gpu, InputError, loadConfig, loadModel, modelFiles, type LoadedModel, HrmBackend } from '../index.ts';
 import { UsageError, kvSpec } from '../advanced.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
-  renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
+  kvBytesPerToken, renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
 } from '../refract/index.ts';
-import { choice, err, fsp, netOptions, number, out, proc, readFile, run, writeFile } from './common.ts';
+import {
+  choice, cliMessage, err, fsp, netOptions, number, out, proc, readFile, run, writeFile,
+} from './common.ts';
 import {
   asUsage, checkOutputs, FETCH_OPTIONS, parseCommandFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions,
   SWEEP_OPTIONS, type ScoreFlags,
@@ -44,6 +46,22 @@ function checkKv(v: { candidate?: string; reference?: string }): void {
   if (!v.candidate) throw new InputError('cli', '--candidate is required (e.g. --candidate ctk=q8_0,ctv=q4_0)');
   parseKvConfig(v.candidate, '--candidate');
   parseKvConfig(v.reference ?? DEFAULT_REFERENCE_KV, '--reference');
+}
+
+/**
+ * Every score flag checked before the GPU opens and the weights load (a usage error, exit 2): the values, the KV
+ * strings, -c/--ctx against the model's context (its config.json only), and that some axis is left to run.
+ */
+async function checkScoreFlags(cmd: string, v: ScoreFlags & { candidate?: string }): Promise<void> {
+  const modelCtx = (await loadConfig(modelFiles(v.model), () => {})).max_position_embeddings;
+  const o = await scoreOptions(cmd, v, modelCtx);
+  const usage = (m: string) => new UsageError(`refract ${cmd}`, m);
+  if (o.ctx! > modelCtx) {
+    throw usage(`-c/--ctx ${o.ctx} is past the model's context of ${modelCtx} tokens; pass ${modelCtx} or less`);
+  }
+  if (o.skipGtm && o.skipKld && !o.axes?.rniah && !o.axes?.plad) {
+    throw usage('--skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or --axis-plad');
+  }
 }
 
 interface Session { backend: ResilientBackend; lm: () => LoadedModel; close(): void }
@@ -97,7 +115,7 @@ async function cmdScore(args: string[]): Promise<void> {
   const { values: v } = parseCommandFlags('score', args, SCORE_OPTIONS);
   if (v.help) { out(SCORE_HELP); return; }
   await checkOutputs({ 'json-out': v['json-out'], 'html-out': v['html-out'] });
-  await asUsage('score', () => checkKv(v));
+  await checkScoreFlags('score', v);
   const s = await asUsage('score', () => session(v));
   try {
     const signal = interruptSignal();
@@ -119,7 +137,7 @@ async function cmdRepeatability(args: string[]): Promise<void> {
   if (v.help) { out(REPEATABILITY_HELP); return; }
   refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
   const runs = await asUsage('repeatability', () => number('runs', v.runs, 4, (n) => Number.isInteger(n) && n >= 2, 'an integer >= 2'));
-  await asUsage('repeatability', () => checkKv(v)); // before any folder is made
+  await checkScoreFlags('repeatability', v); // before any folder is made
   const fs = await fsp();
   const dir = v['out-dir'] ?? (await fs.mkdtemp(`${(await import(/* @vite-ignore */ 'node:' + 'os')).tmpdir()}/refract-repeatability-`));
   await fs.mkdir(dir, { recursive: true });
@@ -147,6 +165,7 @@ async function cmdSweep(args: string[]): Promise<void> {
   const dir = v['out-dir'];
   if (!dir) throw new UsageError('refract sweep', '--out-dir DIR is required (each candidate\'s report is kept there, so the sweep can resume)');
   await asUsage('sweep', () => { for (const c of v.candidate ?? []) checkKv({ candidate: c, reference: v.reference }); });
+  if (v.candidate?.length) await checkScoreFlags('sweep', { ...v, candidate: v.candidate[0] });
   const types = (flag: string | undefined) => (flag ?? '').split(',').map((t) => t.trim()).filter(Boolean);
   const grid = v['k-types'] || v['v-types'] ? await asUsage('sweep', () => gridCandidates(types(v['k-types']), types(v['v-types']))) : [];
   const candidates = [...(v.candidate ?? []), ...grid];
@@ -162,7 +181,7 @@ async function cmdSweep(args: string[]): Promise<void> {
     const cfg = s.lm().config;
     const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
-      bytesPerToken: (kv) => cacheBytes(cfg, 1, s.lm().model.dtype, kvSpec(kv)),
+      bytesPerToken: (kv) => kvBytesPerToken(cfg, kvSpec(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
       serialize: (r) => toJsonString(r) + '\n',
       store: {
@@ -259,7 +278,7 @@ await run(async (argv) => {
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     // One line naming the flag, then the command's usage; exit 2 as argparse does.
-    err(`${e.message}\n\n${entry ? entry[1] : TOP_HELP}`);
+    err(`${cliMessage(entry ? `refract ${cmd}` : 'refract', e)}\n\n${entry ? entry[1] : TOP_HELP}`);
     proc.exitCode = 2;
   }
-});
+}, () => '', 'refract', Object.keys(COMMANDS));

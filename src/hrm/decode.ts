@@ -180,12 +180,14 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
 /**
  * How many greedy steps stay queued ahead of the token being read: enough for QUEUE_MS of steps, so that a pause of
  * the JavaScript thread (on the H200 a stall or two of 25-115 ms per 128 tokens after a prefill, garbage collection
- * among them) leaves the GPU busy; at least 4 (reading a token back and handling it), at most 32 (the steps run past
- * a stop and dropped). Learnt from the time between tokens read; `fixed` pins it (benchmarks).
+ * among them) leaves the GPU busy; at most 32. Submitted steps cannot be cancelled, so a stop leaves the queue
+ * behind: on a CPU driver, where one step takes longer than QUEUE_MS, a single step is queued (reading a token back
+ * takes well under a millisecond of the step's time), and START before any step was timed, so that a stop leaves at
+ * most about QUEUE_MS or one step of work. Learnt from the time between tokens read; `fixed` pins it (benchmarks).
  */
 export class QueueDepth {
   static readonly QUEUE_MS = 100;
-  static readonly MIN = 4;
+  static readonly START = 2;
   static readonly MAX = 32;
   private stepMs = 0;
   private lastRead: number | null = null;
@@ -194,8 +196,8 @@ export class QueueDepth {
 
   get depth(): number {
     if (this.fixed !== undefined) return this.fixed;
-    if (this.stepMs <= 0) return QueueDepth.MIN;
-    return Math.max(QueueDepth.MIN, Math.min(QueueDepth.MAX, Math.ceil(QueueDepth.QUEUE_MS / this.stepMs)));
+    if (this.stepMs <= 0) return QueueDepth.START;
+    return Math.max(1, Math.min(QueueDepth.MAX, Math.ceil(QueueDepth.QUEUE_MS / this.stepMs)));
   }
 
   /** A token was read (at `t`, ms): its interval from the one before is a step's time once the queue runs. */

@@ -5,7 +5,7 @@
 // Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
 // token being streamed (those past a stop are computed and dropped). `logits`, the other thing an app does with a
 // loaded model, is here too: both take the cache's KV setting as a llama.cpp string (kv-spec.ts) or bits.
-import { InputError } from '../errors.ts';
+import { checkOptions, InputError } from '../errors.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { HrmModel } from './model.ts';
 import type { LoadedModel } from './load.ts';
@@ -56,12 +56,44 @@ export interface GenerateStats {
   ids: number[];
   /** 'context': the model's context (max_position_embeddings) filled before maxTokens were generated. */
   stopReason: 'eos' | 'max_tokens' | 'context' | 'stop_string' | 'aborted';
+  /** Waited before the prompt for GPU work submitted earlier (a stopped job's last steps): in no other figure. */
+  waitMs: number;
   cacheBytes: number;
   /** Dispatches a replayed decode step runs, or why steps were recorded one by one. */
   decodePath: { replayed: number } | { recorded: string };
 }
 
 export type GenerateEvent = { type: 'text'; text: string } | { type: 'done'; stats: GenerateStats; text: string };
+
+/** generate's keys (a Record, so that a new option must be named here to be accepted). */
+const KEYS: Record<keyof GenerateOptions, true> = {
+  condition: true, maxTokens: true, stop: true, signal: true, sampler: true, cache: true, promptIds: true,
+  noGraph: true,
+};
+const sampler = (k: string) => `it belongs in sampler.${k}: { sampler: { ${k}: ... } }`;
+/** Where keys of other libraries' generation options (transformers.js, WebLLM, mlx-lm, llama.cpp) live here. */
+const MOVED: Record<string, string> = {
+  temperature: sampler('temperature'), topP: sampler('topP'), top_p: sampler('topP'), seed: sampler('seed'),
+  do_sample: 'sampling is sampler.temperature above 0', top_k: 'top-k sampling is not offered; use sampler.topP',
+  topK: 'top-k sampling is not offered; use sampler.topP',
+  kv: 'it belongs in cache.kv', kv_bits: 'it belongs in cache.kv', kvConfig: 'it belongs in cache.kv',
+  mode: 'it belongs in cache.mode', max_new_tokens: 'it is maxTokens', maxNewTokens: 'it is maxTokens',
+  max_tokens: 'it is maxTokens', n_predict: 'it is maxTokens', nPredict: 'it is maxTokens', stop_strings: 'it is stop',
+  onText: "it is generateText's; generate yields the text as events", dtype: "the activations' dtype is loadModel's",
+};
+const SAMPLER_KEYS = ['temperature', 'topP', 'seed'];
+const SAMPLER_MOVED: Record<string, string> = {
+  top_p: 'it is topP', top_k: 'top-k sampling is not offered; use topP',
+  topK: 'top-k sampling is not offered; use topP',
+};
+
+/** Refuse what generate would otherwise ignore: keys it does not know, at the top and in sampler and cache. */
+export function checkGenerateOptions(op: string, opts: object, own: readonly string[] = []): void {
+  checkOptions(op, 'the options', opts, [...Object.keys(KEYS), ...own], MOVED);
+  const o = opts as GenerateOptions;
+  checkOptions(op, 'sampler', o.sampler, SAMPLER_KEYS, SAMPLER_MOVED);
+  checkOptions(op, 'cache', o.cache, ['kv', 'mode'], { kv_bits: 'it is kv', ctk: "it is kv: 'ctk=q8_0,ctv=q8_0'" });
+}
 
 const now = () => (globalThis.performance ?? Date).now();
 
@@ -93,6 +125,7 @@ export function orAborted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T | t
  */
 export async function* generate(lm: GenerateModel, prompt: string, opts: GenerateOptions = {}):
   AsyncGenerator<GenerateEvent> {
+  checkGenerateOptions('generate', opts);
   const { model, tokenizer } = lm;
   if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
   const maxTokens = opts.maxTokens ?? 128;
@@ -113,8 +146,12 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
   let stopReason: GenerateStats['stopReason'] = 'max_tokens';
   let steps: Stepper | null = null;
   try {
+    // A stopped job's steps may still be running: the prompt's time starts once they are done.
+    const tWait = now();
+    if ((await orAborted(model.gpu.sync(), opts.signal)) === ABORTED) stopReason = 'aborted';
     const t0 = now();
-    const first = await orAborted(readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' })), opts.signal);
+    const prefill = () => readAndDispose(model.forward(ids, cache, { mask: 'prefix', logits: 'last' }));
+    const first = stopReason === 'aborted' ? ABORTED : await orAborted(prefill(), opts.signal);
     const t1 = now();
     // Stopped during the prefill: the loop below ends at once.
     let tok = first === ABORTED ? -1 : sampler.sample(first);
@@ -143,6 +180,8 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
       // The cache holds min(context, prompt + maxTokens): full before maxTokens only when the context cut it.
       if (ids.length + decodeForwards >= cache.capacity) { stopReason = 'context'; break; }
       if (out.length === 1) tDecode = now();
+      // Stopped while the caller handled the last token: queue no step.
+      if (opts.signal?.aborted) { stopReason = 'aborted'; break; }
       const next = await orAborted(steps!.next(), opts.signal);
       if (next === ABORTED) { stopReason = 'aborted'; break; }
       tok = next;
@@ -156,7 +195,8 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
     yield {
       type: 'done', text,
       stats: {
-        promptTokens: ids.length, promptMs: t1 - t0, decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
+        promptTokens: ids.length, promptMs: t1 - t0, waitMs: t0 - tWait,
+        decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
         ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps?.path ?? { recorded: 'stopped during the prefill' },
       },
     };
@@ -179,8 +219,10 @@ export interface GenerationResult {
 /** Generate at once: the completion's text and stats. `onText` sees each piece as it arrives. */
 export async function generateText(lm: GenerateModel, prompt: string,
   opts: GenerateOptions & { onText?: (text: string) => void } = {}): Promise<GenerationResult> {
-  for await (const ev of generate(lm, prompt, opts)) {
-    if (ev.type === 'text') opts.onText?.(ev.text);
+  checkGenerateOptions('generateText', opts, ['onText']);
+  const { onText, ...rest } = opts;
+  for await (const ev of generate(lm, prompt, rest)) {
+    if (ev.type === 'text') onText?.(ev.text);
     else return { text: ev.text, stats: ev.stats };
   }
   throw new InputError('generate', 'generation ended without a result');

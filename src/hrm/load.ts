@@ -1,5 +1,5 @@
 // Load a whole model: config, tokenizer (+ chat template), checkpoint (one file, shards, or MLX-native), onto a GPU.
-import { FormatError } from '../errors.ts';
+import { checkOptions, FormatError } from '../errors.ts';
 import { Gpu } from '../kernels/gpu.ts';
 import type { DeviceOptions } from '../gpu/device.ts';
 import { Checkpoint, SafetensorsFile } from '../io/safetensors.ts';
@@ -56,6 +56,18 @@ export interface LoadModelOptions {
   /** Tolerated oddities (a stale num_hidden_layers); default console.warn. */
   warn?: Warn;
 }
+
+/** loadModel's keys (a Record, so that a new option must be named here to be accepted). */
+const LOAD_KEYS: Record<keyof LoadModelOptions, true> = {
+  gpu: true, device: true, dtype: true, quantize: true, progressCallback: true, checkFinite: true, warn: true,
+};
+/** Where keys of other loaders (transformers.js, WebLLM, mlx-lm) or of generation live here. */
+const LOAD_MOVED: Record<string, string> = {
+  onProgress: 'it is progressCallback', progress_callback: 'it is progressCallback',
+  initProgressCallback: 'it is progressCallback', quantization: 'it is quantize: { bits, groupSize }',
+  kv: "the KV cache is generate's cache.kv", cache: "the KV cache is generate's cache.kv",
+  temperature: "it is generate's sampler.temperature",
+};
 
 // The one default sink for warnings, so that a library user who passes nothing still sees them.
 const consoleWarn: Warn = (m) => console.warn(m);
@@ -141,6 +153,7 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig, warn: 
  * @example const lm = await loadModel(); // or loadModel('https://huggingface.co/sapientinc/HRM-Text-1B/resolve/main')
  */
 export async function loadModel(source?: ModelSource, opts: LoadModelOptions = {}): Promise<LoadedModel> {
+  checkOptions('loadModel', 'the options', opts, Object.keys(LOAD_KEYS), LOAD_MOVED);
   const files = modelFiles(source);
   const gpu = opts.gpu ?? (await Gpu.create(opts.device));
   try {

@@ -34,6 +34,25 @@ export const DIAGNOSIS = {
   brittle: "Brittleness to small input changes: candidate's output drifts more than fp16's under typo / casing / punctuation perturbations.",
 } as const;
 
+/** Axes A and B by name, for sentences about which of them ran. */
+const AB_NAMES = { gtm: 'trajectory (axis A)', kld: 'KLD@D (axis B)' } as const;
+
+/** The names of axes A and B that did not run (no score). */
+function unmeasured(s: DiagnosisInput): string[] {
+  return (['gtm', 'kld'] as const).filter((a) => s[a] === null || s[a] === undefined).map((a) => AB_NAMES[a]);
+}
+
+/**
+ * The composite's one line (`summary`): the band's prose, except that a run without axis A or B does not call the
+ * candidate safe to deploy on the other alone: it says which axis was not measured.
+ */
+export function summaryProse(band: Band, s: Pick<DiagnosisInput, 'gtm' | 'kld'>): string {
+  const missing = unmeasured(s);
+  if (!missing.length || band === 'DEGRADED' || band === 'FAIL') return BAND_PROSE[band];
+  const what = band === 'EXCELLENT' ? 'Indistinguishable from the reference' : 'Minor drift';
+  return `${what} on the axes measured; ${missing.join(' and ')} not measured: run it before deploying.`;
+}
+
 export interface DiagnosisInput {
   gtm?: number | null;
   kld?: number | null;
@@ -65,7 +84,12 @@ export function interpretPattern(s: DiagnosisInput): string[] {
   const brittle = low(s.plad);
   const measured = [s.gtm, s.kld, s.rniah, s.plad].filter((v): v is number => v !== null && v !== undefined);
   if (measured.length && measured.every((v) => v < 60)) return [DIAGNOSIS.catastrophic];
-  if (!(shortDrift || longDrift || brittle)) return [DIAGNOSIS.allClear];
+  if (!(shortDrift || longDrift || brittle)) {
+    const missing = unmeasured(s);
+    // "All axes intact" only when A and B both ran: a KLD-only run says nothing of the trajectories.
+    if (!missing.length) return [DIAGNOSIS.allClear];
+    return [`No drift on the axes measured; ${missing.join(' and ')} was not measured.`];
+  }
   if (shortDrift && !longDrift && !brittle) {
     const broken = fail(s.gtm) && fail(s.kld);
     const bothMeasured = [s.rniah, s.plad].every((v) => v !== null && v !== undefined);

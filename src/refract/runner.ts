@@ -1,7 +1,7 @@
 // One REFRACT score run (the original `refract score`): optional noise floor, axes A and B, opt-in C and D,
 // composite, report object. The CLI and the browser demo call runRefract and render the report.
 import { contextLengthOf, DEFAULTS, RefractError, type Backend } from './backend.ts';
-import { InputError } from '../errors.ts';
+import { checkOptions, InputError } from '../errors.ts';
 import { runtimeInfo } from '../gpu/device.ts';
 import { runKld, type KldAxisResult } from './axes/kld.ts';
 import { runPlad, type PladAxisResult, type PladOptions } from './axes/plad.ts';
@@ -51,6 +51,25 @@ export interface RunRefractOptions {
   signal?: AbortSignal;
 }
 
+/** runRefract's keys (a Record, so that a new option must be named here to be accepted). */
+const REFRACT_KEYS: Record<keyof RunRefractOptions, true> = {
+  backend: true, model: true, reference: true, candidate: true, prompts: true, corpus: true, chunks: true, ctx: true,
+  nPredict: true, seed: true, axes: true, skipGtm: true, skipKld: true, measureFloor: true, decodeTokens: true,
+  onProgress: true, reproCommand: true, extras: true, signal: true,
+};
+/** The original's flag names, as a script might spell them. */
+const REFRACT_MOVED: Record<string, string> = {
+  ref: 'it is reference', cand: 'it is candidate', n_predict: 'it is nPredict', skip_gtm: 'it is skipGtm',
+  skip_kld: 'it is skipKld', measure_floor: 'it is measureFloor', rniah: 'it is axes.rniah', plad: 'it is axes.plad',
+  kvConfig: 'it is candidate', kv: 'it is candidate',
+};
+
+/** Refuse keys runRefract does not know (at the top and in `axes`): it would run without them. */
+export function checkRefractOptions(o: object): void {
+  checkOptions('refract', 'the options', o, Object.keys(REFRACT_KEYS), REFRACT_MOVED);
+  checkOptions('refract', 'axes', (o as RunRefractOptions).axes, ['rniah', 'plad']);
+}
+
 /** The report's environment fields of this runtime (named as the original's JSON names them). */
 function runtimeFields(): Record<string, unknown> {
   const r = runtimeInfo();
@@ -96,6 +115,7 @@ async function environmentOf(o: RunRefractOptions): Promise<{ env: Record<string
  * composite over those axes); an error before any axis finished is thrown.
  */
 export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
+  checkRefractOptions(o);
   const reference = parseKvConfig(o.reference ?? DEFAULT_REFERENCE_KV, 'reference').label;
   const candidate = parseKvConfig(o.candidate, 'candidate').label;
   const prompts = o.prompts ?? PROMPTS_V01;

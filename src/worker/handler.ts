@@ -8,6 +8,8 @@ import { DEFAULT_CONDITION, HrmModel } from '../advanced.ts';
 import { prefillMatmulPath } from '../kernels/plan/matmul.ts';
 import type { ActDtype } from '../hrm/cache.ts';
 import type { LoadedModel } from '../hrm/load.ts';
+import { checkGenerateOptions } from '../hrm/generate.ts';
+import { checkRefractOptions } from '../refract/runner.ts';
 import { InputError } from '../errors.ts';
 import { WorkerError } from './errors.ts';
 import {
@@ -120,6 +122,7 @@ export class WorkerHandler {
     },
     generate: async ({ prompt, options }, id, signal) => {
       const { dtype, ...opts } = options;
+      checkGenerateOptions('generate', opts);   // before the model: a wrong key is named even with none loaded
       for await (const event of generate(this.model(dtype), prompt, { ...opts, signal })) {
         this.post({ type: 'event', id, event });
       }
@@ -131,6 +134,7 @@ export class WorkerHandler {
     },
     refract: async ({ options }, id, signal) => {
       const { dtype, condition, model, ...opts } = options;
+      checkRefractOptions(opts);
       const lm = this.model(dtype);
       return runRefract({
         ...opts, model: model ?? lm.name, backend: new HrmBackend(lm, { condition }), signal,

@@ -64,6 +64,19 @@ export async function pageGenerate(page: Page, prompt: string, maxTokens: number
   return page.$eval('#output', (el) => el.textContent ?? '');
 }
 
+/**
+ * Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike
+ * waitForFunction's bare timeout).
+ */
+export async function waitText(page: Page, sel: string, re: RegExp, timeout: number): Promise<void> {
+  for (const end = Date.now() + timeout; ;) {
+    const t = await page.$eval(sel, (el) => el.textContent ?? '');
+    if (re.test(t)) return;
+    if (Date.now() > end) throw new Error(`${sel} did not match ${re} within ${timeout} ms; it reads "${t}"`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** The demo's model worker (demo/model.worker.ts), where the tests reach the model and its device. */
 export async function modelWorker(page: Page): Promise<WebWorker> {
   for (let i = 0; i < 100; i++) {

@@ -84,10 +84,12 @@ describe('demo (built, headless Chromium)', () => {
     expect(text, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe(want);
     expect(await page.$eval('#gen-stats', (el) => el.textContent)).toMatch(/prompt \d+ tok, [\d.]+ tok\/s · decode 7 tok, [\d.]+ tok\/s · max tokens/);
 
-    // Copy output puts exactly the output on the clipboard.
+    // Copy output puts exactly the output on the clipboard, and says so beside the stats line, which keeps its numbers.
     await browser.defaultBrowserContext().overridePermissions(new URL(page.url()).origin, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+    const stats = await page.$eval('#gen-stats', (el) => el.textContent);
     await page.click('#copy-output');
-    await page.waitForFunction(() => document.getElementById('gen-stats')?.textContent === 'Output copied.', { timeout: 5_000 });
+    await page.waitForFunction(() => document.getElementById('copy-note')?.textContent === 'Output copied.', { timeout: 5_000 });
+    expect(await page.$eval('#gen-stats', (el) => el.textContent)).toBe(stats);
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(want);
 
     // The prompt's tokens: the ids and pieces the Node tokenizer gives for the same formatted prompt.
@@ -124,6 +126,7 @@ describe('demo (built, headless Chromium)', () => {
     expect(await page.$eval('#composite-band', (el) => el.textContent)).toMatch(/^(EXCELLENT|PASS|DEGRADED|FAIL)$/);
     expect(r.text).toMatch(/KLD band.*composite score.*composite band/s);
     expect(r.text).toMatch(/pasted text: 1 chunk × 32 tokens/);
+    expect(await page.$eval('#gtm-score', (el) => el.textContent)).toMatch(/\(2 prompts × 4 tokens; \d+ % identical\)$/);
     expect(await page.$$eval('#kl-plot svg path', (els) => els.length)).toBeGreaterThan(0);
     mkdirSync(join(root, 'artifacts'), { recursive: true });
     await page.screenshot({ path: join(root, 'artifacts/demo.png'), fullPage: true });

@@ -9,11 +9,15 @@ import { MODEL } from './built-demo.ts';
 
 /**
  * Model files of `folder` (the embedded model's unless changed) at /flaky/ on the preview server, served whole
- * ('ok'), or model.safetensors cut short: 'short' ends the response early without a Content-Length (it looks
- * complete), 'cut' drops the connection mid-body, 'stall' sends the first MiB and then nothing (until the page gives
- * up).
+ * ('ok'), or model.safetensors' GET without a Range answered badly: 'short' ends the response early without a
+ * Content-Length (it looks complete), 'cut' drops the connection halfway through the body (Range requests, a
+ * resumption, are served), 'stall' sends the first MiB and then nothing (until the page gives up), 'error' answers
+ * one HTTP 500 (then 'ok'), 'html' answers with a web page (200, text/html; HEAD still finds the file). `gets`: the
+ * files asked for whole; `ranges`: the Range headers of model.safetensors' GETs.
  */
-export const flakyServer = { mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall', gets: [] as string[], folder: MODEL };
+export const flakyServer = {
+  mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall' | 'error' | 'html', gets: [] as string[], ranges: [] as string[], folder: MODEL,
+};
 export const flaky: Plugin = {
   name: 'flaky-model-server',
   configurePreviewServer(srv) {
@@ -22,11 +26,15 @@ export const flaky: Plugin = {
       const file = m && join(flakyServer.folder, m[1]);
       if (!file || !existsSync(file)) { if (m) { res.statusCode = 404; res.end(); return; } next(); return; }
       if (req.method === 'GET' && !req.headers.range) flakyServer.gets.push(m[1]);
+      if (m[1] === 'model.safetensors' && req.method === 'GET' && req.headers.range) flakyServer.ranges.push(req.headers.range);
       if (m[1] !== 'model.safetensors' || flakyServer.mode === 'ok' || req.method !== 'GET' || req.headers.range) { sendFile(req, res, file); return; }
+      if (flakyServer.mode === 'error') { flakyServer.mode = 'ok'; res.statusCode = 500; res.end(); return; }
+      if (flakyServer.mode === 'html') { res.setHeader('Content-Type', 'text/html'); res.end('<!doctype html><title>Home</title>'); return; }
       const bytes = readFileSync(file);
       res.setHeader('Content-Type', 'application/octet-stream');
       if (flakyServer.mode !== 'short') res.setHeader('Content-Length', String(bytes.length));
-      res.write(bytes.subarray(0, 1 << 20), () => { if (flakyServer.mode === 'cut') res.destroy(); else if (flakyServer.mode === 'short') res.end(); });
+      const sent = flakyServer.mode === 'cut' ? bytes.length >> 1 : 1 << 20;
+      res.write(bytes.subarray(0, sent), () => { if (flakyServer.mode === 'cut') res.destroy(); else if (flakyServer.mode === 'short') res.end(); });
     });
   },
 };

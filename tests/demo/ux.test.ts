@@ -3,12 +3,15 @@
 // fields and focus them, a new run clears old ones; estimates (and a warning) before a run; R-NIAH and PLAD at the
 // model's context, n/a for axes that did not run; notes where a value is capped; Esc and Stop's focus; a model
 // without tokenizer.json; a web page where the weights should be; download speed, persistence, Clear's confirm.
+// Issue 42's checks run in the same session (page-checks.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MODEL, openBuiltDemo, type BuiltDemo } from './built-demo.ts';
+import { MODEL, closeBuiltDemo, openBuiltDemo, waitText, type BuiltDemo } from './built-demo.ts';
 import { uxServers } from './flaky-server.ts';
+import { inViewport, kvRowIsTheLibrarys, messagesGoWhenFixed, otherSchemeNamed, selectsWhole, warningLeavesResult } from './page-checks.ts';
+import { parseConfig } from '../../src/advanced.ts';
 import { press } from '../../testkit/helpers/browser.ts';
 
 let work: string;
@@ -22,15 +25,6 @@ const disabled = (sel: string) => page().$eval(sel, (el) => (el as HTMLButtonEle
 const state = (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state);
 const waitState = (id: string, states: string[], timeout = 60_000) =>
   page().waitForFunction((i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states);
-/** Poll `sel`'s text until it matches; a timeout says what it read instead (a transient status, unlike waitForFunction's bare timeout). */
-async function waitText(sel: string, re: RegExp, timeout: number): Promise<void> {
-  for (const end = Date.now() + timeout; ;) {
-    const t = await text(sel);
-    if (re.test(t)) return;
-    if (Date.now() > end) throw new Error(`${sel} did not match ${re} within ${timeout} ms; it reads "${t}"`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const ready = () => page().waitForFunction(() => ['ready', 'kept', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 60_000 });
 
 describe('demo, issue 33 (built, headless Chromium)', () => {
@@ -39,11 +33,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     demo = await openBuiltDemo(join(work, 'dist'), [uxServers]);
   }, 120_000);
 
-  afterAll(async () => {
-    await demo?.browser.close();
-    await demo?.server.close();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => closeBuiltDemo(demo ?? {}, work));
 
   it('Stop in REFRACT ends its GPU work: Generate is back within 2 s with the GPU idle, and generates', async () => {
     await setValue('#kld-chunks', '1'); await setValue('#kld-ctx', '128'); await check('#traj', false);
@@ -106,7 +96,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(m.align).not.toBe('start');
     expect(m.pladLines).toBeGreaterThan(1.5);
     expect(m.values).toBeGreaterThan(120); // the adapter's values: long labels squeezed them to a word a line
-    await page().setViewport({ width: 1366, height: 768 });
+    await selectsWhole(page());
     // A laptop: the download progress bar is in view on load.
     expect(await page().$eval('#dl-progress', (el) => el.getBoundingClientRect().bottom)).toBeLessThan(768);
   }, 30_000);
@@ -134,7 +124,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(await text('#gen-stats')).toBe('');
     expect(await text('#generate-error')).toBe('Check the settings: Temperature must be a number from 0 to 100; it is "-1"');
     expect(await focused()).toBe('temperature');
-    await setValue('#temperature', '0');
+    await messagesGoWhenFixed(page());
   }, 30_000);
 
   it('estimates: a long run is not started without a warning naming its time', async () => {
@@ -148,6 +138,8 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(await text('#refract-status')).toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
     expect(await disabled('#generate')).toBe(false); // nothing runs
     await setValue('#kld-chunks', '1');
+    expect(await text('#refract-status')).toBe(''); // the warning was about other sizes (issue 42)
+    expect(await state('refract-result')).not.toBe('warned');
   }, 60_000);
 
   it('R-NIAH and PLAD are offered at the model\'s context; axes that did not run show n/a', async () => {
@@ -166,6 +158,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(await text('#refract-error')).toBe('');
     expect(Number(await text('#kld-score'))).toBeGreaterThan(0);
     for (const axis of ['gtm', 'rniah', 'plad']) expect(await text(`#${axis}-score`), axis).toBe('n/a (not run)');
+    await warningLeavesResult(page());
     // PLAD runs from the page (1 prompt, 1 token each: up to 5 cells, each with both caches); stopped once under way.
     await check('#plad', true);
     await setValue('#traj-prompts', '1'); await setValue('#traj-tokens', '1');
@@ -173,7 +166,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     // Its estimate (minutes, from the pace of the KLD run on this software GPU) may ask for a second press first.
     await waitState('refract-result', ['warned', 'running'], 30_000);
     if ((await state('refract-result')) === 'warned') await page().click('#refract-run');
-    await waitText('#refract-status', /^PLAD generation [1-9]\d*\/\d+, about/, 60_000);
+    await waitText(page(), '#refract-status', /^PLAD generation [1-9]\d*\/\d+, about/, 60_000);
     await press(page(), '#refract-stop');
     await waitState('refract-result', ['stopped'], 30_000);
     await check('#plad', false);
@@ -223,10 +216,12 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     }
     await setValue('#mem-ctx', '11');
     expect(await text('#mem-note')).toBe('');
+    await kvRowIsTheLibrarys(page(), parseConfig({ ...config, max_position_embeddings: 11 }, 'config.json'));
     await setValue('#prompt', 'The jury said');
   }, 120_000);
 
   it('a server\'s web page where the weights should be is named as such, with no status or stack', async () => {
+    await otherSchemeNamed(page());
     await setValue('#model-url', new URL('webpage', page().url()).href);
     await page().click('#load-url');
     await page().waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 30_000 });
@@ -263,6 +258,10 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     });
     const speeds: string[] = [];
     const base = new URL('slow', page().url()).href;
+    // A laptop (1366 x 768) with the URL field in view: the download's bar, speed and time left are in view too.
+    await page().setViewport({ width: 1366, height: 768 });
+    await page().focus('#model-url');
+    const views: boolean[] = [];
     for (let i = 0; i < 2; i++) {
       await setValue('#model-url', base);
       await page().click('#load-url');
@@ -273,6 +272,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
       }, { timeout: 10_000 }, base);
       while ((await state('model-status')) === 'loading') {
         speeds.push(await text('#dl-text'));
+        views.push(await inViewport(page(), '#model-url, #dl-progress, #dl-text'));
         await new Promise((r) => setTimeout(r, 200));
       }
       // After the download the upload to the GPU may still run: wait for the load's end, not its first stage.
@@ -280,6 +280,8 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
         { timeout: 60_000 }, base);
     }
     expect(speeds.some((s) => /MiB \/ 18\.9 MiB · [\d.]+ (KiB|MiB)\/s, about \d+ s left$/.test(s)), speeds.join('\n')).toBe(true);
+    expect(views.length).toBeGreaterThan(0);
+    expect(views.every(Boolean)).toBe(true);
     expect(await page().evaluate(() => (window as unknown as { persistCalls: number }).persistCalls)).toBe(1);
     demo.answer.accept = false;
     const asked = demo.dialogs.length;

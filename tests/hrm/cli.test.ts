@@ -60,17 +60,17 @@ describe('hrm CLI', () => {
 
   it('bad flags are one line naming the flag, then the usage of the command; exit 2', async () => {
     const cases: Array<[string[], RegExp]> = [
-      [['generate', 'hi', '--foo'], /^UsageError: \[cli\] unknown flag --foo$/],
-      [['generate', 'hi', '--model'], /^UsageError: \[cli\] --model needs a value$/],
-      [['generate', 'hi', '--max-tokens', '-1'], /^UsageError: \[cli\] --max-tokens "-1" is not valid \(expected a positive integer\)$/],
-      [['generate', 'hi', '--top-p', '2'], /^UsageError: \[cli\] --top-p "2" is not valid \(expected a number in \(0, 1\]\)$/],
-      [['generate', 'hi', '--kv', ''], /^UsageError: \[kvconfig\] --kv is empty .*form: "ctk=q8_0,ctv=q4_0"$/],
-      [['generate', 'hi', '--kv', 'ctk=q9'], /^UsageError: \[.*unknown cache type ctk=q9/],
-      [['generate', 'hi', '--condition', ''], /^UsageError: \[parseConditions\] --condition is empty/],
-      [['generate', 'hi', '--stop', ''], /^UsageError: \[cli\] --stop is empty/],
-      [['logits', '--ids', '6,,12', '--out', 'x.safetensors'], /^UsageError: \[cli\] --ids "6,,12": "" is not a token id$/],
-      [['info', '--ctx', '0'], /^UsageError: \[cli\] --ctx "0" is not valid \(expected a positive integer\)$/],
-      [['info', 'extra'], /^UsageError: \[cli\] unexpected argument "extra"$/],
+      [['generate', 'hi', '--foo'], /^hrm generate: unknown flag --foo$/],
+      [['generate', 'hi', '--model'], /^hrm generate: --model needs a value$/],
+      [['generate', 'hi', '--max-tokens', '-1'], /^hrm generate: --max-tokens "-1" is not valid \(expected a positive integer\)$/],
+      [['generate', 'hi', '--top-p', '2'], /^hrm generate: --top-p "2" is not valid \(expected a number in \(0, 1\]\)$/],
+      [['generate', 'hi', '--kv', ''], /^hrm generate: --kv is empty .*form: "ctk=q8_0,ctv=q4_0"$/],
+      [['generate', 'hi', '--kv', 'ctk=q9'], /^hrm generate: .*unknown cache type ctk=q9/],
+      [['generate', 'hi', '--condition', ''], /^hrm generate: --condition is empty/],
+      [['generate', 'hi', '--stop', ''], /^hrm generate: --stop is empty/],
+      [['logits', '--ids', '6,,12', '--out', 'x.safetensors'], /^hrm logits: --ids "6,,12": "" is not a token id$/],
+      [['info', '--ctx', '0'], /^hrm info: --ctx "0" is not valid \(expected a positive integer\)$/],
+      [['info', 'extra'], /^hrm info: unexpected argument "extra"$/],
     ];
     const runs = await Promise.all(cases.map(([args]) => fails(hrm(args)))); // nothing loads a model: cheap to run at once
     for (const [i, [args, line]] of cases.entries()) {
@@ -81,23 +81,31 @@ describe('hrm CLI', () => {
       expect(usage, args.join(' ')).toMatch(new RegExp(`^usage: hrm ${args[0]} `));
     }
     const unknown = await fails(hrm(['frobnicate']));
-    expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "UsageError: [hrm] unknown command 'frobnicate' (commands: generate, logits, compare, info, convert)"]);
+    expect([unknown.code, ours(unknown.stderr)[0]]).toEqual([2, "hrm: unknown command 'frobnicate' (commands: generate, logits, compare, info, convert)"]);
     const env = await fails(hrm(['info', '--model', 'http://127.0.0.1:9/model'], { HRM_IDLE_TIMEOUT: 'soon' }));
-    expect([env.code, ours(env.stderr)[0]]).toEqual([2, 'UsageError: [cli] HRM_IDLE_TIMEOUT="soon" is not valid (expected seconds > 0)']);
+    expect([env.code, ours(env.stderr)[0]]).toEqual([2, 'hrm info: HRM_IDLE_TIMEOUT="soon" is not valid (expected seconds > 0)']);
+  });
+
+  it('no command is a usage error; info says when --ctx is past the model\'s context', async () => {
+    const none = await fails(hrm([]));
+    expect([none.code, ours(none.stderr)[0]]).toEqual([2, 'hrm: give a command (generate, logits, compare, info, convert)']);
+    const past = await hrm(['info', '--ctx', '99999']);
+    expect(past.stdout).toMatch(/^note\s+--ctx 99999 is past the model's context of 4096 tokens; a generation fills 4096 at most$/m);
+    expect((await hrm(['info', '--ctx', '4096'])).stdout).not.toMatch(/^note/m);
   });
 
   it('an unwritable --out is refused before the model is touched, naming the flag', async () => {
     const r = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6,12', '--out', '/nonexistent/dir/x.safetensors']));
     expect(r.code).toBe(1);
-    expect(ours(r.stderr)).toEqual(['InputError: [cli] --out /nonexistent/dir/x.safetensors: folder /nonexistent/dir does not exist']);
+    expect(ours(r.stderr)).toEqual(['hrm logits: --out /nonexistent/dir/x.safetensors: folder /nonexistent/dir does not exist']);
     const dir = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6', '--out', tmpdir()]));
-    expect(ours(dir.stderr)).toEqual([`InputError: [cli] --out ${tmpdir()} is a directory; give a file path`]);
+    expect(ours(dir.stderr)).toEqual([`hrm logits: --out ${tmpdir()} is a directory; give a file path`]);
   });
 
   it('config.json keys of the wrong type and NaN weights fail by name; a stale num_hidden_layers only warns', async () => {
     const eos = patched({ eos_token_id: '11' });
     const r = await fails(hrm(['info', '--model', eos]));
-    expect([r.code, ours(r.stderr)]).toEqual([1, [`FormatError: [config] ${eos}/config.json: 'eos_token_id' must be a token id or a list of token ids (got "11")`]]);
+    expect([r.code, ours(r.stderr)]).toEqual([1, [`hrm info: FormatError: ${eos}/config.json: 'eos_token_id' must be a token id or a list of token ids (got "11")`]]);
     const stale = patched({ num_layers_per_stack: 2, num_hidden_layers: 7 });
     const info = await hrm(['info', '--model', stale]);
     expect(ours(info.stderr)).toEqual([`warning: ${stale}/config.json: num_hidden_layers 7 is neither num_layers_per_stack 2 nor ` +
@@ -110,7 +118,7 @@ describe('hrm CLI', () => {
     writeFileSync(join(nan, 'model.safetensors'), bytes);
     const out = join(nan, 'logits.safetensors');
     const l = await fails(hrm(['logits', '--model', nan, '--ids', '6,12', '--out', out]));
-    expect([l.code, ours(l.stderr)]).toEqual([1, [`FormatError: [checkpoint] ${nan}/model.safetensors: tensor 'model.L_module.layers.0.mlp.down_proj.weight' ` +
+    expect([l.code, ours(l.stderr)]).toEqual([1, [`hrm logits: FormatError: ${nan}/model.safetensors: tensor 'model.L_module.layers.0.mlp.down_proj.weight' ` +
       'holds 1 NaN/Inf value, the first at [0, 7] (load with checkFinite: false to skip this check)']]);
     expect(readdirSync(nan).sort()).toEqual(['config.json', 'model.safetensors']);
   });
@@ -123,7 +131,7 @@ describe('hrm CLI', () => {
       const r = await fails(hrm(['info', '--model', base], { HRM_CONNECT_TIMEOUT: '0.2' }));
       expect([r.code, ours(r.stderr)]).toEqual([1, [
         `warning: ${base}/config.json: no response within 0.2 s (connect timeout); retrying in 1 s (attempt 2 of 5)`,
-        `NetworkError: [fetch] ${base}/config.json: no response within 0.2 s (connect timeout) (gave up after 2 attempts)`,
+        `hrm info: NetworkError: ${base}/config.json: no response within 0.2 s (connect timeout) (gave up after 2 attempts)`,
       ]]);
     } finally {
       server.closeAllConnections();
@@ -153,6 +161,6 @@ describe('hrm CLI', () => {
   it('a device lost in the middle of generate is one line saying so, after the text streamed so far', async () => {
     const r = await fails(tsx(['tests/helpers/lose-device.ts']));
     expect(r.code).toBe(1);
-    expect(ours(r.stderr)).toEqual([expect.stringMatching(/^DeviceLostError: \[generate\] the GPU device was lost after [1-9]\d* characters of output \(destroyed: .*\); the text above is all that was generated\. Run the command again/)]);
+    expect(ours(r.stderr)).toEqual([expect.stringMatching(/^hrm: DeviceLostError: the GPU device was lost after [1-9]\d* characters of output \(destroyed: .*\); the text above is all that was generated\. Run the command again/)]);
   });
 });

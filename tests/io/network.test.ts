@@ -1,11 +1,12 @@
-// Downloads against a fault-injecting HTTP server on 127.0.0.1: 404, 5xx, a connection reset mid-body, stalled
-// headers and bodies, a slow but steady body, a refused connection. Short timeouts keep every case under a
-// second or two; the server stops (and drops every connection it holds) after the suite.
+// Downloads against a fault-injecting HTTP server on 127.0.0.1: 404, 5xx, a connection reset mid-body (also in a
+// streamed download, and a stop during its retries), stalled headers and bodies, a slow but steady body, a refused
+// connection. Short timeouts keep every case under a second or two; the server stops (and drops every connection
+// it holds) after the suite.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { getBytes, type NetOptions } from '../../src/io/http.ts';
+import { getBytes, streamDownload, type NetOptions } from '../../src/io/http.ts';
 import { urlSource } from '../../src/io/sources.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { NetworkError } from '../../src/errors.ts';
@@ -63,6 +64,8 @@ const ROUTES: Record<string, (req: IncomingMessage, res: ServerResponse, n: numb
   '/flaky': (q, r, n) => (n <= 2 ? (r.writeHead(503, 'Service Unavailable'), r.end()) : serve(q, r, DATA, true)),
   '/reset': (q, r, n) => (n === 1 ? partial(q, r, true, 300_000, 'reset') : serve(q, r, DATA, true)),
   '/reset-norange': (q, r, n) => (n === 1 ? partial(q, r, false, 300_000, 'reset') : serve(q, r, DATA, false)),
+  '/stream-reset': (q, r, n) => (n === 1 ? partial(q, r, true, 300_000, 'reset') : serve(q, r, DATA, true)),
+  '/stream-norange': (q, r, n) => (n === 1 ? partial(q, r, false, 300_000, 'reset') : serve(q, r, DATA, false)),
   '/stall-headers': () => {},
   '/stall-body-once': (q, r, n) => (n === 1 ? partial(q, r, true, 1000, 'stall') : serve(q, r, DATA, true)),
   '/stall-body': (q, r) => partial(q, r, true, 1000, 'stall'),
@@ -144,6 +147,23 @@ describe('downloads over a faulty network', () => {
     const { bytes } = await getBytes(`${base}/reset-norange`, null, FAST);
     expectBytes(bytes, DATA);
     expect(requests('/reset-norange').map((r) => r.range)).toEqual([undefined, undefined]);
+  });
+
+  it('streams a whole file across a reset: resumed with a Range request, or the bytes sent again skipped', async () => {
+    for (const path of ['/stream-reset', '/stream-norange']) {
+      const { response, body } = await streamDownload(`${base}${path}`, FAST);
+      expect(response.status).toBe(200);
+      expectBytes(new Uint8Array(await new Response(body).arrayBuffer()), DATA);
+      const ranges = requests(path).map((r) => r.range);
+      expect(ranges[0]).toBeUndefined();
+      expect(ranges[1]).toMatch(/^bytes=[1-9]\d*-$/);
+    }
+    const missing = await streamDownload(`${base}/missing`, FAST);
+    expect([missing.response.status, missing.body]).toEqual([404, null]);
+    // A stop ends the retries too, with the signal's reason.
+    const ctl = new AbortController();
+    setTimeout(() => ctl.abort(new Error('stopped')), 50);
+    await expect(streamDownload(`${base}/always-500`, { ...FAST, backoffMs: 10_000, signal: ctl.signal })).rejects.toThrow('stopped');
   });
 
   it('ends stalled headers and stalled bodies within their timeouts, naming the URL', async () => {

@@ -63,6 +63,8 @@ const ADVANCED: Record<string, string> = {
   BindingSizeError: ERROR, DTypeError: ERROR, FeatureError: ERROR, NotReplayableError: ERROR, ShapeError: ERROR,
   UsageError: ERROR,
   dirFiles: FILES, fileListFiles: FILES, urlFiles: FILES, ByteSource: FILES, Progress: FILES, NetOptions: FILES,
+  streamDownload: 'a URL\'s body streamed with the downloads\' retries and resumption (the demo caches checkpoints so)',
+  StreamedDownload: 'what streamDownload returns',
   parseConfig: CONFIG, cacheSlots: CONFIG, Warn: CONFIG,
   HrmModel: MODEL, ForwardOptions: MODEL, MaskSpec: MODEL, HrmTokenizer: MODEL, HrmTokenizerOptions: MODEL,
   SpecialTokenIds: MODEL, TokenizerConfigJson: MODEL, HrmCache: MODEL, CacheOptions: MODEL, CachePass: MODEL,
@@ -95,12 +97,12 @@ const REFRACT = [
   'applyTypo', 'band', 'brownCorpus', 'buildReport', 'buildRniahPrompt', 'candidateFile', 'comparePosition',
   'compareRows', 'compositeScore', 'contextLengthOf', 'corpusIdentity', 'defaultCorpus', 'defaultHaystack',
   'diffTrajectories', 'esc', 'extractNeedleKeyword', 'fileStem', 'gridCandidates', 'harmonicMean', 'interpretPattern',
-  'isFullPrecision', 'isoSeconds', 'kldChunks', 'kldToScore', 'kvSpec', 'levenshtein', 'markPareto',
+  'isFullPrecision', 'isoSeconds', 'kldChunks', 'kldToScore', 'kvBytesPerToken', 'kvSpec', 'levenshtein', 'markPareto',
   'meanAndUncertainty', 'median', 'nearestSentenceBoundary', 'newKldProgress', 'normalizedDrift', 'parseKvConfig',
   'parsePromptsJsonl', 'parseReport', 'percentile', 'percentiles', 'perturb', 'renderCompareTable', 'renderHtmlReport',
   'renderRepeatability', 'renderSweepHtml', 'renderSweepTable', 'renderTextReport', 'repeatabilityBand',
   'repeatabilityStats', 'rniahLengths', 'runKld', 'runPlad', 'runRefract', 'runRniah', 'runSweep', 'runTrajectory',
-  'spread', 'toJsonString', 'untagBrownDocument', 'untagSentence', 'wilsonInterval',
+  'spread', 'summaryProse', 'toJsonString', 'untagBrownDocument', 'untagSentence', 'wilsonInterval',
 ];
 /** Plumbing no entry exports. */
 const PLUMBING = ['BufferView', 'Capture', 'DeviceState', 'DeviceWatch', 'Dispatch', 'Recorder', 'StateKey', 'Upload'];

@@ -1,6 +1,6 @@
 // Diagnosis sentences per pattern (REFRACT score.interpret_pattern).
 import { describe, expect, it } from 'vitest';
-import { DIAGNOSIS, interpretPattern } from '../../src/refract/diagnosis.ts';
+import { BAND_PROSE, DIAGNOSIS, interpretPattern, summaryProse } from '../../src/refract/diagnosis.ts';
 
 describe('interpretPattern', () => {
   it('all clear when no axis is below 80', () => expect(interpretPattern({ gtm: 95, kld: 95 })).toEqual([DIAGNOSIS.allClear]));
@@ -39,5 +39,21 @@ describe('interpretPattern', () => {
       "Brittleness to small input changes: candidate's output drifts more than fp16's under typo / casing / punctuation perturbations.",
     ]);
   });
-  it('tolerates skipped axes', () => expect(interpretPattern({ gtm: null, kld: 99, rniah: 100, plad: 95 })).toEqual([DIAGNOSIS.allClear]));
+  it('does not call all axes intact when A or B did not run (issue 42, item 8)', () => {
+    expect(interpretPattern({ gtm: null, kld: 99, rniah: 100, plad: 95 })).toEqual([
+      'No drift on the axes measured; trajectory (axis A) was not measured.']);
+    expect(interpretPattern({ gtm: 99, kld: null })).toEqual(['No drift on the axes measured; KLD@D (axis B) was not measured.']);
+  });
+});
+
+describe('summaryProse', () => {
+  it('is the band\'s prose when A and B ran, and names the axis that did not instead of "safe to deploy"', () => {
+    expect(summaryProse('EXCELLENT', { gtm: 95, kld: 99 })).toBe(BAND_PROSE.EXCELLENT);
+    const kldOnly = summaryProse('EXCELLENT', { gtm: null, kld: 99 });
+    expect(kldOnly).toBe('Indistinguishable from the reference on the axes measured; trajectory (axis A) not measured: ' +
+      'run it before deploying.');
+    expect(summaryProse('PASS', { gtm: 85, kld: null })).toMatch(/^Minor drift on the axes measured; KLD@D \(axis B\)/);
+    for (const s of [kldOnly, summaryProse('PASS', { kld: 85 })]) expect(s).not.toMatch(/safe to deploy/i);
+    expect(summaryProse('FAIL', { gtm: null, kld: 20 })).toBe(BAND_PROSE.FAIL);
+  });
 });

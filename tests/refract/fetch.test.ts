@@ -109,7 +109,7 @@ describe('refract fetch', { timeout: 120_000 }, () => {
       expect([ok.code, ok.stdout]).toEqual([0, `${file}\n`]);
       expect(ok.stderr.split('\n')).toEqual([`fetched ${url}: ${PLAIN.length} bytes, sha256 ${sha256(PLAIN)}`,
         `pin it with --size ${PLAIN.length} --sha256 ${sha256(PLAIN)}`, `use it: refract score --corpus ${file}`, '']);
-      expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, '[refract fetch] --sha256 "abc" is not 64 hex digits']);
+      expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'refract fetch: --sha256 "abc" is not 64 hex digits']);
     } finally {
       await srv.close();
     }

@@ -104,7 +104,8 @@ describe('test_score.py', () => {
   it('text_report_skip_gtm_renders_n_a_and_one_axis_count', () => {
     const t = renderTextReport(report({ gtm: null, kld: 99.47 }));
     expect(t).toMatch(/Axis A Trajectory:\s+n\/a\s+\(skipped\)/);
-    expect(t).toContain('(harmonic mean of 1 axes;');
+    // The original writes "(harmonic mean of 1 axes; ...)"; one axis is said so (issue 42, item 14).
+    expect(t).toContain("(one axis measured: the score is that axis's)");
     expect(t).not.toContain('GTM diagnostics');
   });
 });
@@ -258,17 +259,29 @@ describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, ()
     const commands = ['score', 'compare', 'repeatability', 'sweep', 'selftest', 'fetch'];
     const [none, help] = await Promise.all([cli(), cli('--help')]);
     const list = commands.join(', ');
-    expect([none.code, none.stdout, none.stderr.split('\n')[0]]).toEqual([2, '', `[refract] give a command (${list})`]);
+    expect([none.code, none.stdout, none.stderr.split('\n')[0]]).toEqual([2, '', `refract: give a command (${list})`]);
     expect(help.code).toBe(0);
     for (const c of commands) expect(none.stderr).toContain(`refract ${c}`);
     expect(help.stdout).toBe(none.stderr.slice(none.stderr.indexOf('\n\n') + 2));
     const unknown = await cli('totally-not-a-subcommand');
-    const line = `[refract] unknown command 'totally-not-a-subcommand' (commands: ${list})`;
+    const line = `refract: unknown command 'totally-not-a-subcommand' (commands: ${list})`;
     expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, line]);
     const flag = await cli('score', '--bogus', '1');
-    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, '[refract score] unknown flag --bogus']);
+    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, 'refract score: unknown flag --bogus']);
     expect(flag.stderr).toContain('refract score [flags]');
     expect(flag.stderr).not.toMatch(/\bat \S+:\d+/); // no stack
+  });
+  it('flags that cannot run are usage errors (exit 2) before the model loads, in words a user reads', async () => {
+    const kv = ['score', '--candidate', 'ctk=q8_0,ctv=q8_0', '--no-progress'];
+    const runs = await Promise.all([['--chunks', '0'], ['-c', '99999'], ['--skip-gtm', '--skip-kld']].map((f) => cli(...kv, ...f)));
+    const lines = runs.map((r) => [r.code, r.stderr.split('\n')[0]]);
+    expect(lines).toEqual([
+      [2, 'refract score: --chunks "0" is not valid (expected a whole number from 1)'],
+      [2, "refract score: -c/--ctx 99999 is past the model's context of 4096 tokens; pass 4096 or less"],
+      [2, 'refract score: --skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or --axis-plad'],
+    ]);
+    // Nothing opened the GPU (Dawn's adapter warnings would come first) or loaded the weights.
+    for (const r of runs) expect(r.stderr).not.toMatch(/Warning: |artificially reduced/);
   });
   it('score --help explains the axes with their full names; every subcommand has its own --help', async () => {
     const h = await cli('score', '--help');
@@ -289,6 +302,6 @@ describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, ()
     const none = await cli('compare', join(dir, 'bad.json'));
     expect([none.code, none.stdout.trim().split('\n').pop()]).toEqual([1, 'no reports parsed']);
     const out = await cli('score', '--candidate', 'ctk=q8_0', '--json-out', join(dir, 'no/such/r.json'));
-    expect([out.code, out.stderr.trim()]).toEqual([1, `InputError: [cli] --json-out ${join(dir, 'no/such/r.json')}: folder ${join(dir, 'no/such')} does not exist`]);
+    expect([out.code, out.stderr.trim()]).toEqual([1, `refract score: --json-out ${join(dir, 'no/such/r.json')}: folder ${join(dir, 'no/such')} does not exist`]);
   });
 });

@@ -164,6 +164,36 @@ describe('HTML report', () => {
   });
 });
 
+describe('a KLD-only run (issue 42, items 8 and 14)', () => {
+  it('claims only what ran: the skipped axis is null in the JSON, and no report calls the candidate safe', async () => {
+    const r = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=f16,ctv=f16',
+      prompts: PROMPTS_V01.slice(0, 1), chunks: 1, ctx: 64, skipGtm: true });
+    expect(r.band).toBe('EXCELLENT');
+    const json = JSON.parse(toJsonString(r));
+    expect([json.axes.gtm.score, json.axes.gtm.skipped, json.axes.gtm.full_match_rate]).toEqual([null, true, null]);
+    expect(r.summary).toMatch(/trajectory \(axis A\) not measured/);
+    expect(r.diagnosis).toEqual(['No drift on the axes measured; trajectory (axis A) was not measured.']);
+    const text = renderTextReport(r);
+    const html = await renderHtmlReport(r);
+    for (const t of [text, html]) {
+      expect(t).not.toMatch(/All axes intact|Safe to deploy|harmonic mean of 1 axes/);
+      expect(t).toContain('not measured');
+    }
+    expect(text).toContain("(one axis measured: the score is that axis's)");
+    expect(html).not.toContain('pass --measure-floor');
+    expect(html).toContain('<code>measureFloor: true</code> in runRefract');
+  });
+
+  it('a trajectory-only run: the skipped KLD axis claims no mean KL', async () => {
+    const r = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q8_0',
+      prompts: PROMPTS_V01.slice(0, 1), nPredict: 8, skipKld: true });
+    const json = JSON.parse(toJsonString(r));
+    expect([json.axes.kld.score, json.axes.kld.skipped, json.axes.kld.mean_kld]).toEqual([null, true, null]);
+    expect(json.axes.gtm.skipped).toBe(false);
+    expect(renderTextReport(r)).not.toContain('mean KLD');
+  });
+});
+
 describe('R-NIAH whose reference never finds the needle (issue 33, item 8)', () => {
   it('is n/a in the JSON, text and HTML reports, out of the composite; the diagnosis claims nothing', async () => {
     const prompts = PROMPTS_V01.slice(0, 2);

@@ -19,7 +19,7 @@ const call = (r: Request) => {
 };
 
 const stats = (stopReason: GenerateStats['stopReason'], ids: number[]): GenerateStats => ({
-  promptTokens: 5, promptMs: 1, decodeTokens: ids.length, decodeMs: 2, ids, stopReason, cacheBytes: 64,
+  promptTokens: 5, promptMs: 1, waitMs: 0, decodeTokens: ids.length, decodeMs: 2, ids, stopReason, cacheBytes: 64,
   decodePath: { replayed: 7 },
 });
 

@@ -32,7 +32,7 @@ async function collect(events: AsyncIterable<GenerateEvent>, onText?: (n: number
 
 /** The events without their timings (they differ run to run). */
 const untimed = (evs: GenerateEvent[]) =>
-  evs.map((e) => (e.type === 'done' ? { ...e, stats: { ...e.stats, promptMs: 0, decodeMs: 0 } } : e));
+  evs.map((e) => (e.type === 'done' ? { ...e, stats: { ...e.stats, promptMs: 0, waitMs: 0, decodeMs: 0 } } : e));
 
 const bytes = (x: Float32Array) => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
 

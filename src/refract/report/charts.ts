@@ -2,9 +2,10 @@
 // so the report needs no script. Vega escapes all text it writes into the SVG.
 import type { TopLevelSpec } from 'vega-lite';
 import type { RefractReport } from './json.ts';
-import { placeLabels } from './labels.ts';
+import { needsLeader, placeLabels, type LabelBox } from './labels.ts';
 
-export const BAND_COLORS = { EXCELLENT: '#1a7f37', PASS: '#57a639', DEGRADED: '#bf8700', FAIL: '#cf222e' } as const;
+// PASS is blue, not a second green: two greens side by side in a sweep's plot could not be told apart.
+export const BAND_COLORS = { EXCELLENT: '#1a7f37', PASS: '#0969da', DEGRADED: '#bf8700', FAIL: '#cf222e' } as const;
 const BAND_SCALE = { domain: Object.keys(BAND_COLORS), range: Object.values(BAND_COLORS) };
 const CONFIG = { view: { stroke: null }, font: 'system-ui, sans-serif', axis: { labelFontSize: 11, titleFontSize: 11 } };
 
@@ -184,10 +185,15 @@ export function paretoSpec(rows: readonly ParetoRow[]): TopLevelSpec {
   const py = (c: number) => (1 - (c - y0) / (y1 - y0)) * H;
   const points = done.map((r) => ({ x: px(r.bytes_per_token), y: py(r.composite), text: r.candidate }));
   const boxes = placeLabels(points, W, H);
-  const values = done.map((r, i) => ({
-    ...r, front: r.pareto ? 'Pareto front' : 'dominated',
-    lx: x0 + (boxes[i].x / W) * (x1 - x0), ly: y0 + (1 - boxes[i].y / H) * (y1 - y0),
-  }));
+  const dataX = (p: number) => x0 + (p / W) * (x1 - x0);
+  const dataY = (p: number) => y0 + (1 - p / H) * (y1 - y0);
+  const values = done.map((r, i) => {
+    const end = leaderEnd(boxes[i], points[i]);
+    return {
+      ...r, front: r.pareto ? 'Pareto front' : 'dominated', lx: dataX(boxes[i].x), ly: dataY(boxes[i].y),
+      ex: end && dataX(end.x), ey: end && dataY(end.y),
+    };
+  });
   const xScale = { domain: [x0, x1], nice: false, zero: false };
   const yScale = { domain: [y0, y1], nice: false, zero: false };
   const q = 'quantitative' as const;
@@ -204,6 +210,12 @@ export function paretoSpec(rows: readonly ParetoRow[]): TopLevelSpec {
         mark: { type: 'point', filled: true, size: 80 },
         encoding: { x, y, color, shape: { field: 'front', type: 'nominal', title: null } },
       },
+      // A label pushed away from its point by crowding is joined to it.
+      {
+        transform: [{ filter: 'datum.ex !== null' }],
+        mark: { type: 'rule', color: '#8c959f', strokeWidth: 0.75, aria: false },
+        encoding: { x, y, x2: { field: 'ex' }, y2: { field: 'ey' } },
+      },
       // The points carry the data for screen readers; a label's own coordinates are only where it is drawn.
       {
         mark: { type: 'text', fontSize: 10, align: 'center', baseline: 'middle', aria: false },
@@ -211,4 +223,14 @@ export function paretoSpec(rows: readonly ParetoRow[]): TopLevelSpec {
       },
     ],
   };
+}
+
+/** Where a leader line from the point meets the label's box (pixels), or null when the label touches its point. */
+function leaderEnd(box: LabelBox, p: { x: number; y: number }): { x: number; y: number } | null {
+  if (!needsLeader(box, p)) return null;
+  const dx = box.x - p.x;
+  const dy = box.y - p.y;
+  // The segment from the box's centre towards the point leaves the box at the smaller of the two edge fractions.
+  const t = Math.min(dx ? box.w / 2 / Math.abs(dx) : Infinity, dy ? box.h / 2 / Math.abs(dy) : Infinity, 1);
+  return { x: box.x - dx * t, y: box.y - dy * t };
 }

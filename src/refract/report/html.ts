@@ -144,7 +144,8 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   S.push(`<h1>REFRACT report</h1>`, table([['model', r.model], ['reference', r.reference], ['candidate', r.candidate], ['timestamp', r.timestamp], ['framework', `REFRACT ${r.framework_version} (${r.schema})`], ['score', `${r.score_direction}, range ${r.score_range.join('..')}`]]));
   S.push(`<div class="card"><div class="label">Composite score</div><span class="big">${n2(r.composite)}</span> <span class="of">/ 100</span> ${badge(r.band)}`);
   S.push(summaryBox(r));
-  S.push(d.floor_score !== null ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured (pass --measure-floor).</p>');
+  S.push(d.floor_score !== null ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured (the reference scored against itself; ' +
+    '<code>refract score --measure-floor</code>, or <code>measureFloor: true</code> in runRefract).</p>');
   if (r.partial) S.push(`<p class="partial">Partial report (${esc(r.partial.reason)}): not finished: ${esc(r.partial.unfinished.join(', '))}.</p>`);
   if (r.diagnosis.length) S.push(`<div class="diag"><strong>Diagnosis</strong>${r.diagnosis.map((x) => `<p>${esc(x)}</p>`).join('')}</div>`);
   S.push(`${notes(d.notes)}</div>`);
@@ -164,7 +165,7 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
 
   if (g.skipped) S.push('<h2>Axis A: trajectory</h2><p>Skipped (not measured).</p>');
   else S.push('<h2>Axis A: trajectory</h2>', table([
-    ['score', n2(g.score)], ['prompts', g.n_prompts], ['tokens decoded each', g.n_tokens_each], ['full match rate', `${n2(g.full_match_rate * 100, 1)} %`],
+    ['score', n2(g.score)], ['prompts', g.n_prompts], ['tokens decoded each', g.n_tokens_each], ['full match rate', `${n2((g.full_match_rate ?? NaN) * 100, 1)} %`],
     ['median first divergence', g.median_first_divergence ?? '(all matched)'], ['mean prefix agreement', n2(g.mean_prefix_agreement_length, 1)],
     ['mean cand / ref length', `${n2(g.mean_cand_length, 1)} / ${n2(g.mean_ref_length, 1)}`],
   ]), notes(g.notes));
@@ -176,7 +177,7 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   if (k.skipped) S.push('<h2>Axis B: KLD@D</h2><p>Skipped (not measured).</p>');
   else {
     S.push('<h2>Axis B: KLD@D</h2>', table([
-      ['score', n2(k.score)], ['mean KLD (nats)', `${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
+      ['score', n2(k.score)], ['mean KLD (nats)', `${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
       ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`], ['same top token', k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`],
       ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention], ['self reference', k.is_self_reference], ['corpus', k.corpus.path],
       ['corpus bytes', k.corpus.size_bytes], ['corpus sha256 (head)', `${k.corpus.sha256_head ?? 'n/a'} (${k.corpus.sha256_head_bytes} bytes)`],

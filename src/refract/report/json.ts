@@ -3,7 +3,7 @@ import { NO_STATS, type KldAxisResult } from '../axes/kld.ts';
 import type { PladAxisResult } from '../axes/plad.ts';
 import type { RniahAxisResult } from '../axes/rniah.ts';
 import type { TrajectoryAxisResult } from '../axes/trajectory.ts';
-import { AXIS_PROSE, BAND_PROSE, interpretPattern } from '../diagnosis.ts';
+import { AXIS_PROSE, interpretPattern, summaryProse } from '../diagnosis.ts';
 import { band, type Band, type CompositeScore } from '../score.ts';
 import { InputError } from '../../errors.ts';
 
@@ -25,8 +25,12 @@ interface AbTail {
   description: string;
 }
 
-export type GtmBlock = Omit<TrajectoryAxisResult, 'score'> & AbTail;
-export type KldBlock = Omit<KldAxisResult, 'score'> & AbTail;
+/** full_match_rate is null when the axis did not run: a skipped axis claims no rate (the original writes 1). */
+export type GtmBlock = Omit<TrajectoryAxisResult, 'score' | 'full_match_rate'> & AbTail & {
+  full_match_rate: number | null;
+};
+/** mean_kld is null where the axis was skipped: a skipped axis claims no figure. */
+export type KldBlock = Omit<KldAxisResult, 'score' | 'mean_kld'> & { mean_kld: number | null } & AbTail;
 /** R-NIAH's band is 'n/a' when it ran but has no score (no cell ran, or the reference never found the needle). */
 export type RniahBlock = RniahAxisResult & Omit<AxisTail, 'band'> & {
   band: Band | 'n/a';
@@ -78,19 +82,20 @@ export interface BuildReportInput {
   ctx?: number;
 }
 
-const SKIPPED_GTM: Omit<TrajectoryAxisResult, 'score'> = {
-  full_match_rate: 1, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
+const SKIPPED_GTM: Omit<GtmBlock, keyof AbTail> = {
+  full_match_rate: null, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
   n_prompts: 0, n_tokens_each: 0, per_prompt: [], notes: [],
 };
 
-function skippedKld(chunks: number, ctx: number): Omit<KldAxisResult, 'score'> {
+function skippedKld(chunks: number, ctx: number): Omit<KldBlock, keyof AbTail> {
   return {
-    mean_kld: 0, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
+    mean_kld: null, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
     corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', ...NO_STATS,
   };
 }
 
-function abBlock<T extends { score: number }>(result: T | null, stub: Omit<T, 'score'>, score: number | null, description: string): Omit<T, 'score'> & AbTail {
+function abBlock<T extends { score: number }, S>(result: T | null, stub: S, score: number | null, description: string):
+  (Omit<T, 'score'> | S) & AbTail {
   if (result === null || score === null) return { ...stub, ...(result ?? {}), score: null, band: 'skipped', skipped: true, description };
   return { ...result, band: band(score), skipped: false, description };
 }
@@ -133,7 +138,7 @@ export function buildReport(i: BuildReportInput): RefractReport {
     candidate: i.candidate,
     composite,
     band: compositeBand,
-    summary: BAND_PROSE[compositeBand],
+    summary: summaryProse(compositeBand, { gtm: c.gtm_score, kld: c.kld_score }),
     diagnosis: interpretPattern({ gtm: c.gtm_score, kld: c.kld_score, rniah: c.rniah_score, plad: c.plad_score }),
     composite_detail: detail,
     axes,

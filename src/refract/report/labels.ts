@@ -28,6 +28,35 @@ export function overlap(a: LabelBox, b: LabelBox): number {
 const POINT = 10;
 /** Gap between a point's edge and its label. */
 const GAP = 3;
+/** Rings of spots beyond the first eight. */
+const RINGS = 6;
+
+/**
+ * Where a label may go around its point, nearest first: the eight spots touching the point (above, below, right,
+ * left, the corners), then rings farther out, twelve directions a ring. A crowded sweep (a 7 x 3 grid of
+ * candidates, several at one size) fills the near spots; the rings keep those labels apart too, and the chart
+ * draws a leader line to each label that left the first ring.
+ */
+function spots(w: number, h: number): Array<[number, number]> {
+  const up = POINT / 2 + GAP + h / 2;
+  const side = POINT / 2 + GAP + w / 2;
+  const near: Array<[number, number]> = [[0, -up], [0, up], [side, 0], [-side, 0], [side, -up], [-side, -up], [side, up], [-side, up]];
+  const rings: Array<[number, number]> = [];
+  for (let r = 1; r <= RINGS; r++) {
+    for (let k = 0; k < 12; k++) {
+      const a = (k / 12) * 2 * Math.PI - Math.PI / 2;   // from straight up, clockwise
+      rings.push([Math.cos(a) * (side + r * w * 0.5), Math.sin(a) * (up + r * h * 1.2)]);
+    }
+  }
+  return [...near, ...rings];
+}
+
+/** True where a box is not one of the eight spots touching its point: the chart joins it to the point. */
+export function needsLeader(box: LabelBox, point: { x: number; y: number }): boolean {
+  const up = POINT / 2 + GAP + box.h / 2;
+  const side = POINT / 2 + GAP + box.w / 2;
+  return Math.abs(box.x - point.x) > side + 0.5 || Math.abs(box.y - point.y) > up + 0.5;
+}
 
 /**
  * One box per point, in the points' order, inside [0, width] x [0, height]. Points are placed from the top of the
@@ -41,15 +70,9 @@ export function placeLabels(points: readonly LabelPoint[], width: number, height
   for (const i of order) {
     const { x, y, text } = points[i];
     const { w, h } = labelSize(text, fontSize);
-    const up = POINT / 2 + GAP + h / 2;
-    const side = POINT / 2 + GAP + w / 2;
-    const spots: Array<[number, number]> = [
-      [0, -up], [0, up], [side, 0], [-side, 0], [side, -up], [-side, -up], [side, up], [-side, up],
-      [0, -up - h], [0, up + h], [side, -up - h], [-side, -up - h], [side, up + h], [-side, up + h],
-    ];
     let best: LabelBox | null = null;
     let bestCost = Infinity;
-    for (const [dx, dy] of spots) {
+    for (const [dx, dy] of spots(w, h)) {
       const box = { x: x + dx, y: y + dy, w, h };
       // Outside the plot counts as overlap with the edge, so an inside spot always wins over it.
       const outside = Math.max(0, w / 2 - box.x) + Math.max(0, box.x + w / 2 - width) + Math.max(0, h / 2 - box.y) +

@@ -1,6 +1,6 @@
 // Terminal report card (REFRACT report.text_report): 72-column rules, 40-character bars, per-axis bands,
 // diagnosis wrapped at 68 columns, per-axis diagnostics. ANSI colour only when asked for.
-import { BAND_PROSE, AXIS_PROSE } from '../diagnosis.ts';
+import { AXIS_PROSE } from '../diagnosis.ts';
 import { band, MIN_FLOOR, type Band } from '../score.ts';
 import type { KldBlock, RefractReport } from './json.ts';
 import { wrap } from './wrap.ts';
@@ -32,10 +32,13 @@ export function fmt(x: number | null | undefined, width: number, digits: number)
   return s.padStart(width);
 }
 
-/** KLD diagnostics: REFRACT's lines, then llama.cpp's --kl-divergence statistics where the backend gave them. */
+/**
+ * KLD diagnostics: REFRACT's lines, then llama.cpp's --kl-divergence statistics where the backend gave them. Only
+ * for an axis that ran (mean_kld set).
+ */
 function kldLines(k: KldBlock): string[] {
   const L = [' KLD diagnostics', `   chunks x ctx               : ${k.chunks} x ${k.ctx}`];
-  L.push(`   mean KLD (nats)            : ${k.mean_kld.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
+  L.push(`   mean KLD (nats)            : ${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
   if (k.ppl !== null) L.push(`   candidate PPL              : ${k.ppl.toFixed(4)}`);
   if (k.rms_dp_pct !== null) L.push(`   RMS Δp (vs reference)      : ${k.rms_dp_pct.toFixed(2)} %`);
   if (k.same_topp_pct !== null) L.push(`   same top-p (vs reference)  : ${k.same_topp_pct.toFixed(2)} %`);
@@ -86,8 +89,10 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   L.push(dash);
   const nAxes = [d.gtm_score, d.kld_score, d.rniah_score, d.plad_score].filter((v) => v !== null).length;
   L.push(c('1', ` REFRACT score    : ${fmt(r.composite, 6, 2)}  ${bar(r.composite)}  ${c(BAND_COLOR[r.band], r.band)}`));
-  L.push(`   (harmonic mean of ${nAxes} axes; any single low axis drops the score hard)`);
-  L.push(` → ${BAND_PROSE[r.band]}`, '');
+  L.push(nAxes === 1 ? '   (one axis measured: the score is that axis\'s)'
+    : `   (harmonic mean of ${nAxes} axes; any single low axis drops the score hard)`);
+  // The report's summary: it names an axis A or B that did not run rather than call the candidate safe.
+  L.push(` → ${r.summary}`, '');
   L.push(axisLine('trajectory', d.gtm_score), axisLine('kld', d.kld_score));
   // R-NIAH can run and still have no score: n/a, not in the composite (its notes say why).
   if (r.axes.rniah) L.push(axisLine('rniah', d.rniah_score, 'no score: not in the composite'));
@@ -104,7 +109,7 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     L.push(' GTM diagnostics');
     L.push(`   prompts                    : ${g.n_prompts}`);
     L.push(`   tokens decoded each        : ${g.n_tokens_each}`);
-    L.push(`   full match rate            : ${fmt(g.full_match_rate * 100, 5, 1)} %`);
+    L.push(`   full match rate            : ${fmt((g.full_match_rate ?? NaN) * 100, 5, 1)} %`);
     L.push(g.median_first_divergence !== null ? `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
     L.push(`   mean prefix agreement      : ${fmt(g.mean_prefix_agreement_length, 5, 1)} tokens`);
     L.push(`   mean cand / ref length     : ${fmt(g.mean_cand_length, 5, 1)} / ${fmt(g.mean_ref_length, 5, 1)} tokens`);
