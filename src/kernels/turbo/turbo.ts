@@ -1,0 +1,69 @@
+// A TurboQuant cache side (format.ts): allocation, the append that codes new positions into it (turbo_append) and
+// the decoded view attention reads (turbo_dequant: the original domain, so any attention kernel takes it).
+import { Kernel, grid } from '../kernel.ts';
+import { Tensor } from '../../gpu/tensor.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import { DTypeError, ShapeError } from '../../errors.ts';
+import { roundCode, type Round } from '../common/codes.ts';
+import type { FullKV, TurboKV } from '../attention/types.ts';
+import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadded, type TurboType } from './format.ts';
+
+const APPEND = new Kernel('turbo/turbo.wgsl', 'turbo_append');
+const DEQUANT = new Kernel('turbo/turbo.wgsl', 'turbo_dequant');
+
+/** An empty turbo cache side: codes u32 [heads, capacity, groups * words], a block a 128-value group of a head. */
+export function turboKV(gpu: Gpu, o: { heads: number; capacity: number; headDim: number; type: TurboType; label?: string }): TurboKV {
+  checkTurboHeadDim('turboKV', o.headDim);
+  const words = (turboPadded(o.headDim) / TURBO_GROUP) * turboBlockWords(o.type);
+  const codes = Tensor.empty(gpu, [o.heads, o.capacity, words], 'u32', `${o.label ?? 'turboKV'}.codes`);
+  return { kind: 'turbo', type: o.type, headDim: o.headDim, codes };
+}
+
+function geometry(side: TurboKV): { heads: number; cap: number; groups: number } {
+  const [heads, cap] = side.codes.shape;
+  return { heads, cap, groups: turboPadded(side.headDim) / TURBO_GROUP };
+}
+
+function overrides(side: TurboKV): Record<string, number> {
+  return { TYPE: TURBO_BITS[side.type], W: turboBlockWords(side.type) };
+}
+
+/** cache[h, offset + s] = the fork's blocks of src[h, s, :] for src f32 [H, S, headDim]. */
+export function appendTurbo(src: Tensor, side: TurboKV, { offset }: { offset: number }): void {
+  const op = 'appendTurbo';
+  if (src.dtype !== 'f32') throw new DTypeError(op, `src '${src.label}' is ${src.dtype}; expected f32`);
+  const { heads, cap, groups } = geometry(side);
+  if (src.rank !== 3 || src.shape[0] !== heads || src.shape[2] !== side.headDim) {
+    throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [${heads}, S, ${side.headDim}]`);
+  }
+  const seq = src.shape[1];
+  if (!(Number.isInteger(offset) && offset >= 0 && offset + seq <= cap)) {
+    throw new ShapeError(op, `positions ${offset}..${offset + seq} do not fit the cache capacity ${cap}`);
+  }
+  if (seq === 0) return;
+  APPEND.dispatch(src.gpu, {
+    bindings: { src, codes: side.codes },
+    uniforms: { heads, seq, cap, offset, dim: side.headDim, groups, len: 0 },
+    overrides: overrides(side),
+    workgroups: grid(src.gpu, heads * seq * groups, 1),
+  });
+}
+
+/**
+ * The side decoded ([heads, capacity, headDim] f32, rounded per `round`) for its first `len` positions; the grid
+ * spans the capacity (a replayed decode step's dispatches depend on it only). The caller disposes `data`.
+ */
+export function dequantizeTurbo(side: TurboKV, { len, round = 'none' }: { len: number; round?: Round }): FullKV {
+  const op = 'dequantizeTurbo';
+  const { heads, cap, groups } = geometry(side);
+  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
+  const gpu = side.codes.gpu;
+  const out = Tensor.empty(gpu, [heads, cap, side.headDim], 'f32', `${op}.out`);
+  DEQUANT.dispatch(gpu, {
+    bindings: { codes: side.codes, out },
+    uniforms: { heads, seq: 0, cap, offset: 0, dim: side.headDim, groups, len },
+    overrides: { ...overrides(side), ROUND: roundCode(op, round) },
+    workgroups: grid(gpu, heads * cap * groups, 1),
+  });
+  return { kind: 'full', data: out };
+}

@@ -1,0 +1,67 @@
+// The TurboQuant kernels (turbo.wgsl) against the fork's own blocks and the float64 reference: the append codes
+// every fixture row bit for bit (head dims 128 and 64 as two heads, at an offset), the decode gives the fork's
+// values bit for bit, positions past `len` are left alone, and bad shapes are refused by name.
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { turboFixtures, type TurboFixtureRow } from '../helpers/turbo-fixtures.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
+import { InputError, ShapeError } from '../../src/errors.ts';
+import { TURBO_BLOCK_BYTES, TURBO_TYPES, type TurboType } from '../../src/kernels/turbo/format.ts';
+import { appendTurbo, dequantizeTurbo, turboKV } from '../../src/kernels/turbo/turbo.ts';
+import { decodeHead } from '../../src/kernels/turbo/turbo.ref.ts';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const OFFSET = 2;
+
+/** Rows laid out [heads, S, dim] (row r: head r % heads, position r / heads), coded at OFFSET. */
+async function codeRows(t: TurboType, rows: TurboFixtureRow[], heads: number) {
+  const gpu = await getGpu();
+  const dim = rows[0].dim, seq = rows.length / heads, cap = seq + OFFSET + 1;
+  const x = new Float32Array(rows.length * dim);
+  rows.forEach((r, i) => x.set(r.x, ((i % heads) * seq + Math.floor(i / heads)) * dim));
+  const side = turboKV(gpu, { heads, capacity: cap, headDim: dim, type: t, label: `t.${t}` });
+  const src = Tensor.from(gpu, x, [heads, seq, dim], 'f32', 'src');
+  appendTurbo(src, side, { offset: OFFSET });
+  const words = side.codes.shape[2];
+  const bytes = new Uint8Array(new Uint32Array(await side.codes.read()).buffer);
+  const at = (i: number) => ((i % heads) * cap + OFFSET + Math.floor(i / heads)) * words * 4;
+  const decoded = dequantizeTurbo(side, { len: OFFSET + seq });
+  const y = await decoded.data.read();
+  const values = (i: number) => y.slice(at(i) / words / 4 * dim, at(i) / words / 4 * dim + dim);
+  src.dispose();
+  decoded.data.dispose();
+  side.codes.dispose();
+  return { block: (i: number) => bytes.slice(at(i), at(i) + TURBO_BLOCK_BYTES[t]), pad: (i: number) => bytes.slice(at(i) + TURBO_BLOCK_BYTES[t], at(i) + words * 4), values };
+}
+
+describe('turbo kernels', () => {
+  const { rows } = turboFixtures();
+
+  for (const t of TURBO_TYPES) {
+    it(`${t}: codes and decodes the fork's rows bit for bit (head dim 128, and 64 as two heads)`, async () => {
+      for (const [dim, heads] of [[128, 1], [64, 2]]) {
+        const set = rows.filter((r) => r.dim === dim).slice(0, 24);
+        const got = await codeRows(t, set, heads);
+        set.forEach((r, i) => {
+          expect(hex(got.block(i)), `${r.name} block`).toBe(hex(r.blocks[t]));
+          expect(got.pad(i).every((b) => b === 0), `${r.name} padding`).toBe(true);
+          const want = r.values ? Array.from(r.values[t].slice(0, dim)) : decodeHead(t, [r.blocks[t]], dim);
+          expect(Array.from(got.values(i)), `${r.name} values`).toEqual(want);
+        });
+      }
+    });
+  }
+
+  it('refuses head dims that are not multiples of 64, and positions past the capacity, by name', async () => {
+    const gpu = await getGpu();
+    expect(() => turboKV(gpu, { heads: 1, capacity: 4, headDim: 96, type: 'turbo3' })).toThrow(InputError);
+    expect(() => turboKV(gpu, { heads: 1, capacity: 4, headDim: 96, type: 'turbo3' })).toThrow(/head_dim 96/);
+    const side = turboKV(gpu, { heads: 1, capacity: 4, headDim: 64, type: 'turbo2', label: 'small' });
+    const src = Tensor.from(gpu, new Float32Array(3 * 64), [1, 3, 64], 'f32', 'src');
+    expect(() => appendTurbo(src, side, { offset: 2 })).toThrow(ShapeError);
+    expect(() => appendTurbo(src, side, { offset: 2 })).toThrow(/positions 2\.\.5 do not fit the cache capacity 4/);
+    expect(() => dequantizeTurbo(side, { len: 5 })).toThrow(/len 5/);
+    src.dispose();
+    side.codes.dispose();
+  });
+});
