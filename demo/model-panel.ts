@@ -1,7 +1,7 @@
 // The model panel: adapter details and the kernels that run, model sources (embedded, URL, folder picker, drop),
 // the weights choice (as stored, or quantized on load), the memory estimate and fit check for each choice before
 // any weight is downloaded, download and GPU-upload progress, and the download cache.
-import { isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig } from '../src/index.ts';
+import { isSoftwareAdapter, loadConfigs, parameterCount, type ActDtype, type HrmConfig, type KvSpec } from '../src/index.ts';
 import { cacheSlots } from '../src/advanced.ts';
 import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
@@ -57,11 +57,13 @@ function kernelPath(app: App): string {
   const lm = app.lm;
   const q = lm?.quant;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-  let kv = { k: null as number | null, v: null as number | null };
+  let kv: KvSpec = { k: null, v: null };
   try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
   const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
-  const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
-    : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
+  const turbo = typeof kv.k === 'string' || typeof kv.v === 'string';
+  const attention = turbo ? 'sdpa, the TurboQuant cache side decoded first (turbo_dequant)'
+    : kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
+      : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
   const dev = app.device;
   const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
   const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
