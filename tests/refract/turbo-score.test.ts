@@ -1,5 +1,6 @@
 // `refract score --candidate ctk=turbo3,ctv=turbo3` end to end on the embedded model (small sizes): the report
-// names the TurboQuant candidate and its KLD against the full-precision reference is positive and finite.
+// names the TurboQuant candidate and its KLD against the full-precision reference is positive and finite; Deno
+// runs the same KLD axis through the library (deno-turbo.ts) and gets Node's KLD.
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,12 @@ import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { PROMPTS_V01, parseReport } from '../../src/refract/index.ts';
+import { PROMPTS_V01, parseReport, runRefract } from '../../src/refract/index.ts';
+import { HrmBackend } from '../../src/refract/hrm-backend.ts';
+import { loadModel } from '../../src/hrm/load.ts';
+import { modelFiles } from '../../src/hrm/files.ts';
+import { getGpu } from '../helpers/gpu.ts';
+import { TURBO_KLD_RUN } from './turbo-run.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const CORPUS = ('The Fulton County Grand Jury said Friday an investigation of recent primary election produced no '
@@ -30,5 +36,16 @@ describe('refract score with TurboQuant caches', () => {
     expect(Number.isFinite(kld) && kld > 0, `mean KLD ${kld}`).toBe(true);
     expect(r.composite).toBeGreaterThanOrEqual(0);
     expect(r.composite).toBeLessThanOrEqual(100);
+  });
+
+  it('Deno runs the KLD axis of ctk=turbo3,ctv=turbo3 and gets the KLD Node gets', async () => {
+    const deno = join(root, 'node_modules/.bin/deno');
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/refract/deno-turbo.ts'], { cwd: root, timeout: 110_000 });
+    const d = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; candidate: string; meanKld: number };
+    const lm = await loadModel(modelFiles(), { gpu: await getGpu(), dtype: 'f32' });
+    const r = await runRefract({ backend: new HrmBackend(lm, { condition: 'noisy' }), model: lm.name, ...TURBO_KLD_RUN });
+    expect([d.runtime, d.candidate]).toEqual(['deno', 'ctk=turbo3,ctv=turbo3']);
+    // Naga and Tint compile the same WGSL for the same driver: the same KLD to f32 summation-order noise.
+    expect(Math.abs(d.meanKld - r.axes.kld!.mean_kld), `Deno ${d.meanKld}, Node ${r.axes.kld!.mean_kld}`).toBeLessThan(1e-6 * r.axes.kld!.mean_kld + 1e-9);
   });
 });
