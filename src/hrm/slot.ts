@@ -47,7 +47,9 @@ export class CacheSlot {
   append(gqkv: Tensor, pass: CachePass): Tensor {
     const heads = this.heads(pass);
     const { k, v } = this;
-    const direct = k.kind !== 'turbo' && v.kind !== 'turbo' && (!pass.shadow || (k.kind === 'full' && v.kind === 'full'));
+    // ropeAppend writes full and quantized sides in one dispatch; a turbo side takes its own append.
+    const turbo = k.kind === 'turbo' || v.kind === 'turbo';
+    const direct = !turbo && (!pass.shadow || (k.kind === 'full' && v.kind === 'full'));
     if (direct) return ropeAppend(gqkv, { k, v }, heads);
     for (const [side, fresh] of [[this.k, ropeK(gqkv, heads)], [this.v, takeV(gqkv, heads)]] as const) {
       this.write(fresh, side, pass);

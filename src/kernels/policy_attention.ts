@@ -92,7 +92,8 @@ export function planStep(gpu: Gpu, s: SlotStep): StepPlan {
  * SDPA); otherwise the full-precision one, a quantized or TurboQuant side read decoded (asymmetric configs MLX cannot
  * express, and TurboQuant).
  */
-export function planAttend(k: CacheSide, v: CacheSide): { kernel: 'qsdpa'; k: QuantKV; v: QuantKV } | { kernel: 'sdpa' } {
+export function planAttend(k: CacheSide, v: CacheSide):
+  { kernel: 'qsdpa'; k: QuantKV; v: QuantKV } | { kernel: 'sdpa' } {
   return k.kind === 'quant' && v.kind === 'quant' ? { kernel: 'qsdpa', k, v } : { kernel: 'sdpa' };
 }
 

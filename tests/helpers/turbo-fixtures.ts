@@ -29,7 +29,8 @@ type RawType = { block: string; rotated?: string; values?: string };
 const TYPES: TurboType[] = ['turbo2', 'turbo3', 'turbo4'];
 
 export function turboFixtures(): { commit: string; rows: TurboFixtureRow[] } {
-  const raw = JSON.parse(readFileSync(new URL('../fixtures/turbo/turbo.json', import.meta.url), 'utf8')) as { commit: string; rows: Raw[] };
+  const text = readFileSync(new URL('../fixtures/turbo/turbo.json', import.meta.url), 'utf8');
+  const raw = JSON.parse(text) as { commit: string; rows: Raw[] };
   const per = <T>(r: Raw, pick: (t: RawType) => T): Record<TurboType, T> =>
     Object.fromEntries(TYPES.map((t) => [t, pick(r[t] as RawType)])) as Record<TurboType, T>;
   const rows = raw.rows.map((r) => {

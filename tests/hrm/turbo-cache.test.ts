@@ -49,7 +49,8 @@ class Expected {
     const side = (a: Float32Array): FullKV => ({ kind: 'full', data: Tensor.from(gpu, a, [H, CAP, D], 'f32', 'want') });
     const [k, v] = [side(this.k), side(this.v)];
     const q = ropeQ(gqkv, { heads: H, headDim: D, base: BASE, offset: pass.offset, round: 'none' });
-    const out = sdpa(q, k, v, { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(D), round: 'none', gate: gqkv });
+    const at = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask };
+    const out = sdpa(q, k, v, { ...at, scale: 1 / Math.sqrt(D), round: 'none', gate: gqkv });
     const got = Float32Array.from(await out.read());
     for (const t of [q, out, k.data, v.data]) t.dispose();
     return got;
@@ -62,9 +63,10 @@ function pass(S: number, offset: number, mask: AttnMask, shadowed: boolean): Cac
 
 describe('TurboQuant cache slot', () => {
   for (const [kt, vt, mode] of [['turbo3', 'turbo4', 'before-pass'], ['turbo2', null, 'after-prefill']] as const) {
-    it(`K ${kt}, V ${vt ?? 'full'}, ${mode}: the prefill and decode steps attend to the fork's decoded values`, async () => {
+    it(`K ${kt}, V ${vt ?? 'full'}, ${mode}: prefill and decode attend to the fork's decoded values`, async () => {
       const gpu = await getGpu();
-      const slot = new CacheSlot(makeSide(gpu, kt, 'k'), makeSide(gpu, vt, 'v'), { heads: H, headDim: D, ropeBase: BASE, round: 'none' });
+      const geo = { heads: H, headDim: D, ropeBase: BASE, round: 'none' as const };
+      const slot = new CacheSlot(makeSide(gpu, kt, 'k'), makeSide(gpu, vt, 'v'), geo);
       const want = new Expected(kt, vt);
       let offset = 0;
       for (const [step, S] of [3, 1, 1].entries()) {

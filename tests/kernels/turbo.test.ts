@@ -31,7 +31,9 @@ async function codeRows(t: TurboType, rows: TurboFixtureRow[], heads: number) {
   src.dispose();
   decoded.data.dispose();
   side.codes.dispose();
-  return { block: (i: number) => bytes.slice(at(i), at(i) + TURBO_BLOCK_BYTES[t]), pad: (i: number) => bytes.slice(at(i) + TURBO_BLOCK_BYTES[t], at(i) + words * 4), values };
+  const end = (i: number) => at(i) + TURBO_BLOCK_BYTES[t];
+  const pad = (i: number) => bytes.slice(end(i), at(i) + words * 4);
+  return { block: (i: number) => bytes.slice(at(i), end(i)), pad, values };
 }
 
 describe('turbo kernels', () => {

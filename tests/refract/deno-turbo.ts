@@ -10,5 +10,5 @@ import { TURBO_KLD_RUN } from './turbo-run.ts';
 const gpu = await Gpu.create();
 const lm = await loadModel(modelFiles(), { gpu, dtype: 'f32' });
 const r = await runRefract({ backend: new HrmBackend(lm, { condition: 'noisy' }), model: lm.name, ...TURBO_KLD_RUN });
-console.log(JSON.stringify({ runtime: gpu.summary.runtime, candidate: r.candidate, meanKld: r.axes.kld!.mean_kld, composite: r.composite }));
+console.log(JSON.stringify({ runtime: gpu.summary.runtime, candidate: r.candidate, meanKld: r.axes.kld!.mean_kld }));
 gpu.destroy();

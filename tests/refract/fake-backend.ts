@@ -55,7 +55,8 @@ export class FakeBackend implements Backend {
   /** Noise amplitude of a KV config: 6 * 2^-bits for each quantized side (a TurboQuant type's index bits). */
   amplitude(kv: string): number {
     const cfg = parseKvConfig(kv);
-    const a = (b: number | TurboType | null) => (b === null ? 0 : 6 * 2 ** -(typeof b === 'string' ? TURBO_BITS[b] : b));
+    const a = (b: number | TurboType | null) =>
+      (b === null ? 0 : 6 * 2 ** -(typeof b === 'string' ? TURBO_BITS[b] : b));
     return a(cfg.k.bits) + a(cfg.v.bits);
   }
 

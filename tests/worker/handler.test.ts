@@ -69,7 +69,7 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     expect(got.at(-1)).toMatchObject({ type: 'done', stats: { stopReason: 'max_tokens' } });
   });
 
-  it('logits equal the library\'s bit for bit (f32, bf16 activations, a quantized cache, a TurboQuant one)', async () => {
+  it('logits equal the library\'s bit for bit (f32, bf16 activations, quantized and TurboQuant caches)', async () => {
     const ids = direct.tokenizer!.encode('The jury said that the city');
     const cases = [{}, { dtype: 'bf16' as const }, { mask: 'causal' as const, kv: 'ctk=q8_0,ctv=q4_0' },
       { mask: 'causal' as const, kv: 'ctk=turbo3,ctv=q8_0' }];

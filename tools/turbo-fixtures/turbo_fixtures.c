@@ -44,7 +44,8 @@ static void make_row(float * x, int dim, int kind, uint32_t seed, float scale) {
     state = seed;
     for (int i = 0; i < dim; i++) {
         double g = uniform() + uniform() + uniform() + uniform() - 2.0;
-        double v = kind == 0 ? g : kind == 1 ? 0.0 : kind == 2 ? -(g < 0 ? -g : g) - 0.01 : kind == 3 ? (i == 5 ? 1.0 : 0.0) : 1.0;
+        double v = kind == 0 ? g : kind == 1 ? 0.0 : kind == 2 ? -(g < 0 ? -g : g) - 0.01
+                 : kind == 3 ? (i == 5 ? 1.0 : 0.0) : 1.0;
         x[i] = (float)(v * scale);
     }
 }

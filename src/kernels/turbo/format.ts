@@ -67,7 +67,8 @@ export const TURBO_INV_SQRT_GROUP = Math.fround(0.08838834764831845);
 /** Head dims a turbo side takes: multiples of 64 (the fork pads each head to a multiple of 128). */
 export function checkTurboHeadDim(op: string, headDim: number): void {
   if (!(Number.isInteger(headDim) && headDim > 0 && headDim % 64 === 0)) {
-    throw new InputError(op, `head_dim ${headDim} is not a multiple of 64; TurboQuant caches take head dims 64, 128, ...`);
+    throw new InputError(op, `head_dim ${headDim} is not a multiple of 64; TurboQuant caches take head dims 64, 128, `
+      + '192, ...');
   }
 }
 

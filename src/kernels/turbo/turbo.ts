@@ -11,8 +11,10 @@ import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadde
 const APPEND = new Kernel('turbo/turbo.wgsl', 'turbo_append');
 const DEQUANT = new Kernel('turbo/turbo.wgsl', 'turbo_dequant');
 
+export interface TurboKVOptions { heads: number; capacity: number; headDim: number; type: TurboType; label?: string }
+
 /** An empty turbo cache side: codes u32 [heads, capacity, groups * words], a block a 128-value group of a head. */
-export function turboKV(gpu: Gpu, o: { heads: number; capacity: number; headDim: number; type: TurboType; label?: string }): TurboKV {
+export function turboKV(gpu: Gpu, o: TurboKVOptions): TurboKV {
   checkTurboHeadDim('turboKV', o.headDim);
   const words = (turboPadded(o.headDim) / TURBO_GROUP) * turboBlockWords(o.type);
   const codes = Tensor.empty(gpu, [o.heads, o.capacity, words], 'u32', `${o.label ?? 'turboKV'}.codes`);
@@ -34,7 +36,8 @@ export function appendTurbo(src: Tensor, side: TurboKV, { offset }: { offset: nu
   if (src.dtype !== 'f32') throw new DTypeError(op, `src '${src.label}' is ${src.dtype}; expected f32`);
   const { heads, cap, groups } = geometry(side);
   if (src.rank !== 3 || src.shape[0] !== heads || src.shape[2] !== side.headDim) {
-    throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [${heads}, S, ${side.headDim}]`);
+    const want = `[${heads}, S, ${side.headDim}]`;
+    throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected ${want}`);
   }
   const seq = src.shape[1];
   if (!(Number.isInteger(offset) && offset >= 0 && offset + seq <= cap)) {
@@ -56,7 +59,9 @@ export function appendTurbo(src: Tensor, side: TurboKV, { offset }: { offset: nu
 export function dequantizeTurbo(side: TurboKV, { len, round = 'none' }: { len: number; round?: Round }): FullKV {
   const op = 'dequantizeTurbo';
   const { heads, cap, groups } = geometry(side);
-  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
+  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
+    throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
+  }
   const gpu = side.codes.gpu;
   const out = Tensor.empty(gpu, [heads, cap, side.headDim], 'f32', `${op}.out`);
   DEQUANT.dispatch(gpu, {
