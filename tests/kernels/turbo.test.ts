@@ -1,11 +1,12 @@
 // The TurboQuant kernels (turbo.wgsl) against the fork's own blocks and the float64 reference: the append codes
 // every fixture row bit for bit (head dims 128 and 64 as two heads, at an offset), the decode gives the fork's
-// values bit for bit, positions past `len` are left alone, and bad shapes are refused by name.
+// values bit for bit (and rounded to bf16 once for bf16 activations), and bad shapes are refused by name.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { turboFixtures, type TurboFixtureRow } from '../helpers/turbo-fixtures.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { InputError, ShapeError } from '../../src/errors.ts';
+import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { TURBO_BLOCK_BYTES, TURBO_TYPES, type TurboType } from '../../src/kernels/turbo/format.ts';
 import { appendTurbo, dequantizeTurbo, turboKV } from '../../src/kernels/turbo/turbo.ts';
 import { decodeHead } from '../../src/kernels/turbo/turbo.ref.ts';
@@ -53,6 +54,20 @@ describe('turbo kernels', () => {
       }
     });
   }
+
+  it('decodes rounded to bf16 for bf16 activations (turbo3, head dim 128): the reference values, rounded once', async () => {
+    const gpu = await getGpu();
+    const set = rows.filter((r) => r.dim === 128).slice(0, 8);
+    const side = turboKV(gpu, { heads: 1, capacity: set.length, headDim: 128, type: 'turbo3', label: 'bf16' });
+    const x = new Float32Array(set.length * 128);
+    set.forEach((r, i) => x.set(r.x, i * 128));
+    const src = Tensor.from(gpu, x, [1, set.length, 128], 'f32', 'src');
+    appendTurbo(src, side, { offset: 0 });
+    const decoded = dequantizeTurbo(side, { len: set.length, round: 'bf16' });
+    const want = set.flatMap((r) => decodeHead('turbo3', [r.blocks.turbo3], 128).map(roundBf16));
+    expect(Array.from(await decoded.data.read())).toEqual(want);
+    for (const t of [src, decoded.data, side.codes]) t.dispose();
+  });
 
   it('refuses head dims that are not multiples of 64, and positions past the capacity, by name', async () => {
     const gpu = await getGpu();
