@@ -27,7 +27,7 @@ function geometry(side: TurboKV): { heads: number; cap: number; groups: number }
 }
 
 function overrides(side: TurboKV): Record<string, number> {
-  return { TYPE: TURBO_BITS[side.type], W: turboBlockWords(side.type) };
+  return { TYPE: TURBO_BITS[side.type] };
 }
 
 /** cache[h, offset + s] = the fork's blocks of src[h, s, :] for src f32 [H, S, headDim]. */

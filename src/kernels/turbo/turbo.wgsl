@@ -1,127 +1,24 @@
 // TurboQuant KV blocks (turbo/format.ts: the llama-cpp-turboquant fork's turbo2_0 / turbo3_0 / turbo4_0). One
 // workgroup of 128 threads a (head, position, 128-value group); thread t owns the group's element t.
 //   turbo_append: cache[h, offset + s] = code(src[h, s, :]) for src f32 [H, S, D], zero-padded to whole groups as
-//                 the fork's cache pads heads; the fork's CPU order (ggml-turbo-quant.c): the squared norm and the
-//                 centroids' squared norm summed in element order by thread 0 (squares written to workgroup memory
-//                 first, so no driver contracts a square into the sum), then the block's words.
+//                 the fork's cache pads heads (turbo/code.inc.wgsl: the fork's CPU order), then the block's words.
 //   turbo_dequant: out[h, pos, :] = the block decoded back (centroid x norm, inverse WHT, unpadded), rounded per
 //                 ROUND, for the positions below p.len (the rest of the capacity-sized grid returns at once).
-// TYPE: index bits (2, 3, 4); W: 32-bit words a block takes (9, 13, 17: the fork's 34, 50, 68 bytes, padded).
+// TYPE: index bits (2, 3, 4); a block takes block_words(TYPE) words (9, 13, 17: the fork's 34, 50, 68 bytes).
 
 struct Params { heads: u32, seq: u32, cap: u32, offset: u32, dim: u32, groups: u32, len: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<f32>;             // append: [H, S, D]
-@group(0) @binding(2) var<storage, read_write> codes: array<u32>;     // [H, cap, groups * W]
+@group(0) @binding(2) var<storage, read_write> codes: array<u32>;     // [H, cap, groups * words]
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;       // dequant: [H, cap, D]
 
 override TYPE: u32 = 3u;
-override W: u32 = 13u;
 override ROUND: u32 = 0u;
 
 // #include "common/round.inc.wgsl"
 
-const G = 128u;
-const INV_SQRT_G = 0.08838834764831845;
-
-var<private> C2: array<f32, 4> = array<f32, 4>(-0.133462, -0.039994, 0.039994, 0.133462);
-var<private> C3: array<f32, 8> = array<f32, 8>(-0.190685, -0.117832, -0.065717, -0.021460,
-  0.021460, 0.065717, 0.117832, 0.190685);
-var<private> C4: array<f32, 16> = array<f32, 16>(-0.173926, -0.117195, -0.089527, -0.068756, -0.051262, -0.035597,
-  -0.020989, -0.006938, 0.006938, 0.020989, 0.035597, 0.051262, 0.068756, 0.089527, 0.117195, 0.173926);
-var<private> B2: array<f32, 3> = array<f32, 3>(-0.086728, 0.0, 0.086728);
-var<private> B3: array<f32, 7> = array<f32, 7>(-0.154259, -0.091775, -0.043589, 0.0, 0.043589, 0.091775, 0.154259);
-var<private> B4: array<f32, 15> = array<f32, 15>(-0.145560, -0.103361, -0.079142, -0.060009, -0.043430, -0.028293,
-  -0.013963, 0.0, 0.013963, 0.028293, 0.043430, 0.060009, 0.079142, 0.103361, 0.145560);
-var<private> S1: array<u32, 4> = array<u32, 4>(0xe46a0359u, 0x42f85949u, 0xa4c63bbbu, 0x49f250a9u);
-var<private> S2: array<u32, 4> = array<u32, 4>(0x16acee90u, 0x3f628fdcu, 0xb7a5357au, 0xbea56562u);
-
-var<workgroup> xs: array<f32, 128>;
-var<workgroup> ids: array<u32, 128>;
-var<workgroup> sum_out: f32;
-var<workgroup> norm_bits: u32;
-
-fn centroid(i: u32) -> f32 {
-  if (TYPE == 2u) { return C2[i]; }
-  if (TYPE == 3u) { return C3[i]; }
-  return C4[i];
-}
-
-// The first index whose boundary exceeds v (the fork's chain of `if (val < mid) return i`).
-fn nearest(v: f32) -> u32 {
-  var i = 0u;
-  if (TYPE == 2u) { for (var b = 0u; b < 3u; b++) { i += select(0u, 1u, !(v < B2[b])); } }
-  if (TYPE == 3u) { for (var b = 0u; b < 7u; b++) { i += select(0u, 1u, !(v < B3[b])); } }
-  if (TYPE == 4u) { for (var b = 0u; b < 15u; b++) { i += select(0u, 1u, !(v < B4[b])); } }
-  return i;
-}
-
-fn sign1(t: u32) -> f32 { return select(1.0, -1.0, ((S1[t >> 5u] >> (t & 31u)) & 1u) == 1u); }
-fn sign2(t: u32) -> f32 { return select(1.0, -1.0, ((S2[t >> 5u] >> (t & 31u)) & 1u) == 1u); }
-
-// The butterflies of the WHT on xs (unnormalized), stage h pairing t and t + h.
-fn butterflies(t: u32) {
-  for (var s = 0u; s < 7u; s++) {
-    let h = 1u << s;
-    if ((t & h) == 0u) {
-      let a = xs[t];
-      let b = xs[t + h];
-      xs[t] = a + b;
-      xs[t + h] = a - b;
-    }
-    workgroupBarrier();
-  }
-}
-
-// Thread 0 sums xs in element order into sum_out (every thread calls it).
-fn serial_sum(t: u32) {
-  workgroupBarrier();
-  if (t == 0u) {
-    var acc = 0.0;
-    for (var i = 0u; i < G; i++) { acc += xs[i]; }
-    sum_out = acc;
-  }
-  workgroupBarrier();
-}
-
-// f16 bits of v, an f16 value already (round_f16's output): normal, subnormal, zero or inf.
-fn f16_bits(v: f32) -> u32 {
-  let b = bitcast<u32>(v);
-  let s = (b >> 16u) & 0x8000u;
-  let m = b & 0x7fffffffu;
-  if (m >= 0x7f800000u) { return s | 0x7c00u | select(0u, 0x200u, m > 0x7f800000u); }
-  if (m >= 0x38800000u) { return s | ((m - 0x38000000u) >> 13u); }
-  return s | u32(bitcast<f32>(m) * 16777216.0);
-}
-
-fn f16_value(h: u32) -> f32 {
-  let e = (h >> 10u) & 31u;
-  let m = h & 0x3ffu;
-  let s = (h & 0x8000u) << 16u;
-  if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
-  if (e == 0u) { return select(1.0, -1.0, s != 0u) * f32(m) * 5.960464477539063e-8; }
-  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
-}
-
-// Byte b of the fork's block from the group's indices (ids) and norm (norm_bits).
-fn block_byte(b: u32) -> u32 {
-  if (b < 2u) { return (norm_bits >> (8u * b)) & 0xffu; }
-  if (TYPE == 4u) {
-    if (b < 4u) { return 0u; }
-    let k = 2u * (b - 4u);
-    return ids[k] | (ids[k + 1u] << 4u);
-  }
-  if (b < 34u) {
-    let k = 4u * (b - 2u);
-    return (ids[k] & 3u) | ((ids[k + 1u] & 3u) << 2u) | ((ids[k + 2u] & 3u) << 4u) | ((ids[k + 3u] & 3u) << 6u);
-  }
-  if (TYPE == 3u && b < 50u) {
-    var v = 0u;
-    for (var i = 0u; i < 8u; i++) { v |= ((ids[8u * (b - 34u) + i] >> 2u) & 1u) << i; }
-    return v;
-  }
-  return 0u;
-}
+// #include "turbo/code.inc.wgsl"
 
 @compute @workgroup_size(128)
 fn turbo_append(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -134,28 +31,9 @@ fn turbo_append(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   let e = g * G + t;
   var v = 0.0;
   if (e < p.dim) { v = src[(h * p.seq + s) * p.dim + e]; }
-  xs[t] = v * v;
-  serial_sum(t);
-  let norm = sqrt(sum_out);
-  let inv = select(0.0, 1.0 / norm, norm > 1e-10);
-  xs[t] = v * inv * sign1(t);
-  workgroupBarrier();
-  butterflies(t);
-  let idx = nearest(xs[t] * (INV_SQRT_G * sign2(t)));
-  ids[t] = idx;
-  let c = centroid(idx);
-  xs[t] = c * c;
-  serial_sum(t);
-  if (t == 0u) {
-    let rn = sqrt(sum_out);
-    norm_bits = f16_bits(round_f16(select(norm, norm / rn, rn > 1e-10)));
-  }
-  workgroupBarrier();
-  if (t < W) {
-    let word = block_byte(4u * t) | (block_byte(4u * t + 1u) << 8u) | (block_byte(4u * t + 2u) << 16u)
-      | (block_byte(4u * t + 3u) << 24u);
-    codes[((h * p.cap + p.offset + s) * p.groups + g) * W + t] = word;
-  }
+  code_group(TYPE, v, t);
+  let w = block_words(TYPE);
+  if (t < w) { codes[((h * p.cap + p.offset + s) * p.groups + g) * w + t] = block_word(TYPE, t); }
 }
 
 fn code_byte(base: u32, b: u32) -> u32 { return (codes[base + (b >> 2u)] >> (8u * (b & 3u))) & 0xffu; }
@@ -169,7 +47,7 @@ fn turbo_dequant(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let pos = (flat / p.groups) % p.cap;
   let h = flat / (p.groups * p.cap);
   if (pos >= p.len) { return; }
-  let base = ((h * p.cap + pos) * p.groups + g) * W;
+  let base = ((h * p.cap + pos) * p.groups + g) * block_words(TYPE);
   let norm = f16_value(code_byte(base, 0u) | (code_byte(base, 1u) << 8u));
   var idx = 0u;
   if (TYPE == 4u) {
@@ -178,7 +56,7 @@ fn turbo_dequant(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     idx = (code_byte(base, 2u + (t >> 2u)) >> (2u * (t & 3u))) & 3u;
     if (TYPE == 3u) { idx |= ((code_byte(base, 34u + (t >> 3u)) >> (t & 7u)) & 1u) << 2u; }
   }
-  xs[t] = centroid(idx) * norm * sign2(t);
+  xs[t] = centroid(TYPE, idx) * norm * sign2(t);
   workgroupBarrier();
   butterflies(t);
   let e = g * G + t;
