@@ -14,7 +14,7 @@ import { sdpa } from '../kernels/attention/sdpa.ts';
 import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
-import { appendTurbo, dequantizeTurbo } from '../kernels/turbo/turbo.ts';
+import { appendTurbo, dequantizeTurbo, turboRopeAppend } from '../kernels/turbo/turbo.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {
@@ -42,15 +42,21 @@ export class CacheSlot {
   /**
    * The new positions of gqkv [S, 4*H*D] (columns gate | q | k | v): keys RoPE'd and written with the values at
    * the pass's offset; returns the RoPE'd queries [H, S, D]. One dispatch, except in an 'after-prefill' first pass
-   * with a quantized side, which writes full-precision copies as well, and with a TurboQuant side (its own append).
+   * with a quantized side, which writes full-precision copies as well, and with a TurboQuant side (ropeQ and its
+   * append: one for two turbo sides).
    */
   append(gqkv: Tensor, pass: CachePass): Tensor {
     const heads = this.heads(pass);
     const { k, v } = this;
-    // ropeAppend writes full and quantized sides in one dispatch; a turbo side takes its own append.
+    // ropeAppend writes full and quantized sides in one dispatch, turboRopeAppend two turbo sides; a turbo side beside
+    // another kind takes its own append.
     const turbo = k.kind === 'turbo' || v.kind === 'turbo';
     const direct = !turbo && (!pass.shadow || (k.kind === 'full' && v.kind === 'full'));
     if (direct) return ropeAppend(gqkv, { k, v }, heads);
+    if (k.kind === 'turbo' && v.kind === 'turbo' && !pass.shadow) {
+      turboRopeAppend(gqkv, k, v, heads);
+      return ropeQ(gqkv, heads);
+    }
     for (const [side, fresh] of [[this.k, ropeK(gqkv, heads)], [this.v, takeV(gqkv, heads)]] as const) {
       this.write(fresh, side, pass);
       fresh.dispose();

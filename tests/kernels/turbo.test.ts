@@ -7,8 +7,11 @@ import { turboFixtures, type TurboFixtureRow } from '../helpers/turbo-fixtures.t
 import { Tensor } from '../../src/gpu/tensor.ts';
 import { InputError, ShapeError } from '../../src/errors.ts';
 import { roundBf16 } from '../../src/gpu/dtype.ts';
-import { TURBO_BLOCK_BYTES, TURBO_TYPES, type TurboType } from '../../src/kernels/turbo/format.ts';
-import { appendTurbo, dequantizeTurbo, turboKV } from '../../src/kernels/turbo/turbo.ts';
+import { TURBO_BLOCK_BYTES, TURBO_TYPES, turboBlockWords, type TurboType } from '../../src/kernels/turbo/format.ts';
+import type { TurboKV } from '../../src/kernels/attention/types.ts';
+import { appendTurbo, dequantizeTurbo, turboKV, turboRopeAppend } from '../../src/kernels/turbo/turbo.ts';
+import { ropeK, takeV } from '../../src/kernels/attention/kvcache.ts';
+import { randn } from '../helpers/seeded.ts';
 import { decodeHead } from '../../src/kernels/turbo/turbo.ref.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -55,7 +58,7 @@ describe('turbo kernels', () => {
     });
   }
 
-  it('decodes rounded to bf16 for bf16 activations (turbo3, head dim 128): the reference values, rounded once', async () => {
+  it('decodes rounded to bf16 for bf16 activations (turbo3): the reference values rounded once', async () => {
     const gpu = await getGpu();
     const set = rows.filter((r) => r.dim === 128).slice(0, 8);
     const side = turboKV(gpu, { heads: 1, capacity: set.length, headDim: 128, type: 'turbo3', label: 'bf16' });
@@ -67,6 +70,28 @@ describe('turbo kernels', () => {
     const want = set.flatMap((r) => decodeHead('turbo3', [r.blocks.turbo3], 128).map(roundBf16));
     expect(Array.from(await decoded.data.read())).toEqual(want);
     for (const t of [src, decoded.data, side.codes]) t.dispose();
+  });
+
+  it('turboRopeAppend codes gqkv rows as ropeK / takeV then appendTurbo do, bit for bit (bf16)', async () => {
+    const gpu = await getGpu();
+    const [H, D, S, cap, offset] = [2, 64, 2, 4, 1];
+    const o = { heads: H, headDim: D, base: 10000, offset, round: 'bf16' as const };
+    const gqkv = Tensor.from(gpu, randn(5, S * 4 * H * D, 3), [S, 4 * H * D], 'f32', 'gqkv');
+    // Zeroed codes, so that the positions neither writes compare equal too.
+    const side = (type: TurboType): TurboKV => {
+      const w = turboBlockWords(type);
+      return { kind: 'turbo', type, headDim: D, codes: Tensor.from(gpu, new Uint32Array(H * cap * w), [H, cap, w], 'u32', type) };
+    };
+    const [k1, v1, k2, v2] = [side('turbo4'), side('turbo2'), side('turbo4'), side('turbo2')];
+    turboRopeAppend(gqkv, k1, v1, o);
+    for (const [side, fresh] of [[k2, ropeK(gqkv, o)], [v2, takeV(gqkv, o)]] as const) {
+      appendTurbo(fresh, side, { offset });
+      fresh.dispose();
+    }
+    for (const [a, b] of [[k1, k2], [v1, v2]]) {
+      expect(Array.from(await a.codes.read()), a.type).toEqual(Array.from(await b.codes.read()));
+    }
+    for (const t of [gqkv, k1.codes, v1.codes, k2.codes, v2.codes]) t.dispose();
   });
 
   it('refuses head dims that are not multiples of 64, and positions past the capacity, by name', async () => {

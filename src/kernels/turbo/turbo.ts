@@ -1,14 +1,17 @@
-// A TurboQuant cache side (format.ts): allocation, the append that codes new positions into it (turbo_append) and
-// the decoded view attention reads (turbo_dequant: the original domain, so any attention kernel takes it).
+// A TurboQuant cache side (format.ts): allocation, the appends that code new positions into it (turbo_append from
+// [H, S, D] rows; turbo_rope_append from gqkv rows into two turbo sides at once) and the decoded view attention reads
+// (turbo_dequant: the original domain, so any attention kernel takes it).
 import { Kernel, grid } from '../kernel.ts';
 import { Tensor } from '../../gpu/tensor.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import type { FullKV, TurboKV } from '../attention/types.ts';
+import type { HeadsOptions } from '../attention/kvcache.ts';
 import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadded, type TurboType } from './format.ts';
 
 const APPEND = new Kernel('turbo/turbo.wgsl', 'turbo_append');
+const ROPE_APPEND = new Kernel('turbo/turbo_rope.wgsl', 'turbo_rope_append');
 const DEQUANT = new Kernel('turbo/turbo.wgsl', 'turbo_dequant');
 
 export interface TurboKVOptions { heads: number; capacity: number; headDim: number; type: TurboType; label?: string }
@@ -49,6 +52,37 @@ export function appendTurbo(src: Tensor, side: TurboKV, { offset }: { offset: nu
     uniforms: { heads, seq, cap, offset, dim: side.headDim, groups, len: 0 },
     overrides: overrides(side),
     workgroups: grid(src.gpu, heads * seq * groups, 1),
+  });
+}
+
+/**
+ * The S new rows of gqkv [S, 4 * H * D] into two turbo sides in one dispatch: K RoPE'd at positions offset + s,
+ * both rounded per `round` (the activation dtype), then coded; equals ropeK / takeV then appendTurbo, bit for bit.
+ */
+export function turboRopeAppend(gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOptions): void {
+  const op = 'turboRopeAppend';
+  const { heads, headDim: dim, offset } = o;
+  if (gqkv.dtype !== 'f32') throw new DTypeError(op, `gqkv '${gqkv.label}' is ${gqkv.dtype}; expected f32`);
+  if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * dim) {
+    throw new ShapeError(op, `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * dim}]`);
+  }
+  const seq = gqkv.shape[0];
+  const [kg, vg] = [geometry(k), geometry(v)];
+  for (const [name, side, g] of [['k', k, kg], ['v', v, vg]] as const) {
+    const fits = Number.isInteger(offset) && offset >= 0 && offset + seq <= g.cap;
+    if (g.heads !== heads || side.headDim !== dim || !fits) {
+      const shape = side.codes.shape.join(', ');
+      throw new ShapeError(op, `${name} cache '${side.codes.label}' [${shape}] does not hold positions `
+        + `${offset}..${offset + seq} of ${heads} heads of ${dim}`);
+    }
+  }
+  if (seq === 0) return;
+  ROPE_APPEND.dispatch(gqkv.gpu, {
+    bindings: { src: gqkv, kc: k.codes, vc: v.codes },
+    uniforms: { heads, seq, width: heads * dim, dim, groups: kg.groups, k_cap: kg.cap, v_cap: vg.cap, offset,
+      log2_base: Math.log2(o.base) },
+    overrides: { K_TYPE: TURBO_BITS[k.type], V_TYPE: TURBO_BITS[v.type], ROUND: roundCode(op, o.round) },
+    workgroups: grid(gqkv.gpu, 2 * heads * seq * kg.groups, 1),
   });
 }
 
