@@ -14,7 +14,7 @@ import { sdpa } from '../kernels/attention/sdpa.ts';
 import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
-import { appendTurbo, dequantizeTurbo, turboRopeAppend } from '../kernels/turbo/turbo.ts';
+import { appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboRopeAppend } from '../kernels/turbo/turbo.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {
@@ -86,7 +86,7 @@ export class CacheSlot {
   /**
    * softmax(q K^T / sqrt(D) + mask) V over every cached position, gated by sigmoid(gate block of `gate`), before
    * o_proj: [S, H*D], by the kernel the planner names for the sides (planAttend); a quantized side that the
-   * full-precision kernel reads is dequantized for the pass.
+   * full-precision kernel reads is dequantized for the pass (two turbo sides in one dispatch).
    */
   attend(q: Tensor, gate: Tensor, pass: CachePass): Tensor {
     const k = pass.shadow?.get(this.k) ?? this.k;
@@ -95,9 +95,15 @@ export class CacheSlot {
     const opts = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
+    const at = { len: opts.kvLen, round };
+    if (k.kind === 'turbo' && v.kind === 'turbo') {
+      const [dk, dv] = dequantizeTurboPair(k, v, at);
+      pass.temps.push(dk.data, dv.data);
+      return sdpa(q, dk, dv, opts);
+    }
     const full = (side: CacheSide): FullKV => {
       if (side.kind === 'full') return side;
-      const d = side.kind === 'turbo' ? dequantizeTurbo(side, { len: opts.kvLen, round }) : dequantizeKV(side, round);
+      const d = side.kind === 'turbo' ? dequantizeTurbo(side, at) : dequantizeKV(side, round);
       pass.temps.push(d.data);
       return d;
     };

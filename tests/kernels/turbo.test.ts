@@ -9,7 +9,9 @@ import { InputError, ShapeError } from '../../src/errors.ts';
 import { roundBf16 } from '../../src/gpu/dtype.ts';
 import { TURBO_BLOCK_BYTES, TURBO_TYPES, turboBlockWords, type TurboType } from '../../src/kernels/turbo/format.ts';
 import type { TurboKV } from '../../src/kernels/attention/types.ts';
-import { appendTurbo, dequantizeTurbo, turboKV, turboRopeAppend } from '../../src/kernels/turbo/turbo.ts';
+import {
+  appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboKV, turboRopeAppend,
+} from '../../src/kernels/turbo/turbo.ts';
 import { ropeK, takeV } from '../../src/kernels/attention/kvcache.ts';
 import { randn } from '../helpers/seeded.ts';
 import { decodeHead } from '../../src/kernels/turbo/turbo.ref.ts';
@@ -72,7 +74,7 @@ describe('turbo kernels', () => {
     for (const t of [src, decoded.data, side.codes]) t.dispose();
   });
 
-  it('turboRopeAppend codes gqkv rows as ropeK / takeV then appendTurbo do, bit for bit (bf16)', async () => {
+  it('turboRopeAppend codes as ropeK / takeV + appendTurbo; a pair decodes as two calls (bf16)', async () => {
     const gpu = await getGpu();
     const [H, D, S, cap, offset] = [2, 64, 2, 4, 1];
     const o = { heads: H, headDim: D, base: 10000, offset, round: 'bf16' as const };
@@ -80,7 +82,8 @@ describe('turbo kernels', () => {
     // Zeroed codes, so that the positions neither writes compare equal too.
     const side = (type: TurboType): TurboKV => {
       const w = turboBlockWords(type);
-      return { kind: 'turbo', type, headDim: D, codes: Tensor.from(gpu, new Uint32Array(H * cap * w), [H, cap, w], 'u32', type) };
+      const codes = Tensor.from(gpu, new Uint32Array(H * cap * w), [H, cap, w], 'u32', type);
+      return { kind: 'turbo', type, headDim: D, codes };
     };
     const [k1, v1, k2, v2] = [side('turbo4'), side('turbo2'), side('turbo4'), side('turbo2')];
     turboRopeAppend(gqkv, k1, v1, o);
@@ -91,7 +94,14 @@ describe('turbo kernels', () => {
     for (const [a, b] of [[k1, k2], [v1, v2]]) {
       expect(Array.from(await a.codes.read()), a.type).toEqual(Array.from(await b.codes.read()));
     }
-    for (const t of [gqkv, k1.codes, v1.codes, k2.codes, v2.codes]) t.dispose();
+    // Both sides decoded in one dispatch: each as dequantizeTurbo decodes it alone.
+    const pair = dequantizeTurboPair(k1, v1, { len: cap, round: 'bf16' });
+    const alone = [dequantizeTurbo(k2, { len: cap, round: 'bf16' }), dequantizeTurbo(v2, { len: cap, round: 'bf16' })];
+    for (const i of [0, 1]) {
+      expect(Array.from(await pair[i].data.read())).toEqual(Array.from(await alone[i].data.read()));
+    }
+    const decoded = [...pair, ...alone].map((s) => s.data);
+    for (const t of [gqkv, k1.codes, v1.codes, k2.codes, v2.codes, ...decoded]) t.dispose();
   });
 
   it('refuses head dims that are not multiples of 64, and positions past the capacity, by name', async () => {

@@ -6,6 +6,7 @@ import { Tensor } from '../../gpu/tensor.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
 import type { FullKV, TurboKV } from '../attention/types.ts';
 import type { HeadsOptions } from '../attention/kvcache.ts';
 import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadded, type TurboType } from './format.ts';
@@ -90,19 +91,42 @@ export function turboRopeAppend(gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOp
  * The side decoded ([heads, capacity, headDim] f32, rounded per `round`) for its first `len` positions; the grid
  * spans the capacity (a replayed decode step's dispatches depend on it only). The caller disposes `data`.
  */
-export function dequantizeTurbo(side: TurboKV, { len, round = 'none' }: { len: number; round?: Round }): FullKV {
-  const op = 'dequantizeTurbo';
-  const { heads, cap, groups } = geometry(side);
+export function dequantizeTurbo(side: TurboKV, o: DecodeOptions): FullKV {
+  return decode(side, null, o)[0];
+}
+
+/** Two turbo sides of one capacity decoded in one dispatch, as dequantizeTurbo decodes each. */
+export function dequantizeTurboPair(k: TurboKV, v: TurboKV, o: DecodeOptions): [FullKV, FullKV] {
+  const [a, b] = decode(k, v, o);
+  return [a, b!];
+}
+
+type DecodeOptions = { len: number; round?: Round };
+
+function decode(k: TurboKV, v: TurboKV | null, { len, round = 'none' }: DecodeOptions): [FullKV, FullKV | null] {
+  const op = v ? 'dequantizeTurboPair' : 'dequantizeTurbo';
+  const { heads, cap, groups } = geometry(k);
   if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
     throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
   }
-  const gpu = side.codes.gpu;
-  const out = Tensor.empty(gpu, [heads, cap, side.headDim], 'f32', `${op}.out`);
+  if (v && (v.headDim !== k.headDim || v.codes.shape[0] !== heads || v.codes.shape[1] !== cap)) {
+    const [ks, vs] = [k.codes.shape.join(', '), v.codes.shape.join(', ')];
+    throw new ShapeError(op, `V cache '${v.codes.label}' [${vs}] is not shaped as K's [${ks}]`);
+  }
+  const gpu = k.codes.gpu;
+  const empty = (label: string) => Tensor.empty(gpu, [heads, cap, k.headDim], 'f32', label);
+  const out = empty(`${op}.k`);
+  const vout = v ? empty(`${op}.v`) : null;
   DEQUANT.dispatch(gpu, {
-    bindings: { codes: side.codes, out },
-    uniforms: { heads, seq: 0, cap, offset: 0, dim: side.headDim, groups, len },
-    overrides: { ...overrides(side), ROUND: roundCode(op, round) },
-    workgroups: grid(gpu, heads * cap * groups, 1),
+    bindings: {
+      codes: k.codes, out,
+      vcodes: v?.codes ?? placeholder(gpu, 'turbo.no_vcodes', 'u32'),
+      vout: vout ?? placeholder(gpu, 'turbo.no_vout', 'f32'),
+    },
+    uniforms: { heads, seq: 0, cap, offset: 0, dim: k.headDim, groups, len },
+    overrides: { TYPE: TURBO_BITS[k.type], V_TYPE: TURBO_BITS[(v ?? k).type], PAIR: v ? 1 : 0,
+      ROUND: roundCode(op, round) },
+    workgroups: grid(gpu, (v ? 2 : 1) * heads * cap * groups, 1),
   });
-  return { kind: 'full', data: out };
+  return [{ kind: 'full', data: out }, vout && { kind: 'full', data: vout }];
 }
