@@ -1,6 +1,6 @@
 // The adapter table of the "This device" panel: what the model's worker runs on (vendor, features its device got
 // or why not, fast paths, limits) and which kernels run for the loaded model at the chosen settings.
-import { isSoftwareAdapter, type ActDtype } from '../src/index.ts';
+import { isSoftwareAdapter, type ActDtype, type KvSpec } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable } from './dom.ts';
 import { fmtBytes } from './memory.ts';
@@ -19,11 +19,13 @@ function kernelPath(app: App): string {
   const lm = app.lm;
   const q = lm?.quant;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-  let kv = { k: null as number | null, v: null as number | null };
+  let kv: KvSpec = { k: null, v: null };
   try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
   const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
-  const attention = kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
-    : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
+  const turbo = typeof kv.k === 'string' || typeof kv.v === 'string';
+  const attention = turbo ? 'sdpa, the TurboQuant cache side decoded first (turbo_dequant)'
+    : kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
+      : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
   const dev = app.device;
   const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
   const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;

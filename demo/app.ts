@@ -16,6 +16,7 @@ const PANEL: Record<Job, string> = { load: 'Model', generate: 'Generate', refrac
 export const KV_CHOICES: ReadonlyArray<[string, string]> = [
   ['f16', 'full precision (f16)'], ['q8_0', 'q8 (8-bit)'], ['q6_K', 'q6 (6-bit)'], ['q5_0', 'q5 (5-bit)'],
   ['q4_0', 'q4 (4-bit)'], ['q3_K', 'q3 (3-bit)'], ['q2_K', 'q2 (2-bit)'],
+  ['turbo4', 'turbo4 (TurboQuant 4-bit)'], ['turbo3', 'turbo3 (TurboQuant 3-bit)'], ['turbo2', 'turbo2 (TurboQuant 2-bit)'],
 ];
 
 export class App {

@@ -5,11 +5,14 @@
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa-one.ts';
 import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
+import type { KvSpec } from '../../src/hrm/cache.ts';
 
 export type ConfigName = '1b' | 'tiny';
-export type CacheName = 'full' | 'q8' | 'q4';
-export const CACHES: Record<CacheName, { k: number | null; v: number | null }> = {
+export type CacheName = 'full' | 'q8' | 'q4' | 'turbo4' | 'turbo3';
+/** The benchmark's KV caches: full precision, MLX's group-64 q8 / q4, TurboQuant's turbo4 / turbo3 (K and V alike). */
+export const CACHES: Record<CacheName, KvSpec> = {
   full: { k: null, v: null }, q8: { k: 8, v: 8 }, q4: { k: 4, v: 4 },
+  turbo4: { k: 'turbo4', v: 'turbo4' }, turbo3: { k: 'turbo3', v: 'turbo3' },
 };
 export type WeightsName = 'bf16' | 'q8' | 'q4';
 /** The model's weights: bf16 (the full-cache run) or quantized on the GPU as a bf16 checkpoint quantized on load. */
@@ -138,9 +141,8 @@ export const OPTIONS: readonly BenchOption[] = [
   { name: 'only', arg: 'kernels|model', help: 'run one half (the streaming-read ceiling is measured either way)',
     apply: (s, v) => { s.only = oneOf('only', v, ['kernels', 'model']); } },
   { name: 'out', arg: 'DIR', help: 'output folder (default bench/results)', apply: (s, v) => { s.out = v; } },
-  { name: 'caches', arg: 'full,q8,q4', help: 'KV-cache configurations (default all three)', apply: (s, v) => {
-    s.caches = listOf('caches', v, Object.keys(CACHES) as CacheName[]);
-  } },
+  { name: 'caches', arg: 'full,q8,q4', help: 'KV-cache configurations (default full,q8,q4; also turbo4, turbo3)',
+    apply: (s, v) => { s.caches = listOf('caches', v, Object.keys(CACHES) as CacheName[]); } },
   { name: 'weights', arg: 'bf16,q8,q4', help: 'weights of the full-cache model runs (default bf16 only; q8 and q4: '
     + 'the model again\non random quantized weights, group 64)',
     apply: (s, v) => { s.weights = listOf('weights', v, Object.keys(WEIGHTS) as WeightsName[]); } },

@@ -139,8 +139,14 @@ async function cmdInfo(args: string[]): Promise<void> {
   if (ctx > n) {
     out(`note           --ctx ${ctx} is past the model's context of ${n} tokens; a generation fills ${n} at most\n`);
   }
-  for (const [label, kv] of [['bf16', { k: null, v: null }], ['q8', { k: 8, v: 8 }], ['q4', { k: 4, v: 4 }]] as const) {
-    out(`cache @${ctx}    ${label.padEnd(4)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}\n`);
+  // Bits a value: a token's cache bytes over the values it caches (K and V of every head in every slot); TurboQuant
+  // pads each head to whole 128-value blocks, so at head_dim 64 it pays for 128.
+  const values = cacheSlots(c) * 2 * c.num_attention_heads * c.head_dim;
+  for (const label of ['bf16', 'q8', 'q4', 'turbo4', 'turbo3', 'turbo2'] as const) {
+    const kv = kvSpec(label === 'bf16' ? 'ctk=bf16,ctv=bf16' : `ctk=${label},ctv=${label}`);
+    const perToken = cacheBytes(c, 1, 'bf16', kv);
+    out(`cache @${ctx}    ${label.padEnd(6)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}; ` +
+      `${perToken} B a token, ${((perToken * 8) / values).toFixed(2)} bits a value\n`);
   }
 }
 

@@ -1,6 +1,6 @@
 // The recurrent KV cache: one slot per (stack invocation, layer), H*(L+1)*layers slots, all advancing together.
-// Each side (K, V) of a slot is full precision (f32, or packed bf16 in bf16 mode) or group-64 affine quantized
-// with its own bits; the slots write and attend themselves (slot.ts). A forward is `begin` (the mask and the
+// Each side (K, V) of a slot is full precision (f32, or packed bf16 in bf16 mode), group-64 affine quantized
+// with its own bits or TurboQuant-coded (turbo2/3/4, kernels/turbo/); the slots write and attend themselves (slot.ts). A forward is `begin` (the mask and the
 // state every slot shares), the layers' `slot.append` / `slot.attend`, then `end`. Two quantization modes, as the
 // spec names them:
 //  - 'before-pass': every attention, the prefill's included, reads quantized K/V (REFRACT's KLD candidate);
@@ -11,14 +11,16 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { storageBytes } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
-import type { AttnMask, FullKV, KVSide } from '../kernels/attention/types.ts';
+import type { AttnMask, CacheSide, FullKV } from '../kernels/attention/types.ts';
 import { quantKV } from '../kernels/attention/kvquant.ts';
+import { turboKV } from '../kernels/turbo/turbo.ts';
+import { checkTurboHeadDim, turboHeadBytes, type TurboType } from '../kernels/turbo/format.ts';
 import { GROUP, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { cacheSlots, type HrmConfig } from './config.ts';
 import { CacheSlot, type CachePass } from './slot.ts';
 
-/** Bits per side; null = full precision. */
-export interface KvSpec { k: number | null; v: number | null }
+/** Bits or TurboQuant type per side; null = full precision. */
+export interface KvSpec { k: number | TurboType | null; v: number | TurboType | null }
 export type QuantMode = 'before-pass' | 'after-prefill';
 export type ActDtype = 'f32' | 'bf16';
 
@@ -53,9 +55,10 @@ export class HrmCache {
     this.kv = opts.kv ?? FULL_KV;
     this.mode = opts.mode ?? 'before-pass';
     for (const [side, bits] of [['K', this.kv.k], ['V', this.kv.v]] as const) {
-      if (bits !== null && !QUANT_BITS.includes(bits)) throw new InputError('cache', `${side} bits ${bits} not supported (use ${QUANT_BITS.join(', ')} or full precision)`);
+      if (typeof bits === 'string') checkTurboHeadDim('cache', config.head_dim);
+      else if (bits !== null && !QUANT_BITS.includes(bits)) throw new InputError('cache', `${side} bits ${bits} not supported (use ${QUANT_BITS.join(', ')} or full precision)`);
     }
-    if (config.head_dim % GROUP !== 0 && (this.kv.k !== null || this.kv.v !== null)) {
+    if (config.head_dim % GROUP !== 0 && (typeof this.kv.k === 'number' || typeof this.kv.v === 'number')) {
       throw new InputError('cache', `head_dim ${config.head_dim} is not a multiple of the quantization group ${GROUP}`);
     }
     if (!Number.isInteger(opts.capacity) || opts.capacity < 1) throw new InputError('cache', `capacity must be a positive integer (got ${opts.capacity})`);
@@ -146,10 +149,11 @@ export class HrmCache {
     return { kind: 'prefix', tokenTypes: Tensor.from(this.gpu, types, [types.length], 'u32', 'token_types') };
   }
 
-  private side(bits: number | null, label: string): KVSide {
+  private side(bits: number | TurboType | null, label: string): CacheSide {
     const { num_attention_heads: heads, head_dim: headDim } = this.config;
     const capacity = this.capacity;
     if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [heads, capacity, headDim], this.fullDtype, label) } satisfies FullKV;
+    if (typeof bits === 'string') return turboKV(this.gpu, { heads, capacity, headDim, type: bits, label });
     return quantKV(this.gpu, { heads, capacity, headDim, bits, label });
   }
 }
@@ -157,8 +161,9 @@ export class HrmCache {
 /** Cache bytes for `capacity` positions without allocating (for "will it fit" checks). */
 export function cacheBytes(c: HrmConfig, capacity: number, dtype: ActDtype, kv: KvSpec = FULL_KV): number {
   const full = (kv.k === null) !== (kv.v === null) ? 'f32' : dtype;
-  const per = (bits: number | null) => bits === null
+  const per = (bits: number | TurboType | null) => bits === null
     ? storageBytes(full, c.num_attention_heads * capacity * c.head_dim)
-    : c.num_attention_heads * capacity * ((c.head_dim * bits) / 8 + (2 * 4 * c.head_dim) / GROUP);
+    : typeof bits === 'string' ? c.num_attention_heads * capacity * turboHeadBytes(bits, c.head_dim)
+      : c.num_attention_heads * capacity * ((c.head_dim * bits) / 8 + (2 * 4 * c.head_dim) / GROUP);
   return cacheSlots(c) * (per(kv.k) + per(kv.v));
 }

@@ -1,11 +1,13 @@
 // KV-cache configurations written llama.cpp style (`ctk=q8_0,ctv=q4_0`), mapped to MLX-style group-64 affine
-// quantization. Unlike REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of
-// the library (generate's `cache.kv`, logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate,
-// sweeps) and the demo. It lives in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization
-// group (kernels/quant/rules.ts), and REFRACT, which sits above hrm/, imports it from there.
+// quantization, or to the TurboQuant fork's turbo2/3/4 (`ctk=q8_0,ctv=turbo3`; kernels/turbo/format.ts). Unlike
+// REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of the library (generate's
+// `cache.kv`, logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo. It lives
+// in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization group (kernels/quant/rules.ts),
+// and REFRACT, which sits above hrm/, imports it from there.
 import { InputError } from '../errors.ts';
 import type { KvSpec } from './cache.ts';
 import { GROUP } from '../kernels/quant/rules.ts';
+import type { TurboType } from '../kernels/turbo/format.ts';
 
 /** Group size of the affine KV quantization (MLX `kv_group_size`). */
 export const KV_GROUP_SIZE = GROUP;
@@ -13,8 +15,8 @@ export const KV_GROUP_SIZE = GROUP;
 /** REFRACT's default reference: full-precision K and V. */
 export const DEFAULT_REFERENCE_KV = 'ctk=f16,ctv=f16';
 
-/** Accepted cache types: canonical name -> bits (null = full precision). Lookup is case-insensitive. */
-export const KV_TYPES: Readonly<Record<string, number | null>> = {
+/** Accepted cache types: canonical name -> bits (null = full precision) or TurboQuant type. Case-insensitive. */
+export const KV_TYPES: Readonly<Record<string, number | TurboType | null>> = {
   f16: null, fp16: null, f32: null, bf16: null,
   q8_0: 8, q8: 8,
   q6_K: 6, q6: 6,
@@ -22,6 +24,7 @@ export const KV_TYPES: Readonly<Record<string, number | null>> = {
   q4_0: 4, q4_1: 4, q4_K: 4, q4: 4,
   q3_K: 3, q3: 3,
   q2_K: 2, q2: 2,
+  turbo4: 'turbo4', turbo3: 'turbo3', turbo2: 'turbo2',
 };
 
 const KEYS = ['ctk', 'ctv'] as const;
@@ -29,8 +32,8 @@ const byLower = new Map(Object.keys(KV_TYPES).map((name) => [name.toLowerCase(),
 
 /** One side (K or V) of a cache config. */
 export interface KvSide {
-  /** Quantization bits, or null for full precision. */
-  bits: number | null;
+  /** Quantization bits, a TurboQuant type, or null for full precision. */
+  bits: number | TurboType | null;
   /** Canonical type name, e.g. `q4_K`. */
   name: string;
 }
@@ -48,10 +51,6 @@ function accepted(): string {
 }
 
 function side(key: string, value: string, spec: string, option: string): KvSide {
-  if (value.toLowerCase().startsWith('turbo')) {
-    const why = 'TurboQuant schemes are not implemented here';
-    throw new InputError('kvconfig', `${key}=${value} in ${option} "${spec}": ${why}; ${accepted()}`);
-  }
   const name = byLower.get(value.toLowerCase());
   if (name === undefined) {
     throw new InputError('kvconfig', `unknown cache type ${key}=${value} in ${option} "${spec}"; ${accepted()}`);
@@ -94,8 +93,8 @@ export function isFullPrecision(cfg: KvConfig): boolean {
 }
 
 /**
- * The cache's view of a KV setting: quantization bits per side (null = full precision). A string is parsed by
- * parseKvConfig (errors name `option`); bits pass through; absent means full precision.
+ * The cache's view of a KV setting: quantization bits or TurboQuant type per side (null = full precision). A string
+ * is parsed by parseKvConfig (errors name `option`); a KvSpec passes through; absent means full precision.
  */
 export function kvSpec(kv: string | KvSpec | undefined, option?: string): KvSpec {
   if (kv === undefined) return { k: null, v: null };

@@ -6,17 +6,19 @@ import { InputError } from '../errors.ts';
 import { parseKvConfig } from '../hrm/kv-spec.ts';
 import { parseReport, type RefractReport } from './report/json.ts';
 import { cacheBytes, type KvSpec } from '../hrm/cache.ts';
+import type { TurboType } from '../kernels/turbo/format.ts';
 import type { HrmConfig } from '../hrm/config.ts';
 
 /**
  * Cache bytes per token of a candidate as its KV string names it, for the Pareto plot: a full-precision side
- * (`f16`) at 2 bytes a value, as llama.cpp stores it, and a quantized side as its levels, scales and biases. Not
+ * (`f16`) at 2 bytes a value, as llama.cpp stores it, a quantized side as its levels, scales and biases, a TurboQuant
+ * side as its blocks. Not
  * what this library allocates (cacheBytes: full sides in the activation dtype, f32 beside a quantized side), which
  * would put `ctk=f16,ctv=q8_0` above the f16 cache it halves.
  */
 export function kvBytesPerToken(c: HrmConfig, kv: KvSpec): number {
   // One side: half of a cache whose two sides are that side (a symmetric cache keeps 16-bit full sides in bf16).
-  const side = (bits: number | null) => cacheBytes(c, 1, 'bf16', { k: bits, v: bits }) / 2;
+  const side = (bits: number | TurboType | null) => cacheBytes(c, 1, 'bf16', { k: bits, v: bits }) / 2;
   return side(kv.k) + side(kv.v);
 }
 

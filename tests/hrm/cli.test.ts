@@ -56,6 +56,11 @@ describe('hrm CLI', () => {
     const info = await hrm(['info']);
     expect(info.stdout).toMatch(/parameters\s+9\.91 M/);
     expect(info.stdout).toMatch(/cache slots\s+24/);
+    // 24 slots x K and V x 5 heads: q8 64 levels + an f32 scale and bias (72 B a head), turbo3 a padded 128-value
+    // block of 13 words (52 B), bf16 128 B.
+    expect(info.stdout).toMatch(/bf16 +120\.0 MiB; .*; 30720 B a token, 16\.00 bits a value/);
+    expect(info.stdout).toMatch(/q8 +67\.5 MiB; .*; 17280 B a token, 9\.00 bits a value/);
+    expect(info.stdout).toMatch(/turbo3 +48\.8 MiB; .*; 12480 B a token, 6\.50 bits a value/);
   });
 
   it('bad flags are one line naming the flag, then the usage of the command; exit 2', async () => {

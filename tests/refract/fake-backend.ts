@@ -7,6 +7,7 @@ import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOption
 import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
 import { DeviceLostError } from '../../src/errors.ts';
 import { parseKvConfig } from '../../src/hrm/kv-spec.ts';
+import { TURBO_BITS, type TurboType } from '../../src/kernels/turbo/format.ts';
 import { rng } from '../../testkit/helpers/seeded.ts';
 
 export const V = 128;
@@ -51,10 +52,11 @@ export class FakeBackend implements Backend {
     });
   }
 
-  /** Noise amplitude of a KV config: 6 * 2^-bits for each quantized side. */
+  /** Noise amplitude of a KV config: 6 * 2^-bits for each quantized side (a TurboQuant type's index bits). */
   amplitude(kv: string): number {
     const cfg = parseKvConfig(kv);
-    const a = (b: number | null) => (b === null ? 0 : 6 * 2 ** -b);
+    const a = (b: number | TurboType | null) =>
+      (b === null ? 0 : 6 * 2 ** -(typeof b === 'string' ? TURBO_BITS[b] : b));
     return a(cfg.k.bits) + a(cfg.v.bits);
   }
 

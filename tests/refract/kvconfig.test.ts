@@ -30,6 +30,8 @@ describe('parseKvConfig', () => {
     expect(() => parseKvConfig('', '--candidate')).toThrow(/^\[kvconfig\] --candidate is empty/);
     expect(() => parseKvConfig('ctk=q9', '--kv')).toThrow(/unknown cache type ctk=q9 in --kv "ctk=q9"/);
     expect(kvSpec('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
+    expect(kvSpec('ctk=q8_0,ctv=TURBO3')).toEqual({ k: 8, v: 'turbo3' });
+    expect(parseKvConfig('ctk=turbo4,ctv=turbo2').label).toBe('ctk=turbo4,ctv=turbo2');
   });
   it('defaults a missing side to f16', () => {
     expect(parseKvConfig('ctv=q4_0').label).toBe('ctk=f16,ctv=q4_0');
@@ -38,7 +40,7 @@ describe('parseKvConfig', () => {
   it.each([
     ['ctk=q7_0,ctv=f16', /^\[kvconfig\] unknown cache type ctk=q7_0.*accepted types: f16, fp16/],
     ['ctk=f16,foo=1', /^\[kvconfig\] unknown key "foo".*keys: ctk, ctv/],
-    ['ctk=turbo4,ctv=f16', /TurboQuant schemes are not implemented here/],
+    ['ctk=turbo5,ctv=f16', /unknown cache type ctk=turbo5.*turbo4, turbo3, turbo2/],
     ['ctk', /malformed part "ctk".*need key=value/],
     ['ctk=', /malformed part "ctk="/],
     ['=q8_0', /malformed part "=q8_0"/],

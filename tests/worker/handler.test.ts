@@ -71,9 +71,11 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     expect(got.at(-1)).toMatchObject({ type: 'done', stats: { stopReason: 'max_tokens' } });
   });
 
-  it('logits equal the library\'s bit for bit (f32, bf16 activations, a quantized cache)', async () => {
+  it('logits equal the library\'s bit for bit (f32, bf16 activations, quantized and TurboQuant caches)', async () => {
     const ids = direct.tokenizer!.encode('The jury said that the city');
-    for (const opts of [{}, { dtype: 'bf16' as const }, { mask: 'causal' as const, kv: 'ctk=q8_0,ctv=q4_0' }]) {
+    const cases = [{}, { dtype: 'bf16' as const }, { mask: 'causal' as const, kv: 'ctk=q8_0,ctv=q4_0' },
+      { mask: 'causal' as const, kv: 'ctk=turbo3,ctv=q8_0' }];
+    for (const opts of cases) {
       const variant = opts.dtype && new HrmModel(direct.model.gpu, direct.config, direct.model.weights, opts.dtype);
       const model = variant ? { ...direct, model: variant } : direct;
       const want = await logits(model, ids, opts);

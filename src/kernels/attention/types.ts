@@ -1,5 +1,6 @@
 // Shapes shared by the attention kernels (full-precision and quantized) and the model's KV cache.
 import type { Tensor } from '../../tensor/tensor.ts';
+import type { TurboType } from '../turbo/format.ts';
 
 /**
  * Which keys a query may attend to. Queries are the S new positions at cache offset `off`; keys are the
@@ -25,7 +26,16 @@ export interface FullKV { kind: 'full'; data: Tensor }
  */
 export interface QuantKV { kind: 'quant'; bits: number; q: Tensor; scales: Tensor; biases: Tensor }
 
+/**
+ * One side of a TurboQuant cache slot (kernels/turbo/format.ts): codes u32 [heads, capacity, words], each head
+ * zero-padded to whole 128-value groups, a block of the fork's bytes a group.
+ */
+export interface TurboKV { kind: 'turbo'; type: TurboType; headDim: number; codes: Tensor }
+
 export type KVSide = FullKV | QuantKV;
+
+/** What a cache slot holds a side in: a side the attention kernels read, or a TurboQuant side. */
+export type CacheSide = KVSide | TurboKV;
 
 /**
  * A decode step's query as the attention kernels that append it read it (appendAttendOne, qsdpaOneAppend): the

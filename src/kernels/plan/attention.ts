@@ -6,7 +6,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
-import type { AttnMask, FullKV, KVSide, QuantKV } from '../attention/types.ts';
+import type { AttnMask, CacheSide, FullKV, QuantKV } from '../attention/types.ts';
 import { oneShape, ONE_WG } from '../attention/sdpa-one.ts';
 import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from '../attention/sdpa-mm.ts';
 import { batchedSgmatUnavailable } from '../matmul/sgmat-caps.ts';
@@ -66,7 +66,7 @@ export function planAttention(gpu: Gpu, c: AttentionCall, force: AttentionForce 
 }
 
 /** A cache slot's step as one forward sees it. */
-export interface SlotStep { seq: number; mask: AttnMask; k: KVSide; v: KVSide; shadowed: boolean }
+export interface SlotStep { seq: number; mask: AttnMask; k: CacheSide; v: CacheSide; shadowed: boolean }
 
 /**
  * How a slot runs a step: a decode step (one position seeing every key, no full-precision shadow) into two
@@ -89,9 +89,11 @@ export function planStep(gpu: Gpu, s: SlotStep): StepPlan {
 
 /**
  * The kernel that attends over a slot's sides: two quantized sides, the quantized kernel (mlx-lm's quantized
- * SDPA); otherwise the full-precision one, a quantized side read dequantized (asymmetric configs MLX cannot express).
+ * SDPA); otherwise the full-precision one, a quantized or TurboQuant side read decoded (asymmetric configs MLX cannot
+ * express, and TurboQuant).
  */
-export function planAttend(k: KVSide, v: KVSide): { kernel: 'qsdpa'; k: QuantKV; v: QuantKV } | { kernel: 'sdpa' } {
+export function planAttend(k: CacheSide, v: CacheSide):
+  { kernel: 'qsdpa'; k: QuantKV; v: QuantKV } | { kernel: 'sdpa' } {
   return k.kind === 'quant' && v.kind === 'quant' ? { kernel: 'qsdpa', k, v } : { kernel: 'sdpa' };
 }
 
