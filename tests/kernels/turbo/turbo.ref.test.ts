@@ -2,12 +2,12 @@
 // attention rests on: the rotation is orthogonal, so rotating the query once scores the rotated keys as the
 // keys decoded back would be scored.
 import { describe, expect, it } from 'vitest';
-import { turboFixtures } from '../helpers/turbo-fixtures.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { TURBO_TYPES } from '../../src/kernels/turbo/format.ts';
+import { turboFixtures } from '../../helpers/turbo-fixtures.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { TURBO_TYPES } from '../../../src/kernels/turbo/format.ts';
 import {
   decodeHead, decodeRotated, encodeHead, turboRotate, turboUnrotate,
-} from '../../src/kernels/turbo/turbo.ref.ts';
+} from '../../../src/kernels/turbo/turbo.ref.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

@@ -2,19 +2,19 @@
 // every fixture row bit for bit (head dims 128 and 64 as two heads, at an offset), the decode gives the fork's
 // values bit for bit (and rounded to bf16 once for bf16 activations), and bad shapes are refused by name.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { turboFixtures, type TurboFixtureRow } from '../helpers/turbo-fixtures.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { InputError, ShapeError } from '../../src/errors.ts';
-import { roundBf16 } from '../../src/tensor/dtype.ts';
-import { TURBO_BLOCK_BYTES, TURBO_TYPES, turboBlockWords, type TurboType } from '../../src/kernels/turbo/format.ts';
-import type { TurboKV } from '../../src/kernels/attention/types.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { turboFixtures, type TurboFixtureRow } from '../../helpers/turbo-fixtures.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { InputError, ShapeError } from '../../../src/errors.ts';
+import { roundBf16 } from '../../../src/tensor/dtype.ts';
+import { TURBO_BLOCK_BYTES, TURBO_TYPES, turboBlockWords, type TurboType } from '../../../src/kernels/turbo/format.ts';
+import type { TurboKV } from '../../../src/kernels/attention/types.ts';
 import {
   appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboKV, turboRopeAppend,
-} from '../../src/kernels/turbo/turbo.ts';
-import { ropeK, takeV } from '../../src/kernels/attention/kvcache.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { decodeHead } from '../../src/kernels/turbo/turbo.ref.ts';
+} from '../../../src/kernels/turbo/turbo.ts';
+import { ropeK, takeV } from '../../../src/kernels/attention/kvcache.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { decodeHead } from '../../../src/kernels/turbo/turbo.ref.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const OFFSET = 2;
