@@ -1,6 +1,6 @@
 // The adapter table of the "This device" panel: what the model's worker runs on (vendor, features its device got
 // or why not, fast paths, limits) and which kernels run for the loaded model at the chosen settings.
-import { isSoftwareAdapter, type ActDtype, type KvSpec } from '../src/index.ts';
+import { isSoftwareAdapter, type ActDtype, type KvStorage } from '../src/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable } from './dom.ts';
 import { fmtBytes } from './memory.ts';
@@ -19,7 +19,7 @@ function kernelPath(app: App): string {
   const lm = app.lm;
   const q = lm?.quant;
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-  let kv: KvSpec = { k: null, v: null };
+  let kv: KvStorage = { k: null, v: null };
   try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
   const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
   const turbo = typeof kv.k === 'string' || typeof kv.v === 'string';

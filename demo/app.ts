@@ -1,7 +1,7 @@
 // The demo's shared state: the engine (the model's worker, engine.ts), one GPU job at a time (load, generate or
 // REFRACT) with its AbortController, and errors: each shown next to the control that started it (#<job>-error, a
 // live region) and summarised in the banner at the top.
-import { DeviceLostError, InputError, parseKvConfig, type KvSpec } from '../src/index.ts';
+import { DeviceLostError, InputError, parseKvConfig, type KvStorage } from '../src/index.ts';
 import type { WorkerDeviceInfo, WorkerModelInfo } from '../src/worker/index.ts';
 import { Engine } from './engine.ts';
 import { explain } from './errors.ts';
@@ -168,7 +168,7 @@ export class App {
 }
 
 /** The KV spec of two selects holding llama.cpp cache type names. */
-export function kvFromSelects(kId: string, vId: string): { spec: KvSpec; label: string } {
+export function kvFromSelects(kId: string, vId: string): { spec: KvStorage; label: string } {
   const label = `ctk=${$<HTMLSelectElement>(kId).value},ctv=${$<HTMLSelectElement>(vId).value}`;
   const c = parseKvConfig(label);
   return { spec: { k: c.k.bits, v: c.v.bits }, label: c.label };

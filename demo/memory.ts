@@ -3,7 +3,7 @@
 // per-buffer limits (hard), and the browser's `navigator.deviceMemory` (RAM in GiB, rounded, capped at 8 by Chrome).
 // The weights' size depends on the choice made before the download: as stored (dense, or MLX-quantized as
 // config.json's `quantization` says), or quantized on load to 8 or 4 bits.
-import { cacheBytes, checkpointBytes, FormatError, parameterCount, type ActDtype, type HrmConfig, type KvSpec, type ModelFiles, type QuantConfig, type QuantSpec } from '../src/index.ts';
+import { cacheBytes, checkpointBytes, FormatError, parameterCount, type ActDtype, type HrmConfig, type KvStorage, type ModelFiles, type QuantConfig, type QuantSpec } from '../src/index.ts';
 import { cacheSlots } from '../src/advanced.ts';
 
 export const GiB = 2 ** 30;
@@ -97,7 +97,7 @@ export interface MemoryLimits {
 }
 
 /** Weights + KV cache + activations at `ctx`, and whether that plausibly fits this adapter. */
-export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: ActDtype, kv: KvSpec, lim: MemoryLimits): MemoryPlan {
+export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: ActDtype, kv: KvStorage, lim: MemoryLimits): MemoryPlan {
   const cache = cacheBytes(c, ctx, dtype, kv);
   const logits = ctx * c.vocab_size * 4;
   const activations = ctx * (c.hidden_size * 4 * 12 + c.intermediate_size * 4 * 3) + 2 * logits;

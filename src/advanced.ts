@@ -44,7 +44,7 @@ export {
   parseConditions, CONDITION_TOKENS, DEFAULT_CONDITION, HRM_PROMPT_TEMPLATE, type FormatPromptOptions,
 } from './hrm/prompt.ts';
 /** The KV syntax's tables, and a KV setting as bits per side (what the cache takes). */
-export { kvSpec, KV_TYPES, KV_GROUP_SIZE, DEFAULT_REFERENCE_KV } from './hrm/kv-spec.ts';
+export { kvStorage, KV_TYPES, KV_GROUP_SIZE, DEFAULT_REFERENCE_KV } from './hrm/kv-spec.ts';
 
 // ---- types the exports refer to, so apps can name them ----------------------------------------------------
 export type { Tensor } from './tensor/tensor.ts';

@@ -38,7 +38,7 @@ export { embeddedModelUrl, modelFiles, EMBEDDED_MODEL, type ModelFiles, type Mod
 /** "Will it fit" checks before a download: parameters, weight bytes (dense or quantized), cache bytes. */
 export { parameterCount, type HrmConfig, type QuantConfig, type QuantSpec } from './hrm/config.ts';
 export { checkpointBytes } from './hrm/quantized.ts';
-export { cacheBytes, type ActDtype, type KvSpec, type QuantMode } from './hrm/cache.ts';
+export { cacheBytes, type ActDtype, type KvStorage, type QuantMode } from './hrm/cache.ts';
 
 // ---- generation and logits --------------------------------------------------------------------------------
 export {

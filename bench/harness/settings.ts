@@ -5,12 +5,12 @@
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa-one.ts';
 import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
-import type { KvSpec } from '../../src/hrm/cache.ts';
+import type { KvStorage } from '../../src/hrm/cache.ts';
 
 export type ConfigName = '1b' | 'tiny';
 export type CacheName = 'full' | 'q8' | 'q4' | 'turbo4' | 'turbo3';
 /** The benchmark's KV caches: full precision, MLX's group-64 q8 / q4, TurboQuant's turbo4 / turbo3 (K and V alike). */
-export const CACHES: Record<CacheName, KvSpec> = {
+export const CACHES: Record<CacheName, KvStorage> = {
   full: { k: null, v: null }, q8: { k: 8, v: 8 }, q4: { k: 4, v: 4 },
   turbo4: { k: 'turbo4', v: 'turbo4' }, turbo3: { k: 'turbo3', v: 'turbo3' },
 };

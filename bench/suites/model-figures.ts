@@ -3,7 +3,7 @@
 // ceiling.
 import type { PassSpan } from '../../src/gpu/gpu.ts';
 import { stackCalls, type HrmConfig } from '../../src/hrm/config.ts';
-import type { KvSpec } from '../../src/hrm/cache.ts';
+import type { KvStorage } from '../../src/hrm/cache.ts';
 import type { CacheName } from '../harness/settings.ts';
 import { onQuantumGrid } from '../timing/calls.ts';
 import type { GcFigure, Stats } from '../timing/stats.ts';
@@ -82,7 +82,7 @@ export interface Ceiling {
 
 export interface CacheResult {
   name: CacheName;
-  kv: KvSpec;
+  kv: KvStorage;
   mode: 'after-prefill';
   /** Cache bytes per cached position, all slots, K and V. */
   bytesPerPosition: number;

@@ -2,7 +2,7 @@
 import {
   Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL, modelFiles,
 } from '../index.ts';
-import { UsageError, cacheSlots, parseConditions, kvSpec } from '../advanced.ts';
+import { UsageError, cacheSlots, parseConditions, kvStorage } from '../advanced.ts';
 import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
 import { bytesSource } from '../io/sources.ts';
 import { compareLogits } from '../hrm/compare.ts';
@@ -59,7 +59,7 @@ async function cmdGenerate(args: string[]): Promise<void> {
       topP: number('top-p', v['top-p'], 1, (n) => n > 0 && n <= 1, 'a number in (0, 1]'),
       seed: number('seed', v.seed, 0, Number.isInteger, 'an integer'),
     },
-    cache: { kv: flagValue(() => kvSpec(v.kv, '--kv')) },
+    cache: { kv: flagValue(() => kvStorage(v.kv, '--kv')) },
     stop: v.stop,
   };
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
@@ -88,7 +88,7 @@ async function cmdLogits(args: string[]): Promise<void> {
   const ids = tokenIds(v.ids);
   const mode = choice('mode', v.mode, ['prefix', 'causal'] as const, 'prefix');
   const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
-  const kv = flagValue(() => kvSpec(v.kv, '--kv'));
+  const kv = flagValue(() => kvStorage(v.kv, '--kv'));
   const quantize = quantOpt(v);
   await checkWritable('out', v.out);
   const gpu = await Gpu.create();
@@ -143,7 +143,7 @@ async function cmdInfo(args: string[]): Promise<void> {
   // pads each head to whole 128-value blocks, so at head_dim 64 it pays for 128.
   const values = cacheSlots(c) * 2 * c.num_attention_heads * c.head_dim;
   for (const label of ['bf16', 'q8', 'q4', 'turbo4', 'turbo3', 'turbo2'] as const) {
-    const kv = kvSpec(label === 'bf16' ? 'ctk=bf16,ctv=bf16' : `ctk=${label},ctv=${label}`);
+    const kv = kvStorage(label === 'bf16' ? 'ctk=bf16,ctv=bf16' : `ctk=${label},ctv=${label}`);
     const perToken = cacheBytes(c, 1, 'bf16', kv);
     out(`cache @${ctx}    ${label.padEnd(6)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}; ` +
       `${perToken} B a token, ${((perToken * 8) / values).toFixed(2)} bits a value\n`);

@@ -1,6 +1,6 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
 import { Gpu, InputError, loadConfig, loadModel, modelFiles, type LoadedModel, HrmBackend } from '../index.ts';
-import { UsageError, kvSpec } from '../advanced.ts';
+import { UsageError, kvStorage } from '../advanced.ts';
 import {
   compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
   kvBytesPerToken, renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
@@ -181,7 +181,7 @@ async function cmdSweep(args: string[]): Promise<void> {
     const cfg = s.lm().config;
     const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
-      bytesPerToken: (kv) => kvBytesPerToken(cfg, kvSpec(kv)),
+      bytesPerToken: (kv) => kvBytesPerToken(cfg, kvStorage(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
       serialize: (r) => toJsonString(r) + '\n',
       store: {

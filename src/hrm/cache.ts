@@ -19,12 +19,15 @@ import { GROUP, QUANT_BITS } from '../kernels/quant/quant.ts';
 import { cacheSlots, type HrmConfig } from './config.ts';
 import { CacheSlot, type CachePass } from './slot.ts';
 
-/** Bits or TurboQuant type per side; null = full precision. */
-export interface KvSpec { k: number | TurboType | null; v: number | TurboType | null }
+/**
+ * What each side of the cache stores: quantization bits or a TurboQuant type, null for full precision. The cache
+ * takes this; `kvStorage()` makes it from a KV string (`KvConfig`, the parsed string) or passes it through.
+ */
+export interface KvStorage { k: number | TurboType | null; v: number | TurboType | null }
 export type QuantMode = 'before-pass' | 'after-prefill';
 export type ActDtype = 'f32' | 'bf16';
 
-export const FULL_KV: KvSpec = { k: null, v: null };
+export const FULL_KV: KvStorage = { k: null, v: null };
 
 /** How kernels round activations of this dtype (bf16 mode rounds every op's output as MLX does). */
 export function roundFor(dtype: ActDtype): Round {
@@ -35,7 +38,7 @@ export interface CacheOptions {
   /** Positions the cache can hold (prompt + generated tokens). */
   capacity: number;
   dtype: ActDtype;
-  kv?: KvSpec;
+  kv?: KvStorage;
   mode?: QuantMode;
 }
 
@@ -45,7 +48,7 @@ export class HrmCache {
   readonly slots: CacheSlot[] = [];
   /** Token type (1 = prefix block) of every cached position. */
   readonly tokenTypes: number[] = [];
-  readonly kv: KvSpec;
+  readonly kv: KvStorage;
   readonly mode: QuantMode;
   /** Storage dtype of full-precision sides. */
   readonly fullDtype: ActDtype;
@@ -159,7 +162,7 @@ export class HrmCache {
 }
 
 /** Cache bytes for `capacity` positions without allocating (for "will it fit" checks). */
-export function cacheBytes(c: HrmConfig, capacity: number, dtype: ActDtype, kv: KvSpec = FULL_KV): number {
+export function cacheBytes(c: HrmConfig, capacity: number, dtype: ActDtype, kv: KvStorage = FULL_KV): number {
   const full = (kv.k === null) !== (kv.v === null) ? 'f32' : dtype;
   const per = (bits: number | TurboType | null) => bits === null
     ? storageBytes(full, c.num_attention_heads * capacity * c.head_dim)

@@ -12,15 +12,18 @@ import type { LoadedModel } from './load.ts';
 import { formatPrompt } from './prompt.ts';
 import { Sampler, type SamplerOptions } from './sampling.ts';
 import { TextStreamer } from './stream.ts';
-import type { HrmCache, KvSpec, QuantMode } from './cache.ts';
-import { kvSpec } from './kv-spec.ts';
+import type { HrmCache, KvStorage, QuantMode } from './cache.ts';
+import { kvStorage } from './kv-spec.ts';
 import { DecodeGraph, greedySteps } from './decode.ts';
 
-/** The KV cache of a generation (mlx-lm's kv_bits and quantized_kv_start, with llama.cpp's cache types). */
+/**
+ * A generation's `cache` option (mlx-lm's kv_bits and quantized_kv_start, with llama.cpp's cache types): what each
+ * side stores, as a KV string or a `KvStorage`, and when it is quantized.
+ */
 export interface CacheSpec {
   /** Cache types: a llama.cpp string (`ctk=q8_0,ctv=q4_0`, see parseKvConfig) or bits per side (default: full
    *  precision, as `ctk=f16,ctv=f16`). */
-  kv?: string | KvSpec;
+  kv?: string | KvStorage;
   /** When K/V are quantized: 'after-prefill' (mlx-lm's generation, default) or 'before-pass' (every attention). */
   mode?: QuantMode;
 }
@@ -131,7 +134,7 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
   const maxTokens = opts.maxTokens ?? 128;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate', `maxTokens must be a positive integer (got ${maxTokens})`);
   const sampler = new Sampler(opts.sampler);
-  const kv = kvSpec(opts.cache?.kv, 'cache.kv');
+  const kv = kvStorage(opts.cache?.kv, 'cache.kv');
   const ids = opts.promptIds ?? tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: lm.chatTemplate }));
   const capacity = Math.min(model.config.max_position_embeddings, ids.length + maxTokens);
   if (ids.length >= model.config.max_position_embeddings) {
@@ -233,12 +236,12 @@ export interface LogitsOptions {
   /** 'prefix' (HRM's bidirectional prompt block, default) or 'causal'. */
   mask?: 'prefix' | 'causal';
   /** KV cache, quantized before the pass (every attention reads quantized K/V). Default: full precision. */
-  kv?: string | KvSpec;
+  kv?: string | KvStorage;
 }
 
 /** f32 logits of `ids` with a fresh cache: `ids.length * vocab_size` values, row-major. */
 export function logits(lm: Pick<LoadedModel, 'model'>, ids: number[], opts: LogitsOptions = {}): Promise<Float32Array> {
-  return lm.model.logits(ids, { mask: opts.mask ?? 'prefix', kv: kvSpec(opts.kv, 'kv') });
+  return lm.model.logits(ids, { mask: opts.mask ?? 'prefix', kv: kvStorage(opts.kv, 'kv') });
 }
 
 /** The next token of each decode step: replayed (greedy chained on the GPU, or sampled from logits) or recorded. */

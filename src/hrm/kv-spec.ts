@@ -2,10 +2,10 @@
 // quantization, or to the TurboQuant fork's turbo2/3/4 (`ctk=q8_0,ctv=turbo3`; kernels/turbo/format.ts). Unlike
 // REFRACT's MLX backend this port owns its cache, so K and V may differ. The one parser of the library (generate's
 // `cache.kv`, logits' `kv`), the hrm CLI (--kv), REFRACT (--reference/--candidate, sweeps) and the demo. It lives
-// in hrm/ because it maps onto the cache's KvSpec (cache.ts) and the quantization group (kernels/quant/rules.ts),
+// in hrm/ because it maps onto the cache's KvStorage (cache.ts) and the quantization group (kernels/quant/rules.ts),
 // and REFRACT, which sits above hrm/, imports it from there.
 import { InputError } from '../errors.ts';
-import type { KvSpec } from './cache.ts';
+import type { KvStorage } from './cache.ts';
 import { GROUP } from '../kernels/quant/rules.ts';
 import type { TurboType } from '../kernels/turbo/format.ts';
 
@@ -38,7 +38,10 @@ export interface KvSide {
   name: string;
 }
 
-/** A parsed KV config. `label` is the canonical `ctk=..,ctv=..` string (REFRACT's `KVConfig.label()`). */
+/**
+ * A parsed KV string (llama.cpp's `ctk=..,ctv=..`): each side's type name and storage, the group size. `label` is
+ * the canonical string (REFRACT's `KVConfig.label()`). The cache takes its storage alone (`KvStorage`).
+ */
 export interface KvConfig {
   k: KvSide;
   v: KvSide;
@@ -93,10 +96,10 @@ export function isFullPrecision(cfg: KvConfig): boolean {
 }
 
 /**
- * The cache's view of a KV setting: quantization bits or TurboQuant type per side (null = full precision). A string
- * is parsed by parseKvConfig (errors name `option`); a KvSpec passes through; absent means full precision.
+ * Any KV setting as the cache's `KvStorage`: quantization bits or TurboQuant type per side (null = full precision).
+ * A string is parsed by parseKvConfig (errors name `option`); a KvStorage passes through; absent means full precision.
  */
-export function kvSpec(kv: string | KvSpec | undefined, option?: string): KvSpec {
+export function kvStorage(kv: string | KvStorage | undefined, option?: string): KvStorage {
   if (kv === undefined) return { k: null, v: null };
   if (typeof kv !== 'string') return kv;
   const c = parseKvConfig(kv, option);

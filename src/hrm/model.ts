@@ -20,7 +20,7 @@ import { add } from '../kernels/ops/ops.ts';
 import { embedding, linear, mlp } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
-import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvSpec } from './cache.ts';
+import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvStorage } from './cache.ts';
 import type { CachePass, CacheSlot } from './slot.ts';
 import { disposeWeights, type HrmWeights, type LayerWeights } from './weights.ts';
 import type { Weight } from './layout.ts';
@@ -85,7 +85,7 @@ export class HrmModel {
   }
 
   /** f32 logits [ids.length, vocab] of `ids` with a fresh cache (`kv` quantized before the pass), read back. */
-  async logits(ids: number[], opts: { mask: MaskSpec; kv?: KvSpec }): Promise<Float32Array> {
+  async logits(ids: number[], opts: { mask: MaskSpec; kv?: KvStorage }): Promise<Float32Array> {
     const cache = this.newCache({ capacity: ids.length, kv: opts.kv, mode: 'before-pass' });
     try {
       const t = this.forward(ids, cache, { mask: opts.mask });

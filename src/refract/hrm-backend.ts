@@ -7,7 +7,7 @@ import type { LoadedModel } from '../hrm/load.ts';
 import { formatPrompt } from '../hrm/prompt.ts';
 import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions, type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
 import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
-import { kvSpec, parseKvConfig } from '../hrm/kv-spec.ts';
+import { kvStorage, parseKvConfig } from '../hrm/kv-spec.ts';
 
 /** Positions in a part of a KLD pass on a CPU adapter (see logits). */
 const CPU_PART = 8;
@@ -59,7 +59,7 @@ export class HrmBackend implements Backend {
     let meta: Metadata = {};
     for await (const ev of generate(this.lm, '', {
       promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), sampler: { temperature: o.temperature ?? 0, seed: o.seed ?? 42 },
-      cache: { kv: kvSpec(o.kvConfig), mode: 'after-prefill' }, signal: o.signal,
+      cache: { kv: kvStorage(o.kvConfig), mode: 'after-prefill' }, signal: o.signal,
     })) {
       if (ev.type === 'done') {
         text = ev.text;
@@ -95,7 +95,7 @@ export class HrmBackend implements Backend {
     const model = this.lm.model;
     const V = this.lm.config.vocab_size;
     const part = model.gpu.cpu ? CPU_PART : ids.length;
-    const cache = model.newCache({ capacity: ids.length, kv: kvSpec(kv), mode: 'before-pass' });
+    const cache = model.newCache({ capacity: ids.length, kv: kvStorage(kv), mode: 'before-pass' });
     const out = new Float32Array(ids.length * V);
     try {
       for (let a = 0; a < ids.length; a += part) {

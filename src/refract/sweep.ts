@@ -5,7 +5,7 @@
 import { InputError } from '../errors.ts';
 import { parseKvConfig } from '../hrm/kv-spec.ts';
 import { parseReport, type RefractReport } from './report/json.ts';
-import { cacheBytes, type KvSpec } from '../hrm/cache.ts';
+import { cacheBytes, type KvStorage } from '../hrm/cache.ts';
 import type { TurboType } from '../kernels/turbo/format.ts';
 import type { HrmConfig } from '../hrm/config.ts';
 
@@ -16,7 +16,7 @@ import type { HrmConfig } from '../hrm/config.ts';
  * what this library allocates (cacheBytes: full sides in the activation dtype, f32 beside a quantized side), which
  * would put `ctk=f16,ctv=q8_0` above the f16 cache it halves.
  */
-export function kvBytesPerToken(c: HrmConfig, kv: KvSpec): number {
+export function kvBytesPerToken(c: HrmConfig, kv: KvStorage): number {
   // One side: half of a cache whose two sides are that side (a symmetric cache keeps 16-bit full sides in bf16).
   const side = (bits: number | TurboType | null) => cacheBytes(c, 1, 'bf16', { k: bits, v: bits }) / 2;
   return side(kv.k) + side(kv.v);

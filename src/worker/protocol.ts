@@ -4,7 +4,7 @@
 // an id; the worker answers with progress and stream events for that id, then exactly one `result` or `error`. An
 // `abort` names a running call; `lost` (the GPU device is gone) fails every call in flight.
 import type { AdapterSummary, DeviceOptions } from '../gpu/device.ts';
-import type { ActDtype, KvSpec } from '../hrm/cache.ts';
+import type { ActDtype, KvStorage } from '../hrm/cache.ts';
 import type { DType } from '../tensor/dtype.ts';
 import type { HrmConfig, QuantSpec } from '../hrm/config.ts';
 import type { LoadStage } from '../hrm/load.ts';

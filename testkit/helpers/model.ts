@@ -1,7 +1,7 @@
 // Load test models from the repository (fixtures and the embedded model) and run teacher-forced passes.
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
-import type { ActDtype, KvSpec, QuantMode } from '../../src/hrm/cache.ts';
+import type { ActDtype, KvStorage, QuantMode } from '../../src/hrm/cache.ts';
 import { compareLogits } from '../../src/hrm/compare.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { BROWN, FIXTURES } from './fixtures.ts';
@@ -21,7 +21,7 @@ export function model(gpu: Gpu, name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown', dty
 }
 
 /** Logits of one forward over `ids` from an empty cache. */
-export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 'causal', kv?: KvSpec, mode: QuantMode = 'before-pass'): Promise<Float32Array> {
+export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 'causal', kv?: KvStorage, mode: QuantMode = 'before-pass'): Promise<Float32Array> {
   const cache = lm.model.newCache({ capacity: ids.length, kv, mode });
   const t = lm.model.forward(ids, cache, { mask });
   const out = await t.readF32();
@@ -34,7 +34,7 @@ export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 
  * Teacher-forced generation: prefill `prompt` as one prefix block, then feed `gen[0..n-2]` one token at a time.
  * Returns the logits each generated token was picked from ([n, V]) and our own greedy picks.
  */
-export async function teacherForced(lm: LoadedModel, prompt: number[], gen: number[], kv?: KvSpec): Promise<{ logits: Float32Array; picks: number[] }> {
+export async function teacherForced(lm: LoadedModel, prompt: number[], gen: number[], kv?: KvStorage): Promise<{ logits: Float32Array; picks: number[] }> {
   const V = lm.config.vocab_size;
   const cache = lm.model.newCache({ capacity: prompt.length + gen.length, kv, mode: 'after-prefill' });
   const logits = new Float32Array(gen.length * V);

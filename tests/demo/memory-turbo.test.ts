@@ -3,14 +3,14 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../../src/hrm/config.ts';
-import { kvSpec } from '../../src/hrm/kv-spec.ts';
+import { kvStorage } from '../../src/hrm/kv-spec.ts';
 import { memoryPlan } from '../../demo/memory.ts';
 
 describe('demo memory check with TurboQuant caches', () => {
   const path = new URL('../../models/hrm-text-brown-10m/config.json', import.meta.url);
   const config = parseConfig(JSON.parse(readFileSync(path, 'utf8')));
   const lim = { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30 };
-  const cache = (kv: string) => memoryPlan(config, 0, 1000, 'bf16', kvSpec(kv), lim).cache;
+  const cache = (kv: string) => memoryPlan(config, 0, 1000, 'bf16', kvStorage(kv), lim).cache;
 
   it('counts bytes a token from the blocks each head stores', () => {
     // 24 slots x 5 heads x 1000 tokens, K and V.

@@ -3,7 +3,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { DecodeGraph, QueueDepth } from '../../src/hrm/decode.ts';
 import { generate } from '../../src/hrm/generate.ts';
-import type { KvSpec } from '../../src/hrm/cache.ts';
+import type { KvStorage } from '../../src/hrm/cache.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { runs } from '../helpers/sweep.ts';
@@ -21,7 +21,7 @@ const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42, 17, 99, 123, 54, 2];
 
 /** Prefill PROMPT into a fresh cache holding `extra` more positions. */
-async function prefilled(lm: LoadedModel, extra: number, kv?: KvSpec) {
+async function prefilled(lm: LoadedModel, extra: number, kv?: KvStorage) {
   const cache = lm.model.newCache({ capacity: PROMPT.length + extra, kv, mode: 'after-prefill' });
   (await lm.model.forward(PROMPT, cache, { mask: 'prefix', logits: 'last' }).readF32());
   return cache;
@@ -34,7 +34,7 @@ function build(lm: LoadedModel, cache: Awaited<ReturnType<typeof prefilled>>, mo
 }
 
 describe('decode graph', { timeout: 300_000 }, () => {
-  const cases: Array<[string, 'brown' | 'hrm-tiny-a' | 'hrm-tiny-b', 'f32' | 'bf16', KvSpec | undefined]> = [
+  const cases: Array<[string, 'brown' | 'hrm-tiny-a' | 'hrm-tiny-b', 'f32' | 'bf16', KvStorage | undefined]> = [
     ['brown f32, full cache', 'brown', 'f32', undefined],
     ['tiny-a bf16, full cache', 'hrm-tiny-a', 'bf16', undefined],
     ['tiny-a f32, kv8', 'hrm-tiny-a', 'f32', { k: 8, v: 8 }],
@@ -116,7 +116,7 @@ describe('decode graph', { timeout: 300_000 }, () => {
 
   it('generate() with a q4 cache: the composed path\'s tokens, its replayed step one dispatch a layer call longer than a full cache\'s', async () => {
     const lm = await model(await getGpu(), 'brown', 'f32');
-    const run = async (kv?: KvSpec) => {
+    const run = async (kv?: KvStorage) => {
       for await (const ev of generate(lm, 'The jury said', { maxTokens: 8, cache: { kv } })) if (ev.type === 'done') return ev.stats;
       throw new Error('no done event');
     };

@@ -10,7 +10,7 @@ import {
   InputError, generate, generateText, isSoftwareAdapter, loadModel, logits, modelFiles, parseKvConfig, runtimeName,
   type AdapterSummary, type ModelFiles, type ProgressInfo,
 } from '../../src/index.ts';
-import { kvSpec } from '../../src/advanced.ts';
+import { kvStorage } from '../../src/advanced.ts';
 import { getGpu } from '../helpers/gpu.ts';
 import { fixture, BROWN, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { expectClose } from '../helpers/close.ts';
@@ -39,7 +39,7 @@ const PUBLIC = [
   'DeviceOptions', 'EMBEDDED_MODEL', 'embeddedModelUrl', 'formatPrompt', 'FormatError', 'generate', 'GenerateEvent',
   'GenerateModel', 'GenerateOptions', 'GenerateStats', 'generateText', 'GenerationResult', 'Gpu', 'GpuOutOfMemoryError',
   'GpuValidationError', 'HrmBackend', 'HrmConfig', 'HrmError', 'InputError', 'isSoftwareAdapter', 'KldAxisOptions',
-  'KldAxisResult', 'KvConfig', 'KvSide', 'KvSpec', 'loadConfig', 'loadConfigs', 'LoadedModel', 'loadModel',
+  'KldAxisResult', 'KvConfig', 'KvSide', 'KvStorage', 'loadConfig', 'loadConfigs', 'LoadedModel', 'loadModel',
   'LoadModelOptions', 'LoadStage', 'logits', 'LogitsOptions', 'ModelFiles', 'modelFiles', 'ModelSource', 'NetworkError',
   'NoWebGpuError', 'parameterCount', 'parseKvConfig', 'ProgressInfo', 'QuantConfig', 'QuantMode', 'QuantSpec',
   'RefractError', 'RefractReport', 'renderHtmlReport', 'renderTextReport', 'runKld', 'runRefract', 'RunRefractOptions',
@@ -71,7 +71,7 @@ const ADVANCED: Record<string, string> = {
   CacheSlot: MODEL, SlotGeometry: MODEL, HrmWeights: MODEL, LayerWeights: MODEL, Weight: MODEL,
   parseConditions: PROMPT, CONDITION_TOKENS: PROMPT, DEFAULT_CONDITION: PROMPT, HRM_PROMPT_TEMPLATE: PROMPT,
   FormatPromptOptions: PROMPT,
-  kvSpec: KV, KV_TYPES: KV, KV_GROUP_SIZE: KV, DEFAULT_REFERENCE_KV: KV,
+  kvStorage: KV, KV_TYPES: KV, KV_GROUP_SIZE: KV, DEFAULT_REFERENCE_KV: KV,
   Tensor: TYPE, DType: TYPE, Round: TYPE, AttnMask: TYPE, FullKV: TYPE,
   DispatchTiming: 'Gpu.lastTimings\' element (profileNext: per-dispatch GPU time for benchmarks)',
   PassSpan: 'Gpu.lastTimeline\'s element (timelineNext: a batch pass by pass, for benchmarks)',
@@ -97,7 +97,7 @@ const REFRACT = [
   'applyTypo', 'band', 'brownCorpus', 'buildReport', 'buildRniahPrompt', 'candidateFile', 'comparePosition',
   'compareRows', 'compositeScore', 'contextLengthOf', 'corpusIdentity', 'defaultCorpus', 'defaultHaystack',
   'diffTrajectories', 'esc', 'extractNeedleKeyword', 'fileStem', 'gridCandidates', 'harmonicMean', 'interpretPattern',
-  'isFullPrecision', 'isoSeconds', 'kldChunks', 'kldToScore', 'kvBytesPerToken', 'kvSpec', 'levenshtein', 'markPareto',
+  'isFullPrecision', 'isoSeconds', 'kldChunks', 'kldToScore', 'kvBytesPerToken', 'kvStorage', 'levenshtein', 'markPareto',
   'meanAndUncertainty', 'median', 'nearestSentenceBoundary', 'newKldProgress', 'normalizedDrift', 'parseKvConfig',
   'parsePromptsJsonl', 'parseReport', 'percentile', 'percentiles', 'perturb', 'renderCompareTable', 'renderHtmlReport',
   'renderRepeatability', 'renderSweepHtml', 'renderSweepTable', 'renderTextReport', 'repeatabilityBand',
@@ -143,9 +143,9 @@ describe('public API', () => {
   it('parses KV strings (the one parser) into types and bits per side, and names a bad one', () => {
     const c = parseKvConfig('ctk=q8_0,ctv=q4_0', 'cache.kv');
     expect([c.k.bits, c.v.bits, c.label]).toEqual([8, 4, 'ctk=q8_0,ctv=q4_0']);
-    expect(kvSpec('ctk=q8_0,ctv=q4_0')).toEqual({ k: 8, v: 4 });
-    expect(kvSpec({ k: 4, v: null })).toEqual({ k: 4, v: null });
-    expect(kvSpec(undefined)).toEqual({ k: null, v: null });
+    expect(kvStorage('ctk=q8_0,ctv=q4_0')).toEqual({ k: 8, v: 4 });
+    expect(kvStorage({ k: 4, v: null })).toEqual({ k: 4, v: null });
+    expect(kvStorage(undefined)).toEqual({ k: null, v: null });
     expect(() => parseKvConfig('ctk=q9', 'cache.kv')).toThrow(/unknown cache type ctk=q9 in cache\.kv/);
   });
 

@@ -95,7 +95,7 @@ describe('the packed package', () => {
 
   it('hrm-webgpu/advanced resolves from the installed package (its own entry, beside the main one)', async () => {
     const script = "const a = await import('hrm-webgpu/advanced'); const m = await import('hrm-webgpu'); " +
-      "console.log(JSON.stringify([a.kvSpec('ctk=q8_0,ctv=q4_0'), typeof a.HrmModel, 'HrmModel' in m]));";
+      "console.log(JSON.stringify([a.kvStorage('ctk=q8_0,ctv=q4_0'), typeof a.HrmModel, 'HrmModel' in m]));";
     const { stdout } = await exec('node', ['--input-type=module', '-e', script], app);
     expect(JSON.parse(stdout)).toEqual([{ k: 8, v: 4 }, 'function', false]);
   });
@@ -103,12 +103,12 @@ describe('the packed package', () => {
   it('a TypeScript app typechecks against the declared types (and a wrong option type fails)', async () => {
     writeFileSync(join(app, 'check.ts'), [
       "import { generateText, loadModel, parseKvConfig, type GenerationResult } from 'hrm-webgpu';",
-      "import { HrmModel, kvSpec } from 'hrm-webgpu/advanced';",
+      "import { HrmModel, kvStorage } from 'hrm-webgpu/advanced';",
       'const lm = await loadModel();',
       "const r: GenerationResult = await generateText(lm, 'x', { maxTokens: 2, cache: { kv: 'ctk=q8_0,ctv=q4_0' } });",
       "const bits: number | null = parseKvConfig('ctv=q4_0').v.bits;",
       'const model: HrmModel = lm.model;',
-      "const spec: { k: number | null } = kvSpec('ctk=q8_0');",
+      "const spec: { k: number | null } = kvStorage('ctk=q8_0');",
       '// @ts-expect-error maxTokens is a number',
       "await generateText(lm, 'x', { maxTokens: '2' });",
       '// @ts-expect-error the temperature is the sampler\'s',

@@ -1,6 +1,6 @@
 // KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvSpec, parseKvConfig } from '../../src/hrm/kv-spec.ts';
+import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvStorage, parseKvConfig } from '../../src/hrm/kv-spec.ts';
 import { InputError } from '../../src/errors.ts';
 
 describe('parseKvConfig', () => {
@@ -29,8 +29,8 @@ describe('parseKvConfig', () => {
   it('names the option in its errors', () => {
     expect(() => parseKvConfig('', '--candidate')).toThrow(/^\[kvconfig\] --candidate is empty/);
     expect(() => parseKvConfig('ctk=q9', '--kv')).toThrow(/unknown cache type ctk=q9 in --kv "ctk=q9"/);
-    expect(kvSpec('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
-    expect(kvSpec('ctk=q8_0,ctv=TURBO3')).toEqual({ k: 8, v: 'turbo3' });
+    expect(kvStorage('ctk=q8_0,ctv=f16')).toEqual({ k: 8, v: null });
+    expect(kvStorage('ctk=q8_0,ctv=TURBO3')).toEqual({ k: 8, v: 'turbo3' });
     expect(parseKvConfig('ctk=turbo4,ctv=turbo2').label).toBe('ctk=turbo4,ctv=turbo2');
   });
   it('defaults a missing side to f16', () => {

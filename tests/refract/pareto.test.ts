@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { kvBytesPerToken } from '../../src/refract/sweep.ts';
 import { cacheBytes } from '../../src/hrm/cache.ts';
 import { cacheSlots, parseConfig } from '../../src/hrm/config.ts';
-import { kvSpec } from '../../src/hrm/kv-spec.ts';
+import { kvStorage } from '../../src/hrm/kv-spec.ts';
 import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 
 /** A K x V grid as `refract sweep` scores it: bytes per token of each pair, composites between 92 and 100. */
@@ -118,9 +118,9 @@ describe('bytes per token of a candidate (issue 42, item 12)', () => {
     expect(kvBytesPerToken(c, { k: null, v: null })).toBe(2 * 2 * values);
     expect(q8).toBe(values + (2 * 4 * values) / 64);   // levels, and an f32 scale and bias per 64 values
     // The issue's figure: 24000, where the f32 side the library allocates beside a q8_0 one gave 39360.
-    expect(kvBytesPerToken(c, kvSpec('ctk=f16,ctv=q8_0'))).toBe(24000);
-    expect(cacheBytes(c, 1, 'f32', kvSpec('ctk=f16,ctv=q8_0'))).toBe(39360);
-    expect(kvBytesPerToken(c, kvSpec('ctk=q8_0,ctv=f16'))).toBe(24000);
-    expect(kvBytesPerToken(c, kvSpec('ctk=f16,ctv=q8_0'))).toBeLessThan(kvBytesPerToken(c, { k: null, v: null }));
+    expect(kvBytesPerToken(c, kvStorage('ctk=f16,ctv=q8_0'))).toBe(24000);
+    expect(cacheBytes(c, 1, 'f32', kvStorage('ctk=f16,ctv=q8_0'))).toBe(39360);
+    expect(kvBytesPerToken(c, kvStorage('ctk=q8_0,ctv=f16'))).toBe(24000);
+    expect(kvBytesPerToken(c, kvStorage('ctk=f16,ctv=q8_0'))).toBeLessThan(kvBytesPerToken(c, { k: null, v: null }));
   });
 });
