@@ -57,4 +57,5 @@ export type { CachePass, CacheSlot, SlotGeometry } from './hrm/slot.ts';
 export type { HrmWeights, LayerWeights } from './hrm/weights.ts';
 export type { Weight } from './hrm/layout.ts';
 export type { Round } from './kernels/common/codes.ts';
-export type { AttnMask, FullKV } from './kernels/attention/types.ts';
+export type { AttnMask, CacheSide, FullKV, TurboKV } from './kernels/attention/types.ts';
+export type { TurboType } from './kernels/turbo/format.ts';

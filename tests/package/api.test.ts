@@ -72,7 +72,8 @@ const ADVANCED: Record<string, string> = {
   parseConditions: PROMPT, CONDITION_TOKENS: PROMPT, DEFAULT_CONDITION: PROMPT, HRM_PROMPT_TEMPLATE: PROMPT,
   FormatPromptOptions: PROMPT,
   kvStorage: KV, KV_TYPES: KV, KV_GROUP_SIZE: KV, DEFAULT_REFERENCE_KV: KV,
-  Tensor: TYPE, DType: TYPE, Round: TYPE, AttnMask: TYPE, FullKV: TYPE,
+  Tensor: TYPE, DType: TYPE, Round: TYPE, AttnMask: TYPE, FullKV: TYPE, CacheSide: TYPE, TurboKV: TYPE,
+  TurboType: TYPE,
   DispatchTiming: 'Gpu.lastTimings\' element (profileNext: per-dispatch GPU time for benchmarks)',
   PassSpan: 'Gpu.lastTimeline\'s element (timelineNext: a batch pass by pass, for benchmarks)',
 };
