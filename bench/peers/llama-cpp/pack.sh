@@ -6,7 +6,7 @@
 # and the tarball's sha256 below; a mismatch stops the pack.
 #   bash bench/peers/llama-cpp/pack.sh        (here, with npm; ~1 minute; the npm tarball is cached in .h200/peers-cache)
 # Trimmed to what a CUDA/CPU build of libllama, llama-bench and llama-quantize and the GGUF writer (gguf-py,
-# conversion/) need: no docs, models, tests, examples, web UI, other backends. PEER-VERSION in the tarball says what
+# conversion/) need: no docs, models, tests, examples, other tools (stubbed), web UI, other backends. PEER-VERSION in the tarball says what
 # it is. Prints the size to carry.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -39,6 +39,12 @@ for b in "$s"/ggml/src/ggml-*/; do
   case "$(basename "$b")" in ggml-cpu|ggml-cuda|ggml-blas) ;; *) rm -rf "$b" ;; esac
 done
 find "$s" -name '*.png' -o -name '*.jpg' -o -name '*.gif' -o -name '*.svg' | xargs -r rm -f
+# The tools not built here keep an empty CMakeLists.txt (tools/CMakeLists.txt adds them all); miniaudio's header
+# (4 MB, for mtmd only) goes, its interface target stays.
+for t in "$s"/tools/*/; do
+  case "$(basename "$t")" in llama-bench|quantize) ;; *) rm -rf "$t" && mkdir -p "$t" && echo '# stubbed by bench/peers/llama-cpp/pack.sh' > "$t/CMakeLists.txt" ;; esac
+done
+rm -f "$s"/vendor/miniaudio/*.h
 {
   echo "llama.cpp $tag (upstream ggml-org/llama.cpp; CMakeLists.txt LLAMA_VERSION $(sed -n 's/^set(LLAMA_VERSION_\(MAJOR\|MINOR\|PATCH\) \(.*\))/\2/p' "$s/CMakeLists.txt" | paste -sd.))"
   echo "from npm node-llama-cpp@$NLC_VERSION (sha256 $NLC_SHA256), llama/gitRelease.bundle HEAD $head (a squash of the release)"
