@@ -31,7 +31,7 @@ if [ "${LLAMA:-1}" = 1 ] && [ -f "$p/llama-cpp-src.tar.xz" ]; then
   say "llama.cpp exited with $?"
   [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 fi
-if [ "${TJS:-1}" = 1 ] && [ -d "$p/tjs" ]; then
+if [ "${TJS:-1}" = 1 ] && [ -f "$p/tjs/site.tar.xz" ]; then
   bash bench/peers/transformers-js/run.sh "$d" "$model"
   say "transformers.js exited with $?"
 fi
