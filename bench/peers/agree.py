@@ -16,6 +16,7 @@ Prints a Markdown table and writes the figures as JSON (--json) for the run's `p
 """
 import argparse
 import json
+import os
 
 
 def last_json(path):
@@ -35,7 +36,8 @@ def compare(ours, peer, peer_path):
     for k in ("model", "dtype", "fa", "ctk", "ctv", "mask"):
         if k in peer:
             row[k] = peer[k]
-    forced = next((f for f in ours.get("teacher_forced", []) if f["peer"] == peer_path), None)
+    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b) or os.path.basename(a) == os.path.basename(b)
+    forced = next((f for f in ours.get("teacher_forced", []) if same(f["peer"], peer_path)), None)
     if forced:
         worst = max((d["gap"] / d["rms"] for d in forced["differing"] if d["rms"]), default=0.0)
         row.update(forced_agree=forced["agree"], forced_steps=forced["steps"], worst_gap_over_rms=round(worst, 4),

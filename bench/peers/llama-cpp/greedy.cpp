@@ -3,7 +3,8 @@
 // mode llama.cpp's hrm_text has). Built by bench/peers/llama-cpp/build.sh against the packed llama.cpp's libllama.
 //   hrm-greedy -m MODEL.gguf --ids FILE [-n 128] [--fa on|off|auto] [--ctk f16] [--ctv f16] [-ngl 99] [-t THREADS]
 //              [--top 5] [--ubatch 512]
-// FILE holds the prompt's ids, separated by anything that is not a digit (a JSON array, commas, lines). Prints one
+// FILE holds the prompt's ids: the first "ids" array of a JSON object (make.py's prompts.json), or ids separated by
+// anything that is not a digit (a JSON array, commas, lines). Prints one
 // JSON line: the generated ids, each step's top-k (id, logit) pairs, the prefill and decode milliseconds (the
 // prompt in one llama_decode, then one token a call, each synchronized), and the settings.
 #include "llama.h"
@@ -36,6 +37,13 @@ static std::vector<llama_token> read_ids(const std::string & path) {
     ss << f.rdbuf();
     std::vector<llama_token> ids;
     std::string s = ss.str(), cur;
+    // a JSON object (make.py's prompts.json): the first "ids" array only
+    const size_t key = s.find("\"ids\"");
+    if (key != std::string::npos) {
+        const size_t open = s.find('[', key), close = s.find(']', open);
+        if (open == std::string::npos || close == std::string::npos) { fprintf(stderr, "hrm-greedy: %s: no ids array\n", path.c_str()); exit(2); }
+        s = s.substr(open + 1, close - open - 1);
+    }
     for (char c : s + " ") {
         if (c >= '0' && c <= '9') cur += c;
         else if (!cur.empty()) { ids.push_back((llama_token) std::stol(cur)); cur.clear(); }
