@@ -37,11 +37,15 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     || { tail -30 "$root/cmake.log"; echo "[build] cmake configure failed"; exit 1; }
 fi
 echo "[build] configured ($(($(date +%s) - t0)) s)"
-cmake --build "$build" -j "$jobs" --target llama-bench llama-quantize > "$root/build.log" 2>&1 \
-  || { tail -40 "$root/build.log"; echo "[build] cmake --build failed"; exit 1; }
-echo "[build] llama-bench, llama-quantize built ($(($(date +%s) - t0)) s)"
+# libllama first, then hrm-greedy (it needs nothing else), then the tools (they need llama-common, the slow part).
+cmake --build "$build" -j "$jobs" --target llama > "$root/build.log" 2>&1 \
+  || { tail -40 "$root/build.log"; echo "[build] cmake --build llama failed"; exit 1; }
 bin=$build/bin
 "${CXX:-g++}" -O2 -std=c++17 "$here/greedy.cpp" -I "$src/include" -I "$src/ggml/include" -L "$bin" \
   -lllama -lggml -lggml-base -Wl,-rpath,"$bin" -o "$bin/hrm-greedy" > "$root/greedy-build.log" 2>&1 \
   || { cat "$root/greedy-build.log"; echo "[build] greedy.cpp failed"; exit 1; }
-echo "[build] hrm-greedy built; all done in $(($(date +%s) - t0)) s: $bin"
+echo "[build] libllama, hrm-greedy built ($(($(date +%s) - t0)) s)"
+cmake --build "$build" -j "$jobs" --target llama-bench llama-quantize >> "$root/build.log" 2>&1 \
+  || { tail -40 "$root/build.log"; echo "[build] cmake --build llama-bench llama-quantize failed"; exit 1; }
+echo "[build] llama-bench, llama-quantize built ($(($(date +%s) - t0)) s)"
+echo "[build] all done in $(($(date +%s) - t0)) s: $bin"
