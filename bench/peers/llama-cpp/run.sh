@@ -8,7 +8,8 @@
 #     f16 caches and flash attention (what a user runs): DIR/greedy-f32.json, DIR/greedy-bf16.json.
 #   bash bench/peers/llama-cpp/run.sh DIR MODEL_DIR        (PEERS_ROOT, default /tmp/hrm-peers: source, build, GGUFs)
 # BUILD_ONLY=1 stops after the build (a first call, when the build and the runs do not fit one call's limit);
-# BENCH=0 skips llama-bench, GREEDY=0 the greedy runs, F32=0 the f32 GGUF. Writes DIR/llama-cpp.json (the version,
+# BENCH=0 skips llama-bench, GREEDY=0 the greedy runs, F32=0 the f32 GGUF; PP, TG, REPS and GREEDY_N shrink the work
+# (a CPU check: CUDA=0 SKIP_BUILD=1 PP=64 TG=16 REPS=1 GREEDY_N=16). Writes DIR/llama-cpp.json (the version,
 # the flags, each step's seconds, llama-bench's results, the greedy runs' files) and DIR/llama-cpp.log.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -22,8 +23,10 @@ t0=$(date +%s)
 step() { echo "[llama-cpp] $* ($(($(date +%s) - t0)) s)" | tee -a "$log"; }
 steps=()
 mark() { steps+=("\"$1\": $(($(date +%s) - t0))"); }
-bash bench/peers/llama-cpp/build.sh .h200/peers/llama-cpp-src.tar.xz "$root" 2>&1 | tee -a "$log"
-[ "${PIPESTATUS[0]}" = 0 ] || { step "build failed"; exit 1; }
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  bash bench/peers/llama-cpp/build.sh .h200/peers/llama-cpp-src.tar.xz "$root" 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { step "build failed"; exit 1; }
+fi
 mark build
 bin=$root/build-cuda/bin
 [ "${CUDA:-1}" = 1 ] || bin=$root/build-cpu/bin
@@ -53,7 +56,7 @@ mark quantize
 step "GGUFs: $(cd "$root/gguf" && ls -s --block-size=M "$name"-*.gguf | tr '\n' ' ')"
 if [ "${BENCH:-1}" = 1 ]; then
   for kv in f16 q8_0 q4_0; do
-    "$bin/llama-bench" -m "$g-bf16.gguf" -m "$g-q8_0.gguf" -m "$g-q4_0.gguf" -p 512 -n 128 -fa 1 -ngl 99 \
+    "$bin/llama-bench" -m "$g-bf16.gguf" -m "$g-q8_0.gguf" -m "$g-q4_0.gguf" -p "${PP:-512}" -n "${TG:-128}" -fa 1 -ngl 99 \
       -ctk "$kv" -ctv "$kv" -r "${REPS:-5}" -o json > "$dir/llama-bench-$kv.json" 2>> "$log"
     step "llama-bench, $kv caches: exit $?"
   done
@@ -80,10 +83,10 @@ fi
 if [ "${GREEDY:-1}" = 1 ]; then
   ids=$model/prompts.json
   if [ -s "$g-f32.gguf" ]; then
-    "$bin/hrm-greedy" -m "$g-f32.gguf" --ids "$ids" -n 128 --fa off --ctk f32 --ctv f32 > "$dir/greedy-f32.json" 2>> "$log"
+    "$bin/hrm-greedy" -m "$g-f32.gguf" --ids "$ids" -n "${GREEDY_N:-128}" --fa off --ctk f32 --ctv f32 > "$dir/greedy-f32.json" 2>> "$log"
     step "greedy f32: exit $?"
   fi
-  "$bin/hrm-greedy" -m "$g-bf16.gguf" --ids "$ids" -n 128 --fa on --ctk f16 --ctv f16 > "$dir/greedy-bf16.json" 2>> "$log"
+  "$bin/hrm-greedy" -m "$g-bf16.gguf" --ids "$ids" -n "${GREEDY_N:-128}" --fa on --ctk f16 --ctv f16 > "$dir/greedy-bf16.json" 2>> "$log"
   step "greedy bf16: exit $?"
   mark greedy
 fi
