@@ -12,7 +12,10 @@
 #      run with the node pack .h200/bench): causal f32 and bf16 against llama.cpp's runs, prefix bf16 against
 #      transformers.js's, each with the teacher-forced pass; bench/peers/agree.py -> OUT/peers/agree-*.json/.md;
 #   5. OUT/peers.json: all of it, for bench's --peers (stored under the run's `peers`).
-# Each step's failure is written down and the next goes on. BUILD_ONLY=1 builds llama.cpp and stops.
+# Each step's failure is written down and the next goes on. BUILD_ONLY=1 builds llama.cpp and stops; PREP_ONLY=1 also
+# makes the checkpoint, the GGUFs and (with the transformers.js pack) the ONNX export, and stops: a first call, so
+# that the second (bench/h200.sh with the anchors, the peers' runs and our bench) fits 600 s. Everything it makes
+# stays in $PEERS_ROOT while the machine is held.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-bench/results}}
@@ -24,12 +27,18 @@ t0=$(date +%s)
 say() { echo "[peers] $* ($(($(date +%s) - t0)) s)"; }
 model=${PEERS_MODEL:-$root/ckpt-1b}
 if [ "${BUILD_ONLY:-0}" != 1 ] && [ -z "${PEERS_MODEL:-}" ] && [ ! -s "$model/prompts.json" ]; then
+  rm -rf "$model"
   python3 tools/parity-1b/make.py --out "$model" --steps 128 || say "make.py failed"
 fi
 if [ "${LLAMA:-1}" = 1 ] && [ -f "$p/llama-cpp-src.tar.xz" ]; then
   bash bench/peers/llama-cpp/run.sh "$d" "$model"
   say "llama.cpp exited with $?"
-  [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
+fi
+if [ "${TJS:-1}" = 1 ] && [ -f "$p/tjs/site.tar.xz" ] && [ "${PREP_ONLY:-0}" = 1 ] && [ "${BUILD_ONLY:-0}" != 1 ]; then
+  TJS_EXPORT_ONLY=1 bash bench/peers/transformers-js/run.sh "$d" "$model"
+fi
+if [ "${BUILD_ONLY:-0}" = 1 ] || [ "${PREP_ONLY:-0}" = 1 ]; then
+  say "BUILD_ONLY / PREP_ONLY: stopping before the runs"; exit 0
 fi
 if [ "${TJS:-1}" = 1 ] && [ -f "$p/tjs/site.tar.xz" ]; then
   bash bench/peers/transformers-js/run.sh "$d" "$model"

@@ -7,7 +7,8 @@
 #     f32 weights with f32 caches and no flash attention (the exact check against our f32), and bf16 weights with
 #     f16 caches and flash attention (what a user runs): DIR/greedy-f32.json, DIR/greedy-bf16.json.
 #   bash bench/peers/llama-cpp/run.sh DIR MODEL_DIR        (PEERS_ROOT, default /tmp/hrm-peers: source, build, GGUFs)
-# BUILD_ONLY=1 stops after the build (a first call, when the build and the runs do not fit one call's limit);
+# BUILD_ONLY=1 stops after the build, PREP_ONLY=1 after the GGUFs (a first call: the build and the conversions do not
+# fit one call's limit with the runs and our bench; a second call on the same warm machine reuses them);
 # BENCH=0 skips llama-bench, GREEDY=0 the greedy runs, F32=0 the f32 GGUF; PP, TG, REPS and GREEDY_N shrink the work
 # (a CPU check: CUDA=0 SKIP_BUILD=1 PP=64 TG=16 REPS=1 GREEDY_N=16). Writes DIR/llama-cpp.json (the version,
 # the flags, each step's seconds, llama-bench's results, the greedy runs' files) and DIR/llama-cpp.log.
@@ -31,6 +32,7 @@ mark build
 bin=$root/build-cuda/bin
 [ "${CUDA:-1}" = 1 ] || bin=$root/build-cpu/bin
 [ "${BUILD_ONLY:-0}" = 1 ] && { step "built; BUILD_ONLY=1 stops here"; exit 0; }
+[ -s "$model/model.safetensors" ] || { step "no checkpoint in $model"; exit 1; }
 export GGUF_PY=$root/src/gguf-py
 name=$(basename "$(realpath "$model")")
 g=$root/gguf/$name
@@ -38,14 +40,15 @@ g=$root/gguf/$name
 convert() { # outtype
   local f=$g-$1.gguf
   if [ ! -s "$f" ] || [ "$model/model.safetensors" -nt "$f" ]; then
-    python3 bench/peers/llama-cpp/to-gguf.py --model "$model" --out "$f" --outtype "$1" \
-      --tokenizer models/hrm-text-brown-10m/tokenizer.json 2>&1 | tee -a "$log" || return 1
+    python3 bench/peers/llama-cpp/to-gguf.py --model "$model" --out "$f.tmp" --outtype "$1" \
+      --tokenizer models/hrm-text-brown-10m/tokenizer.json 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" = 0 ] && mv "$f.tmp" "$f" || return 1
   fi
 }
 quantize() { # type
   local f=$g-$(echo "$1" | tr 'A-Z' 'a-z').gguf
   if [ ! -s "$f" ] || [ "$g-bf16.gguf" -nt "$f" ]; then
-    "$bin/llama-quantize" "$g-bf16.gguf" "$f" "$1" "$(nproc)" >> "$log" 2>&1 || return 1
+    "$bin/llama-quantize" "$g-bf16.gguf" "$f.tmp" "$1" "$(nproc)" >> "$log" 2>&1 && mv "$f.tmp" "$f" || return 1
   fi
 }
 convert bf16 || { step "to-gguf bf16 failed"; exit 1; }
@@ -54,6 +57,7 @@ if [ "${F32:-1}" = 1 ]; then convert f32 || step "to-gguf f32 failed"; mark conv
 quantize Q8_0 && quantize Q4_0 || { step "llama-quantize failed"; exit 1; }
 mark quantize
 step "GGUFs: $(cd "$root/gguf" && ls -s --block-size=M "$name"-*.gguf | tr '\n' ' ')"
+[ "${PREP_ONLY:-0}" = 1 ] && { step "built and converted; PREP_ONLY=1 stops here"; exit 0; }
 if [ "${BENCH:-1}" = 1 ]; then
   for kv in f16 q8_0 q4_0; do
     "$bin/llama-bench" -m "$g-bf16.gguf" -m "$g-q8_0.gguf" -m "$g-q4_0.gguf" -p "${PP:-512}" -n "${TG:-128}" -fa 1 -ngl 99 \

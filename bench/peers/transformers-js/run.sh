@@ -18,7 +18,7 @@ mkdir -p "$dir"
 log=$dir/transformers-js.log
 t0=$(date +%s)
 say() { echo "[transformers-js] $* ($(($(date +%s) - t0)) s)" | tee -a "$log"; }
-[ -f "$prefix/env.sh" ] || { say "no $prefix/env.sh: unpack the Chrome kit first (bench/chrome-README.md)"; exit 1; }
+[ "${TJS_EXPORT_ONLY:-0}" = 1 ] || [ -f "$prefix/env.sh" ] || { say "no $prefix/env.sh: unpack the Chrome kit first (bench/chrome-README.md)"; exit 1; }
 name=$(basename "$(realpath "$model")")
 onnx=$root/onnx/$name
 q4=--q4f16
@@ -28,6 +28,7 @@ if [ ! -s "$onnx/onnx/model_fp16.onnx" ] || [ "$model/model.safetensors" -nt "$o
   say "export exited with ${PIPESTATUS[0]}"
 fi
 export_s=$(($(date +%s) - t0))
+[ "${TJS_EXPORT_ONLY:-0}" = 1 ] && { say "exported; TJS_EXPORT_ONLY=1 stops here"; exit 0; }
 rm -rf "$p/site" && xz -dc "$p/site.tar.xz" | tar -x -C "$p" || { say "cannot unpack $p/site.tar.xz"; exit 1; }
 xz -dc "$p/tjs-runner.mjs.xz" > "$p/tjs-runner.mjs"
 # shellcheck disable=SC1091
