@@ -16,7 +16,7 @@ lc = d.get("llama_cpp") or {}
 if lc:
     v = (lc.get("version") or ["llama.cpp"])[0]
     L += [f"llama.cpp ({v}; {lc.get('bench_flags', '')})", "",
-          "| weights | K/V cache | pp512 tok/s | tg128 tok/s |", "|---|---|---|---|"]
+          "| weights | K/V cache | prefill (pp) tok/s | decode (tg) tok/s |", "|---|---|---|---|"]
     rows = {}
     for r in lc.get("bench") or []:
         if "error" in r:

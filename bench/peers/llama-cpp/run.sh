@@ -105,7 +105,8 @@ def load(p):
 out = {
     "engine": "llama.cpp", "version": open(version).read().strip().splitlines() if os.path.exists(version) else None,
     "build": "cmake -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=ON Release; llama-bench, llama-quantize, hrm-greedy",
-    "bench_flags": "-p 512 -n 128 -fa 1 -ngl 99 -ctk X -ctv X (X: f16, q8_0, q4_0) -r 5; weights bf16 (to-gguf.py), Q8_0 and Q4_0 (llama-quantize defaults)",
+    "bench_flags": f"-p {os.environ.get('PP', '512')} -n {os.environ.get('TG', '128')} -fa 1 -ngl 99 -ctk X -ctv X (X: f16, q8_0, q4_0) "
+                   f"-r {os.environ.get('REPS', '5')}; weights bf16 (to-gguf.py), Q8_0 and Q4_0 (llama-quantize defaults)",
     "seconds_since_start": json.loads(steps),
     "bench": load(os.path.join(d, "llama-bench.json")) if os.path.exists(os.path.join(d, "llama-bench.json")) else None,
     "greedy": {k: load(os.path.join(d, f"greedy-{k}.json")) for k in ("f32", "bf16") if os.path.exists(os.path.join(d, f"greedy-{k}.json"))},
