@@ -48,7 +48,7 @@ fi
 ours() { # mask dtype against-files...
   local mask=$1 dtype=$2; shift 2
   local against
-  against=$(printf '%s\n' "$@" | while read -r f; do [ -s "$f" ] && grep -q '^{' "$f" && echo "$f"; done | paste -sd,)
+  against=$(printf '%s\n' "$@" | while read -r f; do [ -s "$f" ] && grep -q '"ids"' "$f" && echo "$f"; done | paste -sd,)
   [ -n "$against" ] || { say "ours $mask $dtype: no peer greedy run to compare with"; return 0; }
   ( source .h200/bench/enter.sh
     .h200/bench/node "$p/ours-greedy.mjs" --model "$model" --ids "$model/prompts.json" --n 128 --mask "$mask" \
