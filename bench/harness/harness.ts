@@ -87,6 +87,8 @@ export interface BenchResult {
   parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
   /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
   anchors: unknown;
+  /** The peers' figures and token checks (bench/peers/run.sh, same call), verbatim; absent without --peers. */
+  peers?: unknown;
   errors: string[];
   skipped: string[];
   /** Units redone on a new device after the device was lost (a unit lost twice is in `errors` too). */
@@ -110,6 +112,8 @@ export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | '
   mlxOps?: () => Promise<SafetensorsFile>;
   /** The parsed --anchors file. */
   anchors?: unknown;
+  /** The parsed --peers file. */
+  peers?: unknown;
   /** The parsed --read-probe file. */
   readProbe?: ReadProbe;
 }
@@ -158,7 +162,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     prefillMatmul: {
       path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first),
     },
-    parity: null, anchors: hooks.anchors ?? null,
+    parity: null, anchors: hooks.anchors ?? null, ...(hooks.peers === undefined ? {} : { peers: hooks.peers }),
     errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };
