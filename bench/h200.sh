@@ -36,6 +36,13 @@ if [ "${ANCHORS:-1}" = 1 ]; then
   bash bench/torch-anchors.sh "$out"
   anchors=(--anchors "$out/anchors.json")
 fi
+# The peers (issue 44: llama.cpp, transformers.js; bench/peers/run.sh) on the same GPU, when .h200/peers is carried
+# (bench/peers/pack.sh); PEERS=0 skips them. Their JSON goes under the run's `peers` (--peers).
+peers=()
+if [ "${PEERS:-1}" = 1 ] && [ -d .h200/peers ]; then
+  bash bench/peers/run.sh "$out" 2>&1 | tee "$out/peers.log"
+  [ -s "$out/peers.json" ] && peers=(--peers "$out/peers.json")
+fi
 status=0
 ran=0
 # A probe bundled by pack.sh from bench/NAME.ts, run from pack $dir for at most SECONDS: its output into
@@ -66,10 +73,10 @@ for dir in .h200/bench .h200/bench-deno; do
     source "$dir/enter.sh"
     if [ -f "$dir/bench-bundle.mjs.xz" ]; then
       unpack bench-bundle && "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" \
-        --out "$out" --budget 300 --check-sgmat --weights bf16,q8,q4 "${anchors[@]}" "${probed[@]}" "$@"
+        --out "$out" --budget 300 --check-sgmat --weights bf16,q8,q4 "${anchors[@]}" "${peers[@]}" "${probed[@]}" "$@"
     elif [ -f "$dir/bench-deno.mjs.xz" ]; then
       unpack bench-deno && "$dir/deno" run -A "$dir/bench-deno.mjs" \
-        --out "$out" --budget 300 --check-sgmat --weights bf16,q8,q4 "${anchors[@]}" "${probed[@]}" "$@"
+        --out "$out" --budget 300 --check-sgmat --weights bf16,q8,q4 "${anchors[@]}" "${peers[@]}" "${probed[@]}" "$@"
     else
       echo "$dir has no bench bundle: run bench/pack.sh here first"; exit 1
     fi

@@ -47,6 +47,8 @@ export interface Hooks extends Pick<DeviceKeeperOptions, 'create' | 'opened' | '
   mlxOps?: () => Promise<SafetensorsFile>;
   /** The parsed --anchors file. */
   anchors?: unknown;
+  /** The parsed --peers file. */
+  peers?: unknown;
   /** The parsed --read-probe file. */
   readProbe?: ReadProbe;
 }
@@ -90,7 +92,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
     prefillMatmul: {
       path: prefillMatmulPath(first), attentionNotOnTensorCores: attentionTensorCoresUnavailable(first),
     },
-    parity: null, anchors: hooks.anchors ?? null,
+    parity: null, anchors: hooks.anchors ?? null, ...(hooks.peers === undefined ? {} : { peers: hooks.peers }),
     errors: [], skipped: [], recovered: keeper.recovered, elapsedS: 0, complete: false,
   };
   const update = async () => { r.elapsedS = (now() - t0) / 1000; await hooks.update?.(r); };

@@ -69,6 +69,8 @@ export interface BenchResult {
   parity: { sgmat: SgmatReport | { skipped: string }; attention?: SdpaF16Report | { skipped: string } } | null;
   /** PyTorch's anchors (suites/torch-anchors.py, run in the same call), verbatim; null without --anchors. */
   anchors: unknown;
+  /** The peers' figures and token checks (bench/peers/run.sh, same call), verbatim; absent without --peers. */
+  peers?: unknown;
   errors: string[];
   skipped: string[];
   /** Units redone on a new device after the device was lost (a unit lost twice is in `errors` too). */

@@ -65,6 +65,8 @@ export interface Settings {
   decodeMlp: DecodeMlp;
   /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
+  /** A JSON file (bench/peers/run.sh's peers.json: llama.cpp, transformers.js) stored verbatim under `peers`. */
+  peers: string | null;
   /** bench/probes/read-probe.mjs's JSON line (a file), stored under kernels.readProbe and held against the stream. */
   readProbe: string | null;
   /** Soft time limit in seconds: measurements not started by then are skipped (and listed as skipped). */
@@ -82,7 +84,7 @@ export function defaults(config: ConfigName, quick: boolean): Settings {
   const base = {
     config, quick, sweepGemv: false, checkSgmat: false, ahead: 'auto' as const,
     decodeMerge: 'fold' as const, decodeMlp: DEFAULT_POLICY.decodeMlp,
-    anchors: null, readProbe: null, only: 'all' as const, dtype: 'bf16' as const,
+    anchors: null, peers: null, readProbe: null, only: 'all' as const, dtype: 'bf16' as const,
     caches: ['full', 'q8', 'q4'] as CacheName[], weights: ['bf16'] as WeightsName[], warmup: 1, seed: 1,
     budget: 420, out: 'bench/results', robustness: false,
   };
@@ -188,6 +190,8 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s) => { s.robustness = true; } },
   { name: 'anchors', arg: 'FILE', help: "store FILE's JSON (bench/suites/torch-anchors.py) under 'anchors' and compare "
     + 'with it', apply: (s, v) => { s.anchors = v; } },
+  { name: 'peers', arg: 'FILE', help: "store FILE's JSON (bench/peers/run.sh: llama.cpp's and transformers.js's figures "
+    + 'and token checks) under \'peers\'', apply: (s, v) => { s.peers = v; } },
   { name: 'read-probe', arg: 'FILE', help: "bench/probes/read-probe.mjs's JSON line: stored under kernels.readProbe, "
     + 'the stream\nread held against it', apply: (s, v) => { s.readProbe = v; } },
   { name: 'help', short: 'h', help: 'print this list' },

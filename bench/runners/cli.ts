@@ -42,6 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     host: host(),
     timestamps,
     anchors: settings.anchors ? readAnchors(settings.anchors) : undefined,
+    peers: settings.peers ? readAnchors(settings.peers, '--peers') : undefined,
     readProbe,
     mlxOps: () => SafetensorsFile.open(fileSource('tests/fixtures/mlx/ops.safetensors')),
   });
