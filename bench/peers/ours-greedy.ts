@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/index.ts';
 import type { ActDtype } from '../../src/hrm/cache.ts';
-import { kvSpec } from '../../src/hrm/kv-spec.ts';
+import { kvStorage } from '../../src/hrm/kv-spec.ts';
 
 export function readIds(path: string): number[] {
   const text = readFileSync(path, 'utf8');
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const quantize = v.quantize ? { bits: Number(v.quantize), groupSize: 64 } : undefined;
   const lm = await loadModel(dirFiles(`${v.model.replace(/\/$/, '')}/`), { dtype, quantize });
   const model = lm.model;
-  const kv = kvSpec(v.kv, 'kv');
+  const kv = kvStorage(v.kv, 'kv');
   const last = async (ids: number[], cache: ReturnType<typeof model.newCache>, m: 'causal' | 'prefix') => {
     const t = model.forward(ids, cache, { mask: m, logits: 'last' });
     try { return await t.readF32(); } finally { t.dispose(); }
