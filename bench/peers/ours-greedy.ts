@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/index.ts';
 import type { ActDtype } from '../../src/hrm/cache.ts';
-import { kvStorage } from '../../src/hrm/kv-spec.ts';
+import { kvStorage } from '../../src/advanced.ts';
 
 export function readIds(path: string): number[] {
   const text = readFileSync(path, 'utf8');
