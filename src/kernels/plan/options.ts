@@ -1,8 +1,11 @@
-// One planner for the kernels' paths, per Gpu. The options a Gpu was created with (DeviceOptions.kernels) are
-// checked once and kept in its state; plan/matmul.ts plans the prefill matmul from them (path, tensor-core
-// kernel and schedule), plan/attention.ts attention (path, tensor cores, decode merge, a decode step's fused
-// kernels), and plan/paths.ts writes both planners' on/off verdicts into the adapter summary. Kernels dispatch what the
-// planners say, and nothing is module-wide: two Gpus in one process may take different paths.
+// The planner's options, per Gpu: the options a Gpu was created with (DeviceOptions.kernels) are checked once and
+// kept in its state. Every path choice of the kernels lives in this folder (src/kernels/plan/): matmul.ts (the
+// products' paths, qlinear's, the tensor cores' kernel and schedule, the decode MLP fold), gemv.ts (the matrix-vector
+// shapes), attention.ts (attention's path, tensor cores and merge, a decode step's fused kernels), paths.ts (the
+// on/off verdicts in the adapter summary) and prepare.ts (a new device's preparation). Kernels dispatch what the
+// planners say, and nothing is module-wide: two Gpus in one process may take different paths. A new choice (the
+// persistent decode step of issue 39, say) is a field of KernelOptions with its default in DEFAULT_POLICY, a planner
+// function here, and its verdict in paths.ts.
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { KernelOptions } from '../../gpu/device.ts';
 import { stateKey } from '../../gpu/registry.ts';
