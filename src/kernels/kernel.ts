@@ -7,9 +7,9 @@ import { SHADERS } from './shaders.gen.ts';
 import { BindingSizeError, HrmError, ShapeError } from '../errors.ts';
 import { bufferId, type BufferView, type Gpu } from '../gpu/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { runtimeSpecializes, specialize } from './specialize.ts';
-import { driverUnrolls, unrollConstantLoops } from './unroll.ts';
-import { kernelPolicy } from './plan/options.ts';
+import { specialize } from './specialize.ts';
+import { unrollConstantLoops } from './unroll.ts';
+import { runtimeText, shaderText, type ShaderText } from './shader-text.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
@@ -30,20 +30,6 @@ export interface DispatchArgs {
   workgroups: number | [number, number?, number?];
   /** Shown in GPU errors and timings; defaults to the kernel name. */
   label?: string;
-}
-
-/** How a device's shader modules are written: overrides in the source (specialize.ts), loops unrolled (unroll.ts). */
-export interface ShaderText { specialize: boolean; unroll: boolean }
-
-/** The ShaderText of `gpu`: its options (DeviceOptions.kernels.specialize, .unroll), else its runtime's and driver's. */
-export function shaderText(gpu: Gpu): ShaderText {
-  const p = kernelPolicy(gpu);
-  return { specialize: p.specialize ?? runtimeSpecializes(), unroll: p.unroll ?? driverUnrolls(gpu.cpu) };
-}
-
-/** This runtime's ShaderText with no Gpu's options, loops as written (the variant sweep, tests/runtimes/variants.ts). */
-function runtimeText(): ShaderText {
-  return { specialize: runtimeSpecializes(), unroll: false };
 }
 
 /** Every Kernel made so far, in creation order (wrappers make theirs at module load). */
