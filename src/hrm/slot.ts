@@ -29,6 +29,8 @@ export interface CachePass {
   shadow: Map<KVSide, FullKV> | null;
   /** Tensors freed at the end of the pass (the mask's token types, dequantized sides, shadows). */
   temps: Tensor[];
+  /** Keys a decode step's attention covers when a captured step fixes it (kernels/attention/reach.ts). */
+  reach?: number;
 }
 
 /** The shape of a slot's attention: heads, head dim, RoPE base and the activation rounding. */
@@ -60,7 +62,7 @@ export class CacheSlot {
     const { k, v } = this;
     const step = planStep(gqkv.gpu, { seq: pass.S, mask: pass.mask, k, v, shadowed: Boolean(pass.shadow) });
     if (step.kind !== 'composed') {
-      const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
+      const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim), reach: pass.reach };
       const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })
         : qsdpaOneAppend(gqkv, step.k, step.v, o);
       if (out) return out;
@@ -80,7 +82,7 @@ export class CacheSlot {
     const k = pass.shadow?.get(this.k) ?? this.k;
     const v = pass.shadow?.get(this.v) ?? this.v;
     const { round, headDim } = this.geo;
-    const opts = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
+    const opts = { kvLen: pass.offset + pass.S, reach: pass.reach, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
     const full = (side: KVSide): FullKV => {
