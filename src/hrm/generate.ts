@@ -4,7 +4,8 @@
 // separates prompt and decode.
 // Decode steps replay a captured step (decode.ts), one per attention reach (stepper.ts); greedy steps chain on the
 // GPU, a few queued ahead of the token being streamed (those past a stop are computed and dropped). `logits`, the
-// other thing an app does with a loaded model, is here too: both take the cache's KV setting as a llama.cpp string (kv-spec.ts) or bits.
+// other thing an app does with a loaded model, is here too: both take the cache's KV setting as a llama.cpp string
+// (kv-spec.ts) or bits.
 import { checkOptions, InputError } from '../errors.ts';
 import type { LoadedModel } from './load.ts';
 import { formatPrompt } from './prompt.ts';
