@@ -37,10 +37,10 @@ describe('generate() across reach boundaries', { timeout: 300_000 }, () => {
   const promptIds = Array.from({ length: 60 }, (_, i) => 20 + ((i * 37) % 1900));
 
   /** generate's stats with and without graphs, and the reach of each graph built (its `end`) or why none was. */
-  async function both(maxTokens: number, temperature: number) {
+  async function both(maxTokens: number, temperature: number, kv?: string) {
     const lm = await model(await getGpu(), 'brown', 'f32');
     const run = async (noGraph: boolean): Promise<GenerateStats> => {
-      const opts = { maxTokens, promptIds, noGraph, sampler: { temperature, seed: 3 } };
+      const opts = { maxTokens, promptIds, noGraph, sampler: { temperature, seed: 3 }, cache: { kv } };
       for await (const ev of generate(lm, '', opts)) if (ev.type === 'done') return ev.stats;
       throw new Error('no done event');
     };
@@ -61,6 +61,13 @@ describe('generate() across reach boundaries', { timeout: 300_000 }, () => {
     expect(ends).toEqual([64, 128, 135]);
     expect(replayed.stopReason).toBe('max_tokens');
     expect(replayed.decodePath).toHaveProperty('replayed');
+    expect(replayed.ids).toHaveLength(75);
+    expect(replayed.ids).toEqual(recorded.ids);
+  });
+
+  it('greedy into a q8 / q4 cache (qsdpa_one): three graphs, the recorded path\'s tokens', async () => {
+    const { replayed, recorded, ends } = await both(75, 0, 'ctk=q8_0,ctv=q4_0');
+    expect(ends).toEqual([64, 128, 135]);
     expect(replayed.ids).toHaveLength(75);
     expect(replayed.ids).toEqual(recorded.ids);
   });
