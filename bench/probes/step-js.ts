@@ -100,7 +100,7 @@ const runs: Run[] = [];
 for (const name of String(o.caches).split(',') as CacheName[]) {
   const cache = model.newCache({ capacity: prompt + steps + 8, kv: CACHES[name], mode: 'after-prefill' });
   await model.forward(promptIds(prompt, config.vocab_size, 1), cache, { mask: 'prefix', logits: 'last' }).readF32();
-  const graph = DecodeGraph.tryBuild(model, cache, 'greedy');
+  const graph = DecodeGraph.tryBuild(model, cache, 'greedy', cache.capacity);   // one graph over every step
   if (!(graph instanceof DecodeGraph)) throw new Error(`[step-js] ${name}: not replayed: ${graph.reason}`);
   graph.feed(1);
   runs.push({ name, graph, r: graph as unknown as Replayed, next: [], rep: [], upload: [], encode: [], submit: [], parts: [] });

@@ -124,7 +124,8 @@ export class ModelBench {
     try {
       const ids = promptIds(prompt, this.info.config.vocab_size, seed);
       let tok = argmax(await readRow(this.model.forward(ids, cache, { mask: 'prefix', logits: 'last' })));
-      const built = DecodeGraph.tryBuild(this.model, cache, 'greedy');
+      // One graph over every step: its attention reaches the capacity (generate builds one a reach, stepper.ts).
+      const built = DecodeGraph.tryBuild(this.model, cache, 'greedy', cache.capacity);
       graph = built instanceof DecodeGraph ? built : null;
       const steps = [];
       const gc = gcWatch();

@@ -53,6 +53,8 @@ export class HrmCache {
   /** Storage dtype of full-precision sides. */
   readonly fullDtype: ActDtype;
   private prefillDone = false;
+  /** The attention reach `at` fixes for the forwards it runs (a captured decode step); undefined: from kvLen. */
+  private reach: number | undefined;
 
   constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly opts: CacheOptions) {
     this.kv = opts.kv ?? FULL_KV;
@@ -92,7 +94,7 @@ export class HrmCache {
   begin(tokenTypes: number[]): CachePass {
     const S = tokenTypes.length;
     this.reserve(S);
-    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [] };
+    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [], reach: this.reach };
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
     return pass;
   }
@@ -112,16 +114,19 @@ export class HrmCache {
 
   /**
    * Run `fn` as if `pos` positions were cached (a decode step is captured at several positions without running
-   * it), then restore the offset and token types.
+   * it), its attention over `reach` keys when given (the same at each: kernels/attention/reach.ts), then restore
+   * the offset and token types.
    */
-  at<T>(pos: number, fn: () => T): T {
+  at<T>(pos: number, fn: () => T, reach?: number): T {
     const offset = this.offset, types = this.tokenTypes.length;
     this.offset = pos;
+    this.reach = reach;
     try {
       return fn();
     } finally {
       this.offset = offset;
       this.tokenTypes.length = types;
+      this.reach = undefined;
     }
   }
 

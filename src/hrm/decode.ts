@@ -1,9 +1,11 @@
 // A decode step recorded once and replayed every token. Recording a forward costs tens of microseconds of
 // JavaScript per dispatch, as much as the GPU needs to run it, but one decode step differs from the next only in
 // the position: the same pipelines, bind groups and workgroup counts, with a few uniform words (offset, kv_len,
-// pos0) one larger. So the step is captured at the next position, the one after and the last the cache holds;
-// if the three agree on everything but words that move linearly with the position, replaying is exact for every
-// position in between, and a token costs three calls per dispatch plus one write of the uniform blocks.
+// pos0) one larger. So the step is captured at the next position, the one after and the last of its attention's
+// reach (the keys its dispatches cover: kernels/attention/reach.ts, fixed over the three); if the three agree on
+// everything but words that move linearly with the position, replaying is exact for every position in between,
+// and a token costs three calls per dispatch plus one write of the uniform blocks. A graph covers one reach:
+// generate builds the next when decoding leaves it, so a step's work follows the keys in use, not the capacity.
 // Greedy decoding also keeps the token on the GPU: the step ends with argmax written into its own input, so
 // several steps can be queued before any is read back.
 import { HrmError, InputError, NotReplayableError } from '../errors.ts';
@@ -12,6 +14,7 @@ import { capture, replay, type Capture } from '../gpu/capture.ts';
 import { quietly } from '../gpu/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
+import { attentionReach } from '../kernels/attention/reach.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';
 
@@ -34,6 +37,8 @@ export class DecodeGraph {
     private readonly uploads: Upload[],
     private readonly patches: Patch[],
     private readonly origin: number,
+    /** The step replays at positions origin .. end - 1 (its attention covers `end` keys). */
+    readonly end: number,
     private readonly claimed: GPUBuffer[],
   ) {
     this.words = uploads.map((u) => new Uint32Array(u.data.buffer, u.data.byteOffset, u.data.byteLength >> 2));
@@ -43,15 +48,19 @@ export class DecodeGraph {
   get size(): number { return this.dispatches.length; }
 
   /**
-   * Capture the next decode step of `cache` (one causal token at cache.offset). Returns the reason instead when
-   * the step cannot be replayed (a NotReplayableError: too few positions left, a full-precision first pass
-   * pending, a structure that changes with the position, a buffer copy); any other error propagates.
+   * Capture the next decode step of `cache` (one causal token at cache.offset), replayable up to position
+   * `reach` - 1: by default the reach of the third position (attentionReach), so that a graph covers at least
+   * three. Returns the reason instead when the step cannot be replayed (a NotReplayableError: too few positions
+   * left, a full-precision first pass pending, a structure that changes with the position, a buffer copy); any
+   * other error propagates.
    */
-  static tryBuild(model: HrmModel, cache: HrmCache, mode: DecodeMode): DecodeGraph | { reason: string } {
+  static tryBuild(model: HrmModel, cache: HrmCache, mode: DecodeMode, reach?: number):
+    DecodeGraph | { reason: string } {
     const gpu = model.gpu;
     const origin = cache.offset;
-    const last = cache.capacity - 1;
-    if (last - origin < 2) return { reason: `only ${cache.capacity - origin} positions left in the cache` };
+    const end = reach ?? attentionReach(origin + 3, cache.capacity);
+    const last = end - 1;
+    if (last - origin < 2) return { reason: `only ${end - origin} positions left in the cache` };
     if (cache.fullPrecisionPass) return { reason: 'the first forward of an after-prefill cache attends to full precision' };
     const ids = Tensor.from(gpu, [0], [1], 'u32', 'decode.ids');
     const step = () => {
@@ -59,7 +68,7 @@ export class DecodeGraph {
       if (mode === 'greedy') argmaxRows(logits, ids);
       return logits;
     };
-    const at = (pos: number) => capture(gpu, () => cache.at(pos, step));
+    const at = (pos: number) => capture(gpu, () => cache.at(pos, step, end));
     let c0: Capture<Tensor> | null = null;
     try {
       // The first capture settles the buffer pool and compiles pipelines; the next three must then agree.
@@ -74,7 +83,7 @@ export class DecodeGraph {
       const patches = linearPatches(c0, near, far, last - origin);
       if (typeof patches === 'string') throw new NotReplayableError('decode graph', patches);
       // Uniform blocks first: the patches index them.
-      return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, gpu.claim(c0.allocated));
+      return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, end, gpu.claim(c0.allocated));
     } catch (e) {
       ids.dispose();
       c0?.result.dispose();
@@ -108,6 +117,9 @@ export class DecodeGraph {
   private async run(out: Tensor): Promise<ArrayBuffer> {
     if (this.disposed) throw new HrmError('decode graph', 'used after dispose()');
     const pos = this.cache.offset;
+    if (pos >= this.end) {
+      throw new HrmError('decode graph', `position ${pos} is past the step's reach (${this.end} keys); build the next graph`);
+    }
     this.cache.reserve(1);
     for (const p of this.patches) this.words[p.chunk][p.word] = p.base + p.slope * (pos - this.origin);
     const size = out.byteLength;

@@ -2,19 +2,18 @@
 // bidirectional block, then decode token by token (causal) with greedy / temperature / top-p sampling, stopping
 // at eos, max tokens, the end of the model's context or a stop string. Text streams as whole characters. Timing
 // separates prompt and decode.
-// Decode steps replay one captured step (decode.ts); greedy steps chain on the GPU, a few queued ahead of the
-// token being streamed (those past a stop are computed and dropped). `logits`, the other thing an app does with a
-// loaded model, is here too: both take the cache's KV setting as a llama.cpp string (kv-spec.ts) or bits.
+// Decode steps replay a captured step (decode.ts), one per attention reach (stepper.ts); greedy steps chain on the
+// GPU, a few queued ahead of the token being streamed (those past a stop are computed and dropped). `logits`, the
+// other thing an app does with a loaded model, is here too: both take the cache's KV setting as a llama.cpp string
+// (kv-spec.ts) or bits.
 import { checkOptions, InputError } from '../errors.ts';
-import type { Tensor } from '../tensor/tensor.ts';
-import type { HrmModel } from './model.ts';
 import type { LoadedModel } from './load.ts';
 import { formatPrompt } from './prompt.ts';
 import { Sampler, type SamplerOptions } from './sampling.ts';
 import { TextStreamer } from './stream.ts';
-import type { HrmCache, KvStorage, QuantMode } from './cache.ts';
+import type { KvStorage, QuantMode } from './cache.ts';
 import { kvStorage } from './kv-spec.ts';
-import { DecodeGraph, greedySteps } from './decode.ts';
+import { readAndDispose, Stepper } from './stepper.ts';
 
 /**
  * A generation's `cache` option (mlx-lm's kv_bits and quantized_kv_start, with llama.cpp's cache types): what each
@@ -99,10 +98,6 @@ export function checkGenerateOptions(op: string, opts: object, own: readonly str
 }
 
 const now = () => (globalThis.performance ?? Date).now();
-
-async function readAndDispose(t: Tensor): Promise<Float32Array> {
-  try { return await t.readF32(); } finally { t.dispose(); }
-}
 
 /** Returned by `orAborted` when the signal fired first. */
 export const ABORTED: unique symbol = Symbol('aborted');
@@ -242,49 +237,4 @@ export interface LogitsOptions {
 /** f32 logits of `ids` with a fresh cache: `ids.length * vocab_size` values, row-major. */
 export function logits(lm: Pick<LoadedModel, 'model'>, ids: number[], opts: LogitsOptions = {}): Promise<Float32Array> {
   return lm.model.logits(ids, { mask: opts.mask ?? 'prefix', kv: kvStorage(opts.kv, 'kv') });
-}
-
-/** The next token of each decode step: replayed (greedy chained on the GPU, or sampled from logits) or recorded. */
-class Stepper {
-  private readonly graph: DecodeGraph | null;
-  private readonly chain: AsyncGenerator<number> | null = null;
-  readonly path: GenerateStats['decodePath'];
-
-  constructor(private readonly model: HrmModel, private readonly cache: HrmCache, private readonly sampler: Sampler,
-    disabled: string | null, private last: number, steps: number) {
-    const left = Math.min(steps, cache.capacity - cache.offset);
-    const built = disabled ?? (left < 1 ? 'no decode step' : DecodeGraph.tryBuild(model, cache, sampler.greedy ? 'greedy' : 'logits'));
-    this.graph = built instanceof DecodeGraph ? built : null;
-    this.path = built instanceof DecodeGraph ? { replayed: built.size } : { recorded: typeof built === 'string' ? built : built.reason };
-    if (this.graph?.mode === 'greedy') this.chain = greedySteps(this.graph, last, left);
-  }
-
-  /** The step in flight, which close() waits for (a stopped caller stops waiting for it, close() does not). */
-  private pending: Promise<number> | null = null;
-
-  /** The token after the last one returned (or the prefill's). */
-  next(): Promise<number> {
-    this.pending = this.step();
-    return this.pending;
-  }
-
-  private async step(): Promise<number> {
-    if (this.chain) {
-      const r = await this.chain.next();
-      if (r.done) throw new InputError('generate', 'asked for more decode steps than the cache holds');
-      return (this.last = r.value);
-    }
-    if (this.graph) {
-      this.graph.feed(this.last);
-      return (this.last = this.sampler.sample(await this.graph.nextLogits()));
-    }
-    return (this.last = this.sampler.sample(await readAndDispose(this.model.forward([this.last], this.cache, { mask: 'causal' }))));
-  }
-
-  /** Wait for steps still queued, then free the graph. */
-  async close(): Promise<void> {
-    await this.pending?.catch(() => {});
-    await this.chain?.return(undefined);
-    this.graph?.dispose();
-  }
 }

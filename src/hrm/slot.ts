@@ -31,6 +31,8 @@ export interface CachePass {
   shadow: Map<CacheSide, FullKV> | null;
   /** Tensors freed at the end of the pass (the mask's token types, dequantized sides, shadows). */
   temps: Tensor[];
+  /** Keys a decode step's attention covers when a captured step fixes it (kernels/attention/reach.ts). */
+  reach?: number;
 }
 
 /** The shape of a slot's attention: heads, head dim, RoPE base and the activation rounding. */
@@ -72,7 +74,7 @@ export class CacheSlot {
     const { k, v } = this;
     const step = planStep(gqkv.gpu, { seq: pass.S, mask: pass.mask, k, v, shadowed: Boolean(pass.shadow) });
     if (step.kind !== 'composed') {
-      const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
+      const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim), reach: pass.reach };
       const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })
         : qsdpaOneAppend(gqkv, step.k, step.v, o);
       if (out) return out;
@@ -92,7 +94,7 @@ export class CacheSlot {
     const k = pass.shadow?.get(this.k) ?? this.k;
     const v = pass.shadow?.get(this.v) ?? this.v;
     const { round, headDim } = this.geo;
-    const opts = { kvLen: pass.offset + pass.S, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
+    const opts = { kvLen: pass.offset + pass.S, reach: pass.reach, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
     const at = { len: opts.kvLen, round };

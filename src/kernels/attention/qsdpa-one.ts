@@ -9,6 +9,7 @@ import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
+import { reachFor } from './reach.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
@@ -30,6 +31,8 @@ export interface QsdpaOneArgs {
   heads: number;
   kvHeads: number;
   kvLen: number;
+  /** Keys the chunks cover (reach.ts): fixed over a captured step's positions, else from kvLen. */
+  reach?: number;
   scale: number;
   round: Round;
   /** Gate source (see QsdpaOptions.gate), or a placeholder when `gated` is false. */
@@ -48,24 +51,29 @@ export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: Qsdp
  * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then qsdpa (path 'one', gate
  * gqkv), one dispatch fewer. Null when qsdpa_one cannot take the slot (the caller composes the two).
  */
-export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number }): Tensor | null {
+export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number; reach?: number }): Tensor | null {
   const { heads, dim } = checkQuantAppend('qsdpaOneAppend', gqkv, k, v, o);
   if (gqkv.shape[0] !== 1 || !qsdpaOneFits(dim) || k.q.shape[1] !== v.q.shape[1]) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('qsdpaOneAppend', `scale ${o.scale} must be finite`);
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'qsdpa.out');
-  const args = { heads, kvHeads: heads, kvLen: o.offset + 1, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
+  const args = { heads, kvHeads: heads, kvLen: o.offset + 1, reach: o.reach, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
   dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, k, v, out, args);
   return out;
 }
 
-/** The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys. */
+/**
+ * The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys, in chunks over the reach
+ * (reach.ts). The scores keep rows of `cap` and the softmax's threads follow the capacity (as qsdpa's passes, whose
+ * bits these are); chunks past kvLen return at once and the value sum's order depends on kvLen alone, so every
+ * reach gives the same bits.
+ */
 function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = k.q.gpu;
   const dim = k.scales.shape[2] * GROUP;
   const cap = k.q.shape[1];
   const chunk = (32 * WG) / dim;
-  const nChunks = Math.ceil(cap / chunk);
+  const nChunks = Math.ceil(reachFor('qsdpa_one', a.kvLen, cap, a.reach) / chunk);
   // The scores [heads, cap], then each chunk's largest [heads, nChunks] (one binding: see qsdpa_one.inc.wgsl).
   const scores = Tensor.empty(gpu, [a.heads * (cap + nChunks)], 'f32', 'qsdpa_one.scores');
   // Each chunk's value sums [heads, nChunks, dim], merged by the head's last chunk to finish (counted in `done`).

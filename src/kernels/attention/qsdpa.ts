@@ -27,6 +27,8 @@ const SPLIT_BELOW = 512;
 export interface QsdpaOptions {
   /** Keys to attend over: cache positions [0, kvLen). */
   kvLen: number;
+  /** Path 'one': keys its chunks cover (reach.ts; a captured decode step fixes it), default from kvLen. */
+  reach?: number;
   /** Absolute position of query 0 (the cache offset before these S tokens were appended). */
   offset: number;
   mask: AttnMask;
@@ -85,7 +87,7 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
     throw new ShapeError(op, `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
   }
   if ((opts.path ?? (oneFits ? 'one' : 'passes')) === 'one') {
-    qsdpaOne(q, k, v, out, { heads, kvHeads, kvLen, scale, round, gate, gated: !!opts.gate });
+    qsdpaOne(q, k, v, out, { heads, kvHeads, kvLen, reach: opts.reach, scale, round, gate, gated: !!opts.gate });
     return out;
   }
 

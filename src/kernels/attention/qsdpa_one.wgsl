@@ -24,8 +24,9 @@
 // The values as a workgroup per (32 dims, head) walking every key took 13.6 us a call at 641 keys on an H200 (48
 // workgroups, most of the time waiting on loads one after another). (Before that, values split over key chunks
 // with a third, merging dispatch measured slower than it: 38 us against 24 at 640 keys, an earlier build.)
-// The chunk count comes from the capacity and kv_len is a uniform, so a recorded decode step replays at any
-// position. Keys past kv_len in a chunk read the last key and are left out; chunks past it return at once.
+// The chunk count comes from the reach (qsdpa_one.ts, reach.ts: at least kv_len, at most the capacity) and kv_len
+// is a uniform, so a recorded decode step replays at any position of its reach. Keys past kv_len in a chunk read
+// the last key and are left out; chunks past it return at once.
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;                  // [H, 1, HD]
 @group(0) @binding(2) var<storage, read> cq: array<u32>;                 // K (scores) or V (out): [kv_heads, cap, HD*BITS/32]

@@ -10,6 +10,7 @@ import { counters } from '../common/counters.ts';
 import type { AppendedRow, FullKV } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
 import { mergeFor, type DecodeMerge } from '../plan/options.ts';
+import { reachFor } from './reach.ts';
 
 export type { DecodeMerge };
 
@@ -42,7 +43,7 @@ export function oneShape(dim: number, bf16: boolean): boolean {
  * one dispatch fewer (with `merge: 'fold'`, the default unless the Gpu's policy says otherwise: one dispatch in
  * all). Null when sdpa_one cannot take the slot (the caller composes the two).
  */
-export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge }): Tensor | null {
+export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge; reach?: number }): Tensor | null {
   const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
   const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
   if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
@@ -50,21 +51,31 @@ export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOpti
   const merge = mergeFor(gqkv.gpu, 'appendAttendOne', o.merge);
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
   const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
-  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, scale: o.scale, gateStride: gqkv.shape[1], store, merge });
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, reach: o.reach, scale: o.scale, gateStride: gqkv.shape[1], store, merge });
   return out;
 }
 
-interface OneArgs { kvLen: number; scale: number; gateStride: number; store: { ROUND: number; GATE: number }; merge: DecodeMerge }
+interface OneArgs {
+  kvLen: number;
+  /** Keys the chunks cover (reach.ts): fixed over a captured step's positions, else from kvLen. */
+  reach?: number;
+  scale: number;
+  gateStride: number;
+  store: { ROUND: number; GATE: number };
+  merge: DecodeMerge;
+}
 
 /**
  * sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). The
- * workgroups come from the capacity and the counters are the device's, so a captured step replays at any kvLen.
+ * workgroups cover the reach (reach.ts) and the counters are the device's, so a captured step replays at any kvLen
+ * within its reach; the merge's order over the chunks holding keys depends on kvLen alone (one_merge.inc.wgsl),
+ * and `slots` only places each head's results, so every reach gives the same bits.
  */
 export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: OneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = kd.gpu;
   const [heads, cap, dim] = kd.shape;
-  const nChunks = Math.ceil(cap / ONE_CHUNK);
+  const nChunks = Math.ceil(reachFor('sdpa_one', a.kvLen, cap, a.reach) / ONE_CHUNK);
   const slots = padTo(nChunks, SLOT_ALIGN);
   const partO = Tensor.empty(gpu, [heads, slots, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'sdpa.part_ml');

@@ -22,6 +22,8 @@ const DECODE_WG = 64;
 export interface SdpaOptions {
   /** Keys to attend over: cache positions [0, kvLen). */
   kvLen: number;
+  /** Path 'one': keys its chunks cover (reach.ts; a captured decode step fixes it), default from kvLen. */
+  reach?: number;
   /** Absolute position of query 0 (the cache offset before these S tokens were appended). */
   offset: number;
   mask: AttnMask;
@@ -76,7 +78,7 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, scale: opts.scale, gateStride, store, merge });
+    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, reach: opts.reach, scale: opts.scale, gateStride, store, merge });
     return out;
   }
 

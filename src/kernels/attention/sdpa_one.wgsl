@@ -17,8 +17,9 @@
 //    fallback (sdpa-one.ts `merge: 'separate'`, DeviceOptions.kernels.decodeMerge).
 // Every thread issues a couple of independent loads and no thread walks a long chain of them: a single workgroup
 // per head (12 on HRM-1B, on a 132-SM H200) took 119 us at 641 keys, split-key flash decoding with 64-key blocks
-// 82 us. The chunk count comes from the capacity, the live chunks from kv_len (a uniform), so a recorded decode
-// step replays at any position. f32 inside; keys past kv_len read the last key with weight 0.
+// 82 us. The chunk count comes from the reach (sdpa_one.ts, reach.ts: at least kv_len, at most the capacity), the
+// live chunks from kv_len (a uniform), so a recorded decode step replays at any position of its reach. f32 inside;
+// keys past kv_len read the last key with weight 0.
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // [H, 1, D]
 @group(0) @binding(2) var<storage, read> k4: array<vec4<u32>>;  // [H, cap, D]: f32 bits or packed bf16

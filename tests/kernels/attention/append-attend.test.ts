@@ -1,7 +1,8 @@
 // appendAttendOne (decode's cache append fused into sdpa_one's split) against what it replaces, ropeAppend then
 // sdpa(path 'one', gated by gqkv): the attention output and both cache sides bit for bit, f32 and bf16 caches, at
-// positions on both sides of a 32-key chunk boundary and at the last slot, the merge folded into the split and
-// separate; and a layout it cannot take gives null.
+// positions on both sides of a 32-key chunk boundary, of a reach boundary (64 and 128 keys: kernels/attention/
+// reach.ts) and at the last slot, the merge folded into the split and separate, and over the whole capacity (what
+// the dispatch covered before reaches) the same bits; and a layout it cannot take gives null.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';
@@ -18,7 +19,7 @@ describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
   const H = 3;
   // 3 chunks of 32 keys, and 41 (the merge folded over many); positions around chunk edges and the last slot. Head
   // dim 32 in bf16 is 4 units a row: more thread groups than keys in the values' sum, clamped to the chunk.
-  const positions = { 70: [0, 31, 32, 45, 69], 1300: [0, 30, 31, 32, 1299] };
+  const positions = { 70: [0, 31, 32, 45, 63, 64, 69], 1300: [0, 30, 31, 32, 63, 64, 127, 128, 1299] };
   for (const [dtype, round, cap, D] of [['bf16', 'bf16', 70, 64], ['f32', 'none', 70, 64], ['f32', 'bf16', 70, 64], ['bf16', 'bf16', 1300, 64], ['f32', 'none', 1300, 64], ['bf16', 'bf16', 70, 32]] as const) {
     it(`${dtype} cache of ${cap}, head dim ${D}, round ${round}, both merge forms`, async () => {
       const past = randn(11, H * cap * D, 1).map(roundBf16);
@@ -33,10 +34,13 @@ describe('appendAttendOne vs ropeAppend + sdpa one', async () => {
         const got = appendAttendOne(gqkv, fused.k, fused.v, o);
         expect(got).not.toBeNull();
         expect(Array.from(await got!.read()), `attention at ${offset}`).toEqual(Array.from(await want.read()));
-        // The separate merge on the same sides (the append writes the same key and value again): the same bits.
-        const separate = appendAttendOne(gqkv, fused.k, fused.v, { ...o, merge: 'separate' });
-        expect(Array.from(await separate!.read()), `separate merge at ${offset}`).toEqual(Array.from(await got!.read()));
-        separate!.dispose();
+        // Each merge form, over the keys' reach and over the whole capacity, on the same sides (the append writes
+        // the same key and value again): the same bits.
+        for (const [merge, reach] of [['separate', undefined], ['fold', cap], ['separate', cap]] as const) {
+          const other = appendAttendOne(gqkv, fused.k, fused.v, { ...o, merge, reach });
+          expect(Array.from(await other!.read()), `${merge} merge, reach ${reach ?? 'of the keys'}, at ${offset}`).toEqual(Array.from(await got!.read()));
+          other!.dispose();
+        }
         for (const s of ['k', 'v'] as const) expect(Array.from(await fused[s].data.read()), `${s} cache at ${offset}`).toEqual(Array.from(await ref[s].data.read()));
         for (const t of [gqkv, q, want, got!, ref.k.data, ref.v.data, fused.k.data, fused.v.data]) t.dispose();
       }

@@ -95,16 +95,36 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
     }
   });
 
+  it('the same bits over the keys\' reach as over the whole capacity, on both sides of a reach boundary', async () => {
+    for (const s of [{ heads: 2, dim: 128, cap: 200, kBits: 8, vBits: 4, round: 'bf16' }, { heads: 2, dim: 128, cap: 200, kBits: 4, vBits: 4, round: 'none' }] as const) {
+      for (const offset of [62, 63, 64, 127, 128]) {
+        const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, position ${offset}`;
+        const gqkv = gqkvOf(gpu, s, 40 + offset);
+        const k = side(gpu, s, s.kBits, 41), v = side(gpu, s, s.vBits, 42);
+        // Appending twice writes the same key and value: both calls see one cache.
+        const wide = qsdpaOneAppend(gqkv, k, v, { ...opts(s, offset), reach: s.cap })!;
+        const near = qsdpaOneAppend(gqkv, k, v, opts(s, offset))!;
+        expect(await bits(near), `${what}: appended`).toEqual(await bits(wide));
+        const q = ropeAppend(gqkv, { k, v }, opts(s, offset));
+        const o = { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: 0.1, round: s.round, gate: gqkv, path: 'one' } as const;
+        const [a, b] = [qsdpa(q, k, v, o), qsdpa(q, k, v, { ...o, reach: s.cap })];
+        expect(await bits(a), `${what}: qsdpa one`).toEqual(await bits(b));
+        for (const t of [gqkv, wide, near, q, a, b, ...tensors(k), ...tensors(v)]) t.dispose();
+      }
+    }
+  });
+
   it('two dispatches where the composed step has three, the same at every position', () => {
     const s: Shape = { heads: 3, dim: 128, cap: 134, kBits: 8, vBits: 4, round: 'bf16' };
     const gqkv = gqkvOf(gpu, s, 9);
     const k = side(gpu, s, s.kBits, 1), v = side(gpu, s, s.vBits, 2);
-    const at = (offset: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, opts(s, offset)));
-    const first = at(0);
+    const at = (offset: number, reach?: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, { ...opts(s, offset), reach }));
+    expect([0, 64, 128].map((offset) => at(offset)[0].workgroups[0]), "chunks over the keys' reach: 64, 128 keys, the capacity").toEqual([1, 2, 3]);
+    const first = at(0, s.cap);
     expect(first.map((d) => d.kernel.split('#')[1])).toEqual(['qone_scores_append', 'qone_out']);
     expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual([[3, 3, 1], [3, 3, 1]]);
-    expectSameStructure(first, at(70), ['kv_len'], 'positions 0 and 70');
-    expectSameStructure(first, at(s.cap - 1), ['kv_len'], 'positions 0 and the last slot');
+    expectSameStructure(first, at(70, s.cap), ['kv_len'], 'positions 0 and 70');
+    expectSameStructure(first, at(s.cap - 1, s.cap), ['kv_len'], 'positions 0 and the last slot');
     const composed = recordDispatches(() => {
       const q = ropeAppend(gqkv, { k, v }, opts(s, 5));
       qsdpa(q, k, v, { kvLen: 6, offset: 5, mask: { kind: 'causal' }, scale: 1, round: s.round, gate: gqkv });

@@ -76,19 +76,23 @@ describe('qsdpa_one vs qsdpa\'s passes (the reference path)', () => {
 });
 
 describe('qsdpa_one decode structure and selection', () => {
-  it('is the default for one query seeing every key; its dispatches depend on the capacity only', async () => {
+  it('is the default for one query seeing every key; its dispatches depend on the reach only', async () => {
     const gpu = await getGpu();
     for (const mask of ['none', 'causal'] as const) {
       const base: Case = { ...ONE, mask, path: undefined, cap: 300, kBits: 8, vBits: 4 };
       const full = inputs(gpu, { ...base, offset: base.cap - 1 });
       const gate = gateSource(gpu, 1, base.heads * base.dim, 5);
       const records: DispatchRecord[][] = [];
+      const reached: number[][] = [];
       for (const kvLen of [1, 151, base.cap]) {
-        records.push(recordDispatches(() => qsdpa(full.q, full.k, full.v, { ...full.opts, kvLen, offset: kvLen - 1, gate })));
+        const o = { ...full.opts, kvLen, offset: kvLen - 1, gate };
+        records.push(recordDispatches(() => qsdpa(full.q, full.k, full.v, { ...o, reach: base.cap })));
+        reached.push(recordDispatches(() => qsdpa(full.q, full.k, full.v, o))[0].workgroups);
         await check({ ...base, offset: kvLen - 1 });
       }
       expect(kernels(records[0]), mask).toEqual(['qone_scores', 'qone_out']);
       expect(records[0].map((r) => r.workgroups), `${mask}: 300 keys in chunks of 64, 2 heads, for the scores and the values`).toEqual([[5, 2, 1], [5, 2, 1]]);
+      expect(reached, `${mask}: chunks of 64 over the keys' reach, 64, 256 and the capacity`).toEqual([[1, 2, 1], [4, 2, 1], [5, 2, 1]]);
       expectSameStructure(records[0], records[1], ['kv_len'], `${mask}: kvLen 1 vs mid`);
       expectSameStructure(records[0], records[2], ['kv_len'], `${mask}: kvLen 1 vs capacity`);
     }

@@ -71,7 +71,7 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     }
   }
 
-  it('is the default for one query seeing every key: one dispatch (two with a separate merge), the same at every kvLen of a capacity', async () => {
+  it('is the default for one query seeing every key: one dispatch (two with a separate merge), the same at every kvLen of a reach', async () => {
     const gpu = await getGpu();
     const H = 2, D = 64;
     const kernels = { fold: ['one_split_fold'], separate: ['one_split', 'one_merge'] };
@@ -79,10 +79,14 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
       const q = Tensor.from(gpu, randn(1, H * D), [H, 1, D], 'f32', 'q');
       const kv = full(gpu, randn(2, H * cap * D), [H, cap, D], 'bf16', 'kv');
       for (const merge of [undefined, 'separate'] as const) {
-        const records = [1, 33, cap].map((kvLen) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125, merge })));
+        const at = (kvLen: number, reach?: number) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, reach, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125, merge }));
+        const records = [1, 33, cap].map((kvLen) => at(kvLen, cap));
         expect(records[0].map((r) => r.kernel)).toEqual(kernels[merge ?? 'fold'].map((e) => `attention/sdpa_one.wgsl#${e}`));
         expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs 33`);
         expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs capacity`);
+        // Without a fixed reach, 32-key chunks over the keys' (64 at least, then powers of two, at most the capacity).
+        const chunks = [1, 65, cap].map((kvLen) => at(kvLen)[0].workgroups[0]);
+        expect(chunks, `cap ${cap} ${merge}`).toEqual(cap === 70 ? [2, 3, 3] : [2, 4, 129]);
       }
     }
   });

@@ -1,0 +1,95 @@
+// generate's decode steps (generate.ts): replayed from a captured step (decode.ts) one attention reach at a time,
+// or recorded one by one.
+import { InputError } from '../errors.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import type { HrmCache } from './cache.ts';
+import type { HrmModel } from './model.ts';
+import type { Sampler } from './sampling.ts';
+import type { GenerateStats } from './generate.ts';
+import { DecodeGraph, greedySteps } from './decode.ts';
+
+/** A tensor's values as f32, the tensor freed. */
+export async function readAndDispose(t: Tensor): Promise<Float32Array> {
+  try { return await t.readF32(); } finally { t.dispose(); }
+}
+
+/**
+ * The next token of each decode step: replayed (greedy chained on the GPU, or sampled from logits) or recorded. A
+ * graph replays within its attention's reach (decode.ts); when decoding leaves it, the next graph is built at the
+ * position reached, after the old one's queued steps are read, and the greedy chain goes on from the last token.
+ */
+export class Stepper {
+  private graph: DecodeGraph | null = null;
+  private chain: AsyncGenerator<number> | null = null;
+  /** Steps still to return (the cache's room or the caller's count). */
+  private left: number;
+  readonly path: GenerateStats['decodePath'];
+
+  constructor(private readonly model: HrmModel, private readonly cache: HrmCache, private readonly sampler: Sampler,
+    disabled: string | null, private last: number, steps: number) {
+    this.left = Math.min(steps, cache.capacity - cache.offset);
+    const built = disabled ?? (this.left < 1 ? 'no decode step' : this.build());
+    this.path = built instanceof DecodeGraph ? { replayed: built.size }
+      : { recorded: typeof built === 'string' ? built : built.reason };
+  }
+
+  /** The graph of the reach from the cache's offset (and its greedy chain over the steps it can take), or why not. */
+  private build(): DecodeGraph | { reason: string } {
+    const built = DecodeGraph.tryBuild(this.model, this.cache, this.sampler.greedy ? 'greedy' : 'logits');
+    this.graph = built instanceof DecodeGraph ? built : null;
+    if (this.graph?.mode === 'greedy') {
+      this.chain = greedySteps(this.graph, this.last, Math.min(this.left, this.graph.end - this.cache.offset));
+    }
+    return built;
+  }
+
+  /** The step in flight, which close() waits for (a stopped caller stops waiting for it, close() does not). */
+  private pending: Promise<number> | null = null;
+
+  /** The token after the last one returned (or the prefill's). */
+  next(): Promise<number> {
+    this.pending = this.step();
+    return this.pending;
+  }
+
+  private async step(): Promise<number> {
+    if (this.left < 1) throw new InputError('generate', 'asked for more decode steps than the cache holds');
+    this.last = await this.take();
+    this.left--;
+    return this.last;
+  }
+
+  private async take(): Promise<number> {
+    // Past the graph's reach (for a greedy chain: it has returned its last queued token): the next reach's graph,
+    // or recorded steps where it cannot be built (the cache's last positions).
+    if (this.graph && !this.chain && this.cache.offset >= this.graph.end) this.nextReach();
+    if (this.chain) {
+      let r = await this.chain.next();
+      if (r.done) {
+        this.nextReach();
+        if (this.chain) r = await this.chain.next();
+      }
+      if (!r.done) return r.value;
+    }
+    if (this.graph) {
+      this.graph.feed(this.last);
+      return this.sampler.sample(await this.graph.nextLogits());
+    }
+    return this.sampler.sample(await readAndDispose(this.model.forward([this.last], this.cache, { mask: 'causal' })));
+  }
+
+  /** Free the graph whose reach decoding has left (every step it queued has been read) and build the next one. */
+  private nextReach(): void {
+    this.chain = null;
+    this.graph?.dispose();
+    this.graph = null;
+    this.build();
+  }
+
+  /** Wait for steps still queued, then free the graph. */
+  async close(): Promise<void> {
+    await this.pending?.catch(() => {});
+    await this.chain?.return(undefined);
+    this.graph?.dispose();
+  }
+}
