@@ -1,7 +1,9 @@
 // The layers of src/ (issue 31), checked by tests/package/layers.test.ts on every `npm test`:
-//   errors.ts, math/  <-  gpu/, io/  <-  tensor/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts, worker/
+// errors.ts, math/  <-  gpu/, io/  <-  tensor/  <-  kernels/  <-  hrm/  <-  refract/  <-  index.ts, advanced.ts,
+// worker/
 // Each layer imports only the ones below it (and itself); cli/, demo/ and bench/ import the public entries or the
-// internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which tests own.
+// internals named below (APP_INTERNALS, BENCH_INTERNALS); product code never imports a CPU reference (*.ref.ts), which
+// tests own.
 // Outside src/: testkit/ (what tests and bench share and the package does not ship: the parity checks, their helpers,
 // random weights) imports src/ and itself; bench/ imports src/ and testkit/, never tests/; src/ imports none of them.
 const BOTTOM = ['^src/errors\\.ts$', '^src/math/'];
@@ -94,7 +96,8 @@ module.exports = {
       comment: 'bench/ times kernels and the model directly: the entries, kernels/, tensor/, gpu/, io/ and BENCH_INTERNALS',
       severity: 'error',
       from: { path: '^bench/' },
-      to: { path: '^src/', pathNot: [...ENTRIES, '^src/(kernels|tensor|gpu|io)/', '^src/errors\\.ts$', ...BENCH_INTERNALS] },
+      to: { path: '^src/',
+        pathNot: [...ENTRIES, '^src/(kernels|tensor|gpu|io)/', '^src/errors\\.ts$', ...BENCH_INTERNALS] },
     },
   ],
   options: {

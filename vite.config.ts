@@ -56,7 +56,8 @@ function browserCorpus(): Plugin {
     name: 'hrm-browser-corpus',
     enforce: 'pre',
     resolveId(id, importer) {
-      return id === './corpus-node.ts' && importer?.replace(/\\/g, '/').endsWith('src/refract/corpus.ts') ? NODE_ONLY : null;
+      return id === './corpus-node.ts' && importer?.replace(/\\/g,
+        '/').endsWith('src/refract/corpus.ts') ? NODE_ONLY : null;
     },
     load(id) {
       return id === NODE_ONLY ? 'export async function readBrownFile() { throw new Error("[corpus] no node:fs in a browser: pass baseUrl"); }' : null;

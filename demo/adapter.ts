@@ -7,7 +7,8 @@ import { fmtBytes } from './memory.ts';
 
 /** Optional WebGPU features the kernels could use, as the worker's device got them (or why not). */
 const GPU_FEATURES: ReadonlyArray<[string, string]> = [
-  ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix', 'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
+  ['shader-f16', 'shader-f16'], ['subgroups', 'subgroups'], ['chromium-experimental-subgroup-matrix',
+    'subgroup matrices'], ['timestamp-query', 'timestamp-query'],
 ];
 
 /**
@@ -24,8 +25,10 @@ function kernelPath(app: App): string {
   const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
   const turbo = typeof kv.k === 'string' || typeof kv.v === 'string';
   const attention = turbo ? 'sdpa, the TurboQuant cache side decoded first (turbo_dequant)'
-    : kv.k !== null && kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
-      : kv.k !== null || kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
+    : kv.k !== null &&
+      kv.v !== null ? 'qsdpa_one over the quantized cache for each decoded token (qsdpa for longer blocks)'
+      : kv.k !== null ||
+        kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
   const dev = app.device;
   const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
   const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
@@ -45,12 +48,15 @@ export function showAdapter(app: App): void {
   const why = (f: string) => (s.fastFeatures as Record<string, { why?: string } | undefined>)[f]?.why;
   const has = (f: string) => (enabled.has(f) ? 'yes, in use by the device' : why(f) ? `no: ${why(f)}` : 'no');
   fillKv($('adapter'), [
-    ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description', s.description || s.device || '(hidden)'],
+    ['vendor', s.vendor || '(hidden)'], ['architecture', s.architecture || '(hidden)'], ['description',
+      s.description || s.device || '(hidden)'],
     ['software adapter', isSoftwareAdapter(s) ? 'yes (runs on the CPU: slow)' : 'no'],
     ...GPU_FEATURES.map(([f, label]) => [label, has(f)] as [string, string]),
     ...Object.entries(s.fastPaths).map(([path, p]) => [path, p.on ? 'on' : `off: ${p.why}`] as [string, string]),
     ['kernel path', kernelPath(app), 'gpu-path'],
-    ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding', fmtBytes(s.limits.maxStorageBufferBindingSize)],
+    ['largest buffer', fmtBytes(s.limits.maxBufferSize)], ['largest storage binding',
+      fmtBytes(s.limits.maxStorageBufferBindingSize)],
   ]);
-  fillTable($('limits'), Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
+  fillTable($('limits'),
+    Object.entries(s.limits).map(([k, v]) => [k, v >= 2 ** 20 ? `${v} (${fmtBytes(v)})` : String(v)]));
 }

@@ -16,7 +16,8 @@ const PANEL: Record<Job, string> = { load: 'Model', generate: 'Generate', refrac
 export const KV_CHOICES: ReadonlyArray<[string, string]> = [
   ['f16', 'full precision (f16)'], ['q8_0', 'q8 (8-bit)'], ['q6_K', 'q6 (6-bit)'], ['q5_0', 'q5 (5-bit)'],
   ['q4_0', 'q4 (4-bit)'], ['q3_K', 'q3 (3-bit)'], ['q2_K', 'q2 (2-bit)'],
-  ['turbo4', 'turbo4 (TurboQuant 4-bit)'], ['turbo3', 'turbo3 (TurboQuant 3-bit)'], ['turbo2', 'turbo2 (TurboQuant 2-bit)'],
+  ['turbo4', 'turbo4 (TurboQuant 4-bit)'], ['turbo3', 'turbo3 (TurboQuant 3-bit)'], ['turbo2',
+    'turbo2 (TurboQuant 2-bit)'],
 ];
 
 export class App {
@@ -67,7 +68,8 @@ export class App {
    * A new job clears the messages of the last one (its error, the banner).
    */
   async run<T>(job: Job, f: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
-    if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`), job); return undefined; }
+    if (this.job) { this.showError(new InputError('demo', `wait for the running ${this.job} to finish, or stop it`),
+      job); return undefined; }
     this.job = job;
     this.abort = new AbortController();
     this.hideBanner();

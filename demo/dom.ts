@@ -47,7 +47,8 @@ export function fillTable(table: HTMLTableElement, rows: Array<[string, string]>
 }
 
 /** A byte-level progress bar and its text ("12.3 MiB / 40.0 MiB"). */
-export function setProgress(bar: HTMLProgressElement, text: HTMLElement, loaded: number, total: number, unit: 'bytes' | 'steps' = 'bytes'): void {
+export function setProgress(bar: HTMLProgressElement, text: HTMLElement, loaded: number, total: number,
+  unit: 'bytes' | 'steps' = 'bytes'): void {
   bar.max = Math.max(total, 1);
   bar.value = Math.min(loaded, bar.max);
   const f = unit === 'bytes' ? fmtBytes : String;
@@ -72,7 +73,8 @@ function shown(el: HTMLInputElement): string {
 /** A whole number from a field; out of range, the field gets the focus and the message names it (and `why`). */
 export function intInput(id: string, min: number, max = Number.MAX_SAFE_INTEGER, why?: string): number {
   const el = $<HTMLInputElement>(id);
-  const ok = () => el.value.trim() !== '' && Number.isInteger(Number(el.value)) && Number(el.value) >= min && Number(el.value) <= max;
+  const ok = () => el.value.trim() !== '' && Number.isInteger(Number(el.value)) && Number(el.value) >= min &&
+    Number(el.value) <= max;
   if (!ok()) {
     const range = `${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'}`;
     fail(id, `${labelOf(el)} must be a whole number from ${range}${why ? ` (${why})` : ''}; it is ${shown(el)}`, ok);
@@ -88,7 +90,8 @@ export function fail(id: string, message: string, fixed?: () => boolean): never 
 
 export function numInput(id: string, min: number, max: number): number {
   const el = $<HTMLInputElement>(id);
-  const ok = () => el.value.trim() !== '' && Number.isFinite(Number(el.value)) && Number(el.value) >= min && Number(el.value) <= max;
+  const ok = () => el.value.trim() !== '' && Number.isFinite(Number(el.value)) && Number(el.value) >= min &&
+    Number(el.value) <= max;
   if (!ok()) fail(id, `${labelOf(el)} must be a number from ${min} to ${max}; it is ${shown(el)}`, ok);
   return Number(el.value);
 }

@@ -11,7 +11,8 @@ export function conditionString(): string {
   const ticked = boxes.filter((c) => c.checked).map((c) => c.value);
   if (!ticked.length) {
     boxes[0]?.focus();
-    throw new FieldError(boxes, 'tick at least one Condition (synth, cot, direct or noisy)', () => boxes.some((c) => c.checked));
+    throw new FieldError(boxes, 'tick at least one Condition (synth, cot, direct or noisy)',
+      () => boxes.some((c) => c.checked));
   }
   return ticked.join(',');
 }
@@ -53,7 +54,8 @@ async function settings(app: App, f: ReturnType<typeof fields>) {
   if (maxTokens < asked) {
     notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ${ctx}-token context.`);
   }
-  return { prompt, notes, capped: maxTokens < asked, opts: { condition, maxTokens, sampler: { temperature, topP, seed }, cache: { kv } } };
+  return { prompt, notes, capped: maxTokens < asked,
+    opts: { condition, maxTokens, sampler: { temperature, topP, seed }, cache: { kv } } };
 }
 
 async function runGeneration(app: App): Promise<void> {
@@ -156,7 +158,8 @@ async function copyOutput(app: App): Promise<void> {
     $('copy-note').textContent = 'Output copied.';
     setTimeout(() => { $('copy-note').textContent = ''; }, 4000);
   } catch (e) {
-    app.showError(new InputError('copy', `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`), 'generate');
+    app.showError(new InputError('copy',
+      `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`), 'generate');
   }
 }
 
@@ -167,7 +170,8 @@ export function initGeneratePanel(app: App): void {
   });
   // Ctrl/Cmd+Enter in the prompt generates.
   $('prompt').addEventListener('keydown', (ev) => {
-    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); $<HTMLFormElement>('gen-form').requestSubmit(); }
+    if (ev.key === 'Enter' &&
+      (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); $<HTMLFormElement>('gen-form').requestSubmit(); }
   });
   $('gen-stop').addEventListener('click', () => app.stop());
   $('copy-output').addEventListener('click', () => void copyOutput(app));

@@ -3,7 +3,8 @@
 // per-buffer limits (hard), and the browser's `navigator.deviceMemory` (RAM in GiB, rounded, capped at 8 by Chrome).
 // The weights' size depends on the choice made before the download: as stored (dense, or MLX-quantized as
 // config.json's `quantization` says), or quantized on load to 8 or 4 bits.
-import { cacheBytes, checkpointBytes, FormatError, parameterCount, type ActDtype, type HrmConfig, type KvStorage, type ModelFiles, type QuantConfig, type QuantSpec } from '../src/index.ts';
+import { cacheBytes, checkpointBytes, FormatError, parameterCount, type ActDtype, type HrmConfig, type KvStorage,
+  type ModelFiles, type QuantConfig, type QuantSpec } from '../src/index.ts';
 import { cacheSlots } from '../src/advanced.ts';
 
 export const GiB = 2 ** 30;
@@ -23,7 +24,8 @@ export async function weightFiles(files: ModelFiles, config: HrmConfig): Promise
   let names: string[];
   if (index !== null) {
     let parsed: { weight_map?: Record<string, string> };
-    try { parsed = JSON.parse(index); } catch (e) { throw new FormatError('load', `${files.name}/model.safetensors.index.json: not valid JSON (${(e as Error).message})`); }
+    try { parsed = JSON.parse(index); } catch (e) { throw new FormatError('load',
+      `${files.name}/model.safetensors.index.json: not valid JSON (${(e as Error).message})`); }
     names = [...new Set(Object.values(parsed.weight_map ?? {}))];
   } else {
     names = [];
@@ -38,11 +40,13 @@ export async function weightFiles(files: ModelFiles, config: HrmConfig): Promise
   }
   const total = sizes.reduce((a, b) => a + b, 0);
   // No file found: the loader will say so; estimate bf16 weights meanwhile.
-  return names.length ? { names, sizes, total, exact: true } : { names, sizes, total: parameterCount(config) * 2, exact: false };
+  return names.length ? { names, sizes, total, exact: true } : { names, sizes, total: parameterCount(config) * 2,
+    exact: false };
 }
 
 /** The weights choices offered before a download: as stored, or quantized on load (group 64, MLX's default). */
-export const WEIGHT_CHOICES = { stored: null, q8: { bits: 8, groupSize: 64 }, q4: { bits: 4, groupSize: 64 } } as const satisfies Record<string, QuantSpec | null>;
+export const WEIGHT_CHOICES = { stored: null, q8: { bits: 8, groupSize: 64 },
+  q4: { bits: 4, groupSize: 64 } } as const satisfies Record<string, QuantSpec | null>;
 export type WeightChoice = keyof typeof WEIGHT_CHOICES;
 
 /** What sizes a checkpoint before its weights are read: its config, stored quantization and file bytes. */
@@ -97,7 +101,8 @@ export interface MemoryLimits {
 }
 
 /** Weights + KV cache + activations at `ctx`, and whether that plausibly fits this adapter. */
-export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: ActDtype, kv: KvStorage, lim: MemoryLimits): MemoryPlan {
+export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: ActDtype, kv: KvStorage,
+  lim: MemoryLimits): MemoryPlan {
   const cache = cacheBytes(c, ctx, dtype, kv);
   const logits = ctx * c.vocab_size * 4;
   const activations = ctx * (c.hidden_size * 4 * 12 + c.intermediate_size * 4 * 3) + 2 * logits;

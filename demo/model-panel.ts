@@ -6,8 +6,10 @@ import { cacheSlots } from '../src/advanced.ts';
 import type { WorkerModelInfo } from '../src/worker/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
-import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError, type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch, trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
+import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError,
+  type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
+import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch,
+  trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 import { showKernelPath } from './adapter.ts';
@@ -77,7 +79,8 @@ export function updateMemory(app: App): MemoryPlan | null {
   try { kv = kvFromSelects('kv-k', 'kv-v'); } catch { return null; }
   const lim = app.device.adapter.limits;
   const deviceMemory = (navigator as Navigator & { deviceMemory?: number }).deviceMemory;
-  const planOf = (c: WeightChoice) => memoryPlan(config, weightBytes(s, c).bytes, ctx, dtype, kv.spec, { maxBufferSize: lim.maxBufferSize, maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, deviceMemory });
+  const planOf = (c: WeightChoice) => memoryPlan(config, weightBytes(s, c).bytes, ctx, dtype, kv.spec,
+    { maxBufferSize: lim.maxBufferSize, maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, deviceMemory });
   const choice = weightChoice();
   const plan = planOf(choice);
   fillTable($<HTMLTableElement>('memory'), [
@@ -105,7 +108,8 @@ const checkpointOf = (lm: WorkerModelInfo) => lm.checkpoint.slice(lm.name.length
 
 function describeModel(name: string, c: HrmConfig, checkpoint?: string, weights?: string): void {
   fillKv($('model-info'), [
-    ['model', name], ...(checkpoint ? [['checkpoint', checkpoint] as [string, string]] : []), ...(weights ? [['weights', weights] as [string, string]] : []),
+    ['model', name], ...(checkpoint ? [['checkpoint', checkpoint] as [string, string]] : []), ...(weights ?
+      [['weights', weights] as [string, string]] : []),
     ['parameters', `${(parameterCount(c) / 1e6).toFixed(2)} M`],
     ['shape', `hidden ${c.hidden_size}, ${c.num_layers_per_stack} layers/stack, ${c.num_attention_heads}×${c.head_dim} heads, H${c.H_cycles} L${c.L_cycles}`],
     ['vocabulary', String(c.vocab_size)], ['context', `${c.max_position_embeddings} tokens`],
@@ -164,8 +168,10 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     signal.throwIfAborted();
     const q = weightSpec(s, choice);
     const quantize = q.onLoad && q.spec ? q.spec : undefined;
-    status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`, 'loading');
-    const lm = await app.engine.load(source.spec, quantize, (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
+    status(`Uploading ${files.name} to the GPU${quantize ? `, quantizing its weights to ${quantize.bits} bits` : ''}…`,
+      'loading');
+    const lm = await app.engine.load(source.spec, quantize,
+      (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
     // What the loader warned of (a tokenizer smaller than the vocabulary) is said here, not in the console only.
     const warnings = [...new Set(app.engine.warnings)];
     $('model-warning').textContent = warnings.map((w) => `Warning: ${w}.`).join(' ');
@@ -255,7 +261,8 @@ export function initModelPanel(app: App): void {
   for (const id of ['dtype', 'kv-k', 'kv-v', 'quantize']) $(id).addEventListener('change', () => updateMemory(app));
   app.onChange(() => {
     const busy = app.job !== null;
-    for (const id of ['load-url', 'load-embedded', 'folder-input']) ($(id) as HTMLButtonElement | HTMLInputElement).disabled = busy;
+    for (const id of ['load-url', 'load-embedded',
+      'folder-input']) ($(id) as HTMLButtonElement | HTMLInputElement).disabled = busy;
     $<HTMLButtonElement>('load-cancel').disabled = app.job !== 'load';
   });
 }

@@ -14,8 +14,10 @@ export function klPlotSpec(perPosition: ArrayLike<number>, ctx: number, width: n
   const chunks = Math.ceil(perPosition.length / ctx);
   const binned = values.length > 1500;
   const x = binned
-    ? { field: 'pos', type: 'quantitative' as const, bin: { maxbins: 300 }, title: `token position (${chunks} chunk${chunks > 1 ? 's' : ''} × ${ctx})` }
-    : { field: 'pos', type: 'quantitative' as const, title: `token position (${chunks} chunk${chunks > 1 ? 's' : ''} × ${ctx})`, scale: { nice: false } };
+    ? { field: 'pos', type: 'quantitative' as const, bin: { maxbins: 300 },
+      title: `token position (${chunks} chunk${chunks > 1 ? 's' : ''} × ${ctx})` }
+    : { field: 'pos', type: 'quantitative' as const,
+      title: `token position (${chunks} chunk${chunks > 1 ? 's' : ''} × ${ctx})`, scale: { nice: false } };
   const y = binned
     ? { field: 'kl', type: 'quantitative' as const, aggregate: 'mean' as const, title: 'mean KL (nats)' }
     : { field: 'kl', type: 'quantitative' as const, title: 'KL (nats)' };
@@ -23,7 +25,8 @@ export function klPlotSpec(perPosition: ArrayLike<number>, ctx: number, width: n
   return {
     width, height: 170,
     layer: [
-      { data: { values }, mark: { type: 'area', line: true, opacity: 0.3, interpolate: 'step-after' }, encoding: { x, y } },
+      { data: { values }, mark: { type: 'area', line: true, opacity: 0.3, interpolate: 'step-after' },
+        encoding: { x, y } },
       ...(boundaries.length ? [{
         data: { values: boundaries }, mark: { type: 'rule' as const, strokeDash: [3, 3], opacity: 0.5 },
         encoding: { x: { field: 'at', type: 'quantitative' as const } },
@@ -39,7 +42,8 @@ export async function renderKlPlot(el: HTMLElement, perPosition: ArrayLike<numbe
   let max = 0;
   let at = 0;
   for (let i = 0; i < perPosition.length; i++) if (perPosition[i] > max) { max = perPosition[i]; at = i; }
-  el.setAttribute('aria-label', `Per-position KL over ${perPosition.length} positions; largest ${max.toExponential(2)} nats at position ${at}.`);
+  el.setAttribute('aria-label',
+    `Per-position KL over ${perPosition.length} positions; largest ${max.toExponential(2)} nats at position ${at}.`);
   // Vega escapes every text it writes into the SVG.
   el.innerHTML = svg;
 }

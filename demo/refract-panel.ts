@@ -3,7 +3,8 @@
 // fit the model's context: one runRefract (as `refract score` runs it), downloadable as the CLI's JSON and HTML
 // reports. Before a run the page estimates its whole time from the pace measured here and asks when it is long.
 import { renderHtmlReport, toJsonString, type ActDtype, type RefractReport } from '../src/index.ts';
-import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01, type Stage } from '../src/refract/index.ts';
+import { band, brownCorpus, BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, PROMPTS_V01,
+  type Stage } from '../src/refract/index.ts';
 import { App, kvFromSelects } from './app.ts';
 import { $, counted, fail, fillKv, intInput, setProgress } from './dom.ts';
 import { conditionString } from './generate-panel.ts';
@@ -62,7 +63,8 @@ function readPlan(app: App): RunPlan {
   const prompts = checked('traj') || checked('plad') ? intInput('traj-prompts', 1, PROMPTS_V01.length) : 0;
   const fits = `a prompt and its tokens fit the model's ${modelCtx}-token context`;
   const tokens = prompts ? intInput('traj-tokens', 1, modelCtx - 64, fits) : 0;
-  const rniahLength = checked('rniah') ? intInput('rniah-length', RNIAH_MIN, modelCtx, `the model's context is ${modelCtx} tokens`) : 0;
+  const rniahLength = checked('rniah') ? intInput('rniah-length', RNIAH_MIN, modelCtx,
+    `the model's context is ${modelCtx} tokens`) : 0;
   return {
     chunks, ctx, trajPrompts: checked('traj') ? prompts : 0, tokens, rniahLength, rniahTokens: RNIAH_TOKENS,
     pladPrompts: checked('plad') ? prompts : 0, floor: checked('floor'),
@@ -79,13 +81,15 @@ async function runRefractPanel(app: App): Promise<void> {
     const cand = kvFromSelects('cand-k', 'cand-v');
     const condition = conditionString();
     const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
-    const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ?? 'brown') === 'pasted';
+    const pasted = (document.querySelector<HTMLInputElement>('input[name=corpus]:checked')?.value ??
+      'brown') === 'pasted';
     // The run is on from here (the pasted text's tokens are counted in the model's worker).
     result.dataset.state = 'running';
     if (pasted) {
       const n = (await app.engine.textTokens($<HTMLTextAreaElement>('pasted').value)) ?? 0;
       if (n < plan.ctx) {
-        fail('pasted', `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
+        fail('pasted',
+          `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
       }
     }
     msg.textContent = 'Measuring this GPU\'s pace…';
@@ -114,7 +118,8 @@ async function runRefractPanel(app: App): Promise<void> {
     const r = await app.engine.refract(dtype, condition, {
       reference: ref.label, candidate: cand.label,
       prompts: PROMPTS_V01.slice(0, Math.max(plan.trajPrompts, plan.pladPrompts)),
-      nPredict: plan.tokens || undefined, corpus, chunks: plan.chunks, ctx: plan.ctx, signal, reproCommand: '(hrm-webgpu demo)',
+      nPredict: plan.tokens ||
+        undefined, corpus, chunks: plan.chunks, ctx: plan.ctx, signal, reproCommand: '(hrm-webgpu demo)',
       skipGtm: plan.trajPrompts === 0, measureFloor: plan.floor,
       axes: {
         rniah: plan.rniahLength ? { lengths: [plan.rniahLength], nPredict: plan.rniahTokens, haystack } : false,
@@ -130,7 +135,8 @@ async function runRefractPanel(app: App): Promise<void> {
     });
     // runRefract returns what finished when stopped between axes: a stop is a stop.
     signal.throwIfAborted();
-    if (r.axes.kld.chunks) app.engine.notePositions(2 * r.axes.kld.chunks * r.axes.kld.ctx, performance.now() - kldFrom);
+    if (r.axes.kld.chunks) app.engine.notePositions(2 * r.axes.kld.chunks * r.axes.kld.ctx,
+      performance.now() - kldFrom);
     await showReport(r, ref.label, cand.label, dtype, pasted ? 'pasted text' : corpus.label);
     report = r;
     msg.textContent = `Done in ${secs((performance.now() - t0) / 1000)}.`;
@@ -162,13 +168,15 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
     ['KLD score', kldScore.toFixed(2), 'kld-score'],
     ['KLD band', band(kldScore), 'kld-band'],
     // The backend's same-top-1 without an interval only where the llama.cpp statistics (with one) are absent.
-    ...(kld.same_topp_pct != null && kld.same_top1 === null ? [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
+    ...(kld.same_topp_pct != null && kld.same_top1 === null ?
+      [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ...kldStatRows(kld),
     ['trajectory score', d.gtm_score == null ? score(null)
       : `${score(d.gtm_score)} (${counted(t.n_prompts, 'prompt')} × ${counted(t.n_tokens_each, 'token')}; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
     ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
     ['PLAD score', score(d.plad_score), 'plad-score'],
-    ...(d.floor_score != null ? [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),
+    ...(d.floor_score != null ?
+      [['noise floor (reference against itself)', score(d.floor_score)] as [string, string]] : []),
     ['composite score', r.composite.toFixed(2), 'composite-score'],
     ['composite band', r.band, 'composite-band'],
   ];
@@ -207,10 +215,12 @@ export function initRefractPanel(app: App): void {
     void runRefractPanel(app);
   });
   $('refract-stop').addEventListener('click', () => app.stop());
-  $('dl-json').addEventListener('click', () => { if (report) download(`${fileStem(report)}.json`, 'application/json', toJsonString(report) + '\n'); });
+  $('dl-json').addEventListener('click',
+    () => { if (report) download(`${fileStem(report)}.json`, 'application/json', toJsonString(report) + '\n'); });
   $('dl-html').addEventListener('click', () => {
     const r = report;
-    if (r) renderHtmlReport(r).then((html) => download(`${fileStem(r)}.html`, 'text/html', html), (e) => app.showError(e, 'refract'));
+    if (r) renderHtmlReport(r).then((html) => download(`${fileStem(r)}.html`, 'text/html', html),
+      (e) => app.showError(e, 'refract'));
   });
   // A time warning is about the settings it was given: any change of them takes it away (the next Run re-estimates).
   const form = $('refract-form');
@@ -233,10 +243,12 @@ export function initRefractPanel(app: App): void {
       $('refract-result').dataset.state = 'stopping';
       $('refract-status').textContent = 'Stopping: finishing the part on the GPU…';
     }
-    const blocked = !app.lm?.tokenizer && app.lm ? `${app.lm.name} has no tokenizer.json, so the page cannot read text into tokens` : null;
+    const blocked = !app.lm?.tokenizer &&
+      app.lm ? `${app.lm.name} has no tokenizer.json, so the page cannot read text into tokens` : null;
     $('refract-blocked').textContent = blocked ? `REFRACT is off here: ${blocked}.` : '';
     $<HTMLButtonElement>('refract-run').disabled = app.job !== null || app.lm === null || blocked !== null;
     $<HTMLButtonElement>('refract-stop').disabled = app.job !== 'refract' || app.finishing;
-    $<HTMLButtonElement>('dl-json').disabled = $<HTMLButtonElement>('dl-html').disabled = report === null || app.job === 'refract';
+    $<HTMLButtonElement>('dl-json').disabled = $<HTMLButtonElement>('dl-html').disabled = report === null ||
+      app.job === 'refract';
   });
 }

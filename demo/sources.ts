@@ -56,11 +56,14 @@ export function probedFiles(files: ModelFiles, missing: string): ModelFiles {
 /** A source's files: the embedded model's read as served, a URL's through the download cache. */
 export function sourceFiles(s: SourceSpec): ModelFiles {
   if (s.kind === 'folder') {
-    return probedFiles(fileListFiles(s.files, s.label), `not among the files given (${s.shown}); a model folder holds config.json, tokenizer.json and the safetensors`);
+    return probedFiles(fileListFiles(s.files, s.label),
+      `not among the files given (${s.shown}); a model folder holds config.json, tokenizer.json and the safetensors`);
   }
-  if (s.kind === 'embedded') return probedFiles({ ...urlFiles(s.base, { fetch: strictFetch }), name: EMBEDDED_NAME }, 'not found (404)');
+  if (s.kind === 'embedded') return probedFiles({ ...urlFiles(s.base, { fetch: strictFetch }), name: EMBEDDED_NAME },
+    'not found (404)');
   forgetCachedReads(); // a source's files are made once a load, here and in the worker
-  return probedFiles(urlFiles(s.base, { fetch: cachedFetch }), 'not found (404): is this the folder that holds the model\'s files?');
+  return probedFiles(urlFiles(s.base, { fetch: cachedFetch }),
+    'not found (404): is this the folder that holds the model\'s files?');
 }
 
 const source = (spec: SourceSpec): ModelSource =>

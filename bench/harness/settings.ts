@@ -190,7 +190,8 @@ export const OPTIONS: readonly BenchOption[] = [
     apply: (s) => { s.robustness = true; } },
   { name: 'anchors', arg: 'FILE', help: "store FILE's JSON (bench/suites/torch-anchors.py) under 'anchors' and compare "
     + 'with it', apply: (s, v) => { s.anchors = v; } },
-  { name: 'peers', arg: 'FILE', help: "store FILE's JSON (bench/peers/run.sh: llama.cpp's and transformers.js's figures "
+  { name: 'peers', arg: 'FILE',
+    help: "store FILE's JSON (bench/peers/run.sh: llama.cpp's and transformers.js's figures "
     + 'and token checks) under \'peers\'', apply: (s, v) => { s.peers = v; } },
   { name: 'read-probe', arg: 'FILE', help: "bench/probes/read-probe.mjs's JSON line: stored under kernels.readProbe, "
     + 'the stream\nread held against it', apply: (s, v) => { s.readProbe = v; } },

@@ -6,7 +6,8 @@
 // prefix: HRM's bidirectional prompt block, what transformers.js feeds), then --n - 1 single-token causal steps, each
 // the argmax of the last logits (ties to the lowest id). Plain forward calls, no captured decode graph: a check, not
 // a speed figure (bench/runners/run.ts times the same work).
-// --against PEER.json[,...] (each a peer's JSON line: hrm-greedy's, or the transformers.js page's) adds a teacher-forced pass:
+// --against PEER.json[,...] (each a peer's JSON line: hrm-greedy's, or the transformers.js page's) adds a
+// teacher-forced pass:
 // the peer's own ids fed back one by one, and at each step whether our argmax equals the peer's pick in the very same
 // context, with the gap ours[our pick] - ours[peer's pick] (0 where they agree) and our logits' rms. A free-running
 // comparison stops meaning anything after the first differing token (the contexts part); the teacher-forced one
@@ -104,7 +105,8 @@ async function main(): Promise<void> {
     for (let i = 0; i < pids.length; i++) {
       const { top, rms } = topK(row, 1);
       const ours = top[0][0];
-      steps.push({ step: i, ours, peer: pids[i], gap: Number((row[ours] - row[pids[i]]).toPrecision(4)), rms: Number(rms.toPrecision(4)) });
+      steps.push({ step: i, ours, peer: pids[i], gap: Number((row[ours] - row[pids[i]]).toPrecision(4)),
+        rms: Number(rms.toPrecision(4)) });
       if (i < pids.length - 1) row = await last([pids[i]], cache, 'causal');
     }
     cache.dispose();

@@ -103,7 +103,8 @@ for (const name of String(o.caches).split(',') as CacheName[]) {
   const graph = DecodeGraph.tryBuild(model, cache, 'greedy', cache.capacity);   // one graph over every step
   if (!(graph instanceof DecodeGraph)) throw new Error(`[step-js] ${name}: not replayed: ${graph.reason}`);
   graph.feed(1);
-  runs.push({ name, graph, r: graph as unknown as Replayed, next: [], rep: [], upload: [], encode: [], submit: [], parts: [] });
+  runs.push({ name, graph, r: graph as unknown as Replayed, next: [], rep: [], upload: [], encode: [], submit: [],
+    parts: [] });
 }
 // Each form of each cache once a round, in an order shuffled anew every round, so that every cache meets the
 // machine's load alike and no form always follows the same one (on lavapipe the step after the full cache's ran
@@ -114,7 +115,8 @@ const forms = runs.flatMap((x) => [
   async () => { const a = now(); const p = replay(gpu, x.r.dispatches, x.r.uploads); x.rep.push(now() - a); await p; },
   async () => {
     const t = parts(x.r);
-    x.upload.push(t.upload); x.encode.push(t.encode); x.submit.push(t.submit); x.parts.push(t.upload + t.encode + t.submit);
+    x.upload.push(t.upload); x.encode.push(t.encode); x.submit.push(t.submit); x.parts.push(t.upload +
+      t.encode + t.submit);
   },
 ]);
 let seed = 12345;

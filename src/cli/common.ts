@@ -24,7 +24,8 @@ function envSeconds(name: string): number | undefined {
   const v = (proc.env ?? {})[name];
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!(n > 0 && Number.isFinite(n))) throw new UsageError('cli', `${name}=${JSON.stringify(v)} is not valid (expected seconds > 0)`);
+  if (!(n > 0 && Number.isFinite(n))) throw new UsageError('cli',
+    `${name}=${JSON.stringify(v)} is not valid (expected seconds > 0)`);
   return n * 1000;
 }
 
@@ -49,7 +50,8 @@ export function parseFlags<T extends Options>(args: string[], options: T, allowP
   const joined: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const name = args[i].startsWith('--') ? args[i].slice(2) : short.get(args[i]);
-    if (name && options[name]?.type === 'string' && /^-\d|^-\.\d/.test(args[i + 1] ?? '')) joined.push(`--${name}=${args[++i]}`);
+    if (name && options[name]?.type === 'string' &&
+      /^-\d|^-\.\d/.test(args[i + 1] ?? '')) joined.push(`--${name}=${args[++i]}`);
     else joined.push(args[i]);
   }
   try {
@@ -68,7 +70,8 @@ function asUsageError(e: unknown): UsageError | null {
   const flag = /'(-[^' ]+)/.exec(text)?.[1] ?? '';
   const arg = /argument '([^']*)'/.exec(text)?.[1] ?? '';
   return new UsageError('cli', code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `unknown flag ${flag}`
-    : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? (/does not take an argument/.test(text) ? `${flag} takes no value` : `${flag} needs a value`)
+    : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? (/does not take an argument/.test(text) ?
+      `${flag} takes no value` : `${flag} needs a value`)
       : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? `unexpected argument ${JSON.stringify(arg)}` : text);
 }
 
@@ -83,21 +86,25 @@ export function flagValue<T>(parse: () => T): T {
 }
 
 /** A numeric flag; `what` says in the error what `check` wants. */
-export function number(flag: string, v: string | undefined, dflt: number, check: (n: number) => boolean = Number.isFinite, what = 'a number'): number {
+export function number(flag: string, v: string | undefined, dflt: number,
+  check: (n: number) => boolean = Number.isFinite, what = 'a number'): number {
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || !check(n)) throw new UsageError('cli', `--${flag} ${JSON.stringify(v)} is not valid (expected ${what})`);
+  if (v.trim() === '' || !Number.isFinite(n) || !check(n)) throw new UsageError('cli',
+    `--${flag} ${JSON.stringify(v)} is not valid (expected ${what})`);
   return n;
 }
 
 export function choice<T extends string>(flag: string, v: string | undefined, options: readonly T[], dflt: T): T {
   if (v === undefined) return dflt;
-  if (!options.includes(v as T)) throw new UsageError('cli', `--${flag} must be one of ${options.join(', ')} (got ${JSON.stringify(v)})`);
+  if (!options.includes(v as T)) throw new UsageError('cli',
+    `--${flag} must be one of ${options.join(', ')} (got ${JSON.stringify(v)})`);
   return v as T;
 }
 
 /** node:fs/promises, imported when first needed (the CLIs' modules also load under Deno). */
-export const fsp = () => import(/* @vite-ignore */ 'node:' + 'fs/promises') as Promise<typeof import('node:fs/promises')>;
+export const fsp = () => import(/* @vite-ignore */ 'node:' +
+  'fs/promises') as Promise<typeof import('node:fs/promises')>;
 const dirOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) || '/' : '.');
 
 /** Refuse an output path that cannot be written, before any model work (creates nothing). */
@@ -107,11 +114,13 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
   const why = (e: unknown) => (e as { code?: string }).code ?? (e as Error).message;
   const st = await fs.stat(path).catch(() => null);
   if (st?.isDirectory()) throw new InputError('cli', `--${flag} ${path} is a directory; give a file path`);
-  if (!st && !(await fs.stat(dirOf(path)).catch(() => null))?.isDirectory()) throw new InputError('cli', `--${flag} ${path}: folder ${dirOf(path)} does not exist`);
+  if (!st && !(await fs.stat(dirOf(path)).catch(() => null))?.isDirectory()) throw new InputError('cli',
+    `--${flag} ${path}: folder ${dirOf(path)} does not exist`);
   try {
     await fs.access(st ? path : dirOf(path), fs.constants.W_OK);
   } catch (e) {
-    throw new InputError('cli', `--${flag} ${path} cannot be written (${st ? 'file' : `folder ${dirOf(path)}`}: ${why(e)})`);
+    throw new InputError('cli',
+      `--${flag} ${path} cannot be written (${st ? 'file' : `folder ${dirOf(path)}`}: ${why(e)})`);
   }
 }
 
@@ -130,7 +139,8 @@ export async function writeFile(path: string, data: Uint8Array | string): Promis
 
 export async function readFile(path: string): Promise<Uint8Array> {
   const fs = await fsp();
-  try { return new Uint8Array(await fs.readFile(path)); } catch (e) { throw new InputError('cli', `cannot read ${path}: ${(e as Error).message}`); }
+  try { return new Uint8Array(await fs.readFile(path)); } catch (e) { throw new InputError('cli',
+    `cannot read ${path}: ${(e as Error).message}`); }
 }
 
 /**

@@ -23,7 +23,8 @@ function statsLine(s: GenerateStats, gpu: Gpu, ctx: number): string {
 }
 
 /** Stream a completion to `io.out`, the stats line to `io.err`; a lost device becomes one clear DeviceLostError. */
-export async function streamGenerate(gpu: Gpu, lm: LoadedModel, prompt: string, opts: GenerateOptions, io: StreamIo): Promise<void> {
+export async function streamGenerate(gpu: Gpu, lm: LoadedModel, prompt: string, opts: GenerateOptions,
+  io: StreamIo): Promise<void> {
   let chars = 0;
   try {
     for await (const ev of generate(lm, prompt, opts)) {

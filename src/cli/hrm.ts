@@ -7,7 +7,8 @@ import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
 import { bytesSource } from '../io/sources.ts';
 import { compareLogits } from '../hrm/compare.ts';
 import { convertQuantized } from '../hrm/convert.ts';
-import { checkWritable, choice, err, flagValue, fsp, netOptions, number, out, parseFlags, readFile, run, warn, writeFile, EMBEDDED_DIR } from './common.ts';
+import { checkWritable, choice, err, flagValue, fsp, netOptions, number, out, parseFlags, readFile, run, warn,
+  writeFile, EMBEDDED_DIR } from './common.ts';
 import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 
 const USAGE: Record<string, string> = {
@@ -47,7 +48,8 @@ async function cmdGenerate(args: string[]): Promise<void> {
     'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
     ...Q_OPTS,
   }, true);
-  if (positionals.length !== 1) throw new UsageError('generate', `give the prompt as one argument (got ${positionals.length})`);
+  if (positionals.length !== 1) throw new UsageError('generate',
+    `give the prompt as one argument (got ${positionals.length})`);
   if (v.stop?.includes('')) throw new UsageError('cli', '--stop is empty; give the text to stop at');
   const condition = v.condition ?? 'synth,cot';
   flagValue(() => parseConditions(condition)); // refused before the model loads
@@ -74,7 +76,8 @@ async function cmdGenerate(args: string[]): Promise<void> {
 function tokenIds(s: string): number[] {
   return s.split(',').map((p) => {
     const n = Number(p);
-    if (p.trim() === '' || !Number.isInteger(n) || n < 0) throw new UsageError('cli', `--ids ${JSON.stringify(s)}: ${JSON.stringify(p)} is not a token id`);
+    if (p.trim() === '' || !Number.isInteger(n) || n < 0) throw new UsageError('cli',
+      `--ids ${JSON.stringify(s)}: ${JSON.stringify(p)} is not a token id`);
     return n;
   });
 }
@@ -94,18 +97,22 @@ async function cmdLogits(args: string[]): Promise<void> {
   const gpu = await Gpu.create();
   const lm = await loadModel(modelFiles(v.model || undefined, netOptions()), { gpu, dtype, quantize, warn });
   const logits = await lm.model.logits(ids, { mask: mode, kv });
-  await writeFile(v.out, encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
-    { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name, ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));
+  await writeFile(v.out,
+    encodeSafetensors({ logits: { dtype: 'F32', shape: [ids.length, lm.config.vocab_size], data: logits } },
+    { tool: 'hrm logits', mode, dtype, kv: v.kv ?? 'ctk=f16,ctv=f16', model: lm.name,
+      ...(quantize ? { quantize: `q${quantize.bits} g${quantize.groupSize}` } : {}) }));
   err(`wrote ${v.out}: logits [${ids.length}, ${lm.config.vocab_size}] (${mode}, ${dtype})\n`);
   gpu.destroy();
 }
 
 async function cmdCompare(args: string[]): Promise<void> {
   const { positionals } = parseFlags(args, {}, true);
-  if (positionals.length !== 2) throw new UsageError('compare', `give two .safetensors files (got ${positionals.length})`);
+  if (positionals.length !== 2) throw new UsageError('compare',
+    `give two .safetensors files (got ${positionals.length})`);
   const [a, b] = await Promise.all(positionals.map(async (p) => {
     const f = await SafetensorsFile.open(bytesSource(p, await readFile(p)));
-    if (!f.entries.has('logits')) throw new FormatError('compare', `${p} has no tensor 'logits' (has: ${f.names.join(', ')})`);
+    if (!f.entries.has('logits')) throw new FormatError('compare',
+      `${p} has no tensor 'logits' (has: ${f.names.join(', ')})`);
     return { data: await f.array('logits'), shape: f.entry('logits').shape };
   }));
   const r = compareLogits(a.data, b.data, a.shape, b.shape);
@@ -152,7 +159,8 @@ async function cmdInfo(args: string[]): Promise<void> {
 
 async function cmdConvert(args: string[]): Promise<void> {
   const { values: v } = parseFlags(args, { model: { type: 'string' }, out: { type: 'string' }, ...Q_OPTS });
-  if (v.out === undefined) throw new UsageError('convert', '--out is required (the folder to write the quantized checkpoint to)');
+  if (v.out === undefined) throw new UsageError('convert',
+    '--out is required (the folder to write the quantized checkpoint to)');
   const spec = quantOpt(v);
   if (!spec) throw new UsageError('convert', '--quantize 4|8 is required');
   const files = modelFiles(v.model || undefined, netOptions());
@@ -171,7 +179,8 @@ async function cmdConvert(args: string[]): Promise<void> {
   err(`wrote ${v.out}: q${spec.bits} group ${spec.groupSize}, model.safetensors ${fmtBytes(conv.safetensors.byteLength)}\n`);
 }
 
-const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmdGenerate, logits: cmdLogits, compare: cmdCompare, info: cmdInfo, convert: cmdConvert };
+const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmdGenerate, logits: cmdLogits,
+  compare: cmdCompare, info: cmdInfo, convert: cmdConvert };
 
 await run(async (argv) => {
   const [cmd, ...rest] = argv;

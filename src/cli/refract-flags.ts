@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util';
 import { InputError } from '../index.ts';
 import { UsageError } from '../advanced.ts';
-import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl, type RunRefractOptions } from '../refract/index.ts';
+import { DEFAULT_REFERENCE_KV, DEFAULTS, parseKvConfig, parsePromptsJsonl,
+  type RunRefractOptions } from '../refract/index.ts';
 import { checkWritable, choice, number, parseFlags, proc, readFile } from './common.ts';
 
 const STRING = { type: 'string' } as const;
@@ -22,19 +23,23 @@ export const REPEATABILITY_OPTIONS = { ...SCORE_OPTIONS, runs: STRING, 'out-dir'
 export const FETCH_OPTIONS = {
   'cache-dir': STRING, size: STRING, sha256: STRING, 'no-progress': FLAG, help: { type: 'boolean', short: 'h' },
 } as const;
-export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', multiple: true }, 'k-types': STRING, 'v-types': STRING, 'out-dir': STRING } as const;
+export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', multiple: true }, 'k-types': STRING,
+  'v-types': STRING, 'out-dir': STRING } as const;
 
 type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { options?: infer O } ? NonNullable<O> : never : never;
 export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
 
 /** Parse a subcommand's flags with the CLIs' one parser (common.ts); its usage errors name the subcommand. */
-export function parseCommandFlags<O extends Options>(cmd: string, args: string[], options: O, positionals = false): { values: Values<O>; positionals: string[] } {
+export function parseCommandFlags<O extends Options>(cmd: string, args: string[], options: O,
+  positionals = false): { values: Values<O>; positionals: string[] } {
   try {
     const r = parseFlags(args, options, true);
-    if (!positionals && r.positionals.length) throw new UsageError(`refract ${cmd}`, `unexpected argument ${JSON.stringify(r.positionals[0])}`);
+    if (!positionals && r.positionals.length) throw new UsageError(`refract ${cmd}`,
+      `unexpected argument ${JSON.stringify(r.positionals[0])}`);
     return r as { values: Values<O>; positionals: string[] };
   } catch (e) {
-    if (e instanceof UsageError && e.op === 'cli') throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[cli\] /, ''));
+    if (e instanceof UsageError && e.op === 'cli') throw new UsageError(`refract ${cmd}`,
+      e.message.replace(/^\[cli\] /, ''));
     throw e;
   }
 }
@@ -50,7 +55,8 @@ export async function asUsage<T>(cmd: string, f: () => Promise<T> | T): Promise<
   try {
     return await f();
   } catch (e) {
-    if (e instanceof InputError && (e.op === 'cli' || e.op === 'kvconfig')) throw new UsageError(`refract ${cmd}`, e.message.replace(/^\[[^\]]*\] /, ''));
+    if (e instanceof InputError && (e.op === 'cli' || e.op === 'kvconfig')) throw new UsageError(`refract ${cmd}`,
+      e.message.replace(/^\[[^\]]*\] /, ''));
     throw e;
   }
 }
@@ -61,7 +67,8 @@ const WHOLE = 'a whole number from 1';
 function list(flag: string, v: string | undefined, check: (n: number) => boolean): number[] | undefined {
   if (v === undefined) return undefined;
   const xs = v.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
-  if (xs.length === 0 || xs.some((x) => !check(x))) throw new InputError('cli', `--${flag} ${JSON.stringify(v)} is not valid`);
+  if (xs.length === 0 || xs.some((x) => !check(x))) throw new InputError('cli',
+    `--${flag} ${JSON.stringify(v)} is not valid`);
   return xs;
 }
 
@@ -83,20 +90,23 @@ export async function checkOutputs(outputs: Record<string, string | undefined>):
 /** The command line that produced a run, shell-quoted, the home folder written `~` (as the original). */
 export function reproCommand(argv: readonly string[] = proc.argv.slice(2)): string {
   const home = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.HOME;
-  return ['refract', ...argv].map((a) => (home && (a === home || a.startsWith(home + '/')) ? '~' + a.slice(home.length) : a))
+  return ['refract',
+    ...argv].map((a) => (home && (a === home || a.startsWith(home + '/')) ? '~' + a.slice(home.length) : a))
     .map((a) => (/^[\w.,=/:~-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
 export type ScoreFlags = Values<typeof SCORE_OPTIONS>;
 
 /** Score flags -> runRefract options (without backend, model, progress and signal). */
-export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'> & { candidate?: string }, modelCtx: number): Promise<Omit<RunRefractOptions, 'backend' | 'model'>> {
+export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'> & { candidate?: string },
+  modelCtx: number): Promise<Omit<RunRefractOptions, 'backend' | 'model'>> {
   return asUsage(cmd, async () => {
     if (!v.candidate) throw new InputError('cli', '--candidate is required (e.g. --candidate ctk=q8_0,ctv=q4_0)');
     const candidate = parseKvConfig(v.candidate, '--candidate').label;
     const reference = parseKvConfig(v.reference ?? DEFAULT_REFERENCE_KV, '--reference').label;
     if (choice('axis-a', v['axis-a'], ['trajectory', 'gtm'] as const, 'trajectory') === 'gtm') {
-      throw new InputError('cli', "--axis-a gtm (REFRACT 0.1's retokenized GTM, deprecated upstream) is not ported; use --axis-a trajectory");
+      throw new InputError('cli',
+        "--axis-a gtm (REFRACT 0.1's retokenized GTM, deprecated upstream) is not ported; use --axis-a trajectory");
     }
     const rniah = v['axis-rniah'] || v.full ? {
       haystack: v['rniah-haystack'] ? await text(cmd, v['rniah-haystack']) : undefined,
@@ -104,13 +114,16 @@ export async function scoreOptions(cmd: string, v: Omit<ScoreFlags, 'candidate'>
       lengths: list('rniah-lengths', v['rniah-lengths'], positive),
       positions: list('rniah-positions', v['rniah-positions'], (p) => p >= 0 && p <= 1),
       nTrials: number('rniah-trials', v['rniah-trials'], 1, positive, WHOLE),
-      ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0, positive, WHOLE),
+      ctxMax: v['rniah-ctx-max'] === undefined ? undefined : number('rniah-ctx-max', v['rniah-ctx-max'], 0,
+        positive, WHOLE),
       nPredict: number('rniah-n-predict', v['rniah-n-predict'], 256, positive, WHOLE),
       needle: nonEmpty('rniah-needle', v['rniah-needle']),
       question: nonEmpty('rniah-question', v['rniah-question']),
       needleKeyword: nonEmpty('rniah-keyword', v['rniah-keyword']),
     } : false;
-    const plad = v['axis-plad'] || v.full ? { tokenSource: choice('plad-ids', v['plad-ids'], ['retokenized', 'generated'] as const, 'retokenized') } : false;
+    const plad = v['axis-plad'] ||
+      v.full ? { tokenSource: choice('plad-ids', v['plad-ids'], ['retokenized', 'generated'] as const,
+      'retokenized') } : false;
     return {
       reference, candidate,
       prompts: v.prompts ? parsePromptsJsonl(await text(cmd, v.prompts)) : undefined,

@@ -69,7 +69,8 @@ export function replay(
   gpu: Gpu, dispatches: readonly Dispatch[], uploads: readonly Upload[], after?: (e: GPUCommandEncoder) => void,
   timestampWrites?: GPUComputePassTimestampWrites, stamps?: GPUQuerySet,
 ): Promise<void> {
-  if (stamps && !gpu.inPassTimestamps) throw new HrmError('replay', 'this device cannot write timestamps inside a pass');
+  if (stamps && !gpu.inPassTimestamps) throw new HrmError('replay',
+    'this device cannot write timestamps inside a pass');
   if (!gpu.idle) throw new HrmError('replay', 'flush the open batch before replaying a captured step');
   const device = gpu.device;
   return gpu.scoped('replay', () => {

@@ -29,7 +29,8 @@ export async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() 
     };
     return { attempts: [ask(0), ask(1000), ask(3000)], robust: null };
   }
-  if (runtimeName() !== 'node') throw new NoWebGpuError('device', 'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
+  if (runtimeName() !== 'node') throw new NoWebGpuError('device',
+    'this runtime has no navigator.gpu (WebGPU is off or unsupported)');
   const spec = 'webgpu';
   const mod = (await import(/* @vite-ignore */ spec)) as { create(o: string[]): GPU; globals: object };
   Object.assign(globalThis, mod.globals);
@@ -41,7 +42,8 @@ export async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() 
   // Dawn rounds GPU timestamps to 65.5 us by default, which erases per-dispatch timings: ask for nanoseconds.
   // Unless DeviceOptions.robustness asks for it, Dawn's robustness is off (see there).
   const toggles = robust ? DAWN_FEATURE_TOGGLES : `${DAWN_FEATURE_TOGGLES},disable_robustness`;
-  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS, toggles]); dawnInstances.push(g); return g; };
+  const instance = (): GPU => { const g = mod.create([DAWN_EXACT_TIMESTAMPS,
+    toggles]); dawnInstances.push(g); return g; };
   const fs = (await import(/* @vite-ignore */ 'node:' + 'fs')) as typeof import('node:fs');
   const attempts: Array<() => Promise<GPUAdapter | null>> = [
     () => withoutNativeStderr(fs, () => instance().requestAdapter({ powerPreference: 'high-performance' })),

@@ -70,7 +70,8 @@ export interface DeviceOptions {
 }
 
 /**
- * A Gpu's kernel-path options. Empty here: src/kernels/plan/options.ts, the planner that reads them, declares the fields
+ * A Gpu's kernel-path options. Empty here: src/kernels/plan/options.ts, the planner that reads them, declares the
+ * fields
  * (declaration merging), so that this layer names no kernel.
  */
 export interface KernelOptions {}
@@ -93,7 +94,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     adapter = await attempt();
     if (adapter) break;
   }
-  if (!adapter) throw new NoWebGpuError('device', 'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
+  if (!adapter) throw new NoWebGpuError('device',
+    'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
   const off: Record<string, boolean | undefined> = {
     'shader-f16': opts.f16, subgroups: opts.subgroups, 'timestamp-query': opts.timestamps,
     [IN_PASS_TIMESTAMPS]: opts.timestamps, [SUBGROUP_MATRIX]: opts.subgroupMatrix,
@@ -112,7 +114,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
   const summary: AdapterSummary = {
     vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '',
     description: info.description ?? '', runtime: runtimeName(),
-    fallback: Boolean(info.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
+    fallback: Boolean(info.isFallbackAdapter ??
+      (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter), features: [...device.features].sort(), limits,
     subgroupMatrix: device.features.has(SUBGROUP_MATRIX) ? matrixConfigs(info) : [],
     subgroupSizes: [info.subgroupMinSize ?? 0, info.subgroupMaxSize ?? 0], robust: entries.robust,
     fastFeatures: featureStates(new Set(adapter.features), new Set(device.features), opts, runtimeName()),
@@ -126,5 +129,6 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
  * enough that kernels pick barrier-free variants and apps should say so.
  */
 export function isSoftwareAdapter(s: AdapterSummary): boolean {
-  return s.fallback || /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i.test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
+  return s.fallback ||
+    /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i.test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
 }

@@ -7,11 +7,13 @@ import type { Runtime } from './runtime.ts';
 export const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
 /** Timestamps between the dispatches of one pass (Chrome's Dawn; not in npm `webgpu`, whose passes lack writeTimestamp). */
 export const IN_PASS_TIMESTAMPS = 'chromium-experimental-timestamp-query-inside-passes';
-export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', IN_PASS_TIMESTAMPS, SUBGROUP_MATRIX] as const;
+export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', IN_PASS_TIMESTAMPS,
+  SUBGROUP_MATRIX] as const;
 
 /** Whether `device` writes timestamps inside passes: the feature, and passes that have writeTimestamp. */
 export function stampsInPasses(device: GPUDevice): boolean {
-  if (!device.features.has('timestamp-query') || !device.features.has(IN_PASS_TIMESTAMPS as GPUFeatureName)) return false;
+  if (!device.features.has('timestamp-query') ||
+    !device.features.has(IN_PASS_TIMESTAMPS as GPUFeatureName)) return false;
   const pass = device.createCommandEncoder({ label: 'probe' }).beginComputePass();
   const ok = typeof (pass as unknown as { writeTimestamp?: unknown }).writeTimestamp === 'function';
   pass.end();   // the encoder is dropped unfinished

@@ -10,7 +10,8 @@ import { BufferPool, type BufferView } from './pool.ts';
 import { Profiler, type DispatchTiming, type PassSpan } from './profiler.ts';
 import { UniformArena } from './uniforms.ts';
 import type { Dispatch, Upload } from './batch.ts';
-import { isSoftwareAdapter, requestDevice, type AdapterSummary, type DeviceOptions, type KernelOptions } from './device.ts';
+import { isSoftwareAdapter, requestDevice, type AdapterSummary, type DeviceOptions,
+  type KernelOptions } from './device.ts';
 import { stampsInPasses } from './features.ts';
 import { DeviceWatch } from './watch.ts';
 

@@ -25,6 +25,7 @@ export function runtimeInfo(): RuntimeInfo {
   };
   const runtime = runtimeName();
   if (runtime === 'deno') return { runtime, version: g.Deno!.version.deno, v8: g.Deno!.version.v8 };
-  if (runtime === 'node') return { runtime, version: g.process!.versions.node, v8: g.process!.versions.v8, platform: g.process!.platform };
+  if (runtime === 'node') return { runtime, version: g.process!.versions.node, v8: g.process!.versions.v8,
+    platform: g.process!.platform };
   return { runtime, version: 'unknown', userAgent: g.navigator?.userAgent ?? 'unknown' };
 }

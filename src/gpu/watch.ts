@@ -17,13 +17,15 @@ export class DeviceWatch {
 
   constructor(device: GPUDevice) {
     device.lost.then((info) => { this.lost = info; });
-    device.addEventListener?.('uncapturederror', (e: Event) => { this.uncaptured ??= (e as GPUUncapturedErrorEvent).error; });
+    device.addEventListener?.('uncapturederror',
+      (e: Event) => { this.uncaptured ??= (e as GPUUncapturedErrorEvent).error; });
   }
 
   /** Throw if the device is gone or an uncaptured error is pending. */
   check(op: string): void {
     if (this.lost) {
-      throw new DeviceLostError(op, `the GPU device was lost (${this.lost.reason}: ${this.lost.message}); reload or create a new device`);
+      throw new DeviceLostError(op,
+        `the GPU device was lost (${this.lost.reason}: ${this.lost.message}); reload or create a new device`);
     }
     if (this.uncaptured) {
       const e = this.uncaptured;

@@ -1,6 +1,7 @@
 // The recurrent KV cache: one slot per (stack invocation, layer), H*(L+1)*layers slots, all advancing together.
 // Each side (K, V) of a slot is full precision (f32, or packed bf16 in bf16 mode), group-64 affine quantized
-// with its own bits or TurboQuant-coded (turbo2/3/4, kernels/turbo/); the slots write and attend themselves (slot.ts). A forward is `begin` (the mask and the
+// with its own bits or TurboQuant-coded (turbo2/3/4, kernels/turbo/); the slots write and attend themselves (slot.ts).
+// A forward is `begin` (the mask and the
 // state every slot shares), the layers' `slot.append` / `slot.attend`, then `end`. Two quantization modes, as the
 // spec names them:
 //  - 'before-pass': every attention, the prefill's included, reads quantized K/V (REFRACT's KLD candidate);
@@ -61,20 +62,24 @@ export class HrmCache {
     this.mode = opts.mode ?? 'before-pass';
     for (const [side, bits] of [['K', this.kv.k], ['V', this.kv.v]] as const) {
       if (typeof bits === 'string') checkTurboHeadDim('cache', config.head_dim);
-      else if (bits !== null && !QUANT_BITS.includes(bits)) throw new InputError('cache', `${side} bits ${bits} not supported (use ${QUANT_BITS.join(', ')} or full precision)`);
+      else if (bits !== null && !QUANT_BITS.includes(bits)) throw new InputError('cache',
+        `${side} bits ${bits} not supported (use ${QUANT_BITS.join(', ')} or full precision)`);
     }
     if (config.head_dim % GROUP !== 0 && (typeof this.kv.k === 'number' || typeof this.kv.v === 'number')) {
       throw new InputError('cache', `head_dim ${config.head_dim} is not a multiple of the quantization group ${GROUP}`);
     }
-    if (!Number.isInteger(opts.capacity) || opts.capacity < 1) throw new InputError('cache', `capacity must be a positive integer (got ${opts.capacity})`);
+    if (!Number.isInteger(opts.capacity) || opts.capacity < 1) throw new InputError('cache',
+      `capacity must be a positive integer (got ${opts.capacity})`);
     if (opts.capacity > config.max_position_embeddings) {
-      throw new InputError('cache', `capacity ${opts.capacity} exceeds max_position_embeddings ${config.max_position_embeddings}`);
+      throw new InputError('cache',
+        `capacity ${opts.capacity} exceeds max_position_embeddings ${config.max_position_embeddings}`);
     }
     // With one side quantized and the other not, attention reads the quantized side dequantized to f32: keep the
     // full side in f32 too (its values still rounded to the activation dtype), so both sides share a dtype.
     const mixed = (this.kv.k === null) !== (this.kv.v === null);
     this.fullDtype = mixed ? 'f32' : opts.dtype;
-    const geo = { heads: config.num_attention_heads, headDim: config.head_dim, ropeBase: config.rope_theta, round: roundFor(opts.dtype) };
+    const geo = { heads: config.num_attention_heads, headDim: config.head_dim, ropeBase: config.rope_theta,
+      round: roundFor(opts.dtype) };
     for (let s = 0; s < cacheSlots(config); s++) {
       this.slots.push(new CacheSlot(this.side(this.kv.k, `slot${s}.k`), this.side(this.kv.v, `slot${s}.v`), geo));
     }
@@ -94,7 +99,8 @@ export class HrmCache {
   begin(tokenTypes: number[]): CachePass {
     const S = tokenTypes.length;
     this.reserve(S);
-    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes), shadow: this.fullPrecisionPass ? new Map() : null, temps: [], reach: this.reach };
+    const pass: CachePass = { S, offset: this.offset, tokenTypes, mask: this.maskFor(tokenTypes),
+      shadow: this.fullPrecisionPass ? new Map() : null, temps: [], reach: this.reach };
     if (pass.mask.kind === 'prefix') pass.temps.push(pass.mask.tokenTypes);
     return pass;
   }
@@ -133,7 +139,8 @@ export class HrmCache {
   /** Check room for S more positions. */
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {
-      throw new InputError('cache', `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger 'capacity' option`);
+      throw new InputError('cache',
+        `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger 'capacity' option`);
     }
   }
 
@@ -160,7 +167,8 @@ export class HrmCache {
   private side(bits: number | TurboType | null, label: string): CacheSide {
     const { num_attention_heads: heads, head_dim: headDim } = this.config;
     const capacity = this.capacity;
-    if (bits === null) return { kind: 'full', data: Tensor.empty(this.gpu, [heads, capacity, headDim], this.fullDtype, label) } satisfies FullKV;
+    if (bits === null) return { kind: 'full',
+      data: Tensor.empty(this.gpu, [heads, capacity, headDim], this.fullDtype, label) } satisfies FullKV;
     if (typeof bits === 'string') return turboKV(this.gpu, { heads, capacity, headDim, type: bits, label });
     return quantKV(this.gpu, { heads, capacity, headDim, bits, label });
   }

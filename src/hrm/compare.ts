@@ -15,9 +15,11 @@ export interface LogitsComparison {
 }
 
 /** Compare logits A and B, both [S, V] row-major. */
-export function compareLogits(a: ArrayLike<number>, b: ArrayLike<number>, shapeA: readonly number[], shapeB: readonly number[] = shapeA): LogitsComparison {
+export function compareLogits(a: ArrayLike<number>, b: ArrayLike<number>, shapeA: readonly number[],
+  shapeB: readonly number[] = shapeA): LogitsComparison {
   if (shapeA.length !== 2 || shapeA.join() !== shapeB.join() || a.length !== b.length) {
-    throw new ShapeError('compare', `logits shapes differ or are not [S, V]: [${shapeA.join(', ')}] vs [${shapeB.join(', ')}]`);
+    throw new ShapeError('compare',
+      `logits shapes differ or are not [S, V]: [${shapeA.join(', ')}] vs [${shapeB.join(', ')}]`);
   }
   const [S, V] = shapeA;
   let maxAbsDiff = 0, agree = 0;

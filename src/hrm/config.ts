@@ -36,7 +36,8 @@ const fail = (where: string, key: string, what: string, v: unknown) =>
   new FormatError('config', `${where}: '${key}' must be ${what} (got ${JSON.stringify(v)})`);
 
 /** A number key; `ok` is the range it must be in, described by `what`. */
-function num(c: Json, key: string, where: string, dflt?: number, ok: (n: number) => boolean = () => true, what = 'a number'): number {
+function num(c: Json, key: string, where: string, dflt?: number, ok: (n: number) => boolean = () => true,
+  what = 'a number'): number {
   const v = c[key];
   if (v === undefined && dflt !== undefined) return dflt;
   if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v)) throw fail(where, key, what, v);
@@ -61,16 +62,19 @@ function ids(c: Json, key: string, where: string, vocab: number): number[] {
   const v = c[key];
   if (v === undefined || v === null) return [];
   const list = Array.isArray(v) ? v : [v];
-  if (!list.every((id) => Number.isInteger(id) && id >= 0)) throw fail(where, key, 'a token id or a list of token ids', v);
+  if (!list.every((id) => Number.isInteger(id) && id >= 0)) throw fail(where, key,
+    'a token id or a list of token ids', v);
   const out = list as number[];
   const big = out.find((id) => id >= vocab);
-  if (big !== undefined) throw new FormatError('config', `${where}: '${key}' ${big} is outside the vocabulary [0, ${vocab}) of vocab_size`);
+  if (big !== undefined) throw new FormatError('config',
+    `${where}: '${key}' ${big} is outside the vocabulary [0, ${vocab}) of vocab_size`);
   return out;
 }
 
 /** Parse and validate a config.json object. `where` names the file in errors. */
 export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = () => {}): HrmConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError('config', `${where}: not a JSON object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError('config',
+    `${where}: not a JSON object`);
   const c = raw as Json;
   if (c.model_type !== undefined && c.model_type !== 'hrm_text') {
     throw new FormatError('config', `${where}: model_type is '${String(c.model_type)}', expected 'hrm_text'`);
@@ -81,7 +85,8 @@ export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = ()
   const heads = posInt(c, 'num_attention_heads', where);
   const headDim = posInt(c, 'head_dim', where, Math.floor(hidden / heads));
   const kvHeads = c.num_key_value_heads === undefined ? heads : posInt(c, 'num_key_value_heads', where);
-  if (kvHeads !== heads) throw new FormatError('config', `${where}: num_key_value_heads ${kvHeads} != num_attention_heads ${heads}; HRM-Text has no grouped-query attention`);
+  if (kvHeads !== heads) throw new FormatError('config',
+    `${where}: num_key_value_heads ${kvHeads} != num_attention_heads ${heads}; HRM-Text has no grouped-query attention`);
 
   const total = posInt(c, 'num_hidden_layers', where);
   let perStack: number;
@@ -98,13 +103,15 @@ export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = ()
   }
 
   const rp = c.rope_parameters as Json | undefined | null;
-  if (rp !== undefined && rp !== null && (typeof rp !== 'object' || Array.isArray(rp))) throw fail(where, 'rope_parameters', 'an object', rp);
+  if (rp !== undefined && rp !== null && (typeof rp !== 'object' || Array.isArray(rp))) throw fail(where,
+    'rope_parameters', 'an object', rp);
   let ropeTheta: number;
   if (c.rope_theta !== undefined) ropeTheta = positive(c, 'rope_theta', where);
   else if (rp && rp.rope_theta !== undefined) ropeTheta = positive(rp, 'rope_theta', `${where} rope_parameters`);
   else throw new FormatError('config', `${where}: neither 'rope_theta' nor 'rope_parameters.rope_theta' is set`);
   if (rp && rp.rope_type !== undefined && rp.rope_type !== 'default') {
-    throw new FormatError('config', `${where}: rope_parameters.rope_type '${String(rp.rope_type)}' is not supported (only 'default')`);
+    throw new FormatError('config',
+      `${where}: rope_parameters.rope_type '${String(rp.rope_type)}' is not supported (only 'default')`);
   }
 
   let embeddingScale: number;
@@ -173,9 +180,11 @@ export interface QuantConfig { default: QuantSpec; modules: Map<string, QuantSpe
 
 /** Checks bits and group size against what mx.quantize offers; `what` names the key or option in the error. */
 export function quantSpec(bits: unknown, groupSize: unknown, what: string): QuantSpec {
-  if (typeof bits !== 'number' || !QUANT_BITS.includes(bits)) throw new FormatError('config', `${what}: bits ${JSON.stringify(bits)} is not one MLX offers (${QUANT_BITS.join(', ')})`);
+  if (typeof bits !== 'number' || !QUANT_BITS.includes(bits)) throw new FormatError('config',
+    `${what}: bits ${JSON.stringify(bits)} is not one MLX offers (${QUANT_BITS.join(', ')})`);
   if (typeof groupSize !== 'number' || !GROUP_SIZES.includes(groupSize)) {
-    throw new FormatError('config', `${what}: group_size ${JSON.stringify(groupSize)} is not one MLX offers (${GROUP_SIZES.join(', ')})`);
+    throw new FormatError('config',
+      `${what}: group_size ${JSON.stringify(groupSize)} is not one MLX offers (${GROUP_SIZES.join(', ')})`);
   }
   return { bits, groupSize };
 }
@@ -185,15 +194,19 @@ export function parseQuantization(raw: unknown, where = 'config.json'): QuantCon
   const block = (raw as Json).quantization ?? (raw as Json).quantization_config;
   if (block === undefined || block === null) return null;
   const key = (raw as Json).quantization !== undefined ? 'quantization' : 'quantization_config';
-  if (typeof block !== 'object' || Array.isArray(block)) throw new FormatError('config', `${where}: '${key}' must be an object {group_size, bits}`);
+  if (typeof block !== 'object' || Array.isArray(block)) throw new FormatError('config',
+    `${where}: '${key}' must be an object {group_size, bits}`);
   const b = block as Json;
   const modules = new Map<string, QuantSpec | false>();
   for (const [k, v] of Object.entries(b)) {
     if (k === 'group_size' || k === 'bits' || k === 'mode') continue;
     if (v === false) modules.set(k, false);
-    else if (typeof v === 'object' && v !== null) modules.set(k, quantSpec((v as Json).bits, (v as Json).group_size ?? b.group_size, `${where} ${key}.${k}`));
-    else throw new FormatError('config', `${where}: '${key}.${k}' must be {group_size, bits} or false (got ${JSON.stringify(v)})`);
+    else if (typeof v === 'object' && v !== null) modules.set(k,
+      quantSpec((v as Json).bits, (v as Json).group_size ?? b.group_size, `${where} ${key}.${k}`));
+    else throw new FormatError('config',
+      `${where}: '${key}.${k}' must be {group_size, bits} or false (got ${JSON.stringify(v)})`);
   }
-  if (b.mode !== undefined && b.mode !== 'affine') throw new FormatError('config', `${where}: '${key}.mode' ${JSON.stringify(b.mode)} is not supported (only 'affine')`);
+  if (b.mode !== undefined && b.mode !== 'affine') throw new FormatError('config',
+    `${where}: '${key}.mode' ${JSON.stringify(b.mode)} is not supported (only 'affine')`);
   return { default: quantSpec(b.bits, b.group_size ?? 64, `${where} ${key}`), modules };
 }

@@ -83,7 +83,8 @@ export class DecodeGraph {
       const patches = linearPatches(c0, near, far, last - origin);
       if (typeof patches === 'string') throw new NotReplayableError('decode graph', patches);
       // Uniform blocks first: the patches index them.
-      return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches, origin, end, gpu.claim(c0.allocated));
+      return new DecodeGraph(cache, mode, ids, c0.result, c0.dispatches, [...c0.uniforms, ...c0.uploads], patches,
+        origin, end, gpu.claim(c0.allocated));
     } catch (e) {
       ids.dispose();
       c0?.result.dispose();
@@ -105,7 +106,8 @@ export class DecodeGraph {
   async next(): Promise<number> {
     if (this.mode !== 'greedy') throw new InputError('decode graph', 'next() needs a greedy graph; use nextLogits()');
     const token = new Uint32Array(await this.run(this.ids))[0];
-    if (token >= this.cache.config.vocab_size) throw new HrmError('decode graph', 'the step\'s logits hold a NaN (argmax found no token)');
+    if (token >= this.cache.config.vocab_size) throw new HrmError('decode graph',
+      'the step\'s logits hold a NaN (argmax found no token)');
     return token;
   }
 
@@ -118,13 +120,15 @@ export class DecodeGraph {
     if (this.disposed) throw new HrmError('decode graph', 'used after dispose()');
     const pos = this.cache.offset;
     if (pos >= this.end) {
-      throw new HrmError('decode graph', `position ${pos} is past the step's reach (${this.end} keys); build the next graph`);
+      throw new HrmError('decode graph',
+        `position ${pos} is past the step's reach (${this.end} keys); build the next graph`);
     }
     this.cache.reserve(1);
     for (const p of this.patches) this.words[p.chunk][p.word] = p.base + p.slope * (pos - this.origin);
     const size = out.byteLength;
     const staging = this.takeStaging(size);
-    const done = replay(this.ids.gpu, this.dispatches, this.uploads, (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
+    const done = replay(this.ids.gpu, this.dispatches, this.uploads,
+      (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
     this.cache.advance([0]);
     try {
       await quietly(done);
@@ -140,7 +144,8 @@ export class DecodeGraph {
   private takeStaging(size: number): GPUBuffer {
     const i = this.staging.findIndex((b) => b.size === size);
     if (i >= 0) return this.staging.splice(i, 1)[0];
-    return this.ids.gpu.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'decode.readback' });
+    return this.ids.gpu.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      label: 'decode.readback' });
   }
 
   /** Give the captured buffers back to the pool (the cache itself stays usable by ordinary forwards). */
@@ -164,25 +169,31 @@ function sameStructure(a: Capture<unknown>, b: Capture<unknown>): string | null 
       return `dispatch ${i} (${x.label}) changes its pipeline, buffers or workgroups with the position`;
     }
   }
-  if (a.uniforms.length !== b.uniforms.length || a.uniforms.some((u, i) => u.buffer !== b.uniforms[i].buffer || u.data.byteLength !== b.uniforms[i].data.byteLength)) {
+  if (a.uniforms.length !== b.uniforms.length ||
+    a.uniforms.some((u, i) => u.buffer !== b.uniforms[i].buffer ||
+    u.data.byteLength !== b.uniforms[i].data.byteLength)) {
     return 'the uniform blocks differ in layout between positions';
   }
   const up = (c: Capture<unknown>) => c.uploads.map((u) => `${u.offset}:${u.data.join()}`).join(';');
-  if (a.uploads.length !== b.uploads.length || a.uploads.some((u, i) => u.buffer !== b.uploads[i].buffer) || up(a) !== up(b)) {
+  if (a.uploads.length !== b.uploads.length || a.uploads.some((u, i) => u.buffer !== b.uploads[i].buffer) ||
+    up(a) !== up(b)) {
     return 'the step uploads different data at different positions';
   }
   return null;
 }
 
 /** Uniform words as base + slope * (position - origin), checked at origin, origin + 1 and origin + span. */
-function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<unknown>, span: number): Patch[] | string {
+function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<unknown>,
+  span: number): Patch[] | string {
   const patches: Patch[] = [];
-  const view = (c: Capture<unknown>, i: number) => new Uint32Array(c.uniforms[i].data.buffer, c.uniforms[i].data.byteOffset, c.uniforms[i].data.byteLength / 4);
+  const view = (c: Capture<unknown>, i: number) => new Uint32Array(c.uniforms[i].data.buffer,
+    c.uniforms[i].data.byteOffset, c.uniforms[i].data.byteLength / 4);
   for (let i = 0; i < c0.uniforms.length; i++) {
     const a = view(c0, i), b = view(c1, i), z = view(far, i);
     for (let w = 0; w < a.length; w++) {
       const slope = (b[w] - a[w]) | 0;
-      if (((a[w] + slope * span) >>> 0) !== z[w]) return `uniform word ${w} of block ${i} does not move linearly with the position`;
+      if (((a[w] +
+        slope * span) >>> 0) !== z[w]) return `uniform word ${w} of block ${i} does not move linearly with the position`;
       if (slope !== 0) patches.push({ chunk: i, word: w, base: a[w], slope });
     }
   }
@@ -228,7 +239,8 @@ export class QueueDepth {
  * generator early waits for the steps still queued (their tokens are dropped). `graph` is anything that feeds and
  * queues steps as a DecodeGraph does (the bench wraps one to time its calls).
  */
-export async function* greedySteps(graph: Pick<DecodeGraph, 'feed' | 'next'>, first: number, count: number, ahead?: number): AsyncGenerator<number> {
+export async function* greedySteps(graph: Pick<DecodeGraph, 'feed' | 'next'>, first: number, count: number,
+  ahead?: number): AsyncGenerator<number> {
   graph.feed(first);
   const depth = new QueueDepth(ahead);
   const queued: Array<Promise<number>> = [];

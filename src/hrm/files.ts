@@ -43,7 +43,8 @@ export function urlFiles(base: string, opts: NetOptions = {}): ModelFiles {
       const res = await head(url(file), opts);
       if (res.status === 404) return null;
       // A server that does not answer HEAD: the file's reads will tell whether it is there (and how long it is).
-      if (!res.ok && res.status !== 405 && res.status !== 501) throw new NetworkError('fetch', `${url(file)}: HTTP ${res.status} ${res.statusText}`, false, res.status);
+      if (!res.ok && res.status !== 405 && res.status !== 501) throw new NetworkError('fetch',
+        `${url(file)}: HTTP ${res.status} ${res.statusText}`, false, res.status);
       const len = Number(res.headers.get('content-length'));
       return urlSource(url(file), opts, res.ok && Number.isFinite(len) && len > 0 ? len : null);
     },

@@ -125,15 +125,19 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
   AsyncGenerator<GenerateEvent> {
   checkGenerateOptions('generate', opts);
   const { model, tokenizer } = lm;
-  if (!tokenizer) throw new InputError('generate', 'this model has no tokenizer.json; generation needs one (logits work without)');
+  if (!tokenizer) throw new InputError('generate',
+    'this model has no tokenizer.json; generation needs one (logits work without)');
   const maxTokens = opts.maxTokens ?? 128;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate', `maxTokens must be a positive integer (got ${maxTokens})`);
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InputError('generate',
+    `maxTokens must be a positive integer (got ${maxTokens})`);
   const sampler = new Sampler(opts.sampler);
   const kv = kvStorage(opts.cache?.kv, 'cache.kv');
-  const ids = opts.promptIds ?? tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: lm.chatTemplate }));
+  const ids = opts.promptIds ??
+    tokenizer.encode(formatPrompt(prompt, opts.condition ?? 'synth,cot', { chatTemplate: lm.chatTemplate }));
   const capacity = Math.min(model.config.max_position_embeddings, ids.length + maxTokens);
   if (ids.length >= model.config.max_position_embeddings) {
-    throw new InputError('generate', `the prompt has ${ids.length} tokens; the model's context is ${model.config.max_position_embeddings}`);
+    throw new InputError('generate',
+      `the prompt has ${ids.length} tokens; the model's context is ${model.config.max_position_embeddings}`);
   }
   const cache = model.newCache({ capacity, kv, mode: opts.cache?.mode ?? 'after-prefill' });
   // Every end-of-sequence id: the config's and all the tokenizer's (a checkpoint may list several).
@@ -153,7 +157,8 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
     const t1 = now();
     // Stopped during the prefill: the loop below ends at once.
     let tok = first === ABORTED ? -1 : sampler.sample(first);
-    if (first !== ABORTED) steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok, maxTokens - 1);
+    if (first !== ABORTED) steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok,
+      maxTokens - 1);
     let tDecode = t1;
     let decodeForwards = 0;
     for (;;) {
@@ -195,7 +200,8 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
       stats: {
         promptTokens: ids.length, promptMs: t1 - t0, waitMs: t0 - tWait,
         decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
-        ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps?.path ?? { recorded: 'stopped during the prefill' },
+        ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps?.path ??
+          { recorded: 'stopped during the prefill' },
       },
     };
   } finally {

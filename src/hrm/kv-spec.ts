@@ -75,7 +75,8 @@ export function parseKvConfig(spec: string, option = 'KV config'): KvConfig {
   for (const part of parts) {
     const eq = part.indexOf('=');
     if (eq <= 0 || eq === part.length - 1) {
-      throw new InputError('kvconfig', `malformed part "${part}" in ${option} "${spec}" (need key=value); ${accepted()}`);
+      throw new InputError('kvconfig',
+        `malformed part "${part}" in ${option} "${spec}" (need key=value); ${accepted()}`);
     }
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();

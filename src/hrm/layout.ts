@@ -48,6 +48,7 @@ export function quantizedBytesPerValue(spec: QuantSpec, scaleBytes = 2): number 
 /** Rows per chunk so that each chunk fits one binding. */
 export function chunkRows(gpu: Gpu, rows: number, rowBytes: number): number {
   const per = Math.floor(gpu.maxBinding / rowBytes);
-  if (per < 1) throw new FormatError('checkpoint', `one row of ${rowBytes} bytes exceeds the adapter's binding limit ${gpu.maxBinding}`);
+  if (per < 1) throw new FormatError('checkpoint',
+    `one row of ${rowBytes} bytes exceeds the adapter's binding limit ${gpu.maxBinding}`);
   return Math.min(rows, per);
 }

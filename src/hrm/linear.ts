@@ -13,7 +13,8 @@ import type { Weight } from './layout.ts';
 
 /** A weight's quantized view (qlinear's QuantMatrix), or null for a dense one. */
 export function quantMatrix(w: Weight): QuantMatrix | null {
-  return w.quant ? { bits: w.quant.bits, groupSize: w.quant.groupSize, q: w.chunks, scales: w.quant.scales, biases: w.quant.biases } : null;
+  return w.quant ? { bits: w.quant.bits, groupSize: w.quant.groupSize, q: w.chunks, scales: w.quant.scales,
+    biases: w.quant.biases } : null;
 }
 
 /** x @ W^T (nn.Linear / nn.QuantizedLinear) with matmul's options. */
@@ -24,7 +25,8 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
 
 /**
  * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). One dispatch for a
- * decode row where the planner folds it (kernels/plan/matmul.ts, decodeMlpFolds) and the kernel takes the weights (gemv_mlp on dense
+ * decode row where the planner folds it (kernels/plan/matmul.ts, decodeMlpFolds) and the kernel takes the weights
+ * (gemv_mlp on dense
  * weights of one chunk each, qgemv_mlp on 4- and 8-bit ones), else the two products.
  */
 export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: { eps: number; round: Round }): Tensor {

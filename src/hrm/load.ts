@@ -3,7 +3,8 @@ import { checkOptions, FormatError } from '../errors.ts';
 import { Gpu } from '../kernels/gpu.ts';
 import type { DeviceOptions } from '../gpu/device.ts';
 import { Checkpoint, SafetensorsFile } from '../io/safetensors.ts';
-import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec, type Warn } from './config.ts';
+import { parseConfig, parseQuantization, type HrmConfig, type QuantConfig, type QuantSpec,
+  type Warn } from './config.ts';
 import { modelFiles, type ModelFiles, type ModelSource } from './files.ts';
 import { HrmModel } from './model.ts';
 import { HrmTokenizer } from './tokenizer.ts';
@@ -73,7 +74,8 @@ const LOAD_MOVED: Record<string, string> = {
 const consoleWarn: Warn = (m) => console.warn(m);
 
 function parseJson(text: string, where: string): unknown {
-  try { return JSON.parse(text); } catch (e) { throw new FormatError('load', `${where}: not valid JSON (${(e as Error).message})`); }
+  try { return JSON.parse(text); } catch (e) { throw new FormatError('load',
+    `${where}: not valid JSON (${(e as Error).message})`); }
 }
 
 async function json(files: ModelFiles, file: string, required: boolean): Promise<unknown> {
@@ -91,7 +93,8 @@ export async function loadConfig(files: ModelFiles, warn: Warn = consoleWarn): P
 }
 
 /** The config and its quantization block (null for dense checkpoints). */
-export async function loadConfigs(files: ModelFiles, warn: Warn = consoleWarn): Promise<{ config: HrmConfig; quantization: QuantConfig | null }> {
+export async function loadConfigs(files: ModelFiles,
+  warn: Warn = consoleWarn): Promise<{ config: HrmConfig; quantization: QuantConfig | null }> {
   const raw = await json(files, 'config.json', true);
   const where = `${files.name}/config.json`;
   return { config: parseConfig(raw, where, warn), quantization: parseQuantization(raw, where) };
@@ -103,14 +106,16 @@ export async function openCheckpoint(files: ModelFiles): Promise<{ ck: Checkpoin
   if (index !== null) {
     const indexName = `${files.name}/model.safetensors.index.json`;
     const map = (parseJson(index, indexName) as { weight_map?: unknown } | null)?.weight_map;
-    if (typeof map !== 'object' || map === null || Array.isArray(map) || !Object.values(map).every((f) => typeof f === 'string')) {
+    if (typeof map !== 'object' || map === null || Array.isArray(map) ||
+      !Object.values(map).every((f) => typeof f === 'string')) {
       throw new FormatError('load', `${indexName}: 'weight_map' must be an object of tensor name -> file name`);
     }
     const sources = new Map<string, Awaited<ReturnType<ModelFiles['bytes']>>>();
     const names = [...new Set(Object.values(map as Record<string, string>))];
     for (const n of names) {
       const src = await files.bytes(n);
-      if (!src) throw new FormatError('load', `${files.name}: model.safetensors.index.json lists ${n}, which is missing`);
+      if (!src) throw new FormatError('load',
+        `${files.name}: model.safetensors.index.json lists ${n}, which is missing`);
       sources.set(n, src);
     }
     const ck = await Checkpoint.fromIndex(index, indexName, (f) => {
@@ -125,7 +130,8 @@ export async function openCheckpoint(files: ModelFiles): Promise<{ ck: Checkpoin
     const src = await files.bytes(f);
     if (src) return { ck: await Checkpoint.fromFiles([await SafetensorsFile.open(src)]), name: `${files.name}/${f}` };
   }
-  throw new FormatError('load', `${files.name}: no model.safetensors, model.safetensors.index.json or model_mlx.safetensors`);
+  throw new FormatError('load',
+    `${files.name}: no model.safetensors, model.safetensors.index.json or model_mlx.safetensors`);
 }
 
 /**
@@ -138,7 +144,8 @@ export async function loadTokenizer(files: ModelFiles, config: HrmConfig, warn: 
   if (tokJson === null) return { tokenizer: null, chatTemplate: null };
   const tokConfig = (await json(files, 'tokenizer_config.json', false)) as Record<string, unknown> | null;
   const tokenizer = new HrmTokenizer(tokJson, {
-    config: tokConfig, modelConfig: { ...config, eos_token_id: config.eos_token_ids.length ? config.eos_token_ids : null }, where: `${files.name}/tokenizer.json`,
+    config: tokConfig, modelConfig: { ...config,
+      eos_token_id: config.eos_token_ids.length ? config.eos_token_ids : null }, where: `${files.name}/tokenizer.json`,
   });
   if (tokenizer.vocabSize < config.vocab_size) {
     warn(`${tokenizer.where} has ${tokenizer.vocabSize} ids, fewer than the model's vocab_size ${config.vocab_size} ` +
@@ -174,7 +181,9 @@ async function build(gpu: Gpu, files: ModelFiles, opts: LoadModelOptions): Promi
   const { tokenizer, chatTemplate } = await loadTokenizer(files, config, opts.warn);
   const { ck, name } = await openCheckpoint(files);
   const weights = await loadWeights(gpu, ck, config, {
-    where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l, t) => report('weights', l, t),
+    where: name, checkFinite: opts.checkFinite, quantization, quantize: opts.quantize, onProgress: (l,
+      t) => report('weights', l, t),
   });
-  return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'), checkpoint: name, name: files.name };
+  return { config, tokenizer, chatTemplate, model: new HrmModel(gpu, config, weights, opts.dtype ?? 'f32'),
+    checkpoint: name, name: files.name };
 }

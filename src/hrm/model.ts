@@ -37,7 +37,8 @@ export interface ForwardOptions {
 export class HrmModel {
   readonly round: Round;
 
-  constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly weights: HrmWeights, readonly dtype: ActDtype = 'f32') {
+  constructor(readonly gpu: Gpu, readonly config: HrmConfig, readonly weights: HrmWeights,
+    readonly dtype: ActDtype = 'f32') {
     this.round = roundFor(dtype);
   }
 
@@ -55,12 +56,15 @@ export class HrmModel {
     const S = ids instanceof Tensor ? ids.size : ids.length;
     if (S === 0) throw new InputError('forward', 'no input ids');
     if (ids instanceof Tensor && (ids.dtype !== 'u32' || ids.rank !== 1)) {
-      throw new InputError('forward', `ids tensor '${ids.label}' is [${ids.shape.join(', ')}] ${ids.dtype}; expected u32 [S]`);
+      throw new InputError('forward',
+        `ids tensor '${ids.label}' is [${ids.shape.join(', ')}] ${ids.dtype}; expected u32 [S]`);
     }
     const bad = ids instanceof Tensor ? undefined : ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
-    if (bad !== undefined) throw new InputError('forward', `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
+    if (bad !== undefined) throw new InputError('forward',
+      `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
     const tokenTypes = opts.mask === 'prefix' ? new Array<number>(S).fill(1) : opts.mask === 'causal' ? new Array<number>(S).fill(0) : opts.mask;
-    if (tokenTypes.length !== S) throw new InputError('forward', `mask has ${tokenTypes.length} token types for ${S} ids`);
+    if (tokenTypes.length !== S) throw new InputError('forward',
+      `mask has ${tokenTypes.length} token types for ${S} ids`);
 
     const pass = cache.begin(tokenTypes);
     const idsT = ids instanceof Tensor ? ids : Tensor.from(this.gpu, ids, [S], 'u32', 'ids');
@@ -72,7 +76,8 @@ export class HrmModel {
       for (let l = 0; l < c.L_cycles; l++) {
         zL = this.stack(this.weights.L, this.residual(zL, zH), cache.slots, (h * (c.L_cycles + 1) + l) * per, pass);
       }
-      zH = this.stack(this.weights.H, this.residual(zH, zL), cache.slots, (h * (c.L_cycles + 1) + c.L_cycles) * per, pass);
+      zH = this.stack(this.weights.H, this.residual(zH, zL), cache.slots,
+        (h * (c.L_cycles + 1) + c.L_cycles) * per, pass);
     }
     zL.dispose();
     if (idsT !== ids) idsT.dispose();

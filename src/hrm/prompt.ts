@@ -36,7 +36,8 @@ export const HRM_PROMPT_TEMPLATE =
 export function parseConditions(spec: string): Condition[] {
   const accepted = Object.keys(CONDITION_TOKENS).join(', ');
   if (typeof spec !== 'string' || spec.trim() === '') {
-    throw new InputError('parseConditions', `--condition is empty; give one or more of ${accepted}, comma-separated (e.g. "synth,cot")`);
+    throw new InputError('parseConditions',
+      `--condition is empty; give one or more of ${accepted}, comma-separated (e.g. "synth,cot")`);
   }
   return spec.split(',').map((part, i) => {
     const name = part.trim();
@@ -84,14 +85,16 @@ function compile(source: string): Template {
  * `<|im_start|>` + conditionTokens + text + `<|im_end|>` with the default template, and
  * `<|im_start|>` + conditionTokens + system + "\n\n" + text + `<|im_end|>` with a system message.
  */
-export function formatPrompt(text: string, condition: string | readonly Condition[] = DEFAULT_CONDITION, opts: FormatPromptOptions = {}): string {
+export function formatPrompt(text: string, condition: string | readonly Condition[] = DEFAULT_CONDITION,
+  opts: FormatPromptOptions = {}): string {
   if (typeof text !== 'string') throw new InputError('formatPrompt', `text must be a string, got ${typeof text}`);
   if (opts.system !== undefined && opts.system !== null && typeof opts.system !== 'string') {
     throw new InputError('formatPrompt', `system must be a string, got ${typeof opts.system}`);
   }
   const conditions = typeof condition === 'string' ? parseConditions(condition) : [...condition];
   for (const c of conditions) {
-    if (!Object.hasOwn(CONDITION_TOKENS, c)) throw new InputError('formatPrompt', `unknown condition ${JSON.stringify(c)}; accepted: ${Object.keys(CONDITION_TOKENS).join(', ')}`);
+    if (!Object.hasOwn(CONDITION_TOKENS, c)) throw new InputError('formatPrompt',
+      `unknown condition ${JSON.stringify(c)}; accepted: ${Object.keys(CONDITION_TOKENS).join(', ')}`);
   }
   const template = compile(opts.chatTemplate ?? HRM_PROMPT_TEMPLATE);
   try {

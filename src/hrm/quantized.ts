@@ -20,17 +20,20 @@ import { DTYPE, chunkRows, expectedTensors, quantizedBytesPerValue, type Weight 
  * decides by the same test), null when dense. Problems (tensors and config disagreeing) are pushed, each naming
  * the tensor or key.
  */
-export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, rows: number, cols: number, problems: string[]): QuantSpec | null {
+export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, rows: number, cols: number,
+  problems: string[]): QuantSpec | null {
   const has = { scales: ck.has(`${m}.scales`), biases: ck.has(`${m}.biases`) };
   const packed = ck.has(`${m}.weight`) && ck.entry(`${m}.weight`).dtype === 'U32';
   const spec = q ? q.modules.get(m) ?? q.default : null;
   if (!has.scales && !has.biases && !packed) {
-    if (spec && q?.modules.get(m) !== undefined) problems.push(`config.json's quantization.${m} says ${spec.bits} bits, group ${spec.groupSize}, but the checkpoint has no '${m}.scales'`);
+    if (spec &&
+      q?.modules.get(m) !== undefined) problems.push(`config.json's quantization.${m} says ${spec.bits} bits, group ${spec.groupSize}, but the checkpoint has no '${m}.scales'`);
     return null;
   }
   if (!q) { problems.push(`tensor '${m}.${has.scales ? 'scales' : packed ? 'weight' : 'biases'}' is quantized but config.json has no 'quantization' block {group_size, bits}`); return null; }
   if (spec === false) { problems.push(`config.json's quantization.${m} is false (unquantized) but the checkpoint has quantized tensors for '${m}'`); return null; }
-  for (const part of ['scales', 'biases'] as const) if (!has[part]) problems.push(`missing tensor '${m}.${part}' (quantized '${m}.weight' needs scales and biases)`);
+  for (const part of ['scales',
+    'biases'] as const) if (!has[part]) problems.push(`missing tensor '${m}.${part}' (quantized '${m}.weight' needs scales and biases)`);
   if (!spec || !has.scales || !has.biases) return null;
   const w = ck.entry(`${m}.weight`);
   const words = (cols * spec.bits) / 32;
@@ -49,16 +52,20 @@ export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, ro
 }
 
 /** Upload a quantized module from its three tensors' bytes, row-chunked like dense weights, scales as stored. */
-export function uploadQuantized(gpu: Gpu, m: string, raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number, spec: QuantSpec): Weight {
+export function uploadQuantized(gpu: Gpu, m: string,
+  raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number, spec: QuantSpec): Weight {
   const words = (cols * spec.bits) / 32, groups = cols / spec.groupSize;
   const dtype = DTYPE[stored]!, gb = dtype === 'f32' ? 4 : 2;
   const per = chunkRows(gpu, rows, words * 4);
   const w: Weight = { rows, cols, dtype: 'u32', chunks: [], quant: { ...spec, scales: [], biases: [] } };
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r), tag = w.chunks.length ? `#${w.chunks.length}` : '';
-    w.chunks.push(Tensor.from(gpu, raw.weight.subarray(r * words * 4, (r + n) * words * 4), [n, words], 'u32', `${m}.weight${tag}`));
-    w.quant!.scales.push(Tensor.from(gpu, raw.scales.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups], dtype, `${m}.scales${tag}`));
-    w.quant!.biases.push(Tensor.from(gpu, raw.biases.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups], dtype, `${m}.biases${tag}`));
+    w.chunks.push(Tensor.from(gpu, raw.weight.subarray(r * words * 4, (r + n) * words * 4), [n, words], 'u32',
+      `${m}.weight${tag}`));
+    w.quant!.scales.push(Tensor.from(gpu, raw.scales.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups],
+      dtype, `${m}.scales${tag}`));
+    w.quant!.biases.push(Tensor.from(gpu, raw.biases.subarray(r * groups * gb, (r + n) * groups * gb), [n, groups],
+      dtype, `${m}.biases${tag}`));
   }
   return w;
 }
@@ -101,7 +108,8 @@ export function quantizeChunk(w: Weight, dense: Tensor, round: Round): void {
 }
 
 /** A module's tensors in MLX's layout (scales / biases in `dtype`, which holds their values exactly), read from the GPU. */
-export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' | 'F16'): Promise<Record<string, TensorToWrite>> {
+export async function moduleTensors(m: string, w: Weight,
+  dtype: 'F32' | 'BF16' | 'F16'): Promise<Record<string, TensorToWrite>> {
   if (!w.quant) throw new FormatError('convert', `module '${m}' is not quantized`);
   const cat = async (ts: Tensor[]) => {
     const parts = await Promise.all(ts.map((t) => t.read()));
@@ -115,7 +123,8 @@ export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' 
   const half = async (ts: Tensor[]): Promise<TensorToWrite> => {
     const f = new Float32Array((await cat(ts)).buffer);
     // The values were rounded to the dtype when quantized, so packing them is exact.
-    return { dtype, shape: [w.rows, groups], data: dtype === 'F32' ? f : packHalf(dtype === 'BF16' ? 'bf16' : 'f16', f) };
+    return { dtype, shape: [w.rows, groups],
+      data: dtype === 'F32' ? f : packHalf(dtype === 'BF16' ? 'bf16' : 'f16', f) };
   };
   return {
     [`${m}.weight`]: { dtype: 'U32', shape: [w.rows, (w.cols * w.quant.bits) / 32], data: q },
@@ -127,6 +136,7 @@ export async function moduleTensors(m: string, w: Weight, dtype: 'F32' | 'BF16' 
 /** Bytes of every matrix of a config's checkpoint: dense at `denseBytes` per value, or quantized with `spec`. */
 export function checkpointBytes(c: HrmConfig, spec: QuantSpec | null, scaleBytes = 2, denseBytes = 2): number {
   let n = 0;
-  for (const [, [rows, cols]] of expectedTensors(c)) n += spec && cols % spec.groupSize === 0 ? rows * cols * quantizedBytesPerValue(spec, scaleBytes) : rows * cols * denseBytes;
+  for (const [, [rows, cols]] of expectedTensors(c)) n += spec &&
+    cols % spec.groupSize === 0 ? rows * cols * quantizedBytesPerValue(spec, scaleBytes) : rows * cols * denseBytes;
   return n + c.hidden_size * 4;
 }

@@ -86,7 +86,8 @@ export function argmax(logits: ArrayLike<number>): number {
 /** p_i = exp(l_i / T - max_j l_j / T) / sum_j exp(l_j / T - max_j l_j / T), in float64. */
 export function softmax(logits: ArrayLike<number>, temperature = 1): Float64Array {
   checkLogits('softmax', logits);
-  if (!(temperature > 0 && Number.isFinite(temperature))) throw new InputError('softmax', `temperature must be > 0 and finite, got ${temperature}`);
+  if (!(temperature > 0 && Number.isFinite(temperature))) throw new InputError('softmax',
+    `temperature must be > 0 and finite, got ${temperature}`);
   const out = new Float64Array(logits.length);
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) out[i] = logits[i] / temperature;
@@ -104,7 +105,8 @@ export const TOP_P_SLACK = 1e-9;
 
 /**
  * Nucleus filter: sort probs descending (ties: lower index first), keep the smallest prefix whose mass reaches
- * p * sum(probs) (always at least one token), renormalise. Returns a new array: kept entries p_i / kept mass, dropped ones 0.
+ * p * sum(probs) (always at least one token), renormalise. Returns a new array: kept entries p_i / kept mass, dropped
+ * ones 0.
  */
 export function topPFilter(probs: ArrayLike<number>, p: number): Float64Array {
   if (!(p > 0 && p <= 1)) throw new InputError('topPFilter', `p must be in (0, 1], got ${p}`);
@@ -115,7 +117,8 @@ export function topPFilter(probs: ArrayLike<number>, p: number): Float64Array {
   let max = 0;
   for (let i = 0; i < n; i++) {
     const v = out[i];
-    if (!(v >= 0 && v < Infinity)) throw new InputError('topPFilter', `probs[${i}] is ${v}; probabilities must be finite and >= 0`);
+    if (!(v >= 0 && v < Infinity)) throw new InputError('topPFilter',
+      `probs[${i}] is ${v}; probabilities must be finite and >= 0`);
     total += v;
     if (v > max) max = v;
   }
@@ -196,8 +199,10 @@ export class Sampler {
     if (typeof temperature !== 'number' || !(temperature >= 0 && Number.isFinite(temperature))) {
       throw new InputError('Sampler', `--temperature must be a finite number >= 0, got ${temperature}`);
     }
-    if (typeof topP !== 'number' || !(topP > 0 && topP <= 1)) throw new InputError('Sampler', `--top-p must be in (0, 1], got ${topP}`);
-    if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new InputError('Sampler', `--seed must be a finite integer, got ${seed}`);
+    if (typeof topP !== 'number' || !(topP > 0 && topP <= 1)) throw new InputError('Sampler',
+      `--top-p must be in (0, 1], got ${topP}`);
+    if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new InputError('Sampler',
+      `--seed must be a finite integer, got ${seed}`);
     this.temperature = temperature;
     this.topP = topP;
     this.seed = seed;

@@ -94,7 +94,8 @@ export class CacheSlot {
     const k = pass.shadow?.get(this.k) ?? this.k;
     const v = pass.shadow?.get(this.v) ?? this.v;
     const { round, headDim } = this.geo;
-    const opts = { kvLen: pass.offset + pass.S, reach: pass.reach, offset: pass.offset, mask: pass.mask, scale: 1 / Math.sqrt(headDim), round, gate };
+    const opts = { kvLen: pass.offset + pass.S, reach: pass.reach, offset: pass.offset, mask: pass.mask,
+      scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
     const at = { len: opts.kvLen, round };
@@ -135,7 +136,8 @@ export class CacheSlot {
     if (!pass.shadow) return;
     // Shaped like the cache (the other side may be a full cache side, and both must share a capacity).
     const [h, cap] = side.kind === 'turbo' ? side.codes.shape : side.q.shape;
-    const copy: FullKV = { kind: 'full', data: Tensor.empty(fresh.gpu, [h, cap, this.geo.headDim], 'f32', 'prefill.kv') };
+    const copy: FullKV = { kind: 'full',
+      data: Tensor.empty(fresh.gpu, [h, cap, this.geo.headDim], 'f32', 'prefill.kv') };
     writeFull(fresh, copy, at);
     pass.temps.push(copy.data);
     pass.shadow!.set(side, copy);

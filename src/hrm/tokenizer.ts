@@ -102,21 +102,26 @@ function checkVocab(json: Record<string, unknown>, where: string, modelVocab: nu
   // browser worker's (Chrome's worker holds fewer than 65 536 arguments, its page about 120 000, below Qwen's 151 936).
   let entries: Array<[string, unknown]> = [];
   if (model.vocab !== undefined) {
-    if (typeof model.vocab !== 'object' || model.vocab === null) throw new FormatError('HrmTokenizer', `${where}: model.vocab is not an object`);
+    if (typeof model.vocab !== 'object' || model.vocab === null) throw new FormatError('HrmTokenizer',
+      `${where}: model.vocab is not an object`);
     // Unigram vocabularies are [token, score] lists (the id is the position); BPE and WordPiece map token -> id.
     entries = Array.isArray(model.vocab)
       ? model.vocab.map((e, i): [string, unknown] => [String(Array.isArray(e) ? e[0] : e), i])
       : Object.entries(model.vocab);
   }
-  for (const t of Array.isArray(json.added_tokens) ? json.added_tokens as Array<{ id?: unknown; content?: unknown }> : []) entries.push([String(t.content), t.id]);
+  for (const t of Array.isArray(json.added_tokens) ?
+    json.added_tokens as Array<{ id?: unknown; content?: unknown }> : []) entries.push([String(t.content), t.id]);
   const byId = new Map<number, string>();
   for (const [token, id] of entries) {
-    if (!Number.isInteger(id) || (id as number) < 0) throw new FormatError('HrmTokenizer', `${where}: token ${JSON.stringify(token)} has id ${JSON.stringify(id)}, not a non-negative integer`);
+    if (!Number.isInteger(id) || (id as number) < 0) throw new FormatError('HrmTokenizer',
+      `${where}: token ${JSON.stringify(token)} has id ${JSON.stringify(id)}, not a non-negative integer`);
     const other = byId.get(id as number);
-    if (other !== undefined && other !== token) throw new FormatError('HrmTokenizer', `${where}: tokens ${JSON.stringify(other)} and ${JSON.stringify(token)} share id ${id}`);
+    if (other !== undefined && other !== token) throw new FormatError('HrmTokenizer',
+      `${where}: tokens ${JSON.stringify(other)} and ${JSON.stringify(token)} share id ${id}`);
     byId.set(id as number, token);
     if (modelVocab !== undefined && (id as number) >= modelVocab) {
-      throw new FormatError('HrmTokenizer', `${where}: token ${JSON.stringify(token)} has id ${id}, outside the model's vocab_size ${modelVocab} (config.json); ` +
+      throw new FormatError('HrmTokenizer',
+        `${where}: token ${JSON.stringify(token)} has id ${id}, outside the model's vocab_size ${modelVocab} (config.json); ` +
         'the tokenizer does not belong to this model');
     }
   }
@@ -131,7 +136,8 @@ function parseJson<T>(what: string, src: string | T): T {
   }
 }
 
-const tokenContent = (t: TokenizerConfigJson['bos_token']) => (t == null ? undefined : typeof t === 'string' ? t : t.content);
+const tokenContent = (t: TokenizerConfigJson['bos_token']) => (t == null ? undefined : typeof t === 'string' ?
+  t : t.content);
 
 export class HrmTokenizer {
   private readonly tok: Tokenizer;
@@ -152,7 +158,8 @@ export class HrmTokenizer {
   constructor(tokenizerJson: string | object, opts: HrmTokenizerOptions = {}) {
     const where = (this.where = opts.where ?? 'tokenizer.json');
     const json = parseJson<Record<string, unknown>>(where, tokenizerJson as string | Record<string, unknown>);
-    const config = parseJson<TokenizerConfigJson>('tokenizer_config.json', (opts.config ?? {}) as string | TokenizerConfigJson);
+    const config = parseJson<TokenizerConfigJson>('tokenizer_config.json',
+      (opts.config ?? {}) as string | TokenizerConfigJson);
     if (typeof json !== 'object' || json === null || typeof json.model !== 'object' || json.model === null) {
       throw new FormatError('HrmTokenizer', `${where} has no "model" section`);
     }
@@ -174,7 +181,8 @@ export class HrmTokenizer {
       const content = tokenContent(config[key]);
       if (content === undefined) return null;
       const id = this.vocab.get(content);
-      if (id === undefined) throw new FormatError('HrmTokenizer', `tokenizer_config.json ${key} ${JSON.stringify(content)} is not in the vocabulary`);
+      if (id === undefined) throw new FormatError('HrmTokenizer',
+        `tokenizer_config.json ${key} ${JSON.stringify(content)} is not in the vocabulary`);
       return id;
     };
     const mc = opts.modelConfig ?? {};
@@ -182,9 +190,11 @@ export class HrmTokenizer {
     this.bosTokenId = mc.bos_token_id ?? fromConfig('bos_token');
     this.eosTokenIds = eos === null ? [] : Array.isArray(eos) ? [...eos] : [eos];
     this.padTokenId = mc.pad_token_id ?? fromConfig('pad_token');
-    for (const [name, id] of [['bos', this.bosTokenId], ['pad', this.padTokenId], ...this.eosTokenIds.map((i) => ['eos', i] as const)] as const) {
+    for (const [name, id] of [['bos', this.bosTokenId], ['pad', this.padTokenId],
+      ...this.eosTokenIds.map((i) => ['eos', i] as const)] as const) {
       if (id !== null && !(Number.isInteger(id) && id >= 0 && id < this.vocabSize)) {
-        throw new FormatError('HrmTokenizer', `${name}_token_id ${id} is outside the vocabulary [0, ${this.vocabSize})`);
+        throw new FormatError('HrmTokenizer',
+          `${name}_token_id ${id} is outside the vocabulary [0, ${this.vocabSize})`);
       }
     }
     const ct = config.chat_template;
@@ -192,7 +202,8 @@ export class HrmTokenizer {
   }
 
   /** Convenience: `new HrmTokenizer(tokenizerJson, { config, modelConfig })`. */
-  static fromJson(tokenizerJson: string | object, config?: HrmTokenizerOptions['config'], modelConfig?: SpecialTokenIds): HrmTokenizer {
+  static fromJson(tokenizerJson: string | object, config?: HrmTokenizerOptions['config'],
+    modelConfig?: SpecialTokenIds): HrmTokenizer {
     return new HrmTokenizer(tokenizerJson, { config, modelConfig });
   }
 

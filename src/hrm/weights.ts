@@ -35,7 +35,8 @@ export interface HrmWeights {
  * Check names, shapes and dtypes against the config (and its quantization block); throws one error listing every
  * problem. Returns the quantized modules' specs by module path.
  */
-export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, quant: QuantConfig | null = null): Map<string, QuantSpec> {
+export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string,
+  quant: QuantConfig | null = null): Map<string, QuantSpec> {
   const problems: string[] = [];
   for (const stack of ['L', 'H']) {
     const layers = new Set(ck.names.map((n) => n.match(new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`))?.[1]).filter((x) => x !== undefined));
@@ -50,7 +51,8 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, 
     const m = name.slice(0, -'.weight'.length);
     const spec = moduleQuant(ck, quant, m, shape[0], shape[1], problems);
     if (spec) { specs.set(m, spec); continue; }
-    if (ck.has(`${m}.scales`) || (ck.has(name) && ck.entry(name).dtype === 'U32')) continue;   // reported by moduleQuant
+    // reported by moduleQuant
+    if (ck.has(`${m}.scales`) || (ck.has(name) && ck.entry(name).dtype === 'U32')) continue;
     if (!ck.has(name)) { problems.push(`missing tensor '${name}' [${shape.join(', ')}]`); continue; }
     const e = ck.entry(name);
     if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
@@ -65,20 +67,23 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string, 
     if (n !== c.hidden_size) problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
   }
   const known = (n: string) => want.has(n) || want.has(n.replace(/\.(scales|biases)$/, '.weight'));
-  const extra = ck.names.filter((n) => !known(n) && n !== 'model.z_L_init' && !(c.tie_word_embeddings && /^lm_head\.(weight|scales|biases)$/.test(n)));
+  const extra = ck.names.filter((n) => !known(n) && n !== 'model.z_L_init' &&
+    !(c.tie_word_embeddings && /^lm_head\.(weight|scales|biases)$/.test(n)));
   if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
   if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
   return specs;
 }
 
 /** Upload a [rows, cols] matrix from raw bytes, split into bindable row chunks. */
-export function uploadWeight(gpu: Gpu, name: string, bytes: Uint8Array, rows: number, cols: number, dtype: DType): Weight {
+export function uploadWeight(gpu: Gpu, name: string, bytes: Uint8Array, rows: number, cols: number,
+  dtype: DType): Weight {
   const rowBytes = (bytes.byteLength / rows) | 0;
   const per = chunkRows(gpu, rows, rowBytes);
   const chunks: Tensor[] = [];
   for (let r = 0; r < rows; r += per) {
     const n = Math.min(per, rows - r);
-    chunks.push(Tensor.from(gpu, bytes.subarray(r * rowBytes, (r + n) * rowBytes), [n, cols], dtype, chunks.length ? `${name}#${chunks.length}` : name));
+    chunks.push(Tensor.from(gpu, bytes.subarray(r * rowBytes, (r + n) * rowBytes), [n, cols], dtype,
+      chunks.length ? `${name}#${chunks.length}` : name));
   }
   return { rows, cols, dtype, chunks };
 }
@@ -118,11 +123,14 @@ async function checkFinite(named: Array<[string, Weight]>, zLInit: Float32Array,
     bad.set(p.name, { ...b, count: b.count + c.count });
   });
   const zBad = zLInit.reduce((n, x) => n + (Number.isFinite(x) ? 0 : 1), 0);
-  if (zBad) bad.set('model.z_L_init', { count: zBad, first: zLInit.findIndex((x) => !Number.isFinite(x)), cols: zLInit.length });
+  if (zBad) bad.set('model.z_L_init',
+    { count: zBad, first: zLInit.findIndex((x) => !Number.isFinite(x)), cols: zLInit.length });
   if (!bad.size) return;
-  const lines = [...bad].map(([name, b]) => `tensor '${name}' holds ${b.count} NaN/Inf value${b.count > 1 ? 's' : ''}, ` +
+  const lines = [...bad].map(([name,
+    b]) => `tensor '${name}' holds ${b.count} NaN/Inf value${b.count > 1 ? 's' : ''}, ` +
     `the first at [${Math.floor(b.first / b.cols)}, ${b.first % b.cols}]`);
-  throw new FormatError('checkpoint', `${where}: ${lines.join('; ')} (load with checkFinite: false to skip this check)`);
+  throw new FormatError('checkpoint',
+    `${where}: ${lines.join('; ')} (load with checkFinite: false to skip this check)`);
 }
 
 /** Validate and upload a checkpoint. */
@@ -130,7 +138,8 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   const where = opts.where ?? 'checkpoint';
   const q = opts.quantize;
   if (q && !(QUANT_BITS.includes(q.bits) && GROUP_SIZES.includes(q.groupSize))) {
-    throw new InputError('load', `quantize ${JSON.stringify(q)}: bits must be one of ${QUANT_BITS.join(', ')} and groupSize one of ${GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
+    throw new InputError('load',
+      `quantize ${JSON.stringify(q)}: bits must be one of ${QUANT_BITS.join(', ')} and groupSize one of ${GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
   }
   const specs = validateCheckpoint(ck, c, where, opts.quantization ?? null);
   const total = ck.bytes;
@@ -219,7 +228,8 @@ export function namedWeights(w: HrmWeights, c: HrmConfig): Array<[string, Weight
   for (const [stack, layers] of [['L', w.L], ['H', w.H]] as const) {
     layers.forEach((l, i) => {
       const p = `model.${stack}_module.layers.${i}`;
-      out.push([`${p}.attn.gqkv_proj`, l.gqkv], [`${p}.attn.o_proj`, l.o], [`${p}.mlp.gate_up_proj`, l.gateUp], [`${p}.mlp.down_proj`, l.down]);
+      out.push([`${p}.attn.gqkv_proj`, l.gqkv], [`${p}.attn.o_proj`, l.o], [`${p}.mlp.gate_up_proj`, l.gateUp],
+        [`${p}.mlp.down_proj`, l.down]);
     });
   }
   return out;

@@ -26,7 +26,8 @@ const MAX_HEADER = 100 << 20;
 
 /** One safetensors file: its validated header and lazy tensor reads. */
 export class SafetensorsFile {
-  private constructor(readonly source: ByteSource, readonly entries: Map<string, TensorEntry>, readonly metadata: Record<string, string>) {}
+  private constructor(readonly source: ByteSource, readonly entries: Map<string, TensorEntry>,
+    readonly metadata: Record<string, string>) {}
 
   static async open(source: ByteSource): Promise<SafetensorsFile> {
     const size = await source.size();
@@ -35,7 +36,8 @@ export class SafetensorsFile {
     const lenBytes = await source.read(0, 8);
     const n = Number(new DataView(lenBytes.buffer, lenBytes.byteOffset, 8).getBigUint64(0, true));
     if (n <= 0 || n > MAX_HEADER || 8 + n > size) {
-      throw new FormatError('safetensors', `${name}: header length ${n} does not fit the file (${size} bytes); not a safetensors file, or truncated`);
+      throw new FormatError('safetensors',
+        `${name}: header length ${n} does not fit the file (${size} bytes); not a safetensors file, or truncated`);
     }
     let header: Record<string, unknown>;
     try {
@@ -43,7 +45,8 @@ export class SafetensorsFile {
     } catch (e) {
       throw new FormatError('safetensors', `${name}: header is not valid JSON (${(e as Error).message})`);
     }
-    if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new FormatError('safetensors', `${name}: header is not a JSON object`);
+    if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new FormatError('safetensors',
+      `${name}: header is not a JSON object`);
     const base = 8 + n;
     const entries = new Map<string, TensorEntry>();
     let metadata: Record<string, string> = {};
@@ -83,19 +86,23 @@ export class SafetensorsFile {
 
 export async function readEntry(e: TensorEntry, onProgress?: Progress): Promise<Uint8Array> {
   const b = await e.source.read(e.start, e.end, onProgress);
-  if (b.byteLength !== e.end - e.start) throw new FormatError('safetensors', `${e.source.name}: tensor '${e.name}' truncated`);
+  if (b.byteLength !== e.end - e.start) throw new FormatError('safetensors',
+    `${e.source.name}: tensor '${e.name}' truncated`);
   return b;
 }
 
-function validateEntry(file: string, key: string, raw: unknown, base: number, size: number, source: ByteSource): TensorEntry {
+function validateEntry(file: string, key: string, raw: unknown, base: number, size: number,
+  source: ByteSource): TensorEntry {
   const r = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
   const where = `${file}: tensor '${key}'`;
   if (typeof r !== 'object' || r === null) throw new FormatError('safetensors', `${where}: entry is not an object`);
   if (typeof r.dtype !== 'string' || !(r.dtype in ST_BYTES)) {
-    throw new FormatError('safetensors', `${where}: unknown dtype ${JSON.stringify(r.dtype)} (known: ${Object.keys(ST_BYTES).join(', ')})`);
+    throw new FormatError('safetensors',
+      `${where}: unknown dtype ${JSON.stringify(r.dtype)} (known: ${Object.keys(ST_BYTES).join(', ')})`);
   }
   const shape = r.shape;
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) throw new FormatError('safetensors', `${where}: bad shape ${JSON.stringify(shape)}`);
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) throw new FormatError('safetensors',
+    `${where}: bad shape ${JSON.stringify(shape)}`);
   const off = r.data_offsets;
   if (!Array.isArray(off) || off.length !== 2 || !off.every((o) => Number.isInteger(o) && o >= 0) || off[1] < off[0]) {
     throw new FormatError('safetensors', `${where}: bad data_offsets ${JSON.stringify(off)}`);
@@ -103,10 +110,12 @@ function validateEntry(file: string, key: string, raw: unknown, base: number, si
   const dtype = r.dtype as StDType;
   const want = shape.reduce((a: number, d: number) => a * d, 1) * ST_BYTES[dtype];
   if (off[1] - off[0] !== want) {
-    throw new FormatError('safetensors', `${where}: ${dtype} [${shape.join(', ')}] needs ${want} bytes, offsets give ${off[1] - off[0]}`);
+    throw new FormatError('safetensors',
+      `${where}: ${dtype} [${shape.join(', ')}] needs ${want} bytes, offsets give ${off[1] - off[0]}`);
   }
   if (base + off[1] > size) {
-    throw new FormatError('safetensors', `${where}: data ends at byte ${base + off[1]}, past the end of the file (${size} bytes); truncated?`);
+    throw new FormatError('safetensors',
+      `${where}: data ends at byte ${base + off[1]}, past the end of the file (${size} bytes); truncated?`);
   }
   return { name: key, dtype, shape, start: base + off[0], end: base + off[1], source };
 }
@@ -120,16 +129,19 @@ function checkLayout(file: string, entries: TensorEntry[], base: number, size: n
   for (const e of sorted) {
     if (e.start < at) throw new FormatError('safetensors', `${file}: tensor ${span(e)} overlaps tensor ${span(prev!)}`);
     if (e.start > at) {
-      throw new FormatError('safetensors', `${file}: data bytes ${at - base}..${e.start - base} before tensor ${span(e)} belong to no tensor; tensors must be contiguous`);
+      throw new FormatError('safetensors',
+        `${file}: data bytes ${at - base}..${e.start - base} before tensor ${span(e)} belong to no tensor; tensors must be contiguous`);
     }
     if ((e.start - base) % ST_BYTES[e.dtype]) {
-      throw new FormatError('safetensors', `${file}: tensor ${span(e)} is ${e.dtype} but starts at a data byte that is not a multiple of ${ST_BYTES[e.dtype]}`);
+      throw new FormatError('safetensors',
+        `${file}: tensor ${span(e)} is ${e.dtype} but starts at a data byte that is not a multiple of ${ST_BYTES[e.dtype]}`);
     }
     at = e.end;
     prev = e;
   }
   if (at !== size) {
-    throw new FormatError('safetensors', `${file}: ${size - at} bytes after the last tensor${prev ? ` ${span(prev)}` : ''} belong to no tensor; the data must end with the last tensor`);
+    throw new FormatError('safetensors',
+      `${file}: ${size - at} bytes after the last tensor${prev ? ` ${span(prev)}` : ''} belong to no tensor; the data must end with the last tensor`);
   }
 }
 
@@ -163,7 +175,8 @@ export function decode(e: TensorEntry, b: Uint8Array): Float32Array | Int32Array
       const v = new BigInt64Array(ab, buf.byteOffset, n);
       const out = new Int32Array(n);
       for (let i = 0; i < n; i++) {
-        if (v[i] > 0x7fffffffn || v[i] < -0x80000000n) throw new FormatError('safetensors', `tensor '${e.name}': value ${v[i]} does not fit in 32 bits`);
+        if (v[i] > 0x7fffffffn || v[i] < -0x80000000n) throw new FormatError('safetensors',
+          `tensor '${e.name}': value ${v[i]} does not fit in 32 bits`);
         out[i] = Number(v[i]);
       }
       return out;
@@ -184,18 +197,21 @@ export interface TensorToWrite { dtype: StDType; shape: number[]; data: ArrayBuf
  * Serialise tensors to safetensors bytes (header padded to 8 bytes). Tensors go widest dtype first, then by
  * name, as the crate writes them, so every tensor is aligned for its dtype.
  */
-export function encodeSafetensors(tensors: Record<string, TensorToWrite>, metadata?: Record<string, string>): Uint8Array {
+export function encodeSafetensors(tensors: Record<string, TensorToWrite>, metadata?: Record<string,
+  string>): Uint8Array {
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
   let offset = 0;
   for (const [name, t] of Object.entries(tensors)) {
     if (!(t.dtype in ST_BYTES)) throw new FormatError('safetensors', `tensor '${name}': unknown dtype ${t.dtype}`);
   }
-  const names = Object.keys(tensors).sort((a, b) => ST_BYTES[tensors[b].dtype] - ST_BYTES[tensors[a].dtype] || (a < b ? -1 : a > b ? 1 : 0));
+  const names = Object.keys(tensors).sort((a, b) => ST_BYTES[tensors[b].dtype] - ST_BYTES[tensors[a].dtype] ||
+    (a < b ? -1 : a > b ? 1 : 0));
   for (const name of names) {
     const t = tensors[name];
     const want = t.shape.reduce((a, d) => a * d, 1) * ST_BYTES[t.dtype];
-    if (t.data.byteLength !== want) throw new FormatError('safetensors', `tensor '${name}': ${t.dtype} [${t.shape}] needs ${want} bytes, data has ${t.data.byteLength}`);
+    if (t.data.byteLength !== want) throw new FormatError('safetensors',
+      `tensor '${name}': ${t.dtype} [${t.shape}] needs ${want} bytes, data has ${t.data.byteLength}`);
     header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + want] };
     offset += want;
   }
@@ -225,24 +241,30 @@ export class Checkpoint {
     const entries = new Map<string, TensorEntry>();
     for (const f of files) {
       for (const [k, e] of f.entries) {
-        if (entries.has(k)) throw new FormatError('checkpoint', `tensor '${k}' appears in both ${entries.get(k)!.source.name} and ${f.source.name}`);
+        if (entries.has(k)) throw new FormatError('checkpoint',
+          `tensor '${k}' appears in both ${entries.get(k)!.source.name} and ${f.source.name}`);
         entries.set(k, e);
       }
     }
     return new Checkpoint(entries, files);
   }
 
-  static async fromIndex(indexJson: string, indexName: string, open: (file: string) => ByteSource): Promise<Checkpoint> {
+  static async fromIndex(indexJson: string, indexName: string,
+    open: (file: string) => ByteSource): Promise<Checkpoint> {
     let idx: { weight_map?: Record<string, string> };
-    try { idx = JSON.parse(indexJson); } catch (e) { throw new FormatError('checkpoint', `${indexName}: not JSON (${(e as Error).message})`); }
-    if (!idx.weight_map || typeof idx.weight_map !== 'object') throw new FormatError('checkpoint', `${indexName}: no weight_map`);
+    try { idx = JSON.parse(indexJson); } catch (e) { throw new FormatError('checkpoint',
+      `${indexName}: not JSON (${(e as Error).message})`); }
+    if (!idx.weight_map || typeof idx.weight_map !== 'object') throw new FormatError('checkpoint',
+      `${indexName}: no weight_map`);
     const shardNames = [...new Set(Object.values(idx.weight_map))].sort();
     const files = await Promise.all(shardNames.map(async (s) => SafetensorsFile.open(open(s))));
     const ck = await Checkpoint.fromFiles(files);
     for (const [k, file] of Object.entries(idx.weight_map)) {
       const e = ck.entries.get(k);
-      if (!e) throw new FormatError('checkpoint', `${indexName} lists '${k}' in ${file}, but that shard has no such tensor`);
-      if (!e.source.name.endsWith(file)) throw new FormatError('checkpoint', `${indexName} puts '${k}' in ${file}, found in ${e.source.name}`);
+      if (!e) throw new FormatError('checkpoint',
+        `${indexName} lists '${k}' in ${file}, but that shard has no such tensor`);
+      if (!e.source.name.endsWith(file)) throw new FormatError('checkpoint',
+        `${indexName} puts '${k}' in ${file}, found in ${e.source.name}`);
     }
     return ck;
   }

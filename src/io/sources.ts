@@ -19,7 +19,8 @@ export function bytesSource(name: string, bytes: Uint8Array): ByteSource {
     name,
     size: async () => bytes.byteLength,
     read: async (start, end, onProgress) => {
-      if (end > bytes.byteLength) throw new FormatError('read', `${name}: wanted bytes ${start}..${end}, file has ${bytes.byteLength} (truncated?)`);
+      if (end > bytes.byteLength) throw new FormatError('read',
+        `${name}: wanted bytes ${start}..${end}, file has ${bytes.byteLength} (truncated?)`);
       onProgress?.(end - start, end - start);
       return bytes.subarray(start, end);
     },
@@ -31,7 +32,8 @@ export function blobSource(blob: Blob, name = (blob as File).name ?? 'blob'): By
     name,
     size: async () => blob.size,
     read: async (start, end, onProgress) => {
-      if (end > blob.size) throw new FormatError('read', `${name}: wanted bytes ${start}..${end}, file has ${blob.size} (truncated?)`);
+      if (end > blob.size) throw new FormatError('read',
+        `${name}: wanted bytes ${start}..${end}, file has ${blob.size} (truncated?)`);
       const out = new Uint8Array(await blob.slice(start, end).arrayBuffer());
       onProgress?.(out.byteLength, out.byteLength);
       return out;
@@ -45,7 +47,8 @@ export function fileSource(path: string): ByteSource {
   return {
     name: path,
     size: async () => {
-      try { return (await (await fsp).stat(path)).size; } catch (e) { throw new FormatError('open', `${path}: ${(e as Error).message}`); }
+      try { return (await (await fsp).stat(path)).size; } catch (e) { throw new FormatError('open',
+        `${path}: ${(e as Error).message}`); }
     },
     read: async (start, end, onProgress) => {
       const fh = await (await fsp).open(path, 'r');
@@ -55,7 +58,8 @@ export function fileSource(path: string): ByteSource {
         while (done < out.byteLength) {
           const n = Math.min(64 << 20, out.byteLength - done);
           const { bytesRead } = await fh.read(out, done, n, start + done);
-          if (bytesRead === 0) throw new FormatError('read', `${path}: ended at byte ${start + done}, wanted ${end} (truncated?)`);
+          if (bytesRead === 0) throw new FormatError('read',
+            `${path}: ended at byte ${start + done}, wanted ${end} (truncated?)`);
           done += bytesRead;
           onProgress?.(done, out.byteLength);
         }
@@ -94,7 +98,8 @@ export function urlSource(url: string, opts: NetOptions = {}, knownSize: number 
         whole = Promise.resolve(r.bytes);
       }
       const all = await whole;
-      if (end > all.byteLength) throw new FormatError('read', `${url}: wanted bytes ${start}..${end}, got ${all.byteLength} (truncated?)`);
+      if (end > all.byteLength) throw new FormatError('read',
+        `${url}: wanted bytes ${start}..${end}, got ${all.byteLength} (truncated?)`);
       onProgress?.(end - start, end - start);
       return all.subarray(start, end);
     },

@@ -51,7 +51,8 @@ export class Kernel {
   private readonly bindGroups = new WeakMap<GPUComputePipeline, Map<string, GPUBindGroup>>();
   /** Shader modules per device: one under '' (overrides as pipeline constants), or one per override key (specialize.ts). */
   private readonly modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
-  private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string, GPUComputePipeline>; byOrder: OverrideNode }>();
+  private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string,
+    GPUComputePipeline>; byOrder: OverrideNode }>();
 
   /**
    * `file` is the path under src/kernels/ (e.g. 'rmsnorm/rmsnorm.wgsl'), or under the folder of `shaders` (a
@@ -61,20 +62,23 @@ export class Kernel {
   constructor(readonly file: string, readonly entry: string, readonly name = entry,
     shaders: Readonly<Record<string, string>> = SHADERS) {
     const src = shaders[file];
-    if (src === undefined) throw new HrmError(name, `no shader file ${file} (known: ${Object.keys(shaders).join(', ')})`);
+    if (src === undefined) throw new HrmError(name,
+      `no shader file ${file} (known: ${Object.keys(shaders).join(', ')})`);
     this.source = src;
     const reflect = new WgslReflect(reflectable(src));
     const fn = reflect.entry.compute.find((f) => f.name === entry);
     if (!fn) throw new HrmError(name, `${file} has no @compute entry point '${entry}'`);
     this.bindings = fn.resources.map((r) => {
-      if (r.group !== 0) throw new HrmError(name, `binding '${r.name}' is in group ${r.group}; kernels use group 0 only`);
+      if (r.group !== 0) throw new HrmError(name,
+        `binding '${r.name}' is in group ${r.group}; kernels use group 0 only`);
       const access: Access = r.resourceType === 0 /* ResourceType.Uniform */ ? 'uniform' : r.access === 'read' ? 'read-only-storage' : 'storage';
       if (access === 'uniform') {
         const members = r.members ?? [];
         (this as { uniformSize: number }).uniformSize = r.size;
         for (const m of members) {
           const t = m.type.name;
-          if (t !== 'u32' && t !== 'i32' && t !== 'f32') throw new HrmError(name, `uniform field '${m.name}' has type ${t}; use u32, i32 or f32`);
+          if (t !== 'u32' && t !== 'i32' && t !== 'f32') throw new HrmError(name,
+            `uniform field '${m.name}' has type ${t}; use u32, i32 or f32`);
           this.uniformFields.push({ name: m.name, offset: m.offset, type: t });
         }
       }
@@ -96,18 +100,22 @@ export class Kernel {
         continue;
       }
       const v = args.bindings[b.name];
-      if (!v) throw new ShapeError(label, `missing binding '${b.name}' (kernel binds: ${this.storageNames().join(', ')})`);
+      if (!v) throw new ShapeError(label,
+        `missing binding '${b.name}' (kernel binds: ${this.storageNames().join(', ')})`);
       bound++;
       const view = v instanceof Tensor ? v.binding(label) : v;
       if (view.size > gpu.maxBinding) {
-        throw new BindingSizeError(label, `binding '${b.name}' is ${view.size} bytes; this adapter binds at most ${gpu.maxBinding}`);
+        throw new BindingSizeError(label,
+          `binding '${b.name}' is ${view.size} bytes; this adapter binds at most ${gpu.maxBinding}`);
       }
       entries.push({ binding: b.binding, resource: { buffer: view.buffer, offset: view.offset, size: view.size } });
     }
     // Every binding the kernel declares was found above; any other name given is a mistake.
     const extra = unknownKeys(args.bindings, bound, (n) => this.bindings.some((b) => b.name === n));
-    if (extra.length) throw new ShapeError(label, `unknown binding(s) ${extra.join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
-    const wg = typeof args.workgroups === 'number' ? [args.workgroups, 1, 1] : [args.workgroups[0], args.workgroups[1] ?? 1, args.workgroups[2] ?? 1];
+    if (extra.length) throw new ShapeError(label,
+      `unknown binding(s) ${extra.join(', ')} (kernel binds: ${this.storageNames().join(', ')})`);
+    const wg = typeof args.workgroups === 'number' ? [args.workgroups, 1, 1] : [args.workgroups[0],
+      args.workgroups[1] ?? 1, args.workgroups[2] ?? 1];
     const maxWg = gpu.device.limits.maxComputeWorkgroupsPerDimension;
     if (wg.some((w) => !Number.isInteger(w) || w < 0 || w > maxWg)) {
       throw new ShapeError(label, `workgroup count [${wg.join(', ')}] outside 0..${maxWg}`);
@@ -122,7 +130,8 @@ export class Kernel {
    * buffers and uniform slots every token, and creating a bind group costs more than the rest of a dispatch's
    * recording. A destroyed buffer never matches again (new buffers get new ids).
    */
-  private bindGroup(device: GPUDevice, pipeline: GPUComputePipeline, entries: GPUBindGroupEntry[], label: string): [GPUBindGroup, string] {
+  private bindGroup(device: GPUDevice, pipeline: GPUComputePipeline, entries: GPUBindGroupEntry[],
+    label: string): [GPUBindGroup, string] {
     let cache = this.bindGroups.get(pipeline);
     if (!cache) this.bindGroups.set(pipeline, (cache = new Map()));
     let key = '';
@@ -151,7 +160,8 @@ export class Kernel {
       if (v === undefined) throw new ShapeError(label, `missing uniform '${f.name}'`);
       if (f.type === 'f32') view.setFloat32(f.offset, v, true);
       else {
-        const ok = Number.isInteger(v) && (f.type === 'u32' ? v >= 0 && v <= 0xffffffff : v >= -0x80000000 && v <= 0x7fffffff);
+        const ok = Number.isInteger(v) &&
+          (f.type === 'u32' ? v >= 0 && v <= 0xffffffff : v >= -0x80000000 && v <= 0x7fffffff);
         if (!ok) throw new ShapeError(label, `uniform '${f.name}' = ${v} is not a valid ${f.type}`);
         if (f.type === 'u32') view.setUint32(f.offset, v, true); else view.setInt32(f.offset, v, true);
       }
@@ -181,7 +191,8 @@ export class Kernel {
     let p = cache.byKey.get(key);
     if (p) return (node.pipeline = p);
     for (const k of Object.keys(overrides)) {
-      if (!this.overrideNames.includes(k)) throw new ShapeError(label, `unknown override '${k}' (declared: ${this.overrideNames.join(', ') || 'none'})`);
+      if (!this.overrideNames.includes(k)) throw new ShapeError(label,
+        `unknown override '${k}' (declared: ${this.overrideNames.join(', ') || 'none'})`);
     }
     // In an error scope of its own: a shader or override WebGPU rejects is reported at this op, not as the batch's.
     device.pushErrorScope('validation');
@@ -205,10 +216,12 @@ export class Kernel {
 
   /**
    * The pipeline of these overrides: one module of the source for all of them, or where the runtime's translator
-   * cannot take overrides (specialize.ts), one module per value set with the values written in (and its loops unrolled with `unroll`: moduleCode). Public for the
+   * cannot take overrides (specialize.ts), one module per value set with the values written in (and its loops unrolled
+   * with `unroll`: moduleCode). Public for the
    * variant sweep (tests/runtimes/variants.ts), which creates each pipeline the way dispatch does.
    */
-  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name, text: ShaderText = runtimeText()): GPUComputePipelineDescriptor {
+  pipelineDescriptor(device: GPUDevice, overrides: Overrides, label = this.name,
+    text: ShaderText = runtimeText()): GPUComputePipelineDescriptor {
     const key = overrideKey(overrides);
     const special = text.specialize;
     const moduleKey = special ? `${text.unroll ? 'unrolled ' : ''}${key}` : '';
@@ -217,7 +230,8 @@ export class Kernel {
     let module = modules.get(moduleKey);
     if (!module) {
       const moduleLabel = `${this.file}${special && key ? `{${key}}` : ''}`;
-      modules.set(moduleKey, (module = device.createShaderModule({ code: this.moduleCode(overrides, label, text), label: moduleLabel })));
+      modules.set(moduleKey,
+        (module = device.createShaderModule({ code: this.moduleCode(overrides, label, text), label: moduleLabel })));
     }
     return {
       label: `${this.name}${key ? `{${key}}` : ''}`,
@@ -236,7 +250,8 @@ export class Kernel {
         buffer: { type: b.access === 'uniform' ? 'uniform' : b.access },
       })),
     });
-    l = { pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [bgl], label: this.name }), bindGroupLayout: bgl };
+    l = { pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [bgl], label: this.name }),
+      bindGroupLayout: bgl };
     this.layouts.set(device, l);
     return l;
   }

@@ -60,7 +60,8 @@ function fileName(url: string): string {
   if (!/^https?:$/.test(u.protocol)) throw new InputError('fetch', `${url}: only http and https URLs can be fetched`);
   const name = decodeURIComponent(u.pathname.split('/').pop() ?? '');
   // An encoded slash would step out of the cache folder.
-  if (!name || name === '.' || name === '..' || /[/\\]/.test(name)) throw new InputError('fetch', `${url} names no file`);
+  if (!name || name === '.' || name === '..' || /[/\\]/.test(name)) throw new InputError('fetch',
+    `${url} names no file`);
   return name;
 }
 

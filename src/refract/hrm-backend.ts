@@ -5,8 +5,10 @@
 import { generate } from '../hrm/generate.ts';
 import type { LoadedModel } from '../hrm/load.ts';
 import { formatPrompt } from '../hrm/prompt.ts';
-import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions, type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
-import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress, type KldProgress } from './axes/kld.ts';
+import { BackendCapabilityError, type Backend, type CompletionOptions, type CompletionResult, type DecodeTokensOptions,
+  type KLDResult, type KldOptions, type Metadata, type TrajectoryOptions, type TrajectoryResult } from './backend.ts';
+import { KLD_CONVENTION, KldAccumulator, comparePosition, kldChunks, newKldProgress,
+  type KldProgress } from './axes/kld.ts';
 import { kvStorage, parseKvConfig } from '../hrm/kv-spec.ts';
 
 /** Positions in a part of a KLD pass on a CPU adapter (see logits). */
@@ -35,7 +37,8 @@ export class HrmBackend implements Backend {
   }
 
   private tokenizer() {
-    if (!this.lm.tokenizer) throw new BackendCapabilityError('hrm-backend', `${this.lm.name} has no tokenizer.json; text axes need one`);
+    if (!this.lm.tokenizer) throw new BackendCapabilityError('hrm-backend',
+      `${this.lm.name} has no tokenizer.json; text axes need one`);
     return this.lm.tokenizer;
   }
 
@@ -53,18 +56,21 @@ export class HrmBackend implements Backend {
     o.signal?.throwIfAborted();
     const promptIds = this.promptIds(o);
     const room = this.lm.config.max_position_embeddings - promptIds.length;
-    if (room < 1) throw new BackendCapabilityError('hrm-backend', `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
+    if (room < 1) throw new BackendCapabilityError('hrm-backend',
+      `prompt of ${promptIds.length} tokens fills the model's context ${this.lm.config.max_position_embeddings}`);
     let text = '';
     let ids: number[] = [];
     let meta: Metadata = {};
     for await (const ev of generate(this.lm, '', {
-      promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), sampler: { temperature: o.temperature ?? 0, seed: o.seed ?? 42 },
+      promptIds, maxTokens: Math.min(o.nPredict ?? 128, room), sampler: { temperature: o.temperature ?? 0,
+        seed: o.seed ?? 42 },
       cache: { kv: kvStorage(o.kvConfig), mode: 'after-prefill' }, signal: o.signal,
     })) {
       if (ev.type === 'done') {
         text = ev.text;
         ids = ev.stats.ids;
-        meta = { prompt_tokens: ev.stats.promptTokens, stop_reason: ev.stats.stopReason, kv: parseKvConfig(o.kvConfig).label };
+        meta = { prompt_tokens: ev.stats.promptTokens, stop_reason: ev.stats.stopReason,
+          kv: parseKvConfig(o.kvConfig).label };
       }
     }
     return { text, ids, meta };
@@ -112,7 +118,8 @@ export class HrmBackend implements Backend {
   /** KL(P_ref || P_cand) per position of token chunks, accumulated into `state` from chunk `state.done` on (so a
    *  run interrupted by a lost device continues where it stopped; see resilient.ts). The signal is checked between
    *  the parts of each pass (see logits). */
-  async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void, signal?: AbortSignal, state: KldProgress = newKldProgress()): Promise<KldAccumulator> {
+  async kldOnIds(chunksOfIds: number[][], refKv: string, candKv: string, onChunk?: (d: number, t: number) => void,
+    signal?: AbortSignal, state: KldProgress = newKldProgress()): Promise<KldAccumulator> {
     const V = this.lm.config.vocab_size;
     for (let c = state.done; c < chunksOfIds.length; c++) {
       const ids = chunksOfIds[c];
@@ -128,7 +135,8 @@ export class HrmBackend implements Backend {
   async runKld(o: KldOptions): Promise<KLDResult> {
     const ctx = o.ctx ?? 512;
     if (ctx > this.lm.config.max_position_embeddings) {
-      throw new BackendCapabilityError('hrm-backend', `ctx ${ctx} exceeds the model's context ${this.lm.config.max_position_embeddings}`);
+      throw new BackendCapabilityError('hrm-backend',
+        `ctx ${ctx} exceeds the model's context ${this.lm.config.max_position_embeddings}`);
     }
     const tokens = this.encode(o.corpus);
     const chunks = kldChunks(tokens, o.chunks ?? 32, ctx);
@@ -136,7 +144,8 @@ export class HrmBackend implements Backend {
     const r = acc.result();
     return {
       meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats, chunks: chunks.length, ctx,
-      metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped, ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL', base_path: null },
+      metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped,
+        ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL', base_path: null },
       perPosition: o.perPosition ? acc.perPosition : undefined,
     };
   }
@@ -159,7 +168,8 @@ export class HrmBackend implements Backend {
     const g = this.lm.model.gpu.summary;
     return {
       backend: this.name, model: this.lm.name, checkpoint: this.lm.checkpoint, context_length: this.lm.config.max_position_embeddings,
-      dtype: this.lm.model.dtype, condition: this.condition, adapter: g.description || `${g.vendor} ${g.architecture}`.trim(), runtime: g.runtime,
+      dtype: this.lm.model.dtype, condition: this.condition, adapter: g.description ||
+        `${g.vendor} ${g.architecture}`.trim(), runtime: g.runtime,
     };
   }
 }

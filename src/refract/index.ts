@@ -10,7 +10,8 @@
 export * from './backend.ts';
 export * from '../hrm/kv-spec.ts';
 export * from './prompts.ts';
-export { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, DEFAULT_CORPUS_LABEL, brownCorpus, defaultCorpus, defaultHaystack, untagBrownDocument, untagSentence, type BrownOptions } from './corpus.ts';
+export { BROWN_DOCUMENTS, DEFAULT_CORPUS_DOCUMENTS, DEFAULT_CORPUS_LABEL, brownCorpus, defaultCorpus, defaultHaystack,
+  untagBrownDocument, untagSentence, type BrownOptions } from './corpus.ts';
 export * from './score.ts';
 export * from './diagnosis.ts';
 export { PyRandom } from './pyrandom.ts';

@@ -35,7 +35,8 @@ export interface RunRefractOptions {
   /** Opt-in axes C and D; `true` runs them with defaults (R-NIAH haystack: defaultHaystack()). */
   axes?: {
     rniah?: boolean | (Partial<Omit<RniahOptions, 'model' | 'reference' | 'candidate' | 'onProgress' | 'signal'>>);
-    plad?: boolean | (Partial<Omit<PladOptions, 'model' | 'reference' | 'candidate' | 'prompts' | 'onProgress' | 'signal'>>);
+    plad?: boolean | (Partial<Omit<PladOptions,
+      'model' | 'reference' | 'candidate' | 'prompts' | 'onProgress' | 'signal'>>);
   };
   /** Leave out axis A or B (the composite drops it; the report marks it skipped), as the original's --skip-*. */
   skipGtm?: boolean;
@@ -88,22 +89,26 @@ function tracker(onProgress: ProgressFn | undefined, stage: Stage): (done: numbe
 
 /** Names of the axes a run with these options would run, in order. */
 function plannedAxes(o: RunRefractOptions): string[] {
-  return [...(o.skipGtm ? [] : ['gtm']), ...(o.skipKld ? [] : ['kld']), ...(o.axes?.rniah ? ['rniah'] : []), ...(o.axes?.plad ? ['plad'] : [])];
+  return [...(o.skipGtm ? [] : ['gtm']), ...(o.skipKld ? [] : ['kld']), ...(o.axes?.rniah ? ['rniah'] : []),
+    ...(o.axes?.plad ? ['plad'] : [])];
 }
 
 /** Before any axis: ctx within the model's context_length, and a corpus of at least ctx tokens (when KLD runs). */
 async function preflight(o: RunRefractOptions, ctx: number, corpus: string): Promise<void> {
   const limit = await contextLengthOf(o.backend, o.model);
-  if (ctx > limit) throw new InputError('refract', `ctx ${ctx} exceeds the model's context_length ${limit}; pass -c/--ctx ${limit} or less`);
+  if (ctx > limit) throw new InputError('refract',
+    `ctx ${ctx} exceeds the model's context_length ${limit}; pass -c/--ctx ${limit} or less`);
   if (o.skipKld) return;
   const n = (await o.backend.tokenizeToIds({ model: o.model, text: corpus })).length;
-  if (n < ctx) throw new InputError('refract', `the KLD corpus has ${n} tokens, fewer than ctx ${ctx}; give a longer --corpus or a smaller -c/--ctx`);
+  if (n < ctx) throw new InputError('refract',
+    `the KLD corpus has ${n} tokens, fewer than ctx ${ctx}; give a longer --corpus or a smaller -c/--ctx`);
 }
 
 /** Environment metadata for the report; a failure there keeps the report (empty environment plus a note). */
 async function environmentOf(o: RunRefractOptions): Promise<{ env: Record<string, unknown>; note: string | null }> {
   try {
-    return { env: { backend: o.backend.name, ...(await o.backend.modelMetadata({ model: o.model })), implementation: 'hrm-webgpu (TypeScript)', ...runtimeFields() }, note: null };
+    return { env: { backend: o.backend.name, ...(await o.backend.modelMetadata({ model: o.model })),
+      implementation: 'hrm-webgpu (TypeScript)', ...runtimeFields() }, note: null };
   } catch (e) {
     return { env: {}, note: `environment metadata unavailable: ${(e as Error).message}` };
   }
@@ -123,15 +128,22 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
   const chunks = o.chunks ?? DEFAULTS.chunks;
   const nPredict = o.nPredict ?? DEFAULTS.nPredict;
   const seed = o.seed ?? DEFAULTS.seed;
-  const corpus = o.corpus === undefined ? { text: await defaultCorpus(), label: DEFAULT_CORPUS_LABEL } : typeof o.corpus === 'string' ? { text: o.corpus, label: '(in-memory corpus)' } : o.corpus;
+  const corpus = o.corpus === undefined ? { text: await defaultCorpus(),
+    label: DEFAULT_CORPUS_LABEL } : typeof o.corpus === 'string' ?
+    { text: o.corpus, label: '(in-memory corpus)' } : o.corpus;
   const { backend, model, signal } = o;
   const planned = plannedAxes(o);
-  if (planned.length === 0) throw new InputError('refract', 'no axis to run: --skip-gtm and --skip-kld leave nothing unless --axis-rniah or --axis-plad is given');
+  if (planned.length === 0) throw new InputError('refract',
+    'no axis to run: --skip-gtm and --skip-kld leave nothing unless --axis-rniah or --axis-plad is given');
   await preflight(o, ctx, corpus.text);
   const traj = (ref: string, cand: string, stage: Stage): Promise<TrajectoryAxisResult> =>
-    runTrajectory(backend, { model, reference: ref, candidate: cand, prompts, nPredict, ctx, seed, decodeTokens: o.decodeTokens ?? true, onProgress: tracker(o.onProgress, stage), signal });
+    runTrajectory(backend,
+      { model, reference: ref, candidate: cand, prompts, nPredict, ctx, seed, decodeTokens: o.decodeTokens ?? true,
+      onProgress: tracker(o.onProgress, stage), signal });
   const kld = (ref: string, cand: string, stage: Stage): Promise<KldAxisResult> =>
-    runKld(backend, { model, reference: ref, candidate: cand, corpus: corpus.text, corpusLabel: corpus.label, chunks, ctx, onProgress: tracker(o.onProgress, stage), signal });
+    runKld(backend,
+      { model, reference: ref, candidate: cand, corpus: corpus.text, corpusLabel: corpus.label, chunks, ctx,
+      onProgress: tracker(o.onProgress, stage), signal });
 
   let floorScore: number | null = null;
   if (o.measureFloor) {
@@ -140,10 +152,12 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
     const fk = o.skipKld ? null : await kld(reference, reference, 'floor-kld');
     floorScore = compositeScore({ gtm: ft?.score ?? null, kld: fk?.score ?? null }).composite;
     if (floorScore < MIN_FLOOR) {
-      throw new RefractError('refract', `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft?.score.toFixed(2) ?? 'skipped'}, KLD ${fk?.mean_kld.toFixed(6) ?? 'skipped'} nats): the reference is non-deterministic on this build`);
+      throw new RefractError('refract',
+        `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft?.score.toFixed(2) ?? 'skipped'}, KLD ${fk?.mean_kld.toFixed(6) ?? 'skipped'} nats): the reference is non-deterministic on this build`);
     }
     if (ft && Math.abs(ft.full_match_rate - 1) > 1e-9) {
-      throw new RefractError('refract', `reference-vs-reference trajectories are not token-identical (full_match_rate ${ft.full_match_rate.toFixed(6)})`);
+      throw new RefractError('refract',
+        `reference-vs-reference trajectories are not token-identical (full_match_rate ${ft.full_match_rate.toFixed(6)})`);
     }
   }
 
@@ -155,11 +169,14 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
     rniah: async () => {
       const extra = o.axes?.rniah === true || !o.axes?.rniah ? {} : o.axes.rniah;
       const haystack = extra.haystack ?? (await defaultHaystack());
-      done.rniah = await runRniah(backend, { seed, ...extra, haystack, model, reference, candidate, onProgress: tracker(o.onProgress, 'rniah'), signal });
+      done.rniah = await runRniah(backend,
+        { seed, ...extra, haystack, model, reference, candidate, onProgress: tracker(o.onProgress, 'rniah'), signal });
     },
     plad: async () => {
       const extra = o.axes?.plad === true || !o.axes?.plad ? {} : o.axes.plad;
-      done.plad = await runPlad(backend, { nPredict, ctx, seed, ...extra, model, reference, candidate, prompts, onProgress: tracker(o.onProgress, 'plad'), signal });
+      done.plad = await runPlad(backend,
+        { nPredict, ctx, seed, ...extra, model, reference, candidate, prompts,
+        onProgress: tracker(o.onProgress, 'plad'), signal });
     },
   };
   const finished: string[] = [];
@@ -177,7 +194,8 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
     }
   }
 
-  const composite = compositeScore({ gtm: done.gtm?.score ?? null, kld: done.kld?.score ?? null, rniah: done.rniah?.score ?? null, plad: done.plad?.score ?? null }, floorScore);
+  const composite = compositeScore({ gtm: done.gtm?.score ?? null, kld: done.kld?.score ?? null,
+    rniah: done.rniah?.score ?? null, plad: done.plad?.score ?? null }, floorScore);
   const { env, note } = await environmentOf(o);
   if (note) composite.notes.push(note);
   const unfinished = planned.filter((a) => !finished.includes(a));

@@ -56,7 +56,8 @@ export function compositeScore(axes: AxisScores, floorScore: number | null = nul
   }
   return {
     composite, band: band(composite),
-    gtm_score: axes.gtm ?? null, kld_score: axes.kld ?? null, rniah_score: axes.rniah ?? null, plad_score: axes.plad ?? null,
+    gtm_score: axes.gtm ?? null, kld_score: axes.kld ?? null, rniah_score: axes.rniah ??
+      null, plad_score: axes.plad ?? null,
     floor_score: floorScore, floor_ok: floorOk, floor_min: MIN_FLOOR, notes,
   };
 }
@@ -108,7 +109,8 @@ export interface RepeatabilityStats {
 /** Spread of the composite and of each axis over repeated runs of the same configuration. */
 export function repeatabilityStats(reports: readonly ReportScores[]): RepeatabilityStats {
   const axis = (key: string) =>
-    spread(reports.map((r) => r.axes[key]?.score).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+    spread(reports.map((r) => r.axes[key]?.score).filter((v): v is number => typeof v === 'number' &&
+      Number.isFinite(v)));
   const composite = spread(reports.map((r) => r.composite));
   return {
     runs: reports.length,

@@ -56,7 +56,8 @@ export interface SweepResult {
 
 /** Every K x V pair of the given types as canonical labels (duplicates dropped, order kept). */
 export function gridCandidates(kTypes: readonly string[], vTypes: readonly string[]): string[] {
-  if (kTypes.length === 0 || vTypes.length === 0) throw new InputError('kvconfig', 'a grid needs at least one K type (--k-types) and one V type (--v-types)');
+  if (kTypes.length === 0 || vTypes.length === 0) throw new InputError('kvconfig',
+    'a grid needs at least one K type (--k-types) and one V type (--v-types)');
   const out = kTypes.flatMap((k) => vTypes.map((v) => parseKvConfig(`ctk=${k},ctv=${v}`, '--k-types/--v-types').label));
   return [...new Set(out)];
 }
@@ -70,7 +71,8 @@ export function candidateFile(label: string): string {
 export function markPareto(rows: SweepRow[]): SweepRow[] {
   const ok = rows.filter((r) => r.composite !== null);
   for (const r of rows) {
-    r.pareto = r.composite !== null && !ok.some((o) => o !== r && o.bytes_per_token <= r.bytes_per_token && o.composite! >= r.composite! &&
+    r.pareto = r.composite !== null &&
+      !ok.some((o) => o !== r && o.bytes_per_token <= r.bytes_per_token && o.composite! >= r.composite! &&
       (o.bytes_per_token < r.bytes_per_token || o.composite! > r.composite!));
   }
   return rows;
@@ -101,7 +103,8 @@ export interface SweepOptions {
 /** Run (or resume) the sweep; stops between jobs when `signal` aborts (finished reports stay in the store). */
 export async function runSweep(o: SweepOptions): Promise<SweepResult> {
   const labels = [...new Set(o.candidates.map((c) => parseKvConfig(c, 'candidate').label))];
-  if (labels.length === 0) throw new InputError('sweep', 'no candidates: give --candidate (repeatable) or --k-types with --v-types');
+  if (labels.length === 0) throw new InputError('sweep',
+    'no candidates: give --candidate (repeatable) or --k-types with --v-types');
   const reference = parseKvConfig(o.reference, 'reference').label;
   const rows: SweepRow[] = [];
   for (const [i, cand] of labels.entries()) {
@@ -113,7 +116,8 @@ export async function runSweep(o: SweepOptions): Promise<SweepResult> {
       try {
         const r = parseReport(saved);
         // A report of another reference (or candidate) in the folder is not this sweep's result.
-        if (r.reference !== reference || r.candidate !== cand) throw new Error(`it scores ${r.candidate} against ${r.reference}, not ${cand} against ${reference}`);
+        if (r.reference !== reference ||
+          r.candidate !== cand) throw new Error(`it scores ${r.candidate} against ${r.reference}, not ${cand} against ${reference}`);
         rows.push(rowOf(cand, file, bytes, r, true));
         o.log?.(`[${i + 1}/${labels.length}] ${cand}: report ${file} already there, not run again`);
         continue;
@@ -130,10 +134,12 @@ export async function runSweep(o: SweepOptions): Promise<SweepResult> {
     } catch (e) {
       if (o.signal?.aborted) throw e;
       o.log?.(`[${i + 1}/${labels.length}] ${cand}: failed: ${(e as Error).message}`);
-      rows.push({ candidate: cand, file, bytes_per_token: bytes, composite: null, band: null, gtm: null, kld: null, rniah: null, plad: null, resumed: false, error: (e as Error).message, pareto: false });
+      rows.push({ candidate: cand, file, bytes_per_token: bytes, composite: null, band: null, gtm: null, kld: null,
+        rniah: null, plad: null, resumed: false, error: (e as Error).message, pareto: false });
     }
   }
-  return { schema: 'refract.sweep.v1', reference: parseKvConfig(o.reference, 'reference').label, rows: markPareto(rows) };
+  return { schema: 'refract.sweep.v1', reference: parseKvConfig(o.reference, 'reference').label,
+    rows: markPareto(rows) };
 }
 
 const cell = (x: number | null) => (x === null ? '—' : x.toFixed(2)).padStart(7);
@@ -145,7 +151,8 @@ export function renderSweepTable(s: SweepResult): string {
     `${'candidate'.padEnd(24)} ${'B/token'.padStart(9)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`,
     '-'.repeat(86)];
   for (const r of rows) {
-    L.push(`${(r.pareto ? '* ' : '  ') + r.candidate}`.padEnd(24) + ` ${String(Math.round(r.bytes_per_token)).padStart(9)} ${cell(r.composite)} ${(r.band ?? (r.error ? 'ERROR' : '—')).padEnd(10)} ${cell(r.gtm)} ${cell(r.kld)} ${cell(r.rniah)} ${cell(r.plad)}`);
+    L.push(`${(r.pareto ? '* ' : '  ') + r.candidate}`.padEnd(24) +
+      ` ${String(Math.round(r.bytes_per_token)).padStart(9)} ${cell(r.composite)} ${(r.band ?? (r.error ? 'ERROR' : '—')).padEnd(10)} ${cell(r.gtm)} ${cell(r.kld)} ${cell(r.rniah)} ${cell(r.plad)}`);
   }
   for (const r of rows) if (r.error) L.push(`  ${r.candidate}: ${r.error}`);
   return L.join('\n');

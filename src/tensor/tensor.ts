@@ -55,7 +55,8 @@ export class Tensor {
   binding(op: string): BufferView {
     if (this.disposed) throw new ShapeError(op, `tensor '${this.label}' was disposed`);
     if (this.byteLength > this.gpu.maxBinding) {
-      throw new BindingSizeError(op, `tensor '${this.label}' [${this.shape.join(', ')}] ${this.dtype} is ${this.byteLength} bytes, ` +
+      throw new BindingSizeError(op,
+        `tensor '${this.label}' [${this.shape.join(', ')}] ${this.dtype} is ${this.byteLength} bytes, ` +
         `more than this adapter binds at once (maxStorageBufferBindingSize ${this.gpu.maxBinding}); split it`);
     }
     return { buffer: this.buffer, offset: this.offset, size: this.byteLength };
@@ -64,7 +65,8 @@ export class Tensor {
   /** Same storage, another shape with the same element count. */
   reshape(shape: readonly number[]): Tensor {
     if (numel(shape) !== this.size) {
-      throw new ShapeError('reshape', `cannot view '${this.label}' [${this.shape.join(', ')}] as [${shape.join(', ')}]`);
+      throw new ShapeError('reshape',
+        `cannot view '${this.label}' [${this.shape.join(', ')}] as [${shape.join(', ')}]`);
     }
     return new Tensor(this.gpu, this.buffer, [...shape], this.dtype, this.label, this.offset, false);
   }
@@ -74,14 +76,17 @@ export class Tensor {
     const rowElems = this.size / this.shape[0];
     const offsetBytes = start * rowElems * dtypeBytes(this.dtype);
     if (offsetBytes % this.gpu.storageAlign !== 0 || start < 0 || start + count > this.shape[0]) {
-      throw new ShapeError('rows', `cannot view rows ${start}..${start + count} of '${this.label}' [${this.shape.join(', ')}] (offset ${offsetBytes} must be a multiple of ${this.gpu.storageAlign})`);
+      throw new ShapeError('rows',
+        `cannot view rows ${start}..${start + count} of '${this.label}' [${this.shape.join(', ')}] (offset ${offsetBytes} must be a multiple of ${this.gpu.storageAlign})`);
     }
-    return new Tensor(this.gpu, this.buffer, [count, ...this.shape.slice(1)], this.dtype, this.label, this.offset + offsetBytes, false);
+    return new Tensor(this.gpu, this.buffer, [count, ...this.shape.slice(1)], this.dtype, this.label,
+      this.offset + offsetBytes, false);
   }
 
   /** Read back: f32/f16/bf16 as Float32Array, u32 as Uint32Array, i32 as Int32Array. */
   async read(): Promise<Float32Array | Int32Array | Uint32Array> {
-    const raw = await this.gpu.read({ buffer: this.buffer, offset: this.offset, size: this.byteLength }, `read '${this.label}'`);
+    const raw = await this.gpu.read({ buffer: this.buffer, offset: this.offset, size: this.byteLength },
+      `read '${this.label}'`);
     switch (this.dtype) {
       case 'f32': return new Float32Array(raw, 0, this.size);
       case 'u32': return new Uint32Array(raw, 0, this.size);
@@ -101,7 +106,8 @@ export class Tensor {
    * of a weight the tensor cores read). Only owned tensors take one (a view's dispose frees nothing).
    */
   attach(t: Tensor): void {
-    if (!this.owned) throw new ShapeError('attach', `'${this.label}' is a view; attach to the tensor that owns its buffer`);
+    if (!this.owned) throw new ShapeError('attach',
+      `'${this.label}' is a view; attach to the tensor that owns its buffer`);
     this.derived.push(t);
   }
 
@@ -119,7 +125,8 @@ export class Tensor {
 function toBytes(data: HostArray, n: number, dtype: DType, label: string): Uint8Array {
   const need = n * dtypeBytes(dtype);
   if (data instanceof Uint8Array) {
-    if (data.byteLength !== need) throw new ShapeError('upload', `'${label}': ${data.byteLength} bytes given, ${dtype} x ${n} needs ${need}`);
+    if (data.byteLength !== need) throw new ShapeError('upload',
+      `'${label}': ${data.byteLength} bytes given, ${dtype} x ${n} needs ${need}`);
     return data;
   }
   if (data.length !== n) throw new ShapeError('upload', `'${label}': ${data.length} values given for ${n} elements`);

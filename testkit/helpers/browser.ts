@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { createServer, type ViteDevServer, type InlineConfig } from 'vite';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(existsSync) ?? '/usr/bin/chromium';
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome'].find(existsSync) ?? '/usr/bin/chromium';
 
 export async function launch(): Promise<Browser> {
   return puppeteer.launch({
@@ -26,7 +27,8 @@ export async function launch(): Promise<Browser> {
 export async function serve(config: InlineConfig): Promise<{ server: ViteDevServer; url: string }> {
   const own = config.cacheDir === undefined;
   const cacheDir = config.cacheDir ?? mkdtempSync(join(tmpdir(), 'hrm-vite-'));
-  const server = await createServer({ configFile: false, logLevel: 'error', ...config, cacheDir, server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ...config.server } });
+  const server = await createServer({ configFile: false, logLevel: 'error', ...config, cacheDir,
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ...config.server } });
   if (own) server.httpServer?.once('close', () => rmSync(cacheDir, { recursive: true, force: true }));
   await server.listen();
   const addr = server.httpServer!.address();
@@ -42,10 +44,12 @@ export async function serve(config: InlineConfig): Promise<{ server: ViteDevServ
 export async function pageResult<T>(page: Page, log: string[], timeoutMs: number): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const { result, step } = (await page.evaluate('({ result: window.__result, step: window.__step })')) as { result?: T; step?: string };
+    const { result,
+      step } = (await page.evaluate('({ result: window.__result, step: window.__step })')) as { result?: T; step?: string };
     if (result !== undefined) return result;
     if (Date.now() > until) {
-      throw new Error(`the page set no result in ${timeoutMs / 1000} s (last step: ${step ?? 'none'})` + (log.length ? `; its console:\n${log.join('\n')}` : ''));
+      throw new Error(`the page set no result in ${timeoutMs / 1000} s (last step: ${step ?? 'none'})` +
+        (log.length ? `; its console:\n${log.join('\n')}` : ''));
     }
     await new Promise((r) => setTimeout(r, 250));
   }

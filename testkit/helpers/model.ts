@@ -21,7 +21,8 @@ export function model(gpu: Gpu, name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown', dty
 }
 
 /** Logits of one forward over `ids` from an empty cache. */
-export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 'causal', kv?: KvStorage, mode: QuantMode = 'before-pass'): Promise<Float32Array> {
+export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 'causal', kv?: KvStorage,
+  mode: QuantMode = 'before-pass'): Promise<Float32Array> {
   const cache = lm.model.newCache({ capacity: ids.length, kv, mode });
   const t = lm.model.forward(ids, cache, { mask });
   const out = await t.readF32();
@@ -34,13 +35,15 @@ export async function logitsOf(lm: LoadedModel, ids: number[], mask: 'prefix' | 
  * Teacher-forced generation: prefill `prompt` as one prefix block, then feed `gen[0..n-2]` one token at a time.
  * Returns the logits each generated token was picked from ([n, V]) and our own greedy picks.
  */
-export async function teacherForced(lm: LoadedModel, prompt: number[], gen: number[], kv?: KvStorage): Promise<{ logits: Float32Array; picks: number[] }> {
+export async function teacherForced(lm: LoadedModel, prompt: number[], gen: number[],
+  kv?: KvStorage): Promise<{ logits: Float32Array; picks: number[] }> {
   const V = lm.config.vocab_size;
   const cache = lm.model.newCache({ capacity: prompt.length + gen.length, kv, mode: 'after-prefill' });
   const logits = new Float32Array(gen.length * V);
   const picks: number[] = [];
   for (let i = 0; i < gen.length; i++) {
-    const t = i === 0 ? lm.model.forward(prompt, cache, { mask: 'prefix', logits: 'last' }) : lm.model.forward([gen[i - 1]], cache, { mask: 'causal' });
+    const t = i === 0 ? lm.model.forward(prompt, cache,
+      { mask: 'prefix', logits: 'last' }) : lm.model.forward([gen[i - 1]], cache, { mask: 'causal' });
     const row = await t.readF32();
     t.dispose();
     logits.set(row, i * V);

@@ -16,5 +16,6 @@ export function uploadQuant(
   const part = (a: Uint32Array | Float32Array, per: number, what: string) => bounds.slice(1).map((b, i) =>
     Tensor.from(gpu, a.subarray(bounds[i] * per, b * per), [b - bounds[i], per], a instanceof Uint32Array ? 'u32' : sdt,
       `${what}${i}`));
-  return { bits, groupSize, q: part(r.q, wpr, 'wq'), scales: part(r.scales, gpr, 'scales'), biases: part(r.biases, gpr, 'biases') };
+  return { bits, groupSize, q: part(r.q, wpr, 'wq'), scales: part(r.scales, gpr, 'scales'),
+    biases: part(r.biases, gpr, 'biases') };
 }

@@ -14,7 +14,8 @@ export interface ParityReport { cases: ParityCase[]; passed: number; failed: num
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = a.length === b.length ? 0 : Infinity;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) || (Number.isNaN(a[i] - b[i]) ? Infinity : 0));
+  for (let i = 0; i < a.length; i++) m = Math.max(m,
+    Math.abs(a[i] - b[i]) || (Number.isNaN(a[i] - b[i]) ? Infinity : 0));
   return m;
 };
 
@@ -39,7 +40,8 @@ export async function checkModelParity(gpu: Gpu, root: string, open = FILES): Pr
 /** One fixture's cases (see checkModelParity). */
 export async function checkFixtureParity(gpu: Gpu, root: string, name: string, open = FILES): Promise<ParityCase[]> {
   const cases: ParityCase[] = [];
-  const add = (what: string, value: number, bound: number) => cases.push({ name: `${name} ${what}`, value, bound, ok: value <= bound });
+  const add = (what: string, value: number,
+    bound: number) => cases.push({ name: `${name} ${what}`, value, bound, ok: value <= bound });
   const ref = await SafetensorsFile.open(open.source(`${root}${name}/reference.safetensors`));
   const ints = async (k: string) => [...await ref.array(k)];
   const f32s = async (k: string) => (await ref.array(k)) as Float32Array;
@@ -49,8 +51,10 @@ export async function checkFixtureParity(gpu: Gpu, root: string, name: string, o
     try {
       for (const mask of ['prefix', 'causal'] as const) {
         const got = await logitsOf(lm, ids, mask);
-        if (dtype === 'f32') add(`f32 ${mask} logits, max |diff|`, maxDiff(got, await f32s(`f32.${mask}_logits`)), 2e-4);
-        else add(`bf16 ${mask} logits, mean KL`, meanKl(await f32s(`bf16.${mask}_logits`), got, lm.config.vocab_size), 1e-4);
+        if (dtype === 'f32') add(`f32 ${mask} logits, max |diff|`,
+          maxDiff(got, await f32s(`f32.${mask}_logits`)), 2e-4);
+        else add(`bf16 ${mask} logits, mean KL`,
+          meanKl(await f32s(`bf16.${mask}_logits`), got, lm.config.vocab_size), 1e-4);
       }
       if (dtype === 'f32') {
         const gen = await ints('f32.gen_ids');

@@ -13,12 +13,15 @@ import { fillRandom } from '../init/random.ts';
  * `seed + k`): bf16, or with `quant` random f32 values quantized on the GPU with bf16 scales (as a bf16 checkpoint
  * quantized on load).
  */
-export function randomWeight(gpu: Gpu, name: string, rows: number, cols: number, o: { scale: number; seed: number; quant?: QuantSpec }): Weight {
+export function randomWeight(gpu: Gpu, name: string, rows: number, cols: number,
+  o: { scale: number; seed: number; quant?: QuantSpec }): Weight {
   const { quant } = o;
   const per = chunkRows(gpu, rows, cols * (quant ? 4 : 2));
-  const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [], quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
+  const w: Weight = quant ? { rows, cols, dtype: 'u32', chunks: [],
+    quant: { ...quant, scales: [], biases: [] } } : { rows, cols, dtype: 'bf16', chunks: [] };
   for (let r = 0; r < rows; r += per) {
-    const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16', w.chunks.length ? `${name}#${w.chunks.length}` : name);
+    const t = Tensor.empty(gpu, [Math.min(per, rows - r), cols], quant ? 'f32' : 'bf16',
+      w.chunks.length ? `${name}#${w.chunks.length}` : name);
     fillRandom(t, { seed: o.seed + w.chunks.length, scale: o.scale });
     if (!w.quant) { w.chunks.push(t); continue; }
     quantizeChunk(w, t, 'bf16');
@@ -44,7 +47,8 @@ export async function randomWeights(gpu: Gpu, c: HrmConfig, seed = 0, quant?: Qu
   const h = c.hidden_size, a = c.num_attention_heads * c.head_dim, i = c.intermediate_size;
   const layers = (stack: string): LayerWeights[] => Array.from({ length: c.num_layers_per_stack }, (_, l) => ({
     gqkv: make(`${stack}.${l}.gqkv`, 4 * a, h, 1 / Math.sqrt(h)), o: make(`${stack}.${l}.o`, h, a, 1 / Math.sqrt(a)),
-    gateUp: make(`${stack}.${l}.gate_up`, 2 * i, h, 1 / Math.sqrt(h)), down: make(`${stack}.${l}.down`, h, i, 1 / Math.sqrt(i)),
+    gateUp: make(`${stack}.${l}.gate_up`, 2 * i, h, 1 / Math.sqrt(h)), down: make(`${stack}.${l}.down`, h, i,
+      1 / Math.sqrt(i)),
   }));
   const embed = make('embed', c.vocab_size, h, 0.02);
   const lmHead = c.tie_word_embeddings ? embed : make('lm_head', c.vocab_size, h, 1 / Math.sqrt(h));

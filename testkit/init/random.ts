@@ -11,11 +11,16 @@ const FILL_F32 = new Kernel('init/random.wgsl', 'fill_f32', 'fill_f32', SHADERS)
 /** t[i] = scale * (2u - 1) with u uniform in [0, 1) from a hash of (seed, i); bf16 values rounded to nearest even. */
 export function fillRandom(t: Tensor, { seed, scale }: { seed: number; scale: number }): void {
   if (t.dtype === 'bf16') {
-    if (t.size % 2) throw new ShapeError('fillRandom', `'${t.label}' has an odd element count ${t.size}; bf16 fills whole words`);
+    if (t.size % 2) throw new ShapeError('fillRandom',
+      `'${t.label}' has an odd element count ${t.size}; bf16 fills whole words`);
     const n = t.size / 2;
-    FILL_BF16.dispatch(t.gpu, { bindings: { out: t }, uniforms: { n, seed: seed >>> 0, scale }, workgroups: grid(t.gpu, n, 256), label: `fill ${t.label}` });
+    FILL_BF16.dispatch(t.gpu,
+      { bindings: { out: t }, uniforms: { n, seed: seed >>> 0, scale }, workgroups: grid(t.gpu, n, 256),
+      label: `fill ${t.label}` });
   } else if (t.dtype === 'f32') {
-    FILL_F32.dispatch(t.gpu, { bindings: { out: t }, uniforms: { n: t.size, seed: seed >>> 0, scale }, workgroups: grid(t.gpu, t.size, 256), label: `fill ${t.label}` });
+    FILL_F32.dispatch(t.gpu,
+      { bindings: { out: t }, uniforms: { n: t.size, seed: seed >>> 0, scale }, workgroups: grid(t.gpu, t.size, 256),
+      label: `fill ${t.label}` });
   } else {
     throw new DTypeError('fillRandom', `'${t.label}' is ${t.dtype}; bf16 or f32 only`);
   }

@@ -18,7 +18,8 @@ export function qSweepShapes(K: number, bits: number, swiglu: boolean, norm: boo
     for (const groups of [4, 8, 16].filter((g) => wg * g <= 256)) {
       for (const rpg of [1, 2]) {
         if ((units / wg) * rpg > 16 || (swiglu && (groups * rpg) % 2)) continue;
-        for (const kernel of norm ? ['wide', 'wide-xs'] as const : ['wide'] as const) shapes.push({ kernel, wg, groups, rows: groups * rpg });
+        for (const kernel of norm ? ['wide', 'wide-xs'] as const : ['wide'] as const) shapes.push({ kernel, wg, groups,
+          rows: groups * rpg });
       }
     }
   }

@@ -1,5 +1,6 @@
 // matmulF16 checked against the float64 reference and MLX's f16 matmul, runnable in any runtime (no vitest): Deno
-// runs it where Node's adapter lacks shader-f16 (tests/kernels/matmul/deno-matmul-f16.ts); the vitest file asserts on the
+// runs it where Node's adapter lacks shader-f16 (tests/kernels/matmul/deno-matmul-f16.ts); the vitest file asserts on
+// the
 // report it returns.
 //
 // Tolerance. The kernel sums K products in f32 (each exact for f16 x bf16/f16 weights, one rounding for f32
@@ -36,17 +37,20 @@ export interface F16Report {
   ms: number;
 }
 
-const asDtype = (dt: WDType, v: Float32Array): Float32Array => (dt === 'bf16' ? v.map(roundBf16) : dt === 'f16' ? v.map(roundF16) : v);
+const asDtype = (dt: WDType,
+  v: Float32Array): Float32Array => (dt === 'bf16' ? v.map(roundBf16) : dt === 'f16' ? v.map(roundF16) : v);
 
 /** null when every element of got lies within the bound described at the top; else the first one outside. */
-function firstMiss(got: ArrayLike<number>, exact: Float64Array, abs: Float64Array, K: number, N: number, dt: 'bf16' | 'f16' | null): string | null {
+function firstMiss(got: ArrayLike<number>, exact: Float64Array, abs: Float64Array, K: number, N: number,
+  dt: 'bf16' | 'f16' | null): string | null {
   for (let i = 0; i < exact.length; i++) {
     const half = dt ? 0.5 * Math.max(ulpOf(dt, got[i]), ulpOf(dt, exact[i])) : 0;
     const tol = (K + 1) * U * abs[i] + half + 1e-30;
     const d = Math.abs(got[i] - exact[i]);
     const where = `[${Math.floor(i / N)}, ${i % N}]`;
     if (!(d <= tol)) return `first mismatch at ${where}: got ${got[i]}, exact ${exact[i]} (|diff| ${d} > ${tol})`;
-    if (dt && (dt === 'f16' ? roundF16(got[i]) : roundBf16(got[i])) !== got[i]) return `${where} = ${got[i]} is not a ${dt} value (no rounding)`;
+    if (dt && (dt === 'f16' ?
+      roundF16(got[i]) : roundBf16(got[i])) !== got[i]) return `${where} = ${got[i]} is not a ${dt} value (no rounding)`;
   }
   return null;
 }
@@ -63,14 +67,16 @@ export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES
   const f16Got: number[] = [];
   const f16Want: number[] = [];
   /** Runs one call and records whether it meets the bound; xv/wv are the stored values. */
-  const run = async (name: string, x: Tensor, w: Tensor | Tensor[], xv: Float32Array, wv: Float32Array, opts: MatmulF16Options) => {
+  const run = async (name: string, x: Tensor, w: Tensor | Tensor[], xv: Float32Array, wv: Float32Array,
+    opts: MatmulF16Options) => {
     const K = x.shape[x.rank - 1], M = x.size / K, N = wv.length / K;
     const out = matmulF16(x, w, opts);
     const got = await out.read();
     out.dispose();
     const exact = matmulRef(xv, wv, M, N, K);
     const dt = opts.out === 'f32' ? (opts.round === 'none' || !opts.round ? null : opts.round) : 'f16';
-    let failure = out.dtype !== (opts.out ?? 'f16') ? `output dtype ${out.dtype}` : firstMiss(got, exact, matmulAbsRef(xv, wv, M, N, K), K, N, dt);
+    let failure = out.dtype !== (opts.out ?? 'f16') ? `output dtype ${out.dtype}` : firstMiss(got, exact,
+      matmulAbsRef(xv, wv, M, N, K), K, N, dt);
     if (!failure && out.shape.join() !== [...x.shape.slice(0, -1), N].join()) failure = `output shape [${out.shape}]`;
     if (dt === 'f16') for (let i = 0; i < got.length; i++) { f16Got.push(got[i]); f16Want.push(roundF16(exact[i])); }
     cases.push({ name, outputs: got.length, failure });
@@ -80,10 +86,12 @@ export async function checkMatmulF16(gpu: Gpu, full = false, fixtures = FIXTURES
   if (!mlxOnly) await seededCases(gpu, full, run);
   const mlx = await mlxCases(fixtures, gpu, run);
   const s = ulpStats('f16', f16Got, f16Want);
-  return { cases, f16Outputs: f16Got.length, within1: s.within1, exact: s.exact, worstUlp: s.worst, mlx, ms: performance.now() - t0 };
+  return { cases, f16Outputs: f16Got.length, within1: s.within1, exact: s.exact, worstUlp: s.worst, mlx,
+    ms: performance.now() - t0 };
 }
 
-type Run = (name: string, x: Tensor, w: Tensor | Tensor[], xv: Float32Array, wv: Float32Array, opts: MatmulF16Options) => Promise<ArrayLike<number>>;
+type Run = (name: string, x: Tensor, w: Tensor | Tensor[], xv: Float32Array, wv: Float32Array,
+  opts: MatmulF16Options) => Promise<ArrayLike<number>>;
 
 /** The seeded shapes, settings and chunkings (see checkMatmulF16's `full`). */
 async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
@@ -99,7 +107,8 @@ async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
           const wv = asDtype(dt, randn(M + K * 131 + N * 17 + dt.length, N * K));
           const w = Tensor.from(gpu, wv, [N, K], dt, 'w');
           for (const path of ['gemv', 'tiled'] as const) {
-            for (const out of ['f16', 'f32'] as const) await run(`[${M},${K}] @ ${dt} [${N},${K}]^T -> ${out} (${path})`, x, w, xv, wv, { out, path });
+            for (const out of ['f16',
+              'f32'] as const) await run(`[${M},${K}] @ ${dt} [${N},${K}]^T -> ${out} (${path})`, x, w, xv, wv, { out, path });
           }
           w.dispose();
         }
@@ -112,13 +121,17 @@ async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
   const xv = asDtype('f16', randn(11, 5 * 64)), wv = asDtype('bf16', randn(12, 100 * 64));
   const x = Tensor.from(gpu, xv.subarray(0, 3 * 64), [3, 64], 'f16', 'x');
   const w = Tensor.from(gpu, wv.subarray(0, 70 * 64), [70, 64], 'bf16', 'w');
-  for (const round of ['bf16', 'f16'] as const) await run(`f32 output rounded to ${round}`, x, w, xv.subarray(0, 3 * 64), wv.subarray(0, 70 * 64), { out: 'f32', round });
-  await run('leading axes [1, 3, 64] -> [1, 3, 70]', x.reshape([1, 3, 64]), w, xv.subarray(0, 3 * 64), wv.subarray(0, 70 * 64), {});
+  for (const round of ['bf16', 'f16'] as const) await run(`f32 output rounded to ${round}`, x, w,
+    xv.subarray(0, 3 * 64), wv.subarray(0, 70 * 64), { out: 'f32', round });
+  await run('leading axes [1, 3, 64] -> [1, 3, 70]', x.reshape([1, 3, 64]), w, xv.subarray(0, 3 * 64),
+    wv.subarray(0, 70 * 64), {});
   // A view starting 2 rows in (256 bytes: the storage offset alignment of common adapters) keeps the vec4 path.
   const big = Tensor.from(gpu, xv, [5, 64], 'f16', 'x5');
-  if ((2 * 64 * 2) % gpu.storageAlign === 0) await run('x as a view at row 2', big.rows(2, 3), w, xv.subarray(2 * 64), wv.subarray(0, 70 * 64), { path: 'gemv' });
+  if ((2 * 64 * 2) % gpu.storageAlign === 0) await run('x as a view at row 2', big.rows(2, 3), w, xv.subarray(2 * 64),
+    wv.subarray(0, 70 * 64), { path: 'gemv' });
   const tall = asDtype('f16', randn(13, 100 * 64));
-  await run('auto path, M = 100 (tiled)', Tensor.from(gpu, tall, [100, 64], 'f16', 'x100'), w, tall, wv.subarray(0, 70 * 64), {});
+  await run('auto path, M = 100 (tiled)', Tensor.from(gpu, tall, [100, 64], 'f16', 'x100'), w, tall,
+    wv.subarray(0, 70 * 64), {});
 
   // Row-chunked weights: chunks of 40, 33 and 27 rows (f16 outputs of the last chunk start at an odd column, and
   // with odd K its rows start at the other half of a word than in the whole weight).
@@ -126,9 +139,11 @@ async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
     for (const [M, K] of ([[1, 64], [3, 33], [37, 96]] as const).filter((_, i) => full || i === d)) {
       const cx = asDtype('f16', randn(900 + M + K, M * K)), cw = asDtype(dt, randn(901 + M + K, 100 * K));
       const xt = Tensor.from(gpu, cx, [M, K], 'f16', 'x');
-      const chunks = [[0, 40], [40, 73], [73, 100]].map(([a, b], i) => Tensor.from(gpu, cw.subarray(a * K, b * K), [b - a, K], dt, `w${i}`));
+      const chunks = [[0, 40], [40, 73],
+        [73, 100]].map(([a, b], i) => Tensor.from(gpu, cw.subarray(a * K, b * K), [b - a, K], dt, `w${i}`));
       for (const path of ['gemv', 'tiled'] as const) {
-        for (const out of ['f16', 'f32'] as const) await run(`chunks of ${dt} [100,${K}], M = ${M} -> ${out} (${path})`, xt, chunks, cx, cw, { out, path });
+        for (const out of ['f16',
+          'f32'] as const) await run(`chunks of ${dt} [100,${K}], M = ${M} -> ${out} (${path})`, xt, chunks, cx, cw, { out, path });
       }
       for (const t of [xt, ...chunks]) t.dispose();
     }

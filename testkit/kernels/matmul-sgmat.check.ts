@@ -5,7 +5,8 @@
 // Criterion, per case: every output a bf16 value, within 1 bf16 ulp plus the f32 summation bound K * 2^-24 *
 // sum |x * w| of the correctly rounded float64 sum (one rounding of an f32 sum of exact products: the summation
 // order, which the tensor cores choose, moves an output by up to that bound, more than an ulp where the sum
-// cancels), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off, the kernel rule. Also per case: how many rows held a value the f16 path cannot take (stats[0]; their call then
+// cancels), and >= 99.9 % of the outputs of all cases together equal to it or 1 ulp off, the kernel rule. Also per
+// case: how many rows held a value the f16 path cannot take (stats[0]; their call then
 // computes in f32): bf16 data of any range must have none (each row is scaled into f16's range), data that is
 // not bf16 or not finite must have some and still meet the criterion.
 // Every case runs under each schedule of the tensor-core kernels (sgmat-schedule.ts: the default, then the direct
@@ -70,7 +71,9 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
   let schedule: SgmatSchedule | undefined;
   /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
-  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array, o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu; scale?: [number, number] }) => {
+  const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array,
+    o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu; scale?: [number,
+    number] }) => {
     const gpu = o.gpu ?? outer;
     const x = Tensor.from(gpu, xv, [M, K], 'f32', 'x');
     const bounds = [0, ...(o.chunks ?? []), N];
@@ -79,7 +82,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     if (q && o.scale) q.scales[o.scale[0]] = o.scale[1];   // [group, value]: one group's scale replaced
     const wv = q ? dequantizeRef(q.q, q.scales, q.biases, N, K, { bits: o.bits!, groupSize: 64, round: 'bf16' }) : wIn;
     const qm: QuantMatrix | null = q && uploadQuant(gpu, q, K, o.bits!, 64, 'bf16', bounds);
-    const w = qm ? qm.q : bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K), [b - bounds[i], K], 'bf16', `w${i}`));
+    const w = qm ? qm.q : bounds.slice(1).map((b, i) => Tensor.from(gpu, wv.subarray(bounds[i] * K, b * K),
+      [b - bounds[i], K], 'bf16', `w${i}`));
     const f = o.fused ?? {};
     const acc = f.accumulate ? Tensor.from(gpu, Float32Array.from(f.accumulate), [M, N], 'f32', 'acc') : undefined;
     const norm = f.norm === undefined ? undefined : { eps: f.norm };
@@ -119,18 +123,22 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       if (d === 0) exact++;
       if (d <= 1) caseWithin++;
       if (!(d <= caseWorst)) caseWorst = d;
-      if (over < 0 && !(Math.abs(got[i] - want[i]) <= ulpOf('bf16', want[i]) + bound(i)) && !(Number.isNaN(got[i]) && Number.isNaN(want[i]))) over = i;
+      if (over < 0 && !(Math.abs(got[i] - want[i]) <= ulpOf('bf16', want[i]) + bound(i)) &&
+        !(Number.isNaN(got[i]) && Number.isNaN(want[i]))) over = i;
     }
     let failure: string | null = null;
     const unrounded = got.findIndex((v) => roundBf16(v) !== v && !Number.isNaN(v));
     if (unrounded >= 0) failure = `output ${unrounded} = ${got[unrounded]} is not a bf16 value`;
     else if (composedOff >= 0) failure = `output ${composedOff} differs from matmul then siluMul`;
-    else if (over >= 0 && !(f.swiglu && w.length === 1)) failure = `output ${over}: got ${got[over]}, want ${want[over]} (${ulps(got[over], want[over])} ulp, beyond 1 ulp + the f32 summation bound ${bound(over)})`;
+    else if (over >= 0 &&
+      !(f.swiglu &&
+      w.length === 1)) failure = `output ${over}: got ${got[over]}, want ${want[over]} (${ulps(got[over], want[over])} ulp, beyond 1 ulp + the f32 summation bound ${bound(over)})`;
     else if (o.fallback !== fallbackRows > 0) failure = `${fallbackRows} rows held values the f16 path cannot take (expected ${o.fallback ? 'some' : 'none'})`;
     n += got.length;
     within += caseWithin;
     worst = Math.max(worst, caseWorst);
-    cases.push({ name, outputs: got.length, worstUlp: caseWorst, within1: caseWithin / got.length, fallbackRows, failure });
+    cases.push({ name, outputs: got.length, worstUlp: caseWorst, within1: caseWithin / got.length, fallbackRows,
+      failure });
     for (const t of [x, ...w, ...(qm ? [...qm.scales, ...qm.biases] : []), out]) t.dispose();
   };
 
@@ -139,7 +147,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     // Odd and tile-straddling shapes: M and N off the 64-tile, K off the 32-slice and odd (bf16 rows straddle words).
     for (const [M, N, K] of [[64, 64, 64], [1, 5, 3], [100, 70, 45], [130, 200, 333], [65, 129, 1536], [256, 96, 97]]) {
       const seed = M * 7919 + N * 31 + K;
-      await run(`[${M},${K}] @ [${N},${K}]^T ${tag}`, M, N, K, bf(randn(seed, M * K, 4)), bf(randn(seed + 1, N * K, 0.1)), { fallback: false });
+      await run(`[${M},${K}] @ [${N},${K}]^T ${tag}`, M, N, K, bf(randn(seed, M * K, 4)),
+        bf(randn(seed + 1, N * K, 0.1)), { fallback: false });
     }
     // Row-chunked weights (chunks start mid-tile of the output: col0 28 and 91), and the fusions matmul() routes
     // around the kernel (norm first, swiglu after) or into its epilogue (accumulate).
@@ -148,15 +157,20 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     await run(`chunks of 28, 63 and 39 rows ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fallback: false });
     await run(`accumulate (residual epilogue) ${tag}`, M, N, K, xv, wv, { fused: { accumulate: rv }, fallback: false });
     await run(`norm ${tag}`, M, N, K, xv, wv, { fused: { norm: 1e-5 }, fallback: false });
-    await run(`swiglu (fused into sgmat_out, I = 65) ${tag}`, M, N, K, xv, wv, { fused: { swiglu: true }, fallback: false });
-    await run(`swiglu, chunks (matmul then siluMul) ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fused: { swiglu: true }, fallback: false });
-    await run(`chunks + accumulate ${tag}`, M, N, K, xv, wv, { chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
+    await run(`swiglu (fused into sgmat_out, I = 65) ${tag}`, M, N, K, xv, wv,
+      { fused: { swiglu: true }, fallback: false });
+    await run(`swiglu, chunks (matmul then siluMul) ${tag}`, M, N, K, xv, wv,
+      { chunks: [28, 91], fused: { swiglu: true }, fallback: false });
+    await run(`chunks + accumulate ${tag}`, M, N, K, xv, wv,
+      { chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
     // Odd sizes for the fused SwiGLU (M off the tile, K off 16, I = 35 odd) and for the residual under a split
     // whose slices are uneven (K 333: 21 steps of 16, slices of 11 + 10 or 6 + 6 + 6 + 3).
     const xs = bf(randn(9, 100 * 45, 2)), ws = bf(randn(10, 70 * 45, 0.3));
     await run(`swiglu [100,45] @ [70,45]^T ${tag}`, 100, 70, 45, xs, ws, { fused: { swiglu: true }, fallback: false });
-    await run(`swiglu, x not bf16 (f32 fallback) ${tag}`, 100, 70, 45, randn(11, 100 * 45, 2), ws, { fused: { swiglu: true }, fallback: true });
-    await run(`accumulate [70,333] @ [90,333]^T ${tag}`, 70, 90, 333, bf(randn(12, 70 * 333, 2)), bf(randn(13, 90 * 333, 0.1)),
+    await run(`swiglu, x not bf16 (f32 fallback) ${tag}`, 100, 70, 45, randn(11, 100 * 45, 2), ws,
+      { fused: { swiglu: true }, fallback: true });
+    await run(`accumulate [70,333] @ [90,333]^T ${tag}`, 70, 90, 333, bf(randn(12, 70 * 333, 2)),
+      bf(randn(13, 90 * 333, 0.1)),
       { fused: { accumulate: bf(randn(14, 70 * 90, 3)) }, fallback: false });
     // Tiny and huge bf16 values (each row is scaled by its own power of two: no fallback), then values f16 cannot
     // hold at any scale: x not bf16 at all, a NaN.
@@ -173,11 +187,14 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const xq = bf(randn(16, M * 128, 3));
     for (const bits of [4, 8]) {
       await run(`q${bits} weights [${M},128] @ [${N},128]^T ${tag}`, M, N, 128, xq, wq, { bits, fallback: false });
-      await run(`q${bits} weights, chunks + accumulate ${tag}`, M, N, 128, xq, wq, { bits, chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
+      await run(`q${bits} weights, chunks + accumulate ${tag}`, M, N, 128, xq, wq,
+        { bits, chunks: [28, 91], fused: { accumulate: rv }, fallback: false });
       await run(`q${bits} weights, norm ${tag}`, M, N, 128, xq, wq, { bits, fused: { norm: 1e-5 }, fallback: false });
-      await run(`q${bits} weights, swiglu ${tag}`, M, N, 128, xq, wq, { bits, fused: { swiglu: true }, fallback: false });
+      await run(`q${bits} weights, swiglu ${tag}`, M, N, 128, xq, wq,
+        { bits, fused: { swiglu: true }, fallback: false });
       // A group whose scale is infinite: its dense copy holds values f16 cannot take, which flag the call itself.
-      await run(`q${bits} weights, an infinite scale (the call's f32 fallback) ${tag}`, M, N, 128, xq, wq, { bits, scale: [37, Infinity], fallback: true });
+      await run(`q${bits} weights, an infinite scale (the call's f32 fallback) ${tag}`, M, N, 128, xq, wq,
+        { bits, scale: [37, Infinity], fallback: true });
     }
   };
 
@@ -185,8 +202,10 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   const was = kernelPolicy(gpu).sgmat;
   try {
     const each: SgmatSchedule[] = [was];
-    for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'direct', pipe, splitK });
-    if (stagedUnavailable(gpu) === null) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'staged', pipe: false, splitK });
+    for (const pipe of [false, true]) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'direct',
+      pipe, splitK });
+    if (stagedUnavailable(gpu) === null) for (const splitK of [1, 2, 4] as const) each.push({ kernel: 'staged',
+      pipe: false, splitK });
     for (const sch of each) {
       schedule = sch;
       const form = sgmatPlan(gpu, sch).kernel === 'direct' ? `direct, pipe ${sch.pipe ? 'on' : 'off'}` : 'staged';
@@ -197,7 +216,8 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       const failedHere = mine.filter((c) => c.failure).length;
       schedules.push({
         schedule: tag, passed: mine.length - failedHere, failed: failedHere,
-        within1: mine.reduce((a, c) => a + c.within1 * c.outputs, 0) / outs, worstUlp: Math.max(...mine.map((c) => c.worstUlp)),
+        within1: mine.reduce((a, c) => a + c.within1 * c.outputs,
+          0) / outs, worstUlp: Math.max(...mine.map((c) => c.worstUlp)),
       });
     }
   } finally {
@@ -214,11 +234,14 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
       const why = sgmatUnavailable(small);
       if (why !== null) throw new Error(`path 'sgmat' is off on a Gpu binding 256 KiB: ${why}`);
       const xv = bf(randn(17, 40, 2)), wv = bf(randn(18, 2100 * 40, 0.2));
-      await run('a weight in 5 products (its f16 copy and C past a 256 KiB binding)', 1, 2100, 40, xv, wv, { gpu: small, fallback: false });
-      await run('the same, swiglu (matmul then siluMul)', 1, 2100, 40, xv, wv, { gpu: small, fused: { swiglu: true }, fallback: false });
+      await run('a weight in 5 products (its f16 copy and C past a 256 KiB binding)', 1, 2100, 40, xv, wv,
+        { gpu: small, fallback: false });
+      await run('the same, swiglu (matmul then siluMul)', 1, 2100, 40, xv, wv,
+        { gpu: small, fused: { swiglu: true }, fallback: false });
     } catch (e) {
       const failure = (e as Error).message.split('\n')[0];
-      cases.push({ name: 'a weight in several products', outputs: 0, worstUlp: 0, within1: 1, fallbackRows: 0, failure });
+      cases.push({ name: 'a weight in several products', outputs: 0, worstUlp: 0, within1: 1, fallbackRows: 0,
+        failure });
     } finally {
       small.destroy();
     }
@@ -236,5 +259,6 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     for (const t of [x, w, out]) t.dispose();
   }
   const failed = cases.filter((c) => c.failure).length;
-  return { cases, schedules, passed: cases.length - failed, failed, outputs: n, exact: exact / n, within1: within / n, worstUlp: worst, mlx: mlxFigure, ms: Math.round(performance.now() - t0) };
+  return { cases, schedules, passed: cases.length - failed, failed, outputs: n, exact: exact / n, within1: within / n,
+    worstUlp: worst, mlx: mlxFigure, ms: Math.round(performance.now() - t0) };
 }

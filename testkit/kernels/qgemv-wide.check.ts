@@ -35,7 +35,9 @@ export async function checkQGemvWide(gpu: Gpu, cases: readonly WideCase[]): Prom
     const accv = randn(c.N, c.N, 2).map(roundBf16);
     const run = async (gemv: GemvShape) => {
       const acc = c.acc ? Tensor.from(gpu, accv, [1, c.N], 'f32', 'wide.acc') : undefined;
-      const y = qlinear(x, q, { round: 'bf16', path: 'gemv', gemv, norm: c.norm ? { eps: 1e-6 } : undefined, swiglu: c.swiglu, accumulate: acc });
+      const y = qlinear(x, q,
+        { round: 'bf16', path: 'gemv', gemv, norm: c.norm ? { eps: 1e-6 } : undefined, swiglu: c.swiglu,
+        accumulate: acc });
       const v = await y.read();
       y.dispose();
       return v;

@@ -28,7 +28,8 @@ export interface QuantFoldStress {
 
 /** HRM-Text-1B's decode attention over quantized caches: 12 heads of 128, a 4096-position cache. */
 export const QUANT_FOLD_1B: QuantFoldStress = {
-  heads: 12, dim: 128, cap: 4096, lens: [1, 31, 32, 33, 63, 64, 65, 513, 641, 2047, 4096], bits: [[4, 4], [8, 8], [8, 4], [4, 2]], reps: 16,
+  heads: 12, dim: 128, cap: 4096, lens: [1, 31, 32, 33, 63, 64, 65, 513, 641, 2047, 4096], bits: [[4, 4], [8, 8],
+    [8, 4], [4, 2]], reps: 16,
 };
 
 /** A cache side of random levels, scales and biases. */
@@ -38,8 +39,10 @@ function side(gpu: Gpu, s: QuantFoldStress, bits: number, seed: number): QuantKV
   const many = (n: number, f: () => number) => Float32Array.from({ length: n }, f);
   return {
     kind: 'quant', bits,
-    q: Tensor.from(gpu, Uint32Array.from({ length: (rows * s.dim * bits) / 32 }, () => Math.floor(r() * 2 ** 32)), [s.heads, s.cap, (s.dim * bits) / 32], 'u32', 'qfold.q'),
-    scales: Tensor.from(gpu, many(rows * groups, () => 0.02 + 0.08 * r()), [s.heads, s.cap, groups], 'f32', 'qfold.scales'),
+    q: Tensor.from(gpu, Uint32Array.from({ length: (rows * s.dim * bits) / 32 }, () => Math.floor(r() * 2 ** 32)),
+      [s.heads, s.cap, (s.dim * bits) / 32], 'u32', 'qfold.q'),
+    scales: Tensor.from(gpu, many(rows * groups, () => 0.02 + 0.08 * r()), [s.heads, s.cap, groups], 'f32',
+      'qfold.scales'),
     biases: Tensor.from(gpu, many(rows * groups, () => -1.5 * r()), [s.heads, s.cap, groups], 'f32', 'qfold.biases'),
   };
 }
@@ -65,11 +68,13 @@ export async function checkQuantFold(gpu: Gpu, s: QuantFoldStress): Promise<Pari
   const got: Tensor[] = [];
   for (let r = 0; r < s.reps; r++) for (const c of calls) got.push(qsdpa(q, c.k, c.v, opts(c.n, 'one')));
   const { bad, left } = await tallyBatch(gpu, got, alone, H);
-  for (const t of [q, gate, ...layers.flatMap((l) => [l.k, l.v]).flatMap((kv) => [kv.q, kv.scales, kv.biases])]) t.dispose();
+  for (const t of [q, gate,
+    ...layers.flatMap((l) => [l.k, l.v]).flatMap((kv) => [kv.q, kv.scales, kv.biases])]) t.dispose();
   const what = `${H} heads of ${D}, cap ${s.cap}, kvLen ${s.lens.join('/')}, K/V bits ${s.bits.map((b) => b.join('/')).join(', ')} x ${s.reps}`;
   return [
     { name: `quantized decode attention, folded values merge in a batch vs alone: calls differing of ${got.length} (${what})`, value: bad, bound: 0, ok: bad === 0 },
     { name: `quantized decode attention, folded values merge vs qsdpa's passes: calls beyond 2e-6 relative of ${calls.length}`, value: off, bound: 0, ok: off === 0 },
-    { name: 'quantized decode attention, folded values merge: counters left non-zero', value: left, bound: 0, ok: left === 0 },
+    { name: 'quantized decode attention, folded values merge: counters left non-zero', value: left, bound: 0,
+      ok: left === 0 },
   ];
 }

@@ -29,8 +29,10 @@ interface Shape {
 }
 
 function deviceMask(gpu: Gpu, m: MaskRef, seq: number, kvLen: number): AttnMask {
-  if (m.kind === 'prefix') return { kind: 'prefix', tokenTypes: Tensor.from(gpu, Uint32Array.from(m.tokenTypes), [m.tokenTypes.length], 'u32', 'tt') };
-  if (m.kind === 'explicit') return { kind: 'explicit', mask: Tensor.from(gpu, Uint32Array.from(m.mask), [seq, kvLen], 'u32', 'mask') };
+  if (m.kind === 'prefix') return { kind: 'prefix',
+    tokenTypes: Tensor.from(gpu, Uint32Array.from(m.tokenTypes), [m.tokenTypes.length], 'u32', 'tt') };
+  if (m.kind === 'explicit') return { kind: 'explicit',
+    mask: Tensor.from(gpu, Uint32Array.from(m.mask), [seq, kvLen], 'u32', 'mask') };
   return m;
 }
 
@@ -41,34 +43,50 @@ export async function checkSdpaF16(gpu: Gpu, product: F16Product = batchedSgmat)
   // Masks and gates in four of their combinations (each a pipeline set the CPU driver compiles anew): prefix gated,
   // causal with and without, explicit without.
   const shapes: Shape[] = [
-    { name: 'prompt block, gated, D 64', heads: 3, seq: 37, dim: 64, cap: 64, kvLen: 37, offset: 0, mask: { kind: 'prefix', tokenTypes: prefix(37, 30) }, gate: true },
-    { name: '130 queries after 20, causal, D 128', heads: 2, seq: 130, dim: 128, cap: 200, kvLen: 150, offset: 20, mask: { kind: 'causal' }, gate: false },
-    { name: 'D 96 (padded to 128), causal, gated', heads: 2, seq: 5, dim: 96, cap: 40, kvLen: 30, offset: 25, mask: { kind: 'causal' }, gate: true },
-    { name: 'D 256 (eight elements a thread in qkv_f16), causal', heads: 2, seq: 20, dim: 256, cap: 24, kvLen: 24, offset: 4, mask: { kind: 'causal' }, gate: true },
-    { name: 'explicit mask, D 128', heads: 1, seq: 9, dim: 128, cap: 20, kvLen: 20, offset: 11, mask: { kind: 'explicit', mask: explicit(9, 20) }, gate: false },
-    { name: 'a key of 1e5 (over f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33, kvLen: 33, offset: 0, mask: { kind: 'causal' }, gate: true, spoil: (_q, k) => { k[64 * 5 + 3] = roundBf16(1e5); } },
-    { name: 'a value of 2^-30 beside values near 1 (under f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33, kvLen: 33, offset: 0, mask: { kind: 'causal' }, gate: false, spoil: (_q, _k, v) => { v[64 * 40 + 1] = 2 ** -30; } },
-    { name: 'a query row of values near 2^-40', heads: 1, seq: 20, dim: 128, cap: 20, kvLen: 20, offset: 0, mask: { kind: 'prefix', tokenTypes: prefix(20, 20) }, gate: true, spoil: (q) => { for (let d = 0; d < 128; d++) q[128 * 3 + d] *= 2 ** -40; } },
-    { name: 'a query value that is not bf16: flagged', heads: 2, seq: 20, dim: 64, cap: 24, kvLen: 24, offset: 4, mask: { kind: 'causal' }, gate: true, spoil: (q) => { q[64 * 7 + 9] = 0.1; }, flagged: true },
+    { name: 'prompt block, gated, D 64', heads: 3, seq: 37, dim: 64, cap: 64, kvLen: 37, offset: 0,
+      mask: { kind: 'prefix', tokenTypes: prefix(37, 30) }, gate: true },
+    { name: '130 queries after 20, causal, D 128', heads: 2, seq: 130, dim: 128, cap: 200, kvLen: 150, offset: 20,
+      mask: { kind: 'causal' }, gate: false },
+    { name: 'D 96 (padded to 128), causal, gated', heads: 2, seq: 5, dim: 96, cap: 40, kvLen: 30, offset: 25,
+      mask: { kind: 'causal' }, gate: true },
+    { name: 'D 256 (eight elements a thread in qkv_f16), causal', heads: 2, seq: 20, dim: 256, cap: 24, kvLen: 24,
+      offset: 4, mask: { kind: 'causal' }, gate: true },
+    { name: 'explicit mask, D 128', heads: 1, seq: 9, dim: 128, cap: 20, kvLen: 20, offset: 11,
+      mask: { kind: 'explicit', mask: explicit(9, 20) }, gate: false },
+    { name: 'a key of 1e5 (over f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33, kvLen: 33, offset: 0,
+      mask: { kind: 'causal' }, gate: true, spoil: (_q, k) => { k[64 * 5 + 3] = roundBf16(1e5); } },
+    { name: 'a value of 2^-30 beside values near 1 (under f16\'s range unscaled)', heads: 2, seq: 33, dim: 64, cap: 33,
+      kvLen: 33, offset: 0, mask: { kind: 'causal' }, gate: false, spoil: (_q, _k,
+      v) => { v[64 * 40 + 1] = 2 ** -30; } },
+    { name: 'a query row of values near 2^-40', heads: 1, seq: 20, dim: 128, cap: 20, kvLen: 20, offset: 0,
+      mask: { kind: 'prefix',
+      tokenTypes: prefix(20,
+      20) }, gate: true, spoil: (q) => { for (let d = 0; d < 128; d++) q[128 * 3 + d] *= 2 ** -40; } },
+    { name: 'a query value that is not bf16: flagged', heads: 2, seq: 20, dim: 64, cap: 24, kvLen: 24, offset: 4,
+      mask: { kind: 'causal' }, gate: true, spoil: (q) => { q[64 * 7 + 9] = 0.1; }, flagged: true },
   ];
   const cases: SdpaF16Case[] = [];
   for (const [n, sh] of shapes.entries()) {
     const { heads: H, seq: S, dim: D, cap } = sh;
-    const q = randn(100 + n, H * S * D, 2).map(roundBf16), k = randn(200 + n, H * cap * D).map(roundBf16), v = randn(300 + n, H * cap * D).map(roundBf16);
+    const q = randn(100 + n, H * S * D, 2).map(roundBf16), k = randn(200 + n,
+      H * cap * D).map(roundBf16), v = randn(300 + n, H * cap * D).map(roundBf16);
     sh.spoil?.(q, k, v);
     const gv = randn(400 + n, S * 4 * H * D, 3).map(roundBf16);
     const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'check.q');
-    const kd = Tensor.from(gpu, k, [H, cap, D], 'bf16', 'check.k'), vd = Tensor.from(gpu, v, [H, cap, D], 'bf16', 'check.v');
+    const kd = Tensor.from(gpu, k, [H, cap, D], 'bf16', 'check.k'), vd = Tensor.from(gpu, v, [H, cap, D], 'bf16',
+      'check.v');
     const gate = Tensor.from(gpu, gv, [S, 4 * H * D], 'f32', 'check.gate');
     const mask = deviceMask(gpu, sh.mask, S, sh.kvLen);
     const scale = 1 / Math.sqrt(D);
-    const owned = [qt, kd, vd, gate, ...(mask.kind === 'prefix' ? [mask.tokenTypes] : mask.kind === 'explicit' ? [mask.mask] : [])];
+    const owned = [qt, kd, vd, gate,
+      ...(mask.kind === 'prefix' ? [mask.tokenTypes] : mask.kind === 'explicit' ? [mask.mask] : [])];
     let failure: string | null = null, worst = 0, flagged = false;
     try {
       const maskBuf = maskBinding('check', gpu, mask, { seq: S, kvLen: sh.kvLen, offset: sh.offset });
       const args: SdpaMmArgs = {
         heads: H, seq: S, dim: D, kvLen: sh.kvLen, offset: sh.offset, scale, kvBf16: true, mask, maskBuf,
-        gate: sh.gate ? gate : placeholder(gpu, 'no_gate', 'f32'), gateStride: 4 * H * D, store: { ROUND: 1, GATE: sh.gate ? 1 : 0 },
+        gate: sh.gate ? gate : placeholder(gpu, 'no_gate', 'f32'), gateStride: 4 * H * D, store: { ROUND: 1,
+          GATE: sh.gate ? 1 : 0 },
         tensorCores: false,
       };
       // The f32 products (sdpa's path 'matmul' off the tensor cores), then the f16 ones.

@@ -42,7 +42,8 @@ describe('bench harness', () => {
       expect(r.env.runtimeVersion).toMatch(/^node v\d+/);
       expect(r.env.packages.webgpu).toBeTruthy();
       expect(r.env.adapter.limits.maxStorageBufferBindingSize).toBeGreaterThan(0);
-      // Feature detection: what the device got, and the fast paths on or off with the reason (src/kernels/plan/paths.ts).
+      // Feature detection: what the device got, and the fast paths on or off with the reason
+      // (src/kernels/plan/paths.ts).
       const features = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
       expect(Object.keys(r.env.adapter.fastFeatures)).toEqual(features);
       expect(Object.keys(r.env.adapter.fastPaths)).toContain('prefill matmuls on tensor cores (bf16)');

@@ -63,12 +63,15 @@ describe('bench settings', () => {
     for (const o of OPTIONS) expect(help).toContain(`--${o.name}${o.arg ? ` ${o.arg}` : ''}`);
     expect(help.split('\n').length).toBeGreaterThan(OPTIONS.length);
     expect(() => parseBenchFlags(['--prompt', '0'])).toThrow("[bench] --prompt must be an integer >= 1 (got '0')");
-    expect(() => parseBenchFlags(['--caches', 'q3'])).toThrow("[bench] --caches takes a list of full, q8, q4, turbo4, turbo3 (got 'q3')");
+    expect(() => parseBenchFlags(['--caches',
+      'q3'])).toThrow("[bench] --caches takes a list of full, q8, q4, turbo4, turbo3 (got 'q3')");
     expect(() => parseBenchFlags(['--config', 'xl'])).toThrow("[bench] --config must be 1b or tiny (got 'xl')");
     expect(() => parseBenchFlags(['--bogus'])).toThrow(/^\[bench\] Unknown option '--bogus'.*\nusage: bench/s);
     expect(() => settingsFrom({ 'decode-merge': 'both' })).toThrow(/--decode-merge must be fold or separate/);
-    expect(() => parseBenchFlags(['--weights', 'q5'])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got 'q5')");
-    expect(() => parseBenchFlags(['--weights', ','])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got ',')");
+    expect(() => parseBenchFlags(['--weights',
+      'q5'])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got 'q5')");
+    expect(() => parseBenchFlags(['--weights',
+      ','])).toThrow("[bench] --weights takes a list of bf16, q8, q4 (got ',')");
   });
 
   it('reads --read-probe\'s last JSON line, and names the file of a missing or bad one in one line', async () => {

@@ -1,5 +1,6 @@
 // The built demo in headless Chromium, as the demo tests open it: vite build of demo/ into `outDir`, vite preview
-// on 127.0.0.1 (with extra server plugins), one page at a laptop's size (its confirm dialogs answered), waited on until its first model is up;
+// on 127.0.0.1 (with extra server plugins), one page at a laptop's size (its confirm dialogs answered), waited on until
+// its first model is up;
 // greedy generation there and from the CLI with the same settings.
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -19,10 +20,12 @@ export const tsx = join(root, 'node_modules/.bin/tsx');
 export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[]; dialogs: string[]; answer: { accept: boolean } }
 
 /** `beforeLoad`: what to do to the page before it loads the demo (scripts for every new document, say). */
-export async function openBuiltDemo(outDir: string, plugins: Plugin[] = [], beforeLoad?: (page: Page) => Promise<void>): Promise<BuiltDemo> {
+export async function openBuiltDemo(outDir: string, plugins: Plugin[] = [],
+  beforeLoad?: (page: Page) => Promise<void>): Promise<BuiltDemo> {
   const configFile = join(root, 'vite.config.ts');
   await build({ configFile, logLevel: 'error', build: { outDir, emptyOutDir: true } });
-  const server = await preview({ configFile, logLevel: 'error', plugins, build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
+  const server = await preview({ configFile, logLevel: 'error', plugins, build: { outDir },
+    preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
   const url = server.resolvedUrls?.local[0];
   if (!url) throw new Error('vite preview did not report a URL');
   const browser = await launch();
@@ -34,7 +37,8 @@ export async function openBuiltDemo(outDir: string, plugins: Plugin[] = [], befo
   page.on('dialog', (d) => { dialogs.push(d.message()); void (answer.accept ? d.accept() : d.dismiss()); });
   await beforeLoad?.(page);
   await page.goto(url);
-  await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
+  await page.waitForFunction(() => ['ready',
+    'error'].includes(document.getElementById('model-status')?.dataset.state ?? ''), { timeout: 90_000 });
   return { server, browser, page, log, dialogs, answer };
 }
 
@@ -47,20 +51,25 @@ export async function closeBuiltDemo(d: { browser?: Browser; server?: PreviewSer
 
 /** What `hrm generate` prints for `prompt`, greedy, condition noisy (stdout: the text, then one newline). */
 export function cliGenerate(prompt: string, maxTokens: number, extra: string[] = []): Promise<string> {
-  const args = ['src/cli/hrm.ts', 'generate', prompt, '--condition', 'noisy', '--max-tokens', String(maxTokens), '--seed', '0', '--temperature', '0', ...extra];
-  return promisify(execFile)(tsx, args, { cwd: root, timeout: 150_000 }).then(({ stdout }) => stdout.replace(/\n$/, ''));
+  const args = ['src/cli/hrm.ts', 'generate', prompt, '--condition', 'noisy', '--max-tokens', String(maxTokens),
+    '--seed', '0', '--temperature', '0', ...extra];
+  return promisify(execFile)(tsx, args,
+    { cwd: root, timeout: 150_000 }).then(({ stdout }) => stdout.replace(/\n$/, ''));
 }
 
 /** Generate in the page with the CLI's settings above; the output's text once it is done (or failed). */
 export async function pageGenerate(page: Page, prompt: string, maxTokens: number): Promise<string> {
-  const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
+  const setValue = (sel: string, v: string) => page.$eval(sel,
+    (el, val) => { (el as HTMLInputElement).value = val; }, v);
   await setValue('#prompt', prompt);
-  await page.$$eval('input[name=cond]', (els) => { for (const el of els) (el as HTMLInputElement).checked = (el as HTMLInputElement).value === 'noisy'; });
+  await page.$$eval('input[name=cond]',
+    (els) => { for (const el of els) (el as HTMLInputElement).checked = (el as HTMLInputElement).value === 'noisy'; });
   await setValue('#max-tokens', String(maxTokens));
   await setValue('#seed', '0');
   await setValue('#temperature', '0');
   await page.click('#generate');
-  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''), { timeout: 90_000 });
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('output')?.dataset.state ?? ''),
+    { timeout: 90_000 });
   return page.$eval('#output', (el) => el.textContent ?? '');
 }
 

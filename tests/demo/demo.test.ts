@@ -32,12 +32,14 @@ const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el 
  * Click a Stop button, timed inside the page: the status text right after the click, and the milliseconds until
  * `running`'s data-state leaves 'running'.
  */
-const timedStop = (stop: string, status: string, running: string) => page.evaluate((ids) => new Promise<{ ms: number; right: string }>((res) => {
+const timedStop = (stop: string, status: string,
+  running: string) => page.evaluate((ids) => new Promise<{ ms: number; right: string }>((res) => {
   const el = document.getElementById(ids.running)!;
   const t0 = performance.now();
   document.getElementById(ids.stop)!.click();
   const right = document.getElementById(ids.status)!.textContent ?? '';
-  const poll = () => (el.dataset.state === 'running' ? setTimeout(poll, 5) : res({ ms: performance.now() - t0, right }));
+  const poll = () => (el.dataset.state === 'running' ? setTimeout(poll,
+    5) : res({ ms: performance.now() - t0, right }));
   poll();
 }), { stop, status, running });
 
@@ -59,8 +61,11 @@ describe('demo (built, headless Chromium)', () => {
   afterAll(() => closeBuiltDemo({ browser, server }, work));
 
   it('opens on the embedded model and shows the adapter and memory needs', async () => {
-    const status = await page.$eval('#model-status', (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
-    expect(status, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready', text: `Ready: ${EMBEDDED_MODEL} (embedded)` });
+    const status = await page.$eval('#model-status',
+      (el) => ({ state: (el as HTMLElement).dataset.state, text: el.textContent }));
+    expect(status,
+      `${JSON.stringify(await banner())}\n${log.join('\n')}`).toEqual({ state: 'ready',
+      text: `Ready: ${EMBEDDED_MODEL} (embedded)` });
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/shader-f16/);
     expect(await page.$eval('#memory', (el) => el.textContent)).toMatch(/weights, as stored \(dense\)\s*18\.9 MiB/);
     expect(await page.$eval('#mem-verdict', (el) => (el as HTMLElement).dataset.verdict)).toBe('ok');
@@ -82,13 +87,16 @@ describe('demo (built, headless Chromium)', () => {
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);
     expect(text, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe(want);
-    expect(await page.$eval('#gen-stats', (el) => el.textContent)).toMatch(/prompt \d+ tok, [\d.]+ tok\/s · decode 7 tok, [\d.]+ tok\/s · max tokens/);
+    expect(await page.$eval('#gen-stats',
+      (el) => el.textContent)).toMatch(/prompt \d+ tok, [\d.]+ tok\/s · decode 7 tok, [\d.]+ tok\/s · max tokens/);
 
     // Copy output puts exactly the output on the clipboard, and says so beside the stats line, which keeps its numbers.
-    await browser.defaultBrowserContext().overridePermissions(new URL(page.url()).origin, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+    await browser.defaultBrowserContext().overridePermissions(new URL(page.url()).origin,
+      ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
     const stats = await page.$eval('#gen-stats', (el) => el.textContent);
     await page.click('#copy-output');
-    await page.waitForFunction(() => document.getElementById('copy-note')?.textContent === 'Output copied.', { timeout: 5_000 });
+    await page.waitForFunction(() => document.getElementById('copy-note')?.textContent === 'Output copied.',
+      { timeout: 5_000 });
     expect(await page.$eval('#gen-stats', (el) => el.textContent)).toBe(stats);
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(want);
 
@@ -99,8 +107,10 @@ describe('demo (built, headless Chromium)', () => {
     await page.click('#tokens-box summary');
     await page.click('#show-tokens');
     // The model's worker tokenizes: the list is there once its summary is.
-    await page.waitForFunction(() => document.getElementById('tokens-summary')?.textContent !== '', { timeout: 10_000 });
-    const shown = await page.$$eval('#tokens li', (els) => els.map((li) => [Number(li.querySelector('.id')?.textContent), li.childNodes[1]?.textContent ?? '']));
+    await page.waitForFunction(() => document.getElementById('tokens-summary')?.textContent !== '',
+      { timeout: 10_000 });
+    const shown = await page.$$eval('#tokens li',
+      (els) => els.map((li) => [Number(li.querySelector('.id')?.textContent), li.childNodes[1]?.textContent ?? '']));
     expect(shown).toEqual(ids.map((id) => [id, tokenizer!.decode([id])]));
     expect(await page.$eval('#tokens-summary', (el) => el.textContent)).toBe(`${ids.length} tokens.`);
   }, 150_000);
@@ -115,8 +125,11 @@ describe('demo (built, headless Chromium)', () => {
     await page.select('#cand-k', 'q8_0');
     await page.select('#cand-v', 'q8_0');
     await page.click('#refract-run');
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('refract-result')?.dataset.state ?? ''), { timeout: 120_000 });
-    const r = await page.$eval('#refract-result', (el) => ({ state: (el as HTMLElement).dataset.state, kld: Number((el as HTMLElement).dataset.meanKld), text: el.textContent ?? '' }));
+    await page.waitForFunction(() => ['done',
+      'error'].includes(document.getElementById('refract-result')?.dataset.state ?? ''), { timeout: 120_000 });
+    const r = await page.$eval('#refract-result',
+      (el) => ({ state: (el as HTMLElement).dataset.state, kld: Number((el as HTMLElement).dataset.meanKld),
+      text: el.textContent ?? '' }));
     expect(r.state, `${JSON.stringify(await banner())}\n${log.join('\n')}`).toBe('done');
     expect(r.kld).toBeGreaterThan(0); // q8 K/V differ from full precision, a little
     expect(r.kld).toBeLessThan(0.1);
@@ -126,7 +139,8 @@ describe('demo (built, headless Chromium)', () => {
     expect(await page.$eval('#composite-band', (el) => el.textContent)).toMatch(/^(EXCELLENT|PASS|DEGRADED|FAIL)$/);
     expect(r.text).toMatch(/KLD band.*composite score.*composite band/s);
     expect(r.text).toMatch(/pasted text: 1 chunk × 32 tokens/);
-    expect(await page.$eval('#gtm-score', (el) => el.textContent)).toMatch(/\(2 prompts × 4 tokens; \d+ % identical\)$/);
+    expect(await page.$eval('#gtm-score',
+      (el) => el.textContent)).toMatch(/\(2 prompts × 4 tokens; \d+ % identical\)$/);
     expect(await page.$$eval('#kl-plot svg path', (els) => els.length)).toBeGreaterThan(0);
     mkdirSync(join(root, 'artifacts'), { recursive: true });
     await page.screenshot({ path: join(root, 'artifacts/demo.png'), fullPage: true });
@@ -157,7 +171,8 @@ describe('demo (built, headless Chromium)', () => {
     expect(rel.rms_dp_pct).toBeLessThan(0.1);
     expect(rel.ppl).toBeLessThan(1e-3);
     for (const s of ['ppl_ref', 'ppl_cand', 'ppl_ratio']) expect(rel[s], s).toBeLessThan(1e-3);
-    for (const s of ['mean_kld_unc', 'ppl_ref_unc', 'ppl_cand_unc', 'ppl_ratio_unc', 'dp_rms', 'dp_rms_unc']) expect(rel[s], s).toBeLessThan(0.1);
+    for (const s of ['mean_kld_unc', 'ppl_ref_unc', 'ppl_cand_unc', 'ppl_ratio_unc', 'dp_rms',
+      'dp_rms_unc']) expect(rel[s], s).toBeLessThan(0.1);
     expect(Object.keys(a.stats)).toEqual(Object.keys(b.stats));
     for (const [q, v] of Object.entries(b.stats)) {
       // KL values as per position; delta p within 0.05 percentage points of probability.
@@ -165,19 +180,23 @@ describe('demo (built, headless Chromium)', () => {
     }
     for (const s of ['score', 'kld_score', 'composite']) expect(rel[s], s).toBeLessThan(1e-6);
     expect(a.perPosition.length).toBe(b.perPosition.length);
-    a.perPosition.forEach((x, i) => expect(Math.abs(x - b.perPosition[i]), `position ${i}`).toBeLessThanOrEqual(0.1 * Math.abs(b.perPosition[i]) + 2e-6));
+    a.perPosition.forEach((x, i) => expect(Math.abs(x - b.perPosition[i]),
+      `position ${i}`).toBeLessThanOrEqual(0.1 * Math.abs(b.perPosition[i]) + 2e-6));
     const html = await saved('.html');
     expect(html).toMatch(/^<!doctype html>/i);
     expect(html).toContain('<svg');
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=["']?https?:/i); // self-contained
   }, 300_000);
 
-  it('Stop ends a REFRACT run after the part on the GPU: "Stopped.", and the previous result and plot are cleared', async () => {
+  it('Stop ends a REFRACT run after the part on the GPU: "Stopped.", and the previous result and plot are cleared',
+    async () => {
     await page.click('#refract-run');
-    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'running', { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'running',
+      { timeout: 10_000 });
     const t = await timedStop('refract-stop', 'refract-status', 'refract-result');
     expect(t.right).toBe('Stopping: finishing the part on the GPU…');
-    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'stopped', { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('refract-result')?.dataset.state === 'stopped',
+      { timeout: 10_000 });
     expect(await page.$eval('#refract-result', (el) => el.textContent)).toBe('');
     expect(await page.$eval('#refract-status', (el) => el.textContent)).toBe('Stopped.');
     expect(await page.$$eval('#kl-plot svg', (els) => els.length)).toBe(0);
@@ -191,10 +210,12 @@ describe('demo (built, headless Chromium)', () => {
     await page.$eval('#traj', (el) => { (el as HTMLInputElement).checked = false; });
     await page.$eval('#refract-run', (el) => el.scrollIntoView({ block: 'center' }));
     await page.click('#refract-run');
-    await page.waitForFunction(() => !(document.getElementById('refract-error') as HTMLElement).hidden, { timeout: 10_000 });
+    await page.waitForFunction(() => !(document.getElementById('refract-error') as HTMLElement).hidden,
+      { timeout: 10_000 });
     const e = await page.$eval('#refract-error', (el) => {
       const r = el.getBoundingClientRect();
-      return { text: el.textContent ?? '', inView: r.top >= 0 && r.bottom <= innerHeight && r.height > 0, live: el.getAttribute('aria-live') };
+      return { text: el.textContent ?? '', inView: r.top >= 0 && r.bottom <= innerHeight && r.height > 0,
+        live: el.getAttribute('aria-live') };
     });
     expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 (the model\'s context is 4096 tokens); it is "100000"');
     expect(e.text).not.toMatch(/\[\w+\]/); // no internal tags
@@ -211,7 +232,8 @@ describe('demo (built, headless Chromium)', () => {
   it('Stop ends a generation at once and says so', async () => {
     await setValue('#max-tokens', '200');
     await page.click('#generate');
-    await page.waitForFunction(() => (document.getElementById('output')?.textContent ?? '').length > 0, { timeout: 60_000 });
+    await page.waitForFunction(() => (document.getElementById('output')?.textContent ?? '').length > 0,
+      { timeout: 60_000 });
     const t = await timedStop('gen-stop', 'gen-stats', 'output');
     console.log(`demo: Stop took ${t.ms.toFixed(0)} ms`);
     expect(t.right).toBe('Stopping…');
@@ -221,7 +243,8 @@ describe('demo (built, headless Chromium)', () => {
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('generate');
   }, 90_000);
 
-  it('axe-core finds no accessibility violations in the light and dark themes (screenshots of both, and a phone)', async () => {
+  it('axe-core finds no accessibility violations in the light and dark themes (screenshots of both, and a phone)',
+    async () => {
     await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
     for (const theme of ['light', 'dark'] as const) {
       await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
@@ -235,7 +258,8 @@ describe('demo (built, headless Chromium)', () => {
     await page.setViewport({ width: 390, height: 844 });
     await page.screenshot({ path: join(root, 'artifacts/demo-phone.png') });
     // On a phone the model's status comes first.
-    expect(await page.$eval('#model-status', (el) => el.getBoundingClientRect().top < document.getElementById('gen-panel')!.getBoundingClientRect().top)).toBe(true);
+    expect(await page.$eval('#model-status',
+      (el) => el.getBoundingClientRect().top < document.getElementById('gen-panel')!.getBoundingClientRect().top)).toBe(true);
     await page.setViewport({ width: 1366, height: 860 });
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
   }, 60_000);
@@ -244,7 +268,8 @@ describe('demo (built, headless Chromium)', () => {
     await page.keyboard.press('Escape');
     // The device lives in the model's worker: destroyed there, as a driver reset would take it.
     await (await modelWorker(page)).evaluate('globalThis.__demoWorker.loaded.model.gpu.device.destroy()');
-    await page.waitForFunction(() => document.getElementById('banner')?.dataset.kind === 'device-lost', { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('banner')?.dataset.kind === 'device-lost',
+      { timeout: 10_000 });
     expect(await page.$eval('#banner-reload', (el) => (el as HTMLElement).hidden)).toBe(false);
     expect(await page.$eval('#generate', (el) => (el as HTMLButtonElement).disabled)).toBe(true);
   });
@@ -254,7 +279,8 @@ describe('demo (built, headless Chromium)', () => {
     try {
       await p.evaluateOnNewDocument(() => { delete (Navigator.prototype as { gpu?: unknown }).gpu; });
       await p.goto(page.url());
-      await p.waitForFunction(() => document.getElementById('banner')?.dataset.kind === 'no-webgpu', { timeout: 20_000 });
+      await p.waitForFunction(() => document.getElementById('banner')?.dataset.kind === 'no-webgpu',
+        { timeout: 20_000 });
       expect(await p.$eval('#banner-title', (el) => el.textContent)).toBe('WebGPU is not available');
       expect(await p.$eval('#model-status', (el) => (el as HTMLElement).dataset.state)).toBe('error');
     } finally {

@@ -18,7 +18,8 @@ describe('RunClock', () => {
     // Each reading is within a third of the last one's remainder, minus the time that passed.
     for (let i = 1; i < left.length; i++) {
       const expected = left[i - 1] - (at[i] - at[i - 1]);
-      expect(Math.abs(left[i] - expected), `reading ${i}: ${left.map(Math.round).join(', ')}`).toBeLessThan(Math.max(30, left[i - 1] / 3));
+      expect(Math.abs(left[i] - expected),
+        `reading ${i}: ${left.map(Math.round).join(', ')}`).toBeLessThan(Math.max(30, left[i - 1] / 3));
     }
     expect(left.at(-1)).toBeLessThan(30);
   });

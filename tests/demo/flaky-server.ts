@@ -26,15 +26,19 @@ export const flaky: Plugin = {
       const file = m && join(flakyServer.folder, m[1]);
       if (!file || !existsSync(file)) { if (m) { res.statusCode = 404; res.end(); return; } next(); return; }
       if (req.method === 'GET' && !req.headers.range) flakyServer.gets.push(m[1]);
-      if (m[1] === 'model.safetensors' && req.method === 'GET' && req.headers.range) flakyServer.ranges.push(req.headers.range);
-      if (m[1] !== 'model.safetensors' || flakyServer.mode === 'ok' || req.method !== 'GET' || req.headers.range) { sendFile(req, res, file); return; }
+      if (m[1] === 'model.safetensors' && req.method === 'GET' &&
+        req.headers.range) flakyServer.ranges.push(req.headers.range);
+      if (m[1] !== 'model.safetensors' || flakyServer.mode === 'ok' || req.method !== 'GET' ||
+        req.headers.range) { sendFile(req, res, file); return; }
       if (flakyServer.mode === 'error') { flakyServer.mode = 'ok'; res.statusCode = 500; res.end(); return; }
-      if (flakyServer.mode === 'html') { res.setHeader('Content-Type', 'text/html'); res.end('<!doctype html><title>Home</title>'); return; }
+      if (flakyServer.mode === 'html') { res.setHeader('Content-Type',
+        'text/html'); res.end('<!doctype html><title>Home</title>'); return; }
       const bytes = readFileSync(file);
       res.setHeader('Content-Type', 'application/octet-stream');
       if (flakyServer.mode !== 'short') res.setHeader('Content-Length', String(bytes.length));
       const sent = flakyServer.mode === 'cut' ? bytes.length >> 1 : 1 << 20;
-      res.write(bytes.subarray(0, sent), () => { if (flakyServer.mode === 'cut') res.destroy(); else if (flakyServer.mode === 'short') res.end(); });
+      res.write(bytes.subarray(0, sent),
+        () => { if (flakyServer.mode === 'cut') res.destroy(); else if (flakyServer.mode === 'short') res.end(); });
     });
   },
 };
@@ -69,7 +73,9 @@ export const uxServers: Plugin = {
         res.setHeader('Content-Type', 'application/octet-stream');
         res.setHeader('Content-Length', String(bytes.length));
         let at = 0;
-        const more = () => { const end = Math.min(at + (1 << 20), bytes.length); res.write(bytes.subarray(at, end)); at = end; if (at < bytes.length) setTimeout(more, 150); else res.end(); };
+        const more = () => { const end = Math.min(at + (1 << 20),
+          bytes.length); res.write(bytes.subarray(at,
+          end)); at = end; if (at < bytes.length) setTimeout(more, 150); else res.end(); };
         more();
       } else sendFile(req, res, file);
     });

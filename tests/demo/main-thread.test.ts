@@ -65,7 +65,8 @@ describe('the demo\'s main thread while the model generates (built, headless Chr
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('asks for no GPU adapter, and runs at most one task over 50 ms (none over 100) from Generate to the last token', async () => {
+  it('asks for no GPU adapter, and runs at most one task over 50 ms (none over 100) from Generate to the last token',
+    async () => {
     const { page, log } = demo;
     expect(await page.$eval('#model-status', (el) => (el as HTMLElement).dataset.state), log.join('\n')).toBe('ready');
     // Loading asked for no adapter on this thread; the count is live (one call of the test's own counts).

@@ -44,11 +44,13 @@ export function inViewport(page: Page, sel: string): Promise<boolean> {
  */
 export async function messagesGoWhenFixed(page: Page): Promise<void> {
   const gone = async () => [
-    await page.$eval('#generate-error', (el) => (el as HTMLElement).hidden), await page.$eval('#banner', (el) => (el as HTMLElement).hidden),
+    await page.$eval('#generate-error', (el) => (el as HTMLElement).hidden), await page.$eval('#banner',
+      (el) => (el as HTMLElement).hidden),
   ];
   const refused = async (message: string) => {
     await page.click('#generate');
-    await page.waitForFunction(() => !(document.getElementById('generate-error') as HTMLElement).hidden, { timeout: 10_000 });
+    await page.waitForFunction(() => !(document.getElementById('generate-error') as HTMLElement).hidden,
+      { timeout: 10_000 });
     expect(await page.$eval('#generate-error', (el) => el.textContent)).toBe(`Check the settings: ${message}`);
     expect(await gone()).toEqual([false, false]);
   };
@@ -73,7 +75,8 @@ export async function messagesGoWhenFixed(page: Page): Promise<void> {
   await refused('tick at least one Condition (synth, cot, direct or noisy)');
   await page.click('input[name=cond][value=noisy]');
   expect(await gone()).toEqual([true, true]);
-  await page.$$eval('input[name=cond]', (els, on) => { els.forEach((el, i) => { (el as HTMLInputElement).checked = on[i]; }); }, conds);
+  await page.$$eval('input[name=cond]',
+    (els, on) => { els.forEach((el, i) => { (el as HTMLInputElement).checked = on[i]; }); }, conds);
 }
 
 /** At 2560 and at 1366 px every select shows its choice whole ("full precision (f16)" was clipped at 2560 px). */
@@ -93,7 +96,8 @@ export async function warningLeavesResult(page: Page): Promise<void> {
   await setValue(page, '#kld-chunks', '400');
   await setValue(page, '#kld-ctx', '512');
   await page.click('#refract-run');
-  await page.waitForFunction(() => ['warned', 'error', 'running'].includes(document.getElementById('refract-result')?.dataset.state ?? ''), { timeout: 30_000 });
+  await page.waitForFunction(() => ['warned', 'error',
+    'running'].includes(document.getElementById('refract-result')?.dataset.state ?? ''), { timeout: 30_000 });
   if ((await state(page, 'refract-result')) === 'running') await press(page, '#refract-stop');
   expect(await state(page, 'refract-result')).toBe('warned');
   expect(await text(page, '#kld-score')).toBe(kldScore);
@@ -117,7 +121,9 @@ export async function otherSchemeNamed(page: Page): Promise<void> {
 export async function kvRowIsTheLibrarys(page: Page, config: HrmConfig): Promise<void> {
   const ctx = config.max_position_embeddings;
   await page.select('#dtype', 'bf16');
-  const row = await page.$eval('#memory tbody tr:nth-child(2)', (tr) => [tr.querySelector('th')?.textContent, tr.querySelector('td')?.textContent]);
-  expect(row).toEqual([`KV cache (${ctx} tokens, K f16, V f16, full precision in bf16, ${cacheSlots(config)} slots)`, fmtBytes(cacheBytes(config, ctx, 'bf16'))]);
+  const row = await page.$eval('#memory tbody tr:nth-child(2)',
+    (tr) => [tr.querySelector('th')?.textContent, tr.querySelector('td')?.textContent]);
+  expect(row).toEqual([`KV cache (${ctx} tokens, K f16, V f16, full precision in bf16, ${cacheSlots(config)} slots)`,
+    fmtBytes(cacheBytes(config, ctx, 'bf16'))]);
   await page.select('#dtype', 'f32');
 }

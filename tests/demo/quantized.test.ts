@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { checkpointBytes, loadConfig, type HrmConfig } from '../../src/index.ts';
 import { dirFiles } from '../../src/advanced.ts';
 import { fmtBytes } from '../../demo/memory.ts';
-import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root, tsx, type BuiltDemo } from './built-demo.ts';
+import { cliGenerate, MODEL, modelWorker, openBuiltDemo, pageGenerate, root, tsx,
+  type BuiltDemo } from './built-demo.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
 const PROMPT = 'The jury said';
@@ -27,7 +28,8 @@ let q4Dir: string;
 let expectedQ4: Promise<string>;
 
 /** The rows of a label/value table. */
-const rows = (id: string) => demo.page.$$eval(`#${id} tr`, (trs) => trs.map((tr) => [tr.querySelector('th')?.textContent ?? '', tr.querySelector('td')?.textContent ?? '']));
+const rows = (id: string) => demo.page.$$eval(`#${id} tr`,
+  (trs) => trs.map((tr) => [tr.querySelector('th')?.textContent ?? '', tr.querySelector('td')?.textContent ?? '']));
 
 /** The loaded model's weight bytes on the GPU and the first projection's quantization, read in the model's worker. */
 const held = async () => (await modelWorker(demo.page)).evaluate(() => {
@@ -49,7 +51,8 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     config = await loadConfig(dirFiles(MODEL));
     work = mkdtempSync(join(tmpdir(), 'hrm-demo-q-'));
     q4Dir = join(work, 'brown-q4');
-    expectedQ4 = promisify(execFile)(tsx, ['src/cli/hrm.ts', 'convert', '--out', q4Dir, '--quantize', '4'], { cwd: root, timeout: 150_000 })
+    expectedQ4 = promisify(execFile)(tsx, ['src/cli/hrm.ts', 'convert', '--out', q4Dir, '--quantize', '4'],
+      { cwd: root, timeout: 150_000 })
       .then(() => cliGenerate(PROMPT, TOKENS, ['--model', q4Dir]));
     expectedQ4.catch(() => {});
     demo = await openBuiltDemo(join(work, 'dist'));
@@ -63,28 +66,34 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
 
   it('the memory check sizes each weights choice before a load', async () => {
     const { page, log } = demo;
-    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
-    const q8 = fmtBytes(checkpointBytes(config, Q8)), q4 = fmtBytes(checkpointBytes(config, { bits: 4, groupSize: 64 }));
+    expect(await page.$eval('#model-status', (el) => el.textContent),
+      log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
+    const q8 = fmtBytes(checkpointBytes(config, Q8)), q4 = fmtBytes(checkpointBytes(config,
+      { bits: 4, groupSize: 64 }));
     expect([q8, q4]).toEqual(['10.0 MiB', '5.3 MiB']); // 8.5 and 4.5 bits a weight of 9.9 M (bf16 scales and biases)
     const choices = await rows('mem-choices');
-    expect(choices.map(([k]) => k)).toEqual(['as stored (dense)', '8-bit (group 64, quantized on load)', '4-bit (group 64, quantized on load)']);
+    expect(choices.map(([k]) => k)).toEqual(['as stored (dense)', '8-bit (group 64, quantized on load)',
+      '4-bit (group 64, quantized on load)']);
     expect(choices.map(([, v]) => v.split(' weights')[0])).toEqual(['18.9 MiB', q8, q4]);
     for (const [, v] of choices) expect(v).toMatch(/in all: fits$/);
     await page.select('#quantize', 'q8');
     expect((await rows('memory'))[0]).toEqual(['weights, 8-bit (group 64, quantized on load)', `${q8} (est.)`]);
   });
 
-  it('loads the embedded model quantized to 8 bits on load and generates what `hrm generate --quantize 8` prints', async () => {
+  it('loads the embedded model quantized to 8 bits on load and generates what `hrm generate --quantize 8` prints',
+    async () => {
     const { page, log } = demo;
     await page.click('#load-embedded');
     await loadedWith('8-bit (group 64, quantized on load)');
-    expect(await page.$eval('#model-status', (el) => el.textContent), log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
+    expect(await page.$eval('#model-status', (el) => el.textContent),
+      log.join('\n')).toBe(`Ready: ${EMBEDDED_MODEL} (embedded)`);
     const h = await held();
     expect(h.quant).toEqual(Q8);
     // The estimate differs only by model.z_L_init (kept on the CPU).
     expect(checkpointBytes(config, Q8) - h.bytes).toBe(config.hidden_size * 4);
     expect((await rows('memory'))[0]).toEqual(['weights, 8-bit (group 64, quantized on load)', fmtBytes(h.bytes)]);
-    expect(await page.$eval('#gpu-path', (el) => el.textContent)).toMatch(/^qlinear \(8-bit weights, group 64.*sdpa over the full-precision cache.*matrix-vector reduction (on subgroups|in workgroup memory).*prefill matmuls: (rows \(CPU driver\)|tiled f32|subgroup-matrix)/);
+    expect(await page.$eval('#gpu-path',
+      (el) => el.textContent)).toMatch(/^qlinear \(8-bit weights, group 64.*sdpa over the full-precision cache.*matrix-vector reduction (on subgroups|in workgroup memory).*prefill matmuls: (rows \(CPU driver\)|tiled f32|subgroup-matrix)/);
     const text = await pageGenerate(page, PROMPT, TOKENS);
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);
@@ -96,12 +105,14 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     const want = await expectedQ4;
     await (await page.$('input#folder-input'))!.uploadFile(q4Dir);
     await loadedWith('as stored (4-bit, group 64)');
-    expect(await page.$eval('#model-status', (el) => el.textContent), `${await page.$eval('#load-error', (el) => el.textContent)}\n${log.join('\n')}`).toBe('Ready: brown-q4');
+    expect(await page.$eval('#model-status', (el) => el.textContent),
+      `${await page.$eval('#load-error', (el) => el.textContent)}\n${log.join('\n')}`).toBe('Ready: brown-q4');
     const h = await held();
     expect(h.quant).toEqual({ bits: 4, groupSize: 64 });
     // One choice: a stored-quantized checkpoint loads as stored whatever the select says (8-bit, from the test above).
     const choices = await rows('mem-choices');
-    expect(choices.map(([k, v]) => [k, v.split(' weights')[0]])).toEqual([['as stored (4-bit, group 64)', fmtBytes(h.bytes)]]);
+    expect(choices.map(([k, v]) => [k, v.split(' weights')[0]])).toEqual([['as stored (4-bit, group 64)',
+      fmtBytes(h.bytes)]]);
     expect((await rows('memory'))[0]).toEqual(['weights, as stored (4-bit, group 64)', fmtBytes(h.bytes)]);
     expect(await page.$eval('#gpu-path', (el) => el.textContent)).toMatch(/^qlinear \(4-bit weights, group 64/);
     expect(await pageGenerate(page, PROMPT, TOKENS), log.join('\n')).toBe(want);

@@ -22,7 +22,9 @@ export async function cliReport(dir: string): Promise<Record<string, unknown>> {
   writeFileSync(prompts, PROMPTS_V01.slice(0, TRAJ_PROMPTS).map((p) => JSON.stringify(p)).join('\n') + '\n');
   writeFileSync(join(dir, 'pasted.txt'), PASTED);
   const out = join(dir, 'cli-report.json');
-  await promisify(execFile)(tsx, ['src/cli/refract.ts', 'score', '--candidate', 'ctk=q8_0,ctv=q8_0', '--prompts', prompts, '--corpus', join(dir, 'pasted.txt'),
+  await promisify(execFile)(tsx,
+    ['src/cli/refract.ts', 'score', '--candidate', 'ctk=q8_0,ctv=q8_0', '--prompts', prompts, '--corpus',
+    join(dir, 'pasted.txt'),
     '--chunks', '1', '-c', '32', '--n-predict', String(TRAJ_TOKENS), '--condition', 'noisy', '--json-out', out, '--no-progress'], { cwd: root, timeout: 240_000 });
   return JSON.parse(readFileSync(out, 'utf8'));
 }
@@ -35,16 +37,21 @@ export async function cliReport(dir: string): Promise<Record<string, unknown>> {
  * percentiles and uncertainties, perplexities, and delta p (next-token probability differences of ~1e-3, each
  * moved by ~1e-4 with the logits); their counts and same-top-1 stay exact.
  */
-export function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string, number>; perPosition: number[]; stats: Record<string, number> } {
-  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, mean_kld_unc, kld_percentiles, delta_p, ppl_ref, ppl_ref_unc, ppl_cand, ppl_cand_unc, ppl_ratio, ppl_ratio_unc, ...k } = r.axes.kld;
+export function scoring(r: Record<string, any>): { exact: unknown; kld: Record<string,
+  number>; perPosition: number[]; stats: Record<string, number> } {
+  const { mean_kld, ppl, rms_dp_pct, score, per_position_kld, corpus, mean_kld_unc, kld_percentiles, delta_p, ppl_ref,
+    ppl_ref_unc, ppl_cand, ppl_cand_unc, ppl_ratio, ppl_ratio_unc, ...k } = r.axes.kld;
   const { kld_score, ...detail } = r.composite_detail;
   return {
-    exact: { reference: r.reference, candidate: r.candidate, band: r.band, composite_detail: detail, gtm: r.axes.gtm, kld: { ...k, corpus: { size_bytes: corpus.size_bytes, sha256_head: corpus.sha256_head } } },
-    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite, ppl_ref, ppl_cand, ppl_ratio, mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, dp_rms: delta_p.rms, dp_rms_unc: delta_p.rms_unc },
+    exact: { reference: r.reference, candidate: r.candidate, band: r.band, composite_detail: detail, gtm: r.axes.gtm,
+      kld: { ...k, corpus: { size_bytes: corpus.size_bytes, sha256_head: corpus.sha256_head } } },
+    kld: { mean_kld, ppl, rms_dp_pct, score, kld_score, composite: r.composite, ppl_ref, ppl_cand, ppl_ratio,
+      mean_kld_unc, ppl_ref_unc, ppl_cand_unc, ppl_ratio_unc, dp_rms: delta_p.rms, dp_rms_unc: delta_p.rms_unc },
     perPosition: per_position_kld,
     stats: {
       ...Object.fromEntries(Object.entries(kld_percentiles as Record<string, number>).map(([q, v]) => [`kl ${q}`, v])),
-      ...Object.fromEntries(Object.entries(delta_p.percentiles as Record<string, number>).map(([q, v]) => [`dp ${q}`, v])),
+      ...Object.fromEntries(Object.entries(delta_p.percentiles as Record<string,
+        number>).map(([q, v]) => [`dp ${q}`, v])),
       'dp mean': delta_p.mean, 'dp mean_unc': delta_p.mean_unc,
     },
   };
@@ -52,5 +59,6 @@ export function scoring(r: Record<string, any>): { exact: unknown; kld: Record<s
 
 /** Relative closeness of every entry of two records of numbers. */
 export function relDiff(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.keys(a).map((key) => [key, Math.abs(a[key] - b[key]) / Math.max(Math.abs(b[key]), 1e-30)]));
+  return Object.fromEntries(Object.keys(a).map((key) => [key,
+    Math.abs(a[key] - b[key]) / Math.max(Math.abs(b[key]), 1e-30)]));
 }

@@ -39,7 +39,8 @@ beforeAll(async () => {
         const m = /^\/(wide|mismatch|narrow)\/([\w.]+)$/.exec((req.url ?? '').split('?')[0]);
         if (!m) next();
         else if (m[1] === 'wide') sendFile(req, res, join(work, 'model', m[2]));
-        else if (m[1] === 'narrow') sendFile(req, res, join(m[2] === 'tokenizer.json' ? MODEL : join(work, 'narrow'), m[2]));
+        else if (m[1] === 'narrow') sendFile(req, res,
+          join(m[2] === 'tokenizer.json' ? MODEL : join(work, 'narrow'), m[2]));
         else sendFile(req, res, m[2] === 'config.json' ? join(work, 'mismatch', m[2]) : join(MODEL, m[2]));
       });
     },
@@ -82,7 +83,8 @@ describe('demo, URL loads in the model\'s worker (built, headless Chromium)', ()
   it('a tokenizer smaller than the vocabulary is warned of in the model panel (issue 42)', async () => {
     const { base, status } = await loadUrl('narrow');
     expect(status).toBe(`ready: Ready: ${base}`);
-    expect(await demo!.page.$eval('#model-warning', (el) => el.textContent)).toBe(`Warning: ${base}/tokenizer.json has ` +
+    expect(await demo!.page.$eval('#model-warning',
+      (el) => el.textContent)).toBe(`Warning: ${base}/tokenizer.json has ` +
       `${NARROW - 64} ids, fewer than the model's vocab_size ${NARROW} (config.json); generating fails at the first id from ` +
       `${NARROW - 64} up (logits are unaffected).`);
   }, 60_000);

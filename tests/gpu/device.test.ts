@@ -34,7 +34,8 @@ describe('device', () => {
       // Full and quantized caches, one load of the model on each device.
       const logits = async (gpu: Gpu) => {
         const lm = await loadModel(dirFiles(fixtureDir('hrm-tiny-b')), { gpu, dtype: 'bf16' });
-        try { return [await logitsOf(lm, ids, 'prefix'), await logitsOf(lm, ids, 'prefix', { k: 4, v: 8 })]; } finally { disposeWeights(lm.model.weights); }
+        try { return [await logitsOf(lm, ids, 'prefix'),
+          await logitsOf(lm, ids, 'prefix', { k: 4, v: 8 })]; } finally { disposeWeights(lm.model.weights); }
       };
       expect(await logits(plain)).toEqual(await logits(robust));
     } finally {
@@ -74,13 +75,22 @@ describe('device', () => {
     const gpu = await getGpu();
     const k = new Kernel('ops/elementwise.wgsl', 'add');
     const a = Tensor.from(gpu, [1, 2], [2], 'f32', 'a');
-    expect(() => k.dispatch(gpu, { bindings: { a, out: a }, uniforms: U, workgroups: 1 })).toThrow(/missing binding 'b'/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, eps: 1 }, workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a, c: a }, uniforms: U, workgroups: 1 })).toThrow(/unknown binding\(s\) c \(kernel binds: a, b, out\)/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: U, overrides: { WG: 64, TILE: 2 }, workgroups: 1 })).toThrow(/unknown override 'TILE'/);
-    expect(() => k.dispatch(gpu, { bindings: { a, b: a, out: a }, uniforms: { ...U, n: -1 }, workgroups: 1 })).toThrow(ShapeError);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a, out: a }, uniforms: U, workgroups: 1 })).toThrow(/missing binding 'b'/);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a, b: a, out: a }, uniforms: { ...U, eps: 1 },
+      workgroups: 1 })).toThrow(/unknown uniform\(s\) eps/);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a, b: a, out: a, c: a }, uniforms: U,
+      workgroups: 1 })).toThrow(/unknown binding\(s\) c \(kernel binds: a, b, out\)/);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a, b: a, out: a }, uniforms: U, overrides: { WG: 64, TILE: 2 },
+      workgroups: 1 })).toThrow(/unknown override 'TILE'/);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a, b: a, out: a }, uniforms: { ...U, n: -1 }, workgroups: 1 })).toThrow(ShapeError);
     const fake = { buffer: a.buffer, offset: 0, size: gpu.maxBinding + 4 };
-    expect(() => k.dispatch(gpu, { bindings: { a: fake, b: a, out: a }, uniforms: U, workgroups: 1 })).toThrow(BindingSizeError);
+    expect(() => k.dispatch(gpu,
+      { bindings: { a: fake, b: a, out: a }, uniforms: U, workgroups: 1 })).toThrow(BindingSizeError);
   });
 
   it('makes one pipeline per set of overrides, whatever order they are listed in', async () => {
@@ -93,7 +103,8 @@ describe('device', () => {
     gpu.dispatch = (d) => { pipelines.push(d.pipeline); record(d); };
     const outs: Tensor[] = [];
     try {
-      for (const overrides of [{ WG: 64, ROUND: 0 }, { ROUND: 0, WG: 64 }, { WG: 64, ROUND: 0 }, { WG: 32, ROUND: 0 }, { ROUND: 0, WG: 32 }]) {
+      for (const overrides of [{ WG: 64, ROUND: 0 }, { ROUND: 0, WG: 64 }, { WG: 64, ROUND: 0 }, { WG: 32, ROUND: 0 },
+        { ROUND: 0, WG: 32 }]) {
         const out = Tensor.empty(gpu, [2], 'f32', 'out');
         k.dispatch(gpu, { bindings: { a, b, out }, uniforms: U, overrides, workgroups: 1 });
         outs.push(out);

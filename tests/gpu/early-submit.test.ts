@@ -28,7 +28,8 @@ describe('early submits of long batches', async () => {
           x = y;
         }
         expect((await x.read())[0]).toBe(n);
-        expect(submits).toBe(parts);   // 600: seven parts (487 dispatches), then the rest with the read; 100: 32 + 40, the rest
+        // 600: seven parts (487 dispatches), then the rest with the read; 100: 32 + 40, the rest
+        expect(submits).toBe(parts);
         x.dispose();
       }
       one.dispose();

@@ -64,7 +64,8 @@ describe('feature detection', () => {
 
   it('names the fast paths each device takes, and why each one is off', () => {
     expect(Object.values(fastPaths(fakeGpu(ALL, { kernels: { decodeMlp: 'fold' } }))).every((p) => p.on)).toBe(true);
-    expect(fastPaths(fakeGpu(ALL))[DECODE_MLP]).toEqual({ on: false, why: "DeviceOptions.kernels.decodeMlp is 'separate'" });
+    expect(fastPaths(fakeGpu(ALL))[DECODE_MLP]).toEqual({ on: false,
+      why: "DeviceOptions.kernels.decodeMlp is 'separate'" });
     expect(whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { offered: ALL, runtime: 'node' })))).toEqual({
       'matrix-vector reductions on subgroups': 'on',
       'prefill matmuls on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,

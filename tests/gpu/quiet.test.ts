@@ -68,7 +68,8 @@ describe('quietly', () => {
     expect(gaps[gaps.length >> 1]).toBeLessThan(0.75 * POLL_MS);
   });
 
-  it('keeps one throttle however many waits came and went before (a chain each had made every turn their sum)', async () => {
+  it('keeps one throttle however many waits came and went before (a chain each had made every turn their sum)',
+    async () => {
     for (let i = 0; i < 200; i++) await quietly(Promise.resolve(i));
     for (let i = 0; i < 50; i++) await quietly(after(0));
     const t0 = performance.now();
@@ -77,7 +78,8 @@ describe('quietly', () => {
     // A 30 ms wait: within 120 ms even when a loaded machine fires the timer late (piled chains, each turn their sum,
     // are told apart by the turns below: they turned once or twice).
     expect(ms).toBeLessThan(120);
-    expect(turns).toBeGreaterThan(ms / (10 * POLL_MS));   // the loop still turns about every POLL_MS (piled chains: once)
+    // the loop still turns about every POLL_MS (piled chains: once)
+    expect(turns).toBeGreaterThan(ms / (10 * POLL_MS));
     // At most two turns a POLL_MS (a late turn does not block, the next does), and the free turns of the grace
     // (~1 a us).
     expect(turns).toBeLessThanOrEqual(2 * ms / POLL_MS + 20 + 2000 * GRACE_MS);

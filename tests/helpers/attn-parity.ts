@@ -17,7 +17,8 @@ export interface UlpOptions {
  * Fails unless at least `minFrac` of the elements are within `ulps` ulp (+ slack) of `want` and none is NaN; the
  * message names the first element outside, the count and the worst distance in ulps.
  */
-export function expectUlp(got: ArrayLike<number>, want: ArrayLike<number>, dtype: 'bf16' | 'f16', what: string, opts: UlpOptions = {}): void {
+export function expectUlp(got: ArrayLike<number>, want: ArrayLike<number>, dtype: 'bf16' | 'f16', what: string,
+  opts: UlpOptions = {}): void {
   const { minFrac = 0.999, ulps = 1, slack } = opts;
   expect(got.length, `${what}: length`).toBe(want.length);
   let bad = 0, first = -1, worst = 0;
@@ -33,7 +34,8 @@ export function expectUlp(got: ArrayLike<number>, want: ArrayLike<number>, dtype
 }
 
 /** |got - want| <= tol[i] for every i. */
-export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, tol: ArrayLike<number>, what: string): void {
+export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, tol: ArrayLike<number>,
+  what: string): void {
   expect(got.length, `${what}: length`).toBe(want.length);
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]);
@@ -47,7 +49,8 @@ export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, to
  * and exp2's few-ulp error in inv_freq make dtheta a few ulp32(theta) (0.06 mrad at theta = 1000). `rel` covers
  * the polynomial sin/cos (~1e-7) and the products.
  */
-export function ropeBound(x: ArrayLike<number>, seq: number, dim: number, o: { base: number; offset: number; scale?: number }, k: number, rel = 4e-7): Float64Array {
+export function ropeBound(x: ArrayLike<number>, seq: number, dim: number,
+  o: { base: number; offset: number; scale?: number }, k: number, rel = 4e-7): Float64Array {
   const half = dim / 2, tol = new Float64Array(x.length);
   for (let r = 0; r < x.length / dim; r++) {
     for (let i = 0; i < half; i++) {

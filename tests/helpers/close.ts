@@ -1,7 +1,8 @@
 // Tolerance checks that report the first bad index: |got - want| <= atol + rtol * |want|.
 import { expect } from 'vitest';
 
-export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, atol: number, rtol = 0, what = 'value'): void {
+export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, atol: number, rtol = 0,
+  what = 'value'): void {
   expect(got.length, `${what}: length`).toBe(want.length);
   let worst = 0;
   for (let i = 0; i < want.length; i++) {

@@ -26,7 +26,8 @@ export function recordDispatches(fn: () => unknown): DispatchRecord[] {
         kernel: `${k.file}#${k.entry}`,
         overrides: { ...a.overrides },
         workgroups: [wg[0], wg[1] ?? 1, wg[2] ?? 1],
-        bindings: Object.fromEntries(Object.entries(a.bindings).map(([n, b]) => [n, b instanceof Tensor ? b.byteLength : b.size])),
+        bindings: Object.fromEntries(Object.entries(a.bindings).map(([n, b]) => [n,
+          b instanceof Tensor ? b.byteLength : b.size])),
         uniforms: { ...a.uniforms },
       };
     });
@@ -44,6 +45,7 @@ export function expectSameStructure(a: DispatchRecord[], b: DispatchRecord[], va
   expect(a.map(shape), `${what}: structure`).toEqual(b.map(shape));
   for (let i = 0; i < a.length; i++) {
     const changed = Object.keys(a[i].uniforms).filter((u) => a[i].uniforms[u] !== b[i].uniforms[u]);
-    expect(changed.filter((u) => !varying.includes(u)), `${what}: uniforms of dispatch ${i} (${a[i].kernel}) that changed`).toEqual([]);
+    expect(changed.filter((u) => !varying.includes(u)),
+      `${what}: uniforms of dispatch ${i} (${a[i].kernel}) that changed`).toEqual([]);
   }
 }

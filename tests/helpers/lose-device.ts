@@ -10,5 +10,6 @@ await run(async () => {
   const gpu = await Gpu.create();
   const lm = await loadModel(dirFiles(EMBEDDED_DIR), { gpu });
   let pieces = 0;
-  await streamGenerate(gpu, lm, 'The jury said', { maxTokens: 60 }, { out: (s) => { out(s); if (++pieces === 3) gpu.destroy(); }, err });
+  await streamGenerate(gpu, lm, 'The jury said', { maxTokens: 60 },
+    { out: (s) => { out(s); if (++pieces === 3) gpu.destroy(); }, err });
 });

@@ -27,7 +27,8 @@ export function asDtype(dtype: WDType, v: Float32Array): Float32Array {
  * |got - want| <= bound: an f32 dot product of K terms summed in any order is within gamma_K = K*u of the exact
  * value times sum |x w| (Higham, Accuracy and Stability, 3.1); `factor` 2 when both sides are f32 (MLX vs ours).
  */
-export function expectDotBound(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number, factor: number, what: string): void {
+export function expectDotBound(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number,
+  factor: number, what: string): void {
   for (let i = 0; i < want.length; i++) {
     const bound = factor * (K + 1) * U * abs[i] + 1e-30;
     if (!(Math.abs(got[i] - want[i]) <= bound)) {
@@ -54,7 +55,8 @@ export const MODES = [['f32', 'none'], ['bf16', 'bf16'], ['f16', 'f16']] as cons
 export const FUSED_SHAPES = sweep<[number, number, number]>([[1, 262, 264], [3, 262, 257], [6, 198, 96], [2, 202, 33]],
   (_, i) => i === 1 || i === 2);
 
-export async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number, wScale = 1) {
+export async function uploadFused(gpu: Gpu, M: number, N: number, K: number, dtype: WDType, round: Round, seed: number,
+  wScale = 1) {
   const base = await upload(gpu, M, N, K, dtype, seed, wScale);
   // x well away from unit RMS, so a missing norm shows; a residual holding values of the activation dtype.
   const xv = base.xv.map((v) => 3 * v);
@@ -67,10 +69,12 @@ export function asRound(round: Round, v: Float32Array): Float32Array {
 }
 
 /** |got - want| <= rel * scale (per element); names the first element outside. */
-export function expectRel(got: ArrayLike<number>, want: ArrayLike<number>, scale: ArrayLike<number>, rel: number, what: string): void {
+export function expectRel(got: ArrayLike<number>, want: ArrayLike<number>, scale: ArrayLike<number>, rel: number,
+  what: string): void {
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]);
-    if (!(d <= rel * scale[i] + 1e-30)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${rel} * ${scale[i]})`);
+    if (!(d <= rel * scale[i] +
+      1e-30)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${rel} * ${scale[i]})`);
   }
 }
 
@@ -108,11 +112,15 @@ export const FUSED_CASES: Array<FusedCase & { name: Fusion }> = [
  * matmul(x, w, fusions of `c`, `opts`) against matmulFusedRef: f32 within fusedTol, bf16 / f16 within 1 ulp (2
  * with swiglu). Adds the rounded outputs and how many of them equal the reference's to `tally`.
  */
-export async function expectFusedRef(gpu: Gpu, c: FusedCase, w: Tensor | Tensor[], u: Awaited<ReturnType<typeof uploadFused>>, shape: [number, number, number], round: Round, opts: MatmulOptions, tally: { total: number; same: number }): Promise<void> {
+export async function expectFusedRef(gpu: Gpu, c: FusedCase, w: Tensor | Tensor[],
+  u: Awaited<ReturnType<typeof uploadFused>>, shape: [number, number,
+  number], round: Round, opts: MatmulOptions, tally: { total: number; same: number }): Promise<void> {
   const [M, N, K] = shape;
   const accumulate = c.acc ? Tensor.from(gpu, u.accv, [M, N], 'f32', 'acc') : undefined;
-  const got = await matmul(u.x, w, { ...opts, round, norm: c.norm ? { eps: EPS } : undefined, swiglu: c.swiglu, accumulate }).read();
-  const want = matmulFusedRef(u.xv, u.wv, M, N, K, { round, norm: c.norm ? EPS : undefined, swiglu: c.swiglu, accumulate: c.acc ? u.accv : undefined });
+  const got = await matmul(u.x, w,
+    { ...opts, round, norm: c.norm ? { eps: EPS } : undefined, swiglu: c.swiglu, accumulate }).read();
+  const want = matmulFusedRef(u.xv, u.wv, M, N, K,
+    { round, norm: c.norm ? EPS : undefined, swiglu: c.swiglu, accumulate: c.acc ? u.accv : undefined });
   const what = `${c.name} ${round} ${M}x${N}x${K} ${JSON.stringify(opts)}`;
   if (round === 'none') {
     expectRel(got, want, fusedTol(u.xv, u.wv, M, N, K, c.norm, c.swiglu, c.acc ? want : null), 1, what);
@@ -132,7 +140,8 @@ export async function expectFusedRef(gpu: Gpu, c: FusedCase, w: Tensor | Tensor[
  * eps, inverseSqrt's 2 ulp and the product); swiglu through swigluTol; with `sum` (the result of a residual add)
  * one more rounding of it.
  */
-export function fusedTol(xv: Float32Array, wv: Float32Array, M: number, N: number, K: number, norm: boolean, swiglu: boolean, sum: ArrayLike<number> | null): Float64Array {
+export function fusedTol(xv: Float32Array, wv: Float32Array, M: number, N: number, K: number, norm: boolean,
+  swiglu: boolean, sum: ArrayLike<number> | null): Float64Array {
   const xn = norm ? rmsNormRef(xv, K, EPS) : xv;
   const y = matmulRef(xn, wv, M, N, K);
   const e = matmulAbsRef(xn, wv, M, N, K).map((a) => (K + 1 + (norm ? K / 2 + 9 : 0)) * U * a);

@@ -21,7 +21,8 @@ export interface Case {
   /** qsdpa's path option (default: its own choice). */
   path?: QsdpaOptions['path'];
 }
-export const BASE: Case = { heads: 2, kvHeads: 2, dim: 64, seq: 5, offset: 7, cap: 16, kBits: 4, vBits: 4, mask: 'causal', round: 'none', accumulate: 'f32', seed: 1 };
+export const BASE: Case = { heads: 2, kvHeads: 2, dim: 64, seq: 5, offset: 7, cap: 16, kBits: 4, vBits: 4,
+  mask: 'causal', round: 'none', accumulate: 'f32', seed: 1 };
 
 /** Prefix-LM token types: positions 0..8 form the bidirectional block (some queries sit inside it). */
 const tokenTypes = (kvLen: number) => Array.from({ length: kvLen }, (_, j) => (j < 9 ? 1 : 0));
@@ -32,7 +33,8 @@ const explicitMask = (seq: number, kvLen: number, seed: number) => {
 };
 
 async function readSide(side: QuantKV): Promise<QuantSideRef> {
-  return { bits: side.bits, q: await side.q.read(), scales: await side.scales.read(), biases: await side.biases.read() };
+  return { bits: side.bits, q: await side.q.read(), scales: await side.scales.read(),
+    biases: await side.biases.read() };
 }
 
 /** A cache side holding `offset` earlier positions, then the S new ones appended at `offset` (as a decode loop does). */
@@ -99,7 +101,8 @@ export async function check(c: Case): Promise<void> {
   const what = JSON.stringify(c);
   if (c.round === 'none') {
     for (let i = 0; i < want.length; i++) {
-      if (!(Math.abs(got[i] - want[i]) <= 1e-5 * (1 + Math.abs(want[i])))) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]}`);
+      if (!(Math.abs(got[i] - want[i]) <= 1e-5 * (1 +
+        Math.abs(want[i])))) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]}`);
     }
   } else {
     expectUlps(c.round, got, Array.from(want, (x) => roundTo(c.round, x)), 0.99, 4, what);
@@ -107,4 +110,5 @@ export async function check(c: Case): Promise<void> {
 }
 
 /** A gqkv-shaped gate source [S, 4*H*D] (the gate block is its first H*D columns). */
-export const gateSource = (gpu: Gpu, S: number, width: number, seed: number) => Tensor.from(gpu, gateLogits(seed, S * 4 * width), [S, 4 * width], 'f32', 'gqkv');
+export const gateSource = (gpu: Gpu, S: number, width: number, seed: number) => Tensor.from(gpu,
+  gateLogits(seed, S * 4 * width), [S, 4 * width], 'f32', 'gqkv');

@@ -42,7 +42,8 @@ export function ulpSummary(round: Round, got: ArrayLike<number>, want: ArrayLike
 }
 
 /** At least `minFrac` of the elements within one ulp and none beyond `maxUlps`; names the first offender. */
-export function expectUlps(round: Round, got: ArrayLike<number>, want: ArrayLike<number>, minFrac: number, maxUlps: number, what: string): UlpSummary {
+export function expectUlps(round: Round, got: ArrayLike<number>, want: ArrayLike<number>, minFrac: number,
+  maxUlps: number, what: string): UlpSummary {
   expect(got.length, `${what}: length`).toBe(want.length);
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]) / ulpOf(round, want[i]);
@@ -51,7 +52,8 @@ export function expectUlps(round: Round, got: ArrayLike<number>, want: ArrayLike
   const s = ulpSummary(round, got, want);
   if (s.within1 < minFrac) {
     let first = -1;
-    for (let i = 0; i < want.length && first < 0; i++) if (Math.abs(got[i] - want[i]) > ulpOf(round, want[i])) first = i;
+    for (let i = 0; i < want.length && first < 0; i++) if (Math.abs(got[i] - want[i]) > ulpOf(round,
+      want[i])) first = i;
     throw new Error(`${what}: ${(s.within1 * 100).toFixed(3)} % within 1 ulp (< ${minFrac * 100} %); first beyond at ${first}: got ${got[first]}, want ${want[first]}`);
   }
   return s;

@@ -17,9 +17,11 @@ export const PROMPT = [6, 40, 41, 42, 43, 44, 45];
 
 /**
  * gemv_wide's two outputs (when `gemvWide`), then the tiled matmul's (with `tiled`), then the logits
- * [PROMPT.length, vocab] (unless `model` is false), as u32 bits; `unroll` forces the loops written out (unroll.ts). Both through the Gpu's kernel options.
+ * [PROMPT.length, vocab] (unless `model` is false), as u32 bits; `unroll` forces the loops written out (unroll.ts).
+ * Both through the Gpu's kernel options.
  */
-export async function outputBits(special: boolean, gemvWide: boolean, o: { unroll?: boolean; tiled?: boolean; model?: boolean } = {}): Promise<Uint32Array[]> {
+export async function outputBits(special: boolean, gemvWide: boolean,
+  o: { unroll?: boolean; tiled?: boolean; model?: boolean } = {}): Promise<Uint32Array[]> {
   const gpu = await Gpu.create({ kernels: { specialize: special, unroll: o.unroll } });
   try {
     const out: Uint32Array[] = [];

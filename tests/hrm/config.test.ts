@@ -39,7 +39,8 @@ describe('config', () => {
     const { initializer_range: _i, ...noScale } = base;
     expect(() => parseConfig(noScale)).toThrow(/embedding_scale.*initializer_range/);
     expect(() => parseConfig({ ...base, num_key_value_heads: 1 })).toThrow(/grouped-query/);
-    expect(() => parseConfig({ ...base, hidden_size: 'big' })).toThrow(/'hidden_size' must be a positive integer \(got "big"\)/);
+    expect(() => parseConfig({ ...base,
+      hidden_size: 'big' })).toThrow(/'hidden_size' must be a positive integer \(got "big"\)/);
     expect(() => parseConfig({ ...base, model_type: 'llama' })).toThrow(FormatError);
     expect(() => parseConfig([])).toThrow(/not a JSON object/);
   });
@@ -49,7 +50,8 @@ describe('config', () => {
     const bad = (patch: object) => () => parseConfig({ ...base, ...patch }, 'm/config.json');
     expect(bad({ eos_token_id: '11' })).toThrow(/^\[config\] m\/config\.json: 'eos_token_id' must be a token id or a list of token ids \(got "11"\)$/);
     expect(bad({ bos_token_id: 6.5 })).toThrow(/m\/config\.json: 'bos_token_id' must be a token id/);
-    expect(bad({ pad_token_id: [5, 'x'] })).toThrow(/'pad_token_id' must be a token id or a list of token ids \(got \[5,"x"\]\)/);
+    expect(bad({ pad_token_id: [5,
+      'x'] })).toThrow(/'pad_token_id' must be a token id or a list of token ids \(got \[5,"x"\]\)/);
     expect(bad({ eos_token_id: 1024 })).toThrow(/'eos_token_id' 1024 is outside the vocabulary \[0, 1024\) of vocab_size/);
     expect(bad({ prefix_lm: 'yes' })).toThrow(/'prefix_lm' must be true or false \(got "yes"\)/);
     expect(bad({ tie_word_embeddings: 1 })).toThrow(/'tie_word_embeddings' must be true or false/);
@@ -63,7 +65,8 @@ describe('config', () => {
   it('refuses values a kernel would trip on, naming config.json and the key', () => {
     const base = json(FIXTURES + 'hrm-tiny-b/config.json');
     const bad = (patch: object) => () => parseConfig({ ...base, ...patch }, 'm/config.json');
-    expect(bad({ rope_parameters: { rope_type: 'default', rope_theta: 0 } })).toThrow(/m\/config\.json rope_parameters: 'rope_theta' must be a number > 0 \(got 0\)/);
+    expect(bad({ rope_parameters: { rope_type: 'default',
+      rope_theta: 0 } })).toThrow(/m\/config\.json rope_parameters: 'rope_theta' must be a number > 0 \(got 0\)/);
     expect(bad({ rope_theta: -1 })).toThrow(/m\/config\.json: 'rope_theta' must be a number > 0 \(got -1\)/);
     expect(bad({ rms_norm_eps: -1e-6 })).toThrow(/m\/config\.json: 'rms_norm_eps' must be a number in \[0, 1\) \(got -0\.000001\)/);
     expect(bad({ initializer_range: 0 })).toThrow(/'initializer_range' must be a number > 0 \(got 0\)/);
@@ -74,7 +77,8 @@ describe('config', () => {
   it('trusts num_layers_per_stack over a stale num_hidden_layers and says so (as transformers)', () => {
     const base = json(FIXTURES + 'hrm-tiny-b/config.json');
     const warnings: string[] = [];
-    const c = parseConfig({ ...base, num_layers_per_stack: 1, num_hidden_layers: 12, H_cycles: 3, L_cycles: 1 }, 'm/config.json', (m) => warnings.push(m));
+    const c = parseConfig({ ...base, num_layers_per_stack: 1, num_hidden_layers: 12, H_cycles: 3, L_cycles: 1 },
+      'm/config.json', (m) => warnings.push(m));
     expect(c.num_layers_per_stack).toBe(1);
     expect(cacheSlots(c)).toBe(6);
     expect(warnings).toEqual(['m/config.json: num_hidden_layers 12 is neither num_layers_per_stack 1 nor num_layers_per_stack * H_cycles * (L_cycles + 1) = 6; using num_layers_per_stack 1']);

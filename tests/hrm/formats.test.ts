@@ -25,7 +25,8 @@ async function tensors(conv: 'BF16' | 'F32' | 'F16', drop: string[] = []): Promi
     const e = f.entry(n);
     const v = (await f.array(n)) as Float32Array;
     out[n] = conv === 'BF16' ? { dtype: 'BF16', shape: e.shape, data: await f.bytes(n) }
-      : conv === 'F32' ? { dtype: 'F32', shape: e.shape, data: v } : { dtype: 'F16', shape: e.shape, data: packHalf('f16', v).subarray(0, v.length) };
+      : conv === 'F32' ? { dtype: 'F32', shape: e.shape, data: v } : { dtype: 'F16', shape: e.shape,
+        data: packHalf('f16', v).subarray(0, v.length) };
   }
   return out;
 }
@@ -56,7 +57,8 @@ describe('checkpoint formats', () => {
     expect(sharded.checkpoint).toMatch(/2 shards/);
     const original = await loadModel(dirFiles(SRC), { gpu, dtype: 'f32' });
     // Same values; f32 and bf16 weights take differently vectorised kernel variants, so only summation order differs.
-    expectClose(await logitsOf(sharded, ids, 'prefix'), await logitsOf(original, ids, 'prefix'), 1e-5, 0, 'sharded f32 logits');
+    expectClose(await logitsOf(sharded, ids, 'prefix'), await logitsOf(original, ids, 'prefix'), 1e-5, 0,
+      'sharded f32 logits');
     sharded.model.dispose();
     original.model.dispose();
   });
@@ -85,11 +87,13 @@ describe('checkpoint formats', () => {
 
   it('a folder without config.json, or with a truncated checkpoint, is a clear error', async () => {
     const gpu = await getGpu();
-    await expect(loadModel(dirFiles(mkdtempSync(join(tmpdir(), 'hrm-empty-'))), { gpu })).rejects.toThrow(/no config\.json/);
+    await expect(loadModel(dirFiles(mkdtempSync(join(tmpdir(), 'hrm-empty-'))),
+      { gpu })).rejects.toThrow(/no config\.json/);
     const d = folder();
     const bytes = readFileSync(SRC + 'model.safetensors');
     writeFileSync(join(d, 'model.safetensors'), bytes.subarray(0, bytes.length - 1000));
-    await expect(loadModel(dirFiles(d), { gpu })).rejects.toThrow(/model\.safetensors: tensor '[^']+': data ends at byte \d+, past the end of the file .*truncated/);
+    await expect(loadModel(dirFiles(d),
+      { gpu })).rejects.toThrow(/model\.safetensors: tensor '[^']+': data ends at byte \d+, past the end of the file .*truncated/);
   });
 
   it('trusts num_layers_per_stack over a stale num_hidden_layers when the tensors agree, and refuses what they contradict', async () => {
@@ -104,21 +108,27 @@ describe('checkpoint formats', () => {
     expect(warnings).toEqual([`${stale}/config.json: num_hidden_layers 12 is neither num_layers_per_stack 2 nor ` +
       'num_layers_per_stack * H_cycles * (L_cycles + 1) = 16; using num_layers_per_stack 2']);
     const ids = [...await (await fixture('hrm-tiny-b/reference.safetensors')).array('prompt_ids')];
-    expectClose(await logitsOf(lm, ids, 'prefix'), await (await fixture('hrm-tiny-b/reference.safetensors')).array('f32.prefix_logits'), 2e-4, 0, 'stale config logits');
+    expectClose(await logitsOf(lm, ids, 'prefix'),
+      await (await fixture('hrm-tiny-b/reference.safetensors')).array('f32.prefix_logits'), 2e-4, 0, 'stale config logits');
     lm.model.dispose();
-    writeFileSync(join(stale, 'config.json'), JSON.stringify({ ...config, num_layers_per_stack: 3, num_hidden_layers: 12 }));
-    await expect(loadModel(dirFiles(stale), { gpu, warn: () => {} })).rejects.toThrow(/the L stack has 2 layers in the tensors but the config says 3 per stack/);
+    writeFileSync(join(stale, 'config.json'),
+      JSON.stringify({ ...config, num_layers_per_stack: 3, num_hidden_layers: 12 }));
+    await expect(loadModel(dirFiles(stale),
+      { gpu, warn: () => {} })).rejects.toThrow(/the L stack has 2 layers in the tensors but the config says 3 per stack/);
   });
 
   it('a broken index.json or a tokenizer of another model names the file', async () => {
     const gpu = await getGpu();
     const d = folder();
     writeFileSync(join(d, 'model.safetensors.index.json'), '{"weight_map": {"a": ');
-    await expect(loadModel(dirFiles(d), { gpu })).rejects.toThrow(new RegExp(`^\\[load\\] ${d}/model\\.safetensors\\.index\\.json: not valid JSON \\(`));
+    await expect(loadModel(dirFiles(d),
+      { gpu })).rejects.toThrow(new RegExp(`^\\[load\\] ${d}/model\\.safetensors\\.index\\.json: not valid JSON \\(`));
     writeFileSync(join(d, 'model.safetensors.index.json'), '{"weight_map": ["model.safetensors"]}');
-    await expect(loadModel(dirFiles(d), { gpu })).rejects.toThrow(`${d}/model.safetensors.index.json: 'weight_map' must be an object of tensor name -> file name`);
+    await expect(loadModel(dirFiles(d),
+      { gpu })).rejects.toThrow(`${d}/model.safetensors.index.json: 'weight_map' must be an object of tensor name -> file name`);
     const t = folder();
     cpSync(BROWN + 'tokenizer.json', join(t, 'tokenizer.json')); // 2048 ids; tiny-a has 512
-    await expect(loadModel(dirFiles(t), { gpu })).rejects.toThrow(new RegExp(`${t}/tokenizer\\.json: token "[^"]+" has id \\d+, outside the model's vocab_size 512`));
+    await expect(loadModel(dirFiles(t),
+      { gpu })).rejects.toThrow(new RegExp(`${t}/tokenizer\\.json: token "[^"]+" has id \\d+, outside the model's vocab_size 512`));
   });
 });

@@ -16,7 +16,8 @@ const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42];
 
 describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {
-  it('brown: the two products\' tokens and logits, fewer dispatches a layer call; a captured step replays it', async () => {
+  it('brown: the two products\' tokens and logits, fewer dispatches a layer call; a captured step replays it',
+    async () => {
     const folded = await Gpu.create({ kernels: { decodeMlp: 'fold' } });
     const lms: Record<'fold' | 'separate', LoadedModel> = {
       separate: await model(await getGpu(), 'brown', 'f32'),
@@ -54,7 +55,8 @@ describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {
 
       // A captured step replays the fold: the recorded forward's logits, bit for bit.
       const lm = lms.fold;
-      const caches = [0, 1].map(() => lm.model.newCache({ capacity: PROMPT.length + FEED.length, mode: 'after-prefill' }));
+      const caches = [0,
+        1].map(() => lm.model.newCache({ capacity: PROMPT.length + FEED.length, mode: 'after-prefill' }));
       for (const c of caches) await lm.model.forward(PROMPT, c, { mask: 'prefix', logits: 'last' }).readF32();
       const g = DecodeGraph.tryBuild(lm.model, caches[1], 'logits');
       if (!(g instanceof DecodeGraph)) throw new Error(`no graph: ${g.reason}`);
@@ -71,7 +73,8 @@ describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {
     }
   });
 
-  it('generate() in bf16 with the MLP folded picks the two products\' tokens, on bf16, 4- and 8-bit weights', async () => {
+  it('generate() in bf16 with the MLP folded picks the two products\' tokens, on bf16, 4- and 8-bit weights',
+    async () => {
     const folded = await Gpu.create({ kernels: { decodeMlp: 'fold' } });
     try {
       const layerCalls = cacheSlots((await model(await getGpu(), 'brown', 'bf16')).config);
@@ -87,7 +90,8 @@ describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {
             lm.model.forward([7], cache, { mask: 'causal' }).dispose();
             dispatches.push(gpu.dispatchCount - d1);
             cache.dispose();
-            for await (const ev of generate(lm, 'The jury said', { maxTokens: 24 })) if (ev.type === 'done') texts.push(ev.text);
+            for await (const ev of generate(lm, 'The jury said',
+              { maxTokens: 24 })) if (ev.type === 'done') texts.push(ev.text);
           } finally {
             lm.model.dispose();
           }

@@ -33,15 +33,18 @@ for (const name of ['hrm-tiny-a', 'hrm-tiny-b'] as const) {
         expectClose(full, await f32s('f32.kld_ref_logits'), F32_ATOL, 0, 'kld reference logits');
         const ours = compareLogits(full, cand, [ids.length, V]).perPositionKl;
         // (1) Against the KL of MLX's own logits, both in float64: within 10 % or 1e-6 at every position.
-        const mlx = compareLogits(await f32s('f32.kld_ref_logits'), await f32s(`f32.kv${bits}.kld_logits`), [ids.length, V]).perPositionKl;
+        const mlx = compareLogits(await f32s('f32.kld_ref_logits'), await f32s(`f32.kv${bits}.kld_logits`),
+          [ids.length, V]).perPositionKl;
         // (2) Against the fixture's `kl`, which MLX computed in f32: at kv4 (KL ~6e-4) per position within 10 % or
         // 1e-6; at kv8 (KL ~2e-6) f32 cancellation in MLX's sum leaves up to ~1.7e-6 of noise in single positions
         // (replaying MLX's sequential f32 arithmetic on its own logits reproduces those values exactly, while the
         // float64 KL of the same logits differs), so there the mean over positions must agree within 10 %.
         const fixtureKl = await f32s(`f32.kv${bits}.kl`);
         for (let i = 0; i < ids.length; i++) {
-          expect(Math.abs(ours[i] - mlx[i]), `position ${i}: ours ${ours[i]}, MLX logits ${mlx[i]}`).toBeLessThanOrEqual(Math.max(1e-6, 0.1 * mlx[i]));
-          if (bits === 4) expect(Math.abs(ours[i] - fixtureKl[i]), `position ${i} vs fixture kl`).toBeLessThanOrEqual(Math.max(1e-6, 0.1 * fixtureKl[i]));
+          expect(Math.abs(ours[i] - mlx[i]),
+            `position ${i}: ours ${ours[i]}, MLX logits ${mlx[i]}`).toBeLessThanOrEqual(Math.max(1e-6, 0.1 * mlx[i]));
+          if (bits === 4) expect(Math.abs(ours[i] - fixtureKl[i]),
+            `position ${i} vs fixture kl`).toBeLessThanOrEqual(Math.max(1e-6, 0.1 * fixtureKl[i]));
         }
         const mean = (a: ArrayLike<number>) => Array.from(a).reduce((x, y) => x + y, 0) / a.length;
         expect(Math.abs(mean(ours) - mean(fixtureKl))).toBeLessThanOrEqual(0.1 * mean(fixtureKl));
@@ -89,13 +92,15 @@ for (const name of ['hrm-tiny-a', 'hrm-tiny-b'] as const) {
 // Asymmetric caches with one side full precision (MLX cannot express these): attention reads the quantized side
 // dequantized. The quantized side alone must move the distribution, monotonically in its bits.
 describe('asymmetric K/V caches', () => {
-  it('K-only and V-only quantization: zero drift for f16/f16, more drift at 4 bits than at 8, both modes run', async () => {
+  it('K-only and V-only quantization: zero drift for f16/f16, more drift at 4 bits than at 8, both modes run',
+    async () => {
     const ids = [...await (await fixture('hrm-tiny-a/reference.safetensors')).array('kld_ids')].slice(0, 24);
     for (const dtype of ['f32', 'bf16'] as const) {
       const lm = await model(await getGpu(), 'hrm-tiny-a', dtype);
       const V = lm.config.vocab_size;
       const full = await logitsOf(lm, ids, 'causal');
-      const kl = async (kv: { k: number | null; v: number | null }, mode: 'before-pass' | 'after-prefill' = 'before-pass') =>
+      const kl = async (kv: { k: number | null; v: number | null },
+        mode: 'before-pass' | 'after-prefill' = 'before-pass') =>
         meanKl(full, await logitsOf(lm, ids, 'causal', kv, mode), V);
       expect(await kl({ k: null, v: null })).toBe(0);
       for (const side of ['k', 'v'] as const) {
@@ -105,7 +110,8 @@ describe('asymmetric K/V caches', () => {
         expect(k8, `${dtype} ${side}8`).toBeGreaterThan(0);
         expect(k4, `${dtype} ${side}4 vs ${side}8`).toBeGreaterThan(k8);
         // The first pass of 'after-prefill' attends to full precision: identical to the full cache.
-        expect(await kl({ [side]: 4, [other]: null } as { k: number | null; v: number | null }, 'after-prefill')).toBe(0);
+        expect(await kl({ [side]: 4, [other]: null } as { k: number | null; v: number | null },
+          'after-prefill')).toBe(0);
       }
     }
   });

@@ -18,7 +18,8 @@ function frequencies(sampler: Sampler, logits: Float32Array, n: number): number[
 function expectFrequencies(freq: number[], probs: ArrayLike<number>, n: number): void {
   for (let i = 0; i < freq.length; i++) {
     const se = Math.sqrt((probs[i] * (1 - probs[i])) / n);
-    expect(Math.abs(freq[i] - probs[i]), `id ${i}: frequency ${freq[i]} vs probability ${probs[i]}`).toBeLessThanOrEqual(4.5 * se + 1e-12);
+    expect(Math.abs(freq[i] - probs[i]),
+      `id ${i}: frequency ${freq[i]} vs probability ${probs[i]}`).toBeLessThanOrEqual(4.5 * se + 1e-12);
   }
 }
 
@@ -38,7 +39,8 @@ function naiveTopP(probs: ArrayLike<number>, p: number): number[] {
 describe('Xoshiro128ss', () => {
   it('matches the reference C implementation (xoshiro128** 1.1) from a raw state', () => {
     const g = Xoshiro128ss.fromState([1, 2, 3, 4]);
-    expect(Array.from({ length: 8 }, () => g.nextUint32())).toEqual([11520, 0, 5927040, 70819200, 2031721883, 1637235492, 1287239034, 3734860849]);
+    expect(Array.from({ length: 8 }, () => g.nextUint32())).toEqual([11520, 0, 5927040, 70819200, 2031721883,
+      1637235492, 1287239034, 3734860849]);
     const h = Xoshiro128ss.fromState([0xdeadbeef, 0x01234567, 0x89abcdef, 0xfedcba98]);
     for (let i = 0; i < 1000; i++) h.nextUint32();
     expect(Array.from({ length: 4 }, () => h.nextUint32())).toEqual([2483714400, 82715090, 3409181688, 269470536]);
@@ -88,7 +90,8 @@ describe('softmax and temperature', () => {
   it('sampled frequencies follow softmax(logits / T)', () => {
     const n = 20000;
     const s2 = 3 + Math.SQRT2;
-    expectFrequencies(frequencies(new Sampler({ temperature: 2, seed: 1 }), logits, n), [1 / s2, Math.SQRT2 / s2, 2 / s2], n);
+    expectFrequencies(frequencies(new Sampler({ temperature: 2, seed: 1 }), logits, n),
+      [1 / s2, Math.SQRT2 / s2, 2 / s2], n);
     expectFrequencies(frequencies(new Sampler({ temperature: 0.5, seed: 2 }), logits, n), [1 / 21, 4 / 21, 16 / 21], n);
   });
 });
@@ -187,9 +190,12 @@ describe('Sampler', () => {
   });
 
   it('validates its options, naming the flag', () => {
-    for (const temperature of [-0.1, NaN, Infinity]) expect(() => new Sampler({ temperature })).toThrow(/^\[Sampler\] --temperature must be/);
-    for (const topP of [0, -1, 1.01, NaN]) expect(() => new Sampler({ topP })).toThrow(/^\[Sampler\] --top-p must be in \(0, 1\]/);
-    for (const seed of [NaN, Infinity, 1.5, 2 ** 60]) expect(() => new Sampler({ seed })).toThrow(/^\[Sampler\] --seed must be/);
+    for (const temperature of [-0.1, NaN,
+      Infinity]) expect(() => new Sampler({ temperature })).toThrow(/^\[Sampler\] --temperature must be/);
+    for (const topP of [0, -1, 1.01,
+      NaN]) expect(() => new Sampler({ topP })).toThrow(/^\[Sampler\] --top-p must be in \(0, 1\]/);
+    for (const seed of [NaN, Infinity, 1.5,
+      2 ** 60]) expect(() => new Sampler({ seed })).toThrow(/^\[Sampler\] --seed must be/);
     expect(() => new Sampler({ temperature: 1 }).sample(new Float32Array([0, NaN]))).toThrow(InputError);
     expect(new Sampler({ seed: -3, topP: 1, temperature: 0.7 }).seed).toBe(-3);
   });

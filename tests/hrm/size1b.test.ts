@@ -19,7 +19,8 @@ describe('HRM-Text-1B shape', () => {
     expect(w.bytes).toBe(parameterCount(c) * 2 - c.hidden_size * 2); // everything but z_L_init (zeros, host-side)
     expect(w.lmHead.chunks.length).toBe(2);
     expect(w.embed.chunks.length).toBe(2);
-    for (const t of [...w.lmHead.chunks, ...w.embed.chunks, ...w.L.flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down].flatMap((x) => x.chunks))]) {
+    for (const t of [...w.lmHead.chunks, ...w.embed.chunks,
+      ...w.L.flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down].flatMap((x) => x.chunks))]) {
       expect(t.byteLength).toBeLessThanOrEqual(gpu.maxBinding);
     }
     const m = new HrmModel(gpu, c, w, 'bf16');

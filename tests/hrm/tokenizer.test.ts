@@ -21,7 +21,8 @@ const tok = new HrmTokenizer(read('tokenizer.json'), { config: read('tokenizer_c
 
 // More cases, with ids from HF tokenizers 0.23.2 (the Rust crate through its Node bindings), where
 // @huggingface/tokenizers alone differs or could: marks and letters newer than Unicode 9 (the crate's NFC tables),
-// combining marks after special tokens (normalised apart from them), spaces before punctuation (no clean-up), U+0085 and U+FEFF.
+// combining marks after special tokens (normalised apart from them), spaces before punctuation (no clean-up), U+0085
+// and U+FEFF.
 const RUST_EXTRA: { text: string; ids: number[]; decoded?: string }[] = [
   { text: '\u1df6\u1dcf8', ids: [173, 131, 130, 173, 131, 253, 39] }, // class 232 then 220: not reordered
   { text: '\u{105d2}\u0307', ids: [188, 254, 261, 256, 152, 245] }, // Todhri letter + dot: not composed to U+105C9
@@ -40,11 +41,13 @@ function seedFormatPrompt(text: string, condition = 'synth,cot'): string {
   return `<|im_start|>${prefix}${text}<|im_end|>`;
 }
 
-const SPECIALS = ['<|PAD|>', '<|direct|>', '<|cot|>', '<|noisy|>', '<|synth|>', '<|endoftext|>', '<|im_start|>', '<|im_end|>',
+const SPECIALS = ['<|PAD|>', '<|direct|>', '<|cot|>', '<|noisy|>', '<|synth|>', '<|endoftext|>', '<|im_start|>',
+  '<|im_end|>',
   '<|object_ref_start|>', '<|object_ref_end|>', '<|box_start|>', '<|box_end|>', '<|quad_start|>', '<|quad_end|>'];
 
 describe('HrmTokenizer against the Rust reference', () => {
-  it.each(ref.plain.map((e, i) => [i, JSON.stringify(e.text).slice(0, 40), e] as const))('plain %i %s: ids, NFC, decode', (_i, _name, e) => {
+  it.each(ref.plain.map((e, i) => [i, JSON.stringify(e.text).slice(0, 40),
+    e] as const))('plain %i %s: ids, NFC, decode', (_i, _name, e) => {
     expect(nfcUnicode9(e.text)).toBe(e.nfc);
     expect(tok.encode(e.text)).toEqual(e.ids);
     expect(tok.decode(e.ids)).toBe(e.decoded);
@@ -84,9 +87,11 @@ describe('HrmTokenizer', () => {
   });
 
   it('takes bos/eos/pad from tokenizer_config.json when config.json has none, and config.json first', () => {
-    const t = new HrmTokenizer(JSON.parse(read('tokenizer.json')), { config: JSON.parse(read('tokenizer_config.json')) });
+    const t = new HrmTokenizer(JSON.parse(read('tokenizer.json')),
+      { config: JSON.parse(read('tokenizer_config.json')) });
     expect([t.bosTokenId, t.eosTokenId, t.padTokenId]).toEqual([6, 11, 5]);
-    const u = HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: { content: '<|im_end|>' } }, { eos_token_id: [11, 7] });
+    const u = HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: { content: '<|im_end|>' } },
+      { eos_token_id: [11, 7] });
     expect(u.eosTokenIds).toEqual([11, 7]);
     expect(u.bosTokenId).toBeNull();
     const v = HrmTokenizer.fromJson(read('tokenizer.json'), { chat_template: '{{ messages[0].content }}' });
@@ -111,7 +116,8 @@ describe('HrmTokenizer', () => {
 
   it('round-trips text: decode(encode(t)) = NFC(t)', () => {
     const r = rng(11);
-    const pool = [...'abcXYZ 019\'.,;!?-\n\r\t  éèüñßøå中文字日本語한국어ïΩЖ'].concat(['👍🏽', '🎉', '👩‍👩‍👧', 'e\u0301', '\r\n', '<|im_end|>', '<|quad_end|>']);
+    const pool = [...'abcXYZ 019\'.,;!?-\n\r\t  éèüñßøå中文字日本語한국어ïΩЖ'].concat(['👍🏽', '🎉', '👩‍👩‍👧', 'e\u0301', '\r\n',
+      '<|im_end|>', '<|quad_end|>']);
     const texts = ref.plain.map((e) => e.text);
     for (let k = 0; k < 300; k++) {
       let s = '';
@@ -136,22 +142,26 @@ describe('HrmTokenizer', () => {
     expect(() => tok.tokenOf(99999)).toThrow(InputError);
     expect(() => new HrmTokenizer('{not json')).toThrow(FormatError);
     expect(() => new HrmTokenizer('{}')).toThrow(/no "model" section/);
-    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: '<|missing|>' })).toThrow(/eos_token "<\|missing\|>" is not in the vocabulary/);
-    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), {}, { eos_token_id: 5000 })).toThrow(/eos_token_id 5000 is outside the vocabulary/);
+    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'),
+      { eos_token: '<|missing|>' })).toThrow(/eos_token "<\|missing\|>" is not in the vocabulary/);
+    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), {},
+      { eos_token_id: 5000 })).toThrow(/eos_token_id 5000 is outside the vocabulary/);
   });
 
   it('checks the vocabulary at load against the model, naming tokenizer.json', () => {
     const json = () => JSON.parse(read('tokenizer.json'));
     const where = 'm/tokenizer.json';
     const load = (j: object, vocab = 2048) => () => new HrmTokenizer(j, { modelConfig: { vocab_size: vocab }, where });
-    expect(load(json(), 1024)).toThrow(/^\[HrmTokenizer\] m\/tokenizer\.json: token "[^"]+" has id (1\d{3}|20[0-4]\d), outside the model's vocab_size 1024 \(config\.json\); the tokenizer does not belong to this model$/);
+    expect(load(json(),
+      1024)).toThrow(/^\[HrmTokenizer\] m\/tokenizer\.json: token "[^"]+" has id (1\d{3}|20[0-4]\d), outside the model's vocab_size 1024 \(config\.json\); the tokenizer does not belong to this model$/);
     const str = json(); str.model.vocab['Ġthe'] = '7';
     expect(load(str)).toThrow(/m\/tokenizer\.json: token "Ġthe" has id "7", not a non-negative integer/);
     const neg = json(); neg.model.vocab['Ġthe'] = -3;
     expect(load(neg)).toThrow(/token "Ġthe" has id -3/);
     const dup = json(); dup.model.vocab['Ġthe'] = dup.model.vocab['Ġof'];
     expect(load(dup)).toThrow(/m\/tokenizer\.json: tokens "(Ġthe|Ġof)" and "(Ġthe|Ġof)" share id \d+/);
-    const added = json(); added.added_tokens.push({ id: 2048, content: '<x>', special: true, single_word: false, lstrip: false, rstrip: false, normalized: false });
+    const added = json(); added.added_tokens.push({ id: 2048, content: '<x>', special: true, single_word: false,
+      lstrip: false, rstrip: false, normalized: false });
     expect(load(added)).toThrow(/token "<x>" has id 2048, outside the model's vocab_size 2048/);
     expect(load(json())()).toBeInstanceOf(HrmTokenizer);
   });
@@ -172,7 +182,8 @@ describe('HrmTokenizer', () => {
 
 describe('nfcUnicode9', () => {
   it('is NFC for text of Unicode 9 and older', () => {
-    for (const s of ['e\u0301', 'a\u0316\u0301', '\u1100\u1161\u11a8', 'A\u030a\u0301', 'Å', 'ﬁ', '']) expect(nfcUnicode9(s)).toBe(s.normalize('NFC'));
+    for (const s of ['e\u0301', 'a\u0316\u0301', '\u1100\u1161\u11a8', 'A\u030a\u0301', 'Å', 'ﬁ',
+      '']) expect(nfcUnicode9(s)).toBe(s.normalize('NFC'));
   });
   it('leaves code points newer than Unicode 9 alone and normalises around them', () => {
     expect(nfcUnicode9('\u1df6\u1dcf')).toBe('\u1df6\u1dcf');
@@ -186,8 +197,10 @@ describe('prompt format', () => {
   const names = Object.keys(CONDITION_TOKENS) as Condition[];
 
   it('reproduces the seed format_prompt for every condition, pair and the default', () => {
-    const specs = [...names, ...names.flatMap((a) => names.filter((b) => b !== a).map((b) => `${a},${b}`)), 'synth,cot,noisy,direct'];
-    for (const spec of specs) expect(formatPrompt('What is 2+2?', spec), spec).toBe(seedFormatPrompt('What is 2+2?', spec));
+    const specs = [...names, ...names.flatMap((a) => names.filter((b) => b !== a).map((b) => `${a},${b}`)),
+      'synth,cot,noisy,direct'];
+    for (const spec of specs) expect(formatPrompt('What is 2+2?', spec),
+      spec).toBe(seedFormatPrompt('What is 2+2?', spec));
     expect(formatPrompt('x')).toBe('<|im_start|><|quad_end|><|object_ref_end|>x<|im_end|>');
     expect(formatPrompt('x', ['noisy', 'direct'])).toBe(seedFormatPrompt('x', 'noisy,direct'));
   });
@@ -215,8 +228,11 @@ describe('prompt format', () => {
       + '{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}{{ conditions | join("+") }}';
     expect(formatPrompt('hello', 'synth,cot', { chatTemplate }))
       .toBe('<|im_start|>user\n<|quad_end|><|object_ref_end|>hello<|im_end|>\n<|im_start|>assistant\nsynth+cot');
-    expect(formatPrompt('hi', 'cot', { chatTemplate: '{{ bos_token }}{{ messages[0].content }}{{ eos_token }}', bosToken: '<s>' })).toBe('<s>hi<|box_end|>');
-    expect(() => formatPrompt('x', 'cot', { chatTemplate: '{% for %}' })).toThrow(/^\[formatPrompt\] chat_template does not parse/);
+    expect(formatPrompt('hi', 'cot',
+      { chatTemplate: '{{ bos_token }}{{ messages[0].content }}{{ eos_token }}',
+      bosToken: '<s>' })).toBe('<s>hi<|box_end|>');
+    expect(() => formatPrompt('x', 'cot',
+      { chatTemplate: '{% for %}' })).toThrow(/^\[formatPrompt\] chat_template does not parse/);
     expect(() => formatPrompt('x', 'cot', { chatTemplate: "{{ raise_exception('no') }}" })).toThrow(FormatError);
   });
 });
@@ -239,7 +255,8 @@ describe('TextStreamer', () => {
 
   it('streams every reference text and prompt exactly, with no U+FFFD, keeping the decode window short', () => {
     let longest = 0;
-    const spy = { decode: (ids: readonly number[], o?: { skipSpecialTokens?: boolean }) => ((longest = Math.max(longest, ids.length)), tok.decode(ids, o)) };
+    const spy = { decode: (ids: readonly number[],
+      o?: { skipSpecialTokens?: boolean }) => ((longest = Math.max(longest, ids.length)), tok.decode(ids, o)) };
     const texts = [...ref.plain.map((e) => e.nfc), ...ref.formatted.map((e) => e.formatted)];
     const all = texts.join(' ');
     for (const t of [...texts, all]) {

@@ -55,7 +55,8 @@ function serve(req: IncomingMessage, res: ServerResponse, data: Uint8Array, rang
 function partial(req: IncomingMessage, res: ServerResponse, ranges: boolean, n: number, then: 'reset' | 'stall'): void {
   const [start] = begin(req, res, DATA.byteLength, ranges);
   sent += n;
-  res.write(DATA.subarray(start, start + n), () => { if (then === 'reset') setTimeout(() => res.socket?.destroy(), 20); });
+  res.write(DATA.subarray(start, start + n),
+    () => { if (then === 'reset') setTimeout(() => res.socket?.destroy(), 20); });
 }
 
 const ROUTES: Record<string, (req: IncomingMessage, res: ServerResponse, n: number) => void> = {
@@ -72,15 +73,18 @@ const ROUTES: Record<string, (req: IncomingMessage, res: ServerResponse, n: numb
   '/slow': (_q, r) => {
     r.writeHead(200, { 'content-length': 20 * 1000 });
     let i = 0;
-    const tick = () => { r.write(DATA.subarray(i * 1000, (i + 1) * 1000)); if (++i < 20) setTimeout(tick, 50); else r.end(); };
+    const tick = () => { r.write(DATA.subarray(i * 1000, (i + 1) * 1000)); if (++i < 20) setTimeout(tick,
+      50); else r.end(); };
     tick();
   },
-  '/nohead': (q, r) => (q.method === 'HEAD' ? (r.writeHead(405, 'Method Not Allowed'), r.end()) : serve(q, r, DATA, true)),
+  '/nohead': (q,
+    r) => (q.method === 'HEAD' ? (r.writeHead(405, 'Method Not Allowed'), r.end()) : serve(q, r, DATA, true)),
   '/model/config.json': (q, r) => serve(q, r, CONFIG, false),
   // The first read of more than 10 kB (a tensor, not the header) is cut after 100 bytes.
   '/model/model.safetensors': (q, r) => {
     const m = /^bytes=(\d+)-(\d+)$/.exec(q.headers.range ?? '');
-    if (m && Number(m[2]) - Number(m[1]) > 10_000 && !tensorCut) { tensorCut = true; partial(q, r, true, 100, 'reset'); } else serve(q, r, DATA, true);
+    if (m && Number(m[2]) - Number(m[1]) > 10_000 && !tensorCut) { tensorCut = true; partial(q, r, true, 100,
+      'reset'); } else serve(q, r, DATA, true);
   },
 };
 
@@ -107,7 +111,8 @@ afterAll(async () => {
 });
 
 const requests = (path: string) => seen.filter((s) => s.path === path);
-const failure = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a failure'); }, (e: unknown) => e as NetworkError);
+const failure = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a failure'); },
+  (e: unknown) => e as NetworkError);
 
 describe('downloads over a faulty network', () => {
   it('a 404 fails at once naming the URL; a missing config.json is reported as missing', async () => {
@@ -163,7 +168,8 @@ describe('downloads over a faulty network', () => {
     // A stop ends the retries too, with the signal's reason.
     const ctl = new AbortController();
     setTimeout(() => ctl.abort(new Error('stopped')), 50);
-    await expect(streamDownload(`${base}/always-500`, { ...FAST, backoffMs: 10_000, signal: ctl.signal })).rejects.toThrow('stopped');
+    await expect(streamDownload(`${base}/always-500`,
+      { ...FAST, backoffMs: 10_000, signal: ctl.signal })).rejects.toThrow('stopped');
   });
 
   it('ends stalled headers and stalled bodies within their timeouts, naming the URL', async () => {
@@ -203,11 +209,13 @@ describe('downloads over a faulty network', () => {
     expectBytes(await f.bytes(name), DATA.subarray(e.start, e.end));
     const ranges = requests('/model/model.safetensors').map((r) => r.range);
     const from = e.start + 100;
-    expect(ranges.slice(-2)).toEqual([`bytes=${e.start}-${e.end - 1}`, `bytes=${from}-${e.end - 1}`]); // cut after 100 bytes, resumed
+    // cut after 100 bytes, resumed
+    expect(ranges.slice(-2)).toEqual([`bytes=${e.start}-${e.end - 1}`, `bytes=${from}-${e.end - 1}`]);
     const src = urlSource(`${base}/model/model.safetensors`, FAST);
     expect(await src.size()).toBe(DATA.byteLength);
     sent = 0;
-    expect(await urlSource(`${base}/nohead`, FAST).size()).toBe(DATA.byteLength); // from a one-byte range, not a download
+    // from a one-byte range, not a download
+    expect(await urlSource(`${base}/nohead`, FAST).size()).toBe(DATA.byteLength);
     expect(sent).toBe(1);
   });
 });

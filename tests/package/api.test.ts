@@ -122,10 +122,12 @@ describe('public API', () => {
   it('tells CPU implementations of WebGPU from GPUs, and knows its runtime', () => {
     // Adapter strings as Dawn, wgpu and Chrome report them.
     expect(isSoftwareAdapter(adapter({ description: 'llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)' }))).toBe(true);
-    expect(isSoftwareAdapter(adapter({ vendor: 'google', architecture: 'swiftshader', description: 'SwiftShader Device (Subzero)' }))).toBe(true);
+    expect(isSoftwareAdapter(adapter({ vendor: 'google', architecture: 'swiftshader',
+      description: 'SwiftShader Device (Subzero)' }))).toBe(true);
     expect(isSoftwareAdapter(adapter({ description: 'Microsoft Basic Render Driver' }))).toBe(true);
     expect(isSoftwareAdapter(adapter({ vendor: 'unknown', fallback: true }))).toBe(true);
-    expect(isSoftwareAdapter(adapter({ vendor: 'nvidia', architecture: 'hopper', description: 'NVIDIA H200' }))).toBe(false);
+    expect(isSoftwareAdapter(adapter({ vendor: 'nvidia', architecture: 'hopper',
+      description: 'NVIDIA H200' }))).toBe(false);
     expect(runtimeName()).toBe('node');
   });
 
@@ -160,7 +162,8 @@ describe('public API', () => {
     const ref = await fixture('hrm-tiny-a/reference.safetensors');
     const ids = [...await ref.array('prompt_ids')];
     expectClose(await logits(lm, ids), await ref.array('f32.prefix_logits'), 2e-4, 0, 'prefix logits');
-    expectClose(await logits(lm, ids, { mask: 'causal' }), await ref.array('f32.causal_logits'), 2e-4, 0, 'causal logits');
+    expectClose(await logits(lm, ids, { mask: 'causal' }), await ref.array('f32.causal_logits'), 2e-4, 0,
+      'causal logits');
     // This fixture has no tokenizer: generation says so instead of failing later.
     await expect(generate(lm, 'hi').next()).rejects.toThrow(/no tokenizer\.json/);
   });
@@ -168,7 +171,8 @@ describe('public API', () => {
   it('generate stops at the next token once its signal is aborted', async () => {
     const lm = await loadModel(BROWN, { gpu: await getGpu() });
     // A bad cache spec is refused before any GPU work, naming the field.
-    await expect(generateText(lm, 'x', { cache: { kv: 'ctk=q9' } })).rejects.toThrow(/^\[kvconfig\] unknown cache type ctk=q9 in cache\.kv /);
+    await expect(generateText(lm, 'x',
+      { cache: { kv: 'ctk=q9' } })).rejects.toThrow(/^\[kvconfig\] unknown cache type ctk=q9 in cache\.kv /);
     expect(() => logits(lm, [1, 2], { kv: 'ctv=q1' })).toThrow(/^\[kvconfig\] unknown cache type ctv=q1 in kv /);
     const ac = new AbortController();
     let pieces = 0;

@@ -1,4 +1,5 @@
-// The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/, bench/ and testkit/ checked against the
+// The layers of src/ (.dependency-cruiser.cjs, issue 31): every import of src/, demo/, bench/ and testkit/ checked
+// against the
 // rules, so that a module reaching up a layer, an app reaching past the public entries, a run-time import cycle, or
 // product code importing a CPU reference fails `npm test` with the offending import named.
 import { describe, expect, it } from 'vitest';

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const BEFORE = JSON.parse(readFileSync(new URL('./long-lines.json', import.meta.url), 'utf8')) as Record<string, number>;
+const BEFORE = JSON.parse(readFileSync(new URL('./long-lines.json', import.meta.url),
+  'utf8')) as Record<string, number>;
 
 /** Long lines per file, and every other message as `file:line rule message`. */
 export async function lint(): Promise<{ long: Record<string, number>; other: string[] }> {

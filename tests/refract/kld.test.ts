@@ -1,6 +1,7 @@
 // KLD@D building blocks: chunking rules, per-position KL, dropping non-finite positions, corpus identity.
 import { describe, expect, it } from 'vitest';
-import { comparePosition, corpusIdentity, KLD_PERCENTILES, KldAccumulator, kldChunks, kldToScore, meanAndUncertainty, percentile, percentiles, wilsonInterval } from '../../src/refract/axes/kld.ts';
+import { comparePosition, corpusIdentity, KLD_PERCENTILES, KldAccumulator, kldChunks, kldToScore, meanAndUncertainty,
+  percentile, percentiles, wilsonInterval } from '../../src/refract/axes/kld.ts';
 import { rng } from '../../testkit/helpers/seeded.ts';
 import { BackendCapabilityError } from '../../src/refract/backend.ts';
 
@@ -117,7 +118,8 @@ describe("llama.cpp's --kl-divergence statistics", () => {
       const st = comparePosition(ref, cand, V, 0, next);
       a.add(st);
       // Reference: softmax by definition.
-      const sm = (l: number[]) => { const e = l.map(Math.exp); const z = e.reduce((x, y) => x + y, 0); return e.map((x) => x / z); };
+      const sm = (l: number[]) => { const e = l.map(Math.exp); const z = e.reduce((x, y) => x + y,
+        0); return e.map((x) => x / z); };
       const p = sm(ref);
       const q = sm(cand);
       kls.push(p.reduce((s, pi, i) => s + pi * Math.log(pi / q[i]), 0));
@@ -158,7 +160,8 @@ describe('scores and identity', () => {
   });
   it('corpus identity: UTF-8 size and sha256 of the head', async () => {
     const id = await corpusIdentity('abc', 'x');
-    expect(id).toEqual({ path: 'x', size_bytes: 3, sha256_head: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', sha256_head_bytes: 3 });
+    expect(id).toEqual({ path: 'x', size_bytes: 3,
+      sha256_head: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', sha256_head_bytes: 3 });
     expect((await corpusIdentity('é', 'y')).size_bytes).toBe(2);
   });
 });

@@ -1,18 +1,22 @@
 // KV config strings: accepted types, asymmetric K/V, and errors that list what is accepted.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvStorage, parseKvConfig } from '../../src/hrm/kv-spec.ts';
+import { DEFAULT_REFERENCE_KV, isFullPrecision, KV_GROUP_SIZE, kvStorage,
+  parseKvConfig } from '../../src/hrm/kv-spec.ts';
 import { InputError } from '../../src/errors.ts';
 
 describe('parseKvConfig', () => {
   it('parses the default reference as full precision', () => {
     const c = parseKvConfig(DEFAULT_REFERENCE_KV);
-    expect(c).toEqual({ k: { bits: null, name: 'f16' }, v: { bits: null, name: 'f16' }, groupSize: 64, label: 'ctk=f16,ctv=f16' });
+    expect(c).toEqual({ k: { bits: null, name: 'f16' }, v: { bits: null, name: 'f16' }, groupSize: 64,
+      label: 'ctk=f16,ctv=f16' });
     expect(isFullPrecision(c)).toBe(true);
     expect(KV_GROUP_SIZE).toBe(64);
   });
   it.each([
-    ['f16', null], ['fp16', null], ['f32', null], ['bf16', null], ['q8_0', 8], ['q8', 8], ['q6_K', 6], ['q6', 6], ['q5_0', 5], ['q5_1', 5],
-    ['q5_K', 5], ['q5', 5], ['q4_0', 4], ['q4_1', 4], ['q4_K', 4], ['q4', 4], ['q3_K', 3], ['q3', 3], ['q2_K', 2], ['q2', 2],
+    ['f16', null], ['fp16', null], ['f32', null], ['bf16', null], ['q8_0', 8], ['q8', 8], ['q6_K', 6], ['q6',
+      6], ['q5_0', 5], ['q5_1', 5],
+    ['q5_K', 5], ['q5', 5], ['q4_0', 4], ['q4_1', 4], ['q4_K', 4], ['q4', 4], ['q3_K', 3], ['q3', 3], ['q2_K',
+      2], ['q2', 2],
   ] as const)('%s -> %s bits', (name, bits) => {
     const c = parseKvConfig(`ctk=${name},ctv=${name}`);
     expect([c.k.bits, c.v.bits, c.k.name]).toEqual([bits, bits, name]);

@@ -20,22 +20,11 @@
 //   no_color_env: colour is an option of renderTextReport (the CLI passes false), tested as color: false.
 // - test_trajectory.py: run_trajectory/rniah/plad "happy path" monkeypatched runs: the fake backend runs the real
 //   axes instead (axes.test.ts, plad.test.ts).
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
-  applyCase, applyParaphrase, applyPunct, applyTypo, band, buildReport, buildRniahPrompt, compareRows, compositeScore, diffTrajectories,
-  extractNeedleKeyword, harmonicMean, interpretPattern, kldToScore, levenshtein, MIN_FLOOR, nearestSentenceBoundary, normalizedDrift,
-  parseKvConfig, parsePromptsJsonl, perturb, PyRandom, renderCompareTable, renderTextReport, toJsonString, DEFAULT_PERTURBATIONS,
-  type KldAxisResult, type PladAxisResult, type RniahAxisResult, type TrajectoryAxisResult,
+  applyCase, applyParaphrase, applyPunct, applyTypo, band, buildReport, buildRniahPrompt, compositeScore, diffTrajectories, extractNeedleKeyword, harmonicMean, interpretPattern, kldToScore, levenshtein, MIN_FLOOR, nearestSentenceBoundary, normalizedDrift, parseKvConfig, parsePromptsJsonl, perturb, PyRandom, renderTextReport, toJsonString, DEFAULT_PERTURBATIONS, type KldAxisResult, type PladAxisResult, type RniahAxisResult, type TrajectoryAxisResult,
 } from '../../src/refract/index.ts';
 import { reproCommand } from '../../src/cli/refract-flags.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
 
 const gtm = (score: number): TrajectoryAxisResult => ({
   score, full_match_rate: 0.5, median_first_divergence: 3, mean_prefix_agreement_length: 10, mean_cand_length: 20, mean_ref_length: 20,
@@ -43,18 +32,24 @@ const gtm = (score: number): TrajectoryAxisResult => ({
 });
 const kld = (score: number): KldAxisResult => ({
   score, mean_kld: -Math.log(score / 100), ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: null, chunks: 32, ctx: 512,
-  is_self_reference: false, corpus: { path: 'c', size_bytes: 1, sha256_head: null, sha256_head_bytes: 1 }, convention: 'full chunk, causal',
+  is_self_reference: false, corpus: { path: 'c', size_bytes: 1, sha256_head: null,
+    sha256_head_bytes: 1 }, convention: 'full chunk, causal',
   n_positions: null, mean_kld_unc: null, kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null,
   ppl_ref: null, ppl_ref_unc: null, ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
 });
 const rniah = (baseAcc: number): RniahAxisResult => ({
-  score: 100, n_cells: 1, cells: [{ length: 4096, position: 0.5, n_trials: 1, base_acc: baseAcc, cand_acc: baseAcc, degradation: 0, base_hits: 0, cand_hits: 0 }],
+  score: 100, n_cells: 1, cells: [{ length: 4096, position: 0.5, n_trials: 1, base_acc: baseAcc, cand_acc: baseAcc,
+    degradation: 0, base_hits: 0, cand_hits: 0 }],
   skipped_cells: [], needle: 'n', password_keyword: 'K', notes: [],
 });
-const plad = (perPert: Record<string, number>): PladAxisResult => ({ score: 90, per_perturbation_score: perPert, per_prompt: [], n_prompts: 1, n_perturbations: 4, notes: [], token_source: 'retokenized' });
+const plad = (perPert: Record<string,
+  number>): PladAxisResult => ({ score: 90, per_perturbation_score: perPert, per_prompt: [], n_prompts: 1,
+  n_perturbations: 4, notes: [], token_source: 'retokenized' });
 
-function report(scores: { gtm: number | null; kld: number | null; rniah?: RniahAxisResult; plad?: PladAxisResult }, floor: number | null = null) {
-  const composite = compositeScore({ gtm: scores.gtm, kld: scores.kld, rniah: scores.rniah?.score ?? null, plad: scores.plad?.score ?? null }, floor);
+function report(scores: { gtm: number | null; kld: number | null; rniah?: RniahAxisResult; plad?: PladAxisResult },
+  floor: number | null = null) {
+  const composite = compositeScore({ gtm: scores.gtm, kld: scores.kld, rniah: scores.rniah?.score ?? null,
+    plad: scores.plad?.score ?? null }, floor);
   return buildReport({
     model: 'm', reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q8_0,ctv=q8_0', composite,
     gtm: scores.gtm === null ? null : gtm(scores.gtm), kld: scores.kld === null ? null : kld(scores.kld), rniah: scores.rniah, plad: scores.plad,
@@ -70,24 +65,32 @@ describe('test_score.py', () => {
     expect(harmonicMean([200, 200])).toBeCloseTo(100, 12);
     expect(harmonicMean([90, 30])).toBeLessThan(60);
   });
-  it.each([[100, 'EXCELLENT'], [90, 'EXCELLENT'], [89.99, 'PASS'], [80, 'PASS'], [79.99, 'DEGRADED'], [60, 'DEGRADED'], [59.99, 'FAIL'], [0, 'FAIL']] as const)(
+  it.each([[100, 'EXCELLENT'], [90, 'EXCELLENT'], [89.99, 'PASS'], [80, 'PASS'], [79.99, 'DEGRADED'], [60, 'DEGRADED'],
+    [59.99, 'FAIL'], [0, 'FAIL']] as const)(
     'band_thresholds_inclusive_lower %s -> %s', (score, want) => expect(band(score)).toBe(want));
   it('composite two axis, four axis, floor pass / fail / at threshold, direction', () => {
     expect(compositeScore({ gtm: 90, kld: 60 }).composite).toBeCloseTo(2 / (1 / 90 + 1 / 60), 12);
-    expect(compositeScore({ gtm: 90, kld: 80, rniah: 70, plad: 60 }).composite).toBeCloseTo(4 / (1 / 90 + 1 / 80 + 1 / 70 + 1 / 60), 12);
+    expect(compositeScore({ gtm: 90, kld: 80, rniah: 70, plad: 60 }).composite).toBeCloseTo(4 / (1 / 90 + 1 / 80 +
+      1 / 70 + 1 / 60), 12);
     expect(compositeScore({ gtm: 95, kld: 95 }, 100).notes).toEqual([]);
     const fail = compositeScore({ gtm: 95, kld: 95 }, 90);
-    expect([fail.floor_ok, fail.notes.length, fail.notes[0]]).toEqual([false, 1, expect.stringMatching(/^Floor failed/)]);
+    expect([fail.floor_ok, fail.notes.length, fail.notes[0]]).toEqual([false, 1,
+      expect.stringMatching(/^Floor failed/)]);
     expect(compositeScore({ gtm: 95, kld: 95 }, MIN_FLOOR).floor_ok).toBe(true);
-    expect(compositeScore({ gtm: 100, kld: 100 }).composite).toBeGreaterThan(compositeScore({ gtm: 50, kld: 50 }).composite);
+    expect(compositeScore({ gtm: 100, kld: 100 }).composite).toBeGreaterThan(compositeScore({ gtm: 50,
+      kld: 50 }).composite);
   });
   it('interpret: all clear, catastrophic first, distribution break, mild drift, long only, brittle only, mixed, two-axis call', () => {
     expect(interpretPattern({ gtm: 95, kld: 99 })).toEqual([expect.stringMatching(/^All axes intact/)]);
-    expect(interpretPattern({ gtm: 10, kld: 20, rniah: 30, plad: 40 })).toEqual([expect.stringMatching(/^Catastrophic/)]);
-    expect(interpretPattern({ gtm: 30, kld: 40, rniah: 100, plad: 95 })[0]).toMatch(/^Per-token distribution is broken/);
+    expect(interpretPattern({ gtm: 10, kld: 20, rniah: 30,
+      plad: 40 })).toEqual([expect.stringMatching(/^Catastrophic/)]);
+    expect(interpretPattern({ gtm: 30, kld: 40, rniah: 100,
+      plad: 95 })[0]).toMatch(/^Per-token distribution is broken/);
     expect(interpretPattern({ gtm: 70, kld: 95, rniah: 100, plad: 95 })[0]).toMatch(/^Mild short-context drift/);
-    expect(interpretPattern({ gtm: 95, kld: 99, rniah: 50, plad: 95 })).toEqual([expect.stringMatching(/^Long-context retrieval degraded/)]);
-    expect(interpretPattern({ gtm: 95, kld: 99, rniah: 100, plad: 50 })).toEqual([expect.stringMatching(/^Brittleness/)]);
+    expect(interpretPattern({ gtm: 95, kld: 99, rniah: 50,
+      plad: 95 })).toEqual([expect.stringMatching(/^Long-context retrieval degraded/)]);
+    expect(interpretPattern({ gtm: 95, kld: 99, rniah: 100,
+      plad: 50 })).toEqual([expect.stringMatching(/^Brittleness/)]);
     expect(interpretPattern({ gtm: 70, kld: 99, rniah: 50, plad: 95 })).toHaveLength(2);
     expect(interpretPattern({ gtm: 95, kld: 95 })).toHaveLength(1);
   });
@@ -98,7 +101,8 @@ describe('test_score.py', () => {
     expect(compositeScore({ gtm: 62.4, kld: null }).composite).toBeCloseTo(62.4, 12);
     const none = compositeScore({ gtm: null, kld: null });
     expect([none.composite, none.band]).toEqual([0, 'FAIL']);
-    expect(compositeScore({ gtm: null, kld: 99, rniah: 100, plad: 90 }).composite).toBeCloseTo(3 / (1 / 99 + 1 / 100 + 1 / 90), 12);
+    expect(compositeScore({ gtm: null, kld: 99, rniah: 100, plad: 90 }).composite).toBeCloseTo(3 / (1 / 99 + 1 / 100 +
+      1 / 90), 12);
     expect(Array.isArray(interpretPattern({ gtm: null, kld: 99, rniah: 100, plad: 95 }))).toBe(true);
   });
   it('text_report_skip_gtm_renders_n_a_and_one_axis_count', () => {
@@ -176,19 +180,23 @@ describe('test_report.py / test_bugs.py', () => {
     expect(two).toContain('Axis A Trajectory');
     expect(two).toContain('(harmonic mean of 2 axes;');
     expect(two).toContain('Noise floor: NOT MEASURED — pass --measure-floor to verify.');
-    const four = renderTextReport(report({ gtm: 95, kld: 99, rniah: rniah(1), plad: plad({ typo: 90, case: 90, punct: 90, paraphrase: 90 }) }));
+    const four = renderTextReport(report({ gtm: 95, kld: 99, rniah: rniah(1),
+      plad: plad({ typo: 90, case: 90, punct: 90, paraphrase: 90 }) }));
     expect(four).toContain('Axis C R-NIAH');
     expect(four).toContain('Axis D PLAD');
-    expect(renderTextReport(report({ gtm: 95, kld: 99 }, 100))).toMatch(/Noise floor \(ref vs ref\): 100\.00 {2}\(min 99\.5\) {2}\[OK\]/);
+    expect(renderTextReport(report({ gtm: 95, kld: 99 },
+      100))).toMatch(/Noise floor \(ref vs ref\): 100\.00 {2}\(min 99\.5\) {2}\[OK\]/);
     const withExtras = renderTextReport({ ...report({ gtm: 95, kld: 99 }), extras: { note: 'hello' } });
     expect(withExtras).toContain(' note: hello');
   });
   it('json report: schema stamp, band / summary agree, axes carry band + description + skipped', () => {
     const r = report({ gtm: 95, kld: 60 });
-    expect([r.schema, r.score_direction, r.score_range]).toEqual(['refract.report.v0.3.1', 'higher_is_better', [0, 100]]);
+    expect([r.schema, r.score_direction, r.score_range]).toEqual(['refract.report.v0.3.1', 'higher_is_better',
+      [0, 100]]);
     expect(r.summary).toBe('Visible drift. Audit on your workload before deploying.');
     expect(r.band).toBe(band(r.composite));
-    expect([r.axes.gtm.band, r.axes.kld.band, r.axes.gtm.skipped, r.axes.kld.skipped]).toEqual(['EXCELLENT', 'DEGRADED', false, false]);
+    expect([r.axes.gtm.band, r.axes.kld.band, r.axes.gtm.skipped, r.axes.kld.skipped]).toEqual(['EXCELLENT',
+      'DEGRADED', false, false]);
     expect(r.axes.kld.description).toBe('Distribution-level divergence from the fp16 reference.');
     const skipped = report({ gtm: null, kld: 99 });
     expect([skipped.axes.gtm.score, skipped.axes.gtm.band, skipped.axes.gtm.skipped]).toEqual([null, 'skipped', true]);
@@ -202,13 +210,15 @@ describe('test_report.py / test_bugs.py', () => {
     expect(report({ gtm: 95, kld: 99, plad: plad({ typo: 90 }) }).axes.plad!.confidence).toBe('ok');
   });
   it('text_report_plad_nan_renders_as_skipped', () => {
-    const line = renderTextReport(report({ gtm: 95, kld: 99, plad: plad({ typo: 90, paraphrase: Number.NaN }) })).split('\n').find((l) => l.includes('paraphrase'))!;
+    const line = renderTextReport(report({ gtm: 95, kld: 99,
+      plad: plad({ typo: 90, paraphrase: Number.NaN }) })).split('\n').find((l) => l.includes('paraphrase'))!;
     expect(line).toContain('skipped');
     expect(line.toLowerCase()).not.toContain('nan');
   });
   it('repro command: shell-quoted, the home folder as ~ (repro_strips_home_to_tilde)', () => {
     const home = process.env.HOME!;
-    expect(reproCommand(['score', '--model', `${home}/models/x`, '--candidate', 'ctk=q8_0,ctv=q4_0', 'a b'])).toBe("refract score --model ~/models/x --candidate ctk=q8_0,ctv=q4_0 'a b'");
+    expect(reproCommand(['score', '--model', `${home}/models/x`, '--candidate', 'ctk=q8_0,ctv=q4_0',
+      'a b'])).toBe("refract score --model ~/models/x --candidate ctk=q8_0,ctv=q4_0 'a b'");
   });
   it('band_with_nan / harmonic_mean_with_nan do not report EXCELLENT; direction; bands agree; kld score inverts', () => {
     expect(band(Number.NaN)).toBe('FAIL');
@@ -219,89 +229,11 @@ describe('test_report.py / test_bugs.py', () => {
     for (const k of [0, 0.1, 0.5, 1, 2.5]) expect(-Math.log(kldToScore(k) / 100)).toBeCloseTo(k, 6);
   });
   it('levenshtein_symmetric; kvconfig label round-trips; empty fragments skipped (test_runner kvconfig_parse_skips_empty_fragments)', () => {
-    for (const [a, b] of [[[1, 2, 3], [1, 5, 3]], [[1, 2, 3], [3, 2, 1]], [[], [1, 2, 3]], [[1, 2, 3, 4, 5], [1, 2, 3]]]) expect(levenshtein(a, b)).toBe(levenshtein(b, a));
+    for (const [a, b] of [[[1, 2, 3], [1, 5, 3]], [[1, 2, 3], [3, 2, 1]], [[], [1, 2, 3]],
+      [[1, 2, 3, 4, 5], [1, 2, 3]]]) expect(levenshtein(a, b)).toBe(levenshtein(b, a));
     const c = parseKvConfig(' ctk = q8_0 ,ctv=q4_0');
     expect(parseKvConfig(c.label)).toEqual(c);
     expect(parseKvConfig('ctk=q8_0,,ctv=q4_0').label).toBe('ctk=q8_0,ctv=q4_0');
     expect(() => parseKvConfig('')).toThrow(/KV config is empty/);
-  });
-});
-
-const rep = (composite: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ composite, band: 'EXCELLENT', axes: { gtm: { score: 95 }, kld: { score: 99 } }, ...extra });
-
-describe('test_cli.py / test_bugs.py compare', () => {
-  it('two reports; unparseable skipped; none parseable; missing axis score; missing / null composite; missing band', () => {
-    const { rows, notes } = compareRows([
-      { path: '/x/a.json', text: rep(95) }, { path: 'b.json', text: rep(72.5, { band: 'DEGRADED' }) }, { path: 'bad.json', text: 'not json' },
-      { path: 'no_axes.json', text: JSON.stringify({ composite: 50, axes: {} }) }, { path: 'nocomp.json', text: JSON.stringify({ axes: {} }) },
-      { path: 'null.json', text: rep(null) }, { path: 'gone.json', text: new Error('cannot read gone.json') }, { path: 'list.json', text: '[1, 2]' },
-    ]);
-    expect(rows.map((r) => r.label)).toEqual(['a', 'b', 'no_axes', 'nocomp', 'null']);
-    expect(notes).toEqual([
-      expect.stringMatching(/^skip bad\.json: not JSON/), 'nocomp.json: composite is missing; shown as —', 'null.json: composite is null; shown as —',
-      'skip gone.json: cannot read gone.json', 'skip list.json: not a REFRACT report (no "axes" object)',
-    ]);
-    const t = renderCompareTable(rows);
-    expect(t).toMatch(/^a +95\.00 EXCELLENT +95\.00 +99\.00 +— +—$/m);
-    expect(t).toMatch(/^b +72\.50 DEGRADED/m);
-    expect(t).toMatch(/^no_axes +50\.00 — +— +— +— +—$/m);
-    expect(t).toMatch(/^null +— EXCELLENT/m);
-    expect(compareRows([{ path: 'bad.json', text: 'x' }]).rows).toEqual([]);
-  });
-});
-
-// Each case starts tsx processes, 2-10 s each on two shared cores.
-describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, () => {
-  const tsx = join(root, 'node_modules/.bin/tsx');
-  const cli = (...args: string[]) => promisify(execFile)(tsx, ['src/cli/refract.ts', ...args], { cwd: root }).then(
-    (r) => ({ code: 0, ...r }), (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
-  it('no args exits 2 with the command list (as argparse); an unknown command or flag exits 2 naming it', async () => {
-    const commands = ['score', 'compare', 'repeatability', 'sweep', 'selftest', 'fetch'];
-    const [none, help] = await Promise.all([cli(), cli('--help')]);
-    const list = commands.join(', ');
-    expect([none.code, none.stdout, none.stderr.split('\n')[0]]).toEqual([2, '', `refract: give a command (${list})`]);
-    expect(help.code).toBe(0);
-    for (const c of commands) expect(none.stderr).toContain(`refract ${c}`);
-    expect(help.stdout).toBe(none.stderr.slice(none.stderr.indexOf('\n\n') + 2));
-    const unknown = await cli('totally-not-a-subcommand');
-    const line = `refract: unknown command 'totally-not-a-subcommand' (commands: ${list})`;
-    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, line]);
-    const flag = await cli('score', '--bogus', '1');
-    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, 'refract score: unknown flag --bogus']);
-    expect(flag.stderr).toContain('refract score [flags]');
-    expect(flag.stderr).not.toMatch(/\bat \S+:\d+/); // no stack
-  });
-  it('flags that cannot run are usage errors (exit 2) before the model loads, in words a user reads', async () => {
-    const kv = ['score', '--candidate', 'ctk=q8_0,ctv=q8_0', '--no-progress'];
-    const runs = await Promise.all([['--chunks', '0'], ['-c', '99999'], ['--skip-gtm', '--skip-kld']].map((f) => cli(...kv, ...f)));
-    const lines = runs.map((r) => [r.code, r.stderr.split('\n')[0]]);
-    expect(lines).toEqual([
-      [2, 'refract score: --chunks "0" is not valid (expected a whole number from 1)'],
-      [2, "refract score: -c/--ctx 99999 is past the model's context of 4096 tokens; pass 4096 or less"],
-      [2, 'refract score: --skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or --axis-plad'],
-    ]);
-    // Nothing opened the GPU (Dawn's adapter warnings would come first) or loaded the weights.
-    for (const r of runs) expect(r.stderr).not.toMatch(/Warning: |artificially reduced/);
-  });
-  it('score --help explains the axes with their full names; every subcommand has its own --help', async () => {
-    const h = await cli('score', '--help');
-    expect(h.code).toBe(0);
-    for (const s of ['Greedy Trajectory Match', 'KL Divergence at the Decoder', 'Retrieval Needle-In-A-Haystack', 'Perturbation-Locality Aware Drift', '--measure-floor', '--rniah-lengths']) expect(h.stdout).toContain(s);
-    const subs = ['compare', 'repeatability', 'sweep', 'selftest', 'fetch'];
-    const helps = await Promise.all(subs.map((c) => cli(c, '--help')));
-    for (const [i, c] of subs.entries()) expect(helps[i].stdout).toMatch(new RegExp(`^refract ${c}`));
-  });
-  it('compare on files: skips a non-report naming it, exit 1 when nothing parsed; --json-out in a missing folder fails before model work', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'refract-cli-'));
-    writeFileSync(join(dir, 'bad.json'), 'not json');
-    writeFileSync(join(dir, 'good.json'), rep(90));
-    const ok = await cli('compare', join(dir, 'bad.json'), join(dir, 'good.json'));
-    expect(ok.code).toBe(0);
-    expect(ok.stdout).toContain(`skip ${join(dir, 'bad.json')}: not JSON`);
-    expect(ok.stdout).toMatch(/^good +90\.00/m);
-    const none = await cli('compare', join(dir, 'bad.json'));
-    expect([none.code, none.stdout.trim().split('\n').pop()]).toEqual([1, 'no reports parsed']);
-    const out = await cli('score', '--candidate', 'ctk=q8_0', '--json-out', join(dir, 'no/such/r.json'));
-    expect([out.code, out.stderr.trim()]).toEqual([1, `refract score: --json-out ${join(dir, 'no/such/r.json')}: folder ${join(dir, 'no/such')} does not exist`]);
   });
 });

@@ -1,6 +1,7 @@
 // The sweep's Pareto plot (issue 33, item 13): the composite axis zoomed to the data, labels kept apart.
 import { describe, expect, it } from 'vitest';
-import { BAND_COLORS, bytesDomain, compositeDomain, paretoSpec, PARETO_SIZE, renderSvg } from '../../src/refract/report/charts.ts';
+import { BAND_COLORS, bytesDomain, compositeDomain, paretoSpec, PARETO_SIZE,
+  renderSvg } from '../../src/refract/report/charts.ts';
 import { labelSize, needsLeader, overlap, placeLabels, type LabelBox } from '../../src/refract/report/labels.ts';
 import { readFileSync } from 'node:fs';
 import { kvBytesPerToken } from '../../src/refract/sweep.ts';
@@ -26,7 +27,8 @@ const pairs = <T>(xs: readonly T[]) => xs.flatMap((a, i) => xs.slice(i + 1).map(
  */
 function drawnLabels(svg: string): Array<LabelBox & { text: string }> {
   const label = /<text[^>]*"middle" transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>(ctk=[^<]+)<\/text>/g;
-  return [...svg.matchAll(label)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) - 3, text: m[3], ...labelSize(m[3]) }));
+  return [...svg.matchAll(label)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) - 3, text: m[3],
+    ...labelSize(m[3]) }));
 }
 
 describe('Pareto plot', () => {
@@ -88,7 +90,8 @@ describe('Pareto plot of a crowded sweep', () => {
     expect(drawn).toHaveLength(21);
     for (const [a, b] of pairs(drawn)) expect(overlap(a, b), `${a.text} / ${b.text}`).toBe(0);
     const point = /aria-roledescription="point" transform="translate\(([-\d.]+),([-\d.]+)\)"/g;
-    const marks = svg.match(/<g class="mark-symbol role-mark layer_1_marks"[^]*?<\/g>/)?.[0] ?? '';   // not the legend's
+    // not the legend's
+    const marks = svg.match(/<g class="mark-symbol role-mark layer_1_marks"[^]*?<\/g>/)?.[0] ?? '';
     const dots = [...marks.matchAll(point)].map((m) => ({ x: Number(m[1]), y: Number(m[2]), w: 10, h: 10 }));
     expect(dots.length).toBeGreaterThanOrEqual(21);
     for (const d of drawn) for (const p of dots) expect(overlap(d, p), d.text).toBe(0);

@@ -1,7 +1,8 @@
 // PLAD: CPython's RNG, each perturbation with fixed seeds, the published perturbed prompts, Levenshtein, drift.
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { applyCase, applyParaphrase, applyPunct, applyTypo, DEFAULT_PERTURBATIONS, levenshtein, normalizedDrift, perturb } from '../../src/refract/axes/plad.ts';
+import { applyCase, applyParaphrase, applyPunct, applyTypo, DEFAULT_PERTURBATIONS, levenshtein, normalizedDrift,
+  perturb } from '../../src/refract/axes/plad.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 import { PyRandom } from '../../src/refract/pyrandom.ts';
 
@@ -37,7 +38,8 @@ describe('perturbations', () => {
   });
   it('typo gives null when it swaps two equal letters (one RNG shared, as in CPython)', () => {
     const r = new PyRandom(3);
-    expect(Array.from({ length: 8 }, () => applyTypo('keep', r))).toEqual(['kepe', null, 'kepe', 'kepe', null, 'kepe', 'ekep', 'kepe']);
+    expect(Array.from({ length: 8 }, () => applyTypo('keep', r))).toEqual(['kepe', null, 'kepe', 'kepe', null, 'kepe',
+      'ekep', 'kepe']);
   });
   it('case lowercases first letters of capitalised words of >= 2 letters', () => {
     expect(applyCase('The capital of France is')).toBe('the capital of france is');
@@ -55,7 +57,8 @@ describe('perturbations', () => {
     expect(applyParaphrase('Make a big house', new PyRandom(0))).toBe('Make a large house');
     expect(applyParaphrase('Quick start', new PyRandom(5))).toBe('Quick begin');
     expect(applyParaphrase('big small', new PyRandom(0))).toBe('big tiny');
-    expect(applyParaphrase('Please find the big, happy Display', new PyRandom(11))).toBe('Please find the big, happy Show');
+    expect(applyParaphrase('Please find the big, happy Display',
+      new PyRandom(11))).toBe('Please find the big, happy Show');
     expect(applyParaphrase('nothing here', new PyRandom(5))).toBeNull();
   });
 
@@ -63,7 +66,8 @@ describe('perturbations', () => {
   // and exactly the pairs they skipped (36) must be skipped here.
   it('reproduces every perturbed prompt of the published reports', () => {
     for (const file of ['example-report-clean-mistral24b.json', 'example-report-degraded-qwen7b.json']) {
-      const rep = JSON.parse(readFileSync(new URL(`../../data/refract/${file}`, import.meta.url), 'utf8').replace(/\bNaN\b/g, 'null'));
+      const rep = JSON.parse(readFileSync(new URL(`../../data/refract/${file}`, import.meta.url),
+        'utf8').replace(/\bNaN\b/g, 'null'));
       const published = new Map<string, string>(rep.axes.plad.per_prompt.map((r: { prompt_id: string; perturbation: string; perturbed_prompt: string }) => [`${r.prompt_id}/${r.perturbation}`, r.perturbed_prompt]));
       const ours = new Map<string, string>();
       let skipped = 0;

@@ -13,7 +13,8 @@ import { BROWN } from '../../testkit/helpers/fixtures.ts';
 describe('formatPrompt with a system message', () => {
   it('HRM envelope: condition tokens, system, a blank line, the user text, one <|im_end|>', () => {
     expect(formatPrompt('Q?', 'noisy', { system: 'HAY' })).toBe('<|im_start|><|quad_start|>HAY\n\nQ?<|im_end|>');
-    expect(formatPrompt('Q?', 'synth,cot', { system: 'HAY' })).toBe('<|im_start|><|quad_end|><|object_ref_end|>HAY\n\nQ?<|im_end|>');
+    expect(formatPrompt('Q?', 'synth,cot',
+      { system: 'HAY' })).toBe('<|im_start|><|quad_end|><|object_ref_end|>HAY\n\nQ?<|im_end|>');
     expect(formatPrompt('Q?', 'noisy', { system: '' })).toBe(formatPrompt('Q?', 'noisy'));
     expect(formatPrompt('Q?', 'noisy', { system: null })).toBe('<|im_start|><|quad_start|>Q?<|im_end|>');
   });
@@ -32,7 +33,8 @@ describe("the HRM backend's R-NIAH prompt ids", () => {
     const config = await loadConfig(files);
     const { tokenizer, chatTemplate } = await loadTokenizer(files, config);
     // Only prompt rendering is exercised: no weights, no GPU.
-    const backend = new HrmBackend({ name: 'brown', config, tokenizer, chatTemplate } as unknown as LoadedModel, { condition: 'noisy' });
+    const backend = new HrmBackend({ name: 'brown', config, tokenizer, chatTemplate } as unknown as LoadedModel,
+      { condition: 'noisy' });
     const hay = (await defaultHaystack()).slice(0, 400);
     const { system, user } = buildRniahPrompt(hay, DEFAULT_NEEDLE, DEFAULT_QUESTION, 0.5);
     const ids = backend.promptIds({ prompt: user, system });
@@ -42,6 +44,7 @@ describe("the HRM backend's R-NIAH prompt ids", () => {
     const kw = tokenizer!.encode(' APRICOT-7-BLUE');
     expect(ids.some((_, i) => kw.every((t, j) => ids[i + j] === t))).toBe(true);
     // Without the template the system text is still there, before the prompt.
-    expect(tokenizer!.decode(backend.promptIds({ prompt: user, system, applyChatTemplate: false }))).toBe(`${system}\n\n${user}`);
+    expect(tokenizer!.decode(backend.promptIds({ prompt: user, system,
+      applyChatTemplate: false }))).toBe(`${system}\n\n${user}`);
   });
 });

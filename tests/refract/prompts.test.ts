@@ -11,7 +11,8 @@ describe('prompts', () => {
     const rows = jsonl.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
     expect(PROMPTS_V01).toEqual(rows);
     expect(PROMPTS_V01).toHaveLength(30);
-    expect(new Set(PROMPTS_V01.map((p) => p.category))).toEqual(new Set(['factual', 'arithmetic', 'code', 'reasoning', 'instruction', 'dialogue']));
+    expect(new Set(PROMPTS_V01.map((p) => p.category))).toEqual(new Set(['factual', 'arithmetic', 'code', 'reasoning',
+      'instruction', 'dialogue']));
   });
   it('parsePromptsJsonl reads the file, skipping comments and blank lines', () => {
     expect(parsePromptsJsonl(`# header\n\n${jsonl}`)).toEqual(PROMPTS_V01);

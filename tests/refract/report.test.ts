@@ -12,15 +12,19 @@ import { runRefract } from '../../src/refract/runner.ts';
 import { FakeBackend } from './fake-backend.ts';
 import { wellFormedProblem } from './wellformed.ts';
 
-const example = (name: string) => parseReport(readFileSync(new URL(`../../data/refract/${name}`, import.meta.url), 'utf8'));
-const EVIL: Prompt = { id: 'x<script>alert(1)</script>', category: 'a&b', prompt: '<script>alert("p")</script> & "quotes" \'too\'' };
+const example = (name: string) => parseReport(readFileSync(new URL(`../../data/refract/${name}`,
+  import.meta.url), 'utf8'));
+const EVIL: Prompt = { id: 'x<script>alert(1)</script>', category: 'a&b',
+  prompt: '<script>alert("p")</script> & "quotes" \'too\'' };
 
 let full: RefractReport;
 let evil: RefractReport;
 beforeAll(async () => {
   const backend = new FakeBackend();
-  full = await runRefract({ backend, model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0', axes: { rniah: true, plad: true }, reproCommand: 'refract score --model fake-model', extras: { note: 'test' } });
-  evil = await runRefract({ backend, model: 'm<b>', candidate: 'ctk=q4,ctv=q4', prompts: [EVIL, ...PROMPTS_V01.slice(0, 2)], nPredict: 24, chunks: 2, axes: { plad: true } });
+  full = await runRefract({ backend, model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0',
+    axes: { rniah: true, plad: true }, reproCommand: 'refract score --model fake-model', extras: { note: 'test' } });
+  evil = await runRefract({ backend, model: 'm<b>', candidate: 'ctk=q4,ctv=q4',
+    prompts: [EVIL, ...PROMPTS_V01.slice(0, 2)], nPredict: 24, chunks: 2, axes: { plad: true } });
 }, 60_000);
 
 describe('JSON report', () => {
@@ -40,8 +44,10 @@ describe('JSON report', () => {
     expect(typeof full.composite).toBe('number');
   });
   it('carries every field of the published reports, plus the v0.3.1 confidence guards', () => {
-    for (const ex of [example('example-report-clean-mistral24b.json'), example('example-report-degraded-qwen7b.json')]) {
-      const has = (ours: object, theirs: object) => expect(Object.keys(ours)).toEqual(expect.arrayContaining(Object.keys(theirs)));
+    for (const ex of [example('example-report-clean-mistral24b.json'),
+      example('example-report-degraded-qwen7b.json')]) {
+      const has = (ours: object,
+        theirs: object) => expect(Object.keys(ours)).toEqual(expect.arrayContaining(Object.keys(theirs)));
       has(full, Object.fromEntries(Object.entries(ex).filter(([k]) => k !== 'schema')));
       expect(Object.keys(full.composite_detail)).toEqual(Object.keys(ex.composite_detail));
       for (const axis of ['gtm', 'kld', 'rniah', 'plad'] as const) has(full.axes[axis]!, ex.axes[axis]!);
@@ -90,15 +96,19 @@ describe('text report', () => {
     expect(t).toContain('   median first divergence    : token 25.5\n');
     expect(t).toContain('   full match rate            :  53.3 %\n');
   });
-  it('rounds bars half to even like Python', () => expect([0.5, 1.5, 2.5, 20.5, 20.6].map(roundHalfEven)).toEqual([0, 2, 2, 20, 21]));
+  it('rounds bars half to even like Python',
+    () => expect([0.5, 1.5, 2.5, 20.5, 20.6].map(roundHalfEven)).toEqual([0, 2, 2, 20, 21]));
 });
 
 describe('wrap (Python textwrap)', () => {
   it('matches CPython output', () => {
     expect(wrap('Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.', 68, '   ', '   '))
-      .toEqual(['   Long-context retrieval degraded: candidate fails on prompts where', '   the fp16 reference still retrieves correctly. Inspect the', '   per-(length, position) cell breakdown to see where it breaks.']);
-    expect(wrap(`${'a'.repeat(78)}-${'b'.repeat(20)} ccc`, 30, '   ', '   ')).toEqual(['   ' + 'a'.repeat(27), '   ' + 'a'.repeat(27), '   ' + 'a'.repeat(24) + '-', '   ' + 'b'.repeat(20) + ' ccc']);
-    expect(wrap('xx well-known hyper-active self-x a-b  multi  space --dash-- e.g. x--y', 12)).toEqual(['xx well-', 'known hyper-', 'active', 'self-x a-b', 'multi  space', '--dash--', 'e.g. x--y']);
+      .toEqual(['   Long-context retrieval degraded: candidate fails on prompts where',
+        '   the fp16 reference still retrieves correctly. Inspect the', '   per-(length, position) cell breakdown to see where it breaks.']);
+    expect(wrap(`${'a'.repeat(78)}-${'b'.repeat(20)} ccc`, 30, '   ', '   ')).toEqual(['   ' + 'a'.repeat(27),
+      '   ' + 'a'.repeat(27), '   ' + 'a'.repeat(24) + '-', '   ' + 'b'.repeat(20) + ' ccc']);
+    expect(wrap('xx well-known hyper-active self-x a-b  multi  space --dash-- e.g. x--y', 12)).toEqual(['xx well-',
+      'known hyper-', 'active', 'self-x a-b', 'multi  space', '--dash--', 'e.g. x--y']);
   });
 });
 
@@ -116,7 +126,8 @@ describe('HTML report', () => {
     expect(html.startsWith('<!DOCTYPE html>\n<html')).toBe(true);
     expect(html).not.toMatch(/<script|<link|<img|<iframe|@import|url\((?!#)/i); // url(#clipN) is SVG-internal
     expect(html).not.toMatch(/(src|href)="/i);
-    for (const url of html.match(/https?:\/\/[^"\s<]+/g) ?? []) expect(url).toMatch(/^http:\/\/www\.w3\.org\//); // SVG namespaces only
+    // SVG namespaces only
+    for (const url of html.match(/https?:\/\/[^"\s<]+/g) ?? []) expect(url).toMatch(/^http:\/\/www\.w3\.org\//);
   });
   it('contains the plots as SVG: axes, divergence, per-position KL (2), R-NIAH, PLAD', () => {
     expect((html.match(/<svg /g) ?? []).length).toBe(6);
@@ -144,19 +155,22 @@ describe('HTML report', () => {
     expect(html).toMatch(box);
     for (const h of ['Model', 'Hardware', 'Environment']) expect(html).toContain(`<div class="run-card"><h3>${h}</h3>`);
     expect(html).toContain('<em>REFerence-anchored Robust Acid-test for Compressed Transformers</em>');
-    for (const a of ['Greedy Trajectory Match', 'KL Divergence at the Decoder', 'Retrieval Needle-In-A-Haystack', 'Perturbation-Locality Aware Drift']) expect(html).toContain(a);
+    for (const a of ['Greedy Trajectory Match', 'KL Divergence at the Decoder', 'Retrieval Needle-In-A-Haystack',
+      'Perturbation-Locality Aware Drift']) expect(html).toContain(a);
     expect(html).toContain('KL statistics (as llama-perplexity --kl-divergence)');
     expect(html).toContain(`<td>${full.axes.kld.kld_percentiles!['99.9'].toFixed(6)}</td>`);
   });
   it('low-confidence R-NIAH: headline score suppressed, warning box, n/a where the reference never retrieves; skipped axes n/a', async () => {
     const rn = full.axes.rniah!;
     const cells = [{ ...rn.cells[0], base_acc: 0, cand_acc: 0, degradation: 0 }, ...rn.cells.slice(1)];
-    const low = { ...full, axes: { ...full.axes, rniah: { ...rn, cells, confidence: 'low' as const, base_acc_avg: 0.1 } } };
+    const low = { ...full,
+      axes: { ...full.axes, rniah: { ...rn, cells, confidence: 'low' as const, base_acc_avg: 0.1 } } };
     const h = await renderHtmlReport(low);
     expect(h).toContain('<td>C R-NIAH</td><td>—</td><td>Low confidence</td>');
     expect(h).toContain('Low confidence: the score is a noise floor.');
     expect(h).toContain(`<td>${cells[0].length}</td><td>${cells[0].position.toFixed(2)}</td><td>1</td><td>n/a</td><td>n/a</td><td>n/a</td>`);
-    const skipped = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0', prompts: PROMPTS_V01.slice(0, 2), nPredict: 8, chunks: 2, skipGtm: true });
+    const skipped = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0',
+      prompts: PROMPTS_V01.slice(0, 2), nPredict: 8, chunks: 2, skipGtm: true });
     const hs = await renderHtmlReport(skipped);
     expect(hs).toContain('<td>A Trajectory (gtm)</td><td>n/a</td><td>Skipped</td>');
     expect(hs).toContain('<h2>Axis A: trajectory</h2><p>Skipped (not measured).</p>');
@@ -244,7 +258,8 @@ describe('compare and repeatability text', () => {
     expect(t).toContain('composite  : min=90.00  med=91.00  max=92.00  stdev=1.15  range=2.00');
     expect(t).toContain('  rniah     : no data');
     expect(t).toContain('⚠ NOISY    composite stdev 1.15 (1.0-3.0)');
-    expect(renderRepeatability([{ composite: 95, axes: {} }, { composite: 95, axes: {} }])).toContain('✓ HEALTHY  composite stdev 0.00 ≤ 1.0');
+    expect(renderRepeatability([{ composite: 95, axes: {} },
+      { composite: 95, axes: {} }])).toContain('✓ HEALTHY  composite stdev 0.00 ≤ 1.0');
     expect(renderRepeatability([{ composite: 80, axes: {} }, { composite: 95, axes: {} }])).toContain('✗ UNSTABLE');
   });
 });

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { scoreOptions } from '../../src/cli/refract-flags.ts';
 import { HrmBackend } from '../../src/refract/hrm-backend.ts';
-import { buildRniahPrompt, DEFAULT_QUESTION, defaultHaystack, runRniah, type Backend } from '../../src/refract/index.ts';
+import { buildRniahPrompt, DEFAULT_QUESTION, defaultHaystack, runRniah,
+  type Backend } from '../../src/refract/index.ts';
 import { InputError, UsageError } from '../../src/errors.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
@@ -25,7 +26,9 @@ describe('R-NIAH on the embedded model', { timeout: 1_500_000 }, () => {
     try {
       const backend = new HrmBackend(lm); // the default condition, as `refract score` runs it
       const haystack = await defaultHaystack();
-      const found = await runRniah(backend, { model: lm.name, reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q4_0,ctv=q4_0', haystack, lengths: [1024], positions: [0.1, 0.9], nPredict: 16 });
+      const found = await runRniah(backend,
+        { model: lm.name, reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q4_0,ctv=q4_0', haystack, lengths: [1024],
+        positions: [0.1, 0.9], nPredict: 16 });
       expect(found.password_keyword).toBe('APRICOT-7-BLUE');
       expect(found.skipped_cells).toEqual([]);
       expect(found.cells.map((c) => [c.length, c.position])).toEqual([[1024, 0.1], [1024, 0.9]]);
@@ -34,10 +37,13 @@ describe('R-NIAH on the embedded model', { timeout: 1_500_000 }, () => {
       const mean = found.cells.reduce((a, c) => a + c.degradation, 0) / found.cells.length;
       expect(found.score).toBeCloseTo(100 * (1 - mean), 12);
 
-      // About a 1024-token cell's haystack (2626 characters at this tokenizer's 2.77 a token), another code in the needle.
+      // About a 1024-token cell's haystack (2626 characters at this tokenizer's 2.77 a token), another code in the
+      // needle.
       const chunk = haystack.slice(0, 2600);
-      const { system, user } = buildRniahPrompt(chunk, 'Note: QUINCE-4-GRAY is the rare paint color featured in this article.', DEFAULT_QUESTION, 0.5);
-      const { text } = await backend.runCompletion({ model: lm.name, prompt: user, system, applyChatTemplate: true, nPredict: 16, ctx: 1024 + 48, seed: 0, kvConfig: 'ctk=f16,ctv=f16' });
+      const { system, user } = buildRniahPrompt(chunk,
+        'Note: QUINCE-4-GRAY is the rare paint color featured in this article.', DEFAULT_QUESTION, 0.5);
+      const { text } = await backend.runCompletion({ model: lm.name, prompt: user, system, applyChatTemplate: true,
+        nPredict: 16, ctx: 1024 + 48, seed: 0, kvConfig: 'ctk=f16,ctv=f16' });
       expect(text, 'an unseen code is read back').toContain('QUINCE-4-GRAY');
       expect(text, 'and the default one is not said instead').not.toContain('APRICOT');
     } finally {
@@ -47,11 +53,14 @@ describe('R-NIAH on the embedded model', { timeout: 1_500_000 }, () => {
 });
 
 describe('R-NIAH needle flags', () => {
-  it('--rniah-needle / --rniah-question / --rniah-keyword reach runRniah; an empty one is a usage error naming it', async () => {
-    const flags = { candidate: 'ctk=q4_0,ctv=q4_0', 'axis-rniah': true, 'rniah-needle': repeated('school'), 'rniah-question': 'The', 'rniah-keyword': 'school' };
+  it('--rniah-needle / --rniah-question / --rniah-keyword reach runRniah; an empty one is a usage error naming it',
+    async () => {
+    const flags = { candidate: 'ctk=q4_0,ctv=q4_0', 'axis-rniah': true, 'rniah-needle': repeated('school'),
+      'rniah-question': 'The', 'rniah-keyword': 'school' };
     const o = await scoreOptions('score', flags, 512);
     expect(o.axes!.rniah).toMatchObject({ needle: repeated('school'), question: 'The', needleKeyword: 'school' });
-    expect((await scoreOptions('score', { candidate: 'ctk=q4_0', 'axis-rniah': true }, 512)).axes!.rniah).toMatchObject({ needle: undefined, question: undefined, needleKeyword: undefined });
+    expect((await scoreOptions('score', { candidate: 'ctk=q4_0', 'axis-rniah': true },
+      512)).axes!.rniah).toMatchObject({ needle: undefined, question: undefined, needleKeyword: undefined });
     for (const f of ['rniah-needle', 'rniah-question', 'rniah-keyword']) {
       const bad = scoreOptions('score', { ...flags, [f]: ' ' }, 512);
       await expect(bad).rejects.toThrow(UsageError);
@@ -60,7 +69,11 @@ describe('R-NIAH needle flags', () => {
   });
   it('runRniah refuses an empty keyword (every answer would be a hit) before running anything', async () => {
     const none = {} as Backend; // no method is called
-    await expect(runRniah(none, { model: 'm', reference: 'ctk=f16', candidate: 'ctk=q4_0', haystack: 'x', needleKeyword: ' ' })).rejects.toThrow(InputError);
-    await expect(runRniah(none, { model: 'm', reference: 'ctk=f16', candidate: 'ctk=q4_0', haystack: 'x', needle: '...' })).rejects.toThrow(/needle keyword is empty/);
+    await expect(runRniah(none,
+      { model: 'm', reference: 'ctk=f16', candidate: 'ctk=q4_0', haystack: 'x',
+      needleKeyword: ' ' })).rejects.toThrow(InputError);
+    await expect(runRniah(none,
+      { model: 'm', reference: 'ctk=f16', candidate: 'ctk=q4_0', haystack: 'x',
+      needle: '...' })).rejects.toThrow(/needle keyword is empty/);
   });
 });

@@ -1,6 +1,7 @@
 // Composite, bands and repeatability: hand-computed cases (REFRACT score.py and its tests).
 import { describe, expect, it } from 'vitest';
-import { band, compositeScore, harmonicMean, MIN_FLOOR, repeatabilityBand, repeatabilityStats, spread } from '../../src/refract/score.ts';
+import { band, compositeScore, harmonicMean, MIN_FLOOR, repeatabilityBand, repeatabilityStats,
+  spread } from '../../src/refract/score.ts';
 
 describe('harmonicMean', () => {
   it('is 0 for no values', () => expect(harmonicMean([])).toBe(0));
@@ -17,7 +18,8 @@ describe('harmonicMean', () => {
 
 describe('band', () => {
   it.each([
-    [100, 'EXCELLENT'], [90, 'EXCELLENT'], [89.99, 'PASS'], [80, 'PASS'], [79.99, 'DEGRADED'], [60, 'DEGRADED'], [59.99, 'FAIL'], [0, 'FAIL'],
+    [100, 'EXCELLENT'], [90, 'EXCELLENT'], [89.99, 'PASS'], [80, 'PASS'], [79.99, 'DEGRADED'], [60,
+      'DEGRADED'], [59.99, 'FAIL'], [0, 'FAIL'],
   ] as const)('%d -> %s (lower bound inclusive)', (score, expected) => expect(band(score)).toBe(expected));
 });
 
@@ -47,18 +49,21 @@ describe('compositeScore', () => {
 
 describe('repeatability', () => {
   it('uses the sample stdev: [90, 92, 90, 92] -> 1.1547, NOISY', () => {
-    const st = repeatabilityStats([90, 92, 90, 92].map((composite) => ({ composite, axes: { gtm: { score: 90 }, kld: { score: 90 } } })));
+    const st = repeatabilityStats([90, 92, 90,
+      92].map((composite) => ({ composite, axes: { gtm: { score: 90 }, kld: { score: 90 } } })));
     expect(st.composite!.stdev).toBeCloseTo(Math.sqrt(4 / 3), 12);
     expect(st.band).toBe('NOISY');
     expect(st.axes.trajectory!.stdev).toBe(0);
     expect(st.axes.rniah).toBeNull();
   });
   it('bands: <= 1 HEALTHY, <= 3 NOISY, else UNSTABLE, null for one run', () => {
-    expect([repeatabilityBand(0), repeatabilityBand(1), repeatabilityBand(1.0001), repeatabilityBand(3), repeatabilityBand(3.01), repeatabilityBand(null)])
+    expect([repeatabilityBand(0), repeatabilityBand(1), repeatabilityBand(1.0001), repeatabilityBand(3),
+      repeatabilityBand(3.01), repeatabilityBand(null)])
       .toEqual(['HEALTHY', 'HEALTHY', 'NOISY', 'NOISY', 'UNSTABLE', null]);
   });
   it('spread: mean, median, min, max, range', () => {
-    expect(spread([3, 1, 2, 10])).toEqual({ n: 4, mean: 4, median: 2.5, min: 1, max: 10, stdev: Math.sqrt(((1) + 9 + 4 + 36) / 3), range: 9 });
+    expect(spread([3, 1, 2, 10])).toEqual({ n: 4, mean: 4, median: 2.5, min: 1, max: 10,
+      stdev: Math.sqrt(((1) + 9 + 4 + 36) / 3), range: 9 });
     expect(spread([5])!.stdev).toBeNull();
     expect(spread([])).toBeNull();
   });

@@ -5,7 +5,8 @@ import { loadModel } from '../../src/hrm/load.ts';
 import { generate } from '../../src/hrm/generate.ts';
 
 const gpu = await Gpu.create();
-const lm = await loadModel(dirFiles(new URL('../fixtures/hrm-text-brown-6m', import.meta.url).pathname), { gpu, dtype: 'f32' });
+const lm = await loadModel(dirFiles(new URL('../fixtures/hrm-text-brown-6m', import.meta.url).pathname),
+  { gpu, dtype: 'f32' });
 let text = '';
 let ids: number[] = [];
 for await (const ev of generate(lm, 'The jury said', { condition: 'noisy', maxTokens: 6 })) {

@@ -33,15 +33,18 @@ describe('runtimes', () => {
 
   it('Deno (wgpu) runs the smoke test', async () => {
     const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-smoke.ts'], { cwd: root, timeout: 110_000 });
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-smoke.ts'],
+      { cwd: root, timeout: 110_000 });
     check(JSON.parse(stdout.trim().split('\n').pop()!), 'deno');
   });
 
   it('Deno generates with the embedded model: the same greedy ids as MLX', async () => {
     const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-generate.ts'], { cwd: root, timeout: 110_000 });
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/runtimes/deno-generate.ts'],
+      { cwd: root, timeout: 110_000 });
     const r = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; ids: number[]; text: string };
-    const ref = JSON.parse(readFileSync(join(root, 'tests/fixtures/hrm-text-brown-6m/reference.json'), 'utf8')).prompts[0];
+    const ref = JSON.parse(readFileSync(join(root, 'tests/fixtures/hrm-text-brown-6m/reference.json'),
+      'utf8')).prompts[0];
     expect(r.runtime).toBe('deno');
     expect(ref.text).toBe('The jury said');
     expect(r.ids).toEqual(ref.f32_gen_ids.slice(0, 6));

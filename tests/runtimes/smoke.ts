@@ -1,4 +1,5 @@
-// The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU and returns a
+// The runtime smoke test: opens a device, runs an add and a row reduction (log-sum-exp), checks them against the CPU
+// and returns a
 // summary. Shared by the Deno run and the Chromium page, so all runtimes execute exactly the same code. Where the
 // device writes timestamps inside a pass (Chrome), the two kernels are also replayed as one pass timed between them.
 import { Gpu } from '../../src/kernels/gpu.ts';
@@ -41,7 +42,8 @@ export async function smoke(): Promise<SmokeResult> {
     }
   }
   const out = {
-    runtime: gpu.summary.runtime, adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features,
+    runtime: gpu.summary.runtime, adapter: gpu.summary.description ||
+      gpu.summary.vendor, features: gpu.summary.features,
     addMaxErr, sumMaxErr, n, inPass,
   };
   gpu.destroy();

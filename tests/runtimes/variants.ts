@@ -163,7 +163,8 @@ const unmade = Object.entries(SHADERS)
   .flatMap(([file, src]) => [...src.matchAll(/@compute\b[^{]*?\bfn\s+(\w+)/g)].map((m) => `${file}#${m[1]}`))
   .filter((e) => !made.has(e));
 console.log(JSON.stringify({
-  adapter: gpu.summary.description || gpu.summary.vendor, features: gpu.summary.features, created, unrolled: unrolled.size,
+  adapter: gpu.summary.description ||
+    gpu.summary.vendor, features: gpu.summary.features, created, unrolled: unrolled.size,
   failed: failed.sort(), unavailable: Object.fromEntries([...unavailable].sort()), unmade,
   traced: [...traced.keys()].sort(), traceMs, ms: Math.round(performance.now() - t0),
 }));

@@ -19,7 +19,8 @@ const { values: v } = parseArgs({ options: {
   set: { type: 'string', default: 'vulkan-angle' }, out: { type: 'string', default: '.' },
   'timeout-s': { type: 'string', default: '400' },
 } });
-if (!v.site || !v.models || !v.name || !v.ids) throw new Error('tjs-runner: --site, --models, --name and --ids are required');
+if (!v.site || !v.models || !v.name ||
+  !v.ids) throw new Error('tjs-runner: --site, --models, --name and --ids are required');
 const chromium = process.env.CHROMIUM_PATH;
 if (!chromium) throw new Error('tjs-runner: no CHROMIUM_PATH (source the Chrome kit\'s env.sh: bench/chrome-unpack.sh)');
 const set = FLAG_SETS.find((s) => s.name === v.set);
@@ -41,11 +42,13 @@ try {
       const r = await Promise.race([
         page.evaluate((o) => (window as unknown as { runGreedy: (x: unknown) => Promise<unknown> }).runGreedy(o),
           { model: v.name, dtype, ids: `/ids/${basename(v.ids)}`, n: Number(v.n) }),
-        new Promise((_, fail) => setTimeout(() => fail(new Error(`no result in ${Math.round(left / 1000)} s`)), Math.max(left, 1000))),
+        new Promise((_, fail) => setTimeout(() => fail(new Error(`no result in ${Math.round(left / 1000)} s`)),
+          Math.max(left, 1000))),
       ]);
       line = JSON.stringify({ ...(r as object), flags: set.name });
     } catch (e) {
-      line = JSON.stringify({ engine: 'transformers.js', dtype, error: (e as Error).message.split('\n')[0], flags: set.name });
+      line = JSON.stringify({ engine: 'transformers.js', dtype, error: (e as Error).message.split('\n')[0],
+        flags: set.name });
     }
     console.log(line.length > 600 ? line.slice(0, 600) + '...' : line);
     writeFileSync(`${v.out}/tjs-greedy-${dtype}.json`, line + '\n');

@@ -55,7 +55,8 @@ export async function greedy(T, o) {
     engine: 'transformers.js', model: o.model, dtype: o.dtype, device: o.device, mask: 'prefix',
     prompt_tokens: S, load_ms: Number(loadMs.toFixed(1)), prompt_ms: Number(r.prompt_ms.toFixed(3)),
     decode_tokens: r.ids.length - 1, decode_ms: Number(r.decode_ms.toFixed(3)),
-    warmup: { prompt_ms: Number(first.prompt_ms.toFixed(3)), decode_ms: Number(first.decode_ms.toFixed(3)), same_ids: same },
+    warmup: { prompt_ms: Number(first.prompt_ms.toFixed(3)), decode_ms: Number(first.decode_ms.toFixed(3)),
+      same_ids: same },
     ids: r.ids, top: tops.slice(),
   };
 }

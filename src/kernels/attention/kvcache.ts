@@ -54,8 +54,10 @@ export function takeV(gqkv: Tensor, opts: HeadsOptions): Tensor {
  */
 export function appendKV(gqkv: Tensor, k: FullKV, v: FullKV, opts: HeadsOptions): void {
   const layout = checkFullAppend('appendKV', gqkv, k, v, opts);
-  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset, true, opts);
-  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset, false, opts);
+  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.k * layout.heads * layout.dim }, k.data, opts.offset,
+    true, opts);
+  writeHeads('appendKV', gqkv, { ...layout, col0: BLOCK.v * layout.heads * layout.dim }, v.data, opts.offset,
+    false, opts);
 }
 
 /** Both sides of one cache slot. */
@@ -123,19 +125,23 @@ function appendSide(op: string, name: 'k' | 'v', side: KVSide, l: Layout, o: Hea
     checkCache(op, name, side, l, o.offset, o.round);
     return { mode: side.data.dtype === 'bf16' ? 1 : 0, data: side.data, bits: 0, cap: side.data.shape[1] };
   }
-  if (side.kind !== 'quant') throw new ShapeError(op, `${name} cache side is '${(side as { kind: string }).kind}'; expected 'full' or 'quant'`);
+  if (side.kind !== 'quant') throw new ShapeError(op,
+    `${name} cache side is '${(side as { kind: string }).kind}'; expected 'full' or 'quant'`);
   const cap = checkQuantKV(op, side, l.heads, l.dim);
   if (o.offset + l.seq > cap) {
-    throw new ShapeError(op, `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache '${side.q.label}' [${side.q.shape.join(', ')}]`);
+    throw new ShapeError(op,
+      `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache '${side.q.label}' [${side.q.shape.join(', ')}]`);
   }
   return { mode: 2, data: side.q, scales: side.scales, biases: side.biases, bits: side.bits, cap };
 }
 
 /** cache[h, offset + s, :] = src[h, s, :] for src f32 [H, S, D] (stored as bf16 rounding in a bf16 cache). */
-export function writeFull(src: Tensor, dst: FullKV, { offset, round = 'none' }: { offset: number; round?: Round }): void {
+export function writeFull(src: Tensor, dst: FullKV,
+  { offset, round = 'none' }: { offset: number; round?: Round }): void {
   const op = 'writeFull';
   if (src.dtype !== 'f32') throw new DTypeError(op, `src '${src.label}' is ${src.dtype}; expected f32`);
-  if (src.rank !== 3) throw new ShapeError(op, `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
+  if (src.rank !== 3) throw new ShapeError(op,
+    `src '${src.label}' is [${src.shape.join(', ')}]; expected [heads, S, headDim]`);
   const [heads, seq, dim] = src.shape;
   const layout: Layout = { seq, heads, dim, sStride: dim, hStride: seq * dim, col0: 0 };
   checkIndex(op, 'offset', offset);
@@ -156,7 +162,8 @@ function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: 
     throw new InputError(op, `heads ${heads} and headDim ${headDim} must be positive integers, headDim even`);
   }
   if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * headDim) {
-    throw new ShapeError(op, `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);
+    throw new ShapeError(op,
+      `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);
   }
   checkRopeArgs(op, base, 1, offset, offset + gqkv.shape[0]);
   return { seq: gqkv.shape[0], heads, dim: headDim, sStride: 4 * heads * headDim, hStride: headDim, col0: 0 };
@@ -164,19 +171,25 @@ function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: 
 
 function checkCache(op: string, name: string, side: FullKV, l: Layout, offset: number, round: Round | undefined): void {
   const t = side.data;
-  if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op, `${name} cache '${t.label}' is ${t.dtype}; expected f32 or bf16`);
+  if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op,
+    `${name} cache '${t.label}' is ${t.dtype}; expected f32 or bf16`);
   if (t.rank !== 3 || t.shape[0] !== l.heads || t.shape[2] !== l.dim) {
-    throw new ShapeError(op, `${name} cache '${t.label}' is [${t.shape.join(', ')}]; expected [${l.heads}, capacity, ${l.dim}]`);
+    throw new ShapeError(op,
+      `${name} cache '${t.label}' is [${t.shape.join(', ')}]; expected [${l.heads}, capacity, ${l.dim}]`);
   }
   if (offset + l.seq > t.shape[1]) {
-    throw new ShapeError(op, `writing positions ${offset}..${offset + l.seq} overflows ${name} cache '${t.label}' [${t.shape.join(', ')}]`);
+    throw new ShapeError(op,
+      `writing positions ${offset}..${offset + l.seq} overflows ${name} cache '${t.label}' [${t.shape.join(', ')}]`);
   }
   // Packed words hold two values of one position only when D is even.
-  if (t.dtype === 'bf16' && l.dim % 2 !== 0) throw new ShapeError(op, `a bf16 ${name} cache needs an even headDim, got ${l.dim}`);
-  if (t.dtype === 'bf16' && round === 'f16') throw new DTypeError(op, `round 'f16' with a bf16 ${name} cache would round twice`);
+  if (t.dtype === 'bf16' && l.dim % 2 !== 0) throw new ShapeError(op,
+    `a bf16 ${name} cache needs an even headDim, got ${l.dim}`);
+  if (t.dtype === 'bf16' && round === 'f16') throw new DTypeError(op,
+    `round 'f16' with a bf16 ${name} cache would round twice`);
 }
 
-function writeHeads(op: string, src: Tensor, l: Layout, dst: Tensor, pos0: number, rope: boolean, o: HeadsOptions): void {
+function writeHeads(op: string, src: Tensor, l: Layout, dst: Tensor, pos0: number, rope: boolean,
+  o: HeadsOptions): void {
   const bf16 = dst.dtype === 'bf16';
   const n = l.heads * l.seq * l.dim;
   (bf16 ? HEADS_BF16 : HEADS_F32).dispatch(src.gpu, {

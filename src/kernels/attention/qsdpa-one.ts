@@ -1,5 +1,6 @@
 // Attention for one query that sees every key of a quantized cache (decode): scores over key chunks, then the values
-// over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and validates its inputs; qsdpa.wgsl's passes are the reference.
+// over the same chunks, merged by the last chunk of a head to finish; see qsdpa_one.wgsl. qsdpa() selects it and
+// validates its inputs; qsdpa.wgsl's passes are the reference.
 // qsdpaOneAppend also appends the step's key and value first (qsdpa_one_append.wgsl), in place of rope_append.
 import { Kernel } from '../kernel.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -51,12 +52,14 @@ export function qsdpaOne(q: Tensor, k: QuantKV, v: QuantKV, out: Tensor, a: Qsdp
  * the offset + 1 cached keys, gated by gqkv's gate block: bit for bit ropeAppend then qsdpa (path 'one', gate
  * gqkv), one dispatch fewer. Null when qsdpa_one cannot take the slot (the caller composes the two).
  */
-export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV, o: HeadsOptions & { scale: number; reach?: number }): Tensor | null {
+export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV,
+  o: HeadsOptions & { scale: number; reach?: number }): Tensor | null {
   const { heads, dim } = checkQuantAppend('qsdpaOneAppend', gqkv, k, v, o);
   if (gqkv.shape[0] !== 1 || !qsdpaOneFits(dim) || k.q.shape[1] !== v.q.shape[1]) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('qsdpaOneAppend', `scale ${o.scale} must be finite`);
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'qsdpa.out');
-  const args = { heads, kvHeads: heads, kvLen: o.offset + 1, reach: o.reach, scale: o.scale, round: o.round ?? 'none', gate: gqkv, gated: true };
+  const args = { heads, kvHeads: heads, kvLen: o.offset + 1, reach: o.reach, scale: o.scale, round: o.round ?? 'none',
+    gate: gqkv, gated: true };
   dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, k, v, out, args);
   return out;
 }
@@ -87,12 +90,15 @@ function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, 
   const overrides = { HD: dim, BITS: k.bits, ROUND: round };
   const workgroups: [number, number] = [nChunks, a.heads];
   if (append) {
-    SCORES_APPEND.dispatch(gpu, { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms, overrides: { ...overrides, V_BITS: v.bits }, workgroups });
+    SCORES_APPEND.dispatch(gpu,
+      { bindings: { ...keys, src: append.src, vq: v.q, vs: v.scales, vb: v.biases }, uniforms,
+      overrides: { ...overrides, V_BITS: v.bits }, workgroups });
   } else {
     SCORES.dispatch(gpu, { bindings: { ...keys, q: (from as { q: Tensor }).q }, uniforms, overrides, workgroups });
   }
   OUT.dispatch(gpu, {
-    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate, done: counters(gpu, a.heads) }, uniforms,
+    bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, part, out, gate: a.gate,
+      done: counters(gpu, a.heads) }, uniforms,
     overrides: { HD: dim, BITS: v.bits, ROUND: round, SOFT: softmaxThreads(cap), GATE: a.gated ? 1 : 0 }, workgroups,
   });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.

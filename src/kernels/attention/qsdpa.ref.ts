@@ -37,7 +37,8 @@ export function qsdpaRef(q: ArrayLike<number>, kv: KvAccess, o: QsdpaRefOptions)
       const pr = Array.from(s, (x) => r(Math.exp(x - mx) / sum));
       for (let d = 0; d < dim; d++) {
         let acc = 0;
-        for (let j = 0; j < kvLen; j++) acc = seqOps ? r(acc + r(pr[j] * kv.vOp(kvh, j, d))) : acc + pr[j] * kv.v(kvh, j, d);
+        for (let j = 0; j < kvLen; j++) acc = seqOps ? r(acc + r(pr[j] * kv.vOp(kvh, j, d))) : acc +
+          pr[j] * kv.v(kvh, j, d);
         out[i * heads * dim + h * dim + d] = acc;
       }
     }
@@ -60,7 +61,8 @@ export function kvAccess(k: QuantSideRef, v: QuantSideRef, cap: number, dim: num
   const at = (side: QuantSideRef, h: number, j: number, d: number, ops: boolean) => {
     const row = h * cap + j, g = row * (dim / GROUP) + Math.floor(d / GROUP);
     const lv = unpackLevel(side.q, row * packedCols(dim, side.bits), d, side.bits);
-    return ops ? roundTo(round, roundTo(round, side.scales[g] * lv) + side.biases[g]) : lv * side.scales[g] + side.biases[g];
+    return ops ? roundTo(round, roundTo(round, side.scales[g] * lv) + side.biases[g]) : lv * side.scales[g] +
+      side.biases[g];
   };
   return {
     k: (h, j, d) => at(k, h, j, d, false), v: (h, j, d) => at(v, h, j, d, false),

@@ -67,13 +67,17 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const [heads, seq, dim] = q.shape;
   const kvHeads = k.q.rank === 3 ? k.q.shape[0] : 0;
   const cap = checkQuantKV(op, k, kvHeads, dim);
-  if (checkQuantKV(op, v, kvHeads, dim) !== cap) throw new ShapeError(op, `K and V caches differ in capacity ([${k.q.shape.join(', ')}] vs [${v.q.shape.join(', ')}])`);
+  if (checkQuantKV(op, v, kvHeads, dim) !== cap) throw new ShapeError(op,
+    `K and V caches differ in capacity ([${k.q.shape.join(', ')}] vs [${v.q.shape.join(', ')}])`);
   if (dim > 1024) throw new ShapeError(op, `head dim ${dim} is above the 1024 this kernel stages per query`);
-  if (!(kvHeads > 0 && heads % kvHeads === 0)) throw new ShapeError(op, `${heads} query heads is not a multiple of ${kvHeads} cache heads`);
+  if (!(kvHeads > 0 && heads % kvHeads === 0)) throw new ShapeError(op,
+    `${heads} query heads is not a multiple of ${kvHeads} cache heads`);
   const { kvLen, offset, mask, scale, round = 'none', accumulate = 'f32' } = opts;
-  if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op, `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
+  if (!(Number.isInteger(kvLen) && kvLen > 0 && kvLen <= cap)) throw new ShapeError(op,
+    `kvLen ${kvLen} must be in 1..${cap} (cache capacity)`);
   checkIndex(op, 'offset', offset);
-  if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op, `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
+  if (mask.kind !== 'none' && offset + seq > kvLen) throw new ShapeError(op,
+    `queries at ${offset}..${offset + seq} reach past kvLen ${kvLen}`);
   const gateStride = opts.gate ? checkGate(op, opts.gate, seq, heads * dim) : 0;
   const gpu = q.gpu;
   const maskT = maskBinding(op, gpu, mask, { seq, kvLen, offset });
@@ -84,7 +88,8 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const seesAll = seq === 1 && (mask.kind === 'none' || (mask.kind === 'causal' && offset + 1 === kvLen));
   const oneFits = seesAll && accumulate === 'f32' && qsdpaOneFits(dim);
   if (opts.path === 'one' && !oneFits) {
-    throw new ShapeError(op, `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
+    throw new ShapeError(op,
+      `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
   }
   if ((opts.path ?? (oneFits ? 'one' : 'passes')) === 'one') {
     qsdpaOne(q, k, v, out, { heads, kvHeads, kvLen, reach: opts.reach, scale, round, gate, gated: !!opts.gate });
@@ -96,7 +101,8 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   // Keys the structure is sized for: the capacity when decoding (position-independent), else kvLen.
   const span = seq <= DECODE_MAX_QUERIES ? cap : kvLen;
   const rows = Math.max(1, Math.min(seq, maxWg, opts.chunkRows ?? seq, Math.floor(budget / (heads * span * 4))));
-  if (heads * rows * span * 4 > gpu.maxBinding) throw new ShapeError(op, `one query over ${span} keys and ${heads} heads needs more score memory than one binding holds`);
+  if (heads * rows * span * 4 > gpu.maxBinding) throw new ShapeError(op,
+    `one query over ${span} keys and ${heads} heads needs more score memory than one binding holds`);
   const scores = Tensor.empty(gpu, [heads, rows, span], 'f32', 'qsdpa.scores');
   // Queries per thread: each key row (pass 1) and value column (pass 3) is decoded once for tq queries.
   const tq = seq === 1 ? 1 : Math.max(1, Math.min(8, Math.floor(1024 / dim)));
@@ -104,29 +110,35 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   // MLX's CPU order (accumulate 'dtype') is sequential: one chunk, one slice.
   const seqOrder = accumulate === 'dtype';
   const pvGroups = Math.ceil(dim / 64) * Math.ceil(rows / tq) * heads;
-  const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1, Math.min(Math.ceil(span / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
+  const splits = seqOrder || pvGroups >= SPLIT_BELOW ? 1 : Math.max(1,
+    Math.min(Math.ceil(span / 256), Math.ceil(SPLIT_BELOW / pvGroups)));
   const ks = seqOrder || Math.ceil(span / splits) < 256 ? 1 : 4;
-  const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : placeholder(gpu, 'qsdpa.no_part', 'f32');
+  const part = splits > 1 ? Tensor.empty(gpu, [splits, rows, heads * dim], 'f32', 'qsdpa.part') : placeholder(gpu,
+    'qsdpa.no_part', 'f32');
   const rc = roundCode('qsdpa', round);
   const gated = opts.gate ? 1 : 0;
   const common = { ROUND: rc, ACC: ACC_CODE[accumulate] };
   const softWg = softmaxThreads(span);
   for (let q0 = 0; q0 < seq; q0 += rows) {
     const n = Math.min(rows, seq - q0);
-    const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits, stride: span, gate_stride: gateStride, zero: 0 };
+    const uniforms = { seq, heads, kv_heads: kvHeads, kv_len: kvLen, cap, offset, q0, rows: n, dim, scale, splits,
+      stride: span, gate_stride: gateStride, zero: 0 };
     SCORES.dispatch(gpu, {
       bindings: { q, cq: k.q, cs: k.scales, cb: k.biases, mask: maskT, scores }, uniforms,
       overrides: { ...common, BITS: k.bits, MASK: MASK_CODE[mask.kind], TQ: tq, WG: 64 },
       workgroups: [Math.ceil(span / 64), heads, Math.ceil(n / tq)],
     });
-    SOFTMAX.dispatch(gpu, { bindings: { scores }, uniforms, overrides: { ROUND: rc, WG: softWg }, workgroups: [n, heads] });
+    SOFTMAX.dispatch(gpu,
+      { bindings: { scores }, uniforms, overrides: { ROUND: rc, WG: softWg }, workgroups: [n, heads] });
     PV.dispatch(gpu, {
       bindings: { cq: v.q, cs: v.scales, cb: v.biases, scores, out, part, gate }, uniforms,
       overrides: { ...common, BITS: v.bits, KS: ks, TQ: tq, GATE: gated },
       workgroups: [Math.ceil(dim / 64), Math.ceil(n / tq), heads * splits],
     });
     if (splits > 1) {
-      COMBINE.dispatch(gpu, { bindings: { part, out, gate }, uniforms, overrides: { ROUND: rc, WG: 64, GATE: gated }, workgroups: grid(gpu, n * heads * dim, 64) });
+      COMBINE.dispatch(gpu,
+        { bindings: { part, out, gate }, uniforms, overrides: { ROUND: rc, WG: 64, GATE: gated },
+        workgroups: grid(gpu, n * heads * dim, 64) });
     }
   }
   if (splits > 1) part.dispose();

@@ -67,14 +67,16 @@ export function tensorCoresFit(gpu: Gpu, a: CallShape): boolean {
 }
 
 /**
- * Before a device is used (plan/prepare.ts runs it, after the tensor-core matmul's own check): one causal call of 2 heads x 33 queries
+ * Before a device is used (plan/prepare.ts runs it, after the tensor-core matmul's own check): one causal call of 2
+ * heads x 33 queries
  * (head dim 64) on bf16 data must agree with the f32 products within 1 bf16 ulp + 2^-20 (the criterion of
  * testkit/kernels/sdpa-sgmat.check.ts); otherwise the f32 products stay the path on this device, with the reason.
  */
 export async function selfCheckAttentionTensorCores(gpu: Gpu): Promise<void> {
   if (attentionTensorCoresUnavailable(gpu) !== null) return;
   const H = 2, S = 33, D = 64;
-  const bf = (n: number, a: number, b: number) => Float32Array.from({ length: n }, (_, i) => ((i * a) % b - (b >> 1)) / 16);
+  const bf = (n: number, a: number, b: number) => Float32Array.from({ length: n },
+    (_, i) => ((i * a) % b - (b >> 1)) / 16);
   const q = Tensor.from(gpu, bf(H * S * D, 7, 23), [H, S, D], 'f32', 'attention.check.q');
   const k = Tensor.from(gpu, bf(H * S * D, 5, 19), [H, S, D], 'bf16', 'attention.check.k');
   const v = Tensor.from(gpu, bf(H * S * D, 3, 17), [H, S, D], 'bf16', 'attention.check.v');
@@ -91,7 +93,8 @@ export async function selfCheckAttentionTensorCores(gpu: Gpu): Promise<void> {
     sdpaMmF16(q, k, v, outs[1], args);
     const [want, got] = [await outs[0].read(), await outs[1].read()];
     const bad = want.findIndex((w, i) => !(Math.abs(got[i] - w) <= halfUlp(w, 'bf16') + 2 ** -20));
-    if (bad >= 0) gpu.state.set(SELF_CHECK, `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
+    if (bad >= 0) gpu.state.set(SELF_CHECK,
+      `failed its self-check on this device (output ${bad}: ${got[bad]} against the f32 path's ${want[bad]})`);
   } catch (e) {
     gpu.state.set(SELF_CHECK, `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`);
   } finally {
@@ -109,13 +112,16 @@ export function sdpaMm(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMm
   const vc = Tensor.empty(gpu, [H, kvp, D], 'f32', 'sdpa_mm.v');
   const s = Tensor.empty(gpu, [H, S, kvp], 'f32', 'sdpa_mm.s');
   const l = Tensor.empty(gpu, [H, S], 'f32', 'sdpa_mm.l');
-  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D };
+  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale,
+    gate_stride: a.gateStride, hd: D };
   const overrides = { KV_BF16: a.kvBf16 ? 1 : 0, MASK: MASK_CODE[a.mask.kind], ...a.store };
-  KV.dispatch(gpu, { bindings: { k: kd, v: vd, kc, vc }, uniforms, overrides, workgroups: grid(gpu, H * kvp * D, 256) });
+  KV.dispatch(gpu,
+    { bindings: { k: kd, v: vd, kc, vc }, uniforms, overrides, workgroups: grid(gpu, H * kvp * D, 256) });
   batchedMatmul(q, kc, s, { batch: H, M: S, N: kvp, K: D, layout: 'rows' });
   SOFTMAX.dispatch(gpu, { bindings: { s, l, mask: a.maskBuf }, uniforms, overrides, workgroups: [S, H] });
   batchedMatmul(s, vc, out, { batch: H, M: S, N: D, K: kvp, layout: 'cols', transposed: true });
-  FINISH.dispatch(gpu, { bindings: { l, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
+  FINISH.dispatch(gpu,
+    { bindings: { l, out, gate: a.gate }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   for (const t of [kc, vc, s, l]) t.dispose();
 }
@@ -127,7 +133,8 @@ export type F16Product = typeof batchedSgmat;
  * sdpaMm's products on the tensor cores (sdpa_mm_f16.wgsl): the same five dispatches, f16 operands. `product`
  * stands in for the tensor cores in tests on devices without them.
  */
-export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs, product: F16Product = batchedSgmat): void {
+export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: SdpaMmArgs,
+  product: F16Product = batchedSgmat): void {
   const gpu = q.gpu;
   const { heads: H, seq: S, dim: D, kvLen } = a;
   // Padded to the staged kernel's tiles: queries (M), keys and head dims (N), head dims as K (its block).
@@ -141,18 +148,24 @@ export function sdpaMmF16(q: Tensor, kd: Tensor, vd: Tensor, out: Tensor, a: Sdp
   const l = Tensor.empty(gpu, [H, sp], 'f32', 'sdpa_mm.l');
   // P V has few output tiles (a head's are Sp / 128 x Dn / 128) and a long K (2 kvp): split K so that its
   // workgroups fill the GPU (~264 staged workgroups on an H200), at least 2 blocks of 64 a slice.
-  const nsl = Math.max(1, Math.min(8, Math.ceil(264 / (H * (sp / T.M) * (dn / T.N))), Math.floor((2 * kvp) / (2 * T.kStep))));
+  const nsl = Math.max(1,
+    Math.min(8, Math.ceil(264 / (H * (sp / T.M) * (dn / T.N))), Math.floor((2 * kvp) / (2 * T.kStep))));
   const o = Tensor.empty(gpu, [H, nsl, sp, dn], 'f32', 'sdpa_mm.o');
   const ex = Tensor.empty(gpu, [H * (sp + kvp + dn)], 'i32', 'sdpa_mm.row_scales');
   const qkvGroups = Math.ceil((H * (sp + kvp)) / QKV.RPW) + (H * dn) / QKV.VD;
   const { flag, epoch } = sgmatCallFlag(gpu);
-  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale, gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch, nsl };
+  const uniforms = { seq: S, heads: H, kv_len: kvLen, kvp, cap: kd.shape[1], offset: a.offset, scale: a.scale,
+    gate_stride: a.gateStride, hd: D, sp, dk, dn, epoch, nsl };
   const overrides = { KV_BF16: 1, MASK: MASK_CODE[a.mask.kind], ...a.store };
-  QKV_F16.dispatch(gpu, { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, qkvGroups, 1) });
+  QKV_F16.dispatch(gpu,
+    { bindings: { q, k: kd, v: vd, qh, kh, vt, flag, ex }, uniforms, overrides, workgroups: grid(gpu, qkvGroups, 1) });
   product(qh, kh, s, { batch: H, Mp: sp, Np: kvp, Kp: dk, slices: 1 }, 'sdpa_mm.qk_sgmat');
-  SOFTMAX_F16.dispatch(gpu, { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf, ex }, uniforms, overrides, workgroups: [S, H] });
+  SOFTMAX_F16.dispatch(gpu,
+    { bindings: { q, k: kd, flag, s, ph, l, mask: a.maskBuf, ex }, uniforms, overrides, workgroups: [S, H] });
   product(ph, vt, o, { batch: H, Mp: sp, Np: dn, Kp: 2 * kvp, slices: nsl }, 'sdpa_mm.pv_sgmat');
-  FINISH_F16.dispatch(gpu, { bindings: { v: vd, flag, s, l, o, out, gate: a.gate, ex }, uniforms, overrides, workgroups: grid(gpu, S * H * D, 256) });
+  FINISH_F16.dispatch(gpu,
+    { bindings: { v: vd, flag, s, l, o, out, gate: a.gate, ex }, uniforms, overrides,
+    workgroups: grid(gpu, S * H * D, 256) });
   // Recorded dispatches keep reading them in order; the pool may hand them out again.
   for (const t of [qh, kh, vt, s, ph, l, o, ex]) t.dispose();
 }

@@ -43,15 +43,18 @@ export function oneShape(dim: number, bf16: boolean): boolean {
  * one dispatch fewer (with `merge: 'fold'`, the default unless the Gpu's policy says otherwise: one dispatch in
  * all). Null when sdpa_one cannot take the slot (the caller composes the two).
  */
-export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV, o: HeadsOptions & { scale: number; merge?: DecodeMerge; reach?: number }): Tensor | null {
+export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV,
+  o: HeadsOptions & { scale: number; merge?: DecodeMerge; reach?: number }): Tensor | null {
   const { heads, dim } = checkFullAppend('appendAttendOne', gqkv, k, v, o);
   const kd = k.data, vd = v.data, bf16 = kd.dtype === 'bf16';
-  if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] || kd.offset % 16 || vd.offset % 16) return null;
+  if (gqkv.shape[0] !== 1 || !oneShape(dim, bf16) || kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1] ||
+    kd.offset % 16 || vd.offset % 16) return null;
   if (!Number.isFinite(o.scale)) throw new InputError('appendAttendOne', `scale ${o.scale} must be finite`);
   const merge = mergeFor(gqkv.gpu, 'appendAttendOne', o.merge);
   const out = Tensor.empty(gqkv.gpu, [1, heads * dim], 'f32', 'sdpa.out');
   const store = { ROUND: roundCode('sdpa', o.round), GATE: 1 };
-  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv, { kvLen: o.offset + 1, reach: o.reach, scale: o.scale, gateStride: gqkv.shape[1], store, merge });
+  dispatchOne({ src: gqkv, width: heads * dim, log2Base: Math.log2(o.base) }, kd, vd, out, gqkv,
+    { kvLen: o.offset + 1, reach: o.reach, scale: o.scale, gateStride: gqkv.shape[1], store, merge });
   return out;
 }
 
@@ -71,7 +74,8 @@ interface OneArgs {
  * within its reach; the merge's order over the chunks holding keys depends on kvLen alone (one_merge.inc.wgsl),
  * and `slots` only places each head's results, so every reach gives the same bits.
  */
-export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor, a: OneArgs): void {
+export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: Tensor, out: Tensor, gate: Tensor,
+  a: OneArgs): void {
   const append = 'src' in from ? from : null;
   const gpu = kd.gpu;
   const [heads, cap, dim] = kd.shape;
@@ -79,7 +83,8 @@ export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: T
   const slots = padTo(nChunks, SLOT_ALIGN);
   const partO = Tensor.empty(gpu, [heads, slots, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'sdpa.part_ml');
-  const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, slots, gate_stride: a.gateStride, width: append?.width ?? 0, log2_base: append?.log2Base ?? 0 };
+  const uniforms = { kv_len: a.kvLen, cap, scale: a.scale, slots, gate_stride: a.gateStride, width: append?.width ?? 0,
+    log2_base: append?.log2Base ?? 0 };
   const bf16 = kd.dtype === 'bf16';
   // The split's 16-byte units per thread (one_split.inc.wgsl's UPT): a row's units over 8 threads a key.
   const overrides = { HD: dim, KV_BF16: bf16 ? 1 : 0, UPT: Math.max(1, dim / (bf16 ? 8 : 4) / 8), ...a.store };
@@ -89,8 +94,10 @@ export function dispatchOne(from: { q: Tensor } | AppendedRow, kd: Tensor, vd: T
     const bindings = { ...parts, ...query, out, gate, done: counters(gpu, heads) };
     (append ? FOLD_APPEND : FOLD).dispatch(gpu, { bindings, uniforms, overrides, workgroups: [nChunks, heads] });
   } else {
-    (append ? SPLIT_APPEND : SPLIT).dispatch(gpu, { bindings: { ...parts, ...query }, uniforms, overrides, workgroups: [nChunks, heads] });
-    MERGE.dispatch(gpu, { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
+    (append ? SPLIT_APPEND : SPLIT).dispatch(gpu,
+      { bindings: { ...parts, ...query }, uniforms, overrides, workgroups: [nChunks, heads] });
+    MERGE.dispatch(gpu,
+      { bindings: { part_o: partO, part_ml: partMl, out, gate }, uniforms, overrides, workgroups: heads });
   }
   partO.dispose();
   partMl.dispose();

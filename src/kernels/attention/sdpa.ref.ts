@@ -24,7 +24,8 @@ export interface SdpaRefOptions { heads: number; seq: number; dim: number; cap: 
  * out[s, h*D + d] = sum_j softmax_j(scale * q[h,s] . k[h,j]) v[h,j,d] over visible keys j < kvLen; 0 for a query that
  * sees no key. q [H, S, D]; k, v [H, cap, D]; out [S, H*D].
  */
-export function sdpaRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>, o: SdpaRefOptions): Float64Array {
+export function sdpaRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>,
+  o: SdpaRefOptions): Float64Array {
   const { heads: H, seq: S, dim: D, cap, kvLen } = o;
   const out = new Float64Array(S * H * D);
   const scores = new Float64Array(kvLen);
@@ -54,7 +55,8 @@ export function sdpaRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike
  * The [H, S, D] head-major copy of column block `block` (0 gate, 1 q, 2 k, 3 v) of gqkv [S, 4*H*D], with RoPE at
  * positions offset + s when `rope` (angle as rope.ref.ts forms it).
  */
-export function headsRef(gqkv: ArrayLike<number>, o: { heads: number; headDim: number; seq: number; block: number; rope: boolean; base: number; offset: number }): Float64Array {
+export function headsRef(gqkv: ArrayLike<number>,
+  o: { heads: number; headDim: number; seq: number; block: number; rope: boolean; base: number; offset: number }): Float64Array {
   const { heads: H, headDim: D, seq: S } = o;
   const half = D / 2;
   const out = new Float64Array(H * S * D);
@@ -66,7 +68,8 @@ export function headsRef(gqkv: ArrayLike<number>, o: { heads: number; headDim: n
         if (o.rope) {
           const i = d % half;
           const t = ropeAngleRef(i, half, o.offset + s, o.base);
-          y = d < half ? gqkv[row + d] * Math.cos(t) - gqkv[row + d + half] * Math.sin(t) : gqkv[row + i] * Math.sin(t) + gqkv[row + d] * Math.cos(t);
+          y = d < half ? gqkv[row + d] * Math.cos(t) - gqkv[row + d + half] * Math.sin(t) : gqkv[row +
+            i] * Math.sin(t) + gqkv[row + d] * Math.cos(t);
         }
         out[(h * S + s) * D + d] = y;
       }

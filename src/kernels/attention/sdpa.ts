@@ -78,7 +78,8 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
 
   if (path === 'one') {
     // A causal single query at position offset sees keys 0..offset = all kvLen of them, as with no mask.
-    dispatchOne({ q }, kd, vd, out, gate, { kvLen: opts.kvLen, reach: opts.reach, scale: opts.scale, gateStride, store, merge });
+    dispatchOne({ q }, kd, vd, out, gate,
+      { kvLen: opts.kvLen, reach: opts.reach, scale: opts.scale, gateStride, store, merge });
     return out;
   }
 
@@ -94,13 +95,15 @@ export function sdpa(q: Tensor, k: KVSide, v: KVSide, opts: SdpaOptions): Tensor
     return out;
   }
   const nChunks = opts.chunks ?? defaultChunks(cap, heads * seq);
-  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new InputError('sdpa', `decode chunks ${nChunks} must be a positive integer`);
+  if (!(Number.isInteger(nChunks) && nChunks > 0)) throw new InputError('sdpa',
+    `decode chunks ${nChunks} must be a positive integer`);
   const partO = Tensor.empty(gpu, [seq, heads, nChunks, dim], 'f32', 'sdpa.part_o');
   const partMl = Tensor.empty(gpu, [seq, heads, nChunks, 2], 'f32', 'sdpa.part_ml');
   const uniforms = { ...base, n_chunks: nChunks };
   SPLIT.dispatch(gpu, {
     bindings: { q, k: kd, v: vd, mask, part_o: partO, part_ml: partMl },
-    uniforms, overrides: { ...common, WG: DECODE_WG, PARTS: opts.parts ?? [8, 4, 2, 1].find((n) => dim % n === 0)! }, workgroups: [nChunks, heads, seq],
+    uniforms, overrides: { ...common, WG: DECODE_WG,
+      PARTS: opts.parts ?? [8, 4, 2, 1].find((n) => dim % n === 0)! }, workgroups: [nChunks, heads, seq],
   });
   COMBINE.dispatch(gpu, {
     bindings: { part_o: partO, part_ml: partMl, out, gate },
@@ -122,21 +125,26 @@ function defaultChunks(cap: number, pairs: number): number {
   return Math.max(1, Math.ceil(cap / chunk));
 }
 
-function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number } {
+function validate(q: Tensor, k: KVSide, v: KVSide,
+  o: SdpaOptions): { heads: number; seq: number; dim: number; kvBf16: boolean; gateStride: number } {
   const op = 'sdpa';
   if (q.dtype !== 'f32') throw new DTypeError(op, `q '${q.label}' is ${q.dtype}; expected f32`);
   if (q.rank !== 3) throw new ShapeError(op, `q '${q.label}' is [${q.shape.join(', ')}]; expected [heads, S, headDim]`);
   const [heads, seq, dim] = q.shape;
-  if (k.kind !== 'full' || v.kind !== 'full') throw new DTypeError(op, `K/V are ${k.kind}/${v.kind}; sdpa reads full-precision caches (quantized caches have their own kernel)`);
+  if (k.kind !== 'full' || v.kind !== 'full') throw new DTypeError(op,
+    `K/V are ${k.kind}/${v.kind}; sdpa reads full-precision caches (quantized caches have their own kernel)`);
   const kd = k.data, vd = v.data;
   for (const [name, t] of [['k', kd], ['v', vd]] as const) {
-    if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op, `${name} '${t.label}' is ${t.dtype}; expected f32 or bf16`);
+    if (t.dtype !== 'f32' && t.dtype !== 'bf16') throw new DTypeError(op,
+      `${name} '${t.label}' is ${t.dtype}; expected f32 or bf16`);
     if (t.rank !== 3 || t.shape[0] !== heads || t.shape[2] !== dim) {
-      throw new ShapeError(op, `${name} '${t.label}' is [${t.shape.join(', ')}]; q [${q.shape.join(', ')}] needs [${heads}, capacity, ${dim}]`);
+      throw new ShapeError(op,
+        `${name} '${t.label}' is [${t.shape.join(', ')}]; q [${q.shape.join(', ')}] needs [${heads}, capacity, ${dim}]`);
     }
   }
   if (kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1]) {
-    throw new DTypeError(op, `k [${kd.shape.join(', ')}] ${kd.dtype} and v [${vd.shape.join(', ')}] ${vd.dtype} must share dtype and capacity`);
+    throw new DTypeError(op,
+      `k [${kd.shape.join(', ')}] ${kd.dtype} and v [${vd.shape.join(', ')}] ${vd.dtype} must share dtype and capacity`);
   }
   if (dim === 0 || dim > 256) throw new ShapeError(op, `headDim ${dim} must be in 1..256`);
   if (!Number.isInteger(o.kvLen) || o.kvLen < 0 || o.kvLen > kd.shape[1]) {
@@ -144,7 +152,8 @@ function validate(q: Tensor, k: KVSide, v: KVSide, o: SdpaOptions): { heads: num
   }
   checkIndex(op, 'offset', o.offset);
   if (!Number.isFinite(o.scale)) throw new InputError(op, `scale ${o.scale} must be finite`);
-  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16', gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
+  return { heads, seq, dim, kvBf16: kd.dtype === 'bf16',
+    gateStride: o.gate ? checkGate(op, o.gate, seq, heads * dim) : 0 };
 }
 
 /** Validates an attention gate (f32 rows of S, the gate block in the first `width` columns); returns its row stride. */
@@ -152,7 +161,8 @@ export function checkGate(op: string, gate: Tensor, seq: number, width: number):
   if (gate.dtype !== 'f32') throw new DTypeError(op, `gate '${gate.label}' is ${gate.dtype}; expected f32`);
   const stride = gate.rank ? gate.shape[gate.rank - 1] : 0;
   if (gate.rank !== 2 || gate.shape[0] !== seq || stride < width) {
-    throw new ShapeError(op, `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] (S rows holding the H*D gate columns first)`);
+    throw new ShapeError(op,
+      `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] (S rows holding the H*D gate columns first)`);
   }
   return stride;
 }

@@ -20,7 +20,8 @@ export function counters(gpu: Gpu, n: number): BufferView {
   let b = held.at(-1);
   if (!b || b.size < 4 * n) {
     const count = Math.max(MIN_COUNTERS, 2 * n);
-    b = gpu.device.createBuffer({ size: 4 * count, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, label: 'counters' });
+    b = gpu.device.createBuffer({ size: 4 * count, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+      label: 'counters' });
     held.push(b);
   }
   return { buffer: b, offset: 0, size: b.size };

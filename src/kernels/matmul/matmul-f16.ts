@@ -14,8 +14,10 @@ import { preferGemv } from '../plan/matmul.ts';
 
 const FILE = 'matmul/matmul_f16.wgsl';
 const KERNELS = {
-  f32: { vec4: new Kernel(FILE, 'gemv_vec4_to_f32'), word: new Kernel(FILE, 'gemv_word_to_f32'), tiled: new Kernel(FILE, 'tiled_to_f32') },
-  f16: { vec4: new Kernel(FILE, 'gemv_vec4_to_f16'), word: new Kernel(FILE, 'gemv_word_to_f16'), tiled: new Kernel(FILE, 'tiled_to_f16') },
+  f32: { vec4: new Kernel(FILE, 'gemv_vec4_to_f32'), word: new Kernel(FILE, 'gemv_word_to_f32'),
+    tiled: new Kernel(FILE, 'tiled_to_f32') },
+  f16: { vec4: new Kernel(FILE, 'gemv_vec4_to_f16'), word: new Kernel(FILE, 'gemv_word_to_f16'),
+    tiled: new Kernel(FILE, 'tiled_to_f16') },
 };
 const GEMV = { WG: 32, ROWS: 2 };
 
@@ -39,9 +41,11 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
   const K = x.shape[x.rank - 1];
   const N = validateLinear('matmulF16', x, chunks, K, 'f16', 'f32 activations: use matmul');
   const outDtype = opts.out ?? 'f16';
-  if (outDtype !== 'f16' && outDtype !== 'f32') throw new DTypeError('matmulF16', `unknown out ${JSON.stringify(opts.out)}; use 'f16' or 'f32'`);
+  if (outDtype !== 'f16' && outDtype !== 'f32') throw new DTypeError('matmulF16',
+    `unknown out ${JSON.stringify(opts.out)}; use 'f16' or 'f32'`);
   const round = roundCode('matmulF16', opts.round);
-  if (outDtype === 'f16' && opts.round === 'bf16') throw new DTypeError('matmulF16', `round 'bf16' cannot be stored in an f16 output; use out: 'f32'`);
+  if (outDtype === 'f16' && opts.round === 'bf16') throw new DTypeError('matmulF16',
+    `round 'bf16' cannot be stored in an f16 output; use out: 'f32'`);
   const gpu = x.gpu;
   if (!gpu.f16) {
     throw new FeatureError('matmulF16', `x ${shapeOf(x)}: this device has no shader-f16 (adapter ${describe(gpu)}); ` +
@@ -64,9 +68,12 @@ export function matmulF16(x: Tensor, w: Tensor | readonly Tensor[], opts: Matmul
       const overrides = { WDT, ...rounding, WG: GEMV.WG, ROWS: GEMV.ROWS, MB };
       const workgroups: [number, number, number] = [gx, gy, Math.ceil(M / MB)];
       if (wideRows(x, c, K)) {
-        kernels.vec4.dispatch(gpu, { bindings: { x4: x, w4: c, [binding]: out }, uniforms, overrides, workgroups, label: 'matmulF16.gemv_vec4' });
+        kernels.vec4.dispatch(gpu,
+          { bindings: { x4: x, w4: c, [binding]: out }, uniforms, overrides, workgroups,
+          label: 'matmulF16.gemv_vec4' });
       } else {
-        kernels.word.dispatch(gpu, { bindings: { x, w: c, [binding]: out }, uniforms, overrides, workgroups, label: 'matmulF16.gemv_word' });
+        kernels.word.dispatch(gpu,
+          { bindings: { x, w: c, [binding]: out }, uniforms, overrides, workgroups, label: 'matmulF16.gemv_word' });
       }
     } else {
       kernels.tiled.dispatch(gpu, {

@@ -7,7 +7,8 @@ import { rmsNormRef } from '../rmsnorm/rmsnorm.ref.ts';
  * out[m, n] = round(sum_k x[m, k] * w[n, k]) with x [M, K], w [N, K] row-major; the sum in float64, then
  * rounded to f32 and (round 'bf16' / 'f16') to that dtype, as the kernel's single output rounding.
  */
-export function matmulRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number, round: Round = 'none'): Float64Array {
+export function matmulRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number,
+  round: Round = 'none'): Float64Array {
   const out = new Float64Array(M * N);
   for (let m = 0; m < M; m++) {
     for (let n = 0; n < N; n++) {
@@ -20,7 +21,8 @@ export function matmulRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number,
 }
 
 /** sum_k |x[m, k] * w[n, k]|: scales the rounding-error bound of an f32 dot product. */
-export function matmulAbsRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number): Float64Array {
+export function matmulAbsRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number,
+  K: number): Float64Array {
   const out = new Float64Array(M * N);
   for (let m = 0; m < M; m++) {
     for (let n = 0; n < N; n++) {
@@ -43,7 +45,8 @@ export interface FusedRefOptions {
 }
 
 /** matmul with its fusions (matmul.ts MatmulOptions), composed from the float64 references of each op. */
-export function matmulFusedRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number, o: FusedRefOptions = {}): Float64Array {
+export function matmulFusedRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number,
+  o: FusedRefOptions = {}): Float64Array {
   const round = o.round ?? 'none';
   const xn = o.norm === undefined ? x : rmsNormRef(x, K, o.norm).map((v) => roundAs(round, v));
   const y = matmulRef(xn, w, M, N, K, round);

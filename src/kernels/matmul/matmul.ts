@@ -42,7 +42,8 @@ export interface MatmulOptions {
   norm?: { eps: number };
   /**
    * w is [2I, K], gate rows then up rows (HRM's gate_up_proj), and the output [..., I] is siluMul(x @ W^T) bit for
-   * bit. Fused into the matrix-vector kernels and the output pass of path 'sgmat' for a single weight tensor; row-chunked
+   * bit. Fused into the matrix-vector kernels and the output pass of path 'sgmat' for a single weight tensor;
+   * row-chunked
    * weights and the tiled path run matmul then siluMul. Not combinable with `accumulate`.
    */
   swiglu?: boolean;
@@ -81,14 +82,17 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
   if (opts.swiglu && (chunks.length > 1 || path === 'tiled' || split)) {
     // Gate row i and up row I + i may sit in different chunks; tiles hold runs of consecutive rows. Path 'sgmat'
     // fuses it into its output pass for a chunk it takes in one product (every output there reads the whole one).
-    const gu = matmul(x, chunks, { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat, transientWeights: opts.transientWeights });
+    const gu = matmul(x, chunks,
+      { round: opts.round, path, norm: opts.norm, gemv: opts.gemv, sgmat: opts.sgmat,
+      transientWeights: opts.transientWeights });
     const out = siluMul(gu, { round: opts.round });
     gu.dispose();
     return out;
   }
   // Prefill is compute-bound: one rmsNorm dispatch costs little next to the tiled matmul. On CPU drivers (rows) a
   // thread per output would redo its row's norm for every output: the separate dispatch is cheaper there too.
-  const xin = opts.norm && (path === 'tiled' || path === 'rows' || path === 'sgmat') ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
+  const xin = opts.norm && (path === 'tiled' || path === 'rows' || path === 'sgmat') ? rmsNorm(x,
+    { eps: opts.norm.eps, round: opts.round }) : x;
   const out = opts.accumulate ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'matmul.out');
   const fuse = { NORM: opts.norm && xin === x ? 1 : 0, SWIGLU: opts.swiglu ? 1 : 0, ACC: opts.accumulate ? 1 : 0 };
   const eps = opts.norm?.eps ?? 0;
@@ -104,12 +108,16 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
     const WDT = DTYPE_CODE[c.dtype as keyof typeof DTYPE_CODE];
     if (path === 'rows') {
       const [gx, gy] = grid(gpu, opts.swiglu ? c.shape[0] / 2 : c.shape[0], 64);
-      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul', `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
+      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError('matmul',
+        `x ${shapeOf(x)}: ${M} rows exceed the per-dispatch limit of the rows path`);
       const overrides = { WDT, ROUND: round, WG: 64, ...fuse };
-      if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu, { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
-      else GEMV_ROWS.dispatch(gpu, { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
+      if (wideRows(xin, c, K)) GEMV_ROWS4.dispatch(gpu,
+        { bindings: { x4: xin, w4: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows4' });
+      else GEMV_ROWS.dispatch(gpu,
+        { bindings: { x: xin, w: c, out }, uniforms, overrides, workgroups: [gx, gy, M], label: 'matmul.rows' });
     } else if (path === 'gemv') {
-      const call = { N: c.shape[0], K, M, dtype: c.dtype, wide: wideRows(x, c, K), norm: fuse.NORM === 1, swiglu: fuse.SWIGLU === 1 };
+      const call = { N: c.shape[0], K, M, dtype: c.dtype, wide: wideRows(x, c, K), norm: fuse.NORM === 1,
+        swiglu: fuse.SWIGLU === 1 };
       const plan = opts.gemv ? { shape: opts.gemv, forced: true } : { shape: denseGemvShape(gpu, call), forced: false };
       dispatchGemv(gpu, x, c, out, uniforms, { WDT, ROUND: round, ...fuse }, plan);
     }
@@ -131,17 +139,20 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
  * x f32 [batch, M, K], w [batch, N, K] (f32 or bf16; [batch, K, N] with `transposed`: x_z @ w_z), out f32: product z
  * in rows z*M.. of [batch * M, N] ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's.
  */
-export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor, o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean; round?: Round }): void {
+export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor,
+  o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean; round?: Round }): void {
   TILED.dispatch(x.gpu, {
     bindings: { x, w, out }, label: 'matmul.tiled_batched',
     uniforms: { M: o.M, N: o.N, K: o.K, ldo: o.layout === 'rows' ? o.N : o.batch * o.N, col0: 0, eps: 0 },
-    overrides: { WDT: DTYPE_CODE[w.dtype as keyof typeof DTYPE_CODE], ROUND: roundCode('matmul', o.round), ACC: 0, ...TILE, BATCH: o.layout === 'rows' ? 1 : 2, WT: o.transposed ? 1 : 0 },
+    overrides: { WDT: DTYPE_CODE[w.dtype as keyof typeof DTYPE_CODE], ROUND: roundCode('matmul', o.round), ACC: 0,
+      ...TILE, BATCH: o.layout === 'rows' ? 1 : 2, WT: o.transposed ? 1 : 0 },
     workgroups: [Math.ceil(o.N / BN), Math.ceil(o.M / BM), o.batch],
   });
 }
 
 function checkPath(x: Tensor, chunks: readonly Tensor[], path: string, round?: Round): MatmulPath {
-  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError('matmul', `unknown path ${JSON.stringify(path)}; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
+  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError('matmul',
+    `unknown path ${JSON.stringify(path)}; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
   if (path === 'sgmat') requireSgmat(x, chunks[0], round);
   return path as MatmulPath;
 }
@@ -189,20 +200,25 @@ function weightLabel(chunks: readonly Tensor[]): string {
  * messages; N = its rows): one check for every linear kernel (matmul, qlinear). Returns the output's last axis.
  */
 export function validateFusions(op: string, x: Tensor, weight: string, N: number, o: MatmulOptions): number {
-  if (o.norm && !(o.norm.eps >= 0 && Number.isFinite(o.norm.eps))) throw new InputError(op, `norm.eps ${o.norm.eps} must be a finite number >= 0`);
+  if (o.norm && !(o.norm.eps >= 0 && Number.isFinite(o.norm.eps))) throw new InputError(op,
+    `norm.eps ${o.norm.eps} must be a finite number >= 0`);
   if (o.swiglu && o.accumulate) {
     throw new InputError(op, `swiglu and accumulate cannot be combined (x ${shapeOf(x)}); add the residual with add()`);
   }
-  if (o.swiglu && N % 2) throw new ShapeError(op, `swiglu: ${weight} has ${N} rows; it must be [2I, K], gate rows then up rows`);
+  if (o.swiglu && N % 2) throw new ShapeError(op,
+    `swiglu: ${weight} has ${N} rows; it must be [2I, K], gate rows then up rows`);
   const cols = o.swiglu ? N / 2 : N;
   const a = o.accumulate;
   if (a) {
     const want = [...x.shape.slice(0, -1), cols];
-    if (a.dtype !== 'f32') throw new DTypeError(op, `accumulate ${shapeOf(a)} must be f32 (the residual of x ${shapeOf(x)} @ ${weight}^T)`);
+    if (a.dtype !== 'f32') throw new DTypeError(op,
+      `accumulate ${shapeOf(a)} must be f32 (the residual of x ${shapeOf(x)} @ ${weight}^T)`);
     if (a.shape.join() !== want.join()) {
-      throw new ShapeError(op, `accumulate ${shapeOf(a)} must be [${want.join(', ')}], the output of x ${shapeOf(x)} @ ${weight}^T`);
+      throw new ShapeError(op,
+        `accumulate ${shapeOf(a)} must be [${want.join(', ')}], the output of x ${shapeOf(x)} @ ${weight}^T`);
     }
-    if (a.gpu !== x.gpu) throw new ShapeError(op, `accumulate ${shapeOf(a)} lives on another device than x ${shapeOf(x)}`);
+    if (a.gpu !== x.gpu) throw new ShapeError(op,
+      `accumulate ${shapeOf(a)} lives on another device than x ${shapeOf(x)}`);
     if (a.buffer === x.buffer && a.offset < x.offset + x.byteLength && x.offset < a.offset + a.byteLength) {
       throw new ShapeError(op, `accumulate ${shapeOf(a)} overlaps x ${shapeOf(x)}; it is written while x is read`);
     }

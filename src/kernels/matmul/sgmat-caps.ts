@@ -54,7 +54,8 @@ export function requireSgmat(x: Tensor, w: Tensor, round?: Round): void {
   const what = `x '${x.label}' [${x.shape.join(', ')}] @ weight '${w.label}' [${w.shape.join(', ')}] ${w.dtype}`;
   const why = sgmatUnavailable(x.gpu);
   if (why !== null) throw new FeatureError('matmul', `path 'sgmat' for ${what}: this adapter cannot run it: ${why}`);
-  if (round !== 'bf16' || w.dtype !== 'bf16') throw new DTypeError('matmul', `path 'sgmat' needs round 'bf16' and bf16 weights (${what}, round '${round ?? 'none'}')`);
+  if (round !== 'bf16' || w.dtype !== 'bf16') throw new DTypeError('matmul',
+    `path 'sgmat' needs round 'bf16' and bf16 weights (${what}, round '${round ?? 'none'}')`);
 }
 
 /** Why batchedSgmat cannot run on this device (no tensor cores, or no staged kernel), or null. */

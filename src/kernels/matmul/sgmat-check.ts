@@ -9,7 +9,8 @@ import { sgmatStats } from './sgmat-weights.ts';
 import { dispatchSgmat } from './matmul-sgmat.ts';
 
 /**
- * Before a device is used (plan/prepare.ts runs it): one product of exact data (small multiples of 1/128, every sum exact in f32) on odd
+ * Before a device is used (plan/prepare.ts runs it): one product of exact data (small multiples of 1/128, every sum
+ * exact in f32) on odd
  * sizes through the tensor cores (K split in 2: 320 padded columns in slices of 192 and 128 for the staged kernel,
  * 160 and 160 for the direct one) must equal the float64 result rounded to bf16 bit for bit and take no fallback.
  * The staged kernel is checked first where it can run; if it fails, the direct kernel is checked and takes the
@@ -48,7 +49,8 @@ async function checkProduct(gpu: Gpu, schedule: SgmatPlan): Promise<string | nul
       for (let k = 0; k < K; k++) s += xv[m * K + k] * wv[n * K + k];
       if (got[m * N + n] !== roundBf16(s)) { bad++; if (at < 0) at = m * N + n; }
     }
-    return bad || fell ? `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)` : null;
+    return bad ||
+      fell ? `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)` : null;
   } catch (e) {
     return `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`;
   } finally {

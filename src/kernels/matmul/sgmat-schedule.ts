@@ -66,7 +66,8 @@ const SPLIT_MIN_COLUMNS = 128;
 export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: SgmatTiling,
   want: SgmatSchedule['splitK'] = 'auto'): { S: number; Ks: number } {
   const steps = Kp / tiling.kStep, tiles = (Mp / tiling.M) * (Np / tiling.N);
-  let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ?? tiling.maxSplit) : want;
+  let S: number = want === 'auto' ? (SPLITS.find((s) => s === tiling.maxSplit || tiles * s >= tiling.target) ??
+    tiling.maxSplit) : want;
   if (want === 'auto') while (S > 1 && Kp / S < SPLIT_MIN_COLUMNS) S /= 2;
   while (S > 1 && S * Mp * Np * 4 > gpu.maxBinding) S /= 2;
   const Ks = tiling.kStep * Math.ceil(steps / S);
@@ -79,9 +80,11 @@ export function splitFor(gpu: Gpu, Mp: number, Np: number, Kp: number, tiling: S
  * Mp f32 a column). All but the last hold a multiple of `tile` rows, so a view of a span starts at a row the
  * tile divides. One span where everything fits.
  */
-export function rowSpans(maxBinding: number, rows: number, bytesPerRow: number, tile: number, what: string): Array<[number, number]> {
+export function rowSpans(maxBinding: number, rows: number, bytesPerRow: number, tile: number,
+  what: string): Array<[number, number]> {
   const per = Math.floor(maxBinding / bytesPerRow / tile) * tile;
-  if (per < 1) throw new ShapeError('matmul', `path 'sgmat': ${tile} rows of ${what} (${bytesPerRow} bytes a row) exceed the binding limit of ${maxBinding} bytes`);
+  if (per < 1) throw new ShapeError('matmul',
+    `path 'sgmat': ${tile} rows of ${what} (${bytesPerRow} bytes a row) exceed the binding limit of ${maxBinding} bytes`);
   const spans: Array<[number, number]> = [];
   for (let r0 = 0; r0 < rows; r0 += per) spans.push([r0, Math.min(per, rows - r0)]);
   return spans;

@@ -58,11 +58,13 @@ export interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
 const HALVES = stateKey<WeakMap<Tensor, Map<number, HalfWeight>>>('matmul_sgmat.halves');
 const halves = (gpu: Gpu) => gpu.state.get(HALVES, () => new WeakMap<Tensor, Map<number, HalfWeight>>());
 
-export function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: { rows: number; padded: number; K: number; Kp: number; epoch: number; bf16: boolean; label: string }): void {
+export function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor,
+  u: { rows: number; padded: number; K: number; Kp: number; epoch: number; bf16: boolean; label: string }): void {
   const gpu = src.gpu;
   TO_F16.dispatch(gpu, {
     bindings: { src, dst, scale, flag, stats: sgmatState(gpu).stats }, label: u.label,
-    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: u.epoch, S: 0 },
+    uniforms: { rows: u.rows, rows_pad: u.padded, K: u.K, Kp: u.Kp, N: 0, ldo: 0, col0: 0, Np: 0,
+      epoch: u.epoch, S: 0 },
     overrides: { SRC_BF16: u.bf16 ? 1 : 0 }, workgroups: grid(gpu, u.padded, 1),
   });
 }
@@ -73,7 +75,8 @@ export function toF16(src: Tensor, dst: Tensor, scale: Tensor, flag: Tensor, u: 
  * flag: a flag of its own would need a buffer write per call, and a write into an open batch splits its pass and
  * stages through a new buffer (quantized prefill spent ~0.35 ms a product so, 20261205-014634Z).
  */
-export function halfOf(w: Tensor, r0: number, rows: number, Kp: number, call: { temps: Tensor[]; epoch: number; transient: boolean }): HalfWeight {
+export function halfOf(w: Tensor, r0: number, rows: number, Kp: number,
+  call: { temps: Tensor[]; epoch: number; transient: boolean }): HalfWeight {
   const keep = w.ownsBuffer && !call.transient;
   const cached = keep ? halves(w.gpu).get(w)?.get(r0) : undefined;
   if (cached) return cached;

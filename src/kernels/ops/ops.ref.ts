@@ -18,7 +18,8 @@ export function sigmoidRef(v: number): number {
 }
 
 /** out[s, h] = r(table[ids[s], h] * r(scale)); table [V, H]. Like MLX, a Python-float scale takes the dtype. */
-export function embedRef(ids: ArrayLike<number>, table: ArrayLike<number>, H: number, scale: number, round: Round = 'none'): Float64Array {
+export function embedRef(ids: ArrayLike<number>, table: ArrayLike<number>, H: number, scale: number,
+  round: Round = 'none'): Float64Array {
   const out = new Float64Array(ids.length * H);
   const sc = roundAs(round, scale);
   for (let s = 0; s < ids.length; s++) {
@@ -45,10 +46,12 @@ export function siluMulRef(gu: ArrayLike<number>, S: number, I: number, round: R
 }
 
 /** out[s, i] = r(r(sigmoid(gqkv[s, i])) * o[s, i]); gqkv [S, 4D], o [S, D] (D = heads * head_dim). */
-export function sigmoidGateRef(gqkv: ArrayLike<number>, o: ArrayLike<number>, S: number, D: number, round: Round = 'none'): Float64Array {
+export function sigmoidGateRef(gqkv: ArrayLike<number>, o: ArrayLike<number>, S: number, D: number,
+  round: Round = 'none'): Float64Array {
   const out = new Float64Array(S * D);
   for (let s = 0; s < S; s++) {
-    for (let i = 0; i < D; i++) out[s * D + i] = roundAs(round, roundAs(round, sigmoidRef(gqkv[s * 4 * D + i])) * o[s * D + i]);
+    for (let i = 0; i < D; i++) out[s * D + i] = roundAs(round,
+      roundAs(round, sigmoidRef(gqkv[s * 4 * D + i])) * o[s * D + i]);
   }
   return out;
 }

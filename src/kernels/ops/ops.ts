@@ -65,14 +65,16 @@ export function embed(ids: Tensor, table: Tensor | readonly Tensor[], opts: Embe
     if (!(t.dtype in DTYPE_CODE) || t.dtype !== chunks[0].dtype) {
       throw new DTypeError('embed', `table ${desc(t)} must be f32, bf16 or f16, every chunk alike (ids ${desc(ids)})`);
     }
-    if (t.rank !== 2 || t.shape[0] === 0 || t.shape[1] !== H) throw new ShapeError('embed', `table ${desc(t)} must be [V, ${H}] (ids ${desc(ids)})`);
+    if (t.rank !== 2 || t.shape[0] === 0 || t.shape[1] !== H) throw new ShapeError('embed',
+      `table ${desc(t)} must be [V, ${H}] (ids ${desc(ids)})`);
   }
   const round = opts.round ?? 'none';
   const s = opts.scale ?? 1;
   const scale = round === 'bf16' ? roundBf16(s) : round === 'f16' ? roundF16(s) : s;
   const V = chunks.reduce((n, t) => n + t.shape[0], 0);
   const out = Tensor.empty(ids.gpu, [...ids.shape, H], 'f32', 'embed.out');
-  const overrides = { WG, ROUND: roundCode('embed', round), WDT: DTYPE_CODE[chunks[0].dtype as keyof typeof DTYPE_CODE] };
+  const overrides = { WG, ROUND: roundCode('embed', round),
+    WDT: DTYPE_CODE[chunks[0].dtype as keyof typeof DTYPE_CODE] };
   let row0 = 0;
   for (const t of chunks) {
     K.embed.dispatch(ids.gpu, {
@@ -120,7 +122,8 @@ export function sigmoidGate(gqkv: Tensor, o: Tensor, opts: RoundOptions = {}): T
   }
   const out = Tensor.empty(o.gpu, o.shape, 'f32', 'sigmoidGate.out');
   K.sigmoidGate.dispatch(o.gpu, {
-    bindings: { a: gqkv, b: o, out }, uniforms: ew(o.size, D, w), overrides: { WG, ROUND: roundCode('sigmoidGate', opts.round) },
+    bindings: { a: gqkv, b: o, out }, uniforms: ew(o.size, D, w), overrides: { WG,
+      ROUND: roundCode('sigmoidGate', opts.round) },
     workgroups: grid(o.gpu, o.size, WG),
   });
   return out;
@@ -134,12 +137,14 @@ export interface RowOptions {
 function rowDispatch(kernel: Kernel, x: Tensor, bindings: Record<string, Tensor>, invTemp = 1): void {
   const cols = lastAxis(kernel.name, x);
   const rows = x.size / cols;
-  kernel.dispatch(x.gpu, { bindings: { x, ...bindings }, uniforms: { rows, cols, inv_temp: invTemp }, workgroups: grid(x.gpu, rows, 1) });
+  kernel.dispatch(x.gpu,
+    { bindings: { x, ...bindings }, uniforms: { rows, cols, inv_temp: invTemp }, workgroups: grid(x.gpu, rows, 1) });
 }
 
 function invTemperature(op: string, t: number | undefined): number {
   const T = t ?? 1;
-  if (!(T > 0) || !Number.isFinite(T)) throw new ShapeError(op, `temperature must be a positive finite number, got ${T}`);
+  if (!(T > 0) || !Number.isFinite(T)) throw new ShapeError(op,
+    `temperature must be a positive finite number, got ${T}`);
   return 1 / T;
 }
 

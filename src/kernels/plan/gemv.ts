@@ -32,7 +32,8 @@ export function quantGemvShape(gpu: Gpu, c: QuantGemvCall): GemvShape {
 // dependent loads; more lanes a longer reduction. The norm prologue normalises the x it reads in every workgroup, so
 // norm shapes favour more rows per workgroup; lm_head has rows enough to fill the GPU with 32 lanes. The upl kernels
 // need whole units per lane (uplFit) and gemv_upl_sg subgroups.
-function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (wg: number, rows: number) => boolean): GemvShape {
+function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean,
+  upl: (wg: number, rows: number) => boolean): GemvShape {
   if (K > 2048) return { wg: 128, rows: 2, kernel: 'vec4' };
   if (N >= 16384) return { wg: 32, rows: 2, kernel: 'vec4' };
   if (norm && !swiglu) return { wg: 32, rows: 4, kernel: 'vec4' };
@@ -47,7 +48,8 @@ function tunedShape(N: number, K: number, norm: boolean, swiglu: boolean, upl: (
  * (bench/results/README.md, "What the code's choices rest on").
  */
 function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string, swiglu: boolean): GemvShape | null {
-  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: swiglu ? 64 : 32, groups: 4, rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
+  const shape: GemvShape = K <= 2048 && N >= 4096 ? { kernel: 'wide', wg: swiglu ? 64 : 32, groups: 4,
+    rows: 16 } : { kernel: 'wide', wg: 64, groups: 4, rows: 4 };
   const f = uplFit(K, dtype, shape.wg, shape.rows / shape.groups!);
   return M === 1 && wide && f.exact && f.fits ? shape : null;
 }
@@ -59,13 +61,16 @@ function tunedWide(N: number, K: number, M: number, wide: boolean, dtype: string
  * a lane (lanes = units rounded up to a power of two, 32 to 128) and 2 rows, 4 with a fused norm or SwiGLU. 'xs'
  * (x staged in workgroup memory) takes one x row, where the memory holds it.
  */
-function gemv4Shape(gpu: Gpu, N: number, K: number, bits: number, m: number, f: { norm: boolean; swiglu: boolean }): GemvShape {
+function gemv4Shape(gpu: Gpu, N: number, K: number, bits: number, m: number,
+  f: { norm: boolean; swiglu: boolean }): GemvShape {
   const units = (K * bits) / 128;
-  const xsFits = (s: GemvShape) => m === 1 && 4 * K + 4 * s.wg * s.rows <= gpu.device.limits.maxComputeWorkgroupStorageSize;
+  const xsFits = (s: GemvShape) => m === 1 && 4 * K +
+    4 * s.wg * s.rows <= gpu.device.limits.maxComputeWorkgroupStorageSize;
   const xs = (s: GemvShape): GemvShape => (xsFits({ ...s, kernel: 'xs' }) ? { ...s, kernel: 'xs' } : s);
   if (N >= 16384) return { kernel: 'vec4', wg: 32, rows: bits === 4 ? 4 : 8 };
   if (units < 32) {
-    return { kernel: 'vec4', wg: Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units)))), rows: f.norm || f.swiglu ? 4 : 2 };
+    return { kernel: 'vec4', wg: Math.min(128, Math.max(32, 2 ** Math.ceil(Math.log2(units)))),
+      rows: f.norm || f.swiglu ? 4 : 2 };
   }
   if (bits !== 4) return f.norm ? { kernel: 'vec4', wg: 32, rows: 4 } : { kernel: 'vec4', wg: 128, rows: 2 };
   if (f.swiglu) return { kernel: 'vec4', wg: 64, rows: 8 };

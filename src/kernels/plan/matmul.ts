@@ -56,7 +56,8 @@ const DENSE_MAX_BYTES = 64 * 2 ** 20;
 export function qlinearPath(gpu: Gpu, M: number, N: number, K: number, round?: Round): MatmulPath {
   if (gpu.cpu) return 'rows';
   if (M <= AUTO_QGEMV_MAX_M) return 'gemv';
-  const sgmat = round === 'bf16' && 2 * N * K <= DENSE_MAX_BYTES && matmulPath(gpu, { M, wdtype: 'bf16', round, gemvFaster: false }) === 'sgmat';
+  const sgmat = round === 'bf16' && 2 * N * K <= DENSE_MAX_BYTES && matmulPath(gpu,
+    { M, wdtype: 'bf16', round, gemvFaster: false }) === 'sgmat';
   return sgmat ? 'sgmat' : 'tiled';
 }
 

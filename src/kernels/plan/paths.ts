@@ -2,7 +2,8 @@
 // planners decide them (plan/matmul.ts, plan/attention.ts): a feature it did not get (the adapter does not offer
 // it, or an option turned it off: AdapterSummary.fastFeatures says which), a CPU driver, a failed self-check, or the
 // Gpu's kernel options (DeviceOptions.kernels). Written into the adapter summary (gpu.summary.fastPaths) by prepare.ts
-// once the device's self-checks have run, so that whatever records the summary (the demo's adapter panel, the bench JSON)
+// once the device's self-checks have run, so that whatever records the summary (the demo's adapter panel, the bench
+// JSON)
 // shows it. Nothing here depends on the runtime: a browser with the features takes the same paths as Node.
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';

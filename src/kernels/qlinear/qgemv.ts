@@ -2,7 +2,8 @@
 // 16-byte units of 4- or 8-bit levels, 2-16 rows a workgroup, x read by every lane or staged, 'xs') and qgemv_wide
 // (qlinear_wide.wgsl: one x row, row groups sharing one x read and one norm, 'wide'; 'wide-xs' with x staged),
 // and the checks of a
-// forced one (the shapes are the planner's, kernels/plan/gemv.ts). All three give a row the same sum for the same lanes; only the speed differs.
+// forced one (the shapes are the planner's, kernels/plan/gemv.ts). All three give a row the same sum for the same
+// lanes; only the speed differs.
 import { Kernel } from '../kernel.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { InputError } from '../../errors.ts';
@@ -23,7 +24,8 @@ const WIDE_MAXW = 16;
  * the shape `shape` (forced, or the planner's: kernels/plan/gemv.ts). `fixed`: the overrides BITS, GS, SDT, ROUND,
  * NORM, SWIGLU, ACC.
  */
-export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>, fixed: Record<string, number>, shape: GemvShape): void {
+export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, uniforms: Record<string, number>,
+  fixed: Record<string, number>, shape: GemvShape): void {
   const wide = wideUnits(bindings.x, bindings.wq, fixed.BITS);
   const fused = { norm: fixed.NORM === 1, swiglu: fixed.SWIGLU === 1 };
   const tuned = shape;
@@ -47,10 +49,13 @@ export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, unifor
   if (kernel.startsWith('wide')) {
     const groups = tuned.groups!, UPL = (uniforms.K * fixed.BITS) / 128 / lanes;
     const rowGroups = { THREADS: lanes * groups, RPG: ROWS / groups, UPL };
-    GEMV_WIDE.dispatch(gpu, { bindings: views, uniforms, overrides: { ...overrides, ...rowGroups, ...xs }, workgroups, label: 'qlinear.gemv_wide' });
+    GEMV_WIDE.dispatch(gpu,
+      { bindings: views, uniforms, overrides: { ...overrides, ...rowGroups, ...xs }, workgroups,
+      label: 'qlinear.gemv_wide' });
     return;
   }
-  GEMV4.dispatch(gpu, { bindings: views, uniforms, overrides: { ...overrides, ...xs }, workgroups, label: 'qlinear.gemv4' });
+  GEMV4.dispatch(gpu,
+    { bindings: views, uniforms, overrides: { ...overrides, ...xs }, workgroups, label: 'qlinear.gemv4' });
 }
 
 /**
@@ -59,7 +64,8 @@ export function dispatchQGemv(gpu: Gpu, bindings: Record<string, Tensor>, unifor
  * 'wide-xs' (the same weights, one x row) `groups` row groups of `wg` lanes that split a row's units exactly, `rows`
  * a multiple of the groups (even with SwiGLU), at most 16 units a lane; qgemv 2 or 4 rows.
  */
-function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: number; M: number; bits: number; swiglu: boolean }): void {
+function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean,
+  o: { K: number; M: number; bits: number; swiglu: boolean }): void {
   const kernel = shape.kernel ?? 'vec4';
   const desc = JSON.stringify(shape);
   const fail = (why: string) => { throw new InputError('qlinear', `gemv shape ${desc}: ${why}`); };
@@ -72,8 +78,11 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean, o: { K: numb
     const g = shape.groups ?? 0, units = (o.K * o.bits) / 128;
     if (!wide) fail(`kernel 'wide' takes 4- or 8-bit weights with x and levels 16-byte aligned`);
     if (o.M !== 1) fail(`kernel 'wide' takes one x row, not ${o.M}`);
-    if (!(Number.isInteger(Math.log2(g)) && shape.wg * g <= 256)) fail(`'wide' needs groups a power of two with wg x groups <= 256`);
-    if (shape.rows % g || (o.swiglu && shape.rows % 2)) fail(`'wide' needs rows a multiple of groups${o.swiglu ? ', and even with swiglu' : ''}`);
+    if (!(Number.isInteger(Math.log2(g)) &&
+      shape.wg * g <= 256)) fail(`'wide' needs groups a power of two with wg x groups <= 256`);
+    if (shape.rows % g ||
+      (o.swiglu &&
+      shape.rows % 2)) fail(`'wide' needs rows a multiple of groups${o.swiglu ? ', and even with swiglu' : ''}`);
     if (units % shape.wg || (units / shape.wg) * (shape.rows / g) > WIDE_MAXW) {
       fail(`a row's ${units} units must split exactly over ${shape.wg} lanes, at most ${WIDE_MAXW} units a lane with the group's rows`);
     }

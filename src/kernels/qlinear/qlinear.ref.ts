@@ -14,11 +14,13 @@ export interface QuantMatrixRef { q: ArrayLike<number>; scales: ArrayLike<number
  */
 export function qweightRef(w: QuantMatrixRef, as: 'exact' | Round): Float64Array {
   if (as === 'exact' || as === 'none') return dequantizeExact(w.q, w.scales, w.biases, w.N, w.K, w.bits, w.groupSize);
-  return Float64Array.from(dequantizeRef(w.q, w.scales, w.biases, w.N, w.K, { bits: w.bits, groupSize: w.groupSize, round: as }));
+  return Float64Array.from(dequantizeRef(w.q, w.scales, w.biases, w.N, w.K,
+    { bits: w.bits, groupSize: w.groupSize, round: as }));
 }
 
 /** qlinear(x, w, opts) in float64 over qweightRef(w, as). */
-export function qlinearRef(x: ArrayLike<number>, w: QuantMatrixRef, M: number, o: FusedRefOptions & { as?: 'exact' | Round } = {}): Float64Array {
+export function qlinearRef(x: ArrayLike<number>, w: QuantMatrixRef, M: number,
+  o: FusedRefOptions & { as?: 'exact' | Round } = {}): Float64Array {
   return matmulFusedRef(x, qweightRef(w, o.as ?? 'exact'), M, w.N, w.K, o);
 }
 

@@ -41,21 +41,26 @@ export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [numbe
   checkBits(op, w.bits);
   checkGroupSize(op, w.groupSize);
   if (!w.q.length || w.q.length !== w.scales.length || w.q.length !== w.biases.length) {
-    throw new ShapeError(op, `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
+    throw new ShapeError(op,
+      `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
   }
   const sd = w.scales[0].dtype;
-  if (!(sd in DTYPE_CODE)) throw new DTypeError(op, `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
+  if (!(sd in DTYPE_CODE)) throw new DTypeError(op,
+    `scales '${w.scales[0].label}' are ${sd}; expected f32, bf16 or f16`);
   let N = 0, cols = K;
   for (let i = 0; i < w.q.length; i++) {
     const q = w.q[i];
     const c = (q.shape[1] * 32) / w.bits;
-    if (q.dtype !== 'u32' || q.rank !== 2 || !Number.isInteger(c) || c % w.groupSize || (cols !== undefined && c !== cols)) {
-      throw new ShapeError(op, `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] (a whole number of groups of ${w.groupSize})`);
+    if (q.dtype !== 'u32' || q.rank !== 2 || !Number.isInteger(c) || c % w.groupSize ||
+      (cols !== undefined && c !== cols)) {
+      throw new ShapeError(op,
+        `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] (a whole number of groups of ${w.groupSize})`);
     }
     cols = c;
     for (const t of [w.scales[i], w.biases[i]]) {
       if (t.dtype !== sd || t.rank !== 2 || t.shape[0] !== q.shape[0] || t.shape[1] !== c / w.groupSize) {
-        throw new ShapeError(op, `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
+        throw new ShapeError(op,
+          `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
       }
     }
     N += q.shape[0];
@@ -69,7 +74,8 @@ export function packHalves(t: Tensor, dtype: 'bf16' | 'f16'): Tensor {
   const out = Tensor.empty(t.gpu, t.shape, dtype, t.label);
   PACK.dispatch(t.gpu, {
     bindings: { x: t, packed: out }, uniforms: { M: t.size, N: 0, K: 0, ldo: 0, col0: 0, eps: 0, escale: 0, vocab: 0 },
-    overrides: { SDT: DTYPE_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2), WG), label: 'qlinear.pack_half',
+    overrides: { SDT: DTYPE_CODE[dtype], WG }, workgroups: grid(t.gpu, Math.ceil(t.size / 2),
+      WG), label: 'qlinear.pack_half',
   });
   return out;
 }
@@ -83,7 +89,8 @@ export function dequantDense(w: QuantMatrix, round: 'bf16' | 'f16'): Tensor[] {
   const [, K] = checkQuantMatrix(op, w);
   const gpu = w.q[0].gpu;
   const per = Math.floor(gpu.maxBinding / (2 * K));
-  if (per < 1) throw new ShapeError(op, `a dense row of ${K} ${round} values exceeds the adapter's binding limit ${gpu.maxBinding}`);
+  if (per < 1) throw new ShapeError(op,
+    `a dense row of ${K} ${round} values exceeds the adapter's binding limit ${gpu.maxBinding}`);
   const out: Tensor[] = [];
   for (let i = 0; i < w.q.length; i++) {
     const rows = w.q[i].shape[0];
@@ -93,7 +100,8 @@ export function dequantDense(w: QuantMatrix, round: 'bf16' | 'f16'): Tensor[] {
       DENSE.dispatch(gpu, {
         bindings: { wq: w.q[i], scales: w.scales[i], biases: w.biases[i], packed: t }, label: op,
         uniforms: { M: 0, N: n, K, ldo: 0, col0: r0, eps: 0, escale: 0, vocab: 0 },
-        overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: DTYPE_CODE[round], WG }, workgroups: grid(gpu, (n * K) / 2, WG),
+        overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: DTYPE_CODE[round], WG }, workgroups: grid(gpu,
+          (n * K) / 2, WG),
       });
       out.push(t);
     }
@@ -115,12 +123,15 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   const M = x.size / K;
   const gpu = x.gpu;
   const round = roundCode('qlinear', opts.round);
-  const cols = validateFusions(op, x, `${w.bits}-bit weight ${shapeOf(w.q[0])}${w.q.length > 1 ? ` (${w.q.length} chunks)` : ''}`, N, opts);
+  const cols = validateFusions(op, x,
+    `${w.bits}-bit weight ${shapeOf(w.q[0])}${w.q.length > 1 ? ` (${w.q.length} chunks)` : ''}`, N, opts);
   const a = opts.accumulate;
   const path = !opts.path || opts.path === 'auto' ? qlinearPath(gpu, M, N, K, opts.round) : opts.path;
-  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError(op, `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
+  if (!['gemv', 'tiled', 'rows', 'sgmat'].includes(path)) throw new InputError(op,
+    `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
   if (path === 'sgmat') {
-    if (opts.round !== 'bf16') throw new InputError(op, `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
+    if (opts.round !== 'bf16') throw new InputError(op,
+      `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
     const dense = dequantDense(w, 'bf16');
     try {
       return matmul(x, dense, { ...opts, path: 'sgmat', transientWeights: true });
@@ -138,23 +149,29 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
   // qgemv normalises x in its prologue; the others would redo a row's norm per output (qrows) or per tile.
   const xin = opts.norm && path !== 'gemv' ? rmsNorm(x, { eps: opts.norm.eps, round: opts.round }) : x;
   const out = a ?? Tensor.empty(gpu, [...x.shape.slice(0, -1), cols], 'f32', 'qlinear.out');
-  const fixed = { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: round, SWIGLU: opts.swiglu ? 1 : 0, ACC: a ? 1 : 0 };
+  const fixed = { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: round, SWIGLU: opts.swiglu ? 1 : 0,
+    ACC: a ? 1 : 0 };
   let col0 = 0;
   for (let i = 0; i < w.q.length; i++) {
     const rows = w.q[i].shape[0];
     const bindings = { x: xin, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out };
     const uniforms = { M, N: rows, K, ldo: cols, col0, eps: opts.norm?.eps ?? 0, escale: 0, vocab: 0 };
     if (path === 'gemv') {
-      const call = { N: rows, K, M, bits: w.bits, wide: wideUnits(xin, w.q[i], w.bits), norm: !!opts.norm, swiglu: !!opts.swiglu };
-      dispatchQGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 }, opts.gemv ?? quantGemvShape(gpu, call));
+      const call = { N: rows, K, M, bits: w.bits, wide: wideUnits(xin, w.q[i], w.bits), norm: !!opts.norm,
+        swiglu: !!opts.swiglu };
+      dispatchQGemv(gpu, bindings, uniforms, { ...fixed, NORM: opts.norm ? 1 : 0 },
+        opts.gemv ?? quantGemvShape(gpu, call));
     }
     else if (path === 'rows') {
-      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op, `x '${x.label}': ${M} rows exceed the per-dispatch limit of the rows path`);
+      if (M > gpu.device.limits.maxComputeWorkgroupsPerDimension) throw new ShapeError(op,
+        `x '${x.label}': ${M} rows exceed the per-dispatch limit of the rows path`);
       const [gx, gy] = grid(gpu, opts.swiglu ? rows / 2 : rows, WG);
-      ROWS_K.dispatch(gpu, { bindings, uniforms, overrides: { ...fixed, WG }, workgroups: [gx, gy, M], label: 'qlinear.rows' });
+      ROWS_K.dispatch(gpu,
+        { bindings, uniforms, overrides: { ...fixed, WG }, workgroups: [gx, gy, M], label: 'qlinear.rows' });
     } else {
       TILED.dispatch(gpu, {
-        bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, SDT: fixed.SDT, ROUND: round, ACC: fixed.ACC, ...TILE }, label: 'qlinear.tiled',
+        bindings, uniforms, overrides: { BITS: w.bits, GS: w.groupSize, SDT: fixed.SDT, ROUND: round, ACC: fixed.ACC,
+          ...TILE }, label: 'qlinear.tiled',
         workgroups: [Math.ceil(rows / (TILE.TX * 4)), Math.ceil(M / (TILE.TY * 4))],
       });
     }
@@ -185,7 +202,8 @@ export function qembed(ids: Tensor, w: QuantMatrix, opts: QEmbedOptions = {}): T
     EMBED.dispatch(ids.gpu, {
       bindings: { ids, wq: w.q[i], scales: w.scales[i], biases: w.biases[i], out },
       uniforms: { M: out.size, N: rows, K: H, ldo: 0, col0: row0, eps: 0, escale, vocab: V },
-      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: roundCode('qlinear', round), WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
+      overrides: { BITS: w.bits, GS: w.groupSize, SDT: sdt(w), ROUND: roundCode('qlinear', round),
+        WG }, workgroups: grid(ids.gpu, out.size, WG), label: 'qlinear.embed',
     });
     row0 += rows;
   }

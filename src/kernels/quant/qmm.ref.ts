@@ -8,7 +8,8 @@ export interface QmmRefOptions { bits: number; transpose: boolean; m: number; k:
  * Exact (float64) x @ W^T (transpose, W [n, k] quantized along k) or x @ W (W [k, n] quantized along n) with
  * W = level * scale + bias per group: the Metal kernels' math before f32 accumulation and output rounding.
  */
-export function qmmRef(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, { bits, transpose, m, k, n }: QmmRefOptions): Float64Array {
+export function qmmRef(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>,
+  biases: ArrayLike<number>, { bits, transpose, m, k, n }: QmmRefOptions): Float64Array {
   const out = new Float64Array(m * n);
   const cols = transpose ? k : n;
   const wpr = packedCols(cols, bits), gpr = cols / GROUP;
@@ -30,7 +31,8 @@ export function qmmRef(x: ArrayLike<number>, q: ArrayLike<number>, scales: Array
  * MLX's CPU backend (scalar path): sequential over k, every op rounded to the dtype,
  * acc = r(acc + r(x * r(r(scale * level) + bias))). Bit-exact model of its f16/bf16 (and f32) results.
  */
-export function qmmCpuRef(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, o: QmmRefOptions & { round: Round }): Float32Array {
+export function qmmCpuRef(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>,
+  biases: ArrayLike<number>, o: QmmRefOptions & { round: Round }): Float32Array {
   const { bits, transpose, m, k, n, round } = o;
   const r = (v: number) => roundTo(round, v);
   const out = new Float32Array(m * n);

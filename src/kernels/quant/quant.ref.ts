@@ -32,7 +32,8 @@ export interface QuantizedRef { q: Uint32Array; scales: Float32Array; biases: Fl
 export interface QuantRefOptions { bits: number; groupSize?: number; round?: Round; rules?: QuantRules }
 
 /** The f32 scale, bias and integer levels of one group, as Metal's affine_quantize computes them. */
-export function quantizeGroupRef(w: ArrayLike<number>, bits: number, rules: QuantRules = 'metal'): { scale: number; bias: number; levels: number[] } {
+export function quantizeGroupRef(w: ArrayLike<number>, bits: number,
+  rules: QuantRules = 'metal'): { scale: number; bias: number; levels: number[] } {
   const f = Math.fround;
   const nBins = 2 ** bits - 1;
   const rnd = rules === 'metal' ? roundHalfAway : roundHalfEven;
@@ -74,7 +75,8 @@ export function unpackLevel(words: ArrayLike<number>, base: number, j: number, b
 }
 
 /** mx.quantize(w [rows, cols], groupSize, bits) with Metal's rules; scales/biases rounded to the dtype. */
-export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number, { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantRefOptions): QuantizedRef {
+export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number,
+  { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantRefOptions): QuantizedRef {
   checkQuantArgs('quantizeRef', cols, bits, groupSize);
   const gs = groupSize, groups = cols / gs, wpr = packedCols(cols, bits);
   const q = new Uint32Array(rows * wpr), scales = new Float32Array(rows * groups), biases = new Float32Array(rows * groups);
@@ -95,7 +97,8 @@ export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number, { 
  * mx.dequantize: w' = r(r(level * scale) + bias) with the stored scale/bias, each op rounded to the dtype (MLX
  * multiplies and adds in the input dtype; in f32 these are the two f32 roundings).
  */
-export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, { bits, groupSize = GROUP, round = 'none' }: QuantRefOptions): Float32Array {
+export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number,
+  cols: number, { bits, groupSize = GROUP, round = 'none' }: QuantRefOptions): Float32Array {
   checkQuantArgs('dequantizeRef', cols, bits, groupSize);
   const groups = cols / groupSize, wpr = packedCols(cols, bits);
   const out = new Float32Array(rows * cols);
@@ -110,7 +113,8 @@ export function dequantizeRef(q: ArrayLike<number>, scales: ArrayLike<number>, b
 }
 
 /** Dequantized values in float64 (no output rounding): the operand the matmul references multiply with. */
-export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, rows: number, cols: number, bits: number, groupSize = GROUP): Float64Array {
+export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>,
+  rows: number, cols: number, bits: number, groupSize = GROUP): Float64Array {
   const groups = cols / groupSize, wpr = packedCols(cols, bits);
   const out = new Float64Array(rows * cols);
   for (let r = 0; r < rows; r++) {

@@ -34,14 +34,16 @@ export function checkBits(op: string, bits: number): void {
 
 /** Group size: one of GROUP_SIZES (what mx.quantize offers). */
 export function checkGroupSize(op: string, groupSize: number): void {
-  if (!GROUP_SIZES.includes(groupSize)) throw new InputError(op, `group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+  if (!GROUP_SIZES.includes(groupSize)) throw new InputError(op,
+    `group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
 }
 
 /** Validates bits and group size; `cols` (values per row) must be a multiple of the group size. */
 export function checkQuant(op: string, bits: number, cols: number, groupSize = GROUP): void {
   checkGroupSize(op, groupSize);
   checkBits(op, bits);
-  if (!(cols > 0 && cols % groupSize === 0)) throw new ShapeError(op, `${cols} values per row is not a positive multiple of the group size ${groupSize}`);
+  if (!(cols > 0 && cols % groupSize === 0)) throw new ShapeError(op,
+    `${cols} values per row is not a positive multiple of the group size ${groupSize}`);
 }
 
 export function requireDtype(op: string, t: Tensor, dtype: 'f32' | 'u32'): void {
@@ -49,7 +51,8 @@ export function requireDtype(op: string, t: Tensor, dtype: 'f32' | 'u32'): void 
 }
 
 /** Values per row of a packed tensor (its last axis holds cols*bits/32 words), checked against scales/biases. */
-export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tensor, bits: number, groupSize = GROUP): number {
+export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tensor, bits: number,
+  groupSize = GROUP): number {
   requireDtype(op, q, 'u32');
   requireDtype(op, scales, 'f32');
   requireDtype(op, biases, 'f32');
@@ -60,18 +63,21 @@ export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tenso
   const lead = q.shape.slice(0, -1);
   const want = [...lead, cols / groupSize];
   if (!Number.isInteger(cols) || cols % groupSize !== 0) {
-    throw new ShapeError(op, `packed '${q.label}' [${q.shape.join(', ')}] holds ${words} words per row, not a whole number of ${bits}-bit groups of ${groupSize}`);
+    throw new ShapeError(op,
+      `packed '${q.label}' [${q.shape.join(', ')}] holds ${words} words per row, not a whole number of ${bits}-bit groups of ${groupSize}`);
   }
   for (const t of [scales, biases]) {
     if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
-      throw new ShapeError(op, `'${t.label}' is [${t.shape.join(', ')}]; packed [${q.shape.join(', ')}] at ${bits} bits needs [${want.join(', ')}]`);
+      throw new ShapeError(op,
+        `'${t.label}' is [${t.shape.join(', ')}]; packed [${q.shape.join(', ')}] at ${bits} bits needs [${want.join(', ')}]`);
     }
   }
   return cols;
 }
 
 /** mx.quantize(w, groupSize, bits): per group along the last axis, level = round((w - bias) / scale) (Metal rules). */
-export function quantize(w: Tensor, { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantizeOptions): Quantized {
+export function quantize(w: Tensor,
+  { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantizeOptions): Quantized {
   const op = 'quantize';
   requireDtype(op, w, 'f32');
   if (w.rank < 1) throw new ShapeError(op, `w '${w.label}' is a scalar; expected [..., cols]`);
@@ -85,14 +91,16 @@ export function quantize(w: Tensor, { bits, groupSize = GROUP, round = 'none', r
     scales: Tensor.empty(gpu, [...lead, cols / groupSize], 'f32', 'quantize.scales'),
     biases: Tensor.empty(gpu, [...lead, cols / groupSize], 'f32', 'quantize.biases'),
   };
-  quantizeInto(w, out, { rows, cols, srcRows: Math.max(rows, 1), dstRows: Math.max(rows, 1), dstRow0: 0, bits, groupSize, round, rules });
+  quantizeInto(w, out,
+    { rows, cols, srcRows: Math.max(rows, 1), dstRows: Math.max(rows, 1), dstRow0: 0, bits, groupSize, round, rules });
   return out;
 }
 
 export interface DequantizeOptions { bits: number; groupSize?: number; round?: Round }
 
 /** mx.dequantize: w' = level * scale + bias with the stored scale/bias, each op rounded to the dtype. */
-export function dequantize(q: Tensor, scales: Tensor, biases: Tensor, { bits, groupSize = GROUP, round = 'none' }: DequantizeOptions): Tensor {
+export function dequantize(q: Tensor, scales: Tensor, biases: Tensor,
+  { bits, groupSize = GROUP, round = 'none' }: DequantizeOptions): Tensor {
   const op = 'dequantize';
   const cols = checkPacked(op, q, scales, biases, bits, groupSize);
   const shape = [...q.shape.slice(0, -1), cols];

@@ -11,7 +11,8 @@ export interface RmsNormOptions { eps: number; round?: Round }
 /** y = x * rsqrt(mean(x^2, last axis) + eps), f32 accumulation, output rounded once per `round`. */
 export function rmsNorm(x: Tensor, { eps, round = 'none' }: RmsNormOptions): Tensor {
   if (x.dtype !== 'f32') throw new DTypeError('rmsNorm', `x '${x.label}' is ${x.dtype}; expected f32`);
-  if (x.rank < 1 || x.shape[x.rank - 1] === 0) throw new ShapeError('rmsNorm', `x [${x.shape.join(', ')}] needs a non-empty last axis`);
+  if (x.rank < 1 || x.shape[x.rank - 1] === 0) throw new ShapeError('rmsNorm',
+    `x [${x.shape.join(', ')}] needs a non-empty last axis`);
   if (!(eps >= 0)) throw new ShapeError('rmsNorm', `eps ${eps} must be >= 0`);
   const dim = x.shape[x.rank - 1];
   const rows = x.size / dim;

@@ -11,7 +11,8 @@ export function ropeAngleRef(i: number, half: number, pos: number, base: number,
 }
 
 /** x [rows, S, D] (rows = B*H): rotate-half RoPE at positions offset + s. */
-export function ropeRef(x: ArrayLike<number>, seq: number, dim: number, opts: { base: number; scale?: number; offset: number }): Float64Array {
+export function ropeRef(x: ArrayLike<number>, seq: number, dim: number,
+  opts: { base: number; scale?: number; offset: number }): Float64Array {
   const half = dim / 2;
   const out = new Float64Array(x.length);
   for (let r = 0; r < x.length / dim; r++) {

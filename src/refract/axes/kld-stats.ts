@@ -20,7 +20,8 @@ export interface PositionStats {
 }
 
 /** Compare logits rows ref[off..off+vocab) and cand[off..off+vocab), in float64 via log-softmax. */
-export function comparePosition(ref: ArrayLike<number>, cand: ArrayLike<number>, vocab: number, off = 0, nextToken?: number): PositionStats {
+export function comparePosition(ref: ArrayLike<number>, cand: ArrayLike<number>, vocab: number, off = 0,
+  nextToken?: number): PositionStats {
   const lr = logSoftmaxRow(ref, off, vocab);
   const lc = logSoftmaxRow(cand, off, vocab);
   let kl = 0;
@@ -42,7 +43,8 @@ export function comparePosition(ref: ArrayLike<number>, cand: ArrayLike<number>,
 /** The percentile keys of `kld_percentiles`, as llama.cpp prints them (fractions in percent). */
 export const KLD_PERCENTILES = ['min', '0.1', '1', '5', '10', '50', '90', '95', '99', '99.9', 'max'] as const;
 /** Δp adds llama.cpp's quartiles. */
-export const DELTA_P_PERCENTILES = ['min', '0.1', '1', '5', '10', '25', '50', '75', '90', '95', '99', '99.9', 'max'] as const;
+export const DELTA_P_PERCENTILES = ['min', '0.1', '1', '5', '10', '25', '50', '75', '90', '95', '99', '99.9',
+  'max'] as const;
 
 /** llama.cpp's percentile of sorted values: linear interpolation at fraction * (n - 1); 50 is the median. */
 export function percentile(sorted: ArrayLike<number>, fraction: number): number {
@@ -57,7 +59,8 @@ export function percentile(sorted: ArrayLike<number>, fraction: number): number 
 /** The named percentiles of unsorted values. */
 export function percentiles<K extends string>(values: readonly number[], keys: readonly K[]): Record<K, number> {
   const s = Float64Array.from(values).sort();
-  return Object.fromEntries(keys.map((k) => [k, percentile(s, k === 'min' ? 0 : k === 'max' ? 1 : Number(k) / 100)])) as Record<K, number>;
+  return Object.fromEntries(keys.map((k) => [k,
+    percentile(s, k === 'min' ? 0 : k === 'max' ? 1 : Number(k) / 100)])) as Record<K, number>;
 }
 
 /** Mean and its standard error sqrt(var / (n - 1)) (llama.cpp mean_and_uncertainty); error 0 for n < 2. */
@@ -123,7 +126,8 @@ export class KldAccumulator {
     }
     this.kls.push(st.kl);
     if (st.sameTop) this.same++;
-    if (st.dp !== undefined && st.nllCand !== undefined && st.nllRef !== undefined && Number.isFinite(st.nllCand) && Number.isFinite(st.nllRef)) {
+    if (st.dp !== undefined && st.nllCand !== undefined && st.nllRef !== undefined && Number.isFinite(st.nllCand) &&
+      Number.isFinite(st.nllRef)) {
       this.dps.push(st.dp);
       this.nllCand.push(st.nllCand);
       this.nllRef.push(st.nllRef);
@@ -133,7 +137,8 @@ export class KldAccumulator {
   /** Mean KL (throws if every position was non-finite, like the MLX backend) and the side statistics. */
   result(): { meanKld: number; kept: number; dropped: number; ppl: number | null; rmsDpPct: number | null; sameToppPct: number; stats: KldStatistics } {
     const n = this.kls.length;
-    if (n === 0) throw new BackendCapabilityError('kld', 'every position produced non-finite KL; the logits may be underflowing on this KV config');
+    if (n === 0) throw new BackendCapabilityError('kld',
+      'every position produced non-finite KL; the logits may be underflowing on this KV config');
     const [meanKld, meanKldUnc] = meanAndUncertainty(this.kls);
     const m = this.dps.length;
     let dp: KldStatistics['delta_p'] = null;
@@ -143,19 +148,22 @@ export class KldAccumulator {
       const [mean, meanUnc] = meanAndUncertainty(this.dps);
       const [mse, mseUnc] = meanAndUncertainty(this.dps.map((x) => x * x));
       const rms = Math.sqrt(mse);
-      dp = { mean, mean_unc: meanUnc, rms, rms_unc: rms > 0 ? (0.5 / rms) * mseUnc : 0, percentiles: percentiles(this.dps, DELTA_P_PERCENTILES) };
+      dp = { mean, mean_unc: meanUnc, rms, rms_unc: rms > 0 ? (0.5 / rms) * mseUnc : 0,
+        percentiles: percentiles(this.dps, DELTA_P_PERCENTILES) };
       const [lc, lcUnc] = meanAndUncertainty(this.nllCand);
       const [lr, lrUnc] = meanAndUncertainty(this.nllRef);
       // var(a - b) = var a + var b - 2 cov(a, b): the per-position difference carries the covariance.
       const [, ratioUnc] = meanAndUncertainty(this.nllCand.map((x, i) => x - this.nllRef[i]));
       const ratio = Math.exp(lc - lr);
-      ppl = { ppl_ref: Math.exp(lr), ppl_ref_unc: Math.exp(lr) * lrUnc, ppl_cand: Math.exp(lc), ppl_cand_unc: Math.exp(lc) * lcUnc, ppl_ratio: ratio, ppl_ratio_unc: ratio * ratioUnc };
+      ppl = { ppl_ref: Math.exp(lr), ppl_ref_unc: Math.exp(lr) * lrUnc, ppl_cand: Math.exp(lc),
+        ppl_cand_unc: Math.exp(lc) * lcUnc, ppl_ratio: ratio, ppl_ratio_unc: ratio * ratioUnc };
     }
     const stats: KldStatistics = {
       n_positions: n, mean_kld_unc: meanKldUnc, kld_percentiles: percentiles(this.kls, KLD_PERCENTILES),
       same_top1: this.same / n, same_top1_ci95: wilsonInterval(this.same, n), n_next: m, delta_p: dp, ...ppl,
     };
-    return { meanKld, kept: n, dropped: this.dropped, ppl: ppl.ppl_cand, rmsDpPct: dp ? 100 * dp.rms : null, sameToppPct: 100 * stats.same_top1, stats };
+    return { meanKld, kept: n, dropped: this.dropped, ppl: ppl.ppl_cand, rmsDpPct: dp ? 100 * dp.rms : null,
+      sameToppPct: 100 * stats.same_top1, stats };
   }
 }
 

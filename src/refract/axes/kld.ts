@@ -16,14 +16,16 @@ const CORPUS_HASH_BYTES = 1024 * 1024;
 
 /** The chunks KLD@D scores: throws if the corpus has fewer than ctx tokens. */
 export function kldChunks(tokens: ArrayLike<number>, chunks: number, ctx: number): number[][] {
-  if (tokens.length < ctx) throw new BackendCapabilityError('kld', `Corpus too short for KLD: ${tokens.length} tokens, need ≥ ${ctx}.`);
+  if (tokens.length < ctx) throw new BackendCapabilityError('kld',
+    `Corpus too short for KLD: ${tokens.length} tokens, need ≥ ${ctx}.`);
   const n = Math.min(chunks, Math.floor(tokens.length / ctx));
   if (n < 1) throw new BackendCapabilityError('kld', `Corpus yields zero chunks at ctx=${ctx}.`);
   return Array.from({ length: n }, (_, i) => Array.from({ length: ctx }, (_, j) => tokens[i * ctx + j]));
 }
 
 /** REFRACT's corpus identity block: size in UTF-8 bytes and SHA-256 of the first MiB (null without WebCrypto). */
-export async function corpusIdentity(text: string, path: string): Promise<{ path: string; size_bytes: number; sha256_head: string | null; sha256_head_bytes: number }> {
+export async function corpusIdentity(text: string,
+  path: string): Promise<{ path: string; size_bytes: number; sha256_head: string | null; sha256_head_bytes: number }> {
   const bytes = new TextEncoder().encode(text);
   const head = bytes.subarray(0, CORPUS_HASH_BYTES);
   let hex: string | null = null;
@@ -90,7 +92,8 @@ export async function runKld(backend: Backend, o: KldAxisOptions): Promise<KldAx
   });
   // A backend that ignores the signal still ends the axis here: a stopped run reports no KLD.
   o.signal?.throwIfAborted();
-  if (!Number.isFinite(r.meanKld)) throw new RefractError('kld', `backend ${backend.name} returned mean KLD ${r.meanKld}`);
+  if (!Number.isFinite(r.meanKld)) throw new RefractError('kld',
+    `backend ${backend.name} returned mean KLD ${r.meanKld}`);
   const out: KldAxisResult = {
     score: kldToScore(r.meanKld),
     mean_kld: r.meanKld,
@@ -107,6 +110,7 @@ export async function runKld(backend: Backend, o: KldAxisOptions): Promise<KldAx
     ...(r.stats ?? {}),
   };
   // Six significant digits: the values only feed plots, and 16k full doubles would dominate the JSON.
-  if (r.perPosition) out.per_position_kld = Array.from(r.perPosition, (x) => (Number.isFinite(x) ? Number(x.toPrecision(6)) : null));
+  if (r.perPosition) out.per_position_kld = Array.from(r.perPosition,
+    (x) => (Number.isFinite(x) ? Number(x.toPrecision(6)) : null));
   return out;
 }

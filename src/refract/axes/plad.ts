@@ -165,7 +165,8 @@ interface Cell {
 export async function runPlad(backend: Backend, o: PladOptions): Promise<PladAxisResult> {
   const perts = o.perturbations ?? DEFAULT_PERTURBATIONS;
   const unknown = perts.filter((p) => !(DEFAULT_PERTURBATIONS as readonly string[]).includes(p));
-  if (unknown.length) throw new InputError('plad', `unknown perturbations ${unknown.join(', ')}; valid: ${DEFAULT_PERTURBATIONS.join(', ')}`);
+  if (unknown.length) throw new InputError('plad',
+    `unknown perturbations ${unknown.join(', ')}; valid: ${DEFAULT_PERTURBATIONS.join(', ')}`);
   if (o.prompts.length === 0) throw new InputError('plad', 'no prompts');
   const seed = o.seed ?? DEFAULTS.seed;
   const alpha = o.alpha ?? DEFAULT_ALPHA;
@@ -188,7 +189,8 @@ export async function runPlad(backend: Backend, o: PladOptions): Promise<PladAxi
   const generate = async (kv: string): Promise<number[][]> => {
     const out: number[][] = [];
     for (const cell of cells) {
-      const common = { model: o.model, prompt: cell.text, kvConfig: kv, nPredict: o.nPredict ?? 64, ctx: o.ctx ?? DEFAULTS.ctx, seed, signal: o.signal };
+      const common = { model: o.model, prompt: cell.text, kvConfig: kv, nPredict: o.nPredict ?? 64,
+        ctx: o.ctx ?? DEFAULTS.ctx, seed, signal: o.signal };
       if (source === 'generated') {
         out.push((await backend.runCompletionTrajectory(common)).tokenIds);
       } else {

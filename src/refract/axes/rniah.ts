@@ -45,7 +45,8 @@ export function nearestSentenceBoundary(text: string, target: number): number {
 }
 
 /** (system, user) messages of one cell: the haystack with the needle inserted becomes the system message. */
-export function buildRniahPrompt(haystackChunk: string, needle: string, question: string, position: number): { system: string; user: string } {
+export function buildRniahPrompt(haystackChunk: string, needle: string, question: string,
+  position: number): { system: string; user: string } {
   const at = nearestSentenceBoundary(haystackChunk, Math.trunc(haystackChunk.length * position));
   return { system: `${haystackChunk.slice(0, at)} ${needle} ${haystackChunk.slice(at)}`, user: question };
 }
@@ -131,9 +132,12 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   const keyword = o.needleKeyword ?? extractNeedleKeyword(needle);
   const nPredict = o.nPredict ?? 256;
   const seed = o.seed ?? DEFAULTS.seed;
-  if (lengths.length === 0 || lengths.some((l) => !Number.isInteger(l) || l < 1)) throw new InputError('rniah', `lengths must be positive integers, got [${lengths.join(', ')}]`);
-  if (positions.some((p) => !(p >= 0 && p <= 1))) throw new InputError('rniah', `positions must lie in [0, 1], got [${positions.join(', ')}]`);
-  if (keyword.trim() === '') throw new InputError('rniah', 'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
+  if (lengths.length === 0 || lengths.some((l) => !Number.isInteger(l) || l < 1)) throw new InputError('rniah',
+    `lengths must be positive integers, got [${lengths.join(', ')}]`);
+  if (positions.some((p) => !(p >= 0 && p <= 1))) throw new InputError('rniah',
+    `positions must lie in [0, 1], got [${positions.join(', ')}]`);
+  if (keyword.trim() === '') throw new InputError('rniah',
+    'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
   if (!(nTrials >= 1)) throw new InputError('rniah', `nTrials must be >= 1, got ${nTrials}`);
 
   const modelCtx = await contextLengthOf(backend, o.model);
@@ -141,14 +145,16 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   const head = o.haystack.slice(0, CHARS_PER_TOKEN_HEAD);
   const headTokens = head ? (await backend.tokenizeToIds({ model: o.model, text: head })).length : 0;
   const cpt = headTokens ? head.length / headTokens : 4.0;
-  const overhead = Math.max(1, Math.trunc(needle.length / Math.max(cpt, 1))) + Math.max(1, Math.trunc(question.length / Math.max(cpt, 1))) + nPredict + 16;
+  const overhead = Math.max(1, Math.trunc(needle.length / Math.max(cpt, 1))) + Math.max(1,
+    Math.trunc(question.length / Math.max(cpt, 1))) + nPredict + 16;
 
   const cells: RniahCell[] = [];
   const skipped: [number, number][] = [];
   const notes: string[] = [];
   const tooLong = lengths.filter((l) => l > ctxMax);
   if (tooLong.length) {
-    const why = modelCtx <= (o.ctxMax ?? Infinity) && modelCtx < Infinity ? `the model's context_length ${modelCtx}` : `ctx_max ${ctxMax}`;
+    const why = modelCtx <= (o.ctxMax ?? Infinity) &&
+      modelCtx < Infinity ? `the model's context_length ${modelCtx}` : `ctx_max ${ctxMax}`;
     notes.push(`Skipped length(s) ${tooLong.join(', ')}: longer than ${why}.`);
   }
   const runnable = lengths.filter((l) => l <= ctxMax && l - overhead > 0);
@@ -193,7 +199,8 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       let baseHits = 0;
       let candHits = 0;
       for (let trial = 0; trial < nTrials; trial++) {
-        const common = { model: o.model, prompt: user, system, applyChatTemplate: true, nPredict, ctx: Math.min(length + nPredict + 32, modelCtx), seed: seed + trial, signal: o.signal };
+        const common = { model: o.model, prompt: user, system, applyChatTemplate: true, nPredict,
+          ctx: Math.min(length + nPredict + 32, modelCtx), seed: seed + trial, signal: o.signal };
         baseHits += hit((await backend.runCompletion({ ...common, kvConfig: o.reference })).text);
         o.onProgress?.(++done, total);
         candHits += hit((await backend.runCompletion({ ...common, kvConfig: o.candidate })).text);
@@ -201,7 +208,8 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       }
       const baseAcc = baseHits / nTrials;
       const candAcc = candHits / nTrials;
-      cells.push({ length, position, n_trials: nTrials, base_acc: baseAcc, cand_acc: candAcc, degradation: Math.max(0, baseAcc - candAcc), base_hits: baseHits, cand_hits: candHits });
+      cells.push({ length, position, n_trials: nTrials, base_acc: baseAcc, cand_acc: candAcc,
+        degradation: Math.max(0, baseAcc - candAcc), base_hits: baseHits, cand_hits: candHits });
     }
   }
   let score: number | null = null;

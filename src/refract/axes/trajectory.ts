@@ -7,7 +7,8 @@ import type { Prompt } from '../prompts.ts';
 
 /** First index where the sequences differ (null when identical) and the shared-prefix length. A strict
  *  prefix diverges at the shorter length; identical sequences agree over their full length. */
-export function diffTrajectories(ref: ArrayLike<number>, cand: ArrayLike<number>): { firstDivergence: number | null; prefixLength: number } {
+export function diffTrajectories(ref: ArrayLike<number>,
+  cand: ArrayLike<number>): { firstDivergence: number | null; prefixLength: number } {
   const n = Math.min(ref.length, cand.length);
   for (let i = 0; i < n; i++) if (ref[i] !== cand[i]) return { firstDivergence: i, prefixLength: i };
   return { firstDivergence: ref.length === cand.length ? null : n, prefixLength: n };
@@ -74,7 +75,8 @@ export async function runTrajectory(backend: Backend, o: TrajectoryAxisOptions):
     for (const p of o.prompts) {
       o.signal?.throwIfAborted();
       const r = await backend.runCompletionTrajectory({
-        model: o.model, prompt: p.prompt, kvConfig: kv, nPredict, ctx: o.ctx ?? DEFAULTS.ctx, seed: o.seed ?? DEFAULTS.seed, signal: o.signal,
+        model: o.model, prompt: p.prompt, kvConfig: kv, nPredict, ctx: o.ctx ?? DEFAULTS.ctx, seed: o.seed ??
+          DEFAULTS.seed, signal: o.signal,
       });
       // A stopped completion ends early: its tokens are not a trajectory to score.
       o.signal?.throwIfAborted();
@@ -94,7 +96,8 @@ export async function runTrajectory(backend: Backend, o: TrajectoryAxisOptions):
     const p = o.prompts[i];
     const [ref, cand] = [refs[i], cands[i]];
     if (ref.length === 0 && cand.length === 0) {
-      throw new RefractError('trajectory', `both reference and candidate trajectories are empty for prompt ${JSON.stringify(p.id)}`);
+      throw new RefractError('trajectory',
+        `both reference and candidate trajectories are empty for prompt ${JSON.stringify(p.id)}`);
     }
     const { firstDivergence, prefixLength } = diffTrajectories(ref, cand);
     if (firstDivergence === null) matches++;
@@ -113,7 +116,8 @@ export async function runTrajectory(backend: Backend, o: TrajectoryAxisOptions):
   return summarizeTrajectories(perPrompt, nPredict, matches, firstDivs);
 }
 
-function summarizeTrajectories(perPrompt: TrajectoryPromptRecord[], nPredict: number, matches: number, firstDivs: number[]): TrajectoryAxisResult {
+function summarizeTrajectories(perPrompt: TrajectoryPromptRecord[], nPredict: number, matches: number,
+  firstDivs: number[]): TrajectoryAxisResult {
   const n = perPrompt.length;
   const mean = (f: (r: TrajectoryPromptRecord) => number) => perPrompt.reduce((s, r) => s + f(r), 0) / n;
   const meanPrefix = mean((r) => r.prefix_agreement_length);

@@ -7,7 +7,8 @@ import { needsLeader, placeLabels, type LabelBox } from './labels.ts';
 // PASS is blue, not a second green: two greens side by side in a sweep's plot could not be told apart.
 export const BAND_COLORS = { EXCELLENT: '#1a7f37', PASS: '#0969da', DEGRADED: '#bf8700', FAIL: '#cf222e' } as const;
 const BAND_SCALE = { domain: Object.keys(BAND_COLORS), range: Object.values(BAND_COLORS) };
-const CONFIG = { view: { stroke: null }, font: 'system-ui, sans-serif', axis: { labelFontSize: 11, titleFontSize: 11 } };
+const CONFIG = { view: { stroke: null }, font: 'system-ui, sans-serif',
+  axis: { labelFontSize: 11, titleFontSize: 11 } };
 
 /** Render one Vega-Lite spec to an SVG string (vega and vega-lite are loaded on first use). */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
@@ -52,7 +53,8 @@ export function axisScoresSpec(r: RefractReport): TopLevelSpec {
           text: { field: 'score', type: 'quantitative', format: '.2f' },
         },
       },
-      { data: { values: [{ t: 60 }, { t: 80 }, { t: 90 }] }, mark: { type: 'rule', strokeDash: [3, 3], opacity: 0.5 }, encoding: { x: { field: 't', type: 'quantitative' } } },
+      { data: { values: [{ t: 60 }, { t: 80 }, { t: 90 }] }, mark: { type: 'rule', strokeDash: [3, 3], opacity: 0.5 },
+        encoding: { x: { field: 't', type: 'quantitative' } } },
     ],
   };
 }
@@ -82,20 +84,25 @@ export function klSpecs(r: RefractReport): { corpus: TopLevelSpec; inChunk: TopL
 /** Per prompt: candidate length (grey) and agreed prefix (coloured), i.e. where the trajectories part. */
 export function divergenceSpec(r: RefractReport): TopLevelSpec {
   const rows = r.axes.gtm.per_prompt.map((p) => ({
-    id: p.id, prefix: p.prefix_agreement_length, length: Math.max(p.cand_length, p.ref_length), matched: p.matched ? 'identical' : 'diverged',
+    id: p.id, prefix: p.prefix_agreement_length, length: Math.max(p.cand_length,
+      p.ref_length), matched: p.matched ? 'identical' : 'diverged',
   }));
   return {
     width: 520,
     height: { step: 14 },
     data: { values: rows },
     layer: [
-      { mark: { type: 'bar', color: '#d0d7de' }, encoding: { y: { field: 'id', type: 'nominal', sort: null, title: null }, x: { field: 'length', type: 'quantitative', title: 'tokens (bar: agreed prefix = first divergence index)' } } },
+      { mark: { type: 'bar', color: '#d0d7de' },
+        encoding: { y: { field: 'id', type: 'nominal', sort: null, title: null },
+        x: { field: 'length', type: 'quantitative', title: 'tokens (bar: agreed prefix = first divergence index)' } } },
       {
         mark: 'bar',
         encoding: {
           y: { field: 'id', type: 'nominal', sort: null },
           x: { field: 'prefix', type: 'quantitative' },
-          color: { field: 'matched', type: 'nominal', scale: { domain: ['identical', 'diverged'], range: [BAND_COLORS.EXCELLENT, BAND_COLORS.DEGRADED] }, title: null },
+          color: { field: 'matched', type: 'nominal',
+            scale: { domain: ['identical', 'diverged'],
+            range: [BAND_COLORS.EXCELLENT, BAND_COLORS.DEGRADED] }, title: null },
         },
       },
     ],
@@ -106,14 +113,19 @@ export function divergenceSpec(r: RefractReport): TopLevelSpec {
 export function rniahSpec(r: RefractReport): TopLevelSpec | null {
   const rn = r.axes.rniah;
   if (!rn || rn.cells.length === 0) return null;
-  const rows = rn.cells.map((c) => ({ length: String(c.length), position: c.position.toFixed(2), degradation: c.degradation, label: `${c.base_acc.toFixed(2)} / ${c.cand_acc.toFixed(2)}` }));
-  const enc = { x: { field: 'position', type: 'ordinal' as const, title: 'needle position', axis: { labelAngle: 0 } }, y: { field: 'length', type: 'ordinal' as const, sort: null, title: 'context length' } };
+  const rows = rn.cells.map((c) => ({ length: String(c.length), position: c.position.toFixed(2),
+    degradation: c.degradation, label: `${c.base_acc.toFixed(2)} / ${c.cand_acc.toFixed(2)}` }));
+  const enc = { x: { field: 'position', type: 'ordinal' as const, title: 'needle position', axis: { labelAngle: 0 } },
+    y: { field: 'length', type: 'ordinal' as const, sort: null, title: 'context length' } };
   return {
     width: { step: 110 },
     height: { step: 34 },
     data: { values: rows },
     layer: [
-      { mark: 'rect', encoding: { ...enc, color: { field: 'degradation', type: 'quantitative', scale: { domain: [0, 1], range: ['#dafbe1', '#cf222e'] }, title: 'degradation' } } },
+      { mark: 'rect',
+        encoding: { ...enc,
+        color: { field: 'degradation', type: 'quantitative', scale: { domain: [0, 1], range: ['#dafbe1', '#cf222e'] },
+        title: 'degradation' } } },
       { mark: { type: 'text', fontSize: 11 }, encoding: { ...enc, text: { field: 'label', type: 'nominal' } } },
     ],
   };
@@ -125,7 +137,8 @@ export function pladSpec(r: RefractReport): TopLevelSpec | null {
   if (!pl) return null;
   const rows = Object.entries(pl.per_perturbation_score)
     .filter(([, s]) => s !== null && Number.isFinite(s))
-    .map(([perturbation, score]) => ({ perturbation, score, band: score >= 90 ? 'EXCELLENT' : score >= 80 ? 'PASS' : score >= 60 ? 'DEGRADED' : 'FAIL' }));
+    .map(([perturbation, score]) => ({ perturbation, score,
+      band: score >= 90 ? 'EXCELLENT' : score >= 80 ? 'PASS' : score >= 60 ? 'DEGRADED' : 'FAIL' }));
   if (rows.length === 0) return null;
   return {
     width: 400,

@@ -17,7 +17,8 @@ function axisCell(axes: ReportScores['axes'], key: string): string {
 
 /** The compare table: Report, Comp, Band, Traj, KLD, R-NIAH, PLAD. */
 export function renderCompareTable(rows: readonly CompareRow[]): string {
-  const L = ['', `${'Report'.padEnd(32)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`, '-'.repeat(80)];
+  const L = ['',
+    `${'Report'.padEnd(32)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`, '-'.repeat(80)];
   for (const { label, report: r } of rows) {
     const comp = typeof r.composite === 'number' ? r.composite.toFixed(2).padStart(7) : '—'.padStart(7);
     const b = typeof r.band === 'string' ? r.band : '—';
@@ -78,7 +79,8 @@ function spreadText(s: SpreadStats | null): string {
 /** The repeatability summary with its health verdict (HEALTHY <= 1.0 < NOISY <= 3.0 < UNSTABLE). */
 export function renderRepeatability(reports: readonly ReportScores[]): string {
   const st = repeatabilityStats(reports);
-  const L = ['', '='.repeat(72), `REPEATABILITY (${st.runs} runs)`, '='.repeat(72), `composite  : ${spreadText(st.composite)}`];
+  const L = ['', '='.repeat(72), `REPEATABILITY (${st.runs} runs)`, '='.repeat(72),
+    `composite  : ${spreadText(st.composite)}`];
   for (const [axis, s] of Object.entries(st.axes)) L.push(`  ${axis.padEnd(10)}: ${spreadText(s)}`);
   L.push('');
   const sd = st.composite?.stdev;

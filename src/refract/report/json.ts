@@ -96,7 +96,8 @@ function skippedKld(chunks: number, ctx: number): Omit<KldBlock, keyof AbTail> {
 
 function abBlock<T extends { score: number }, S>(result: T | null, stub: S, score: number | null, description: string):
   (Omit<T, 'score'> | S) & AbTail {
-  if (result === null || score === null) return { ...stub, ...(result ?? {}), score: null, band: 'skipped', skipped: true, description };
+  if (result === null || score === null) return { ...stub, ...(result ?? {}), score: null, band: 'skipped',
+    skipped: true, description };
   return { ...result, band: band(score), skipped: false, description };
 }
 
@@ -122,8 +123,10 @@ export function buildReport(i: BuildReportInput): RefractReport {
     axes.rniah = { ...i.rniah, confidence, base_acc_avg: baseAvg, band: b, description: AXIS_PROSE.rniah };
   }
   if (i.plad && c.plad_score !== null) {
-    const skipped = Object.entries(i.plad.per_perturbation_score).filter(([, v]) => !Number.isFinite(v)).map(([k]) => k);
-    axes.plad = { ...i.plad, skipped_perturbations: skipped, confidence: skipped.length ? 'partial' : 'ok', band: band(c.plad_score), description: AXIS_PROSE.plad };
+    const skipped = Object.entries(i.plad.per_perturbation_score).filter(([,
+      v]) => !Number.isFinite(v)).map(([k]) => k);
+    axes.plad = { ...i.plad, skipped_perturbations: skipped, confidence: skipped.length ? 'partial' : 'ok',
+      band: band(c.plad_score), description: AXIS_PROSE.plad };
   }
   return {
     schema: REPORT_SCHEMA,
@@ -149,7 +152,8 @@ export function buildReport(i: BuildReportInput): RefractReport {
 
 /** JSON text (2-space indent, as the original). NaN and infinities become null (Python writes a bare NaN). */
 export function toJsonString(report: RefractReport, indent = 2): string {
-  return JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), indent || undefined);
+  return JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v),
+    indent || undefined);
 }
 
 /** Parse a report JSON file's text, checking the fields compare/repeatability rely on. */
@@ -161,7 +165,8 @@ export function parseReport(text: string): RefractReport {
     throw new InputError('report', `not JSON: ${(e as Error).message}`);
   }
   const r = d as Partial<RefractReport>;
-  if (typeof r !== 'object' || r === null || typeof r.composite !== 'number' || typeof r.axes !== 'object' || r.axes === null) {
+  if (typeof r !== 'object' || r === null || typeof r.composite !== 'number' || typeof r.axes !== 'object' ||
+    r.axes === null) {
     throw new InputError('report', 'not a REFRACT report: needs a numeric "composite" and an "axes" object');
   }
   return r as RefractReport;

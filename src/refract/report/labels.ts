@@ -40,7 +40,8 @@ const RINGS = 6;
 function spots(w: number, h: number): Array<[number, number]> {
   const up = POINT / 2 + GAP + h / 2;
   const side = POINT / 2 + GAP + w / 2;
-  const near: Array<[number, number]> = [[0, -up], [0, up], [side, 0], [-side, 0], [side, -up], [-side, -up], [side, up], [-side, up]];
+  const near: Array<[number, number]> = [[0, -up], [0, up], [side, 0], [-side, 0], [side, -up], [-side, -up],
+    [side, up], [-side, up]];
   const rings: Array<[number, number]> = [];
   for (let r = 1; r <= RINGS; r++) {
     for (let k = 0; k < 12; k++) {

@@ -80,7 +80,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
 
   L.push(eq, c('1', ` REFRACT v${r.framework_version} — Reference-anchored Robust Acid-test`));
   L.push(c('2', ' Scoring: 0 = broken, 100 = matches the fp16 reference. Higher is better.'), eq);
-  L.push(` model     : ${r.model}`, ` reference : ${r.reference}`, ` candidate : ${r.candidate}`, ` timestamp : ${r.timestamp}`, dash);
+  L.push(` model     : ${r.model}`, ` reference : ${r.reference}`, ` candidate : ${r.candidate}`,
+    ` timestamp : ${r.timestamp}`, dash);
   if (d.floor_score !== null) {
     L.push(` Noise floor (ref vs ref): ${fmt(d.floor_score, 6, 2)}  (min ${MIN_FLOOR})  [${d.floor_ok ? c('32', 'OK') : c('31', 'FAIL')}]`);
   } else {
@@ -88,7 +89,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   }
   L.push(dash);
   const nAxes = [d.gtm_score, d.kld_score, d.rniah_score, d.plad_score].filter((v) => v !== null).length;
-  L.push(c('1', ` REFRACT score    : ${fmt(r.composite, 6, 2)}  ${bar(r.composite)}  ${c(BAND_COLOR[r.band], r.band)}`));
+  L.push(c('1',
+    ` REFRACT score    : ${fmt(r.composite, 6, 2)}  ${bar(r.composite)}  ${c(BAND_COLOR[r.band], r.band)}`));
   L.push(nAxes === 1 ? '   (one axis measured: the score is that axis\'s)'
     : `   (harmonic mean of ${nAxes} axes; any single low axis drops the score hard)`);
   // The report's summary: it names an axis A or B that did not run rather than call the candidate safe.
@@ -110,7 +112,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     L.push(`   prompts                    : ${g.n_prompts}`);
     L.push(`   tokens decoded each        : ${g.n_tokens_each}`);
     L.push(`   full match rate            : ${fmt((g.full_match_rate ?? NaN) * 100, 5, 1)} %`);
-    L.push(g.median_first_divergence !== null ? `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
+    L.push(g.median_first_divergence !== null ?
+      `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
     L.push(`   mean prefix agreement      : ${fmt(g.mean_prefix_agreement_length, 5, 1)} tokens`);
     L.push(`   mean cand / ref length     : ${fmt(g.mean_cand_length, 5, 1)} / ${fmt(g.mean_ref_length, 5, 1)} tokens`);
     for (const n of g.notes) L.push(c('33', `   NOTE: ${n}`));
@@ -136,7 +139,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     L.push('', ' PLAD diagnostics');
     L.push(`   prompts × perturbations    : ${pl.n_prompts} × ${pl.n_perturbations}`);
     for (const [pert, s] of Object.entries(pl.per_perturbation_score)) {
-      const tag = s === null || !Number.isFinite(s) ? 'skipped (never applied)' : c(BAND_COLOR[band(s)], `${fmt(s, 6, 2)} ${band(s).padEnd(9)}`);
+      const tag = s === null || !Number.isFinite(s) ? 'skipped (never applied)' : c(BAND_COLOR[band(s)],
+        `${fmt(s, 6, 2)} ${band(s).padEnd(9)}`);
       L.push(`   ${pert.padEnd(10)} : ${tag}`);
     }
     for (const n of pl.notes) L.push(c('33', `   NOTE: ${n}`));

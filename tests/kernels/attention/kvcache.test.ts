@@ -10,7 +10,8 @@ import { Tensor } from '../../../src/tensor/tensor.ts';
 import type { Gpu } from '../../../src/gpu/gpu.ts';
 import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
 import { roundBf16 } from '../../../src/tensor/dtype.ts';
-import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull, type KVSlot } from '../../../src/kernels/attention/kvcache.ts';
+import { appendKV, ropeAppend, ropeK, ropeQ, takeV, writeFull,
+  type KVSlot } from '../../../src/kernels/attention/kvcache.ts';
 import { appendQuantized, quantKV } from '../../../src/kernels/attention/kvquant.ts';
 import { sdpa } from '../../../src/kernels/attention/sdpa.ts';
 import { headsRef, sdpaRef } from '../../../src/kernels/attention/sdpa.ref.ts';
@@ -21,9 +22,11 @@ import type { Round } from '../../../src/kernels/common/codes.ts';
 const SENTINEL = 7.5;   // exactly representable in bf16: untouched cache positions must keep it
 
 /** Positions [from, to) of a [H, cap, D] cache as a [H, to - from, D] array. */
-function positions(cache: ArrayLike<number>, H: number, cap: number, D: number, from: number, to: number): Float32Array {
+function positions(cache: ArrayLike<number>, H: number, cap: number, D: number, from: number,
+  to: number): Float32Array {
   const out = new Float32Array(H * (to - from) * D);
-  for (let h = 0; h < H; h++) for (let p = from; p < to; p++) for (let d = 0; d < D; d++) out[(h * (to - from) + p - from) * D + d] = cache[(h * cap + p) * D + d];
+  for (let h = 0; h < H; h++) for (let p = from; p < to; p++) for (let d = 0; d < D; d++) out[(h * (to - from) +
+    p - from) * D + d] = cache[(h * cap + p) * D + d];
   return out;
 }
 
@@ -62,21 +65,25 @@ describe('ropeQ / ropeK / takeV', () => {
 
 describe('appendKV / writeFull', () => {
   for (const dtype of ['f32', 'bf16'] as const) {
-    it(`writes roped k and raw v at a nonzero offset into a ${dtype} cache, leaving other positions alone`, async () => {
+    it(`writes roped k and raw v at a nonzero offset into a ${dtype} cache, leaving other positions alone`,
+      async () => {
       const gpu = await getGpu();
       // D = 6: pairs (i, i+3) straddle packed words, which hold positions' own values only.
       for (const [H, D, cap, offset, S] of [[2, 64, 20, 11, 5], [3, 6, 9, 3, 5], [1, 128, 4, 3, 1]]) {
         const o = { heads: H, headDim: D, base: 1e4, offset };
         const g = randn(H + D + S, S * 4 * H * D, 2);
         const gt = Tensor.from(gpu, g, [S, 4 * H * D], 'f32', 'gqkv');
-        const k: FullKV = { kind: 'full', data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'k') };
-        const v: FullKV = { kind: 'full', data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'v') };
+        const k: FullKV = { kind: 'full',
+          data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'k') };
+        const v: FullKV = { kind: 'full',
+          data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'v') };
         appendKV(gt, k, v, o);
         const [kc, vc, kNew] = await Promise.all([k.data.read(), v.data.read(), ropeK(gt, o).read()]);
         const store = dtype === 'bf16' ? roundBf16 : Math.fround;
         // The cache holds ropeK's values (the same kernel function), rounded to the cache's dtype: exact.
         expect([...positions(kc, H, cap, D, offset, offset + S)]).toEqual([...kNew].map(store));
-        expect([...positions(vc, H, cap, D, offset, offset + S)]).toEqual([...headsRef(g, { ...o, seq: S, block: 3, rope: false })].map(store));
+        expect([...positions(vc, H, cap, D, offset, offset + S)]).toEqual([...headsRef(g,
+          { ...o, seq: S, block: 3, rope: false })].map(store));
         for (const c of [kc, vc]) {
           expect([...positions(c, H, cap, D, 0, offset)].every((x) => x === SENTINEL)).toBe(true);
           expect([...positions(c, H, cap, D, offset + S, cap)].every((x) => x === SENTINEL)).toBe(true);
@@ -102,10 +109,12 @@ describe('appendKV / writeFull', () => {
     const H = 2, S = 3, D = 10, cap = 8, offset = 4;
     const src = randn(8, H * S * D);
     for (const dtype of ['f32', 'bf16'] as const) {
-      const dst: FullKV = { kind: 'full', data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'dst') };
+      const dst: FullKV = { kind: 'full',
+        data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], dtype, 'dst') };
       writeFull(Tensor.from(gpu, src, [H, S, D], 'f32', 'src'), dst, { offset });
       const c = await dst.data.read();
-      expect([...positions(c, H, cap, D, offset, offset + S)]).toEqual([...src].map(dtype === 'bf16' ? roundBf16 : Math.fround));
+      expect([...positions(c, H, cap, D, offset, offset + S)]).toEqual([...src].map(dtype === 'bf16' ?
+        roundBf16 : Math.fround));
       expect([...positions(c, H, cap, D, 0, offset)].every((x) => x === SENTINEL)).toBe(true);
       expect([...positions(c, H, cap, D, offset + S, cap)].every((x) => x === SENTINEL)).toBe(true);
     }
@@ -125,7 +134,8 @@ describe('appendKV / writeFull', () => {
         const gt = Tensor.from(gpu, g, [S, 4 * H * D], 'f32', 'gqkv');
         appendKV(gt, k, v, o);
         const store = dtype === 'bf16' ? roundBf16 : (x: number) => x;
-        const kn = headsRef(g, { ...o, seq: S, block: 2, rope: true }), vn = headsRef(g, { ...o, seq: S, block: 3, rope: false });
+        const kn = headsRef(g, { ...o, seq: S, block: 2, rope: true }), vn = headsRef(g,
+          { ...o, seq: S, block: 3, rope: false });
         for (let h = 0; h < H; h++) for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) {
           kRef[(h * cap + offset + s) * D + d] = store(kn[(h * S + s) * D + d]);
           vRef[(h * cap + offset + s) * D + d] = store(vn[(h * S + s) * D + d]);
@@ -148,11 +158,13 @@ describe('appendKV / writeFull', () => {
     const o = { heads: 2, headDim: 8, base: 1e4, offset: 6 };
     const gt = Tensor.empty(gpu, [3, 64], 'f32', 'gqkv');
     const cache = (dtype: 'f32' | 'bf16'): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, [2, 8, 8], dtype, 'c') });
-    expect(() => appendKV(gt, cache('f32'), cache('f32'), o)).toThrow(/\[appendKV\] writing positions 6\.\.9 overflows/);
+    expect(() => appendKV(gt, cache('f32'), cache('f32'),
+      o)).toThrow(/\[appendKV\] writing positions 6\.\.9 overflows/);
     expect(() => ropeQ(Tensor.empty(gpu, [3, 60], 'f32', 'g'), o)).toThrow(ShapeError);
     expect(() => appendKV(gt, cache('bf16'), cache('bf16'), { ...o, offset: 0, round: 'f16' })).toThrow(DTypeError);
     expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'), { offset: 6 })).toThrow(ShapeError);
-    expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'), { offset: 1.5 })).toThrow(InputError);
+    expect(() => writeFull(Tensor.empty(gpu, [2, 3, 8], 'f32', 's'), cache('f32'),
+      { offset: 1.5 })).toThrow(InputError);
   });
 });
 
@@ -162,7 +174,8 @@ const kindName = (k: SideKind) => (typeof k === 'string' ? k : `q${k.bits}`);
 
 /** A side of [H, cap, D] filled with seeded junk (sentinels for full sides, random words/scales for quantized ones). */
 function makeSide(gpu: Gpu, kind: SideKind, H: number, cap: number, D: number, seed: number): KVSide {
-  if (typeof kind === 'string') return { kind: 'full', data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], kind, 'side') };
+  if (typeof kind === 'string') return { kind: 'full',
+    data: Tensor.from(gpu, new Float32Array(H * cap * D).fill(SENTINEL), [H, cap, D], kind, 'side') };
   const side = quantKV(gpu, { heads: H, capacity: cap, headDim: D, bits: kind.bits });
   const words = Uint32Array.from(randn(seed, side.q.size), (x) => Math.floor((x + 1) * 2 ** 31));
   return {
@@ -174,11 +187,13 @@ function makeSide(gpu: Gpu, kind: SideKind, H: number, cap: number, D: number, s
 }
 
 async function readSide(side: KVSide): Promise<ArrayLike<number>[]> {
-  return side.kind === 'full' ? [await side.data.read()] : Promise.all([side.q.read(), side.scales.read(), side.biases.read()]);
+  return side.kind === 'full' ? [await side.data.read()] : Promise.all([side.q.read(), side.scales.read(),
+    side.biases.read()]);
 }
 
 /** What the model did before ropeAppend: appendKV for two full sides, else ropeK / takeV into writeFull / appendQuantized. */
-function composedAppend(gqkv: Tensor, slot: KVSlot, o: { heads: number; headDim: number; base: number; offset: number; round: Round }): void {
+function composedAppend(gqkv: Tensor, slot: KVSlot,
+  o: { heads: number; headDim: number; base: number; offset: number; round: Round }): void {
   const { k, v } = slot;
   if (k.kind === 'full' && v.kind === 'full') { appendKV(gqkv, k, v, o); return; }
   for (const [side, src] of [[k, ropeK(gqkv, o)], [v, takeV(gqkv, o)]] as const) {
@@ -196,7 +211,8 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
   for (const [si, [kk, vk]] of SIDES.entries()) {
     const anyQuant = typeof kk !== 'string' || typeof vk !== 'string';
     const anyBf16 = kk === 'bf16' || vk === 'bf16';
-    it(`K ${kindName(kk)} / V ${kindName(vk)}: q and both sides bit for bit, one dispatch, every rounding`, async () => {
+    it(`K ${kindName(kk)} / V ${kindName(vk)}: q and both sides bit for bit, one dispatch, every rounding`,
+      async () => {
       const gpu = await getGpu();
       // [H, D, cap, offset, S]: odd head counts, S = 1 and S > 1, zero and nonzero offsets; D = 6 (pairs straddling
       // half-head words) where no side is quantized (groups of 64 need D % 64 == 0).
@@ -208,7 +224,8 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
           const what = `H=${H} D=${D} S=${S} offset ${offset} round ${round}`;
           const o = { heads: H, headDim: D, base: 1e4, offset, round };
           const gt = Tensor.from(gpu, randn(H * D + S + offset, S * 4 * H * D, 3), [S, 4 * H * D], 'f32', 'gqkv');
-          const mk = (seed: number): KVSlot => ({ k: makeSide(gpu, kk, H, cap, D, seed), v: makeSide(gpu, vk, H, cap, D, seed + 7) });
+          const mk = (seed: number): KVSlot => ({ k: makeSide(gpu, kk, H, cap, D, seed),
+            v: makeSide(gpu, vk, H, cap, D, seed + 7) });
           const fused = mk(40), composed = mk(40);
           const before = gpu.dispatchCount;
           const q = ropeAppend(gt, fused, o);
@@ -229,7 +246,8 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
     const H = 3, D = 64, cap = 16;
     const slot: KVSlot = { k: makeSide(gpu, { bits: 8 }, H, cap, D, 1), v: makeSide(gpu, 'f32', H, cap, D, 2) };
     const gt = Tensor.from(gpu, randn(3, 4 * H * D), [1, 4 * H * D], 'f32', 'gqkv');
-    const at = (offset: number) => recordDispatches(() => ropeAppend(gt, slot, { heads: H, headDim: D, base: 1e4, offset, round: 'bf16' }));
+    const at = (offset: number) => recordDispatches(() => ropeAppend(gt, slot,
+      { heads: H, headDim: D, base: 1e4, offset, round: 'bf16' }));
     expectSameStructure(at(0), at(cap - 1), ['offset'], 'ropeAppend at offsets 0 and 15');
   });
 
@@ -237,13 +255,17 @@ describe('ropeAppend (RoPE and the cache append in one dispatch) vs the composed
     const gpu = await getGpu();
     const o = { heads: 2, headDim: 64, base: 1e4, offset: 6 };
     const gt = Tensor.empty(gpu, [3, 512], 'f32', 'gqkv');
-    const full = (dtype: 'f32' | 'bf16' = 'f32'): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, [2, 16, 64], dtype, 'c') });
+    const full = (dtype: 'f32' | 'bf16' = 'f32'): FullKV => ({ kind: 'full',
+      data: Tensor.empty(gpu, [2, 16, 64], dtype, 'c') });
     const quant = (capacity: number, heads = 2) => quantKV(gpu, { heads, capacity, headDim: 64, bits: 4 });
-    expect(() => ropeAppend(gt, { k: full(), v: quant(8) }, o)).toThrow(/\[ropeAppend\] writing positions 6\.\.9 overflows quantized v cache 'quantKV\.q' \[2, 8, 8\]/);
-    expect(() => ropeAppend(gt, { k: full(), v: full() }, { ...o, offset: 14 })).toThrow(/\[ropeAppend\] writing positions 14\.\.17 overflows k cache/);
+    expect(() => ropeAppend(gt, { k: full(), v: quant(8) },
+      o)).toThrow(/\[ropeAppend\] writing positions 6\.\.9 overflows quantized v cache 'quantKV\.q' \[2, 8, 8\]/);
+    expect(() => ropeAppend(gt, { k: full(), v: full() },
+      { ...o, offset: 14 })).toThrow(/\[ropeAppend\] writing positions 14\.\.17 overflows k cache/);
     expect(() => ropeAppend(gt, { k: quant(16, 3), v: full() }, o)).toThrow(ShapeError);
     expect(() => ropeAppend(gt, { k: full('bf16'), v: quant(16) }, { ...o, round: 'f16' })).toThrow(DTypeError);
-    expect(() => ropeAppend(Tensor.empty(gpu, [3, 500], 'f32', 'g'), { k: full(), v: full() }, o)).toThrow(/gqkv 'g' is \[3, 500\]/);
+    expect(() => ropeAppend(Tensor.empty(gpu, [3, 500], 'f32', 'g'), { k: full(), v: full() },
+      o)).toThrow(/gqkv 'g' is \[3, 500\]/);
     expect(() => ropeAppend(Tensor.empty(gpu, [3, 512], 'u32', 'g'), { k: full(), v: full() }, o)).toThrow(DTypeError);
   });
 });

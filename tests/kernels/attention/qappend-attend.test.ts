@@ -46,7 +46,9 @@ function gqkvOf(gpu: Gpu, s: Shape, seed: number, negative = false): Tensor {
   return Tensor.from(gpu, g, [1, 4 * w], 'f32', 'gqkv');
 }
 
-const opts = (s: Shape, offset: number) => ({ heads: s.heads, headDim: s.dim, base: 1e4, offset, round: s.round, scale: 1 / Math.sqrt(s.dim) });
+const opts = (s: Shape,
+  offset: number) => ({ heads: s.heads, headDim: s.dim, base: 1e4, offset, round: s.round,
+  scale: 1 / Math.sqrt(s.dim) });
 
 /** The composed step (ropeAppend, then qsdpa one gated by gqkv) and the fused one, on two copies of one cache. */
 async function compare(gpu: Gpu, s: Shape, offset: number, seed: number, negative = false): Promise<void> {
@@ -56,16 +58,19 @@ async function compare(gpu: Gpu, s: Shape, offset: number, seed: number, negativ
   const ref = { k: side(gpu, s, s.kBits, seed + 1), v: side(gpu, s, s.vBits, seed + 2) };
   const fused = { k: side(gpu, s, s.kBits, seed + 1), v: side(gpu, s, s.vBits, seed + 2) };
   const q = ropeAppend(gqkv, ref, o);
-  const want = qsdpa(q, ref.k, ref.v, { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: o.scale, round: s.round, gate: gqkv, path: 'one' });
+  const want = qsdpa(q, ref.k, ref.v,
+    { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: o.scale, round: s.round, gate: gqkv, path: 'one' });
   const got = qsdpaOneAppend(gqkv, fused.k, fused.v, o);
   expect(got, what).not.toBeNull();
   expect(await bits(got!), `${what}: attention`).toEqual(await bits(want));
   for (const n of ['k', 'v'] as const) {
-    for (const [part, a, b] of [['q', fused[n].q, ref[n].q], ['scales', fused[n].scales, ref[n].scales], ['biases', fused[n].biases, ref[n].biases]] as const) {
+    for (const [part, a, b] of [['q', fused[n].q, ref[n].q], ['scales', fused[n].scales, ref[n].scales],
+      ['biases', fused[n].biases, ref[n].biases]] as const) {
       expect(await bits(a), `${what}: ${n} ${part}`).toEqual(await bits(b));
     }
   }
-  for (const t of [gqkv, q, want, got!, ...tensors(ref.k), ...tensors(ref.v), ...tensors(fused.k), ...tensors(fused.v)]) t.dispose();
+  for (const t of [gqkv, q, want, got!, ...tensors(ref.k), ...tensors(ref.v), ...tensors(fused.k),
+    ...tensors(fused.v)]) t.dispose();
 }
 
 describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async () => {
@@ -82,7 +87,8 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
     it(`head dim ${dim}, ${heads} heads: first key, a chunk's last, the next's first, the last slot`, async () => {
       for (const { kBits, vBits, round } of mine) {
         const s: Shape = { heads, dim, cap, kBits, vBits, round };
-        for (const offset of [0, ck - 1, ck, cap - 1]) await compare(gpu, s, offset, dim + 10 * kBits + vBits + offset + (round === 'bf16' ? 7 : 0));
+        for (const offset of [0, ck - 1, ck, cap - 1]) await compare(gpu, s, offset,
+          dim + 10 * kBits + vBits + offset + (round === 'bf16' ? 7 : 0));
       }
     });
   }
@@ -96,7 +102,8 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
   });
 
   it('the same bits over the keys\' reach as over the whole capacity, on both sides of a reach boundary', async () => {
-    for (const s of [{ heads: 2, dim: 128, cap: 200, kBits: 8, vBits: 4, round: 'bf16' }, { heads: 2, dim: 128, cap: 200, kBits: 4, vBits: 4, round: 'none' }] as const) {
+    for (const s of [{ heads: 2, dim: 128, cap: 200, kBits: 8, vBits: 4, round: 'bf16' },
+      { heads: 2, dim: 128, cap: 200, kBits: 4, vBits: 4, round: 'none' }] as const) {
       for (const offset of [62, 63, 64, 127, 128]) {
         const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, position ${offset}`;
         const gqkv = gqkvOf(gpu, s, 40 + offset);
@@ -106,7 +113,8 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
         const near = qsdpaOneAppend(gqkv, k, v, opts(s, offset))!;
         expect(await bits(near), `${what}: appended`).toEqual(await bits(wide));
         const q = ropeAppend(gqkv, { k, v }, opts(s, offset));
-        const o = { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: 0.1, round: s.round, gate: gqkv, path: 'one' } as const;
+        const o = { kvLen: offset + 1, offset, mask: { kind: 'causal' }, scale: 0.1, round: s.round, gate: gqkv,
+          path: 'one' } as const;
         const [a, b] = [qsdpa(q, k, v, o), qsdpa(q, k, v, { ...o, reach: s.cap })];
         expect(await bits(a), `${what}: qsdpa one`).toEqual(await bits(b));
         for (const t of [gqkv, wide, near, q, a, b, ...tensors(k), ...tensors(v)]) t.dispose();
@@ -118,11 +126,14 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
     const s: Shape = { heads: 3, dim: 128, cap: 134, kBits: 8, vBits: 4, round: 'bf16' };
     const gqkv = gqkvOf(gpu, s, 9);
     const k = side(gpu, s, s.kBits, 1), v = side(gpu, s, s.vBits, 2);
-    const at = (offset: number, reach?: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, { ...opts(s, offset), reach }));
-    expect([0, 64, 128].map((offset) => at(offset)[0].workgroups[0]), "chunks over the keys' reach: 64, 128 keys, the capacity").toEqual([1, 2, 3]);
+    const at = (offset: number,
+      reach?: number) => recordDispatches(() => qsdpaOneAppend(gqkv, k, v, { ...opts(s, offset), reach }));
+    expect([0, 64, 128].map((offset) => at(offset)[0].workgroups[0]),
+      "chunks over the keys' reach: 64, 128 keys, the capacity").toEqual([1, 2, 3]);
     const first = at(0, s.cap);
     expect(first.map((d) => d.kernel.split('#')[1])).toEqual(['qone_scores_append', 'qone_out']);
-    expect(first.map((d) => d.workgroups), '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual([[3, 3, 1], [3, 3, 1]]);
+    expect(first.map((d) => d.workgroups),
+      '134 keys in chunks of 64, 3 heads, for the scores and the values').toEqual([[3, 3, 1], [3, 3, 1]]);
     expectSameStructure(first, at(70, s.cap), ['kv_len'], 'positions 0 and 70');
     expectSameStructure(first, at(s.cap - 1, s.cap), ['kv_len'], 'positions 0 and the last slot');
     const composed = recordDispatches(() => {
@@ -134,14 +145,18 @@ describe('qsdpaOneAppend vs ropeAppend + qsdpa one', { timeout: 300_000 }, async
 
   it('null for shapes qsdpa_one cannot take; a cache that cannot take the step is an error naming it', () => {
     const s: Shape = { heads: 2, dim: 192, cap: 8, kBits: 4, vBits: 4, round: 'none' };
-    expect(qsdpaOneAppend(gqkvOf(gpu, s, 1), side(gpu, s, 4, 1), side(gpu, s, 4, 2), opts(s, 3)), 'head dim 192').toBeNull();
+    expect(qsdpaOneAppend(gqkvOf(gpu, s, 1), side(gpu, s, 4, 1), side(gpu, s, 4, 2), opts(s, 3)),
+      'head dim 192').toBeNull();
     const t: Shape = { ...s, dim: 64 };
-    expect(qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1), side(gpu, t, 8, 2, 2, 9), opts(t, 3)), 'K and V capacities differ').toBeNull();
+    expect(qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1), side(gpu, t, 8, 2, 2, 9), opts(t, 3)),
+      'K and V capacities differ').toBeNull();
     const two = Tensor.from(gpu, randn(3, 2 * 4 * 2 * 64), [2, 4 * 2 * 64], 'f32', 'gqkv2');
     expect(qsdpaOneAppend(two, side(gpu, t, 4, 1), side(gpu, t, 4, 2), opts(t, 3)), 'two rows').toBeNull();
     expect(() => qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1), side(gpu, t, 4, 2), opts(t, 8)))
       .toThrow(/\[qsdpaOneAppend\] writing positions 8\.\.9 overflows quantized k cache 'kv4\.q' \[2, 8, 8\]/);
-    expect(() => qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1, 1), side(gpu, t, 4, 2, 1), opts(t, 3))).toThrow(ShapeError);
-    expect(() => qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1), side(gpu, t, 4, 2), { ...opts(t, 3), scale: NaN })).toThrow(/scale NaN must be finite/);
+    expect(() => qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1, 1), side(gpu, t, 4, 2, 1),
+      opts(t, 3))).toThrow(ShapeError);
+    expect(() => qsdpaOneAppend(gqkvOf(gpu, t, 1), side(gpu, t, 4, 1), side(gpu, t, 4, 2),
+      { ...opts(t, 3), scale: NaN })).toThrow(/scale NaN must be finite/);
   });
 });

@@ -14,10 +14,13 @@ const kernels = (r: DispatchRecord[]) => r.map((d) => d.kernel.split('#')[1]);
 
 describe('qsdpa_one (single-query decode over a quantized cache) vs the float64 reference', () => {
   it('odd cache lengths across chunk edges, head dims 64, 128 and 256, f32 and bf16', async () => {
-    const cases: Array<[Round, number, number]> = [['bf16', 128, 0], ['none', 128, 62], ['bf16', 128, 64], ['bf16', 64, 332], ['none', 256, 96], ['none', 128, 1098]];
-    for (const [round, dim, offset] of cases) await check({ ...ONE, round, dim, offset, cap: Math.max(offset + 1, 150), seed: dim + offset });
+    const cases: Array<[Round, number, number]> = [['bf16', 128, 0], ['none', 128, 62], ['bf16', 128, 64],
+      ['bf16', 64, 332], ['none', 256, 96], ['none', 128, 1098]];
+    for (const [round, dim, offset] of cases) await check({ ...ONE, round, dim, offset, cap: Math.max(offset + 1, 150),
+      seed: dim + offset });
   });
-  it('asymmetric bits (K 8 / V 4, K 4 / V 8, 3/6, 5/2), both modes; f16; causal mask at the last position', async () => {
+  it('asymmetric bits (K 8 / V 4, K 4 / V 8, 3/6, 5/2), both modes; f16; causal mask at the last position',
+    async () => {
     await check({ ...ONE, kBits: 8, vBits: 4 });
     await check({ ...ONE, round: 'bf16', kBits: 4, vBits: 8, seed: 2 });
     await check({ ...ONE, round: 'bf16', kBits: 3, vBits: 6, dim: 64, seed: 3 });
@@ -39,7 +42,8 @@ describe('qsdpa_one\'s values over many key chunks (merged by the last chunk of 
     }
   });
   it('V bits 2, 3, 4, 5, 6 and 8 (values straddling two words at 3, 5 and 6)', async () => {
-    for (const vBits of [2, 3, 4, 5, 6, 8]) await check({ ...ONE, cap: 700, offset: 640, vBits, round: vBits % 2 ? 'none' : 'bf16', seed: 60 + vBits });
+    for (const vBits of [2, 3, 4, 5, 6, 8]) await check({ ...ONE, cap: 700, offset: 640, vBits,
+      round: vBits % 2 ? 'none' : 'bf16', seed: 60 + vBits });
   });
   it('head dims 64 and 256 around their chunk edges (128 and 32 keys) and at the capacity', async () => {
     for (const [dim, ck] of [[64, 128], [256, 32]]) {
@@ -57,7 +61,8 @@ describe('qsdpa_one vs qsdpa\'s passes (the reference path)', () => {
    * identical, the rest one ulp apart (an f32 sum landing on the other side of a rounding boundary).
    */
   it('agrees at several bit width pairs in every mode', async () => {
-    const pairs: Array<[Round, number, number]> = [['none', 4, 4], ['none', 8, 4], ['bf16', 8, 8], ['bf16', 4, 8], ['bf16', 6, 3], ['f16', 4, 4], ['f16', 8, 4]];
+    const pairs: Array<[Round, number, number]> = [['none', 4, 4], ['none', 8, 4], ['bf16', 8, 8], ['bf16', 4, 8],
+      ['bf16', 6, 3], ['f16', 4, 4], ['f16', 8, 4]];
     // Every mode, 4 and 8 bits each way and an odd pair (HRM_EXHAUSTIVE=1: all seven pairs).
     for (const [round, kBits, vBits] of sweep(pairs, (_, i) => [1, 3, 4, 5].includes(i))) {
       const c: Case = { ...ONE, round, kBits, vBits, offset: 700, cap: 777, seed: kBits * 10 + vBits };
@@ -66,10 +71,12 @@ describe('qsdpa_one vs qsdpa\'s passes (the reference path)', () => {
       const what = `K ${kBits} / V ${vBits} ${round}`;
       if (round === 'none') {
         for (let i = 0; i < one.got.length; i++) {
-          if (!(Math.abs(one.got[i] - passes.got[i]) <= 2e-6 * (1 + Math.abs(passes.got[i])))) throw new Error(`${what}: first mismatch at ${i}: ${one.got[i]} vs ${passes.got[i]}`);
+          if (!(Math.abs(one.got[i] - passes.got[i]) <= 2e-6 * (1 +
+            Math.abs(passes.got[i])))) throw new Error(`${what}: first mismatch at ${i}: ${one.got[i]} vs ${passes.got[i]}`);
         }
       } else {
-        expect(expectUlps(round, one.got, passes.got, 1, 1, what).exact, `${what}: identical share`).toBeGreaterThanOrEqual(0.99);
+        expect(expectUlps(round, one.got, passes.got, 1, 1, what).exact,
+          `${what}: identical share`).toBeGreaterThanOrEqual(0.99);
       }
     }
   });
@@ -91,8 +98,11 @@ describe('qsdpa_one decode structure and selection', () => {
         await check({ ...base, offset: kvLen - 1 });
       }
       expect(kernels(records[0]), mask).toEqual(['qone_scores', 'qone_out']);
-      expect(records[0].map((r) => r.workgroups), `${mask}: 300 keys in chunks of 64, 2 heads, for the scores and the values`).toEqual([[5, 2, 1], [5, 2, 1]]);
-      expect(reached, `${mask}: chunks of 64 over the keys' reach, 64, 256 and the capacity`).toEqual([[1, 2, 1], [4, 2, 1], [5, 2, 1]]);
+      expect(records[0].map((r) => r.workgroups),
+        `${mask}: 300 keys in chunks of 64, 2 heads, for the scores and the values`).toEqual([[5, 2, 1], [5, 2, 1]]);
+      expect(reached,
+        `${mask}: chunks of 64 over the keys' reach, 64, 256 and the capacity`).toEqual([[1, 2, 1], [4, 2, 1],
+        [5, 2, 1]]);
       expectSameStructure(records[0], records[1], ['kv_len'], `${mask}: kvLen 1 vs mid`);
       expectSameStructure(records[0], records[2], ['kv_len'], `${mask}: kvLen 1 vs capacity`);
     }
@@ -114,6 +124,7 @@ describe('qsdpa_one decode structure and selection', () => {
       expect(() => qsdpa(x.q, x.k, x.v, { ...opts, path: 'one' }), name).toThrow(ShapeError);
     }
     const x = inputs(gpu, { ...ONE, seq: 2, mask: 'causal', offset: 331 });
-    expect(() => qsdpa(x.q, x.k, x.v, x.opts)).toThrow(/\[qsdpa\] path 'one' needs one query seeing every key \(S 2, mask causal/);
+    expect(() => qsdpa(x.q, x.k, x.v,
+      x.opts)).toThrow(/\[qsdpa\] path 'one' needs one query seeing every key \(S 2, mask causal/);
   });
 });

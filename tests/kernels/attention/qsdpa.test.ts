@@ -26,8 +26,10 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
     await check({ ...BASE, kBits: 5, vBits: 2, seed: 3 });
   });
   it('decode (S = 1) over 1100 keys through the passes (qsdpa-one.test.ts has the default path), K 8 / V 4, head dim 128', async () => {
-    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none', path: 'passes' });
-    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4, path: 'passes' });
+    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none',
+      path: 'passes' });
+    await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4,
+      path: 'passes' });
   });
   it('many queries: a 40-token prefill read from the quantized cache (KLD mode), prefix mask', async () => {
     await check({ ...BASE, seq: 40, offset: 0, cap: 40, mask: 'prefix' });
@@ -84,13 +86,17 @@ describe('qsdpa gate (sigmoidGate fused into the pass that writes the output)', 
   it('rejects a gate that is not f32 [S, >= H*D]', async () => {
     const gpu = await getGpu();
     const { q, k, v, opts } = inputs(gpu, BASE);
-    expect(() => qsdpa(q, k, v, { ...opts, gate: Tensor.empty(gpu, [5, 100], 'f32', 'g') })).toThrow(/\[qsdpa\] gate 'g' is \[5, 100\]; expected \[5, >= 128\]/);
+    expect(() => qsdpa(q, k, v,
+      { ...opts,
+      gate: Tensor.empty(gpu, [5, 100], 'f32',
+      'g') })).toThrow(/\[qsdpa\] gate 'g' is \[5, 100\]; expected \[5, >= 128\]/);
     expect(() => qsdpa(q, k, v, { ...opts, gate: Tensor.empty(gpu, [5, 512], 'u32', 'g') })).toThrow(DTypeError);
   });
 });
 
 describe('qsdpa decode structure', () => {
-  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity', async () => {
+  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity',
+    async () => {
     const gpu = await getGpu();
     // [name, case, key chunks (splits), key slices (KS)]
     const variants: Array<[string, Partial<Case>, number, number]> = [
@@ -108,12 +114,14 @@ describe('qsdpa decode structure', () => {
         const gate = gateSource(gpu, base.seq, base.heads * base.dim, 5);
         const records: DispatchRecord[][] = [];
         for (const kvLen of [base.seq, Math.floor(base.cap / 2) + 1, base.cap]) {
-          records.push(recordDispatches(() => qsdpa(full.q, full.k, full.v, { ...full.opts, kvLen, offset: kvLen - base.seq, gate })));
+          records.push(recordDispatches(() => qsdpa(full.q, full.k, full.v,
+            { ...full.opts, kvLen, offset: kvLen - base.seq, gate })));
           // Correct at this length (its own cache, filled up to kvLen, against the f64 reference).
           await check({ ...base, offset: kvLen - base.seq });
         }
         const what = `${name} ${mask}`;
-        expect(kernels(records[0]), what).toEqual(['qsdpa_scores', 'qsdpa_softmax', 'qsdpa_pv', ...(splits > 1 ? ['qsdpa_combine'] : [])]);
+        expect(kernels(records[0]),
+          what).toEqual(['qsdpa_scores', 'qsdpa_softmax', 'qsdpa_pv', ...(splits > 1 ? ['qsdpa_combine'] : [])]);
         expect([records[0][2].uniforms.splits, records[0][2].overrides.KS], what).toEqual([splits, ks]);
         expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `${what}: kvLen ${base.seq} vs mid`);
         expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `${what}: kvLen ${base.seq} vs capacity`);
@@ -123,7 +131,8 @@ describe('qsdpa decode structure', () => {
 });
 
 describe('qsdpa cache handling', () => {
-  it('appendQuantized at a nonzero offset reads back as the reference quantization of the appended values', async () => {
+  it('appendQuantized at a nonzero offset reads back as the reference quantization of the appended values',
+    async () => {
     const gpu = await getGpu();
     const c = { ...BASE, round: 'bf16' as Round };
     const k = fill(gpu, c, 8, 70);
@@ -134,7 +143,9 @@ describe('qsdpa cache handling', () => {
     const deq = await dequantize(k.q, k.scales, k.biases, { bits: 8, round: c.round }).read();
     for (let h = 0; h < c.kvHeads; h++) {
       const start = (h * c.cap + c.offset) * c.dim;
-      expectBitExact(deq.subarray(start, start + c.seq * c.dim), want.subarray(h * c.seq * c.dim, (h + 1) * c.seq * c.dim), `head ${h} positions ${c.offset}..${c.offset + c.seq}`);
+      expectBitExact(deq.subarray(start, start + c.seq * c.dim),
+        want.subarray(h * c.seq * c.dim,
+        (h + 1) * c.seq * c.dim), `head ${h} positions ${c.offset}..${c.offset + c.seq}`);
     }
   });
 
@@ -147,6 +158,8 @@ describe('qsdpa cache handling', () => {
     expect(() => qsdpa(q, k, k, opts)).toThrow(/\[qsdpa\] queries at 6\.\.9 reach past kvLen 8/);
     expect(() => qsdpa(q, k, v, { ...opts, offset: 5 })).toThrow(ShapeError);
     const short = Tensor.from(gpu, [1, 1], [2], 'u32', 'tt');
-    expect(() => qsdpa(q, k, k, { ...opts, offset: 5, mask: { kind: 'prefix', tokenTypes: short } })).toThrow(/prefix mask 'tt' \[2\] has 2 entries; 8 needed/);
+    expect(() => qsdpa(q, k, k,
+      { ...opts, offset: 5,
+      mask: { kind: 'prefix', tokenTypes: short } })).toThrow(/prefix mask 'tt' \[2\] has 2 entries; 8 needed/);
   });
 });

@@ -34,15 +34,19 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
 
 /** The products as plain f32 sums of f16 products in the K slices asked for, recorded into the open batch like any kernel. */
 function plainProduct(gpu: Gpu): F16Product {
-  const pipeline = gpu.device.createComputePipeline({ layout: 'auto', compute: { module: gpu.device.createShaderModule({ code: PRODUCT }), entryPoint: 'main' } });
+  const pipeline = gpu.device.createComputePipeline({ layout: 'auto',
+    compute: { module: gpu.device.createShaderModule({ code: PRODUCT }), entryPoint: 'main' } });
   return (a, b, c, u, label) => {
     const params = gpu.device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-    gpu.device.queue.writeBuffer(params, 0, new Uint32Array([u.Mp, u.Np, u.Kp, 64 * Math.ceil(u.Kp / 64 / u.slices), u.slices, 0, 0, 0]));
+    gpu.device.queue.writeBuffer(params, 0,
+      new Uint32Array([u.Mp, u.Np, u.Kp, 64 * Math.ceil(u.Kp / 64 / u.slices), u.slices, 0, 0, 0]));
     const bindGroup = gpu.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: [{ binding: 0, resource: { buffer: params } }, ...[a, b, c].map((t, i) => ({ binding: i + 1, resource: t.binding(label) }))],
+      entries: [{ binding: 0, resource: { buffer: params } },
+        ...[a, b, c].map((t, i) => ({ binding: i + 1, resource: t.binding(label) }))],
     });
-    gpu.dispatch({ pipeline, bindGroup, key: label, workgroups: [Math.ceil(u.Np / 64), u.Mp, u.batch * u.slices], label });
+    gpu.dispatch({ pipeline, bindGroup, key: label,
+      workgroups: [Math.ceil(u.Np / 64), u.Mp, u.batch * u.slices], label });
   };
 }
 
@@ -64,13 +68,15 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
     expect(r.cases.length).toBeGreaterThanOrEqual(6);
   });
 
-  it('qkv_f16 writes q, K and V^T (twice) as f16 rows scaled by a power of two, zero padding over dirty buffers', async (ctx) => {
+  it('qkv_f16 writes q, K and V^T (twice) as f16 rows scaled by a power of two, zero padding over dirty buffers',
+    async (ctx) => {
     if (!gpu.f16) ctx.skip();
     // D 96 pads to 128 (Dk and Dn), 50 keys to 128, 37 queries to 128; rows span 2^-60 .. 2^60, one is all zeros.
     const H = 3, S = 37, D = 96, cap = 70, kvLen = 50, Dk = 128, Dn = 128, Sp = 128, kvp = 128;
     const rowScaled = (seed: number, rows: number, len: number) => {
       const x = randn(seed, rows * len, 4);
-      for (let r = 0; r < rows; r++) for (let c = 0; c < len; c++) x[r * len + c] = roundBf16(x[r * len + c] * 2 ** (((r * 37) % 121) - 60));
+      for (let r = 0; r < rows; r++) for (let c = 0; c < len; c++) x[r * len +
+        c] = roundBf16(x[r * len + c] * 2 ** (((r * 37) % 121) - 60));
       return x;
     };
     const q = rowScaled(1, H * S, D), k = rowScaled(2, H * cap, D), v = randn(3, H * cap * D, 3).map(roundBf16);
@@ -78,9 +84,11 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
     for (let j = 0; j < cap; j++) v[(1 * cap + j) * D + 7] *= 2 ** 40;   // head 1, dim 7: a column far above the rest
     // Garbage in the pool at every size the call allocates, so unwritten padding would show.
     for (const bytes of [H * Sp * Dk * 2, H * Dn * 2 * kvp * 2]) {
-      for (let i = 0; i < 3; i++) Tensor.from(gpu, new Uint32Array(bytes / 4).fill(0x3c003c00), [bytes / 4], 'u32', 'dirty').dispose();
+      for (let i = 0; i < 3; i++) Tensor.from(gpu, new Uint32Array(bytes / 4).fill(0x3c003c00), [bytes / 4], 'u32',
+        'dirty').dispose();
     }
-    const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q'), kd = Tensor.from(gpu, k, [H, cap, D], 'bf16', 'k'), vd = Tensor.from(gpu, v, [H, cap, D], 'bf16', 'v');
+    const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q'), kd = Tensor.from(gpu, k, [H, cap, D], 'bf16',
+      'k'), vd = Tensor.from(gpu, v, [H, cap, D], 'bf16', 'v');
     const out = Tensor.empty(gpu, [S, H * D], 'f32', 'out');
     const seen: Tensor[] = [];
     const plain = plainProduct(gpu);
@@ -101,16 +109,22 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
       const s = 2 ** f16RowExponent(row);
       return row.map((x) => x * s);
     };
-    const mismatch = (name: string, got: Float32Array, rows: number, len: number, at: (r: number, c: number) => number) => {
+    const mismatch = (name: string, got: Float32Array, rows: number, len: number,
+      at: (r: number, c: number) => number) => {
       for (let r = 0; r < rows; r++) {
         const want = scaledRow(Array.from({ length: len }, (_, c) => at(r, c)));
-        for (let c = 0; c < len; c++) if (got[r * len + c] !== want[c]) return `${name} row ${r} column ${c}: ${got[r * len + c]}, want ${want[c]}`;
+        for (let c = 0; c < len; c++) if (got[r * len +
+          c] !== want[c]) return `${name} row ${r} column ${c}: ${got[r * len + c]}, want ${want[c]}`;
       }
       return null;
     };
-    expect(mismatch('qh', qh, H * Sp, Dk, (r, c) => (r % Sp < S && c < D ? q[(Math.floor(r / Sp) * S + (r % Sp)) * D + c] : 0))).toBeNull();
-    expect(mismatch('kh', kh, H * kvp, Dk, (r, c) => (r % kvp < kvLen && c < D ? k[(Math.floor(r / kvp) * cap + (r % kvp)) * D + c] : 0))).toBeNull();
-    expect(mismatch('vt', vt, H * Dn, 2 * kvp, (r, c) => (c % kvp < kvLen && r % Dn < D ? v[(Math.floor(r / Dn) * cap + (c % kvp)) * D + (r % Dn)] : 0))).toBeNull();
+    expect(mismatch('qh', qh, H * Sp, Dk,
+      (r, c) => (r % Sp < S && c < D ? q[(Math.floor(r / Sp) * S + (r % Sp)) * D + c] : 0))).toBeNull();
+    expect(mismatch('kh', kh, H * kvp, Dk,
+      (r, c) => (r % kvp < kvLen && c < D ? k[(Math.floor(r / kvp) * cap + (r % kvp)) * D + c] : 0))).toBeNull();
+    expect(mismatch('vt', vt, H * Dn, 2 * kvp,
+      (r, c) => (c % kvp < kvLen && r % Dn < D ?
+      v[(Math.floor(r / Dn) * cap + (c % kvp)) * D + (r % Dn)] : 0))).toBeNull();
     for (const t of [qt, kd, vd, out, ...seen]) t.dispose();
   });
 });

@@ -18,9 +18,11 @@ import type { Round } from '../../../src/kernels/common/codes.ts';
 import { type Case, F32_TOL, full, run, gateSource } from '../../helpers/sdpa-cases.ts';
 
 describe('sdpa decode structure', () => {
-  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity', async () => {
+  it('depends on the capacity only (kvLen and offset are uniform values), correct at kvLen 1, mid and capacity',
+    async () => {
     const gpu = await getGpu();
-    for (const [H, S, D, cap, dtype] of [[2, 1, 64, 1200, 'f32'], [3, 3, 40, 300, 'bf16'], [16, 1, 128, 70, 'f32']] as const) {
+    for (const [H, S, D, cap, dtype] of [[2, 1, 64, 1200, 'f32'], [3, 3, 40, 300, 'bf16'],
+      [16, 1, 128, 70, 'f32']] as const) {
       const q = randn(91, H * S * D, 2);
       const k = randn(92, H * cap * D).map(roundBf16), v = randn(93, H * cap * D).map(roundBf16);
       const qt = Tensor.from(gpu, q, [H, S, D], 'f32', 'q');
@@ -34,12 +36,17 @@ describe('sdpa decode structure', () => {
           let gated: Tensor | undefined;
           records.push(recordDispatches(() => { gated = sdpa(qt, kt, vt, { ...o, gate }); }));
           const out = sdpa(qt, kt, vt, o);
-          expectClose(await out.read(), sdpaRef(q, k, v, { heads: H, seq: S, dim: D, cap, kvLen, offset: kvLen - S, mask, scale: o.scale }), F32_TOL, 0, what);
+          expectClose(await out.read(),
+            sdpaRef(q, k, v,
+            { heads: H, seq: S, dim: D, cap, kvLen, offset: kvLen - S, mask, scale: o.scale }), F32_TOL, 0, what);
           expectBitExact(await gated!.read(), await sigmoidGate(gate, out).read(), `${what} gated`);
         }
-        expect(records[0].map((r) => r.kernel)).toEqual(['attention/sdpa_decode.wgsl#sdpa_split', 'attention/sdpa_decode.wgsl#sdpa_combine']);
-        expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs mid`);
-        expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs capacity`);
+        expect(records[0].map((r) => r.kernel)).toEqual(['attention/sdpa_decode.wgsl#sdpa_split',
+          'attention/sdpa_decode.wgsl#sdpa_combine']);
+        expectSameStructure(records[0], records[1], ['kv_len', 'offset'],
+          `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs mid`);
+        expectSameStructure(records[0], records[2], ['kv_len', 'offset'],
+          `H=${H} S=${S} ${mask.kind}: kvLen ${S} vs capacity`);
       }
     }
   });
@@ -62,7 +69,8 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
           // The two masks by turns (HRM_EXHAUSTIVE=1: both at every length).
           const masks = [{ kind: 'none' }, { kind: 'causal' }] as const;
           for (const mask of masks.filter((_, m) => runs((i + ki) % 2 === m))) {
-            const c: Case = { heads: H, seq: 1, dim: D, cap: 2000, kvLen, offset: kvLen - 1, mask, seed: 100 + kvLen, qScale: 4 };
+            const c: Case = { heads: H, seq: 1, dim: D, cap: 2000, kvLen, offset: kvLen - 1, mask, seed: 100 + kvLen,
+              qScale: 4 };
             const { got, ref } = await run(gpu, c, { path: 'one' }, kv);
             expectClose(got, ref, F32_TOL, 0, `${kv} H=${H} D=${D} kvLen ${kvLen} ${mask.kind}`);
           }
@@ -79,9 +87,12 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
       const q = Tensor.from(gpu, randn(1, H * D), [H, 1, D], 'f32', 'q');
       const kv = full(gpu, randn(2, H * cap * D), [H, cap, D], 'bf16', 'kv');
       for (const merge of [undefined, 'separate'] as const) {
-        const at = (kvLen: number, reach?: number) => recordDispatches(() => sdpa(q, kv, kv, { kvLen, reach, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125, merge }));
+        const at = (kvLen: number,
+          reach?: number) => recordDispatches(() => sdpa(q, kv, kv,
+          { kvLen, reach, offset: kvLen - 1, mask: { kind: 'none' }, scale: 0.125, merge }));
         const records = [1, 33, cap].map((kvLen) => at(kvLen, cap));
-        expect(records[0].map((r) => r.kernel)).toEqual(kernels[merge ?? 'fold'].map((e) => `attention/sdpa_one.wgsl#${e}`));
+        expect(records[0].map((r) => r.kernel)).toEqual(kernels[merge ??
+          'fold'].map((e) => `attention/sdpa_one.wgsl#${e}`));
         expectSameStructure(records[0], records[1], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs 33`);
         expectSameStructure(records[0], records[2], ['kv_len', 'offset'], `cap ${cap} ${merge}: kvLen 1 vs capacity`);
         // Without a fixed reach, 32-key chunks over the keys' (64 at least, then powers of two, at most the capacity).
@@ -104,26 +115,33 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     const calls = [[0, cap], [1, 0], [2, 33], [0, 1], [1, 32], [2, 31], [0, 0], [1, 700]] as const;
     // Every call recorded before any is read: they share the device's counters, one dispatch after the other.
     const outs = calls.map(([i, kvLen]) => {
-      const o: SdpaOptions = { kvLen, offset: Math.max(0, kvLen - 1), mask: { kind: 'causal' }, scale: 1 / Math.sqrt(D), path: 'one' };
+      const o: SdpaOptions = { kvLen, offset: Math.max(0, kvLen - 1), mask: { kind: 'causal' },
+        scale: 1 / Math.sqrt(D), path: 'one' };
       const { kt, vt } = layers[i];
-      return { fold: sdpa(qt, kt, vt, o), gated: sdpa(qt, kt, vt, { ...o, gate }), separate: sdpa(qt, kt, vt, { ...o, merge: 'separate' }), plain: o };
+      return { fold: sdpa(qt, kt, vt, o), gated: sdpa(qt, kt, vt, { ...o, gate }),
+        separate: sdpa(qt, kt, vt, { ...o, merge: 'separate' }), plain: o };
     });
     for (const [n, [i, kvLen]] of calls.entries()) {
       const what = `call ${n}: layer ${i} kvLen ${kvLen}`;
       const { k, v } = layers[i], x = outs[n];
       const got = await x.fold.read();
-      expectClose(got, sdpaRef(q, k, v, { heads: H, seq: 1, dim: D, cap, kvLen, offset: x.plain.offset, mask: { kind: 'causal' }, scale: x.plain.scale }), F32_TOL, 0, what);
+      expectClose(got,
+        sdpaRef(q, k, v,
+        { heads: H, seq: 1, dim: D, cap, kvLen, offset: x.plain.offset, mask: { kind: 'causal' },
+        scale: x.plain.scale }), F32_TOL, 0, what);
       expectBitExact(got, await x.separate.read(), `${what}: folded vs separate`);
       expectBitExact(await x.gated.read(), await sigmoidGate(gate, x.separate).read(), `${what}: gated`);
       if (kvLen === 0) expect([...got]).toEqual(new Array(H * D).fill(0));
     }
-    expect([...new Uint32Array(await gpu.read(counters(gpu, H)))]).toEqual(new Array(counters(gpu, H).size / 4).fill(0));
+    expect([...new Uint32Array(await gpu.read(counters(gpu, H)))]).toEqual(new Array(counters(gpu,
+      H).size / 4).fill(0));
   });
 
   // One test a rounding and gate: each is a pipeline of its own, a rounded fold up to a minute under a cold cache
   // with the cores shared, and no test may take a third of its timeout. A bf16 cache, as the fold test's: the
   // rounded ungated folds here are the gate test's references.
-  const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1300, kvLen: 1100, offset: 1099, mask: { kind: 'none' }, seed: 131 };
+  const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1300, kvLen: 1100, offset: 1099, mask: { kind: 'none' },
+    seed: 131 };
   for (const [round, roundTo] of [['bf16', roundBf16], ['f16', roundF16]] as const) {
     it(`rounds once: ${round} mode is the f32 result rounded`, async () => {
       const gpu = await getGpu();
@@ -145,7 +163,8 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
       const { q, k, v } = inputs(gpu);
       const gate = gateSource(gpu, 1, 128, 8);
       const o: SdpaOptions = { kvLen: 1100, offset: 1099, mask: { kind: 'none' }, scale: 0.125, round, path: 'one' };
-      expectBitExact(await sdpa(q, k, v, { ...o, gate }).read(), await sigmoidGate(gate, sdpa(q, k, v, o), { round }).read(), `gate ${round}`);
+      expectBitExact(await sdpa(q, k, v, { ...o, gate }).read(),
+        await sigmoidGate(gate, sdpa(q, k, v, o), { round }).read(), `gate ${round}`);
     });
   }
 
@@ -155,10 +174,12 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     const empty = await run(gpu, { ...c, kvLen: 0, offset: 0 }, { path: 'one' });
     expect([...empty.got]).toEqual(new Array(2 * 64).fill(0));
     const o = { kvLen: 5, offset: 4, scale: 0.125, path: 'one' as const };
-    expect(() => sdpa(Tensor.empty(gpu, [2, 2, 64], 'f32', 'q2'), k, v, { ...o, mask: { kind: 'none' } })).toThrow(/path 'one' needs one query \(got 2\)/);
+    expect(() => sdpa(Tensor.empty(gpu, [2, 2, 64], 'f32', 'q2'), k, v,
+      { ...o, mask: { kind: 'none' } })).toThrow(/path 'one' needs one query \(got 2\)/);
     const tt = Tensor.from(gpu, [1, 1, 1, 1, 1], [5], 'u32', 'tt');
     expect(() => sdpa(q, k, v, { ...o, mask: { kind: 'prefix', tokenTypes: tt } })).toThrow(/mask prefix/);
     const k40 = full(gpu, randn(9, 2 * 8 * 40), [2, 8, 40], 'f32', 'k40');
-    expect(() => sdpa(Tensor.empty(gpu, [2, 1, 40], 'f32', 'q40'), k40, k40, { ...o, mask: { kind: 'none' } })).toThrow(/head dim .* \(got 40\)/);
+    expect(() => sdpa(Tensor.empty(gpu, [2, 1, 40], 'f32', 'q40'), k40, k40,
+      { ...o, mask: { kind: 'none' } })).toThrow(/head dim .* \(got 40\)/);
   });
 });

@@ -79,12 +79,14 @@ describe('sdpa vs the f64 reference', () => {
 
   it('a long cache (1100 keys) through the decode split, S=1 causal, and the same on the prefill path', async () => {
     const gpu = await getGpu();
-    const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1200, kvLen: 1100, offset: 1099, mask: { kind: 'causal' }, seed: 21, qScale: 4 };
+    const c: Case = { heads: 2, seq: 1, dim: 64, cap: 1200, kvLen: 1100, offset: 1099, mask: { kind: 'causal' },
+      seed: 21, qScale: 4 };
     // chunks 5: 256 keys each; 1: one chunk; 3, 7: a short last chunk (7: and an empty one); 40: 64 keys each and
     // 22 empty chunks past kvLen.
     // The CPU driver takes one chunk, a short last chunk and an empty one (7), empty chunks past kvLen (40) and
     // two parts; HRM_EXHAUSTIVE=1 every chunking.
-    const chunkings = [{ chunks: 5 }, { chunks: 1 }, { chunks: 3 }, { chunks: 7 }, { chunks: 40 }, { parts: 1 }, { parts: 2 }];
+    const chunkings = [{ chunks: 5 }, { chunks: 1 }, { chunks: 3 }, { chunks: 7 }, { chunks: 40 }, { parts: 1 },
+      { parts: 2 }];
     const split = chunkings.filter((_, i) => runs([1, 3, 4, 6].includes(i)))
       .map((x) => ({ ...x, path: 'decode' as const }));
     for (const extra of [{}, ...split, { path: 'decode' as const }, { path: 'prefill' as const }]) {
@@ -95,7 +97,8 @@ describe('sdpa vs the f64 reference', () => {
 
   it('a long cache through the prefill path with many queries (S=33, causal at offset 1067)', async () => {
     const gpu = await getGpu();
-    const { got, ref } = await run(gpu, { heads: 2, seq: 33, dim: 64, cap: 1100, kvLen: 1100, offset: 1067, mask: { kind: 'causal' }, seed: 31 });
+    const { got, ref } = await run(gpu,
+      { heads: 2, seq: 33, dim: 64, cap: 1100, kvLen: 1100, offset: 1067, mask: { kind: 'causal' }, seed: 31 });
     expectClose(got, ref, F32_TOL, 0, 'long prefill');
   });
 
@@ -120,7 +123,8 @@ describe('sdpa vs the f64 reference', () => {
 
   it('a packed bf16 cache gives exactly what an f32 cache holding the same values gives', async () => {
     const gpu = await getGpu();
-    const c: Case = { heads: 2, seq: 7, dim: 64, cap: 300, kvLen: 290, offset: 283, mask: { kind: 'causal' }, seed: 51 };
+    const c: Case = { heads: 2, seq: 7, dim: 64, cap: 300, kvLen: 290, offset: 283, mask: { kind: 'causal' },
+      seed: 51 };
     for (const path of PATHS) {
       const packed = await run(gpu, c, { path }, 'bf16');
       const wide = await run(gpu, c, { path }, 'bf16-values');
@@ -145,11 +149,14 @@ describe('sdpa vs the f64 reference', () => {
     const S = 3, kvLen = 9;
     const m = Array.from({ length: S * kvLen }, (_, i) => (Math.floor(i / kvLen) === 1 ? 0 : (i % 2)));
     for (const path of PATHS) {
-      const { got, ref } = await run(gpu, { heads: 2, seq: S, dim: 64, cap: 9, kvLen, offset: 6, mask: { kind: 'explicit', mask: m }, seed: 71 }, { path });
+      const { got, ref } = await run(gpu,
+        { heads: 2, seq: S, dim: 64, cap: 9, kvLen, offset: 6, mask: { kind: 'explicit', mask: m },
+        seed: 71 }, { path });
       expect(got.some(Number.isNaN)).toBe(false);
       for (let h = 0; h < 2; h++) for (let d = 0; d < 64; d++) expect(got[(1 * 2 + h) * 64 + d]).toBe(0);
       expectClose(got, ref, F32_TOL, 0, `masked row ${path}`);
-      const empty = await run(gpu, { heads: 2, seq: 2, dim: 64, cap: 4, kvLen: 0, offset: 0, mask: { kind: 'none' }, seed: 72 }, { path });
+      const empty = await run(gpu,
+        { heads: 2, seq: 2, dim: 64, cap: 4, kvLen: 0, offset: 0, mask: { kind: 'none' }, seed: 72 }, { path });
       expect([...empty.got]).toEqual(new Array(2 * 2 * 64).fill(0));
     }
   });
@@ -158,7 +165,8 @@ describe('sdpa vs the f64 reference', () => {
 /** A gqkv-shaped gate source [S, 4*H*D] (the gate block is its first H*D columns). */
 
 describe('sdpa gate (sigmoidGate fused into the output write)', () => {
-  it('is sigmoidGate(gqkv, sdpa(...)) bit for bit on both paths and every rounding, with no extra dispatch', async () => {
+  it('is sigmoidGate(gqkv, sdpa(...)) bit for bit on both paths and every rounding, with no extra dispatch',
+    async () => {
     const gpu = await getGpu();
     // The third case (more queries) only with HRM_EXHAUSTIVE=1: the first two take each path in two roundings and
     // each rounding on two paths, and every (rounding, gate) is a pipeline a kernel.
@@ -176,7 +184,8 @@ describe('sdpa gate (sigmoidGate fused into the output write)', () => {
       for (const [r, round] of (['none', 'bf16', 'f16'] as Round[]).entries()) {
         // Each case and each path in every rounding, one rounding a (case, path) pair (HRM_EXHAUSTIVE=1: all).
         for (const path of PATHS.filter((_, p) => runs((ci + p) % 3 === r))) {
-          const o: SdpaOptions = { kvLen: c.kvLen, offset: c.offset, mask: c.mask as AttnMask, scale: 1 / Math.sqrt(D), round, path };
+          const o: SdpaOptions = { kvLen: c.kvLen, offset: c.offset, mask: c.mask as AttnMask, scale: 1 / Math.sqrt(D),
+            round, path };
           const want = sigmoidGate(gate, sdpa(q, k, v, o), { round });
           const before = gpu.dispatchCount;
           const got = sdpa(q, k, v, { ...o, gate });
@@ -192,7 +201,9 @@ describe('sdpa gate (sigmoidGate fused into the output write)', () => {
     const q = Tensor.empty(gpu, [2, 3, 64], 'f32', 'q');
     const kv: FullKV = { kind: 'full', data: Tensor.empty(gpu, [2, 8, 64], 'f32', 'kv') };
     const o = { kvLen: 5, offset: 2, mask: { kind: 'causal' } as AttnMask, scale: 0.125 };
-    expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [3, 100], 'f32', 'g') })).toThrow(/\[sdpa\] gate 'g' is \[3, 100\]; expected \[3, >= 128\]/);
+    expect(() => sdpa(q, kv, kv,
+      { ...o, gate: Tensor.empty(gpu, [3, 100], 'f32',
+      'g') })).toThrow(/\[sdpa\] gate 'g' is \[3, 100\]; expected \[3, >= 128\]/);
     expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [2, 512], 'f32', 'g') })).toThrow(ShapeError);
     expect(() => sdpa(q, kv, kv, { ...o, gate: Tensor.empty(gpu, [3, 512], 'u32', 'g') })).toThrow(DTypeError);
   });
@@ -203,21 +214,27 @@ describe('sdpa argument checks', () => {
   it('names the bad argument and the shapes', async () => {
     const gpu = await getGpu();
     const q = Tensor.empty(gpu, [2, 3, 64], 'f32', 'q');
-    const kv = (shape: number[], dtype: 'f32' | 'bf16' = 'f32'): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, shape, dtype, 'kv') });
+    const kv = (shape: number[],
+      dtype: 'f32' | 'bf16' = 'f32'): FullKV => ({ kind: 'full', data: Tensor.empty(gpu, shape, dtype, 'kv') });
     const o = { kvLen: 5, offset: 2, mask: { kind: 'causal' } as AttnMask, scale: 0.125 };
     expect(() => sdpa(q, kv([2, 8, 32]), kv([2, 8, 32]), o)).toThrow(/\[sdpa\] k 'kv' is \[2, 8, 32\]/);
     expect(() => sdpa(q, kv([2, 4, 64]), kv([2, 4, 64]), o)).toThrow(ShapeError);      // kvLen > capacity
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64], 'bf16'), o)).toThrow(DTypeError);
-    expect(() => sdpa(Tensor.empty(gpu, [2, 3, 64], 'bf16', 'qb'), kv([2, 8, 64]), kv([2, 8, 64]), o)).toThrow(DTypeError);
+    expect(() => sdpa(Tensor.empty(gpu, [2, 3, 64], 'bf16', 'qb'), kv([2, 8, 64]), kv([2, 8, 64]),
+      o)).toThrow(DTypeError);
     const tt = Tensor.empty(gpu, [4], 'u32', 'tt');
-    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, mask: { kind: 'prefix', tokenTypes: tt } })).toThrow(/tokenTypes/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]),
+      { ...o, mask: { kind: 'prefix', tokenTypes: tt } })).toThrow(/tokenTypes/);
     const quant = { kind: 'quant', bits: 8, q: tt, scales: tt, biases: tt } as const;
     expect(() => sdpa(q, quant, quant, o)).toThrow(/quantized/);
-    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(/decode chunks 0 must be a positive integer/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]),
+      { ...o, chunks: 0 })).toThrow(/decode chunks 0 must be a positive integer/);
     // Plain-number arguments are the caller's input, not a shape.
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, chunks: 0 })).toThrow(InputError);
-    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, offset: -1 })).toThrow(/\[sdpa\] offset -1 must be an integer >= 0/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]),
+      { ...o, offset: -1 })).toThrow(/\[sdpa\] offset -1 must be an integer >= 0/);
     expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, scale: NaN })).toThrow(InputError);
-    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]), { ...o, merge: 'last' as never })).toThrow(/\[sdpa\] merge 'last' must be one of fold, separate/);
+    expect(() => sdpa(q, kv([2, 8, 64]), kv([2, 8, 64]),
+      { ...o, merge: 'last' as never })).toThrow(/\[sdpa\] merge 'last' must be one of fold, separate/);
   });
 });

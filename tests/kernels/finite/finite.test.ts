@@ -15,7 +15,8 @@ const EDGE16 = {
 
 /** `n` random values of a dtype's stored bits with a few edge patterns written in at seeded places. */
 function sample(dtype: 'bf16' | 'f16', n: number, seed: number, hits: number): Uint16Array {
-  const bits = dtype === 'bf16' ? Uint16Array.from(randn(seed, n, 4), f32ToBf16) : packHalf('f16', randn(seed, n, 4)).subarray(0, n);
+  const bits = dtype === 'bf16' ? Uint16Array.from(randn(seed, n, 4), f32ToBf16) : packHalf('f16',
+    randn(seed, n, 4)).subarray(0, n);
   const r = rng(seed + 1);
   for (let k = 0; k < hits; k++) bits[Math.floor(r() * n)] = EDGE16[dtype][k % EDGE16[dtype].length];
   return bits;
@@ -25,7 +26,8 @@ describe('countNonFinite', () => {
   for (const dtype of ['bf16', 'f16'] as const) {
     it(`counts NaN and Inf in ${dtype} (odd lengths, edge patterns) as the CPU does`, async () => {
       const gpu = await getGpu();
-      const cases = [sample(dtype, 1001, 1, 0), sample(dtype, 1001, 2, 9), sample(dtype, 77, 3, 30), sample(dtype, 3, 4, 0)];
+      const cases = [sample(dtype, 1001, 1, 0), sample(dtype, 1001, 2, 9), sample(dtype, 77, 3, 30),
+        sample(dtype, 3, 4, 0)];
       cases[3].set([0x0000, 0x0000, dtype === 'bf16' ? 0x7f80 : 0x7c00]); // the last value of an odd length
       const ts = cases.map((c, i) => Tensor.from(gpu, c, [c.length], dtype, `${dtype}#${i}`));
       const got = await countNonFinite(ts);

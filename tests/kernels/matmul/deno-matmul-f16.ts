@@ -11,6 +11,7 @@ const head = { runtime: a.runtime, adapter, f16: gpu.f16 };
 // HRM_EXHAUSTIVE=1 (tests/helpers/sweep.ts): every weight dtype at every shape (Deno 2 has Node's process).
 const full = process.env.HRM_EXHAUSTIVE === '1';
 const mlxOnly = process.env.HRM_F16_MLX_ONLY === '1';
-const out = gpu.f16 ? { ...head, report: await checkMatmulF16(gpu, full, undefined, mlxOnly) } : { ...head, features: a.features };
+const out = gpu.f16 ? { ...head, report: await checkMatmulF16(gpu, full, undefined, mlxOnly) } : { ...head,
+  features: a.features };
 console.log(JSON.stringify(out));
 gpu.destroy();

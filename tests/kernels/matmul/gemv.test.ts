@@ -21,7 +21,8 @@ describe('gemv_upl (every load up front) against the float64 reference', async (
   // N odd, or for swiglu even with I = N / 2 odd. Shapes cycle through 8 rows, exact and masked units per lane, and
   // 16 lanes x 8 rows, which serve 2 x rows per block (M = 4: two blocks along z).
   const SIZES = [[1, 1536], [2, 64], [3, 4096], [4, 1536], [4, 64], [1, 4096]] as const;
-  const SHAPES = [{ wg: 64, rows: 8 }, { wg: 128, rows: 4 }, { wg: 256, rows: 2 }, { wg: 32, rows: 2 }, { wg: 16, rows: 8 }];
+  const SHAPES = [{ wg: 64, rows: 8 }, { wg: 128, rows: 4 }, { wg: 256, rows: 2 }, { wg: 32, rows: 2 },
+    { wg: 16, rows: 8 }];
   // gemv_upl_sg where the adapter has subgroups (lavapipe does).
   const kernels: GemvKernel[] = gpu.subgroups ? ['upl', 'upl-sg'] : ['upl'];
   let t = 0;
@@ -38,16 +39,19 @@ describe('gemv_upl (every load up front) against the float64 reference', async (
           const tally = { total: 0, same: 0 };
           for (const [j, [M, K]] of sizes) {
             const N = c.swiglu ? 38 : 37;
-            const gemv = { kernel, ...[...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)! };
+            const gemv = { kernel,
+              ...[...SHAPES.slice(j % SHAPES.length), ...SHAPES].find((g) => uplFit(K, dtype, g.wg, g.rows).fits)! };
             // Weights of a model's scale (1 / sqrt(K)): sums of O(1), so sigmoid stays out of f32's subnormals (the GPU
             // flushes them; the reference does not).
             const u = await uploadFused(gpu, M, N, K, dtype, round, 300 + M * K + N, 1 / Math.sqrt(K));
             await expectFusedRef(gpu, c, u.w, u, [M, N, K], round, { path: 'gemv', gemv }, tally);
             // Row chunks write their columns from col0 on (swiglu over chunks is matmul, then siluMul).
-            const chunks = [[0, 16], [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+            const chunks = [[0, 16],
+              [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
             await expectFusedRef(gpu, c, chunks, u, [M, N, K], round, { path: 'gemv', gemv }, tally);
           }
-          if (round !== 'none') expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+          if (round !== 'none') expect(tally.same / tally.total,
+            `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
         });
       }
     }
@@ -59,7 +63,8 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
   // One x row (decode) at the model's K and a short row; N odd (the last block's slots past N repeat the last row
   // and are not written), or for swiglu even with I = N / 2 odd. Shapes: 1..4 rows a group, 2..8 groups, 16..64
   // lanes, each K taking the next shape that splits it evenly (the model's K 1536 the default gate_up shape first).
-  const SHAPES = [{ wg: 64, groups: 4, rows: 16 }, { wg: 32, groups: 8, rows: 16 }, { wg: 16, groups: 4, rows: 8 }, { wg: 64, groups: 4, rows: 4 }, { wg: 32, groups: 2, rows: 2 }];
+  const SHAPES = [{ wg: 64, groups: 4, rows: 16 }, { wg: 32, groups: 8, rows: 16 }, { wg: 16, groups: 4, rows: 8 },
+    { wg: 64, groups: 4, rows: 4 }, { wg: 32, groups: 2, rows: 2 }];
   const KS = [1536, 256, 4096];
   let t = 0;
   for (const c of [{ name: 'plain', norm: false, swiglu: false, acc: false }, ...FUSED_CASES]) {
@@ -71,14 +76,17 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
         const tally = { total: 0, same: 0 };
         for (const [j, K] of ks) {
           const N = c.swiglu ? 38 : 37;
-          const fit = (g: (typeof SHAPES)[number]) => { const f = uplFit(K, dtype, g.wg, g.rows / g.groups); return f.exact && f.fits; };
+          const fit = (g: (typeof SHAPES)[number]) => { const f = uplFit(K, dtype, g.wg,
+            g.rows / g.groups); return f.exact && f.fits; };
           const gemv = { kernel: 'wide' as const, ...[...SHAPES.slice(j % SHAPES.length), ...SHAPES].find(fit)! };
           const u = await uploadFused(gpu, 1, N, K, dtype, round, 900 + K + N, 1 / Math.sqrt(K));
           await expectFusedRef(gpu, c, u.w, u, [1, N, K], round, { path: 'gemv', gemv }, tally);
-          const chunks = [[0, 16], [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+          const chunks = [[0, 16],
+            [16, N]].map(([a, b], i) => Tensor.from(gpu, u.wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
           await expectFusedRef(gpu, c, chunks, u, [1, N, K], round, { path: 'gemv', gemv }, tally);
         }
-        if (round !== 'none') expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+        if (round !== 'none') expect(tally.same / tally.total,
+          `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
       });
     }
   }
@@ -87,21 +95,34 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
     const K = 256, N = 37;
     const u = await uploadFused(gpu, 1, N, K, 'bf16', 'bf16', 77, 1 / Math.sqrt(K));
     const byDefault = await matmul(u.x, u.w, { round: 'bf16', path: 'gemv' }).read();
-    const wide = await matmul(u.x, u.w, { round: 'bf16', path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 8 } }).read();
+    const wide = await matmul(u.x, u.w,
+      { round: 'bf16', path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 8 } }).read();
     expect(byDefault).toEqual(wide);
     const x2 = Tensor.empty(gpu, [2, K], 'f32', 'x2');
-    expect(() => matmul(x2, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 8 } })).toThrow(/'wide' cannot take it \(it takes one x row, not 2\)/);
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 64, groups: 2, rows: 4 } })).toThrow(/32 units a row do not split over 64 lanes/);
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 16, rows: 16 } })).toThrow(/wg x groups <= 256/);
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 4, rows: 6 } })).toThrow(/even multiple of groups/);
+    expect(() => matmul(x2, u.w,
+      { path: 'gemv',
+      gemv: { kernel: 'wide', wg: 32, groups: 8,
+      rows: 8 } })).toThrow(/'wide' cannot take it \(it takes one x row, not 2\)/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv',
+      gemv: { kernel: 'wide', wg: 64, groups: 2, rows: 4 } })).toThrow(/32 units a row do not split over 64 lanes/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 16, rows: 16 } })).toThrow(/wg x groups <= 256/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 4, rows: 6 } })).toThrow(/even multiple of groups/);
     // 32 KB of partial sums: past WebGPU's default 16 KB of workgroup memory (a device may grant more).
-    const big = () => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 256 } }).dispose();
+    const big = () => matmul(u.x, u.w,
+      { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 256 } }).dispose();
     if (gpu.device.limits.maxComputeWorkgroupStorageSize < 4 * 32 * 256) expect(big).toThrow(/32 x 256 partial sums exceed the \d+ bytes of workgroup memory/);
     else expect(big).not.toThrow();
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
     // A thread adds and stores each row: 32 rows over 16 threads would leave half unwritten.
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'wide', wg: 16, groups: 1, rows: 32 } })).toThrow(/at most wg a group/);
-    expect(() => matmul(u.x, u.w, { path: 'gemv', gemv: { kernel: 'vec4', wg: 32, rows: 2, groups: 2 } })).toThrow(/groups is for kernel 'wide' only/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv', gemv: { kernel: 'wide', wg: 16, groups: 1, rows: 32 } })).toThrow(/at most wg a group/);
+    expect(() => matmul(u.x, u.w,
+      { path: 'gemv',
+      gemv: { kernel: 'vec4', wg: 32, rows: 2, groups: 2 } })).toThrow(/groups is for kernel 'wide' only/);
   });
 });
 
@@ -119,7 +140,8 @@ describe('matmul fusions as HRM uses them', async () => {
     expect(a.shape).toEqual([1, S, I]);
     expect(matmul(a, down, { round, accumulate: x })).toBe(x);
     const x0 = Tensor.from(gpu, xv, [1, S, H], 'f32', 'x0');
-    const want = add(x0, matmul(siluMul(matmul(rmsNorm(x0, { eps: EPS, round }), gu, { round }), { round }), down, { round }), { round });
+    const want = add(x0,
+      matmul(siluMul(matmul(rmsNorm(x0, { eps: EPS, round }), gu, { round }), { round }), down, { round }), { round });
     // As the norm test: only the sum of squares' order differs, which rarely flips an xn rounding.
     expect(ulpStats(round, await x.read(), await want.read()).exact).toBeGreaterThanOrEqual(0.999);
   });
@@ -154,11 +176,15 @@ describe('matmul matrix-vector workgroup shapes (the gemv option)', async () => 
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 3 } })).toThrow(/rows 2 or 4/);
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 8, rows: 2 } })).toThrow(/from 16 to 256/);
     expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 8 } })).toThrow(/8 with the upl kernels/);
-    expect(() => matmul(x, w, { path: 'gemv', gemv: { wg: 64, rows: 2, kernel: 'upl2' as GemvKernel } })).toThrow(/kernel must be 'vec4' or 'upl' or 'upl-sg'/);
+    expect(() => matmul(x, w,
+      { path: 'gemv',
+      gemv: { wg: 64, rows: 2, kernel: 'upl2' as GemvKernel } })).toThrow(/kernel must be 'vec4' or 'upl' or 'upl-sg'/);
     // gemv_upl reads whole 16-byte units and holds at most 32 of them per lane.
     const odd = Tensor.empty(gpu, [8, 63], 'bf16', 'w.odd');
-    expect(() => matmul(Tensor.empty(gpu, [1, 63], 'f32', 'x.odd'), odd, { path: 'gemv', gemv: { wg: 64, rows: 2, kernel: 'upl' } })).toThrow(/'w.odd' .*not 16-byte/);
+    expect(() => matmul(Tensor.empty(gpu, [1, 63], 'f32', 'x.odd'), odd,
+      { path: 'gemv', gemv: { wg: 64, rows: 2, kernel: 'upl' } })).toThrow(/'w.odd' .*not 16-byte/);
     const long = Tensor.empty(gpu, [8, 4096], 'f32', 'w.long');
-    expect(() => matmul(Tensor.empty(gpu, [1, 4096], 'f32', 'x.long'), long, { path: 'gemv', gemv: { wg: 16, rows: 2, kernel: 'upl' } })).toThrow(/64 units per lane x 2 rows exceed 32/);
+    expect(() => matmul(Tensor.empty(gpu, [1, 4096], 'f32', 'x.long'), long,
+      { path: 'gemv', gemv: { wg: 16, rows: 2, kernel: 'upl' } })).toThrow(/64 units per lane x 2 rows exceed 32/);
   });
 });

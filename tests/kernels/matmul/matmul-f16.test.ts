@@ -20,7 +20,8 @@ function expectReport(r: F16Report, mlxOnly = false): void {
   const bad = r.cases.filter((c) => c.failure);
   expect(bad.map((c) => `${c.name}: ${c.failure}`)).toEqual([]);
   // About 115 cases, each shape in one weight dtype; HRM_EXHAUSTIVE=1 (deno-matmul-f16.ts reads it too) all 331.
-  if (mlxOnly) expect(r.cases.map((c) => c.name)).toEqual(['gemv', 'tiled'].map((p) => `MLX fixture a [7,320] @ b [192,320]^T (${p})`));
+  if (mlxOnly) expect(r.cases.map((c) => c.name)).toEqual(['gemv',
+    'tiled'].map((p) => `MLX fixture a [7,320] @ b [192,320]^T (${p})`));
   else expect(r.cases.length).toBeGreaterThan(EXHAUSTIVE ? 300 : 100);
   // The MLX criterion over every seeded f16 output (see matmul-f16.check.ts for why a few may move by an ulp).
   expect(r.within1, JSON.stringify({ ...r, cases: undefined })).toBeGreaterThanOrEqual(0.999);
@@ -40,7 +41,8 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
   it('names x and the adapter when the device lacks shader-f16', () => {
     expect(gpu.f16).toBe(false);
     expect(() => matmulF16(x, w)).toThrow(FeatureError);
-    expect(() => matmulF16(x, w)).toThrow(/^\[matmulF16\] x 'x' \[6, 8\] f16: this device has no shader-f16 \(adapter .+\); use matmul with f32 activations$/);
+    expect(() => matmulF16(x,
+      w)).toThrow(/^\[matmulF16\] x 'x' \[6, 8\] f16: this device has no shader-f16 \(adapter .+\); use matmul with f32 activations$/);
   });
 
   it('rejects wrong dtypes and shapes before asking for the feature', () => {
@@ -48,11 +50,13 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
     const wu = Tensor.from(gpu, new Uint32Array(4 * 8), [4, 8], 'u32', 'wu');
     const wf = Tensor.from(gpu, new Float32Array(4 * 8), [4, 8], 'f32', 'wf');
     const w9 = Tensor.from(gpu, new Float32Array(4 * 9), [4, 9], 'f16', 'w9');
-    expect(() => matmulF16(xf, w)).toThrow(/\[matmulF16\] x 'xf' \[6, 8\] f32 must be f16 \(f32 activations: use matmul\)/);
+    expect(() => matmulF16(xf,
+      w)).toThrow(/\[matmulF16\] x 'xf' \[6, 8\] f32 must be f16 \(f32 activations: use matmul\)/);
     expect(() => matmulF16(x, wu)).toThrow(/\[matmulF16\] weight 'wu' \[4, 8\] u32 must be f32, bf16 or f16/);
     expect(() => matmulF16(x, [w, wf])).toThrow(/weight chunk 1 'wf' \[4, 8\] f32 differs in dtype/);
     expect(() => matmulF16(x, w9)).toThrow(ShapeError);
-    expect(() => matmulF16(x, w9)).toThrow(/x 'x' \[6, 8\] f16 @ weight 'w9' \[4, 9\] f16\^T: the weight must be \[N, 8\]/);
+    expect(() => matmulF16(x,
+      w9)).toThrow(/x 'x' \[6, 8\] f16 @ weight 'w9' \[4, 9\] f16\^T: the weight must be \[N, 8\]/);
     expect(() => matmulF16(x, [])).toThrow(ShapeError);
     expect(() => matmulF16(x, w, { out: 'bf16' as 'f16' })).toThrow(/unknown out "bf16"/);
     expect(() => matmulF16(x, w, { round: 'bf16' })).toThrow(/round 'bf16' cannot be stored in an f16 output/);
@@ -60,12 +64,14 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
 });
 
 describe('matmulF16 against the float64 reference and MLX', () => {
-  it('in Deno (wgpu): MLX\'s fixture on both paths, or every seeded case where Node\'s adapter has no shader-f16', async (ctx) => {
+  it('in Deno (wgpu): MLX\'s fixture on both paths, or every seeded case where Node\'s adapter has no shader-f16',
+    async (ctx) => {
     const deno = fileURLToPath(new URL('../../../node_modules/.bin/deno', import.meta.url));
     const t0 = performance.now();
     const mlxOnly = (await getGpu()).f16 && !EXHAUSTIVE;
     const env = { ...process.env, HRM_F16_MLX_ONLY: mlxOnly ? '1' : '0' };
-    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/kernels/matmul/deno-matmul-f16.ts'], { cwd: root, env, timeout: 170_000, maxBuffer: 1 << 24 });
+    const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/kernels/matmul/deno-matmul-f16.ts'],
+      { cwd: root, env, timeout: 170_000, maxBuffer: 1 << 24 });
     const r = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; adapter: string; f16: boolean; features?: string[]; report?: F16Report };
     expect(r.runtime).toBe('deno');
     if (!r.f16) {

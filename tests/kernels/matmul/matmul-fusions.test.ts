@@ -11,18 +11,21 @@ import { matmulAbsRef, matmulRef } from '../../../src/kernels/matmul/matmul.ref.
 import { rmsNorm } from '../../../src/kernels/rmsnorm/rmsnorm.ts';
 import { rmsNormRef } from '../../../src/kernels/rmsnorm/rmsnorm.ref.ts';
 import { add, siluMul } from '../../../src/kernels/ops/ops.ts';
-import { EPS, FUSED_CASES, FUSED_SHAPES, FUSIONS, type Fusion, MODES, PATHS, expectFusedRef, expectRel, quickMode, swigluTol, uploadFused } from '../../helpers/matmul-cases.ts';
+import { EPS, FUSED_CASES, FUSED_SHAPES, FUSIONS, type Fusion, MODES, PATHS, expectFusedRef, expectRel, quickMode,
+  swigluTol, uploadFused } from '../../helpers/matmul-cases.ts';
 
 describe('matmul fusions against the composed ops', async () => {
   const gpu = await getGpu();
   for (const [m, [dtype, round]] of MODES.entries()) {
     for (const [p, path] of PATHS.entries()) {
       const on = (fusion: Fusion) => runs(quickMode(fusion, p) === m);
-      if (on('accumulate')) it(`accumulate ${dtype} (${path}): in place, bit for bit add(acc, matmul(x, w))`, async () => {
+      if (on('accumulate')) it(`accumulate ${dtype} (${path}): in place, bit for bit add(acc, matmul(x, w))`,
+        async () => {
         for (const [M, N, K] of FUSED_SHAPES) {
           const { x, w, accv } = await uploadFused(gpu, M, N, K, dtype, round, M * 31 + K);
           const acc = Tensor.from(gpu, accv, [M, N], 'f32', 'acc');
-          const want = await add(Tensor.from(gpu, accv, [M, N], 'f32', 'acc0'), matmul(x, w, { round, path }), { round }).read();
+          const want = await add(Tensor.from(gpu, accv, [M, N], 'f32', 'acc0'), matmul(x, w, { round, path }),
+            { round }).read();
           const got = matmul(x, w, { round, path, accumulate: acc });
           expect(got).toBe(acc);
           expectBitExact(await acc.read(), want, `${M}x${N}x${K}`);
@@ -87,7 +90,8 @@ describe('matmul fusions over row-chunks of the weight', async () => {
         const N = 100;
         for (const [M, K] of [[3, 33], [5, 96]] as const) {
           const { x, w, wv, accv } = await uploadFused(gpu, M, N, K, dtype, round, 700 + M + K);
-          const chunks = [[0, 40], [40, 73], [73, 100]].map(([a, b], i) => Tensor.from(gpu, wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+          const chunks = [[0, 40], [40, 73],
+            [73, 100]].map(([a, b], i) => Tensor.from(gpu, wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
           if (fusions.includes('accumulate')) {
             // Each chunk adds into its own columns.
             const whole = Tensor.from(gpu, accv, [M, N], 'f32', 'acc.whole');
@@ -126,7 +130,8 @@ describe('matmul fusions against the float64 reference', async () => {
             await expectFusedRef(gpu, c, u.w, u, [M, N, K], round, { path }, tally);
           }
         }
-        if (tally.total) expect(tally.same / tally.total, `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
+        if (tally.total) expect(tally.same / tally.total,
+          `${tally.same} of ${tally.total} identical`).toBeGreaterThanOrEqual(c.swiglu ? 0.98 : 0.99);
       });
     }
   }

@@ -24,7 +24,8 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     const has = gpu.device.features.has('chromium-experimental-subgroup-matrix');
     expect(gpu.summary.subgroupMatrix.length > 0).toBe(has);
     expect(gpu.summary.subgroupSizes.every((v) => Number.isInteger(v) && v >= 0)).toBe(true);
-    expect(prefillMatmulPath(gpu)).toMatch(gpu.cpu ? /^rows/ : why === null ? /^subgroup-matrix f16 16x16x16 from 128 rows, (staged|direct)/ : /^tiled f32 \((no |failed its self-check)/);
+    expect(prefillMatmulPath(gpu)).toMatch(gpu.cpu ? /^rows/ : why === null ?
+      /^subgroup-matrix f16 16x16x16 from 128 rows, (staged|direct)/ : /^tiled f32 \((no |failed its self-check)/);
   });
 
   it('a forced sgmat path says why it cannot run, or needs bf16 rounding of bf16 weights', () => {
@@ -36,12 +37,14 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       expect(() => matmul(x, w, { path: 'sgmat' })).toThrow(DTypeError);
       expect(() => matmul(x, w, { path: 'sgmat' })).toThrow(/needs round 'bf16' and bf16 weights .* round 'none'/);
     }
-    expect(() => matmul(x, w, { path: 'fast' as 'tiled' })).toThrow(/^\[matmul\] unknown path "fast"; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'$/);
+    expect(() => matmul(x, w,
+      { path: 'fast' as 'tiled' })).toThrow(/^\[matmul\] unknown path "fast"; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'$/);
   });
 
   it('split-K: the auto rule on the model shapes, forced splits, slices never empty, slabs within one binding', () => {
     // The Gpu's binding limit (its option bindingLimit may lower the device's), not the device's own.
-    const fake = (bytes: number) => ({ maxBinding: bytes, device: { limits: { maxStorageBufferBindingSize: 2 ** 31 } } }) as unknown as Gpu;
+    const fake = (bytes: number) => ({ maxBinding: bytes,
+      device: { limits: { maxStorageBufferBindingSize: 2 ** 31 } } }) as unknown as Gpu;
     const big = fake(2 ** 30), tile = SGMAT_KERNELS.direct, staged = SGMAT_KERNELS.staged;
     // 512 rows: gqkv (768 tiles) and gate_up (1024) unsplit; o_proj and down (192 tiles) in 4 slices.
     expect(splitFor(big, 512, 6144, 1536, tile)).toEqual({ S: 1, Ks: 1536 });
@@ -116,19 +119,22 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
   });
 
   it('batched products name the operands whose shapes do not make the products asked for', () => {
-    const a = Tensor.empty(gpu, [2, 128, 64], 'f16', 'a'), b = Tensor.empty(gpu, [2, 128, 64], 'f16', 'b'), c = Tensor.empty(gpu, [2, 128, 128], 'f32', 'c');
+    const a = Tensor.empty(gpu, [2, 128, 64], 'f16', 'a'), b = Tensor.empty(gpu, [2, 128, 64], 'f16',
+      'b'), c = Tensor.empty(gpu, [2, 128, 128], 'f32', 'c');
     try {
       // Mp not a multiple of 128; c too small for 2 slices; a fractional slice count.
       expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 64, Np: 128, Kp: 64, slices: 1 }, 'qk')).toThrow(InputError);
       expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 2 }, 'qk')).toThrow(
         /^\[matmul\] batched sgmat qk: a \[2, 128, 64\], b \[2, 128, 64\], c \[2, 128, 128\] do not hold 2 products of \[128, 64\] @ \[128, 64\]\^T in 2 K slices/);
-      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 1.5 }, 'qk')).toThrow(InputError);
+      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 1.5 },
+        'qk')).toThrow(InputError);
     } finally {
       for (const t of [a, b, c]) t.dispose();
     }
   });
 
-  it('matches float64, MLX and its own numerics rule on odd shapes, chunks, fusions and out-of-range values', async (ctx) => {
+  it('matches float64, MLX and its own numerics rule on odd shapes, chunks, fusions and out-of-range values',
+    async (ctx) => {
     if (why !== null) {
       console.log(`matmul_sgmat parity: skipped, ${why}`);
       ctx.skip();

@@ -53,7 +53,8 @@ describe('matmul against the float64 reference (seeded, odd shapes)', async () =
   const gpu = await getGpu();
   // [M, N, K]: word-by-word gemv (K odd / not 16-byte rows), vec4 gemv (K % 8 == 0), several tiles and partial
   // tiles for the tiled path (BM = BN = 64).
-  const shapes: Array<[number, number, number]> = [[1, 31, 33], [3, 33, 257], [1, 65, 64], [3, 9, 520], [33, 257, 31], [70, 130, 260]];
+  const shapes: Array<[number, number, number]> = [[1, 31, 33], [3, 33, 257], [1, 65, 64], [3, 9, 520], [33, 257, 31],
+    [70, 130, 260]];
   // Every shape on every path in one dtype (each dtype on two shapes a path; the fusions below run every dtype on
   // every kernel); HRM_EXHAUSTIVE=1 every dtype.
   const cases = DTYPES.flatMap((dtype, d) => shapes.flatMap((shape, s) =>
@@ -63,7 +64,8 @@ describe('matmul against the float64 reference (seeded, odd shapes)', async () =
       const { xv, wv, x, w } = await upload(gpu, M, N, K, dtype, M * 1000 + N + K);
       const got = await matmul(x, w, { path }).read();
       // The f32 result against the exact sum of the same (already rounded) weights: gamma_K bound.
-      expectDotBound(got, matmulRef(xv, wv, M, N, K), matmulAbsRef(xv, wv, M, N, K), K, 1, `${dtype} ${M}x${N}x${K} ${path}`);
+      expectDotBound(got, matmulRef(xv, wv, M, N, K), matmulAbsRef(xv, wv, M, N, K), K, 1,
+        `${dtype} ${M}x${N}x${K} ${path}`);
     });
   }
 
@@ -99,7 +101,8 @@ describe('matmul over row-chunks of the weight', async () => {
     it(`${dtype} M=${M} K=${K}: chunks of 40, 33, 27 rows equal the whole weight bit for bit`, async () => {
       const N = 100;
       const { wv, x, w } = await upload(gpu, M, N, K, dtype, 900 + M + K);
-      const chunks = [[0, 40], [40, 73], [73, 100]].map(([a, b], i) => Tensor.from(gpu, wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
+      const chunks = [[0, 40], [40, 73],
+        [73, 100]].map(([a, b], i) => Tensor.from(gpu, wv.subarray(a * K, b * K), [b - a, K], dtype, `w${i}`));
       for (const path of PATHS) {
         const whole = await matmul(x, w, { path, round: 'bf16' }).read();
         const split = matmul(x, chunks, { path, round: 'bf16' });
@@ -136,17 +139,21 @@ describe('matmul errors', async () => {
     const wide = Tensor.from(gpu, new Float32Array(6 * 5), [6, 5], 'f32', 'wide');
     const accb = Tensor.from(gpu, new Float32Array(6 * 4), [6, 4], 'bf16', 'accb');
     expect(() => matmul(x, w, { accumulate: wide })).toThrow(ShapeError);
-    expect(() => matmul(x, w, { accumulate: wide })).toThrow(/accumulate 'wide' \[6, 5\] f32 must be \[6, 4\], the output of x 'x' \[6, 8\] f32 @ weight 'w' \[4, 8\] bf16\^T/);
+    expect(() => matmul(x, w,
+      { accumulate: wide })).toThrow(/accumulate 'wide' \[6, 5\] f32 must be \[6, 4\], the output of x 'x' \[6, 8\] f32 @ weight 'w' \[4, 8\] bf16\^T/);
     expect(() => matmul(x, w, { accumulate: accb })).toThrow(DTypeError);
     expect(() => matmul(x, w, { accumulate: accb })).toThrow(/accumulate 'accb' \[6, 4\] bf16 must be f32/);
     expect(() => matmul(x, w3, { swiglu: true })).toThrow(ShapeError);
-    expect(() => matmul(x, w3, { swiglu: true })).toThrow(/swiglu: weight 'w3' \[3, 8\] bf16 has 3 rows; it must be \[2I, K\]/);
-    expect(() => matmul(x, [w, w3], { swiglu: true })).toThrow(/swiglu: weight chunks 'w' \[4, 8\] bf16, 'w3' \[3, 8\] bf16 has 7 rows/);
+    expect(() => matmul(x, w3,
+      { swiglu: true })).toThrow(/swiglu: weight 'w3' \[3, 8\] bf16 has 3 rows; it must be \[2I, K\]/);
+    expect(() => matmul(x, [w, w3],
+      { swiglu: true })).toThrow(/swiglu: weight chunks 'w' \[4, 8\] bf16, 'w3' \[3, 8\] bf16 has 7 rows/);
     expect(() => matmul(x, w, { swiglu: true, accumulate: acc })).toThrow(InputError);
     expect(() => matmul(x, w, { norm: { eps: -1 } })).toThrow(/norm.eps -1 must be a finite number >= 0/);
     expect(() => matmul(x, w, { norm: { eps: NaN } })).toThrow(InputError);
     // Written while x is read: WebGPU would reject the dispatch, so say why first.
     const xy = Tensor.from(gpu, new Float32Array(6 * 8), [6, 8], 'f32', 'xy');
-    expect(() => matmul(xy, Tensor.from(gpu, new Float32Array(8 * 8), [8, 8], 'f32', 'sq'), { accumulate: xy })).toThrow(/accumulate 'xy' \[6, 8\] f32 overlaps x 'xy'/);
+    expect(() => matmul(xy, Tensor.from(gpu, new Float32Array(8 * 8), [8, 8], 'f32', 'sq'),
+      { accumulate: xy })).toThrow(/accumulate 'xy' \[6, 8\] f32 overlaps x 'xy'/);
   });
 });

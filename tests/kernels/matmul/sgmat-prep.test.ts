@@ -31,7 +31,9 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
       bindings: { src, dst, scale, flag, stats }, overrides: { SRC_BF16: bf16 ? 1 : 0 }, workgroups: grid(gpu, pad, 1),
       uniforms: { rows, rows_pad: pad, K, Kp, N: 0, ldo: 0, col0: 0, Np: 0, epoch: 7, S: 0 },
     });
-    const r = { h: (await dst.read()) as Float32Array, scale: (await scale.read()) as Int32Array, flag: (await flag.read())[0], rows: (await stats.read())[0] };   // flag: 7 (the epoch) when flagged
+    // flag: 7 (the epoch) when flagged
+    const r = { h: (await dst.read()) as Float32Array, scale: (await scale.read()) as Int32Array,
+      flag: (await flag.read())[0], rows: (await stats.read())[0] };
     for (const t of [src, dst, scale, flag, stats]) t.dispose();
     return r;
   }
@@ -75,7 +77,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
    * call's 8, the weight's 1 ('weight') or 0. `S` slabs: slab z holds the f32 partial sums over K slice z of 16 *
    * ceil(Kp / 16 / S) columns, as the tensor-core kernel's split-K writes them. `swiglu`: w's rows are gate then up.
    */
-  async function out(fallback: 'call' | 'weight' | null, o: { acc?: Float32Array; wv?: Float32Array; S?: number; swiglu?: boolean } = {}) {
+  async function out(fallback: 'call' | 'weight' | null,
+    o: { acc?: Float32Array; wv?: Float32Array; S?: number; swiglu?: boolean } = {}) {
     const wvals = o.wv ?? wv, n = wvals.length / K, np = Math.ceil(n / 16) * 16, S = o.S ?? 1;
     const cols = o.swiglu ? n / 2 : n;
     const x = await prep(xv, M, Mp, false), w = await prep(wvals, n, np, true);
@@ -87,14 +90,16 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     }
     const t = {
       // A flagged call must not read the sums at all: they are NaN then.
-      c: Tensor.from(gpu, fallback ? c.fill(NaN) : c, [S * Mp, np], 'f32', 'c'), sx: Tensor.from(gpu, x.scale, [Mp], 'i32', 'sx'), sw: Tensor.from(gpu, w.scale, [np], 'i32', 'sw'),
+      c: Tensor.from(gpu, fallback ? c.fill(NaN) : c, [S * Mp, np], 'f32', 'c'), sx: Tensor.from(gpu, x.scale, [Mp],
+        'i32', 'sx'), sw: Tensor.from(gpu, w.scale, [np], 'i32', 'sw'),
       flag: Tensor.from(gpu, new Uint32Array([fallback === 'call' ? 9 : 8]), [1], 'u32', 'flag'),
       wflag: Tensor.from(gpu, new Uint32Array([fallback === 'weight' ? 1 : 0]), [1], 'u32', 'wflag'),
       x: Tensor.from(gpu, xv, [M, K], 'f32', 'x'), w: Tensor.from(gpu, wvals, [n, K], 'bf16', 'w'),
       out: Tensor.from(gpu, o.acc ?? new Float32Array(M * (cols + 3)), [M, cols + 3], 'f32', 'out'),
     };
     OUT.dispatch(gpu, {
-      bindings: t, overrides: { ROUND: 1, ACC: o.acc ? 1 : 0, SWIGLU: o.swiglu ? 1 : 0 }, workgroups: grid(gpu, M * cols, 256),
+      bindings: t, overrides: { ROUND: 1, ACC: o.acc ? 1 : 0, SWIGLU: o.swiglu ? 1 : 0 }, workgroups: grid(gpu,
+        M * cols, 256),
       uniforms: { rows: M, rows_pad: Mp, K, Kp, N: n, ldo: cols + 3, col0: 3, Np: np, epoch: 9, S },
     });
     const got = await t.out.read();
@@ -121,7 +126,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
     });
   }
 
-  it('sgmat_out adds the split-K slabs: 2, 3 and 4 slices (Kp = 48: 32 + 16, 3 x 16, and an empty fourth)', async () => {
+  it('sgmat_out adds the split-K slabs: 2, 3 and 4 slices (Kp = 48: 32 + 16, 3 x 16, and an empty fourth)',
+    async () => {
     // Each slab alone is a partial sum far from the product: a slab left out or read at the wrong place fails.
     // An empty slice's slab is all zeros, as the tensor-core kernel stores it.
     const want = matmulRef(xv, wv, M, N, K, 'bf16');
@@ -139,7 +145,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
   // Gate rows then up rows, I = 15 (odd): the fused output must equal sgmat_out's product followed by ops' siluMul.
   const I = 15, gu = randn(4, 2 * I * K, 0.3).map(roundBf16);
   for (const fallback of [null, 'call'] as const) {
-    it(`sgmat_out SWIGLU ${fallback ? 'in f32 (flagged call)' : 'over 2 slabs'}: bit for bit the product then siluMul`, async () => {
+    it(`sgmat_out SWIGLU ${fallback ? 'in f32 (flagged call)' : 'over 2 slabs'}: bit for bit the product then siluMul`,
+      async () => {
       const S = fallback ? 1 : 2;
       const prod = await out(fallback, { wv: gu, S });
       const got = await out(fallback, { wv: gu, S, swiglu: true });
@@ -154,7 +161,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
       for (let m = 0; m < M; m++) for (let i = 0; i < I; i++) {
         if (!Object.is(got[m * (I + 3) + 3 + i], ref[m * I + i])) { bad++; if (first < 0) first = m * I + i; }
       }
-      expect(bad, `first at ${first}: ${got[Math.floor(first / I) * (I + 3) + 3 + first % I]} vs ${ref[first]}`).toBe(0);
+      expect(bad,
+        `first at ${first}: ${got[Math.floor(first / I) * (I + 3) + 3 + first % I]} vs ${ref[first]}`).toBe(0);
       for (let m = 0; m < M; m++) expect(got[m * (I + 3)]).toBe(0);
     });
   }

@@ -16,8 +16,10 @@ import {
 } from '../../../src/kernels/ops/ops.ref.ts';
 
 const gpu = await getGpu();
-const f32 = (v: ArrayLike<number>, shape: number[], label = 'x') => Tensor.from(gpu, Float32Array.from(v), shape, 'f32', label);
-const asDtype = (dt: 'f32' | 'bf16' | 'f16', v: Float32Array) => (dt === 'bf16' ? v.map(roundBf16) : dt === 'f16' ? v.map(roundF16) : v);
+const f32 = (v: ArrayLike<number>, shape: number[], label = 'x') => Tensor.from(gpu, Float32Array.from(v), shape,
+  'f32', label);
+const asDtype = (dt: 'f32' | 'bf16' | 'f16',
+  v: Float32Array) => (dt === 'bf16' ? v.map(roundBf16) : dt === 'f16' ? v.map(roundF16) : v);
 // Activations of a bf16 / f16 model are values of that dtype.
 const acts = (round: 'none' | 'bf16' | 'f16', v: Float32Array) => (round === 'none' ? v : asDtype(round, v));
 
@@ -47,7 +49,8 @@ describe('embed', () => {
 
   it('reads row-chunks of the table (20, 17, 13 rows) like the whole table, bit for bit', async () => {
     const tv = asDtype('bf16', randn(12, V * H));
-    const chunks = [[0, 20], [20, 37], [37, 50]].map(([a, b], i) => Tensor.from(gpu, tv.subarray(a * H, b * H), [b - a, H], 'bf16', `t${i}`));
+    const chunks = [[0, 20], [20, 37],
+      [37, 50]].map(([a, b], i) => Tensor.from(gpu, tv.subarray(a * H, b * H), [b - a, H], 'bf16', `t${i}`));
     const many = [0, 19, 20, 36, 37, 49, 5, 44, 1000];
     const idsT = Tensor.from(gpu, many, [3, 3], 'u32', 'ids');
     const whole = await embed(idsT, Tensor.from(gpu, tv, [V, H], 'bf16', 'table'), { scale: 3, round: 'bf16' }).read();
@@ -81,7 +84,8 @@ describe('add', () => {
     }
   });
   it('names both shapes when they differ', () => {
-    expect(() => add(f32([1, 2], [2], 'a'), f32([1, 2, 3], [3], 'b'))).toThrow(/\[add\] shapes differ: a 'a' \[2\] f32 vs b 'b' \[3\] f32/);
+    expect(() => add(f32([1, 2], [2], 'a'),
+      f32([1, 2, 3], [3], 'b'))).toThrow(/\[add\] shapes differ: a 'a' \[2\] f32 vs b 'b' \[3\] f32/);
   });
 });
 
@@ -136,7 +140,8 @@ describe('siluMul and sigmoidGate', () => {
   });
 
   it('names the shapes it needs', () => {
-    expect(() => siluMul(f32(new Float32Array(6), [2, 3], 'gu'))).toThrow(/\[siluMul\] gu 'gu' \[2, 3\] f32: last axis must be even/);
+    expect(() => siluMul(f32(new Float32Array(6), [2, 3],
+      'gu'))).toThrow(/\[siluMul\] gu 'gu' \[2, 3\] f32: last axis must be even/);
     expect(() => sigmoidGate(f32(new Float32Array(12), [1, 12], 'gqkv'), f32(new Float32Array(4), [1, 4], 'o')))
       .toThrow(/\[sigmoidGate\] gqkv 'gqkv' \[1, 12\] f32 must be \[\.\.\., 4 \* 4\] with the rows of o 'o' \[1, 4\] f32/);
     expect(() => siluMul(Tensor.from(gpu, new Float32Array(4), [2, 2], 'bf16', 'h'))).toThrow(DTypeError);
@@ -166,17 +171,21 @@ describe('row ops (f32 inside)', () => {
     const V = 4099, xv = randn(5, R * V, 8);
     for (const temperature of [0.7, 2]) {
       // As above; x * f32(1/T) instead of x / T adds one f32 rounding to each scaled logit.
-      expectClose(await softmaxRows(f32(xv, [R, V]), { temperature }).read(), softmaxRowsRef(xv, V, temperature), 1e-7, 4e-6, `softmax T=${temperature}`);
-      expectClose(await logSoftmaxRows(f32(xv, [R, V]), { temperature }).read(), logSoftmaxRowsRef(xv, V, temperature), 2e-5, 1e-6, `logSoftmax T=${temperature}`);
+      expectClose(await softmaxRows(f32(xv, [R, V]), { temperature }).read(), softmaxRowsRef(xv, V, temperature), 1e-7,
+        4e-6, `softmax T=${temperature}`);
+      expectClose(await logSoftmaxRows(f32(xv, [R, V]), { temperature }).read(), logSoftmaxRowsRef(xv, V, temperature),
+        2e-5, 1e-6, `logSoftmax T=${temperature}`);
     }
-    expect(() => softmaxRows(f32(xv, [R, V]), { temperature: 0 })).toThrow(/\[softmaxRows\] temperature must be a positive/);
+    expect(() => softmaxRows(f32(xv, [R, V]),
+      { temperature: 0 })).toThrow(/\[softmaxRows\] temperature must be a positive/);
   });
 
   it('handles many rows and a 65536-wide row', async () => {
     const xv = randn(8, 512 * 33, 8);
     expectClose(await logSumExpRows(f32(xv, [512, 33])).read(), logSumExpRowsRef(xv, 33), 1e-5, 1e-6, 'lse 512 rows');
     const wide = randn(9, 2 * 65536, 8);
-    expectClose(await logSumExpRows(f32(wide, [2, 65536])).read(), logSumExpRowsRef(wide, 65536), 1e-5, 1e-6, 'lse V=65536');
+    expectClose(await logSumExpRows(f32(wide, [2, 65536])).read(), logSumExpRowsRef(wide, 65536), 1e-5, 1e-6,
+      'lse V=65536');
     expect([...await argmaxRows(f32(wide, [2, 65536])).read()]).toEqual([...argmaxRowsRef(wide, 65536)]);
   });
 
@@ -191,7 +200,8 @@ describe('row ops (f32 inside)', () => {
       // The same values give bitwise-identical log-probs on both sides, so every term is exactly zero.
       expect([...await klRows(f32(pv, [R, V], 'p'), f32(pv, [R, V], 'q')).read()]).toEqual(new Array(R).fill(0));
     }
-    expect(() => klRows(f32([1, 2], [1, 2], 'p'), f32([1, 2], [2, 1], 'q'))).toThrow(/\[klRows\] shapes differ: p 'p' \[1, 2\] f32 vs q 'q' \[2, 1\] f32/);
+    expect(() => klRows(f32([1, 2], [1, 2], 'p'),
+      f32([1, 2], [2, 1], 'q'))).toThrow(/\[klRows\] shapes differ: p 'p' \[1, 2\] f32 vs q 'q' \[2, 1\] f32/);
   });
 
   it('argmaxRows: first index of the maximum, ties included', async () => {

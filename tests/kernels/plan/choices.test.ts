@@ -19,7 +19,8 @@ function gpuLike(kernels: KernelOptions = {}): Gpu {
   return {
     cpu: false, subgroups: true, f16: true, maxBinding: 2 ** 30, kernelOptions: kernels, state: new DeviceState(),
     device: { features: new Set(['subgroups', 'shader-f16']), limits: { maxComputeWorkgroupStorageSize: 32768 } },
-    summary: { fastFeatures: { [SGMAT]: off, 'shader-f16': { on: true }, subgroups: { on: true } }, subgroupMatrix: [] },
+    summary: { fastFeatures: { [SGMAT]: off, 'shader-f16': { on: true }, subgroups: { on: true } },
+      subgroupMatrix: [] },
   } as unknown as Gpu;
 }
 const full = { kind: 'full' } as FullKV;

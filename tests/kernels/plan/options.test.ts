@@ -30,7 +30,8 @@ describe('kernel policy', () => {
   it('fills in the defaults and names the field of a bad option', () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
     expect(resolvePolicy({ sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold' })).toEqual({
-      sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
+      sgmat: { kernel: 'auto', pipe: true,
+        splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
       specialize: null, unroll: null,
     });
     expect(resolvePolicy({ specialize: true, unroll: false })).toMatchObject({ specialize: true, unroll: false });

@@ -15,7 +15,8 @@ export const EPS = 1e-6;
  * A random [N, K] weight quantized on the CPU (Metal rules), scales/biases as stored in `round`'s dtype; `edit`
  * changes the values first.
  */
-export function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number, edit?: (w: Float32Array) => void) {
+export function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSize: number, round: Round, seed: number,
+  edit?: (w: Float32Array) => void) {
   // Scales and biases in the dtype a model of `round` stores them in (f32 for f32 models).
   const sdt = round === 'none' ? 'f32' : round;
   const raw = randn(seed, N * K, 0.1);
@@ -28,7 +29,8 @@ export function makeWeight(gpu: Gpu, N: number, K: number, bits: number, groupSi
   return { ref, chunked, one: uploadQuant(gpu, r, K, bits, groupSize, sdt, [0, N]) };
 }
 
-export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number, what: string): void {
+export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, abs: ArrayLike<number>, K: number,
+  what: string): void {
   for (let i = 0; i < want.length; i++) {
     const bound = 2 * (K + 2) * U * abs[i] + 1e-30;
     if (!(Math.abs(got[i] - want[i]) <= bound)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (bound ${bound})`);

@@ -33,7 +33,8 @@ describe('qgemv_mlp: x += down(silu(gate) * up) in one dispatch on quantized wei
   const gpu = await getGpu();
   const cases = [
     { K: 256, I: 768, bits: 4, groupSize: 64, round: 'bf16' as const, why: "the embedded model's shape at 4 bits" },
-    { K: 128, I: 96, bits: 8, groupSize: 32, round: 'f16' as const, why: '8 bits, groups of 32, f16 scales, 12 blocks' },
+    { K: 128, I: 96, bits: 8, groupSize: 32, round: 'f16' as const,
+      why: '8 bits, groups of 32, f16 scales, 12 blocks' },
   ];
   for (const c of cases) {
     it(`${c.bits} bits, group ${c.groupSize}, ${c.round}: ${c.why}`, async () => {

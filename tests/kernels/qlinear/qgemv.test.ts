@@ -24,12 +24,16 @@ describe('qgemv4 shapes: 2 to 16 rows a workgroup, x staged in workgroup memory'
       const { one } = makeWeight(gpu, N, K, bits, 64, 'bf16', bits + 90);
       const x = Tensor.from(gpu, randn(bits + 91, M * K, 3).map((v) => roundTo('bf16', v)), [M, K], 'f32', 'x');
       const accv = randn(bits + 92, M * N, 2).map((v) => roundTo('bf16', v));
-      const sw = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
-      const acc = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [M, N], 'f32', 'acc') }).read();
+      const sw = (gemv: GemvShape) => qlinear(x, one,
+        { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
+      const acc = (gemv: GemvShape) => qlinear(x, one,
+        { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [M, N], 'f32', 'acc') }).read();
       const base = { wg: 32, rows: 2 };
       // 8 bits: the staged x at 16 rows only (the rest is the same code as at 4 bits).
-      for (const gemv of bits === 4 ? fused : fused.slice(1)) expectBitExact(await sw(gemv), await sw(base), `norm + swiglu ${JSON.stringify(gemv)}`);
-      if (bits === 4) for (const gemv of residual) expectBitExact(await acc(gemv), await acc(base), `residual ${JSON.stringify(gemv)}`);
+      for (const gemv of bits === 4 ? fused : fused.slice(1)) expectBitExact(await sw(gemv), await sw(base),
+        `norm + swiglu ${JSON.stringify(gemv)}`);
+      if (bits === 4) for (const gemv of residual) expectBitExact(await acc(gemv), await acc(base),
+        `residual ${JSON.stringify(gemv)}`);
     });
   }
 
@@ -45,7 +49,8 @@ describe('qgemv4 shapes: 2 to 16 rows a workgroup, x staged in workgroup memory'
     const big = gpu.device.limits.maxComputeWorkgroupStorageSize;   // K values of f32 that cannot fit beside the sums
     const wide = makeWeight(gpu, 16, big / 2, 4, 64, 'bf16', 6).one;
     const xw = Tensor.from(gpu, new Float32Array(big / 2), [1, big / 2], 'f32', 'xw');
-    expect(() => qlinear(xw, wide, { path: 'gemv', gemv: { wg: 32, rows: 2, kernel: 'xs' } })).toThrow(/kernel 'xs' stages x's \d+ values/);
+    expect(() => qlinear(xw, wide,
+      { path: 'gemv', gemv: { wg: 32, rows: 2, kernel: 'xs' } })).toThrow(/kernel 'xs' stages x's \d+ values/);
   });
 });
 
@@ -59,12 +64,15 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
   ];
   const N = 70;
   for (const [bits, K, shapes] of cases) {
-    it(`${bits} bits, K ${K}, bf16: norm + swiglu and the residual, each shape the bits of qgemv4 at 16 lanes`, async () => {
+    it(`${bits} bits, K ${K}, bf16: norm + swiglu and the residual, each shape the bits of qgemv4 at 16 lanes`,
+      async () => {
       const { one } = makeWeight(gpu, N, K, bits, 64, 'bf16', bits + 95);
       const x = Tensor.from(gpu, randn(bits + 96, K, 3).map((v) => roundTo('bf16', v)), [1, K], 'f32', 'x');
       const accv = randn(bits + 97, N, 2).map((v) => roundTo('bf16', v));
-      const sw = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
-      const acc = (gemv: GemvShape) => qlinear(x, one, { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [1, N], 'f32', 'acc') }).read();
+      const sw = (gemv: GemvShape) => qlinear(x, one,
+        { round: 'bf16', path: 'gemv', gemv, norm: { eps: EPS }, swiglu: true }).read();
+      const acc = (gemv: GemvShape) => qlinear(x, one,
+        { round: 'bf16', path: 'gemv', gemv, accumulate: Tensor.from(gpu, accv, [1, N], 'f32', 'acc') }).read();
       const base = { wg: 16, rows: 2 };
       const [want, wantAcc] = [await sw(base), await acc(base)];
       for (const gemv of shapes) {
@@ -74,9 +82,11 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
     });
   }
 
-  it("the GPU machine's check (every sweep shape against qgemv4) passes on a small projection, naming its shapes", async () => {
+  it("the GPU machine's check (every sweep shape against qgemv4) passes on a small projection, naming its shapes",
+    async () => {
     // One small projection (the sweep's 6 shapes of 16 lanes at 4 bits and K 512): each shape a compile here.
-    const cases = await checkQGemvWide(gpu, [{ name: 'residual', N: 40, K: 512, bits: 4, norm: false, swiglu: false, acc: true }]);
+    const cases = await checkQGemvWide(gpu,
+      [{ name: 'residual', N: 40, K: 512, bits: 4, norm: false, swiglu: false, acc: true }]);
     for (const c of cases) expect(c.ok, `${c.name}: ${c.value}`).toBe(true);
     expect(cases.map((c) => c.name)).toEqual(['qgemv_wide vs qgemv4 at its lanes: outputs differing, residual 40x512 4-bit (6 shapes)']);
   });
@@ -99,6 +109,7 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
     expect(() => qlinear(xl, long, { path: 'gemv', gemv: wide({ kernel: 'wide-xs', wg: 16, groups: 16, rows: 16 }) }))
       .toThrow(/partial sums and x's \d+ values exceed the \d+ bytes of workgroup memory/);
     const three = makeWeight(gpu, 8, 512, 3, 64, 'bf16', 8).one;
-    expect(() => qlinear(x1, three, { path: 'gemv', gemv: wide({}) })).toThrow(/kernel 'wide' takes 4- or 8-bit weights/);
+    expect(() => qlinear(x1, three,
+      { path: 'gemv', gemv: wide({}) })).toThrow(/kernel 'wide' takes 4- or 8-bit weights/);
   });
 });

@@ -30,7 +30,8 @@ function cases(): Array<[number, number]> {
   const sig = () => 1 + Math.floor(r() * 2 ** 23) / 2 ** 23;
   const pm = () => (r() < 0.5 ? -1 : 1);
   // Anywhere in the normal range.
-  for (let i = 0; i < 4000; i++) out.push([f32(pm() * sig() * 2 ** Math.floor(r() * 120 - 60)), f32(pm() * sig() * 2 ** Math.floor(r() * 120 - 60))]);
+  for (let i = 0; i < 4000; i++) out.push([f32(pm() * sig() * 2 ** Math.floor(r() * 120 - 60)),
+    f32(pm() * sig() * 2 ** Math.floor(r() * 120 - 60))]);
   // Quotients within an ulp's fraction of a midpoint: a = b * (m + 1/2 + tiny) ulps, rounded to f32.
   for (let i = 0; i < 4000; i++) {
     const b = f32(sig() * 2 ** Math.floor(r() * 20 - 10));
@@ -72,11 +73,14 @@ describe('div_rn', () => {
     const b = buf(Float32Array.from(pairs, (p) => p[1]), GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     const q = buf(null, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
     const read = buf(null, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-    const pipeline = d.createComputePipeline({ layout: 'auto', compute: { module: d.createShaderModule({ code: SHADER }), entryPoint: 'main' } });
+    const pipeline = d.createComputePipeline({ layout: 'auto',
+      compute: { module: d.createShaderModule({ code: SHADER }), entryPoint: 'main' } });
     const enc = d.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, d.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [a, b, q].map((buffer, binding) => ({ binding, resource: { buffer } })) }));
+    pass.setBindGroup(0,
+      d.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+      entries: [a, b, q].map((buffer, binding) => ({ binding, resource: { buffer } })) }));
     pass.dispatchWorkgroups(Math.ceil(n / 64));
     pass.end();
     enc.copyBufferToBuffer(q, 0, read, 0, 4 * n);

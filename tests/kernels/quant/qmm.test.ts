@@ -24,13 +24,15 @@ const base = (transpose: boolean): Case => (transpose ? BASE : BASE_N);
  * each a recursive f32 sum of <= K terms, so the error is within (K + 2) * 2^-24 * sum_k |x| (|scale| level + |bias|),
  * plus half an ulp for the f32 result.
  */
-function f32Bound(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>, c: Case, i: number, j: number): number {
+function f32Bound(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<number>, biases: ArrayLike<number>,
+  c: Case, i: number, j: number): number {
   const cols = c.transpose ? c.k : c.n;
   let s = 0;
   for (let t = 0; t < c.k; t++) {
     const [r, col] = c.transpose ? [j, t] : [t, j];
     const g = r * (cols / 64) + Math.floor(col / 64);
-    s += Math.abs(x[i * c.k + t]) * (Math.abs(scales[g]) * unpackLevel(q, (r * cols * c.bits) / 32, col, c.bits) + Math.abs(biases[g]));
+    s += Math.abs(x[i * c.k + t]) * (Math.abs(scales[g]) * unpackLevel(q, (r * cols * c.bits) / 32, col, c.bits) +
+      Math.abs(biases[g]));
   }
   return (c.k + 2) * 2 ** -24 * s;
 }
@@ -40,14 +42,17 @@ function f32Bound(x: ArrayLike<number>, q: ArrayLike<number>, scales: ArrayLike<
  * >= 99.9 % of the elements (the f32 error is far below a half ulp unless the value is next to a rounding boundary),
  * and every element within one ulp plus the accumulation bound (outputs near 0 after cancellation).
  */
-function expectQmm(got: ArrayLike<number>, exact: Float64Array, x: ArrayLike<number>, ref: { q: Uint32Array; scales: Float32Array; biases: Float32Array }, c: Case, what: string): void {
+function expectQmm(got: ArrayLike<number>, exact: Float64Array, x: ArrayLike<number>,
+  ref: { q: Uint32Array; scales: Float32Array; biases: Float32Array }, c: Case, what: string): void {
   const want = Array.from(exact, (v) => roundTo(c.round, v));
   if (c.round !== 'none') expectUlps(c.round, got, want, 0.999, Infinity, what);
   for (let i = 0; i < c.m; i++) {
     for (let j = 0; j < c.n; j++) {
       const at = i * c.n + j;
-      const tol = f32Bound(x, ref.q, ref.scales, ref.biases, c, i, j) + (c.round === 'none' ? 2 ** -24 * Math.abs(exact[at]) : ulpOf(c.round, want[at]));
-      if (!(Math.abs(got[at] - (c.round === 'none' ? exact[at] : want[at])) <= tol)) throw new Error(`${what}: first mismatch at [${i}, ${j}]: got ${got[at]}, want ${exact[at]} (tol ${tol})`);
+      const tol = f32Bound(x, ref.q, ref.scales, ref.biases, c, i, j) +
+        (c.round === 'none' ? 2 ** -24 * Math.abs(exact[at]) : ulpOf(c.round, want[at]));
+      if (!(Math.abs(got[at] - (c.round === 'none' ?
+        exact[at] : want[at])) <= tol)) throw new Error(`${what}: first mismatch at [${i}, ${j}]: got ${got[at]}, want ${exact[at]} (tol ${tol})`);
     }
   }
 }
@@ -78,7 +83,8 @@ describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5
         const gpu = await getGpu();
         const f = await fixture('ops.safetensors');
         const p = `qmm.${dt}.b${bits}.`;
-        const [w, xt, outT, xn, outN] = await Promise.all(['w', 'x_t', 'out_t', 'x_n', 'out_n'].map((n) => f.array(p + n)));
+        const [w, xt, outT, xn,
+          outN] = await Promise.all(['w', 'x_t', 'out_t', 'x_n', 'out_n'].map((n) => f.array(p + n)));
         const wt = Tensor.from(gpu, w, [96, 256], 'f32', 'w');
         const xT = Tensor.from(gpu, xt, [5, 256], 'f32', 'x_t'), xN = Tensor.from(gpu, xn, [5, 96], 'f32', 'x_n');
 
@@ -88,8 +94,10 @@ describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5
         expectBitExact(await cpu.q.read(), cpuRef.q, `${p}w packed (cpu rules)`);
         expectBitExact(await cpu.scales.read(), cpuRef.scales, `${p}w scales (cpu rules)`);
         const cpuOpts = { bits, round, accumulate: 'dtype' as const };
-        expectBitExact(await quantizedMatmul(xT, cpu.q, cpu.scales, cpu.biases, { ...cpuOpts, transpose: true }).read(), outT, `${p}out_t (accumulate dtype)`);
-        expectBitExact(await quantizedMatmul(xN, cpu.q, cpu.scales, cpu.biases, { ...cpuOpts, transpose: false }).read(), outN, `${p}out_n (accumulate dtype)`);
+        expectBitExact(await quantizedMatmul(xT, cpu.q, cpu.scales, cpu.biases,
+          { ...cpuOpts, transpose: true }).read(), outT, `${p}out_t (accumulate dtype)`);
+        expectBitExact(await quantizedMatmul(xN, cpu.q, cpu.scales, cpu.biases,
+          { ...cpuOpts, transpose: false }).read(), outN, `${p}out_n (accumulate dtype)`);
 
         // Metal rules and arithmetic (the default): f32 accumulation, one rounding. Against the exact product of
         // the same quantized weights: f32 within the f32 accumulation bound; half dtypes within one ulp of the
@@ -98,11 +106,14 @@ describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5
         const metal = quantize(wt, { bits, round });
         const ref = quantizeRef(w, 96, 256, { bits, round });
         expectBitExact(await metal.q.read(), ref.q, `${p}w packed (metal rules)`);
-        const gotT = await quantizedMatmul(xT, metal.q, metal.scales, metal.biases, { bits, round, transpose: true }).read();
-        const gotN = await quantizedMatmul(xN, metal.q, metal.scales, metal.biases, { bits, round, transpose: false }).read();
+        const gotT = await quantizedMatmul(xT, metal.q, metal.scales, metal.biases,
+          { bits, round, transpose: true }).read();
+        const gotN = await quantizedMatmul(xN, metal.q, metal.scales, metal.biases,
+          { bits, round, transpose: false }).read();
         const exT = qmmRef(xt, ref.q, ref.scales, ref.biases, { bits, transpose: true, m: 5, k: 256, n: 96 });
         const exN = qmmRef(xn, ref.q, ref.scales, ref.biases, { bits, transpose: false, m: 5, k: 96, n: 256 });
-        const cases = [[gotT, exT, 'out_t', outT, { m: 5, k: 256, n: 96, transpose: true }], [gotN, exN, 'out_n', outN, { m: 5, k: 96, n: 256, transpose: false }]] as const;
+        const cases = [[gotT, exT, 'out_t', outT, { m: 5, k: 256, n: 96, transpose: true }],
+          [gotN, exN, 'out_n', outN, { m: 5, k: 96, n: 256, transpose: false }]] as const;
         for (const [got, ex, name, fx, shape] of cases) {
           expectQmm(got, ex, shape.transpose ? xt : xn, ref, { ...BASE, ...shape, bits, round }, `${p}${name} (metal)`);
           if (round === 'none') {
@@ -119,10 +130,12 @@ describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5
 
 describe('quantizedMatmul vs the reference, one setting varied at a time from ' + JSON.stringify(BASE), () => {
   it('every bit width, both orientations', async () => {
-    for (const bits of QUANT_BITS) for (const transpose of [true, false]) await runCase({ ...base(transpose), bits, seed: bits });
+    for (const bits of QUANT_BITS) for (const transpose of [true, false]) await runCase({ ...base(transpose), bits,
+      seed: bits });
   });
   it('rows 1, 2, 3, 8, 9, 17 (decode row, row tiles and their tails)', async () => {
-    for (const m of [1, 2, 3, 8, 9, 17]) for (const transpose of [true, false]) await runCase({ ...base(transpose), m, seed: m });
+    for (const m of [1, 2, 3, 8, 9, 17]) for (const transpose of [true, false]) await runCase({ ...base(transpose), m,
+      seed: m });
   });
   it('inner and outer sizes 64 and 192 (multiples of 64, not of 256), odd row counts', async () => {
     await runCase({ ...BASE, k: 192, n: 33 });
@@ -131,11 +144,13 @@ describe('quantizedMatmul vs the reference, one setting varied at a time from ' 
     await runCase({ ...BASE_N, k: 1, n: 64, bits: 3 });
   });
   it('bf16 and f16 output rounding', async () => {
-    for (const round of ['bf16', 'f16'] as Round[]) for (const transpose of [true, false]) await runCase({ ...base(transpose), round, bits: 6 });
+    for (const round of ['bf16', 'f16'] as Round[]) for (const transpose of [true,
+      false]) await runCase({ ...base(transpose), round, bits: 6 });
   });
   it("accumulate 'dtype' (MLX CPU backend) is bit-exact to its model in every dtype", async () => {
     for (const round of ['none', 'bf16', 'f16'] as Round[]) {
-      for (const transpose of [true, false]) await runCase({ ...base(transpose), m: 3, round, accumulate: 'dtype', bits: transpose ? 5 : 8 });
+      for (const transpose of [true, false]) await runCase({ ...base(transpose), m: 3, round, accumulate: 'dtype',
+        bits: transpose ? 5 : 8 });
     }
   });
   it('names mismatched shapes', async () => {
@@ -143,6 +158,7 @@ describe('quantizedMatmul vs the reference, one setting varied at a time from ' 
     const r = quantize(Tensor.from(gpu, randn(1, 4 * 128), [4, 128], 'f32', 'w'), { bits: 4 });
     const x = Tensor.from(gpu, randn(2, 3 * 64), [3, 64], 'f32', 'x');
     expect(() => quantizedMatmul(x, r.q, r.scales, r.biases, { bits: 4, transpose: true })).toThrow(ShapeError);
-    expect(() => quantizedMatmul(x, r.q, r.scales, r.biases, { bits: 4, transpose: true })).toThrow(/\[quantizedMatmul\] x \[3, 64\]/);
+    expect(() => quantizedMatmul(x, r.q, r.scales, r.biases,
+      { bits: 4, transpose: true })).toThrow(/\[quantizedMatmul\] x \[3, 64\]/);
   });
 });

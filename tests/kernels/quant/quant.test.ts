@@ -27,14 +27,17 @@ describe('quantize / dequantize vs MLX fixtures (ops.safetensors, x [8, 256], ML
         const f = await fixture('ops.safetensors');
         const p = `quantize.${dt}.b${bits}.`;
         const x = await f.array(p + 'x');
-        const [wq, scales, biases, deq] = await Promise.all(['wq', 'scales', 'biases', 'dequant'].map((n) => f.array(p + n)));
+        const [wq, scales, biases,
+          deq] = await Promise.all(['wq', 'scales', 'biases', 'dequant'].map((n) => f.array(p + n)));
         const got = await readAll(quantize(Tensor.from(gpu, x, [8, 256], 'f32', 'x'), { bits, round, rules: 'cpu' }));
         expectBitExact(got.q, wq, `${p}wq`);
         expectBitExact(got.scales, scales, `${p}scales`);
         expectBitExact(got.biases, biases, `${p}biases`);
         // Dequantize MLX's own packed tensor, so this checks dequantization independently of quantization.
-        const t = (a: Float32Array | Int32Array | Uint32Array, shape: number[], dtype: 'u32' | 'f32') => Tensor.from(gpu, a, shape, dtype, 'fx');
-        const d = await dequantize(t(wq, [8, (256 * bits) / 32], 'u32'), t(scales, [8, 4], 'f32'), t(biases, [8, 4], 'f32'), { bits, round }).read();
+        const t = (a: Float32Array | Int32Array | Uint32Array, shape: number[],
+          dtype: 'u32' | 'f32') => Tensor.from(gpu, a, shape, dtype, 'fx');
+        const d = await dequantize(t(wq, [8, (256 * bits) / 32], 'u32'), t(scales, [8, 4], 'f32'),
+          t(biases, [8, 4], 'f32'), { bits, round }).read();
         expectBitExact(d, deq, `${p}dequant`);
         // The CPU reference agrees too (it is what other code uses without a GPU).
         expectBitExact(quantizeRef(x, 8, 256, { bits, round, rules: 'cpu' }).q, wq, `${p}wq (quantizeRef)`);
@@ -97,7 +100,8 @@ function cornerRows(bits: number): { w: Float32Array; rows: number; cols: number
 
 describe('Metal corner cases vs the reference (5 rows x 192 values)', () => {
   for (const [b, bits] of QUANT_BITS.entries()) {
-    it(`bits ${bits}: all-negative, all-positive, zero, constant and exact-half groups, every dtype, both rules`, async () => {
+    it(`bits ${bits}: all-negative, all-positive, zero, constant and exact-half groups, every dtype, both rules`,
+      async () => {
       const gpu = await getGpu();
       const { w, rows, cols } = cornerRows(bits);
       const wt = Tensor.from(gpu, w, [rows, cols], 'f32', 'w');
@@ -114,7 +118,8 @@ describe('Metal corner cases vs the reference (5 rows x 192 values)', () => {
           expectBitExact(g.scales, ref.scales, `${what} scales`);
           expectBitExact(g.biases, ref.biases, `${what} biases`);
           const d = await dequantize(got.q, got.scales, got.biases, { bits, round }).read();
-          expectBitExact(d, dequantizeRef(ref.q, ref.scales, ref.biases, rows, cols, { bits, round }), `${what} dequant`);
+          expectBitExact(d, dequantizeRef(ref.q, ref.scales, ref.biases, rows, cols, { bits, round }),
+            `${what} dequant`);
         }
       }
       // The cases do exercise the Metal rules: the all-negative group gets a different scale (running max 0)...
@@ -158,7 +163,8 @@ describe('quantized KV-cache append', () => {
     for (let h = 0; h < heads; h++) {
       for (let s = 0; s < seq; s++) {
         const wpr = (dim * bits) / 32;
-        expectBitExact(words.subarray(((h * cap) + offset + s) * wpr, ((h * cap) + offset + s + 1) * wpr), wantNew.q.subarray((h * seq + s) * wpr, (h * seq + s + 1) * wpr), `head ${h} position ${offset + s} words`);
+        expectBitExact(words.subarray(((h * cap) + offset + s) * wpr, ((h * cap) + offset + s + 1) * wpr),
+          wantNew.q.subarray((h * seq + s) * wpr, (h * seq + s + 1) * wpr), `head ${h} position ${offset + s} words`);
       }
     }
   });
@@ -174,7 +180,8 @@ describe('argument checks', () => {
     expect(() => quantize(w2, { bits: 7 })).toThrow(/bits 7/);
     expect(() => quantize(w2, { bits: 7 })).toThrow(InputError);
     expect(() => quantize(w2, { bits: 4, groupSize: 48 })).toThrow(/group size 48 is not one of 32, 64, 128/);
-    expect(() => quantize(Tensor.from(gpu, new Int32Array(128), [1, 128], 'i32', 'wi'), { bits: 4 })).toThrow(DTypeError);
+    expect(() => quantize(Tensor.from(gpu, new Int32Array(128), [1, 128], 'i32', 'wi'),
+      { bits: 4 })).toThrow(DTypeError);
     const r = quantize(w2, { bits: 4 });
     expect(() => dequantize(r.q, r.scales, r.biases, { bits: 8 })).toThrow(/\[dequantize\]/);
     const side = quantKV(gpu, { heads: 1, capacity: 4, headDim: 64, bits: 8 });

@@ -25,7 +25,8 @@ describe('rmsNorm', () => {
       const gpu = await getGpu();
       const ops = await fixture('ops.safetensors');
       const x = await ops.array(`rms.${dt}.x`);
-      const y = await rmsNorm(Tensor.from(gpu, x, ops.entry(`rms.${dt}.x`).shape, 'f32', 'x'), { eps: 1e-6, round: dt }).read();
+      const y = await rmsNorm(Tensor.from(gpu, x, ops.entry(`rms.${dt}.x`).shape, 'f32', 'x'),
+        { eps: 1e-6, round: dt }).read();
       expectUlp(y, await ops.array(`rms.${dt}.out`), dt, `rms.${dt}`);
     });
   }

@@ -56,7 +56,8 @@ describe('rope', () => {
       const x = randn(100 + n, size, 2);
       const y = await rope(Tensor.from(gpu, x, c.shape, 'f32', 'x'), c).read();
       // Measured <= 1.9 ulp32(theta) from the exactly rounded f32 angle (exp2 in inv_freq); 3 leaves margin.
-      expectWithin(y, ropeRef(x, c.shape[2], c.shape[3], c), ropeBound(x, c.shape[2], c.shape[3], c, 3), `rope ${JSON.stringify(c)}`);
+      expectWithin(y, ropeRef(x, c.shape[2], c.shape[3], c), ropeBound(x, c.shape[2], c.shape[3], c, 3),
+        `rope ${JSON.stringify(c)}`);
     }
   });
 
