@@ -10,6 +10,9 @@ import { Tensor } from '../tensor/tensor.ts';
 import { specialize } from './specialize.ts';
 import { unrollConstantLoops } from './unroll.ts';
 import { runtimeText, shaderText, type ShaderText } from './shader-text.ts';
+import { overrideKey, reflectable, unknownKeys } from './reflect.ts';
+
+export { overrideKey } from './reflect.ts';
 
 type Access = 'uniform' | 'read-only-storage' | 'storage';
 interface Binding { name: string; binding: number; access: Access }
@@ -255,29 +258,6 @@ export class Kernel {
     this.layouts.set(device, l);
     return l;
   }
-}
-
-/**
- * wgsl_reflect cannot parse subgroup-matrix types and builtins (matmul_sgmat.wgsl); the lines using them touch only
- * workgroup memory and locals, never a binding, uniform or override, so the reflected copy leaves them out.
- */
-function reflectable(src: string): string {
-  return src.replace(/^.*\b(subgroup_matrix_(left|right|result)|subgroupMatrix\w+)\b.*$/gm, '');
-}
-
-/** Overrides in a canonical form, `NAME=value,...` sorted by name: a pipeline's cache key and label. */
-export function overrideKey(overrides: Overrides): string {
-  return Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
-}
-
-/**
- * The keys of `given` that `known` rejects, where `found` of its keys were already matched: none when it has no
- * more keys than that, counted without building their array (the dispatch path runs this every call).
- */
-function unknownKeys(given: object, found: number, known: (name: string) => boolean): string[] {
-  let n = 0;
-  for (const _ in given) n++;
-  return n === found ? [] : Object.keys(given).filter((k) => !known(k));
 }
 
 /** `n` rounded up to a multiple of `to`, at least one `to` (the padded size of a dimension tiled by `to`). */
