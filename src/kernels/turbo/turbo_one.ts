@@ -29,7 +29,9 @@ export function turboOneFits(headDim: number): boolean {
  * taken from the codes with the query rotated, the values summed in the rotated domain). Null when the sides do not
  * suit it (the caller composes).
  */
-export function turboAppendAttend(gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOptions & { scale: number }): Tensor | null {
+export function turboAppendAttend(
+  gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOptions & { scale: number },
+): Tensor | null {
   const op = 'turboAppendAttend';
   const { heads, headDim: dim, offset } = o;
   if (gqkv.dtype !== 'f32') throw new DTypeError(op, `gqkv '${gqkv.label}' is ${gqkv.dtype}; expected f32`);
