@@ -15,6 +15,7 @@ import { appendAttendOne } from '../kernels/attention/sdpa_one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa_one.ts';
 import { appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboRopeAppend } from '../kernels/turbo/turbo.ts';
+import { turboAppendAttend } from '../kernels/turbo/turbo_one.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {
@@ -74,7 +75,8 @@ export class CacheSlot {
     if (step.kind !== 'composed') {
       const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim) };
       const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })
-        : qsdpaOneAppend(gqkv, step.k, step.v, o);
+        : step.kind === 'turbo-one' ? turboAppendAttend(gqkv, step.k, step.v, o)
+          : qsdpaOneAppend(gqkv, step.k, step.v, o);
       if (out) return out;
     }
     const q = this.append(gqkv, pass);
