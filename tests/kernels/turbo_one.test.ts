@@ -1,7 +1,7 @@
 // turbo_one (decode attention read from two TurboQuant sides) against the float64 reference and the general path
 // (turboRopeAppend, ropeQ, dequantizeTurboPair, sdpa): the step's key and value coded bit for bit as the general
 // append; outputs within TOL of float64 attention over the coded rows (odd kvLen around a chunk and past 256, head
-// dims 64 and 128, zero rows, huge norms, f32 and bf16); the float64 identity the kernel rests on.
+// dims 64, 128 and 192, zero rows, huge norms, f32 and bf16); the float64 identity the kernel rests on.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
@@ -113,6 +113,7 @@ function error(got: number[], want: ReturnType<typeof attend64>[], c: Case): { e
 const CASES: Case[] = [
   ...[1, 31, 33, 257].map((kvLen) => ({ kt: 'turbo3', vt: 'turbo3', dim: 128, kvLen, round: 'none' }) as Case),
   { kt: 'turbo4', vt: 'turbo3', dim: 64, kvLen: 33, round: 'none' },
+  { kt: 'turbo2', vt: 'turbo2', dim: 192, kvLen: 33, round: 'none' },   // two groups a head, the second padded
   { kt: 'turbo3', vt: 'turbo3', dim: 128, kvLen: 31, round: 'none', rows: 'zero' },
   { kt: 'turbo3', vt: 'turbo3', dim: 128, kvLen: 33, round: 'none', rows: 'huge' },
   { kt: 'turbo3', vt: 'turbo4', dim: 64, kvLen: 40, round: 'bf16' },

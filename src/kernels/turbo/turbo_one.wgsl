@@ -48,6 +48,8 @@ var<workgroup> kblk: array<u32, CK * 17u * MAXG>;   // the chunk's K blocks, the
 var<workgroup> vblk: array<u32, CK * 17u * MAXG>;
 var<workgroup> knorm: array<f32, CK * MAXG>;        // their norms, [key, group]
 var<workgroup> vnorm: array<f32, CK * MAXG>;
+var<workgroup> kcent: array<f32, 16>;              // K's and V's codebooks: workgroup memory, not private arrays
+var<workgroup> vcent: array<f32, 16>;               // indexed by a value (local memory on some GPUs)
 var<workgroup> qr: array<f32, G * MAXG>;            // the rotated query, scaled
 var<workgroup> sp: array<f32, G>;                   // partial scores
 var<workgroup> pw: array<f32, CK>;                  // scores, then weights
@@ -60,16 +62,40 @@ fn blk_byte(k: bool, base: u32, b: u32) -> u32 {
   return (w >> (8u * (b & 3u))) & 0xffu;
 }
 
-// Centroid of element e of a staged block (format.ts's layouts).
-fn blk_centroid(k: bool, ty: u32, base: u32, e: u32) -> f32 {
+// Centroid of element e of the staged V block at base (format.ts's layouts).
+fn value_centroid(base: u32, e: u32) -> f32 {
   var idx = 0u;
-  if (ty == 4u) {
-    idx = (blk_byte(k, base, 4u + (e >> 1u)) >> (4u * (e & 1u))) & 15u;
+  if (V_TYPE == 4u) {
+    idx = (blk_byte(false, base, 4u + (e >> 1u)) >> (4u * (e & 1u))) & 15u;
   } else {
-    idx = (blk_byte(k, base, 2u + (e >> 2u)) >> (2u * (e & 3u))) & 3u;
-    if (ty == 3u) { idx |= ((blk_byte(k, base, 34u + (e >> 3u)) >> (e & 7u)) & 1u) << 2u; }
+    idx = (blk_byte(false, base, 2u + (e >> 2u)) >> (2u * (e & 3u))) & 3u;
+    if (V_TYPE == 3u) { idx |= ((blk_byte(false, base, 34u + (e >> 3u)) >> (e & 7u)) & 1u) << 2u; }
   }
-  return centroid(ty, idx);
+  return vcent[idx];
+}
+
+// The K codes of elements e0 .. e0 + 31 (e0 a multiple of 32) of the staged block at kb, in at most 4 words (a
+// thread's score reads them once, not a byte or two an element): turbo4 8 indices a word; turbo2/3 the low 2 bits
+// 16 a word in words 0 and 1, turbo3's high bits in word 2 (the fork's bytes start 2 bytes into a word).
+fn key_piece(kb: u32, e0: u32) -> array<u32, 4> {
+  var w: array<u32, 4>;
+  if (K_TYPE == 4u) {
+    for (var i = 0u; i < 4u; i++) { w[i] = kblk[kb + 1u + e0 / 8u + i]; }
+    return w;
+  }
+  let a = kb + e0 / 16u;
+  w[0] = (kblk[a] >> 16u) | (kblk[a + 1u] << 16u);
+  w[1] = (kblk[a + 1u] >> 16u) | (kblk[a + 2u] << 16u);
+  if (K_TYPE == 3u) { w[2] = (kblk[kb + 8u + e0 / 32u] >> 16u) | (kblk[kb + 9u + e0 / 32u] << 16u); }
+  return w;
+}
+
+// Index of element e (0..31) of a key_piece.
+fn piece_index(w: ptr<function, array<u32, 4>>, e: u32) -> u32 {
+  if (K_TYPE == 4u) { return ((*w)[e >> 3u] >> (4u * (e & 7u))) & 15u; }
+  var i = ((*w)[e >> 4u] >> (2u * (e & 15u))) & 3u;
+  if (K_TYPE == 3u) { i |= (((*w)[2] >> e) & 1u) << 2u; }
+  return i;
 }
 
 // Codes the step's key (RoPE'd) and value of head h into position `pos`, as turbo_rope_append does.
@@ -91,8 +117,13 @@ fn append_kv(h: u32, pos: u32, t: u32) {
   }
 }
 
-// The chunk's blocks (keys past kv_len read the last key, never added) into kblk / vblk, then their norms.
+// The chunk's blocks (keys past kv_len read the last key, never added) into kblk / vblk and the codebooks into
+// kcent / vcent, then the blocks' norms.
 fn stage(h: u32, k0: u32, t: u32) {
+  if (t < 16u) {
+    kcent[t] = centroid(K_TYPE, min(t, (1u << K_TYPE) - 1u));
+    vcent[t] = centroid(V_TYPE, min(t, (1u << V_TYPE) - 1u));
+  }
   let last = p.kv_len - 1u;
   let kw = p.groups * block_words(K_TYPE);
   let vw = p.groups * block_words(V_TYPE);
@@ -143,7 +174,10 @@ fn turbo_one(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
   let g = d0 / G;
   let kb = j * p.groups * block_words(K_TYPE) + g * block_words(K_TYPE);
   var dt = 0.0;
-  for (var e = 0u; e < dpt; e++) { dt += qr[d0 + e] * blk_centroid(true, K_TYPE, kb, d0 % G + e); }
+  for (var e0 = 0u; e0 < dpt; e0 += 32u) {
+    var w = key_piece(kb, d0 % G + e0);
+    for (var e = 0u; e < 32u; e++) { dt += qr[d0 + e0 + e] * kcent[piece_index(&w, e)]; }
+  }
   sp[t] = knorm[j * p.groups + g] * dt;
   workgroupBarrier();
   if (t < CK) {
@@ -164,7 +198,7 @@ fn turbo_one(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
     var acc = 0.0;
     for (var i = 0u; i < CK; i++) {
       let vb = i * vw + gg * block_words(V_TYPE);
-      acc += pw[i] * vnorm[i * p.groups + gg] * blk_centroid(false, V_TYPE, vb, t);
+      acc += pw[i] * vnorm[i * p.groups + gg] * value_centroid(vb, t);
     }
     part_o[slot * p.groups * G + gg * G + t] = acc;
   }
