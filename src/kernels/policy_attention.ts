@@ -90,12 +90,14 @@ export function planStep(gpu: Gpu, s: SlotStep): StepPlan {
   if (k.kind === 'quant' && v.kind === 'quant') return { kind: 'quant-one', k, v };
   if (k.kind !== 'turbo' && v.kind !== 'turbo') return { kind: 'composed' };
   if (k.kind !== 'turbo' || v.kind !== 'turbo') {
-    return { kind: 'composed', reason: 'a TurboQuant side beside a full or quantized one: the side decoded, then sdpa' };
+    return { kind: 'composed', reason: 'a TurboQuant side beside a full or quantized one: decoded, then sdpa' };
   }
   if (kernelPolicy(gpu).turboDecode === 'general') {
     return { kind: 'composed', reason: "DeviceOptions.kernels.turboDecode is 'general'" };
   }
-  if (!turboOneFits(k.headDim)) return { kind: 'composed', reason: `turbo_one takes head dims up to 256 (${k.headDim})` };
+  if (!turboOneFits(k.headDim)) {
+    return { kind: 'composed', reason: `turbo_one takes head dims up to 256 (${k.headDim})` };
+  }
   return { kind: 'turbo-one', k, v };
 }
 
