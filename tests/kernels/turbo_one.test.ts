@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/seeded.ts';
+import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
+import { countersLeft } from './sdpa_fold.check.ts';
 import { attend64, codedRotated, rotateHead64, unrotateHead64 } from '../helpers/turbo-attn.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -132,6 +134,27 @@ describe('turbo_one', () => {
       expect(general.err).toBeLessThanOrEqual(general.tol);
     });
   }
+
+  it('records the same dispatches at every position but kv_len (a captured step replays); counters at 0', async () => {
+    const gpu = await getGpu();
+    const c: Case = { kt: 'turbo3', vt: 'turbo3', dim: 128, kvLen: 40, round: 'none' };
+    const [k, v] = sides(gpu, c, 40, 'replay');
+    const x = rows(c), w = 4 * H * c.dim;
+    const heads = { heads: H, headDim: c.dim, base: BASE, round: c.round, scale: 0.125 };
+    const prefix = Tensor.from(gpu, x.subarray(0, 39 * w), [39, w], 'f32', 'prefix');
+    turboRopeAppend(prefix, k, v, { ...heads, offset: 0 });
+    const outs: Tensor[] = [];
+    const step = (at: number) => recordDispatches(() => {
+      const row = Tensor.from(gpu, x.subarray(at * w, (at + 1) * w), [1, w], 'f32', 'row');
+      outs.push(turboAppendAttend(row, k, v, { ...heads, offset: at })!, row);
+    });
+    const [a, b] = [step(3), step(39)];
+    expect(a.map((d) => d.kernel)).toEqual(['turbo/turbo_one.wgsl#turbo_one']);
+    expectSameStructure(a, b, ['kv_len'], 'turbo_one');
+    await outs[2].read();
+    expect(await countersLeft(gpu, H)).toBe(0);
+    for (const t of [...outs, prefix, k.codes, v.codes]) t.dispose();
+  });
 
   it('float64: scores from the rotated query equal the scores of the keys rotated back (head dim 64, padded)', () => {
     for (const t of ['turbo2', 'turbo3', 'turbo4'] as const) {
