@@ -1,0 +1,17 @@
+// The TurboQuant folded-merge stress of the GPU machine (turbo_fold.check.ts, bench/runners/parity.ts) at a small
+// shape on this driver: head dim 64 (padded to a 128-value group), ten 32-key chunks.
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../helpers/gpu.ts';
+import { checkTurboFold, type TurboFoldStress } from './turbo_fold.check.ts';
+
+describe('turbo fold check', () => {
+  it('batched calls give the bits of the same calls alone, agree with the general path; counters end at 0', async () => {
+    const s: TurboFoldStress = {
+      heads: 2, dim: 64, cap: 300, lens: [1, 31, 32, 33, 300], types: [['turbo3', 'turbo3']], reps: 3,
+    };
+    const cases = await checkTurboFold(await getGpu(), s);
+    expect(cases.map((c) => c.value)).toEqual([0, 0, 0]);
+    expect(cases[0].name).toContain('calls differing of 15');
+    expect(cases.every((c) => c.ok)).toBe(true);
+  });
+});
