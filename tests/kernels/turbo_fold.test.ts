@@ -5,7 +5,7 @@ import { getGpu } from '../helpers/gpu.ts';
 import { checkTurboFold, type TurboFoldStress } from './turbo_fold.check.ts';
 
 describe('turbo fold check', () => {
-  it('batched calls give the bits of the same calls alone, agree with the general path; counters end at 0', async () => {
+  it('batched calls give the bits of the same calls alone, agree with the general path; counters at 0', async () => {
     const s: TurboFoldStress = {
       heads: 2, dim: 64, cap: 300, lens: [1, 31, 32, 33, 300], types: [['turbo3', 'turbo3']], reps: 3,
     };
