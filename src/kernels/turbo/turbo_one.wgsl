@@ -12,7 +12,7 @@
 //  - The head's last chunk to finish (an atomic count per head, `done`, as attention/one_merge.inc.wgsl's fold; no
 //    workgroup waits for another) merges: M = max m_c, L = sum l_c e^(m_c - M), o' = sum o'_c e^(m_c - M) / L, then
 //    rotates o' back once per group (R^T, linear), rounds per ROUND, gates as ops' sigmoidGate and sets the count
-//    back to 0.
+//    back to 0. (one_merge.inc.wgsl's merge writes its output unrotated, so this one is its own.)
 // The result differs from turbo_dequant then sdpa only by float order (and, for bf16 activations, by the decoded
 // keys and values not being rounded to bf16 first): tests/kernels/turbo_one.test.ts states the tolerance.
 
@@ -43,6 +43,7 @@ const CK = 32u;          // keys a chunk
 const TPK = 4u;          // threads a key's score
 const MAXG = 2u;         // groups a head: head dims up to 256
 const NEG = -1.0e30;
+const UNROLL = 8u;       // chunk sums a merging thread loads before it adds them
 
 var<workgroup> kblk: array<u32, CK * 17u * MAXG>;   // the chunk's K blocks, then V's: words of key j from j * words
 var<workgroup> vblk: array<u32, CK * 17u * MAXG>;
@@ -53,6 +54,7 @@ var<workgroup> vcent: array<f32, 16>;               // indexed by a value (local
 var<workgroup> qr: array<f32, G * MAXG>;            // the rotated query, scaled
 var<workgroup> sp: array<f32, G>;                   // partial scores
 var<workgroup> pw: array<f32, CK>;                  // scores, then weights
+var<workgroup> wsh: array<f32, G>;                  // merge: a tile of chunks' weights
 var<workgroup> fold_last: u32;
 
 // Byte b of the K (k) or V block words from `base` in workgroup memory.
@@ -216,21 +218,54 @@ fn turbo_one(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
   if (t == 0u) { atomicStore(&done[h], 0u); }
 }
 
-// Head h's output from its live chunks (see the header): the chunks in order, then each group rotated back.
+// Head h's output from its live chunks (see the header). No thread walks a chain of loads: M is a chunk a thread
+// and a tree; the chunks' weights e^(m_c - M) are computed a tile of G chunks at a time, a chunk a thread, into wsh
+// (and l_c e^(m_c - M) summed per thread, then by a tree); thread t adds dim t of each group over the tile's chunks
+// in order, UNROLL loads issued before they are added. Then each group is rotated back. The order of every sum is
+// fixed by the capacity and kv_len alone.
 fn merge(h: u32, live: u32, t: u32) {
   let first = h * p.slots;
   var big = NEG;
-  for (var c = 0u; c < live; c++) { big = max(big, part_ml[first + c].x); }
+  for (var c = t; c < live; c += G) { big = max(big, part_ml[first + c].x); }
+  sp[t] = big;
+  tree(t, true);
+  let m = sp[0];
   var l = 0.0;
-  var o = array<f32, MAXG>();
-  for (var c = 0u; c < live; c++) {
-    let ml = part_ml[first + c];
-    let w = exp(ml.x - big);
-    l += ml.y * w;
-    for (var g = 0u; g < p.groups; g++) { o[g] += part_o[(first + c) * p.groups * G + g * G + t] * w; }
+  var o0 = 0.0;
+  var o1 = 0.0;
+  for (var c0 = 0u; c0 < live; c0 += G) {
+    workgroupBarrier();   // M, or the last tile's weights, read by every thread before wsh is written
+    var wc = 0.0;
+    if (c0 + t < live) {
+      let ml = part_ml[first + c0 + t];
+      wc = exp(ml.x - m);
+      l += ml.y * wc;
+    }
+    wsh[t] = wc;
+    workgroupBarrier();
+    let n = min(G, live - c0);
+    for (var j0 = 0u; j0 < n; j0 += UNROLL) {
+      var v0: array<f32, UNROLL>;
+      var v1: array<f32, UNROLL>;
+      for (var j = 0u; j < UNROLL; j++) {
+        let at = (first + c0 + min(j0 + j, n - 1u)) * p.groups * G + t;
+        v0[j] = part_o[at];
+        if (p.groups > 1u) { v1[j] = part_o[at + G]; }
+      }
+      for (var j = 0u; j < UNROLL; j++) {
+        if (j0 + j < n) {
+          o0 += v0[j] * wsh[j0 + j];
+          o1 += v1[j] * wsh[j0 + j];
+        }
+      }
+    }
   }
+  workgroupBarrier();
+  sp[t] = l;
+  tree(t, false);
+  let inv = 1.0 / sp[0];
   for (var g = 0u; g < p.groups; g++) {
-    xs[t] = o[g] / l * sign2(t);
+    xs[t] = select(o0, o1, g == 1u) * inv * sign2(t);
     workgroupBarrier();
     butterflies(t);
     let e = g * G + t;
@@ -238,6 +273,15 @@ fn merge(h: u32, live: u32, t: u32) {
       let col = h * p.dim + e;
       out[col] = gate_by(round_out(xs[t] * (INV_SQRT_G * sign1(t))), gate[col]);
     }
+    workgroupBarrier();
+  }
+}
+
+// sp[0] = the max (or the sum) of sp[0 .. G) by a tree (every thread calls it, after writing its sp[t]).
+fn tree(t: u32, is_max: bool) {
+  workgroupBarrier();
+  for (var n = G / 2u; n > 0u; n >>= 1u) {
+    if (t < n) { sp[t] = select(sp[t] + sp[t + n], max(sp[t], sp[t + n]), is_max); }
     workgroupBarrier();
   }
 }
