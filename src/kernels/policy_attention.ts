@@ -117,8 +117,10 @@ export function attentionPaths(gpu: Gpu): Record<string, OnOff> {
   const tensorCores = batchedSgmatUnavailable(gpu) ?? (gpu.cpu ? CPU_DRIVER : attentionTensorCoresUnavailable(gpu))
     ?? (p.attentionTensorCores ? null : 'DeviceOptions.kernels.attentionTensorCores is false');
   const merged = p.decodeMerge === 'fold' ? null : "DeviceOptions.kernels.decodeMerge is 'separate'";
+  const turbo = p.turboDecode === 'fused' ? null : "DeviceOptions.kernels.turboDecode is 'general'";
   return onOff({
     'prefill attention on tensor cores (bf16)': tensorCores,
     'decode attention merged in its split (one dispatch)': merged,
+    'decode attention over TurboQuant caches read from the codes': turbo,
   });
 }
