@@ -45,11 +45,11 @@ const MAXG = 2u;         // groups a head: head dims up to 256
 const NEG = -1.0e30;
 const UNROLL = 8u;       // chunk sums a merging thread loads before it adds them
 
-var<workgroup> kblk: array<u32, CK * 17u * MAXG>;   // the chunk's K blocks, then V's: words of key j from j * words
-var<workgroup> vblk: array<u32, CK * 17u * MAXG>;
+var<workgroup> kblk: array<u32, CK * 17u * MAXG>;   // the chunk's K blocks: key j's words from j * groups * words
+var<workgroup> vblk: array<u32, CK * 17u * MAXG>;   // and its V blocks
 var<workgroup> knorm: array<f32, CK * MAXG>;        // their norms, [key, group]
 var<workgroup> vnorm: array<f32, CK * MAXG>;
-var<workgroup> kcent: array<f32, 16>;              // K's and V's codebooks: workgroup memory, not private arrays
+var<workgroup> kcent: array<f32, 16>;               // K's and V's codebooks: workgroup memory, not private arrays
 var<workgroup> vcent: array<f32, 16>;               // indexed by a value (local memory on some GPUs)
 var<workgroup> qr: array<f32, G * MAXG>;            // the rotated query, scaled
 var<workgroup> sp: array<f32, G>;                   // partial scores
