@@ -142,13 +142,22 @@ fn stage(h: u32, k0: u32, t: u32) {
   }
 }
 
-// Head h's query (RoPE'd at pos, rounded as ropeQ rounds it) rotated per group and scaled, into qr.
-fn rotate_query(h: u32, pos: u32, t: u32) {
+// Element t of each group of head h's query, RoPE'd at pos and rounded as ropeQ rounds it (0 past the head): loaded
+// before the chunk's blocks are staged, so that both sets of loads are in flight together.
+fn query_elems(h: u32, pos: u32, t: u32) -> array<f32, MAXG> {
+  var x: array<f32, MAXG>;
+  for (var g = 0u; g < MAXG; g++) {
+    let e = g * G + t;
+    if (g < p.groups && e < p.dim) { x[g] = head_elem(p.width + h * p.dim, e, p.dim, pos, p.log2_base, true); }
+  }
+  return x;
+}
+
+// The query's elements (query_elems) rotated per group and scaled, into qr.
+fn rotate_query(x: array<f32, MAXG>, t: u32) {
   for (var g = 0u; g < p.groups; g++) {
     let e = g * G + t;
-    var x = 0.0;
-    if (e < p.dim) { x = head_elem(p.width + h * p.dim, e, p.dim, pos, p.log2_base, true); }
-    xs[t] = x * sign1(t);
+    xs[t] = x[g] * sign1(t);
     workgroupBarrier();
     butterflies(t);
     qr[e] = xs[t] * (INV_SQRT_G * sign2(t)) * p.scale;
@@ -167,8 +176,9 @@ fn turbo_one(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
     append_kv(h, last, t);
     storageBarrier();   // the new blocks, before the chunk stages them
   }
+  let qx = query_elems(h, last, t);
   stage(h, k0, t);
-  rotate_query(h, last, t);
+  rotate_query(qx, t);
   // Scores: key t / TPK, dims d0 .. d0 + P / TPK of the rotated query (one group's).
   let dpt = p.groups * G / TPK;
   let j = t / TPK;
