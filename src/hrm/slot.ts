@@ -3,7 +3,8 @@
 // cached position back through the kernel the Gpu's planner names for its sides (kernels/policy_attention.ts).
 // The model never asks which kind a side is, nor the slot which kernel runs.
 // Sides: full precision (f32, or packed bf16 in bf16 mode), group-64 quantized with their own bits, or TurboQuant
-// (kernels/turbo/: coded by its own append, read decoded to the original domain), any mix.
+// (kernels/turbo/: coded by its own append; a decode step over two turbo sides reads the codes, turbo_one, other
+// steps read them decoded to the original domain), any mix.
 import { Tensor } from '../gpu/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, CacheSide, FullKV } from '../kernels/attention/types.ts';
