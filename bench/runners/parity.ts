@@ -2,7 +2,9 @@
 // bench/h200.sh after the benchmark, so that the GPU's own kernel paths are checked against MLX where they run.
 // Then decode attention's folded merge against its separate one at the 1B shape (tests/kernels/sdpa_fold.check.ts:
 // no cross-workgroup ordering is promised by WGSL, so it is checked on the GPU it runs on), and the quantized caches'
-// folded values merge, batched against alone and against qsdpa's passes (tests/kernels/qsdpa_fold.check.ts), and the
+// folded values merge, batched against alone and against qsdpa's passes (tests/kernels/qsdpa_fold.check.ts), the
+// TurboQuant caches' (turbo_one), batched against alone and against the general path
+// (tests/kernels/turbo_fold.check.ts), and the
 // decode MLP in one dispatch on bf16 and 4-bit weights, batched against alone (tests/kernels/gemv_mlp.check.ts), and
 // qgemv_wide's shapes against qgemv4 at the 1B projections (tests/kernels/qgemv_wide.check.ts).
 // Then, where the device has shader-f16, matmulF16 over every weight dtype at every seeded shape (the CPU driver's
@@ -14,13 +16,15 @@ import { checkLine } from '../harness/format.ts';
 import { checkModelParity } from '../../tests/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../../tests/kernels/sdpa_fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../../tests/kernels/qsdpa_fold.check.ts';
+import { checkTurboFold, TURBO_FOLD_1B } from '../../tests/kernels/turbo_fold.check.ts';
 import { checkMlpFold, MLP_1B } from '../../tests/kernels/gemv_mlp.check.ts';
 import { checkQGemvWide, WIDE_1B } from '../../tests/kernels/qgemv_wide.check.ts';
 import { checkMatmulF16, f16ParityCases } from '../../tests/kernels/matmul_f16.check.ts';
 
 const gpu = await Gpu.create({ robustness: process.argv.includes('--robustness') });
 const model = await checkModelParity(gpu, 'tests/fixtures/mlx/');
-const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B)];
+const cases = [...model.cases, ...await checkFold(gpu, FOLD_1B), ...await checkQuantFold(gpu, QUANT_FOLD_1B),
+  ...await checkTurboFold(gpu, TURBO_FOLD_1B)];
 for (const m of MLP_1B) cases.push(...await checkMlpFold(gpu, m));
 cases.push(...await checkQGemvWide(gpu, WIDE_1B));
 if (gpu.f16) cases.push(...f16ParityCases(await checkMatmulF16(gpu, true, 'tests/fixtures/mlx/')));

@@ -25,6 +25,14 @@ export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 export type DecodeMlp = 'fold' | 'separate';
 export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
 
+/**
+ * A decode step over two TurboQuant sides: 'fused', turbo/turbo_one.ts reads the codes (append and attention in one
+ * dispatch); 'general', the sides decoded to full precision then sdpa (the reference). The same codes written,
+ * f32 sums in another order (tests/kernels/turbo_one.test.ts states the tolerance).
+ */
+export type TurboDecode = 'fused' | 'general';
+export const TURBO_DECODES: readonly TurboDecode[] = ['fused', 'general'];
+
 // The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
 declare module '../gpu/device.ts' {
   interface KernelOptions {
@@ -46,6 +54,8 @@ declare module '../gpu/device.ts' {
      * dispatches; slower on the H200 at HRM-Text-1B's shapes, bench/results/README.md).
      */
     decodeMlp?: DecodeMlp;
+    /** A decode step over two TurboQuant sides: 'fused' (default) or 'general' (the reference). */
+    turboDecode?: TurboDecode;
   }
 }
 export type { KernelOptions };
@@ -56,10 +66,11 @@ export interface KernelPolicy {
   attentionTensorCores: boolean;
   decodeMerge: DecodeMerge;
   decodeMlp: DecodeMlp;
+  turboDecode: TurboDecode;
 }
 
 export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
-  sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate',
+  sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate', turboDecode: 'fused',
 });
 
 const WHERE = 'DeviceOptions.kernels';
@@ -85,11 +96,16 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
   if (mlp !== undefined && !MLPS.includes(mlp)) {
     throw new InputError(`${WHERE}.decodeMlp`, `'${mlp}' must be one of ${MLPS.join(', ')}`);
   }
+  const turbo = o.turboDecode;
+  if (turbo !== undefined && !TURBO_DECODES.includes(turbo)) {
+    throw new InputError(`${WHERE}.turboDecode`, `'${turbo}' must be one of ${TURBO_DECODES.join(', ')}`);
+  }
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
     decodeMerge: merge === undefined ? DEFAULT_POLICY.decodeMerge : checkMerge(`${WHERE}.decodeMerge`, merge),
     decodeMlp: mlp ?? DEFAULT_POLICY.decodeMlp,
+    turboDecode: turbo ?? DEFAULT_POLICY.turboDecode,
   };
 }
 
