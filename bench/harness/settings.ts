@@ -3,7 +3,7 @@
 // runner measures the same thing and no runner keeps a list of flags of its own. Defaults depend on the model shape.
 
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa-one.ts';
-import { DEFAULT_POLICY, type DecodeMlp } from '../../src/kernels/plan/options.ts';
+import { DEFAULT_POLICY, type DecodeMlp, type TurboDecode } from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
 import type { KvStorage } from '../../src/hrm/cache.ts';
 
@@ -63,6 +63,8 @@ export interface Settings {
   decodeMerge: DecodeMerge;
   /** A decode layer's MLP on dense weights: two products or one dispatch (the Gpu's kernels.decodeMlp). */
   decodeMlp: DecodeMlp;
+  /** Decode attention over two TurboQuant sides: read from the codes, or decoded then sdpa (kernels.turboDecode). */
+  turboDecode: TurboDecode;
   /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
   /** A JSON file (bench/peers/run.sh's peers.json: llama.cpp, transformers.js) stored verbatim under `peers`. */
@@ -83,7 +85,7 @@ const MiB = 1 << 20;
 export function defaults(config: ConfigName, quick: boolean): Settings {
   const base = {
     config, quick, sweepGemv: false, checkSgmat: false, ahead: 'auto' as const,
-    decodeMerge: 'fold' as const, decodeMlp: DEFAULT_POLICY.decodeMlp,
+    decodeMerge: 'fold' as const, decodeMlp: DEFAULT_POLICY.decodeMlp, turboDecode: DEFAULT_POLICY.turboDecode,
     anchors: null, peers: null, readProbe: null, only: 'all' as const, dtype: 'bf16' as const,
     caches: ['full', 'q8', 'q4'] as CacheName[], weights: ['bf16'] as WeightsName[], warmup: 1, seed: 1,
     budget: 420, out: 'bench/results', robustness: false,
@@ -186,6 +188,9 @@ export const OPTIONS: readonly BenchOption[] = [
   { name: 'decode-mlp', arg: 'fold|separate', help: "a decode layer's MLP as two products (the library's default) "
     + 'or in one dispatch',
     apply: (s, v) => { s.decodeMlp = oneOf('decode-mlp', v, ['fold', 'separate']); } },
+  { name: 'turbo-decode', arg: 'fused|general', help: 'decode attention over turbo caches read from the codes (the '
+    + "library's default)\nor the caches decoded, then sdpa",
+    apply: (s, v) => { s.turboDecode = oneOf('turbo-decode', v, ['fused', 'general']); } },
   { name: 'robustness', help: 'Dawn with its robust buffer access (Node; the library turns it off by default)',
     apply: (s) => { s.robustness = true; } },
   { name: 'anchors', arg: 'FILE', help: "store FILE's JSON (bench/suites/torch-anchors.py) under 'anchors' and compare "

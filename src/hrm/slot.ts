@@ -3,7 +3,8 @@
 // cached position back through the kernel the Gpu's planner names for its sides (kernels/plan/attention.ts).
 // The model never asks which kind a side is, nor the slot which kernel runs.
 // Sides: full precision (f32, or packed bf16 in bf16 mode), group-64 quantized with their own bits, or TurboQuant
-// (kernels/turbo/: coded by its own append, read decoded to the original domain), any mix.
+// (kernels/turbo/: coded by its own append; a decode step over two turbo sides reads the codes, turbo_one, other
+// steps read them decoded to the original domain), any mix.
 import { Tensor } from '../tensor/tensor.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import type { AttnMask, CacheSide, FullKV } from '../kernels/attention/types.ts';
@@ -15,6 +16,7 @@ import { appendAttendOne } from '../kernels/attention/sdpa-one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa-one.ts';
 import { appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboRopeAppend } from '../kernels/turbo/turbo.ts';
+import { turboAppendAttend } from '../kernels/turbo/turbo_one.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {
@@ -76,7 +78,8 @@ export class CacheSlot {
     if (step.kind !== 'composed') {
       const o = { ...this.heads(pass), scale: 1 / Math.sqrt(this.geo.headDim), reach: pass.reach };
       const out = step.kind === 'full-one' ? appendAttendOne(gqkv, step.k, step.v, { ...o, merge: step.merge })
-        : qsdpaOneAppend(gqkv, step.k, step.v, o);
+        : step.kind === 'turbo-one' ? turboAppendAttend(gqkv, step.k, step.v, o)
+          : qsdpaOneAppend(gqkv, step.k, step.v, o);
       if (out) return out;
     }
     const q = this.append(gqkv, pass);

@@ -15,7 +15,8 @@ import { pageQuery } from '../../bench/runners/page-run.ts';
 const full = ['--config', 'tiny', '--quick', '--only', 'model', '--out', '/tmp/x', '--caches', 'full,q4', '--prefill',
   '4,8', '--prompt=6', '--decode-tokens', '3', '--reps', '4', '--warmup', '0', '--samples', '2', '--matmul-rows', '8',
   '--dtype', 'f32', '--budget', '30', '--seed', '5', '--sweep-gemv', '--check-sgmat', '--ahead', '16',
-  '--decode-merge', 'separate', '--decode-mlp', 'fold', '--robustness', '--weights', 'bf16,q4'];
+  '--decode-merge', 'separate', '--decode-mlp', 'fold', '--turbo-decode', 'general', '--robustness', '--weights',
+  'bf16,q4'];
 
 describe('bench settings', () => {
   it('takes every option from the command line onto the shape\'s defaults', () => {
@@ -24,7 +25,8 @@ describe('bench settings', () => {
     expect(s).toEqual({
       ...defaults('tiny', true), only: 'model', out: '/tmp/x', caches: ['full', 'q4'], prefill: [4, 8], prompt: 6,
       decodeTokens: 3, reps: 4, decodeReps: 4, warmup: 0, samples: 2, matmulRows: 8, dtype: 'f32', budget: 30, seed: 5,
-      sweepGemv: true, checkSgmat: true, ahead: 16, decodeMerge: 'separate', decodeMlp: 'fold', robustness: true,
+      sweepGemv: true, checkSgmat: true, ahead: 16, decodeMerge: 'separate', decodeMlp: 'fold', turboDecode: 'general',
+      robustness: true,
       weights: ['bf16', 'q4'],
     });
     expect(defaults('1b', false).decodeMlp).toBe('separate');

@@ -40,6 +40,7 @@ const whyOff = (paths: Record<string, { on: boolean; why?: string }>) =>
   Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, v.on ? 'on' : v.why]));
 const ABSENT = 'the adapter does not offer it';
 const MERGED = 'decode attention merged in its split (one dispatch)';
+const TURBO = 'decode attention over TurboQuant caches read from the codes';
 const NOT_ENABLED = 'the adapter offers it but the device did not enable it';
 const SEPARATE = "DeviceOptions.kernels.decodeMlp is 'separate'";
 
@@ -71,7 +72,7 @@ describe('feature detection', () => {
       'prefill matmuls on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'staged tensor-core kernel (128x128 tiles)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'prefill attention on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
-      [MERGED]: 'on', [DECODE_MLP]: SEPARATE,
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on',
     });
     // The tensor cores' kernels want subgroups of exactly 32 and 36 KiB of workgroup memory for the staged tiles.
     const intel = whyOff(fastPaths(fakeGpu(ALL, { sizes: [8, 32] })));
@@ -81,17 +82,18 @@ describe('feature detection', () => {
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': '16384 bytes of workgroup memory, 36864 needed',
       'prefill attention on tensor cores (bf16)': '16384 bytes of workgroup memory, 36864 needed',
-      [MERGED]: 'on', [DECODE_MLP]: SEPARATE,
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on',
     });
     // The Gpu's kernel options turn paths off, and say so.
     const kernels: KernelOptions = {
-      sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate',
+      sgmat: { kernel: 'direct' }, attentionTensorCores: false, decodeMerge: 'separate', turboDecode: 'general',
     };
     expect(whyOff(fastPaths(fakeGpu(ALL, { kernels })))).toEqual({
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",
       'prefill attention on tensor cores (bf16)': 'DeviceOptions.kernels.attentionTensorCores is false',
       [MERGED]: "DeviceOptions.kernels.decodeMerge is 'separate'", [DECODE_MLP]: SEPARATE,
+      [TURBO]: "DeviceOptions.kernels.turboDecode is 'general'",
     });
     const cpu = whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { cpu: true })));
     const cpuWhy = 'a CPU driver (the kernels take barrier-free variants there)';

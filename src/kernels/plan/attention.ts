@@ -6,9 +6,10 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { ShapeError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
-import type { AttnMask, CacheSide, FullKV, QuantKV } from '../attention/types.ts';
+import type { AttnMask, CacheSide, FullKV, QuantKV, TurboKV } from '../attention/types.ts';
 import { oneShape, ONE_WG } from '../attention/sdpa-one.ts';
 import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from '../attention/sdpa-mm.ts';
+import { turboOneFits } from '../turbo/turbo_one.ts';
 import { batchedSgmatUnavailable } from '../matmul/sgmat-caps.ts';
 import { kernelPolicy, mergeFor, type DecodeMerge } from './options.ts';
 import { CPU_DRIVER, onOff } from './matmul.ts';
@@ -72,19 +73,32 @@ export interface SlotStep { seq: number; mask: AttnMask; k: CacheSide; v: CacheS
  * How a slot runs a step: a decode step (one position seeing every key, no full-precision shadow) into two
  * full-precision sides appends inside sdpa_one's split ('full-one', appendAttendOne, in the Gpu's merge), into two
  * quantized sides inside qsdpa_one's scores ('quant-one', qsdpaOneAppend): the same bits as append then attend,
- * fewer dispatches. Everything else, and a fused kernel that declines the shapes (it returns null), composes.
+ * fewer dispatches. Into two TurboQuant sides, turbo_one reads the codes ('turbo-one', turboAppendAttend: the same
+ * codes, the attention up to float order) unless the Gpu's policy names the general path. Everything else, and a
+ * fused kernel that declines the shapes (it returns null), composes; `reason` says why where a turbo side is in it.
  */
 export type StepPlan =
   | { kind: 'full-one'; k: FullKV; v: FullKV; merge: DecodeMerge }
   | { kind: 'quant-one'; k: QuantKV; v: QuantKV }
-  | { kind: 'composed' };
+  | { kind: 'turbo-one'; k: TurboKV; v: TurboKV }
+  | { kind: 'composed'; reason?: string };
 
 export function planStep(gpu: Gpu, s: SlotStep): StepPlan {
   const { k, v } = s;
   if (s.seq !== 1 || s.shadowed || (s.mask.kind !== 'none' && s.mask.kind !== 'causal')) return { kind: 'composed' };
   if (k.kind === 'full' && v.kind === 'full') return { kind: 'full-one', k, v, merge: kernelPolicy(gpu).decodeMerge };
   if (k.kind === 'quant' && v.kind === 'quant') return { kind: 'quant-one', k, v };
-  return { kind: 'composed' };
+  if (k.kind !== 'turbo' && v.kind !== 'turbo') return { kind: 'composed' };
+  if (k.kind !== 'turbo' || v.kind !== 'turbo') {
+    return { kind: 'composed', reason: 'a TurboQuant side beside a full or quantized one: decoded, then sdpa' };
+  }
+  if (kernelPolicy(gpu).turboDecode === 'general') {
+    return { kind: 'composed', reason: "DeviceOptions.kernels.turboDecode is 'general'" };
+  }
+  if (!turboOneFits(k.headDim)) {
+    return { kind: 'composed', reason: `turbo_one takes head dims up to 256 (${k.headDim})` };
+  }
+  return { kind: 'turbo-one', k, v };
 }
 
 /**
@@ -103,8 +117,10 @@ export function attentionPaths(gpu: Gpu): Record<string, OnOff> {
   const tensorCores = batchedSgmatUnavailable(gpu) ?? (gpu.cpu ? CPU_DRIVER : attentionTensorCoresUnavailable(gpu))
     ?? (p.attentionTensorCores ? null : 'DeviceOptions.kernels.attentionTensorCores is false');
   const merged = p.decodeMerge === 'fold' ? null : "DeviceOptions.kernels.decodeMerge is 'separate'";
+  const turbo = p.turboDecode === 'fused' ? null : "DeviceOptions.kernels.turboDecode is 'general'";
   return onOff({
     'prefill attention on tensor cores (bf16)': tensorCores,
     'decode attention merged in its split (one dispatch)': merged,
+    'decode attention over TurboQuant caches read from the codes': turbo,
   });
 }

@@ -28,6 +28,14 @@ export const MERGES: readonly DecodeMerge[] = ['fold', 'separate'];
 export type DecodeMlp = 'fold' | 'separate';
 export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
 
+/**
+ * A decode step over two TurboQuant sides: 'fused', turbo/turbo_one.ts reads the codes (append and attention in one
+ * dispatch); 'general', the sides decoded to full precision then sdpa (the reference). The same codes written,
+ * f32 sums in another order (tests/kernels/turbo_one.test.ts states the tolerance).
+ */
+export type TurboDecode = 'fused' | 'general';
+export const TURBO_DECODES: readonly TurboDecode[] = ['fused', 'general'];
+
 // The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
 declare module '../../gpu/device.ts' {
   interface KernelOptions {
@@ -56,6 +64,8 @@ declare module '../../gpu/device.ts' {
     specialize?: boolean;
     /** Unroll a specialized module's constant-trip loops (kernels/unroll.ts); default: on GPUs, not CPU drivers. */
     unroll?: boolean;
+    /** A decode step over two TurboQuant sides: 'fused' (default) or 'general' (the reference). */
+    turboDecode?: TurboDecode;
   }
 }
 export type { KernelOptions };
@@ -69,11 +79,12 @@ export interface KernelPolicy {
   /** null: the runtime decides (specialize.ts, unroll.ts). */
   specialize: boolean | null;
   unroll: boolean | null;
+  turboDecode: TurboDecode;
 }
 
 export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
   sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate',
-  specialize: null, unroll: null,
+  turboDecode: 'fused', specialize: null, unroll: null,
 });
 
 const WHERE = 'DeviceOptions.kernels';
@@ -104,6 +115,10 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
       throw new InputError(WHERE, `${k} ${JSON.stringify(o[k])} must be true or false`);
     }
   }
+  const turbo = o.turboDecode;
+  if (turbo !== undefined && !TURBO_DECODES.includes(turbo)) {
+    throw new InputError(`${WHERE}.turboDecode`, `'${turbo}' must be one of ${TURBO_DECODES.join(', ')}`);
+  }
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
@@ -111,6 +126,7 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
     decodeMlp: mlp ?? DEFAULT_POLICY.decodeMlp,
     specialize: o.specialize ?? null,
     unroll: o.unroll ?? null,
+    turboDecode: turbo ?? DEFAULT_POLICY.turboDecode,
   };
 }
 

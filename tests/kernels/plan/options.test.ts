@@ -29,10 +29,10 @@ const side = (gpu: Gpu, x: Float32Array, label: string): FullKV =>
 describe('kernel policy', () => {
   it('fills in the defaults and names the field of a bad option', () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
-    expect(resolvePolicy({ sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold' })).toEqual({
-      sgmat: { kernel: 'auto', pipe: true,
-        splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
-      specialize: null, unroll: null,
+    const o = { sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold', turboDecode: 'general' } as const;
+    expect(resolvePolicy(o)).toEqual({
+      sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
+      turboDecode: 'general', specialize: null, unroll: null,
     });
     expect(resolvePolicy({ specialize: true, unroll: false })).toMatchObject({ specialize: true, unroll: false });
     const bad: Array<[unknown, RegExp]> = [
@@ -43,6 +43,7 @@ describe('kernel policy', () => {
       [{ attentionTensorCores: 'no' }, /^\[DeviceOptions\.kernels\] attentionTensorCores "no" must be true or false$/],
       [{ decodeMerge: 'both' }, /^\[DeviceOptions\.kernels\.decodeMerge\] merge 'both' must be one of fold, separate$/],
       [{ decodeMlp: 'one' }, /^\[DeviceOptions\.kernels\.decodeMlp\] 'one' must be one of fold, separate$/],
+      [{ turboDecode: 'dequant' }, /^\[DeviceOptions\.kernels\.turboDecode\] 'dequant' must be one of fused, general$/],
       [{ merge: 'fold' }, /^\[DeviceOptions\.kernels\] unknown field 'merge'; use sgmat, attentionTensorCores/],
     ];
     for (const [o, why] of bad) {
