@@ -16,7 +16,7 @@ import { checkLine } from '../harness/format.ts';
 import { checkModelParity } from '../../testkit/hrm/parity.check.ts';
 import { checkFold, FOLD_1B } from '../../testkit/kernels/sdpa-fold.check.ts';
 import { checkQuantFold, QUANT_FOLD_1B } from '../../testkit/kernels/qsdpa-fold.check.ts';
-import { checkTurboFold, TURBO_FOLD_1B } from '../../tests/kernels/turbo_fold.check.ts';
+import { checkTurboFold, TURBO_FOLD_1B } from '../../testkit/kernels/turbo-fold.check.ts';
 import { checkMlpFold, MLP_1B } from '../../testkit/kernels/gemv-mlp.check.ts';
 import { checkQGemvWide, WIDE_1B } from '../../testkit/kernels/qgemv-wide.check.ts';
 import { checkMatmulF16, f16ParityCases } from '../../testkit/kernels/matmul-f16.check.ts';

@@ -16,7 +16,7 @@ import { appendAttendOne } from '../kernels/attention/sdpa-one.ts';
 import { qsdpa } from '../kernels/attention/qsdpa.ts';
 import { qsdpaOneAppend } from '../kernels/attention/qsdpa-one.ts';
 import { appendTurbo, dequantizeTurbo, dequantizeTurboPair, turboRopeAppend } from '../kernels/turbo/turbo.ts';
-import { turboAppendAttend } from '../kernels/turbo/turbo_one.ts';
+import { turboAppendAttend } from '../kernels/turbo/turbo-one.ts';
 
 /** What every slot of one forward shares (HrmCache.begin makes it, HrmCache.end frees it). */
 export interface CachePass {

@@ -2,20 +2,20 @@
 // over many calls back to back in one batch, runnable without vitest so that the GPU machine checks it where it
 // matters (bench/runners/parity.ts), as qsdpa_fold.check.ts does for the quantized caches: every batched call must
 // give the bits of the same call alone, each of those must agree with the general path (ropeQ, dequantizeTurboPair,
-// sdpa) within 1e-5 of its largest output (random rows: scores of a few units, turbo_one.test.ts's tolerance there),
+// sdpa) within 1e-5 of its largest output (random rows: scores of a few units, turbo-one.test.ts's tolerance there),
 // and the counters must be back at 0 after. Each call appends the cache's own row for its position again (the same
-// codes), so the cache is the same for every call. tests/kernels/turbo_fold.test.ts runs it small.
+// codes), so the cache is the same for every call. tests/kernels/turbo/turbo-fold.test.ts runs it small.
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { ropeQ } from '../../src/kernels/attention/kvcache.ts';
 import { sdpa } from '../../src/kernels/attention/sdpa.ts';
 import { dequantizeTurboPair, turboKV, turboRopeAppend } from '../../src/kernels/turbo/turbo.ts';
-import { turboAppendAttend } from '../../src/kernels/turbo/turbo_one.ts';
+import { turboAppendAttend } from '../../src/kernels/turbo/turbo-one.ts';
 import type { TurboType } from '../../src/kernels/turbo/format.ts';
 import type { TurboKV } from '../../src/kernels/attention/types.ts';
-import { tallyBatch } from '../../testkit/kernels/sdpa-fold.check.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import type { ParityCase } from '../../testkit/hrm/parity.check.ts';
+import { tallyBatch } from './sdpa-fold.check.ts';
+import { randn } from '../helpers/seeded.ts';
+import type { ParityCase } from '../hrm/parity.check.ts';
 
 export interface TurboFoldStress {
   heads: number;

@@ -9,7 +9,7 @@ import type { Round } from '../common/codes.ts';
 import type { AttnMask, CacheSide, FullKV, QuantKV, TurboKV } from '../attention/types.ts';
 import { oneShape, ONE_WG } from '../attention/sdpa-one.ts';
 import { attentionTensorCoresUnavailable, sdpaMmFits, tensorCoresFit } from '../attention/sdpa-mm.ts';
-import { turboOneFits } from '../turbo/turbo_one.ts';
+import { turboOneFits } from '../turbo/turbo-one.ts';
 import { batchedSgmatUnavailable } from '../matmul/sgmat-caps.ts';
 import { kernelPolicy, mergeFor, type DecodeMerge } from './options.ts';
 import { CPU_DRIVER, onOff } from './matmul.ts';

@@ -29,9 +29,9 @@ export type DecodeMlp = 'fold' | 'separate';
 export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
 
 /**
- * A decode step over two TurboQuant sides: 'fused', turbo/turbo_one.ts reads the codes (append and attention in one
+ * A decode step over two TurboQuant sides: 'fused', turbo/turbo-one.ts reads the codes (append and attention in one
  * dispatch); 'general', the sides decoded to full precision then sdpa (the reference). The same codes written,
- * f32 sums in another order (tests/kernels/turbo_one.test.ts states the tolerance).
+ * f32 sums in another order (tests/kernels/turbo/turbo-one.test.ts states the tolerance).
  */
 export type TurboDecode = 'fused' | 'general';
 export const TURBO_DECODES: readonly TurboDecode[] = ['fused', 'general'];

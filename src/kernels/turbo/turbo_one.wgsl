@@ -14,7 +14,7 @@
 //    rotates o' back once per group (R^T, linear), rounds per ROUND, gates as ops' sigmoidGate and sets the count
 //    back to 0. (one_merge.inc.wgsl's merge writes its output unrotated, so this one is its own.)
 // The result differs from turbo_dequant then sdpa only by float order (and, for bf16 activations, by the decoded
-// keys and values not being rounded to bf16 first): tests/kernels/turbo_one.test.ts states the tolerance.
+// keys and values not being rounded to bf16 first): tests/kernels/turbo/turbo-one.test.ts states the tolerance.
 
 struct Params { kv_len: u32, cap: u32, dim: u32, groups: u32, slots: u32, width: u32, log2_base: f32, scale: f32,
   gate_stride: u32 }

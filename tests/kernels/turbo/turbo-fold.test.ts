@@ -1,9 +1,9 @@
-// The TurboQuant folded-merge stress of the GPU machine (turbo_fold.check.ts, bench/runners/parity.ts) at a small
+// The TurboQuant folded-merge stress of the GPU machine (turbo-fold.check.ts, bench/runners/parity.ts) at a small
 // shape on this driver: head dim 64 (padded to a 128-value group), up to 130 32-key chunks (the merge's second tile
 // of 128).
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { checkTurboFold, type TurboFoldStress } from './turbo_fold.check.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { checkTurboFold, type TurboFoldStress } from '../../../testkit/kernels/turbo-fold.check.ts';
 
 describe('turbo fold check', () => {
   it('batched calls give the bits of the same calls alone, agree with the general path; counters at 0', async () => {

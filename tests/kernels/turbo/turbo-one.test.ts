@@ -3,20 +3,20 @@
 // append; outputs within TOL of float64 attention over the coded rows (odd kvLen around a chunk and past 256, head
 // dims 64, 128 and 192, zero rows, huge norms, f32 and bf16); the float64 identity the kernel rests on.
 import { describe, expect, it } from 'vitest';
-import { getGpu } from '../helpers/gpu.ts';
-import { randn } from '../../testkit/helpers/seeded.ts';
-import { expectSameStructure, recordDispatches } from '../helpers/dispatches.ts';
-import { countersLeft } from '../../testkit/kernels/sdpa-fold.check.ts';
-import { attend64, codedRotated, rotateHead64, unrotateHead64 } from '../helpers/turbo-attn.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import type { Gpu } from '../../src/gpu/gpu.ts';
-import type { Round } from '../../src/kernels/common/codes.ts';
-import type { TurboKV } from '../../src/kernels/attention/types.ts';
-import { ropeK, ropeQ, takeV } from '../../src/kernels/attention/kvcache.ts';
-import { sdpa } from '../../src/kernels/attention/sdpa.ts';
-import { dequantizeTurboPair, turboKV, turboRopeAppend } from '../../src/kernels/turbo/turbo.ts';
-import { turboAppendAttend } from '../../src/kernels/turbo/turbo_one.ts';
-import { turboPadded, type TurboType } from '../../src/kernels/turbo/format.ts';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { expectSameStructure, recordDispatches } from '../../helpers/dispatches.ts';
+import { countersLeft } from '../../../testkit/kernels/sdpa-fold.check.ts';
+import { attend64, codedRotated, rotateHead64, unrotateHead64 } from '../../helpers/turbo-attn.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import type { TurboKV } from '../../../src/kernels/attention/types.ts';
+import { ropeK, ropeQ, takeV } from '../../../src/kernels/attention/kvcache.ts';
+import { sdpa } from '../../../src/kernels/attention/sdpa.ts';
+import { dequantizeTurboPair, turboKV, turboRopeAppend } from '../../../src/kernels/turbo/turbo.ts';
+import { turboAppendAttend } from '../../../src/kernels/turbo/turbo-one.ts';
+import { turboPadded, type TurboType } from '../../../src/kernels/turbo/format.ts';
 
 const H = 2, BASE = 10000;
 
