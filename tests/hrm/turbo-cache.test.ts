@@ -66,7 +66,8 @@ function pass(S: number, offset: number, mask: AttnMask, shadowed: boolean): Cac
 
 /**
  * |got - want| allowed where turbo_one runs (a decode step over two turbo sides): its tolerance
- * (tests/kernels/turbo/turbo-one.test.ts, 1e-6 (1 + |score|) of the largest value) at this test's scores (|s| < 50), taken
+ * (tests/kernels/turbo/turbo-one.test.ts, 1e-6 (1 + |score|) of the largest value) at this test's scores (|s| < 50),
+ * taken
  * against the largest output.
  */
 const FUSED_TOL = 1e-4;

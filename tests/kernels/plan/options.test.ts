@@ -31,7 +31,8 @@ describe('kernel policy', () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
     const o = { sgmat: { splitK: 2 }, decodeMerge: 'separate', decodeMlp: 'fold', turboDecode: 'general' } as const;
     expect(resolvePolicy(o)).toEqual({
-      sgmat: { kernel: 'auto', pipe: true, splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
+      sgmat: { kernel: 'auto', pipe: true,
+        splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
       turboDecode: 'general', specialize: null, unroll: null,
     });
     expect(resolvePolicy({ specialize: true, unroll: false })).toMatchObject({ specialize: true, unroll: false });
