@@ -86,6 +86,20 @@ export async function waitText(page: Page, sel: string, re: RegExp, timeout: num
   }
 }
 
+/**
+ * Wait until `sel`'s text matches, checked inside the page on every DOM change, so that a text shown for a moment
+ * (a retry's line, replaced by progress a second later) is seen however slowly the test's own polls come back on a
+ * loaded machine; a timeout says what it reads then.
+ */
+export async function seenText(page: Page, sel: string, re: RegExp, timeout: number): Promise<void> {
+  const seen = (s: string, source: string, flags: string) =>
+    new RegExp(source, flags).test(document.querySelector(s)?.textContent ?? '');
+  await page.waitForFunction(seen, { timeout, polling: 'mutation' }, sel, re.source, re.flags).catch(async () => {
+    const t = await page.$eval(sel, (el) => el.textContent ?? '');
+    throw new Error(`${sel} never matched ${re} within ${timeout} ms; it reads "${t}"`);
+  });
+}
+
 /** The demo's model worker (demo/model.worker.ts), where the tests reach the model and its device. */
 export async function modelWorker(page: Page): Promise<WebWorker> {
   for (let i = 0; i < 100; i++) {

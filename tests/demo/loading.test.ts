@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import type { PreviewServer } from 'vite';
-import { MODEL, openBuiltDemo, closeBuiltDemo, waitText } from './built-demo.ts';
+import { MODEL, openBuiltDemo, closeBuiltDemo, seenText } from './built-demo.ts';
 import { press } from '../../testkit/helpers/browser.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
@@ -99,7 +99,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     await setValue('#model-url', base);
     await page.click('#load-url');
     const retry500 = /^0 B \/ 18\.9 MiB · model\.safetensors: HTTP 500 Internal Server Error; retrying in 1 s \(attempt 2 of 5\)$/;
-    await waitText(page, '#dl-text', retry500, 30_000);
+    await seenText(page, '#dl-text', retry500, 30_000);
     await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
       { timeout: 60_000 }, base);
     // downloaded, not served from a bad cache entry
@@ -112,7 +112,7 @@ describe('demo loading models (built, headless Chromium)', () => {
     flakyServer.mode = 'cut';
     flakyServer.ranges.length = 0;
     await page.click('#load-url');
-    await waitText(page, '#dl-text',
+    await seenText(page, '#dl-text',
       /MiB \/ 18\.9 MiB · model\.safetensors: connection (lost|closed) after \d+ .*; retrying in 1 s \(attempt 2 of 5\)$/, 30_000);
     await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
       { timeout: 60_000 }, base);
@@ -142,7 +142,7 @@ describe('demo loading models (built, headless Chromium)', () => {
       expect(await page.$eval('#dl-text', (el) => el.textContent)).toBe('18.9 MiB / 18.9 MiB');
       expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('18.9 MiB / 18.9 MiB');
       expect(fetched).toContain('GET'); // the whole file, once, into Cache Storage
-      await page.waitForFunction(() => /^[1-9]\d* files? cached, (18\.9|19\.0) MiB/.test(document.getElementById('cache-usage')?.textContent ?? ''), { timeout: 10_000 });
+      await page.waitForFunction(() => /^[1-9]\d* files? cached, (18\.9|19\.0) MiB/.test(document.getElementById('cache-usage')?.textContent ?? ''), { timeout: 30_000 });
       fetched.length = 0;
       // The page remembers the model and opens it again, every read answered from the cache.
       await page.reload();
