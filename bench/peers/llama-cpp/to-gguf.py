@@ -27,10 +27,12 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from safetensors_np import Safetensors, to_f32  # noqa: E402
 
 QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
                r"|\s+(?!\S)|\s+")
@@ -43,52 +45,6 @@ def import_gguf(path):
             break
     import gguf  # noqa: E402
     return gguf
-
-
-class Safetensors:
-    """The tensors of one or several safetensors files, as numpy arrays over a memory map (no copy)."""
-    DTYPES = {"BF16": np.uint16, "F16": np.float16, "F32": np.float32}
-
-    def __init__(self, model_dir):
-        index = os.path.join(model_dir, "model.safetensors.index.json")
-        if os.path.exists(index):
-            with open(index) as f:
-                files = sorted(set(json.load(f)["weight_map"].values()))
-        else:
-            files = ["model.safetensors"]
-        self.entries = {}
-        for name in files:
-            path = os.path.join(model_dir, name)
-            with open(path, "rb") as f:
-                n = struct.unpack("<Q", f.read(8))[0]
-                header = json.loads(f.read(n))
-            data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
-            for key, e in header.items():
-                if key == "__metadata__":
-                    continue
-                if e["dtype"] not in self.DTYPES:
-                    raise SystemExit(f"to-gguf: {name}: tensor {key} has dtype {e['dtype']} (BF16, F16, F32 only)")
-                a, b = e["data_offsets"]
-                if b > data.size:
-                    raise SystemExit(f"to-gguf: {name} is truncated: tensor {key} ends at {b}, the data at {data.size}")
-                self.entries[key] = (e["dtype"], e["shape"], data, a, b)
-
-    def has(self, key):
-        return key in self.entries
-
-    def get(self, key, shape=None):
-        if key not in self.entries:
-            raise SystemExit(f"to-gguf: the checkpoint has no tensor {key}")
-        dtype, sh, data, a, b = self.entries[key]
-        if shape is not None and list(sh) != list(shape):
-            raise SystemExit(f"to-gguf: tensor {key} has shape {sh}, expected {list(shape)}")
-        return dtype, data[a:b].view(self.DTYPES[dtype]).reshape(sh)
-
-
-def to_f32(dtype, a):
-    if dtype == "BF16":
-        return (a.astype(np.uint32) << 16).view(np.float32)
-    return a.astype(np.float32)
 
 
 def bf16_bits(dtype, a):
@@ -162,7 +118,7 @@ def main():
     H, I, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     heads, kv_heads = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
     qd, kd = heads * head_dim, kv_heads * head_dim
-    st = Safetensors(a.model)
+    st = Safetensors(a.model, "to-gguf")
 
     w = gguf.GGUFWriter(a.out, "hrm_text")
     ftype = {"bf16": gguf.LlamaFileType.MOSTLY_BF16, "f32": gguf.LlamaFileType.ALL_F32,

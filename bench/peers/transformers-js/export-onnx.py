@@ -43,38 +43,16 @@ import argparse
 import json
 import os
 import shutil
-import struct
+import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from safetensors_np import Safetensors, to_f32  # noqa: E402
+
 F32, F16, I64, BOOL = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL
-
-
-def read_safetensors(model_dir):
-    index = os.path.join(model_dir, "model.safetensors.index.json")
-    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
-    out = {}
-    for name in files:
-        path = os.path.join(model_dir, name)
-        with open(path, "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-            header = json.loads(f.read(n))
-        data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
-        for key, e in header.items():
-            if key == "__metadata__":
-                continue
-            a, b = e["data_offsets"]
-            raw = data[a:b]
-            if e["dtype"] == "BF16":
-                arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-            elif e["dtype"] in ("F16", "F32"):
-                arr = raw.view(np.float16 if e["dtype"] == "F16" else np.float32)
-            else:
-                raise SystemExit(f"export-onnx: {name}: {key} has dtype {e['dtype']}")
-            out[key] = (arr, e["shape"])
-    return out
 
 
 class Graph:
@@ -135,15 +113,12 @@ def build(c, w, T, lps, hc, lc):
         return name
 
     def get(key, shape):
-        arr, sh = w[key]
-        if list(sh) != list(shape):
-            raise SystemExit(f"export-onnx: {key} has shape {sh}, expected {shape}")
-        return arr.reshape(shape)
+        return to_f32(*w.get(key, shape))
 
     embed = weight("model.embed_tokens.weight", get("model.embed_tokens.weight", [V, H]))
-    lm_key = "lm_head.weight" if "lm_head.weight" in w else "model.embed_tokens.weight"
+    lm_key = "lm_head.weight" if w.has("lm_head.weight") else "model.embed_tokens.weight"
     lm = weight("lm_head.weight_t", get(lm_key, [V, H]).T)
-    zl = weight("model.z_L_init", get("model.z_L_init", [H]) if "model.z_L_init" in w else np.zeros(H, np.float32))
+    zl = weight("model.z_L_init", get("model.z_L_init", [H]) if w.has("model.z_L_init") else np.zeros(H, np.float32))
     inv = 1.0 / theta ** (np.arange(0, D, 2, dtype=np.float64) / D)
     ang = np.outer(np.arange(max_pos, dtype=np.float64), inv)
     cos_c = weight("cos_cache", np.cos(ang).astype(np.float32))
@@ -152,14 +127,14 @@ def build(c, w, T, lps, hc, lc):
     for stack in ("L", "H"):
         for i in range(lps):
             p = f"model.{stack}_module.layers.{i}."
-            if p + "attn.gqkv_proj.weight" in w:
+            if w.has(p + "attn.gqkv_proj.weight"):
                 gqkv = get(p + "attn.gqkv_proj.weight", [2 * qd + 2 * kd, H])
             else:
-                a = "self_attn." if p + "self_attn.q_proj.weight" in w else "attn."
+                a = "self_attn." if w.has(p + "self_attn.q_proj.weight") else "attn."
                 gqkv = np.concatenate([get(p + a + n + "_proj.weight", [r, H])
                                        for n, r in (("gate", qd), ("q", qd), ("k", kd), ("v", kd))])
-            a = "attn." if p + "attn.o_proj.weight" in w else "self_attn."
-            if p + "mlp.gate_up_proj.weight" in w:
+            a = "attn." if w.has(p + "attn.o_proj.weight") else "self_attn."
+            if w.has(p + "mlp.gate_up_proj.weight"):
                 gu = get(p + "mlp.gate_up_proj.weight", [2 * I, H])
             else:
                 gu = np.concatenate([get(p + "mlp.gate_proj.weight", [I, H]), get(p + "mlp.up_proj.weight", [I, H])])
@@ -315,7 +290,7 @@ def main():
     lps = c.get("num_layers_per_stack") or c["num_hidden_layers"]
     slots = lps * hc * (lc + 1)
     T = F16 if a.dtype == "fp16" else F32
-    w = read_safetensors(a.model)
+    w = Safetensors(a.model, "export-onnx")
     model = build(c, w, T, lps, hc, lc)
     os.makedirs(os.path.join(a.out, "onnx"), exist_ok=True)
     fname = "model_fp16.onnx" if a.dtype == "fp16" else "model.onnx"
