@@ -7,12 +7,11 @@ import { cacheBytes, type HrmConfig } from '../../src/index.ts';
 import { cacheSlots } from '../../src/advanced.ts';
 import { fmtBytes } from '../../demo/memory.ts';
 import { press } from '../../testkit/helpers/browser.ts';
+import { pageOps } from './page-ops.ts';
 
-const setValue = (page: Page, sel: string, v: string) =>
-  page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; el.dispatchEvent(new Event('input')); }, v);
-
-const text = (page: Page, sel: string) => page.$eval(sel, (el) => el.textContent ?? '');
-const state = (page: Page, id: string) => page.$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state);
+const setValue = (page: Page, sel: string, v: string) => pageOps(() => page).setValue(sel, v);
+const text = (page: Page, sel: string) => pageOps(() => page).text(sel);
+const state = (page: Page, id: string) => pageOps(() => page).state(id);
 
 /** The ids of selects whose chosen option is wider than the select shows it (clipped). */
 function clippedSelects(page: Page): Promise<string[]> {

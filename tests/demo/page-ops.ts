@@ -1,0 +1,19 @@
+// What the demo's browser tests do to one page: read a field, set one (with the input event the panels listen
+// to), tick a box, wait for an element's data-state.
+import type { Page } from 'puppeteer-core';
+
+/** The page's operations, on whichever page `page()` returns when they run. */
+export function pageOps(page: () => Page) {
+  return {
+    text: (sel: string) => page().$eval(sel, (el) => el.textContent ?? ''),
+    setValue: (sel: string, v: string) => page().$eval(sel, (el, val) => {
+      (el as HTMLInputElement).value = val; el.dispatchEvent(new Event('input'));
+    }, v),
+    check: (sel: string, on: boolean) => page().$eval(sel, (el, v) => { (el as HTMLInputElement).checked = v; }, on),
+    focused: () => page().evaluate(() => document.activeElement?.id),
+    disabled: (sel: string) => page().$eval(sel, (el) => (el as HTMLButtonElement).disabled),
+    state: (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state),
+    waitState: (id: string, states: string[], timeout = 60_000) => page().waitForFunction(
+      (i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states),
+  };
+}
