@@ -14,7 +14,7 @@
 //  - Uniform words: only words that move linearly with the position (offset, kv_len, pos0) may differ; the
 //    replaying code patches them (decode.ts linearPatches, checked at the next, the one after and the last
 //    position of the attention's reach). The kernels keep everything else fixed by the cache capacity and the
-//    reach (kernels/attention/reach.ts): tests/kernels/sdpa_one, qsdpa_one, qappend_attend and kvcache
+//    reach (kernels/plan/reach.ts): tests/kernels/sdpa_one, qsdpa_one, qappend_attend and kvcache
 //    (expectSameStructure with only kv_len / offset varying).
 //  - Uploads made while capturing (`Gpu.write`) are redone, in order, before every replay: a step may upload into
 //    a pooled buffer that a later dispatch of the same step overwrites.

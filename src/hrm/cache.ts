@@ -120,7 +120,7 @@ export class HrmCache {
 
   /**
    * Run `fn` as if `pos` positions were cached (a decode step is captured at several positions without running
-   * it), its attention over `reach` keys when given (the same at each: kernels/attention/reach.ts), then restore
+   * it), its attention over `reach` keys when given (the same at each: kernels/plan/reach.ts), then restore
    * the offset and token types.
    */
   at<T>(pos: number, fn: () => T, reach?: number): T {

@@ -2,7 +2,7 @@
 // JavaScript per dispatch, as much as the GPU needs to run it, but one decode step differs from the next only in
 // the position: the same pipelines, bind groups and workgroup counts, with a few uniform words (offset, kv_len,
 // pos0) one larger. So the step is captured at the next position, the one after and the last of its attention's
-// reach (the keys its dispatches cover: kernels/attention/reach.ts, fixed over the three); if the three agree on
+// reach (the keys its dispatches cover: kernels/plan/reach.ts, fixed over the three); if the three agree on
 // everything but words that move linearly with the position, replaying is exact for every position in between,
 // and a token costs three calls per dispatch plus one write of the uniform blocks. A graph covers one reach:
 // generate builds the next when decoding leaves it, so a step's work follows the keys in use, not the capacity.
@@ -14,7 +14,7 @@ import { capture, replay, type Capture } from '../gpu/capture.ts';
 import { quietly } from '../gpu/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
-import { attentionReach } from '../kernels/attention/reach.ts';
+import { attentionReach } from '../kernels/plan/reach.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';
 

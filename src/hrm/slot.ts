@@ -33,7 +33,7 @@ export interface CachePass {
   shadow: Map<CacheSide, FullKV> | null;
   /** Tensors freed at the end of the pass (the mask's token types, dequantized sides, shadows). */
   temps: Tensor[];
-  /** Keys a decode step's attention covers when a captured step fixes it (kernels/attention/reach.ts). */
+  /** Keys a decode step's attention covers when a captured step fixes it (kernels/plan/reach.ts). */
   reach?: number;
 }
 

@@ -3,7 +3,7 @@
 // boundaries, whose graphs are built one reach at a time, against the recorded path (noGraph). The kernels' bits
 // at any reach are tested beside them (tests/kernels/append_attend, qappend_attend, sdpa_one, qsdpa_one).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { attentionReach, MIN_REACH, reachFor } from '../../src/kernels/attention/reach.ts';
+import { attentionReach, MIN_REACH, reachFor } from '../../src/kernels/plan/reach.ts';
 import { ShapeError } from '../../src/errors.ts';
 import { DecodeGraph } from '../../src/hrm/decode.ts';
 import { generate, type GenerateStats } from '../../src/hrm/generate.ts';

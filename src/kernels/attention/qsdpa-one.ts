@@ -10,7 +10,7 @@ import type { AppendedRow, QuantKV } from './types.ts';
 import { checkQuantAppend, type HeadsOptions } from './kvcache.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
-import { reachFor } from './reach.ts';
+import { reachFor } from '../plan/reach.ts';
 
 const SCORES = new Kernel('attention/qsdpa_one.wgsl', 'qone_scores');
 const SCORES_APPEND = new Kernel('attention/qsdpa_one_append.wgsl', 'qone_scores_append');
@@ -32,7 +32,7 @@ export interface QsdpaOneArgs {
   heads: number;
   kvHeads: number;
   kvLen: number;
-  /** Keys the chunks cover (reach.ts): fixed over a captured step's positions, else from kvLen. */
+  /** Keys the chunks cover (plan/reach.ts): fixed over a captured step's positions, else from kvLen. */
   reach?: number;
   scale: number;
   round: Round;
@@ -65,10 +65,10 @@ export function qsdpaOneAppend(gqkv: Tensor, k: QuantKV, v: QuantKV,
 }
 
 /**
- * The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys, in chunks over the reach
- * (reach.ts). The scores keep rows of `cap` and the softmax's threads follow the capacity (as qsdpa's passes, whose
- * bits these are); chunks past kvLen return at once and the value sum's order depends on kvLen alone, so every
- * reach gives the same bits.
+ * The scores (of q, or of an appended gqkv row) and the values over the first kvLen keys, in chunks over the
+ * reach (plan/reach.ts). The scores keep rows of `cap` and the softmax's threads follow the capacity (as qsdpa's
+ * passes, whose bits these are); chunks past kvLen return at once and the value sum's order depends on kvLen
+ * alone, so every reach gives the same bits.
  */
 function dispatchOne(from: { q: Tensor } | AppendedRow, k: QuantKV, v: QuantKV, out: Tensor, a: QsdpaOneArgs): void {
   const append = 'src' in from ? from : null;

@@ -10,7 +10,7 @@ import { counters } from '../common/counters.ts';
 import type { AppendedRow, FullKV } from './types.ts';
 import { checkFullAppend, type HeadsOptions } from './kvcache.ts';
 import { mergeFor, type DecodeMerge } from '../plan/options.ts';
-import { reachFor } from './reach.ts';
+import { reachFor } from '../plan/reach.ts';
 
 export type { DecodeMerge };
 
@@ -60,7 +60,7 @@ export function appendAttendOne(gqkv: Tensor, k: FullKV, v: FullKV,
 
 interface OneArgs {
   kvLen: number;
-  /** Keys the chunks cover (reach.ts): fixed over a captured step's positions, else from kvLen. */
+  /** Keys the chunks cover (plan/reach.ts): fixed over a captured step's positions, else from kvLen. */
   reach?: number;
   scale: number;
   gateStride: number;
@@ -70,7 +70,7 @@ interface OneArgs {
 
 /**
  * sdpa_one's split and merge over the first kvLen keys, of q or of an appended gqkv row (appendAttendOne). The
- * workgroups cover the reach (reach.ts) and the counters are the device's, so a captured step replays at any kvLen
+ * workgroups cover the reach (plan/reach.ts) and the counters are the device's, so a captured step replays at any kvLen
  * within its reach; the merge's order over the chunks holding keys depends on kvLen alone (one_merge.inc.wgsl),
  * and `slots` only places each head's results, so every reach gives the same bits.
  */
