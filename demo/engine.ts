@@ -18,8 +18,6 @@ export interface Pace { positionMs: number; decodeMs: number }
 export class Engine {
   private readonly worker = new Worker(new URL('./model.worker.ts', import.meta.url), { type: 'module' });
   private readonly client = new HrmWorkerClient(this.worker);
-  /** What the library warned of in the worker since the last load began (model.worker.ts posts them). */
-  readonly warnings: string[] = [];
   /** The worker's device (null until `open`). */
   device: WorkerDeviceInfo | null = null;
   /** The loaded model, as the worker describes it. */
@@ -27,12 +25,6 @@ export class Engine {
   /** Why the worker's device was lost (null while it is not). */
   lost: string | null = null;
   private pace: Pace | null = null;
-
-  constructor() {
-    this.worker.addEventListener('message', (ev: MessageEvent<{ type?: string; message?: string }>) => {
-      if (ev.data?.type === 'demo-warning') this.warnings.push(String(ev.data.message));
-    });
-  }
 
   /** Open the worker's GPU device (the page's own navigator.gpu says at once whether this browser has WebGPU). */
   async open(): Promise<WorkerDeviceInfo> {
@@ -55,7 +47,6 @@ export class Engine {
   load(
     source: SourceSpec, quantize: QuantSpec | undefined, onWeights: (loaded: number, total: number) => void,
   ): Promise<WorkerModelInfo> {
-    this.warnings.length = 0;
     return this.client.load(source, {
       dtype: 'f32', quantize, progressCallback: (p) => { if (p.stage === 'weights') onWeights(p.loaded, p.total); },
     });

@@ -173,7 +173,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const lm = await app.engine.load(source.spec, quantize,
       (l, t) => setProgress($('up-progress'), $('up-text'), l, t));
     // What the loader warned of (a tokenizer smaller than the vocabulary) is said here, not in the console only.
-    const warnings = [...new Set(app.engine.warnings)];
+    const warnings = [...new Set(lm.warnings)];
     $('model-warning').textContent = warnings.map((w) => `Warning: ${w}.`).join(' ');
     s.loaded = { choice, bytes: lm.weightBytes };
     loaded = s;

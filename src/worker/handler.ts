@@ -18,7 +18,7 @@ import {
 } from './protocol.ts';
 
 /** What the page learns about a loaded model. */
-function modelInfo(lm: LoadedModel): WorkerModelInfo {
+function modelInfo(lm: LoadedModel): Omit<WorkerModelInfo, 'warnings'> {
   const w = lm.model.weights;
   const matrices = [w.embed, w.lmHead, ...[...w.L, ...w.H].flatMap((l) => [l.gqkv, l.o, l.gateUp, l.down])];
   const q = matrices.find((m) => m.quant)?.quant;
@@ -112,13 +112,16 @@ export class WorkerHandler {
       if (!this.opened) this.free();
       const files = this.opts.files?.(source) ?? modelFiles(source as ModelSource);
       const progressCallback = (progress: LoadProgress) => this.post({ type: 'progress', id, progress });
-      const lm = await loadModel(files, { ...options, gpu: this.gpu ?? undefined, progressCallback });
+      // The page is told what the loader warned of; the worker's console keeps it too.
+      const warnings: string[] = [];
+      const warn = (m: string) => { warnings.push(m); console.warn(m); };
+      const lm = await loadModel(files, { ...options, gpu: this.gpu ?? undefined, progressCallback, warn });
       const old = this.lm;
       this.lm = lm;
       this.variants.clear();
       if (!this.opened) this.watch(lm.model.gpu);
       else if (old && old.model.weights !== lm.model.weights) old.model.dispose();
-      return modelInfo(lm);
+      return { ...modelInfo(lm), warnings };
     },
     generate: async ({ prompt, options }, id, signal) => {
       const { dtype, ...opts } = options;

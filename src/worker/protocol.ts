@@ -52,6 +52,8 @@ export interface WorkerModelInfo {
   weightDtype: DType;
   /** The worker's adapter: features it got, the fast paths on and off (and why). */
   adapter: AdapterSummary;
+  /** What the loader warned of (a tokenizer smaller than the vocabulary, a stale config key), in order. */
+  warnings: string[];
 }
 
 /** Options of the worker's `generate` (the library's, but the signal: the client's own stops the worker). */

@@ -55,7 +55,7 @@ describe('the model in a worker (Node, over a MessageChannel)', () => {
     expect([...stages]).toEqual(['config', 'tokenizer', 'weights']);
     expect(info).toMatchObject({
       name: direct.name, checkpoint: direct.checkpoint, tokenizer: true, dtype: 'f32', quant: null,
-      weightBytes: direct.model.weights.bytes,
+      weightBytes: direct.model.weights.bytes, warnings: [],
     });
     expect(info.config).toEqual(direct.config);
     expect(info.adapter.runtime).toBe('node');
