@@ -92,8 +92,8 @@ export function turboRopeAppend(gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOp
  * The side decoded ([heads, capacity, headDim] f32, rounded per `round`) for its first `len` positions; the rest
  * is left unwritten (attention reads no key past its kvLen). The grid spans `len` positions, or `reach` when given:
  * a captured decode step replays at every position of its reach (plan/reach.ts), so its dispatches must not follow
- * len. The tensor keeps the capacity, so attention over it takes the same path and order as before. The caller
- * disposes `data`.
+ * len. The tensor keeps the capacity, so attention reads it as it reads a full side of the cache (one path, one
+ * sum order, beside a full side of that capacity). The caller disposes `data`.
  */
 export function dequantizeTurbo(side: TurboKV, o: DecodeOptions): FullKV {
   return decode(side, null, o)[0];
