@@ -101,7 +101,9 @@ export class CacheSlot {
       scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
-    const at = { len: opts.kvLen, round };
+    // A turbo side is decoded over the keys in use, or over a captured step's reach: its dispatches replay at
+    // every position of the reach, so they cannot follow kvLen.
+    const at = { len: opts.kvLen, round, reach: pass.reach };
     if (k.kind === 'turbo' && v.kind === 'turbo') {
       const [dk, dv] = dequantizeTurboPair(k, v, at);
       pass.temps.push(dk.data, dv.data);

@@ -1,7 +1,8 @@
 // A decode step's attention covers a reach, not the cache's capacity (issue 42, item 1: a step's cost on a CPU
 // driver grows with the workgroups it dispatches): the reach function itself, and generate() across reach
-// boundaries, whose graphs are built one reach at a time, against the recorded path (noGraph). The kernels' bits
-// at any reach are tested beside them (tests/kernels/append_attend, qappend_attend, sdpa_one, qsdpa_one).
+// boundaries, whose graphs are built one reach at a time, against the recorded path (noGraph), into full, q8/q4 and
+// TurboQuant caches. The kernels' bits at any reach are tested beside them (tests/kernels/append_attend,
+// qappend_attend, sdpa_one, qsdpa_one, turbo/turbo-reach).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { attentionReach, MIN_REACH, reachFor } from '../../src/kernels/plan/reach.ts';
 import { ShapeError } from '../../src/errors.ts';
@@ -67,6 +68,20 @@ describe('generate() across reach boundaries', { timeout: 300_000 }, () => {
 
   it('greedy into a q8 / q4 cache (qsdpa_one): three graphs, the recorded path\'s tokens', async () => {
     const { replayed, recorded, ends } = await both(75, 0, 'ctk=q8_0,ctv=q4_0');
+    expect(ends).toEqual([64, 128, 135]);
+    expect(replayed.ids).toHaveLength(75);
+    expect(replayed.ids).toEqual(recorded.ids);
+  });
+
+  it('greedy into turbo4 / turbo3 sides (turbo_one): three graphs, the recorded path\'s tokens', async () => {
+    const { replayed, recorded, ends } = await both(75, 0, 'ctk=turbo4,ctv=turbo3');
+    expect(ends).toEqual([64, 128, 135]);
+    expect(replayed.ids).toHaveLength(75);
+    expect(replayed.ids).toEqual(recorded.ids);
+  });
+
+  it('greedy into a turbo3 K beside a full V (decoded over the reach): three graphs, the same tokens', async () => {
+    const { replayed, recorded, ends } = await both(75, 0, 'ctk=turbo3,ctv=f16');
     expect(ends).toEqual([64, 128, 135]);
     expect(replayed.ids).toHaveLength(75);
     expect(replayed.ids).toEqual(recorded.ids);

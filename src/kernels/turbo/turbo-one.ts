@@ -7,6 +7,7 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../errors.ts';
 import { roundCode } from '../common/codes.ts';
 import { counters } from '../common/counters.ts';
+import { reachFor } from '../plan/reach.ts';
 import type { TurboKV } from '../attention/types.ts';
 import type { HeadsOptions } from '../attention/kvcache.ts';
 import { TURBO_BITS, TURBO_GROUP, turboPadded } from './format.ts';
@@ -27,10 +28,12 @@ export function turboOneFits(headDim: number): boolean {
  * turboRopeAppend) and its RoPE'd query's attention over the offset + 1 cached positions, gated by gqkv's gate
  * block: [1, H*D]. Equals turboRopeAppend, ropeQ, dequantizeTurboPair and sdpa up to float order (the scores are
  * taken from the codes with the query rotated, the values summed in the rotated domain). Null when the sides do not
- * suit it (the caller composes).
+ * suit it (the caller composes). The chunks cover the keys' reach (plan/reach.ts; `reach` fixed over a captured
+ * step's positions, else from the keys); chunks past them return at once and the merge's order depends on the keys
+ * alone (`slots` only places each head's results), so every reach gives the same bits.
  */
 export function turboAppendAttend(
-  gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOptions & { scale: number },
+  gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOptions & { scale: number; reach?: number },
 ): Tensor | null {
   const op = 'turboAppendAttend';
   const { heads, headDim: dim, offset } = o;
@@ -48,7 +51,7 @@ export function turboAppendAttend(
   }
   const gpu = gqkv.gpu;
   const groups = turboPadded(dim) / TURBO_GROUP;
-  const nChunks = Math.ceil(cap / CHUNK);
+  const nChunks = Math.ceil(reachFor('turbo_one', offset + 1, cap, o.reach) / CHUNK);
   const slots = padTo(nChunks, SLOT_ALIGN);
   const partO = Tensor.empty(gpu, [heads, slots, groups * TURBO_GROUP], 'f32', 'turbo_one.part_o');
   const partMl = Tensor.empty(gpu, [heads, slots, 2], 'f32', 'turbo_one.part_ml');

@@ -7,6 +7,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
+import { reachFor } from '../plan/reach.ts';
 import type { FullKV, TurboKV } from '../attention/types.ts';
 import type { HeadsOptions } from '../attention/kvcache.ts';
 import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadded, type TurboType } from './format.ts';
@@ -88,8 +89,11 @@ export function turboRopeAppend(gqkv: Tensor, k: TurboKV, v: TurboKV, o: HeadsOp
 }
 
 /**
- * The side decoded ([heads, capacity, headDim] f32, rounded per `round`) for its first `len` positions; the grid
- * spans the capacity (a replayed decode step's dispatches depend on it only). The caller disposes `data`.
+ * The side decoded ([heads, capacity, headDim] f32, rounded per `round`) for its first `len` positions; the rest
+ * is left unwritten (attention reads no key past its kvLen). The grid spans `len` positions, or `reach` when given:
+ * a captured decode step replays at every position of its reach (plan/reach.ts), so its dispatches must not follow
+ * len. The tensor keeps the capacity, so attention reads it as it reads a full side of the cache (one path, one
+ * sum order, beside a full side of that capacity). The caller disposes `data`.
  */
 export function dequantizeTurbo(side: TurboKV, o: DecodeOptions): FullKV {
   return decode(side, null, o)[0];
@@ -101,9 +105,10 @@ export function dequantizeTurboPair(k: TurboKV, v: TurboKV, o: DecodeOptions): [
   return [a, b!];
 }
 
-type DecodeOptions = { len: number; round?: Round };
+type DecodeOptions = { len: number; round?: Round; reach?: number };
 
-function decode(k: TurboKV, v: TurboKV | null, { len, round = 'none' }: DecodeOptions): [FullKV, FullKV | null] {
+function decode(k: TurboKV, v: TurboKV | null, o: DecodeOptions): [FullKV, FullKV | null] {
+  const { len, round = 'none' } = o;
   const op = v ? 'dequantizeTurboPair' : 'dequantizeTurbo';
   const { heads, cap, groups } = geometry(k);
   if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
@@ -113,20 +118,22 @@ function decode(k: TurboKV, v: TurboKV | null, { len, round = 'none' }: DecodeOp
     const [ks, vs] = [k.codes.shape.join(', '), v.codes.shape.join(', ')];
     throw new ShapeError(op, `V cache '${v.codes.label}' [${vs}] is not shaped as K's [${ks}]`);
   }
+  const span = o.reach === undefined ? len : reachFor(op, len, cap, o.reach);
   const gpu = k.codes.gpu;
   const empty = (label: string) => Tensor.empty(gpu, [heads, cap, k.headDim], 'f32', label);
   const out = empty(`${op}.k`);
   const vout = v ? empty(`${op}.v`) : null;
+  if (span === 0) return [{ kind: 'full', data: out }, vout && { kind: 'full', data: vout }];
   DEQUANT.dispatch(gpu, {
     bindings: {
       codes: k.codes, out,
       vcodes: v?.codes ?? placeholder(gpu, 'turbo.no_vcodes', 'u32'),
       vout: vout ?? placeholder(gpu, 'turbo.no_vout', 'f32'),
     },
-    uniforms: { heads, seq: 0, cap, offset: 0, dim: k.headDim, groups, len },
+    uniforms: { heads, seq: span, cap, offset: 0, dim: k.headDim, groups, len },
     overrides: { TYPE: TURBO_BITS[k.type], V_TYPE: TURBO_BITS[(v ?? k).type], PAIR: v ? 1 : 0,
       ROUND: roundCode(op, round) },
-    workgroups: grid(gpu, (v ? 2 : 1) * heads * cap * groups, 1),
+    workgroups: grid(gpu, (v ? 2 : 1) * heads * span * groups, 1),
   });
   return [{ kind: 'full', data: out }, vout && { kind: 'full', data: vout }];
 }

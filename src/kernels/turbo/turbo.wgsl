@@ -3,8 +3,9 @@
 //   turbo_append: cache[h, offset + s] = code(src[h, s, :]) for src f32 [H, S, D], zero-padded to whole groups as
 //                 the fork's cache pads heads (turbo/code.inc.wgsl: the fork's CPU order), then the block's words.
 //   turbo_dequant: out[h, pos, :] = the block decoded back (centroid x norm, inverse WHT, unpadded), rounded per
-//                 ROUND, for the positions below p.len (the rest of the capacity-sized grid returns at once); with
-//                 PAIR, V's codes (V_TYPE) into vout too, in the same dispatch (two turbo sides of one capacity).
+//                 ROUND, for the positions below p.len; the grid spans p.seq positions a head (len, or a captured
+//                 step's reach: its workgroups past len return at once); with PAIR, V's codes (V_TYPE) into vout
+//                 too, in the same dispatch (two turbo sides of one capacity).
 // TYPE: index bits (2, 3, 4); a block takes block_words(TYPE) words (9, 13, 17: the fork's 34, 50, 68 bytes).
 
 struct Params { heads: u32, seq: u32, cap: u32, offset: u32, dim: u32, groups: u32, len: u32 }
@@ -51,15 +52,15 @@ fn code_byte(k: bool, base: u32, b: u32) -> u32 {
 @compute @workgroup_size(128)
 fn turbo_dequant(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) t: u32) {
-  let n = p.heads * p.cap * p.groups;
+  let n = p.heads * p.seq * p.groups;
   let flat = wid.x + wid.y * nwg.x;
   if (flat >= select(1u, 2u, PAIR) * n) { return; }
   let k = flat < n;
   let ty = select(V_TYPE, TYPE, k);
   let f = flat % n;
   let g = f % p.groups;
-  let pos = (f / p.groups) % p.cap;
-  let h = f / (p.groups * p.cap);
+  let pos = (f / p.groups) % p.seq;
+  let h = f / (p.groups * p.seq);
   if (pos >= p.len) { return; }
   let base = ((h * p.cap + pos) * p.groups + g) * block_words(ty);
   let norm = f16_value(code_byte(k, base, 0u) | (code_byte(k, base, 1u) << 8u));

@@ -1,6 +1,7 @@
 // Decode attention read from two TurboQuant sides (turbo/format.ts) in one dispatch: a workgroup of 128 threads per
-// (chunk of CK = 32 keys, head), over the chunks of the capacity (positions in uniforms, so a recorded decode step
-// replays at any position; chunks past kv_len return at once). Cache heads = query heads (gqkv holds a key a head).
+// (chunk of CK = 32 keys, head), over the chunks of the keys' reach (turbo-one.ts, plan/reach.ts: at least kv_len, at
+// most the capacity; positions in uniforms, so a recorded decode step replays at any position of its reach; chunks
+// past kv_len return at once). Cache heads = query heads (gqkv holds a key a head).
 //  - The chunk holding the new position kv_len - 1 first codes the step's key (RoPE'd) and value of its head into
 //    the cache: turbo_rope_append's element and turbo/code.inc.wgsl's coder, so bit for bit its append.
 //  - Scores from the codes: the rotation R = D(s2) H/sqrt(128) D(s1) is orthonormal and a block decodes to
@@ -232,7 +233,7 @@ fn turbo_one(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
 // and a tree; the chunks' weights e^(m_c - M) are computed a tile of G chunks at a time, a chunk a thread, into wsh
 // (and l_c e^(m_c - M) summed per thread, then by a tree); thread t adds dim t of each group over the tile's chunks
 // in order, UNROLL loads issued before they are added. Then each group is rotated back. The order of every sum is
-// fixed by the capacity and kv_len alone.
+// fixed by kv_len alone (p.slots only places a head's chunks), so every reach gives the same bits.
 fn merge(h: u32, live: u32, t: u32) {
   let first = h * p.slots;
   var big = NEG;
