@@ -49,7 +49,7 @@ async function used(t: Tensor, len: number): Promise<number[]> {
 
 const PAIRS: Array<[TurboType, TurboType]> = [['turbo4', 'turbo4'], ['turbo3', 'turbo3'], ['turbo4', 'turbo3']];
 
-describe('TurboQuant decode over a reach', () => {
+describe('TurboQuant decode over a reach', { timeout: 600_000 }, () => { // minutes when cold on a loaded CPU driver
   for (const [i, [kt, vt]] of PAIRS.entries()) {
     it(`K ${kt} V ${vt}: the same bits over the keys' reach, kvLen and the capacity, fused and general`, async () => {
       const gpu = await getGpu();
