@@ -74,8 +74,8 @@ fn urow(blk: u32, r: u32) -> u32 {
   return select(i, p.I + i, r >= half);
 }
 
-// Step 1, one block: its activations into act.
-fn gate_up_block(blk: u32, tid: u32, inv: f32) {
+// Step 1's weight units of block blk for this thread: UPLU of each of its RPG gate_up rows.
+fn up_units(blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
   let g = tid / WGU;
   let l = tid % WGU;
   let upr = p.K / epv();
@@ -84,6 +84,13 @@ fn gate_up_block(blk: u32, tid: u32, inv: f32) {
     let b = urow(blk, g * RPG + r) * upr;
     for (var i = 0u; i < UPLU; i++) { wv[i * RPG + r] = wu[b + l + i * WGU]; }
   }
+  return wv;
+}
+
+// Step 1, one block (its units wv): its activations into act.
+fn gate_up_block(blk: u32, tid: u32, inv: f32, wv: array<vec4<u32>, MAXW>) {
+  let g = tid / WGU;
+  let l = tid % WGU;
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPLU; i++) {
     let xi = (l + i * WGU) * (epv() / 4u);
@@ -104,8 +111,8 @@ fn gate_up_block(blk: u32, tid: u32, inv: f32) {
   workgroupBarrier();   // red is read before the next block's sums overwrite it
 }
 
-// Step 2, one block: x[n] = r(x[n] + r(down row n . act)) for its rows.
-fn down_block(blk: u32, tid: u32) {
+// Step 2's weight units of block blk for this thread: UPLD of each of its RPG down rows (past K: the last row).
+fn down_units(blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
   let g = tid / WGD;
   let l = tid % WGD;
   let upr = p.I / epv();
@@ -115,6 +122,14 @@ fn down_block(blk: u32, tid: u32) {
     let b = min(blk * rows + g * RPG + r, p.K - 1u) * upr;
     for (var i = 0u; i < UPLD; i++) { wv[i * RPG + r] = wd[b + l + i * WGD]; }
   }
+  return wv;
+}
+
+// Step 2, one block (its units wv): x[n] = r(x[n] + r(down row n . act)) for its rows.
+fn down_block(blk: u32, tid: u32, wv: array<vec4<u32>, MAXW>) {
+  let g = tid / WGD;
+  let l = tid % WGD;
+  let rows = (THREADS / WGD) * RPG;
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPLD; i++) {
     let xi = (l + i * WGD) * (epv() / 4u);
@@ -128,14 +143,24 @@ fn down_block(blk: u32, tid: u32) {
   if (tid < rows && n < p.K) { x4[n >> 2u][n & 3u] = round_out(x4[n >> 2u][n & 3u] + round_out(total)); }
 }
 
+// Weights never depend on the barrier: each workgroup's first block of either step is loaded before what it waits
+// for (x's norm, the barrier), as gemv_wide issues its loads before its norm.
 @compute @workgroup_size(THREADS)
 fn persist_mlp(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let half = (THREADS / WGU) * RPG / 2u;
+  var uw = up_units(wid.x, tid);
   let inv = wide_inv(tid);
-  let up_blocks = (p.I + (THREADS / WGU) * RPG / 2u - 1u) / ((THREADS / WGU) * RPG / 2u);
-  for (var blk = wid.x; blk < up_blocks; blk += p.n) { gate_up_block(blk, tid, inv); }
+  for (var blk = wid.x; blk < (p.I + half - 1u) / half; blk += p.n) {
+    if (blk != wid.x) { uw = up_units(blk, tid); }
+    gate_up_block(blk, tid, inv, uw);
+  }
+  var dw = down_units(wid.x, tid);
   if (grid_sync(tid, 0u)) {
-    let down_rows = (THREADS / WGD) * RPG;
-    for (var blk = wid.x; blk < (p.K + down_rows - 1u) / down_rows; blk += p.n) { down_block(blk, tid); }
+    let rows = (THREADS / WGD) * RPG;
+    for (var blk = wid.x; blk < (p.K + rows - 1u) / rows; blk += p.n) {
+      if (blk != wid.x) { dw = down_units(blk, tid); }
+      down_block(blk, tid, dw);
+    }
   }
   grid_exit(tid);
 }
