@@ -1,6 +1,7 @@
 // The persistent MLP tail (kernels/persist/mlp.wgsl) against the per-op path it replaces (two gemv_wide products,
 // matmul's path 'gemv', as a GPU runs a decode step), bit for bit, at grids of 1 and 2 workgroups, f32 / bf16 / f16
-// weights and activations, HRM-Text-1B's shape; its barrier counts left at 0. Then mlpStep on a Gpu whose barrier
+// weights and activations, HRM-Text-1B's shape; its barrier counts left at 0, so that a captured dispatch replays
+// three times in one pass as three per-op steps. Then mlpStep on a Gpu whose barrier
 // is made to run out: the step is redone on the per-op path (x untouched by the failed kernel), the Gpu warns once
 // and stays per-op.
 import { describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { matmul, type MatmulOptions } from '../../../src/kernels/matmul/matmul.t
 import { mlpStep, persistentMlp, persistMlpShape, readControl } from '../../../src/kernels/persist/mlp.ts';
 import { PERSIST_STEP, persistOff } from '../../../src/kernels/plan/persist.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
+import { capture, replay } from '../../../src/gpu/capture.ts';
 import { TEST_SPIN } from '../../helpers/persist.ts';
 import { sweep } from '../../helpers/sweep.ts';
 
@@ -85,6 +87,31 @@ describe('persistent MLP: one dispatch, a grid barrier between gate_up and down'
     expect(persistMlpShape(x, gu, down)).toBeNull();
     expect(persistentMlp(x, gu, down, { eps: EPS, grid: 2, spin: 1 })).toBe(false);
     for (const t of [x, gu, down]) t.dispose();
+  });
+});
+
+describe('persistent MLP captured and replayed', () => {
+  it('three replays in one pass equal three per-op steps bit for bit, the counts back at 0', async () => {
+    const gpu = await getGpu();
+    const c = CASES[0];
+    const o = operands(gpu, c, 11);
+    const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+    await gpu.flush();
+    const step = capture(gpu, () => persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid: 2,
+      spin: TEST_SPIN }));
+    const held = gpu.claim(step.allocated);
+    try {
+      expect([step.result, step.dispatches.length]).toEqual([true, 1]);
+      const d = step.dispatches;
+      await replay(gpu, [...d, ...d, ...d], [...step.uniforms, ...step.uploads]);
+      let want = o.xv;
+      for (let i = 0; i < 3; i++) want = await perOp(gpu, want, o.gu, o.down, c.round, { path: 'gemv' });
+      expectBits((await x.read()) as Float32Array, want, 'three replayed steps');
+      expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 0]);
+    } finally {
+      for (const b of held) gpu.release(b);
+      for (const t of [x, o.gu, o.down]) t.dispose();
+    }
   });
 });
 
