@@ -1,7 +1,8 @@
 // The persistent MLP tail of a decode layer call (mlp.wgsl): norm + gate_up + SwiGLU, a grid barrier, down +
 // residual, in one dispatch, bit for bit the per-op path's two gemv_wide products. `persistentMlp` dispatches it;
 // `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
-// kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op).
+// kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
+// `mlpGrid` sizes the grid for the kernel variant itself.
 import { Kernel } from '../kernel.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -11,7 +12,8 @@ import { matmul } from '../matmul/matmul.ts';
 import { uplFit, wideRows } from '../matmul/gemv.ts';
 import { denseGemvShape } from '../plan/gemv.ts';
 import { persistGrid, persistRanOut, persistSpin } from '../plan/persist.ts';
-import { PERSIST_THREADS } from './grid-check.ts';
+import { kernelPolicy } from '../plan/options.ts';
+import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
 
 const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
 const MAXW = 32;
@@ -75,7 +77,7 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
 }
 
 /**
- * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its checked grid, else (or where it
+ * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its grid (mlpGrid), else (or where it
  * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph will read it with
  * its token instead); if it was set, x is untouched, so the step is redone on the per-op path and the Gpu switches
  * to it for good (persistRanOut warns). Resolves to the path that wrote x.
@@ -83,7 +85,7 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
 export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions): Promise<'persistent' | 'per-op'> {
   const gpu = x.gpu;
-  const grid = persistGrid(gpu);
+  const grid = await mlpGrid(x, gateUp, down);
   if (grid > 0 && persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(gpu) })) {
     if (!(await takeFlag(gpu))) return 'persistent';
     persistRanOut(gpu, 'the persistent MLP');
@@ -92,6 +94,38 @@ export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
   matmul(a, down, { round: o.round, accumulate: x });
   a.dispose();
   return 'per-op';
+}
+
+const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
+
+/**
+ * The grid the persistent MLP runs at on these operands: the device's (persistGrid) where an option forced it,
+ * else the largest of GRID_CANDIDATES up to it at which this kernel variant's own barrier held, tried smallest
+ * first on a zero x and kept per variant: the self-check's kernel holds few registers, and a variant holding more
+ * may have fewer workgroups resident. 0 where none held or the kernel does not take the operands.
+ */
+export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<number> {
+  const gpu = x.gpu;
+  const max = persistGrid(gpu);
+  const shape = persistMlpShape(x, gateUp, down);
+  if (max === 0 || !shape || kernelPolicy(gpu).persistGrid !== null) return shape ? max : 0;
+  const grids = gpu.state.get(GRIDS, () => new Map<string, number>());
+  const key = JSON.stringify(shape);
+  let best = grids.get(key);
+  if (best !== undefined) return best;
+  best = 0;
+  const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
+  try {
+    for (const n of GRID_CANDIDATES.filter((c) => c <= max)) {
+      persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu) });
+      if (await takeFlag(gpu)) break;
+      best = n;
+    }
+  } finally {
+    zero.dispose();
+  }
+  grids.set(key, best);
+  return best;
 }
 
 const CONTROL = stateKey<GPUBuffer>('persist.control');

@@ -3,7 +3,7 @@
 // weights and activations, HRM-Text-1B's shape; its barrier counts left at 0, so that a captured dispatch replays
 // three times in one pass as three per-op steps. Then mlpStep on a Gpu whose barrier
 // is made to run out: the step is redone on the per-op path (x untouched by the failed kernel), the Gpu warns once
-// and stays per-op.
+// and stays per-op; where no option forces the grid, the kernel variant's own, at most the self-check's.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';
@@ -11,8 +11,8 @@ import { EPS, asDtype, asRound, type WDType } from '../../helpers/matmul-cases.t
 import { Gpu } from '../../../src/kernels/gpu.ts';
 import { Tensor } from '../../../src/tensor/tensor.ts';
 import { matmul, type MatmulOptions } from '../../../src/kernels/matmul/matmul.ts';
-import { mlpStep, persistentMlp, persistMlpShape, readControl } from '../../../src/kernels/persist/mlp.ts';
-import { PERSIST_STEP, persistOff } from '../../../src/kernels/plan/persist.ts';
+import { mlpGrid, mlpStep, persistentMlp, persistMlpShape, readControl } from '../../../src/kernels/persist/mlp.ts';
+import { PERSIST_STEP, persistGrid, persistOff } from '../../../src/kernels/plan/persist.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
 import { capture, replay } from '../../../src/gpu/capture.ts';
 import { TEST_SPIN } from '../../helpers/persist.ts';
@@ -138,6 +138,25 @@ describe('mlpStep: a barrier that runs out', () => {
       expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 0]);
       expect(await step(false)).toBe('per-op');
       expect(warnings.length).toBe(1);
+    } finally {
+      for (const t of [x, o.gu, o.down]) t.dispose();
+      gpu.destroy();
+    }
+  });
+
+  it("runs at the kernel variant's own grid where no option forces one, at most the self-check's", async () => {
+    const gpu = await Gpu.create({ kernels: { decodeStep: 'persistent', persistSpin: 2 ** 22 } });
+    const c = CASES[2];
+    const o = operands(gpu, c, 5);
+    const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+    try {
+      const [max, grid] = [persistGrid(gpu), await mlpGrid(x, o.gu, o.down)];
+      console.log(`grids on ${gpu.cpu ? 'this CPU driver' : 'this GPU'}: self-check ${max}, persistent MLP ${grid}`);
+      expect(grid).toBeGreaterThanOrEqual(1);
+      expect(grid).toBeLessThanOrEqual(max);
+      expect(await mlpStep(x, o.gu, o.down, { eps: EPS, round: c.round })).toBe('persistent');
+      expectBits((await x.read()) as Float32Array, await perOp(gpu, o.xv, o.gu, o.down, c.round, { path: 'gemv' }),
+        `a step at grid ${grid}`);
     } finally {
       for (const t of [x, o.gu, o.down]) t.dispose();
       gpu.destroy();
