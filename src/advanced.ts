@@ -24,7 +24,7 @@ export { BindingSizeError, DTypeError, FeatureError, NotReplayableError, ShapeEr
  * MLP on dense weights runs as two products ('separate', the default) or in one dispatch ('fold'). Which paths a
  * Gpu takes, and why any is off, is `gpu.summary.fastPaths`.
  */
-export type { DecodeMerge, DecodeMlp, KernelOptions, TurboDecode } from './kernels/plan/options.ts';
+export type { DecodeMerge, DecodeMlp, DecodeStep, KernelOptions, TurboDecode } from './kernels/plan/options.ts';
 export type { SgmatKernel, SgmatSchedule } from './kernels/matmul/sgmat-schedule.ts';
 
 // ---- the model's parts ------------------------------------------------------------------------------------

@@ -107,7 +107,8 @@ function kernelLines(r: BenchResult): string[] {
     for (const w of [...new Set(k.mlp.map((p) => p.weights ?? 'bf16'))]) {
       for (const p of k.mlp.filter((q) => (q.weights ?? 'bf16') === w).sort((a, b) => us(a) - us(b))) {
         const knobs = `${p.units} units / group ${p.group ?? 'default'}${p.prefetch ? ', down prefetched' : ''}`;
-        const form = p.form === 'fold' ? `one dispatch, ${knobs}` : 'two products';
+        const form = p.form === 'fold' ? `one dispatch, ${knobs}` : p.form === 'persistent'
+          ? `one dispatch, grid barrier, ${p.grid} workgroups` : 'two products';
         L.push(`| ${w} | ${form} | ${f(us(p))} | ${f(p.GBps)} |`);
       }
     }

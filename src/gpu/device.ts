@@ -67,6 +67,8 @@ export interface DeviceOptions {
   robustness?: boolean;
   /** Kernel paths this Gpu takes where there is a choice (src/kernels/plan/options.ts); default the measured best. */
   kernels?: KernelOptions;
+  /** Where the Gpu's warnings go (a fast path it gave up at run time); default console.warn. */
+  warn?: (message: string) => void;
 }
 
 /**

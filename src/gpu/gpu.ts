@@ -40,6 +40,8 @@ export class Gpu {
   private readonly batch: Batch;
   /** DeviceOptions.kernels as given: src/kernels/plan/options.ts checks them and plans the kernels' paths with them. */
   readonly kernelOptions: KernelOptions;
+  /** DeviceOptions.warn: where the kernels report a fast path they gave up at run time. */
+  readonly warn: (message: string) => void;
 
   protected constructor(readonly device: GPUDevice, readonly adapter: GPUAdapter, readonly summary: AdapterSummary,
     opts: DeviceOptions) {
@@ -53,6 +55,7 @@ export class Gpu {
     this.storageAlign = device.limits.minStorageBufferOffsetAlignment;
     this.cpu = isSoftwareAdapter(summary);
     this.kernelOptions = opts.kernels ?? {};
+    this.warn = opts.warn ?? ((m) => console.warn(m));
     this.pool = new BufferPool(device);
     this.uniforms = new UniformArena(device);
     this.profiler = new Profiler(device);

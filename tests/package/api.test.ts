@@ -59,7 +59,7 @@ const KV = 'the KV syntax\'s tables and its bits-per-side form, which the cache 
 const TYPE = 'a type the exports above refer to, so that an app can name it';
 const ADVANCED: Record<string, string> = {
   KernelOptions: TUNING, DecodeMerge: TUNING, DecodeMlp: TUNING, SgmatKernel: TUNING, SgmatSchedule: TUNING,
-  TurboDecode: TUNING,
+  TurboDecode: TUNING, DecodeStep: TUNING,
   FastFeature: 'the key of AdapterSummary.fastFeatures', OnOff: 'a verdict of AdapterSummary.fastFeatures / fastPaths',
   BindingSizeError: ERROR, DTypeError: ERROR, FeatureError: ERROR, NotReplayableError: ERROR, ShapeError: ERROR,
   UsageError: ERROR,

@@ -9,7 +9,8 @@ import { Gpu, InputError } from '../../src/index.ts';
 const PATHS = [
   'decode MLP in one dispatch (dense, 4- and 8-bit weights)', 'decode attention merged in its split (one dispatch)',
   'decode attention over TurboQuant caches read from the codes',
-  'matrix-vector reductions on subgroups', 'prefill attention on tensor cores (bf16)',
+  'matrix-vector reductions on subgroups', 'persistent decode step (grid barriers inside one dispatch)',
+  'prefill attention on tensor cores (bf16)',
   'prefill matmuls on tensor cores (bf16)', 'staged tensor-core kernel (128x128 tiles)',
 ];
 

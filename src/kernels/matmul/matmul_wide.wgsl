@@ -14,6 +14,7 @@
 // #include "matmul/linear.inc.wgsl"
 // #include "matmul/gemv_block.inc.wgsl"
 // #include "matmul/row_groups.inc.wgsl"
+// #include "matmul/wide_inv.inc.wgsl"
 
 // Threads per workgroup (G = THREADS / WG row groups, a power of two), rows per row group (ROWS = G * RPG) and units
 // per lane per row: overrides all, so the loops over them unroll and wv / acc stay in registers (indices computed
@@ -22,26 +23,6 @@ override THREADS: u32 = 256u;
 override RPG: u32 = 1u;
 override UPL: u32 = 1u;
 const MAXW: u32 = 32u;   // registers of weight units per lane: UPL * RPG <= MAXW
-
-// The inverse RMS of x (row 0) by all THREADS threads; red holds the tree (WG * ROWS >= THREADS entries).
-fn wide_inv(tid: u32) -> f32 {
-  let T = THREADS;
-  let xpr = p.K / 4u;
-  var s = 0.0;
-  for (var j = tid; j < xpr; j += 2u * T) {
-    let v = sq4(j, xpr) + sq4(j + T, xpr);
-    s += v.x + v.y + v.z + v.w;
-  }
-  red[tid] = s;
-  workgroupBarrier();
-  for (var span = T / 2u; span > 0u; span >>= 1u) {
-    if (tid < span) { red[tid] += red[tid + span]; }
-    workgroupBarrier();
-  }
-  let inv = inv_rms(red[0]);
-  workgroupBarrier();   // every thread has read red[0] before the sums overwrite it
-  return inv;
-}
 
 @compute @workgroup_size(THREADS)
 fn gemv_wide(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {

@@ -1,11 +1,11 @@
 // The planner's options, per Gpu: the options a Gpu was created with (DeviceOptions.kernels) are checked once and
 // kept in its state. Every path choice of the kernels lives in this folder (src/kernels/plan/): matmul.ts (the
 // products' paths, qlinear's, the tensor cores' kernel and schedule, the decode MLP fold), gemv.ts (the matrix-vector
-// shapes), attention.ts (attention's path, tensor cores and merge, a decode step's fused kernels), paths.ts (the
-// on/off verdicts in the adapter summary) and prepare.ts (a new device's preparation). Kernels dispatch what the
-// planners say, and nothing is module-wide: two Gpus in one process may take different paths. A new choice (the
-// persistent decode step of issue 39, say) is a field of KernelOptions with its default in DEFAULT_POLICY, a planner
-// function here, and its verdict in paths.ts.
+// shapes), attention.ts (attention's path, tensor cores and merge, a decode step's fused kernels), persist.ts (the
+// persistent decode step's grid and form), paths.ts (the on/off verdicts in the adapter summary) and prepare.ts (a
+// new device's preparation). Kernels dispatch what the planners say, and nothing is module-wide: two Gpus in one
+// process may take different paths. A new choice is a field of KernelOptions with its default in DEFAULT_POLICY, a
+// planner function here, and its verdict in paths.ts.
 import type { Gpu } from '../../gpu/gpu.ts';
 import type { KernelOptions } from '../../gpu/device.ts';
 import { stateKey } from '../../gpu/registry.ts';
@@ -35,6 +35,14 @@ export const MLPS: readonly DecodeMlp[] = ['fold', 'separate'];
  */
 export type TurboDecode = 'fused' | 'general';
 export const TURBO_DECODES: readonly TurboDecode[] = ['fused', 'general'];
+
+/**
+ * A decode step's form (issue 39): 'per-op', a dispatch an op (the reference and the fallback); 'persistent', the
+ * persistent kernels (kernels/persist/: workgroups meeting at a grid barrier inside one dispatch) wherever the
+ * device's grid self-check passes, CPU drivers included; 'auto', the same on GPUs only. The same bits either way.
+ */
+export type DecodeStep = 'per-op' | 'persistent' | 'auto';
+export const DECODE_STEPS: readonly DecodeStep[] = ['per-op', 'persistent', 'auto'];
 
 // The fields of DeviceOptions.kernels, declared here so that the GPU layer names no kernel.
 declare module '../../gpu/device.ts' {
@@ -66,6 +74,12 @@ declare module '../../gpu/device.ts' {
     unroll?: boolean;
     /** A decode step over two TurboQuant sides: 'fused' (default) or 'general' (the reference). */
     turboDecode?: TurboDecode;
+    /** A decode step's form: 'per-op' (default until a GPU measures the persistent step), 'persistent', 'auto'. */
+    decodeStep?: DecodeStep;
+    /** The persistent kernels' grid, checked at creation; default the largest the self-check passes (tests: 1, 2). */
+    persistGrid?: number;
+    /** Loads a workgroup waits at a grid barrier before it gives up (default persist/grid-check.ts's DEFAULT_SPIN). */
+    persistSpin?: number;
   }
 }
 export type { KernelOptions };
@@ -80,11 +94,15 @@ export interface KernelPolicy {
   specialize: boolean | null;
   unroll: boolean | null;
   turboDecode: TurboDecode;
+  decodeStep: DecodeStep;
+  /** null: the self-check's choice. */
+  persistGrid: number | null;
+  persistSpin: number | null;
 }
 
 export const DEFAULT_POLICY: Readonly<KernelPolicy> = Object.freeze({
   sgmat: DEFAULT_SCHEDULE, attentionTensorCores: true, decodeMerge: 'fold', decodeMlp: 'separate',
-  turboDecode: 'fused', specialize: null, unroll: null,
+  turboDecode: 'fused', specialize: null, unroll: null, decodeStep: 'per-op', persistGrid: null, persistSpin: null,
 });
 
 const WHERE = 'DeviceOptions.kernels';
@@ -119,6 +137,16 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
   if (turbo !== undefined && !TURBO_DECODES.includes(turbo)) {
     throw new InputError(`${WHERE}.turboDecode`, `'${turbo}' must be one of ${TURBO_DECODES.join(', ')}`);
   }
+  const step = o.decodeStep;
+  if (step !== undefined && !DECODE_STEPS.includes(step)) {
+    throw new InputError(`${WHERE}.decodeStep`, `'${step}' must be one of ${DECODE_STEPS.join(', ')}`);
+  }
+  for (const [k, min] of [['persistGrid', 1], ['persistSpin', 0]] as const) {
+    const v = o[k];
+    if (v !== undefined && !(Number.isInteger(v) && v >= min && v < 2 ** 31)) {
+      throw new InputError(`${WHERE}.${k}`, `${JSON.stringify(v)} must be a whole number from ${min} below 2^31`);
+    }
+  }
   return {
     sgmat: withSchedule(`${WHERE}.sgmat`, DEFAULT_SCHEDULE, o.sgmat ?? {}),
     attentionTensorCores: tc ?? DEFAULT_POLICY.attentionTensorCores,
@@ -127,6 +155,9 @@ export function resolvePolicy(o: KernelOptions = {}): KernelPolicy {
     specialize: o.specialize ?? null,
     unroll: o.unroll ?? null,
     turboDecode: turbo ?? DEFAULT_POLICY.turboDecode,
+    decodeStep: step ?? DEFAULT_POLICY.decodeStep,
+    persistGrid: o.persistGrid ?? null,
+    persistSpin: o.persistSpin ?? null,
   };
 }
 

@@ -9,8 +9,9 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import type { OnOff } from '../../gpu/device.ts';
 import { matmulPaths } from './matmul.ts';
 import { attentionPaths } from './attention.ts';
+import { persistPaths } from './persist.ts';
 
 /** The fast paths on `gpu`: on, or off and why. */
 export function fastPaths(gpu: Gpu): Record<string, OnOff> {
-  return { ...matmulPaths(gpu), ...attentionPaths(gpu) };
+  return { ...matmulPaths(gpu), ...attentionPaths(gpu), ...persistPaths(gpu) };
 }

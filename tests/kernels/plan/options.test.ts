@@ -33,7 +33,8 @@ describe('kernel policy', () => {
     expect(resolvePolicy(o)).toEqual({
       sgmat: { kernel: 'auto', pipe: true,
         splitK: 2 }, attentionTensorCores: true, decodeMerge: 'separate', decodeMlp: 'fold',
-      turboDecode: 'general', specialize: null, unroll: null,
+      turboDecode: 'general', specialize: null, unroll: null, decodeStep: 'per-op', persistGrid: null,
+      persistSpin: null,
     });
     expect(resolvePolicy({ specialize: true, unroll: false })).toMatchObject({ specialize: true, unroll: false });
     const bad: Array<[unknown, RegExp]> = [

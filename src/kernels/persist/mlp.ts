@@ -1,0 +1,152 @@
+// The persistent MLP tail of a decode layer call (mlp.wgsl): norm + gate_up + SwiGLU, a grid barrier, down +
+// residual, in one dispatch, bit for bit the per-op path's two gemv_wide products. `persistentMlp` dispatches it;
+// `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
+// kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
+// `mlpGrid` sizes the grid for the kernel variant itself.
+import { Kernel } from '../kernel.ts';
+import type { Gpu } from '../../gpu/gpu.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { stateKey } from '../../gpu/registry.ts';
+import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
+import { matmul } from '../matmul/matmul.ts';
+import { uplFit, wideRows } from '../matmul/gemv.ts';
+import { denseGemvShape } from '../plan/gemv.ts';
+import { persistGrid, persistRanOut, persistSpin } from '../plan/persist.ts';
+import { kernelPolicy } from '../plan/options.ts';
+import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
+
+const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
+const MAXW = 32;
+
+export interface PersistMlpOptions {
+  /** rmsNorm's eps of the norm before gate_up. */
+  eps: number;
+  /** Output rounding of every op (as matmul's `round`). */
+  round?: Round;
+  /** Tests: every barrier waits for one workgroup more than the grid has, so its spins run out. */
+  absent?: boolean;
+}
+
+/**
+ * The kernel's overrides for x [1, K], gateUp [2I, K], down [K, I] (one dense weight each), or null where the
+ * per-op path would not take gemv_wide for both products (whose sums the kernel reproduces) or where it cannot run:
+ * x not 16-byte aligned, gate_up's per-op workgroup not of PERSIST_THREADS threads, the registers exceeded.
+ */
+export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor): Record<string, number> | null {
+  const K = x.shape[x.rank - 1];
+  const I = gateUp.shape[0] / 2;
+  const dtype = gateUp.dtype;
+  if (x.dtype !== 'f32' || x.size !== K || down.dtype !== dtype || !(dtype in DTYPE_CODE)) return null;
+  const one = { M: 1, dtype, wide: wideRows(x, gateUp, K) && wideRows(x, down, I) };
+  const gu = denseGemvShape(x.gpu, { ...one, N: 2 * I, K, norm: true, swiglu: true });
+  const dn = denseGemvShape(x.gpu, { ...one, N: K, K: I, norm: false, swiglu: false });
+  if (gu.kernel !== 'wide' || dn.kernel !== 'wide' || gu.wg * gu.groups! !== PERSIST_THREADS) return null;
+  const UPLU = uplFit(K, dtype, gu.wg, 1).upl;
+  const UPLD = uplFit(I, dtype, dn.wg, 1).upl;
+  const RPG = [4, 2, 1].find((r) => r * Math.max(UPLU, UPLD) <= MAXW);
+  if (RPG === undefined) return null;
+  return { WDT: DTYPE_CODE[dtype as keyof typeof DTYPE_CODE], THREADS: PERSIST_THREADS, RPG, WGU: gu.wg, UPLU,
+    WGD: dn.wg, UPLD };
+}
+
+/**
+ * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), in one dispatch of `grid` workgroups (fewer where
+ * there are fewer blocks), each barrier waited on `spin` loads at most. False, nothing dispatched, where
+ * persistMlpShape refuses the operands. A barrier that runs out sets the device's flag (persistFlag) and leaves x
+ * as it was.
+ */
+export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
+  o: PersistMlpOptions & { grid: number; spin: number }): boolean {
+  const shape = persistMlpShape(x, gateUp, down);
+  if (!shape) return false;
+  const gpu = x.gpu;
+  const K = x.shape[x.rank - 1];
+  const I = gateUp.shape[0] / 2;
+  // Blocks of each product: ROWSU / 2 activations, ROWSD down rows (mlp.wgsl); no more workgroups than either has.
+  const half = (PERSIST_THREADS / shape.WGU) * shape.RPG / 2;
+  const rowsD = (PERSIST_THREADS / shape.WGD) * shape.RPG;
+  const n = Math.min(o.grid, Math.max(Math.ceil(I / half), Math.ceil(K / rowsD)));
+  const act = Tensor.empty(gpu, [I], 'f32', 'persist.act');
+  MLP.dispatch(gpu, {
+    bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, act },
+    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps },
+    overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: 'persist.mlp',
+  });
+  act.dispose();
+  return true;
+}
+
+/**
+ * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its grid (mlpGrid), else (or where it
+ * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph will read it with
+ * its token instead); if it was set, x is untouched, so the step is redone on the per-op path and the Gpu switches
+ * to it for good (persistRanOut warns). Resolves to the path that wrote x.
+ */
+export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
+  o: PersistMlpOptions): Promise<'persistent' | 'per-op'> {
+  const gpu = x.gpu;
+  const grid = await mlpGrid(x, gateUp, down);
+  if (grid > 0 && persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(gpu) })) {
+    if (!(await takeFlag(gpu))) return 'persistent';
+    persistRanOut(gpu, 'the persistent MLP');
+  }
+  const a = matmul(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
+  matmul(a, down, { round: o.round, accumulate: x });
+  a.dispose();
+  return 'per-op';
+}
+
+const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
+
+/**
+ * The grid the persistent MLP runs at on these operands: the device's (persistGrid) where an option forced it,
+ * else the largest of GRID_CANDIDATES up to it at which this kernel variant's own barrier held, tried smallest
+ * first on a zero x and kept per variant: the self-check's kernel holds few registers, and a variant holding more
+ * may have fewer workgroups resident. 0 where none held or the kernel does not take the operands.
+ */
+export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<number> {
+  const gpu = x.gpu;
+  const max = persistGrid(gpu);
+  const shape = persistMlpShape(x, gateUp, down);
+  if (max === 0 || !shape || kernelPolicy(gpu).persistGrid !== null) return shape ? max : 0;
+  const grids = gpu.state.get(GRIDS, () => new Map<string, number>());
+  const key = JSON.stringify(shape);
+  let best = grids.get(key);
+  if (best !== undefined) return best;
+  best = 0;
+  const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
+  try {
+    for (const n of GRID_CANDIDATES.filter((c) => c <= max)) {
+      persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu) });
+      if (await takeFlag(gpu)) break;
+      best = n;
+    }
+  } finally {
+    zero.dispose();
+  }
+  grids.set(key, best);
+  return best;
+}
+
+const CONTROL = stateKey<GPUBuffer>('persist.control');
+
+/**
+ * The persistent kernels' barrier words on `gpu` ([0] arrivals, [1] exits, [2] the run-out flag): zeroed once, the
+ * counts set back to 0 by each dispatch (barrier.inc.wgsl), so a captured step binds the same buffer every replay.
+ */
+function control(gpu: Gpu): GPUBuffer {
+  return gpu.state.get(CONTROL, () => gpu.device.createBuffer({ size: 16, label: 'persist.control',
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
+}
+
+/** The barrier words (arrivals, exits, flag) once the commands recorded so far have run: tests check the counts. */
+export async function readControl(gpu: Gpu): Promise<Uint32Array> {
+  return new Uint32Array(await gpu.read({ buffer: control(gpu), offset: 0, size: 12 }, 'persist.control'));
+}
+
+/** Whether a barrier ran out since the last call (the flag is cleared after the commands recorded so far). */
+export async function takeFlag(gpu: Gpu): Promise<boolean> {
+  const set = (await readControl(gpu))[2] !== 0;
+  if (set) gpu.write(control(gpu), 8, new Uint32Array([0]));
+  return set;
+}
