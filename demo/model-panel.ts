@@ -8,8 +8,9 @@ import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError,
   type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch,
-  trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
+import { DownloadError, htmlAnswered, prefetch, WEB_PAGE } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached,
+  trackNewEntries } from './download-cache.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 import { showKernelPath } from './adapter.ts';
