@@ -22,8 +22,20 @@
 //   axes instead (axes.test.ts, plad.test.ts).
 import { describe, expect, it } from 'vitest';
 import {
-  applyCase, applyParaphrase, applyPunct, applyTypo, band, buildReport, buildRniahPrompt, compositeScore, diffTrajectories, extractNeedleKeyword, harmonicMean, interpretPattern, kldToScore, levenshtein, MIN_FLOOR, nearestSentenceBoundary, normalizedDrift, parseKvConfig, parsePromptsJsonl, perturb, PyRandom, renderTextReport, toJsonString, DEFAULT_PERTURBATIONS, type KldAxisResult, type PladAxisResult, type RniahAxisResult, type TrajectoryAxisResult,
+  band, buildRniahPrompt, compositeScore, kldToScore, MIN_FLOOR, parseKvConfig, parsePromptsJsonl, renderTextReport,
+  toJsonString, DEFAULT_PERTURBATIONS, type KldAxisResult, type PladAxisResult, type RniahAxisResult,
+  type TrajectoryAxisResult,
 } from '../../src/refract/index.ts';
+// The axes' inner steps and the report's parts, which the entry keeps to itself.
+import {
+  applyCase, applyParaphrase, applyPunct, applyTypo, levenshtein, normalizedDrift, perturb,
+} from '../../src/refract/axes/plad.ts';
+import { extractNeedleKeyword, nearestSentenceBoundary } from '../../src/refract/axes/rniah.ts';
+import { diffTrajectories } from '../../src/refract/axes/trajectory.ts';
+import { harmonicMean } from '../../src/refract/score.ts';
+import { interpretPattern } from '../../src/refract/diagnosis.ts';
+import { buildReport } from '../../src/refract/report/json.ts';
+import { PyRandom } from '../../src/refract/pyrandom.ts';
 import { reproCommand } from '../../src/cli/refract-flags.ts';
 
 const gtm = (score: number): TrajectoryAxisResult => ({

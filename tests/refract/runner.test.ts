@@ -3,9 +3,10 @@
 // self run, and `refract sweep` (grid, resume, Pareto front).
 import { describe, expect, it } from 'vitest';
 import {
-  candidateFile, gridCandidates, markPareto, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract, runSweep, toJsonString,
-  type RunRefractOptions, type SweepRow,
+  gridCandidates, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract,
+  runSweep, toJsonString, type RunRefractOptions, type SweepRow,
 } from '../../src/refract/index.ts';
+import { candidateFile, markPareto } from '../../src/refract/sweep.ts';
 import { InputError } from '../../src/errors.ts';
 import { FakeBackend } from './fake-backend.ts';
 import { wellFormedProblem } from './wellformed.ts';

@@ -167,7 +167,10 @@ export class KldAccumulator {
   }
 }
 
-/** A KLD pass in progress: the chunks finished and what they accumulated. */
+/**
+ * A KLD pass in progress: the chunks finished and what they accumulated. A backend that resumes (`KldOptions.resume`)
+ * gets back the one it made; its accumulator is the backend's own, not API.
+ */
 export interface KldProgress {
   acc: KldAccumulator;
   done: number;
