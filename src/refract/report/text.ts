@@ -55,8 +55,8 @@ function kldLines(k: KldBlock): string[] {
   }
   const dp = k.delta_p;
   if (dp) {
-    L.push(`   Δp of the next token       : mean ${(100 * dp.mean).toFixed(3)} ± ${(100 * dp.mean_unc).toFixed(3)} %, ` +
-      `RMS ${(100 * dp.rms).toFixed(3)} ± ${(100 * dp.rms_unc).toFixed(3)} %`);
+    L.push(`   Δp of the next token       : mean ${(100 * dp.mean).toFixed(3)} ± ${(100 * dp.mean_unc).toFixed(3)} ` +
+      `%, RMS ${(100 * dp.rms).toFixed(3)} ± ${(100 * dp.rms_unc).toFixed(3)} %`);
   }
   if (k.ppl_ref != null && k.ppl_cand != null && k.ppl_ratio != null) {
     L.push(`   PPL ref / cand             : ${k.ppl_ref.toFixed(4)} ± ${k.ppl_ref_unc!.toFixed(4)} / ` +
