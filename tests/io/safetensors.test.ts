@@ -68,7 +68,8 @@ describe('safetensors', () => {
     await expect(SafetensorsFile.open(bytesSource('j.st', notJson))).rejects.toThrow(FormatError);
   });
 
-  it('refuses overlapping, gapped, trailing and misaligned tensors as the safetensors crate does, naming file and tensor', async () => {
+  it('refuses overlapping, gapped, trailing and misaligned tensors as the safetensors crate does, naming file and '
+    + 'tensor', async () => {
     const mk = (h: object, data: number) => {
       const j = new TextEncoder().encode(JSON.stringify(h));
       const out = new Uint8Array(8 + j.byteLength + data);
