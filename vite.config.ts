@@ -42,9 +42,11 @@ function devFile(url: string): string | null {
 /** README.md as a web page: what a reader expects from a documentation link (not raw Markdown). */
 function readmeHtml(): string {
   const body = new MarkdownIt({ html: false, linkify: true }).render(readFileSync(join(here, 'README.md'), 'utf8'));
-  const css = 'body{font:16px/1.55 system-ui,sans-serif;max-width:52rem;margin:0 auto;padding:1rem}pre{overflow-x:auto;padding:.6rem;' +
-    'background:#f3f4f6}code{font-family:ui-monospace,monospace}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem}';
-  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+  const css = 'body{font:16px/1.55 system-ui,sans-serif;max-width:52rem;margin:0 auto;padding:1rem}' +
+    'pre{overflow-x:auto;padding:.6rem;background:#f3f4f6}code{font-family:ui-monospace,monospace}' +
+    'table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem}';
+  return '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">' +
     `<title>hrm-webgpu: README</title><style>${css}</style></head><body><main>${body}</main></body></html>\n`;
 }
 
@@ -60,7 +62,9 @@ function browserCorpus(): Plugin {
         '/').endsWith('src/refract/corpus.ts') ? NODE_ONLY : null;
     },
     load(id) {
-      return id === NODE_ONLY ? 'export async function readBrownFile() { throw new Error("[corpus] no node:fs in a browser: pass baseUrl"); }' : null;
+      return id === NODE_ONLY
+        ? 'export async function readBrownFile() { throw new Error("[corpus] no node:fs in a browser: pass baseUrl"); }'
+        : null;
     },
   };
 }

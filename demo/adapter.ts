@@ -22,7 +22,9 @@ function kernelPath(app: App): string {
   const dtype = $<HTMLSelectElement>('dtype').value as ActDtype;
   let kv: KvStorage = { k: null, v: null };
   try { kv = kvFromSelects('kv-k', 'kv-v').spec; } catch { /* shown by the memory check */ }
-  const weights = !lm ? 'no model loaded' : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)` : `dense matmul (${lm.weightDtype} weights)`;
+  const weights = !lm ? 'no model loaded'
+    : q ? `qlinear (${q.bits}-bit weights, group ${q.groupSize}, dequantized inside the kernel)`
+      : `dense matmul (${lm.weightDtype} weights)`;
   const turbo = typeof kv.k === 'string' || typeof kv.v === 'string';
   const attention = turbo ? 'sdpa, the TurboQuant cache side decoded first (turbo_dequant)'
     : kv.k !== null &&
@@ -31,7 +33,8 @@ function kernelPath(app: App): string {
         kv.v !== null ? 'sdpa, the quantized cache side dequantized first' : 'sdpa over the full-precision cache';
   const dev = app.device;
   const subgroups = dev && dev.adapter.features.includes('subgroups') && !isSoftwareAdapter(dev.adapter);
-  const features = !dev ? '' : `; matrix-vector reduction ${subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory'}; prefill matmuls: ${dev.prefillMatmuls}`;
+  const reduction = subgroups ? 'on subgroups where the units split evenly' : 'in workgroup memory';
+  const features = !dev ? '' : `; matrix-vector reduction ${reduction}; prefill matmuls: ${dev.prefillMatmuls}`;
   return `${weights}; ${attention}; f32 math${dtype === 'bf16' ? ' rounded to bf16 where MLX rounds' : ''}${features}`;
 }
 

@@ -111,7 +111,10 @@ export class App {
     });
   }
 
-  /** Show an error next to `job`'s controls (when given) and in the banner (announced there only when no panel holds it). */
+  /**
+   * Show an error next to `job`'s controls (when given) and in the banner (announced there only when no panel holds
+   * it).
+   */
   showError(e: unknown, job?: Job): void {
     const x = explain(e);
     if (x.kind === 'aborted') return;

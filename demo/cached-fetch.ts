@@ -1,55 +1,19 @@
-// Downloads kept in the browser's Cache Storage, so a reload does not fetch a checkpoint again.
-// `prefetch` streams one whole file into the cache with byte progress; `cachedFetch` is the `fetch` handed to
-// urlFiles: it answers GET (whole or one byte range) and HEAD from a cached file, and otherwise goes to the
-// network (caching whole 200 GET responses of small files such as config.json on the way).
-// Only a file that arrived whole is kept: its length matches Content-Length, a .json parses, a .safetensors
-// header's tensors end inside it. Whatever a load put in the cache can be evicted again when the load fails.
+// Getting files into the download cache (download-cache.ts) and out of it. `prefetch` streams one whole file into the
+// cache with byte progress; `cachedFetch` is the `fetch` handed to urlFiles: it answers GET (whole or one byte range)
+// and HEAD from a cached file, and otherwise goes to the network (caching whole 200 GET responses of small files
+// such as config.json on the way). Only a file that arrived whole is kept: its length matches Content-Length, a
+// .json parses, a .safetensors header's tensors end inside it.
 // Not public API: the loader's own safetensors header check, reused to tell a whole download from a cut one.
 import { NetworkError } from '../src/index.ts';
 import { streamDownload, type Progress } from '../src/advanced.ts';
 import { blobSource } from '../src/io/sources.ts';
 import { SafetensorsFile } from '../src/io/safetensors.ts';
 import { abortable, counted } from './streams.ts';
-
-const CACHE_NAME = 'hrm-webgpu-files-v1';
-
-/** Cache Storage exists only in secure contexts (https, localhost, 127.0.0.1). */
-export function cacheAvailable(): boolean {
-  return typeof caches !== 'undefined' && globalThis.isSecureContext !== false;
-}
-
-const blobs = new Map<string, Promise<Blob | null>>();
+import { cacheAvailable, cachedBlob, evict, fileOf, forgetRead, keep, openCache } from './download-cache.ts';
 
 function urlOf(input: RequestInfo | URL): string {
   if (typeof input === 'string') return new URL(input, globalThis.location?.href).href;
   return input instanceof URL ? input.href : input.url;
-}
-
-/** The cached body of `url`, or null. Memoised: Chrome's blobs from the cache point at the disk entry. */
-function cachedBlob(url: string): Promise<Blob | null> {
-  if (!cacheAvailable()) return Promise.resolve(null);
-  let p = blobs.get(url);
-  if (!p) {
-    p = caches.open(CACHE_NAME).then((c) => c.match(url)).then((r) => (r ? r.blob() : null), () => null);
-    blobs.set(url, p);
-    // Forget misses so a later prefetch's entry is seen.
-    p.then((b) => { if (!b) blobs.delete(url); });
-  }
-  return p;
-}
-
-/**
- * Start a load's reads afresh. A body memoised by an earlier load may belong to an entry that has since been evicted
- * or cleared, and the server may hold other files now: the model's worker has a memo of its own, which the page's
- * eviction and Clear cannot reach, so each load starts by forgetting.
- */
-export function forgetCachedReads(): void {
-  blobs.clear();
-}
-
-/** Whether `url` is in the download cache. */
-export async function isCached(url: string): Promise<boolean> {
-  return (await cachedBlob(url)) !== null;
 }
 
 /** Parse `bytes=a-b` (one range) against a size; null when absent or unsatisfiable. */
@@ -59,11 +23,6 @@ function parseRange(header: string | null, size: number): [number, number] | nul
   const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
   const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
   return start <= end && start < size ? [start, end] : null;
-}
-
-/** The file name at the end of a URL (what messages name). */
-export function fileOf(url: string): string {
-  return decodeURIComponent(new URL(url).pathname.split('/').pop() || url);
 }
 
 /** Whether `res` is a web page (200, text/html) answering for a file that is not one. */
@@ -106,11 +65,14 @@ export function htmlAnswered(base: string): string | null {
 export const cachedFetch: typeof fetch = async (input, init) => {
   const url = urlOf(input);
   const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  const rangeHeader = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).get('range');
+  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+  const rangeHeader = headers.get('range');
   const blob = method === 'GET' || method === 'HEAD' ? await cachedBlob(url) : null;
   if (blob) {
     const size = blob.size;
-    if (method === 'HEAD') return new Response(null, { status: 200, headers: { 'content-length': String(size), 'accept-ranges': 'bytes' } });
+    if (method === 'HEAD') {
+      return new Response(null, { status: 200, headers: { 'content-length': String(size), 'accept-ranges': 'bytes' } });
+    }
     const range = parseRange(rangeHeader, size);
     if (rangeHeader && range) {
       const [a, b] = range;
@@ -138,57 +100,24 @@ export const cachedFetch: typeof fetch = async (input, init) => {
   return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 };
 
-/** Why `body` is not the whole of `url`, or null: length against Content-Length, JSON that parses, safetensors extent. */
+/**
+ * Why `body` is not the whole of `url`, or null: length against Content-Length, JSON that parses, safetensors
+ * extent.
+ */
 async function incomplete(url: string, body: Blob, expected: number, encoded: boolean): Promise<string | null> {
-  if (expected > 0 && !encoded && body.size !== expected) return `got ${body.size} of ${expected} bytes (connection cut?)`;
+  if (expected > 0 && !encoded && body.size !== expected) {
+    return `got ${body.size} of ${expected} bytes (connection cut?)`;
+  }
   const name = fileOf(url);
-  if (name.endsWith('.json')) {
-    try { JSON.parse(await body.text()); } catch (e) { return `arrived incomplete or is not JSON (${(e as Error).message})`; }
-  } else if (name.endsWith('.safetensors')) {
-    try { await SafetensorsFile.open(blobSource(body, name)); } catch (e) { return `arrived incomplete: ${(e as Error).message.replace(/^\[\w+\] /, '')}`; }
+  try {
+    if (name.endsWith('.json')) JSON.parse(await body.text());
+    else if (name.endsWith('.safetensors')) await SafetensorsFile.open(blobSource(body, name));
+  } catch (e) {
+    const why = (e as Error).message;
+    return name.endsWith('.json') ? `arrived incomplete or is not JSON (${why})`
+      : `arrived incomplete: ${why.replace(/^\[\w+\] /, '')}`;
   }
   return null;
-}
-
-/** Put a checked file in the cache; a refusal (quota, opaque response) only means it is served uncached. */
-async function keep(url: string, res: Response): Promise<boolean> {
-  try {
-    await (await caches.open(CACHE_NAME)).put(url, res);
-  } catch (e) {
-    console.warn(`could not keep ${fileOf(url)} in the download cache: ${(e as Error).message}`);
-    return false;
-  }
-  blobs.delete(url);
-  return true;
-}
-
-/**
- * The cache's URLs when the current load started. What a failed load evicts is read from the cache itself, not
- * from this page's own puts: the model's worker caches the files it reads (tokenizer.json) with its own copy of
- * this module.
- */
-let before: Promise<Set<string>> = Promise.resolve(new Set());
-
-async function cachedUrls(): Promise<Set<string>> {
-  if (!cacheAvailable()) return new Set();
-  return new Set((await (await caches.open(CACHE_NAME)).keys()).map((r) => r.url));
-}
-
-/** Start a load: entries cached from now on, here or in the worker, can be taken out by `evictNewEntries`. */
-export async function trackNewEntries(): Promise<void> {
-  before = cachedUrls();
-  await before;
-}
-
-/** Take out what the current load cached; returns the file names evicted. */
-export async function evictNewEntries(): Promise<string[]> {
-  const known = await before;
-  const urls = [...(await cachedUrls())].filter((u) => !known.has(u));
-  before = Promise.resolve(new Set());
-  if (!urls.length) return [];
-  const c = await caches.open(CACHE_NAME);
-  for (const u of urls) { blobs.delete(u); await c.delete(u); }
-  return urls.map(fileOf);
 }
 
 /** What the page says of a web page (200, text/html) where a model's weights should be. */
@@ -242,7 +171,7 @@ export async function prefetch(
   // Streamed into the cache (a checkpoint need not fit in memory), then checked there and taken out if not whole.
   const type = res.headers.get('content-type') ?? 'application/octet-stream';
   try {
-    const put = (await caches.open(CACHE_NAME)).put(url, new Response(body, { headers: { 'content-type': type } }));
+    const put = (await openCache()).put(url, new Response(body, { headers: { 'content-type': type } }));
     put.catch(() => {}); // after a stop, its own rejection comes later and says nothing new
     await Promise.race([put, stopped.promise]);
   } catch (e) {
@@ -255,12 +184,11 @@ export async function prefetch(
   } finally {
     stopped.done();
   }
-  blobs.delete(url);
+  forgetRead(url);
   const kept = await cachedBlob(url);
   const problem = kept ? await incomplete(url, kept, total, res.headers.get('content-encoding') !== null) : null;
   if (problem) {
-    await (await caches.open(CACHE_NAME)).delete(url);
-    blobs.delete(url);
+    await evict(url);
     throw new DownloadError(url, problem);
   }
   return kept?.size ?? loaded;
@@ -272,25 +200,4 @@ export class DownloadError extends Error {
     super(`${url}: ${detail}`);
     this.name = 'DownloadError';
   }
-}
-
-/** Drop every cached download. */
-export async function clearCache(): Promise<void> {
-  blobs.clear();
-  if (cacheAvailable()) await caches.delete(CACHE_NAME);
-}
-
-/** Bytes held by the cached downloads (sum of entry sizes), and the origin's storage quota when known. */
-export async function cacheUsage(): Promise<{ files: number; bytes: number; quota: number | null; usage: number | null }> {
-  let files = 0;
-  let bytes = 0;
-  if (cacheAvailable() && (await caches.has(CACHE_NAME))) {
-    const c = await caches.open(CACHE_NAME);
-    for (const req of await c.keys()) {
-      const b = await cachedBlob(req.url);
-      if (b) { files++; bytes += b.size; }
-    }
-  }
-  const est = await navigator.storage?.estimate?.().catch(() => null);
-  return { files, bytes, quota: est?.quota ?? null, usage: est?.usage ?? null };
 }

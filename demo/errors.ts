@@ -9,7 +9,8 @@ import { WontFitError } from './memory.ts';
 
 export interface Explained {
   /** Short class of problem, also set as data-kind on the banner (tests read it). */
-  kind: 'no-webgpu' | 'feature' | 'oom' | 'device-lost' | 'bad-files' | 'input' | 'download' | 'too-large' | 'aborted' | 'quota' | 'gpu' | 'other';
+  kind: 'no-webgpu' | 'feature' | 'oom' | 'device-lost' | 'bad-files' | 'input' | 'download' | 'too-large' | 'aborted'
+    | 'quota' | 'gpu' | 'other';
   title: string;
   detail: string;
   reload: boolean;
@@ -44,18 +45,21 @@ export function explain(e: unknown): Explained {
       detail, reload: false };
     return {
       kind: 'no-webgpu', title: 'WebGPU is not available',
-      detail: `${detail}. Use a browser with WebGPU (Chrome or Edge 113+, Safari 26, Firefox 141+ on Windows), served over https or ` +
+      detail: `${detail}. Use a browser with WebGPU (Chrome or Edge 113+, Safari 26, Firefox 141+ on Windows), ` +
+        'served over https or ' +
         'from localhost; on Linux, Chrome needs --enable-unsafe-webgpu (and Vulkan) for now.',
       reload: false,
     };
   }
   if (e instanceof GpuOutOfMemoryError) {
     return { kind: 'oom', title: 'Out of GPU memory',
-      detail: `${detail}. Try a shorter context or fewer tokens, a quantized KV cache, or a smaller model; closing other GPU-heavy tabs can help.`, reload: false };
+      detail: `${detail}. Try a shorter context or fewer tokens, a quantized KV cache, or a smaller model; ` +
+        'closing other GPU-heavy tabs can help.', reload: false };
   }
   if (e instanceof WontFitError) {
     return { kind: 'too-large', title: 'This model will not fit this GPU',
-      detail: `${e.reasons.join('; ')}. Nothing was downloaded. Quantize the weights (8 or 4 bits), lower the context, quantize the KV cache, or tick "Load even if…" to try anyway.`, reload: false };
+      detail: `${e.reasons.join('; ')}. Nothing was downloaded. Quantize the weights (8 or 4 bits), lower the ` +
+        'context, quantize the KV cache, or tick "Load even if…" to try anyway.', reload: false };
   }
   if (e instanceof BindingSizeError) return { kind: 'too-large', title: 'Too large for this GPU', detail,
     reload: false };
@@ -67,18 +71,22 @@ export function explain(e: unknown): Explained {
     if (/feature/i.test(detail)) return { kind: 'feature', title: 'This GPU lacks a WebGPU feature the model needs',
       detail, reload: false };
     return { kind: 'gpu', title: 'The GPU rejected a command',
-      detail: `${detail}. This is a bug in hrm-webgpu or the browser; please report it with the adapter details.`, reload: false };
+      detail: `${detail}. This is a bug in hrm-webgpu or the browser; please report it with the adapter details.`,
+      reload: false };
   }
   // A DownloadError from the model's worker (its reads of the files) arrives as an Error of that name.
   if (e instanceof DownloadError || e instanceof NetworkError || (e instanceof Error && e.name === 'DownloadError')) {
     return { kind: 'download', title: 'Download failed',
-      detail: /HTTP 40[13]/.test(detail) ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail, reload: false };
+      detail: /HTTP 40[13]/.test(detail)
+        ? `${detail}. The repository may be gated or private: browsers cannot send your Hugging Face token.` : detail,
+      reload: false };
   }
   // Requests that got no answer are NetworkErrors naming the URL (the library's download path); this is a body cut
   // mid-read.
   if (e instanceof TypeError && /fetch|network|load failed/i.test(detail)) {
     return { kind: 'download', title: 'Download failed',
-      detail: `${detail}: the connection failed while reading a file (offline, or the server went away); try again.`, reload: false };
+      detail: `${detail}: the connection failed while reading a file (offline, or the server went away); try again.`,
+      reload: false };
   }
   if (e instanceof DOMException && e.name === 'QuotaExceededError') {
     return { kind: 'quota', title: 'Browser storage is full',

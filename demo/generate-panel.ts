@@ -46,13 +46,15 @@ async function settings(app: App, f: ReturnType<typeof fields>) {
   if (room < 1) {
     $('prompt').focus();
     throw new InputError('settings',
-      `the Prompt is ${promptTokens} tokens with its condition tags, which fills the model's ${ctx}-token context; shorten it`);
+      `the Prompt is ${promptTokens} tokens with its condition tags, which fills the model's ${ctx}-token context; ` +
+      'shorten it');
   }
   const notes: string[] = [];
   if (!prompt.trim()) notes.push('The Prompt is empty: the model continues from its condition tags alone.');
   const maxTokens = Math.min(asked, room);
   if (maxTokens < asked) {
-    notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ${ctx}-token context.`);
+    notes.push(`Max tokens ${asked} is capped to ${maxTokens}: the prompt takes ${promptTokens} of the model's ` +
+      `${ctx}-token context.`);
   }
   return { prompt, notes, capped: maxTokens < asked,
     opts: { condition, maxTokens, sampler: { temperature, topP, seed }, cache: { kv } } };
@@ -88,7 +90,8 @@ async function runGeneration(app: App): Promise<void> {
           output.append(ev.text);
           if (pinned) output.scrollTop = output.scrollHeight;
           pieces++;
-          stats.textContent = `generating… ${pieces} piece${pieces > 1 ? 's' : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+          const seconds = ((performance.now() - t0) / 1000).toFixed(1);
+          stats.textContent = `generating… ${pieces} piece${pieces > 1 ? 's' : ''} in ${seconds} s`;
         } else {
           const st = ev.stats;
           // A run cut by the room the context left stopped for the context, not for the field's value.
@@ -159,7 +162,8 @@ async function copyOutput(app: App): Promise<void> {
     setTimeout(() => { $('copy-note').textContent = ''; }, 4000);
   } catch (e) {
     app.showError(new InputError('copy',
-      `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`), 'generate');
+      `the browser did not allow copying (${(e as Error).message}); select the output and copy it by hand`),
+      'generate');
   }
 }
 

@@ -114,11 +114,13 @@ export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: Ac
   const sideTensor = cache / (cacheSlots(c) * 2);
   if (sideTensor > binding) {
     worse('no');
-    reasons.push(`one KV-cache tensor at context ${ctx} is ${fmtBytes(sideTensor)}, above this adapter's largest storage binding (${fmtBytes(binding)}); lower the context or quantize the cache`);
+    reasons.push(`one KV-cache tensor at context ${ctx} is ${fmtBytes(sideTensor)}, above this adapter's largest ` +
+      `storage binding (${fmtBytes(binding)}); lower the context or quantize the cache`);
   }
   if (logits > binding) {
     worse('warn');
-    reasons.push(`REFRACT's KLD at ctx ${ctx} reads logits of ${fmtBytes(logits)}, above the largest storage binding (${fmtBytes(binding)}); use a smaller KLD ctx`);
+    reasons.push(`REFRACT's KLD at ctx ${ctx} reads logits of ${fmtBytes(logits)}, above the largest storage ` +
+      `binding (${fmtBytes(binding)}); use a smaller KLD ctx`);
   }
   const ram = lim.deviceMemory;
   if (ram !== undefined && ram > 0) {
@@ -128,7 +130,8 @@ export function memoryPlan(c: HrmConfig, weights: number, ctx: number, dtype: Ac
       reasons.push(`needs about ${fmtBytes(total)}, but this device reports ${ram} GiB of memory`);
     } else if (total > 0.5 * ram * GiB) {
       worse('warn');
-      reasons.push(`needs about ${fmtBytes(total)}; this device reports ${ram >= 8 ? 'at least 8' : ram} GiB of memory, and a browser tab gets only part of it`);
+      reasons.push(`needs about ${fmtBytes(total)}; this device reports ${ram >= 8 ? 'at least 8' : ram} GiB of ` +
+        'memory, and a browser tab gets only part of it');
     }
   } else if (total > 8 * GiB) {
     worse('warn');

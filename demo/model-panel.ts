@@ -8,8 +8,9 @@ import { App, kvFromSelects } from './app.ts';
 import { $, fillKv, fillTable, setProgress } from './dom.ts';
 import { choiceLabel, fmtBytes, memoryPlan, weightBytes, weightFiles, weightSpec, WEIGHT_CHOICES, WontFitError,
   type MemoryPlan, type Sizing, type WeightChoice } from './memory.ts';
-import { cacheAvailable, cacheUsage, clearCache, DownloadError, evictNewEntries, htmlAnswered, isCached, prefetch,
-  trackNewEntries, WEB_PAGE } from './cached-fetch.ts';
+import { DownloadError, htmlAnswered, prefetch, WEB_PAGE } from './cached-fetch.ts';
+import { cacheAvailable, cacheUsage, clearCache, evictNewEntries, isCached,
+  trackNewEntries } from './download-cache.ts';
 import { askPersistence, DownloadRate } from './storage.ts';
 import { droppedFiles, embeddedSource, folderSource, urlSource, type ModelSource } from './sources.ts';
 import { showKernelPath } from './adapter.ts';
@@ -57,7 +58,16 @@ const kvLabel = (label: string) => label.replace('ctk=', 'K ').replace(',ctv=', 
 
 const VERDICT: Record<MemoryPlan['verdict'], string> = { ok: 'fits', warn: 'may not fit', no: 'will not fit' };
 
-/** Re-estimate memory for the model being sized at the chosen weights, context, dtype and KV cache, and per weights choice. */
+/** The memory estimate's context: the model's own, unless the user has set one. */
+function memoryContext(ctx: number): void {
+  const el = $<HTMLInputElement>('mem-ctx');
+  if (!el.dataset.touched) el.value = String(ctx);
+}
+
+/**
+ * Re-estimate memory for the model being sized at the chosen weights, context, dtype and KV cache, and per weights
+ * choice.
+ */
 export function updateMemory(app: App): MemoryPlan | null {
   showKernelPath(app);
   if (!sizing || !app.device) return null;
@@ -86,14 +96,16 @@ export function updateMemory(app: App): MemoryPlan | null {
   fillTable($<HTMLTableElement>('memory'), [
     [`weights, ${choiceLabel(s, choice)}`, `${fmtBytes(plan.weights)}${weightBytes(s, choice).exact ? '' : ' (est.)'}`],
     // The library's figure (cacheBytes), with what it counts: a full-precision side is kept in the activations' dtype.
-    [`KV cache (${ctx} tokens, ${kvLabel(kv.label)}${kv.spec.k === null || kv.spec.v === null ? `, full precision in ${dtype}` : ''}, ` +
+    [`KV cache (${ctx} tokens, ${kvLabel(kv.label)}` +
+      `${kv.spec.k === null || kv.spec.v === null ? `, full precision in ${dtype}` : ''}, ` +
       `${cacheSlots(config)} slots)`, fmtBytes(plan.cache)],
     ['activations (rough)', fmtBytes(plan.activations)],
     ['total', fmtBytes(plan.total)],
   ]);
   const v = $('mem-verdict');
   v.dataset.verdict = plan.verdict;
-  v.textContent = plan.verdict === 'ok' ? 'Fits this adapter.' : `${plan.verdict === 'no' ? 'Will not fit' : 'May not fit'}: ${plan.reasons.join('; ')}.`;
+  v.textContent = plan.verdict === 'ok' ? 'Fits this adapter.'
+    : `${plan.verdict === 'no' ? 'Will not fit' : 'May not fit'}: ${plan.reasons.join('; ')}.`;
   // A stored-quantized checkpoint loads as stored: one row.
   const choices = (s.stored ? ['stored'] : Object.keys(WEIGHT_CHOICES)) as WeightChoice[];
   fillTable($<HTMLTableElement>('mem-choices'), choices.map((c) => {
@@ -111,14 +123,18 @@ function describeModel(name: string, c: HrmConfig, checkpoint?: string, weights?
     ['model', name], ...(checkpoint ? [['checkpoint', checkpoint] as [string, string]] : []), ...(weights ?
       [['weights', weights] as [string, string]] : []),
     ['parameters', `${(parameterCount(c) / 1e6).toFixed(2)} M`],
-    ['shape', `hidden ${c.hidden_size}, ${c.num_layers_per_stack} layers/stack, ${c.num_attention_heads}×${c.head_dim} heads, H${c.H_cycles} L${c.L_cycles}`],
+    ['shape', `hidden ${c.hidden_size}, ${c.num_layers_per_stack} layers/stack, ` +
+      `${c.num_attention_heads}×${c.head_dim} heads, H${c.H_cycles} L${c.L_cycles}`],
     ['vocabulary', String(c.vocab_size)], ['context', `${c.max_position_embeddings} tokens`],
   ]);
 }
 
 export async function refreshCacheUsage(): Promise<void> {
   const el = $('cache-usage');
-  if (!cacheAvailable()) { el.textContent = 'Cache Storage is unavailable here (needs https or localhost): downloads are not kept.'; return; }
+  if (!cacheAvailable()) {
+    el.textContent = 'Cache Storage is unavailable here (needs https or localhost): downloads are not kept.';
+    return;
+  }
   const u = await cacheUsage();
   const quota = u.quota ? `; this site may store up to ${fmtBytes(u.quota)}` : '';
   el.textContent = `${u.files} file${u.files === 1 ? '' : 's'} cached, ${fmtBytes(u.bytes)}${quota}.`;
@@ -142,7 +158,7 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const s: Sizing = { config, stored: quantization, files: wf };
     sizing = s;
     describeModel(files.name, config);
-    if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(config.max_position_embeddings);
+    memoryContext(config.max_position_embeddings);
     const plan = updateMemory(app);
     if (plan?.verdict === 'no' && !$<HTMLInputElement>('skip-check').checked) throw new WontFitError(plan.reasons);
     if (source.kind === 'url' && source.base) {
@@ -186,8 +202,9 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
     const lm = app.lm!;
     if (lm.tokenizer) status(`Ready: ${lm.name}`, 'ready');
     else {
-      status(`Ready without a tokenizer: ${lm.name} has no tokenizer.json. Generate and REFRACT read text, so they are ` +
-        'off here; the library still gives this model\'s logits and REFRACT\'s KLD on token ids (see the documentation).', 'kept');
+      status(`Ready without a tokenizer: ${lm.name} has no tokenizer.json. Generate and REFRACT read text, so they ` +
+        'are off here; the library still gives this model\'s logits and REFRACT\'s KLD on token ids (see the ' +
+        'documentation).', 'kept');
     }
     remember(source);
     if (source.kind === 'url') void refreshCacheUsage();
@@ -201,11 +218,12 @@ export async function openModel(app: App, source: ModelSource): Promise<void> {
   const what = `${cancelled ? 'Cancelled loading' : 'Could not load'} ${source.files.name}`;
   const one = evicted.length === 1;
   const dropped = !evicted.length ? ''
-    : ` The file${one ? '' : 's'} it downloaded, ${evicted.join(', ')}, ${one ? 'is' : 'are'} not kept: a retry downloads ${one ? 'it' : 'them'} again.`;
+    : ` The file${one ? '' : 's'} it downloaded, ${evicted.join(', ')}, ${one ? 'is' : 'are'} not kept: ` +
+      `a retry downloads ${one ? 'it' : 'them'} again.`;
   if (app.lm && loaded) {
     const lm = app.lm;
     sizing = loaded;
-    if (!$<HTMLInputElement>('mem-ctx').dataset.touched) $<HTMLInputElement>('mem-ctx').value = String(lm.config.max_position_embeddings);
+    memoryContext(lm.config.max_position_embeddings);
     describeModel(lm.name, lm.config, checkpointOf(lm), choiceLabel(loaded, loaded.loaded!.choice));
     updateMemory(app);
     status(`${what}; still using ${before ?? lm.name}.${dropped}`, 'kept');

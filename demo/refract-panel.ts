@@ -89,7 +89,8 @@ async function runRefractPanel(app: App): Promise<void> {
       const n = (await app.engine.textTokens($<HTMLTextAreaElement>('pasted').value)) ?? 0;
       if (n < plan.ctx) {
         fail('pasted',
-          `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower Context (ctx)`);
+          `the Pasted text is ${n} tokens, fewer than Context (ctx) ${plan.ctx}: paste more text, or lower ` +
+          'Context (ctx)');
       }
     }
     msg.textContent = 'Measuring this GPU\'s pace…';
@@ -172,7 +173,8 @@ async function showReport(r: RefractReport, ref: string, cand: string, dtype: Ac
       [['same top-1', `${kld.same_topp_pct.toFixed(2)} %`] as [string, string]] : []),
     ...kldStatRows(kld),
     ['trajectory score', d.gtm_score == null ? score(null)
-      : `${score(d.gtm_score)} (${counted(t.n_prompts, 'prompt')} × ${counted(t.n_tokens_each, 'token')}; ${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
+      : `${score(d.gtm_score)} (${counted(t.n_prompts, 'prompt')} × ${counted(t.n_tokens_each, 'token')}; ` +
+        `${(100 * (t.full_match_rate ?? NaN)).toFixed(0)} % identical)`, 'gtm-score'],
     ['R-NIAH score', score(d.rniah_score), 'rniah-score'],
     ['PLAD score', score(d.plad_score), 'plad-score'],
     ...(d.floor_score != null ?
@@ -206,7 +208,8 @@ function fitContext(app: App): void {
   if (!ctx) return;
   for (const id of ['kld-ctx', 'rniah-length']) $<HTMLInputElement>(id).max = String(ctx);
   $<HTMLInputElement>('rniah-length').value = String(ctx);
-  $('rniah-help').textContent = `R-NIAH hides a needle in ${RNIAH_MIN}–${ctx} tokens of Brown text (this model's context is ${ctx}) at 10, 50 and 90 %.`;
+  $('rniah-help').textContent = `R-NIAH hides a needle in ${RNIAH_MIN}–${ctx} tokens of Brown text ` +
+    `(this model's context is ${ctx}) at 10, 50 and 90 %.`;
 }
 
 export function initRefractPanel(app: App): void {

@@ -2,7 +2,8 @@
 // folders, through the download cache), or a local folder (directory picker or drag-and-drop).
 import { EMBEDDED_MODEL, FormatError, InputError, type ModelFiles } from '../src/index.ts';
 import { fileListFiles, urlFiles } from '../src/advanced.ts';
-import { cachedFetch, forgetCachedReads, strictFetch } from './cached-fetch.ts';
+import { cachedFetch, strictFetch } from './cached-fetch.ts';
+import { forgetCachedReads } from './download-cache.ts';
 
 export interface ModelSource {
   files: ModelFiles;

@@ -14,7 +14,10 @@ export async function askPersistence(): Promise<void> {
   } catch { /* storage blocked: the cache may be evicted, nothing else changes */ }
 }
 
-/** Download speed over the last few seconds and the time left at it, as " · 4.2 MiB/s, about 3 min left" ('' once whole). */
+/**
+ * Download speed over the last few seconds and the time left at it, as " · 4.2 MiB/s, about 3 min left" ('' once
+ * whole).
+ */
 export class DownloadRate {
   private readonly samples: Array<[number, number]> = [];
 

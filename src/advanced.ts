@@ -51,7 +51,7 @@ export type { Tensor } from './tensor/tensor.ts';
 export type { DType } from './tensor/dtype.ts';
 export type { DispatchTiming, PassSpan } from './gpu/gpu.ts';
 export type { ByteSource, Progress } from './io/sources.ts';
-export type { NetOptions } from './io/http.ts';
+export type { NetOptions } from './io/request.ts';
 export type { CacheOptions, HrmCache } from './hrm/cache.ts';
 export type { CachePass, CacheSlot, SlotGeometry } from './hrm/slot.ts';
 export type { HrmWeights, LayerWeights } from './hrm/weights.ts';

@@ -94,7 +94,9 @@ const least = (xs: number[]) => +Math.min(...xs).toFixed(3);
 /** Median over rounds of a's time over b's in the same round: the comparison that the machine's drift spares. */
 const paired = (a: number[], b: number[]) => +stats(a.map((v, i) => v / b[i])).median.toFixed(3);
 /** One cache's graph and its samples (ms a step): next() returning, replay() alone, replay()'s parts and their sum. */
-interface Samples { next: number[]; rep: number[]; upload: number[]; encode: number[]; submit: number[]; parts: number[] }
+interface Samples {
+  next: number[]; rep: number[]; upload: number[]; encode: number[]; submit: number[]; parts: number[];
+}
 interface Run extends Samples { name: CacheName; graph: DecodeGraph; r: Replayed }
 const runs: Run[] = [];
 for (const name of String(o.caches).split(',') as CacheName[]) {
@@ -144,7 +146,8 @@ for (const x of runs) {
     usPerDispatch: +((med(x.next) * 1000) / n).toFixed(2), replayMs: med(x.rep),
     parts: {
       uploadMs: med(x.upload), encodeMs: med(x.encode), submitMs: med(x.submit),
-      encodeUsPerDispatch: +((med(x.encode) * 1000) / n).toFixed(2), submitUsPerDispatch: +((med(x.submit) * 1000) / n).toFixed(2),
+      encodeUsPerDispatch: +((med(x.encode) * 1000) / n).toFixed(2),
+      submitUsPerDispatch: +((med(x.submit) * 1000) / n).toFixed(2),
     },
     // The least of each: the work itself, where other processes share the machine (the CPU driver's host).
     min: { nextMs: least(x.next), replayMs: least(x.rep), partsMs: least(x.parts) },

@@ -5,7 +5,8 @@ import { UsageError } from '../advanced.ts';
 import type { NetOptions } from '../advanced.ts';
 
 type Proc = {
-  stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[]; pid: number;
+  stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; exitCode?: number; argv: string[];
+  pid: number;
   env?: Record<string, string | undefined>;
   on?(event: 'unhandledRejection' | 'rejectionHandled', f: (e: unknown) => void): unknown;
 };
@@ -39,7 +40,8 @@ export function netOptions(): NetOptions {
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
-type ParsedFlags<T extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true }>>;
+type ParsedFlags<T extends Options> =
+  ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true }>>;
 
 /**
  * parseArgs, with its errors as one-line UsageErrors naming the flag. A value starting with '-' right after a
@@ -158,7 +160,8 @@ export function cliMessage(where: string, e: HrmError): string {
  * (`usage(command)`, exit 2); anything else prints its stack (a bug).
  */
 export async function run(main: (argv: string[]) => Promise<void>,
-  usage: (command: string | undefined) => string = () => '', tool = 'hrm', commands: readonly string[] = []): Promise<void> {
+  usage: (command: string | undefined) => string = () => '', tool = 'hrm',
+  commands: readonly string[] = []): Promise<void> {
   const argv = proc.argv.slice(2);
   const where = commands.includes(argv[0]) ? `${tool} ${argv[0]}` : tool;
   // A lost device rejects every GPU step queued ahead; the one the command meets first is reported below, and

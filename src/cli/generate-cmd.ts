@@ -8,17 +8,22 @@ import type { LoadedModel } from '../index.ts';
 export interface StreamIo { out(s: string): void; err(s: string): void }
 
 /** Bytes as MiB or GiB, for the CLIs' summaries. */
-export const fmtBytes = (n: number) => n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
+export const fmtBytes = (n: number) =>
+  n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(1)} MiB`;
 
 /** The stop reason, with the context's size when that is what cut the generation short of --max-tokens. */
 const stopOf = (s: GenerateStats, ctx: number) =>
   s.stopReason === 'context' ? `context (the model's ${ctx} tokens are full)` : s.stopReason;
 
 function statsLine(s: GenerateStats, gpu: Gpu, ctx: number): string {
-  return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${(s.promptTokens / (s.promptMs / 1000)).toFixed(1)} tok/s); ` +
-    `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-'} tok/s); ` +
+  const promptRate = (s.promptTokens / (s.promptMs / 1000)).toFixed(1);
+  const decodeRate = s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-';
+  const steps = 'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches`
+    : `steps recorded one by one (${s.decodePath.recorded})`;
+  return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${promptRate} tok/s); ` +
+    `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${decodeRate} tok/s); ` +
     `stop: ${stopOf(s, ctx)}; cache ${fmtBytes(s.cacheBytes)}; ` +
-    `${'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches` : `steps recorded one by one (${s.decodePath.recorded})`}; ` +
+    `${steps}; ` +
     `${gpu.summary.description || gpu.summary.vendor} (${gpu.summary.runtime})\n`;
 }
 

@@ -1,6 +1,7 @@
 // `hrm`: generate, logits, compare, info, convert. Same code under Node (npx hrm) and Deno (deno task hrm).
 import {
-  Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL, modelFiles,
+  Gpu, FormatError, loadConfigs, loadModel, cacheBytes, parameterCount, type QuantSpec, checkpointBytes, EMBEDDED_MODEL,
+  modelFiles,
 } from '../index.ts';
 import { UsageError, cacheSlots, parseConditions, kvStorage } from '../advanced.ts';
 import { SafetensorsFile, encodeSafetensors } from '../io/safetensors.ts';
@@ -14,7 +15,8 @@ import { fmtBytes, streamGenerate } from './generate-cmd.ts';
 const USAGE: Record<string, string> = {
   generate: `hrm generate [--model DIR|URL] "prompt" [--condition synth,cot] [--max-tokens 128] [--temperature 0]
              [--top-p 1] [--seed 0] [--kv ctk=q8_0,ctv=q4_0] [--dtype f32|bf16] [--stop STR]... [--quantize 4|8]`,
-  logits: 'hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] [--quantize 4|8] --out FILE.safetensors',
+  logits: 'hrm logits   [--model DIR|URL] --ids 1,2,3 --mode prefix|causal [--dtype f32|bf16] [--kv ...] ' +
+    '[--quantize 4|8] --out FILE.safetensors',
   compare: 'hrm compare  A.safetensors B.safetensors',
   info: 'hrm info     [--model DIR|URL] [--ctx 4096] [--quantize 4|8]',
   convert: 'hrm convert  [--model DIR|URL] --out DIR --quantize 4|8 [--q-group-size 64]',
@@ -44,8 +46,9 @@ function quantOpt(v: { quantize?: string; 'q-group-size'?: string }): QuantSpec 
 
 async function cmdGenerate(args: string[]): Promise<void> {
   const { values: v, positionals } = parseFlags(args, {
-    model: { type: 'string' }, condition: { type: 'string' }, 'max-tokens': { type: 'string' }, temperature: { type: 'string' },
-    'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' }, dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
+    model: { type: 'string' }, condition: { type: 'string' }, 'max-tokens': { type: 'string' },
+    temperature: { type: 'string' }, 'top-p': { type: 'string' }, seed: { type: 'string' }, kv: { type: 'string' },
+    dtype: { type: 'string' }, stop: { type: 'string', multiple: true },
     ...Q_OPTS,
   }, true);
   if (positionals.length !== 1) throw new UsageError('generate',
@@ -84,7 +87,8 @@ function tokenIds(s: string): number[] {
 
 async function cmdLogits(args: string[]): Promise<void> {
   const { values: v } = parseFlags(args, {
-    model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' }, kv: { type: 'string' }, out: { type: 'string' }, ...Q_OPTS,
+    model: { type: 'string' }, ids: { type: 'string' }, mode: { type: 'string' }, dtype: { type: 'string' },
+    kv: { type: 'string' }, out: { type: 'string' }, ...Q_OPTS,
   });
   if (v.ids === undefined) throw new UsageError('logits', '--ids is required (comma-separated token ids)');
   if (v.out === undefined) throw new UsageError('logits', '--out is required (a .safetensors path)');
@@ -117,7 +121,8 @@ async function cmdCompare(args: string[]): Promise<void> {
   }));
   const r = compareLogits(a.data, b.data, a.shape, b.shape);
   out(`positions      ${r.positions}\nvocab          ${r.vocab}\nmax |diff|     ${r.maxAbsDiff.toExponential(3)}\n` +
-    `mean KL(A||B)  ${r.meanKl.toExponential(3)}\nmax KL         ${r.maxKl.toExponential(3)}\ntop-1 agree    ${(100 * r.top1Agreement).toFixed(2)} %\n`);
+    `mean KL(A||B)  ${r.meanKl.toExponential(3)}\nmax KL         ${r.maxKl.toExponential(3)}\n` +
+    `top-1 agree    ${(100 * r.top1Agreement).toFixed(2)} %\n`);
 }
 
 async function cmdInfo(args: string[]): Promise<void> {
@@ -134,13 +139,16 @@ async function cmdInfo(args: string[]): Promise<void> {
   out(`model          ${files.name}\n`);
   out(`parameters     ${(params / 1e6).toFixed(2)} M (${fmtBytes(params * 2)} in bf16)\n`);
   if (spec) {
-    out(`weights        q${spec.bits} group ${spec.groupSize}${quantization ? ' (as stored)' : ' (--quantize)'}: ${fmtBytes(weights)} ` +
+    const stored = quantization ? ' (as stored)' : ' (--quantize)';
+    out(`weights        q${spec.bits} group ${spec.groupSize}${stored}: ${fmtBytes(weights)} ` +
       `(levels, and scales and biases in bf16 as MLX stores a bf16 model's)\n`);
   }
-  out(`shape          vocab ${c.vocab_size}, hidden ${c.hidden_size}, intermediate ${c.intermediate_size}, ${c.num_layers_per_stack} layers per stack, ` +
+  out(`shape          vocab ${c.vocab_size}, hidden ${c.hidden_size}, intermediate ${c.intermediate_size}, ` +
+    `${c.num_layers_per_stack} layers per stack, ` +
     `${c.num_attention_heads} heads x ${c.head_dim}, H_cycles ${c.H_cycles}, L_cycles ${c.L_cycles}\n`);
   out(`cache slots    ${cacheSlots(c)} (each token runs ${c.H_cycles * (c.L_cycles + 1)} stack passes)\n`);
-  out(`rope theta     ${c.rope_theta}; embedding scale ${c.embedding_scale.toFixed(4)}; eps ${c.rms_norm_eps}; context ${c.max_position_embeddings}\n`);
+  out(`rope theta     ${c.rope_theta}; embedding scale ${c.embedding_scale.toFixed(4)}; eps ${c.rms_norm_eps}; ` +
+    `context ${c.max_position_embeddings}\n`);
   // Sized as asked, past the context too (a what-if), but said so: generation never fills more than the context.
   const n = c.max_position_embeddings;
   if (ctx > n) {
@@ -152,7 +160,8 @@ async function cmdInfo(args: string[]): Promise<void> {
   for (const label of ['bf16', 'q8', 'q4', 'turbo4', 'turbo3', 'turbo2'] as const) {
     const kv = kvStorage(label === 'bf16' ? 'ctk=bf16,ctv=bf16' : `ctk=${label},ctv=${label}`);
     const perToken = cacheBytes(c, 1, 'bf16', kv);
-    out(`cache @${ctx}    ${label.padEnd(6)} ${fmtBytes(cacheBytes(c, ctx, 'bf16', kv))}; weights + cache ${fmtBytes(weights + cacheBytes(c, ctx, 'bf16', kv))}; ` +
+    const bytes = cacheBytes(c, ctx, 'bf16', kv);
+    out(`cache @${ctx}    ${label.padEnd(6)} ${fmtBytes(bytes)}; weights + cache ${fmtBytes(weights + bytes)}; ` +
       `${perToken} B a token, ${((perToken * 8) / values).toFixed(2)} bits a value\n`);
   }
 }
@@ -176,7 +185,8 @@ async function cmdConvert(args: string[]): Promise<void> {
     const text = await files.text(f);
     if (text !== null) await writeFile(`${v.out}/${f}`, text);
   }
-  err(`wrote ${v.out}: q${spec.bits} group ${spec.groupSize}, model.safetensors ${fmtBytes(conv.safetensors.byteLength)}\n`);
+  err(`wrote ${v.out}: q${spec.bits} group ${spec.groupSize}, model.safetensors ` +
+    `${fmtBytes(conv.safetensors.byteLength)}\n`);
 }
 
 const COMMANDS: Record<string, (a: string[]) => Promise<void>> = { generate: cmdGenerate, logits: cmdLogits,

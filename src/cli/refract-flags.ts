@@ -11,12 +11,15 @@ const STRING = { type: 'string' } as const;
 const FLAG = { type: 'boolean' } as const;
 
 export const SCORE_OPTIONS = {
-  model: STRING, reference: STRING, candidate: STRING, prompts: STRING, corpus: STRING, chunks: STRING, ctx: { type: 'string', short: 'c' },
-  'n-predict': STRING, seed: STRING, 'measure-floor': FLAG, 'skip-gtm': FLAG, 'skip-kld': FLAG, 'axis-a': STRING, full: FLAG,
+  model: STRING, reference: STRING, candidate: STRING, prompts: STRING, corpus: STRING, chunks: STRING,
+  ctx: { type: 'string', short: 'c' },
+  'n-predict': STRING, seed: STRING, 'measure-floor': FLAG, 'skip-gtm': FLAG, 'skip-kld': FLAG, 'axis-a': STRING,
+  full: FLAG,
   'axis-rniah': FLAG, 'rniah-haystack': STRING, 'rniah-up-to': STRING, 'rniah-ctx-max': STRING, 'rniah-lengths': STRING,
-  'rniah-positions': STRING, 'rniah-trials': STRING, 'rniah-n-predict': STRING, 'rniah-needle': STRING, 'rniah-question': STRING,
-  'rniah-keyword': STRING, 'axis-plad': FLAG, 'plad-ids': STRING,
-  condition: STRING, dtype: STRING, 'json-out': STRING, 'html-out': STRING, 'no-progress': FLAG, help: { type: 'boolean', short: 'h' },
+  'rniah-positions': STRING, 'rniah-trials': STRING, 'rniah-n-predict': STRING, 'rniah-needle': STRING,
+  'rniah-question': STRING, 'rniah-keyword': STRING, 'axis-plad': FLAG, 'plad-ids': STRING,
+  condition: STRING, dtype: STRING, 'json-out': STRING, 'html-out': STRING, 'no-progress': FLAG,
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 export const REPEATABILITY_OPTIONS = { ...SCORE_OPTIONS, runs: STRING, 'out-dir': STRING } as const;
@@ -26,7 +29,8 @@ export const FETCH_OPTIONS = {
 export const SWEEP_OPTIONS = { ...SCORE_OPTIONS, candidate: { type: 'string', multiple: true }, 'k-types': STRING,
   'v-types': STRING, 'out-dir': STRING } as const;
 
-type Options = Parameters<typeof parseArgs>[0] extends infer C ? C extends { options?: infer O } ? NonNullable<O> : never : never;
+type Options = Parameters<typeof parseArgs>[0] extends infer C
+  ? C extends { options?: infer O } ? NonNullable<O> : never : never;
 export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
 
 /** Parse a subcommand's flags with the CLIs' one parser (common.ts); its usage errors name the subcommand. */

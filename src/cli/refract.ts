@@ -1,115 +1,21 @@
 // `refract`: score, compare, repeatability, sweep, selftest on the WebGPU HRM backend. Node (npx refract) and Deno.
-import { Gpu, InputError, loadConfig, loadModel, modelFiles, type LoadedModel, HrmBackend } from '../index.ts';
+import { InputError } from '../index.ts';
 import { UsageError, kvStorage } from '../advanced.ts';
 import {
-  compareRows, DEFAULT_REFERENCE_KV, parseKvConfig, PROMPTS_V01, ResilientBackend, gridCandidates, renderCompareTable, renderHtmlReport, renderRepeatability,
-  kvBytesPerToken, renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString, type ProgressFn, type RefractReport, type RunRefractOptions,
+  compareRows, DEFAULT_REFERENCE_KV, gridCandidates, kvBytesPerToken, PROMPTS_V01, renderCompareTable, renderHtmlReport,
+  renderRepeatability, renderSweepHtml, renderSweepTable, renderTextReport, runRefract, runSweep, toJsonString,
+  type RefractReport,
 } from '../refract/index.ts';
+import { cliMessage, err, fsp, netOptions, number, out, proc, readFile, run, writeFile } from './common.ts';
 import {
-  choice, cliMessage, err, fsp, netOptions, number, out, proc, readFile, run, writeFile,
-} from './common.ts';
-import {
-  asUsage, checkOutputs, FETCH_OPTIONS, parseCommandFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, scoreOptions,
-  SWEEP_OPTIONS, type ScoreFlags,
+  asUsage, checkOutputs, FETCH_OPTIONS, parseCommandFlags, refuse, REPEATABILITY_OPTIONS, SCORE_OPTIONS, SWEEP_OPTIONS,
 } from './refract-flags.ts';
+import {
+  checkKv, checkScoreFlags, finishPartial, interrupted, interruptSignal, runOptions, session,
+} from './refract-session.ts';
 import {
   COMPARE_HELP, FETCH_HELP, REPEATABILITY_HELP, SCORE_HELP, SELFTEST_HELP, SWEEP_HELP, TOP_HELP,
 } from './refract-help.ts';
-
-/** Progress on stderr: one rewritten line per stage with an ETA. */
-function progress(enabled: boolean): ProgressFn | undefined {
-  if (!enabled) return undefined;
-  let last = '';
-  return (stage, done, total, eta) => {
-    const line = `${stage}: ${done}/${total}${eta !== null ? `, ETA ${Math.round(eta)} s` : ''}`;
-    if (line === last) return;
-    err(`\r${line.padEnd(60)}${done === total ? '\n' : ''}`);
-    last = line;
-  };
-}
-
-/** Ctrl-C: the first stops the run after its current unit (the finished axes are written), the second quits. */
-function interruptSignal(): AbortSignal {
-  const ac = new AbortController();
-  const p = globalThis as unknown as { process?: { once?(ev: string, f: () => void): void; exit(code: number): never } };
-  if (!p.process?.once) return ac.signal;
-  p.process.once('SIGINT', () => {
-    err('\ninterrupted: stopping after the current unit, then writing what has finished (Ctrl-C again quits now)\n');
-    ac.abort();
-    p.process!.once!('SIGINT', () => p.process!.exit(130));
-  });
-  return ac.signal;
-}
-
-/** The KV strings parse (and --candidate is given) before the model loads. */
-function checkKv(v: { candidate?: string; reference?: string }): void {
-  if (!v.candidate) throw new InputError('cli', '--candidate is required (e.g. --candidate ctk=q8_0,ctv=q4_0)');
-  parseKvConfig(v.candidate, '--candidate');
-  parseKvConfig(v.reference ?? DEFAULT_REFERENCE_KV, '--reference');
-}
-
-/**
- * Every score flag checked before the GPU opens and the weights load (a usage error, exit 2): the values, the KV
- * strings, -c/--ctx against the model's context (its config.json only), and that some axis is left to run.
- */
-async function checkScoreFlags(cmd: string, v: ScoreFlags & { candidate?: string }): Promise<void> {
-  const modelCtx = (await loadConfig(modelFiles(v.model), () => {})).max_position_embeddings;
-  const o = await scoreOptions(cmd, v, modelCtx);
-  const usage = (m: string) => new UsageError(`refract ${cmd}`, m);
-  if (o.ctx! > modelCtx) {
-    throw usage(`-c/--ctx ${o.ctx} is past the model's context of ${modelCtx} tokens; pass ${modelCtx} or less`);
-  }
-  if (o.skipGtm && o.skipKld && !o.axes?.rniah && !o.axes?.plad) {
-    throw usage('--skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or --axis-plad');
-  }
-}
-
-interface Session { backend: ResilientBackend; lm: () => LoadedModel; close(): void }
-
-/** The GPU, the model and a backend that is rebuilt (new device, model reloaded) when the device is lost. */
-async function session(v: Pick<ScoreFlags, 'model' | 'dtype' | 'condition'>): Promise<Session> {
-  const dtype = choice('dtype', v.dtype, ['f32', 'bf16'] as const, 'f32');
-  let gpu: Gpu | null = null;
-  let lm: LoadedModel | null = null;
-  const make = async () => {
-    (gpu as Gpu | null)?.destroy(); // a lost device's buffers and pool go with it before the next one opens
-    gpu = await Gpu.create();
-    try {
-      lm = await loadModel(modelFiles(v.model || undefined, netOptions()), { gpu, dtype });
-    } catch (e) {
-      gpu.destroy();
-      gpu = null;
-      throw e;
-    }
-    return new HrmBackend(lm, { condition: v.condition });
-  };
-  const backend = new ResilientBackend(await make(), make, { log: (line) => err(`${line}\n`) });
-  return { backend, lm: () => lm!, close: () => (gpu as Gpu | null)?.destroy() };
-}
-
-async function runOptions(cmd: string, v: ScoreFlags, s: Session, signal?: AbortSignal): Promise<RunRefractOptions> {
-  const o = await scoreOptions(cmd, v, s.lm().config.max_position_embeddings);
-  return { ...o, backend: s.backend, model: s.lm().name, onProgress: progress(!v['no-progress']), signal };
-}
-
-/** Run `f`; when Ctrl-C stopped it, say what is left (exit 130) and give null. */
-async function interrupted<T>(signal: AbortSignal, what: string, f: () => Promise<T>): Promise<T | null> {
-  try {
-    return await f();
-  } catch (e) {
-    if (!signal.aborted) throw e;
-    err(`interrupted: ${what}\n`);
-    proc.exitCode = 130;
-    return null;
-  }
-}
-
-/** Say where a stopped run's report went and exit non-zero (130 for Ctrl-C). */
-function finishPartial(r: RefractReport, signal: AbortSignal, written: string[]): void {
-  if (!r.partial) return;
-  err(`partial report (${r.partial.reason}; not finished: ${r.partial.unfinished.join(', ')})${written.length ? ` written to ${written.join(', ')}` : ' (no --json-out/--html-out given: shown above only)'}\n`);
-  proc.exitCode = signal.aborted ? 130 : 1;
-}
 
 async function cmdScore(args: string[]): Promise<void> {
   const { values: v } = parseCommandFlags('score', args, SCORE_OPTIONS);
@@ -119,7 +25,8 @@ async function cmdScore(args: string[]): Promise<void> {
   const s = await asUsage('score', () => session(v));
   try {
     const signal = interruptSignal();
-    const report = await interrupted(signal, 'no axis had finished, nothing was written', async () => runRefract(await runOptions('score', v, s, signal)));
+    const report = await interrupted(signal, 'no axis had finished, nothing was written',
+      async () => runRefract(await runOptions('score', v, s, signal)));
     if (!report) return;
     out(renderTextReport(report, { color: false }) + '\n');
     const written: string[] = [];
@@ -136,10 +43,12 @@ async function cmdRepeatability(args: string[]): Promise<void> {
   const { values: v } = parseCommandFlags('repeatability', args, REPEATABILITY_OPTIONS);
   if (v.help) { out(REPEATABILITY_HELP); return; }
   refuse('repeatability', v, ['json-out', 'html-out'], 'each run goes to --out-dir as run-NN.json');
-  const runs = await asUsage('repeatability', () => number('runs', v.runs, 4, (n) => Number.isInteger(n) && n >= 2, 'an integer >= 2'));
+  const runs = await asUsage('repeatability',
+    () => number('runs', v.runs, 4, (n) => Number.isInteger(n) && n >= 2, 'an integer >= 2'));
   await checkScoreFlags('repeatability', v); // before any folder is made
   const fs = await fsp();
-  const dir = v['out-dir'] ?? (await fs.mkdtemp(`${(await import(/* @vite-ignore */ 'node:' + 'os')).tmpdir()}/refract-repeatability-`));
+  const dir = v['out-dir'] ??
+    (await fs.mkdtemp(`${(await import(/* @vite-ignore */ 'node:' + 'os')).tmpdir()}/refract-repeatability-`));
   await fs.mkdir(dir, { recursive: true });
   const s = await asUsage('repeatability', () => session(v));
   try {
@@ -163,13 +72,22 @@ async function cmdSweep(args: string[]): Promise<void> {
   if (v.help) { out(SWEEP_HELP); return; }
   refuse('sweep', v, ['json-out'], 'the sweep writes DIR/sweep.json and one report per candidate in --out-dir');
   const dir = v['out-dir'];
-  if (!dir) throw new UsageError('refract sweep', '--out-dir DIR is required (each candidate\'s report is kept there, so the sweep can resume)');
-  await asUsage('sweep', () => { for (const c of v.candidate ?? []) checkKv({ candidate: c, reference: v.reference }); });
+  if (!dir) {
+    throw new UsageError('refract sweep',
+      '--out-dir DIR is required (each candidate\'s report is kept there, so the sweep can resume)');
+  }
+  await asUsage('sweep', () => {
+    for (const c of v.candidate ?? []) checkKv({ candidate: c, reference: v.reference });
+  });
   if (v.candidate?.length) await checkScoreFlags('sweep', { ...v, candidate: v.candidate[0] });
   const types = (flag: string | undefined) => (flag ?? '').split(',').map((t) => t.trim()).filter(Boolean);
-  const grid = v['k-types'] || v['v-types'] ? await asUsage('sweep', () => gridCandidates(types(v['k-types']), types(v['v-types']))) : [];
+  const grid = v['k-types'] || v['v-types']
+    ? await asUsage('sweep', () => gridCandidates(types(v['k-types']), types(v['v-types']))) : [];
   const candidates = [...(v.candidate ?? []), ...grid];
-  if (candidates.length === 0) throw new UsageError('refract sweep', 'no candidates: give --candidate KV (repeatable) or --k-types with --v-types');
+  if (candidates.length === 0) {
+    throw new UsageError('refract sweep',
+      'no candidates: give --candidate KV (repeatable) or --k-types with --v-types');
+  }
   const fs = await fsp();
   await fs.mkdir(dir, { recursive: true });
   const html = v['html-out'] ?? `${dir}/sweep.html`;
@@ -179,7 +97,8 @@ async function cmdSweep(args: string[]): Promise<void> {
     const signal = interruptSignal();
     const base = await runOptions('sweep', { ...v, candidate: candidates[0] }, s, signal);
     const cfg = s.lm().config;
-    const sweep = await interrupted(signal, `the finished candidates' reports are in ${dir}; the same command resumes`, () => runSweep({
+    const resumes = `the finished candidates' reports are in ${dir}; the same command resumes`;
+    const sweep = await interrupted(signal, resumes, () => runSweep({
       reference: base.reference ?? DEFAULT_REFERENCE_KV, candidates, signal, log: (line) => err(`${line}\n`),
       bytesPerToken: (kv) => kvBytesPerToken(cfg, kvStorage(kv)),
       score: (candidate) => runRefract({ ...base, candidate }),
@@ -204,12 +123,15 @@ async function cmdSelftest(args: string[]): Promise<void> {
   if (v.help) { out(SELFTEST_HELP); return; }
   const s = await asUsage('selftest', () => session(v));
   try {
-    const opts = await runOptions('selftest', { ...v, candidate: v.reference ?? DEFAULT_REFERENCE_KV, chunks: v.chunks ?? '2', 'n-predict': v['n-predict'] ?? '16' }, s);
+    const opts = await runOptions('selftest', { ...v, candidate: v.reference ?? DEFAULT_REFERENCE_KV,
+      chunks: v.chunks ?? '2', 'n-predict': v['n-predict'] ?? '16' }, s);
     const report = await runRefract({ ...opts, prompts: (opts.prompts ?? PROMPTS_V01).slice(0, 6) });
     const scores = Object.entries(report.axes).map(([k, a]) => [k, (a as { score: number | null }).score] as const);
     for (const [k, sc] of scores) out(`${k.padEnd(6)} ${sc === null ? 'skipped' : sc.toFixed(4)}\n`);
     out(`composite ${report.composite.toFixed(4)} ${report.band}\n`);
-    if (report.composite !== 100 || scores.some(([, sc]) => sc !== 100)) throw new InputError('selftest', 'reference against itself did not score 100 on every axis');
+    if (report.composite !== 100 || scores.some(([, sc]) => sc !== 100)) {
+      throw new InputError('selftest', 'reference against itself did not score 100 on every axis');
+    }
     out('selftest passed\n');
   } finally {
     s.close();
@@ -220,7 +142,9 @@ async function cmdCompare(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandFlags('compare', args, { help: { type: 'boolean', short: 'h' } }, true);
   if (values.help) { out(COMPARE_HELP); return; }
   if (positionals.length < 1) throw new UsageError('refract compare', 'give one or more report .json files');
-  const inputs = await Promise.all(positionals.map(async (path) => ({ path, text: await readFile(path).then((b) => new TextDecoder().decode(b), (e: Error) => new Error(e.message.replace(/^\[cli\] /, ''))) })));
+  const text = (path: string) => readFile(path).then((b) => new TextDecoder().decode(b),
+    (e: Error) => new Error(e.message.replace(/^\[cli\] /, '')));
+  const inputs = await Promise.all(positionals.map(async (path) => ({ path, text: await text(path) })));
   const { rows, notes } = compareRows(inputs);
   for (const n of notes) out(`${n}\n`);
   if (rows.length === 0) { out('no reports parsed\n'); proc.exitCode = 1; return; }
@@ -262,7 +186,8 @@ async function cmdFetch(args: string[]): Promise<void> {
 }
 
 const COMMANDS: Record<string, [(a: string[]) => Promise<void>, string]> = {
-  score: [cmdScore, SCORE_HELP], compare: [cmdCompare, COMPARE_HELP], repeatability: [cmdRepeatability, REPEATABILITY_HELP],
+  score: [cmdScore, SCORE_HELP], compare: [cmdCompare, COMPARE_HELP],
+  repeatability: [cmdRepeatability, REPEATABILITY_HELP],
   sweep: [cmdSweep, SWEEP_HELP], selftest: [cmdSelftest, SELFTEST_HELP], fetch: [cmdFetch, FETCH_HELP],
 };
 
@@ -273,7 +198,9 @@ await run(async (argv) => {
   try {
     // No command is a usage error, as the original's argparse makes it (usage on stderr, exit 2).
     if (!cmd) throw new UsageError('refract', `give a command (${Object.keys(COMMANDS).join(', ')})`);
-    if (!entry) throw new UsageError('refract', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    if (!entry) {
+      throw new UsageError('refract', `unknown command '${cmd}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    }
     await entry[0](rest);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;

@@ -18,7 +18,9 @@ export const DAWN_EXACT_TIMESTAMPS = 'disable-dawn-features=timestamp_quantizati
 export const DAWN_FEATURE_TOGGLES = 'enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia';
 
 /** The GPU entry point of this runtime: navigator.gpu, or Dawn's through npm `webgpu` under Node. */
-export async function gpuEntries(robust: boolean): Promise<{ attempts: Array<() => Promise<GPUAdapter | null>>; robust: boolean | null }> {
+export async function gpuEntries(
+  robust: boolean,
+): Promise<{ attempts: Array<() => Promise<GPUAdapter | null>>; robust: boolean | null }> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
   if (nav?.gpu) {
     // Asked again after a pause: headless Chrome on the H200 answered null to a page's first request while its GPU

@@ -18,11 +18,17 @@ export interface AdapterSummary {
   fallback: boolean;
   features: string[];
   limits: Record<string, number>;
-  /** Subgroup-matrix (cooperative matrix) configurations, 'f16>f32 16x16x16' = inputs>result MxNxK; [] without the feature. */
+  /**
+   * Subgroup-matrix (cooperative matrix) configurations, 'f16>f32 16x16x16' = inputs>result MxNxK; [] without the
+   * feature.
+   */
   subgroupMatrix: string[];
   /** [min, max] subgroup size the adapter reports ([0, 0] when it does not say). */
   subgroupSizes: [number, number];
-  /** Dawn's robust buffer access as this library set it (Node: DeviceOptions.robustness); null where the runtime decides. */
+  /**
+   * Dawn's robust buffer access as this library set it (Node: DeviceOptions.robustness); null where the runtime
+   * decides.
+   */
   robust: boolean | null;
   /**
    * Whether the device got each feature the fast paths use (shader-f16, subgroups, subgroup matrices), and why not:
@@ -89,7 +95,9 @@ export { runtimeInfo, runtimeName, type Runtime, type RuntimeInfo } from './runt
 
 
 /** Request an adapter and a device with the adapter's own maxima for buffer/binding limits. */
-export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device: GPUDevice; adapter: GPUAdapter; summary: AdapterSummary }> {
+export async function requestDevice(
+  opts: DeviceOptions = {},
+): Promise<{ device: GPUDevice; adapter: GPUAdapter; summary: AdapterSummary }> {
   let adapter: GPUAdapter | null = null;
   const entries = await gpuEntries(opts.robustness === true);
   for (const attempt of entries.attempts) {
@@ -97,7 +105,8 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
     if (adapter) break;
   }
   if (!adapter) throw new NoWebGpuError('device',
-    'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` for SwiftShader)');
+    'no WebGPU adapter found (no GPU driver; on Linux install a Vulkan driver, e.g. `apt-get install chromium` '
+    + 'for SwiftShader)');
   const off: Record<string, boolean | undefined> = {
     'shader-f16': opts.f16, subgroups: opts.subgroups, 'timestamp-query': opts.timestamps,
     [IN_PASS_TIMESTAMPS]: opts.timestamps, [SUBGROUP_MATRIX]: opts.subgroupMatrix,
@@ -132,5 +141,6 @@ export async function requestDevice(opts: DeviceOptions = {}): Promise<{ device:
  */
 export function isSoftwareAdapter(s: AdapterSummary): boolean {
   return s.fallback ||
-    /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i.test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
+    /swiftshader|llvmpipe|lavapipe|basic render|warp|software/i
+      .test(`${s.vendor} ${s.architecture} ${s.device} ${s.description}`);
 }

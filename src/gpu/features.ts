@@ -5,7 +5,10 @@ import type { DeviceOptions, OnOff } from './device.ts';
 import type { Runtime } from './runtime.ts';
 
 export const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
-/** Timestamps between the dispatches of one pass (Chrome's Dawn; not in npm `webgpu`, whose passes lack writeTimestamp). */
+/**
+ * Timestamps between the dispatches of one pass (Chrome's Dawn; not in npm `webgpu`, whose passes lack
+ * writeTimestamp).
+ */
 export const IN_PASS_TIMESTAMPS = 'chromium-experimental-timestamp-query-inside-passes';
 export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', IN_PASS_TIMESTAMPS,
   SUBGROUP_MATRIX] as const;
@@ -58,6 +61,7 @@ export function featureStates(
 
 /** The adapter's subgroup-matrix configurations as 'f16>f32 16x16x16' (component>result MxNxK). */
 export function matrixConfigs(info: GPUAdapterInfo): string[] {
-  const configs = (info as { subgroupMatrixConfigs?: Array<{ componentType: string; resultComponentType: string; M: number; N: number; K: number }> }).subgroupMatrixConfigs ?? [];
+  type MatrixConfig = { componentType: string; resultComponentType: string; M: number; N: number; K: number };
+  const configs = (info as { subgroupMatrixConfigs?: MatrixConfig[] }).subgroupMatrixConfigs ?? [];
   return configs.map((c) => `${c.componentType}>${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
 }

@@ -86,7 +86,10 @@ export class Gpu {
     return this.batch.allocated(this.pool.allocate(bytes, label));
   }
 
-  /** @internal Take buffers out of the pool for good (a captured step keeps binding them); `release` gives them back. */
+  /**
+   * @internal Take buffers out of the pool for good (a captured step keeps binding them); `release` gives them
+   * back.
+   */
   claim(buffers: Iterable<GPUBuffer>): GPUBuffer[] { return this.pool.claim(buffers); }
 
   /** @internal Give a buffer back to the pool; commands already recorded keep reading it in order. */
@@ -98,7 +101,10 @@ export class Gpu {
   /** @internal Stage a uniform block; returns where it will live once the batch is submitted. */
   uniform(bytes: Uint8Array): BufferView { return this.uniforms.uniform(bytes); }
 
-  /** @internal The uniform blocks staged since the last submit (copied unless `copy` is false); the arena starts over. */
+  /**
+   * @internal The uniform blocks staged since the last submit (copied unless `copy` is false); the arena starts
+   * over.
+   */
   takeUniforms(copy = true): Upload[] { return this.uniforms.take(copy); }
 
   /** @internal Write bytes into a buffer, ordered after every command recorded so far. */
@@ -116,10 +122,16 @@ export class Gpu {
   /** @internal Route dispatches, uploads and allocations to `r` instead of the batch (null: back to the batch). */
   record(r: Recorder | null): void { this.batch.record(r); }
 
-  /** @internal Run `encode` (queue writes and submits of its own) inside error scopes; rejects with WebGPU's first error. */
+  /**
+   * @internal Run `encode` (queue writes and submits of its own) inside error scopes; rejects with WebGPU's first
+   * error.
+   */
   scoped(op: string, encode: () => void): Promise<void> { return this.batch.scoped(op, encode); }
 
-  /** @internal Report `error` (one op's own error scope, e.g. creating its pipeline) at the next settle, named after `op`. */
+  /**
+   * @internal Report `error` (one op's own error scope, e.g. creating its pipeline) at the next settle, named after
+   * `op`.
+   */
   checkLater(op: string, error: Promise<GPUError | null>): void { this.batch.checkLater(op, error); }
 
   /** Submit everything recorded and report any WebGPU error raised while recording it. */

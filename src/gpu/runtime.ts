@@ -20,7 +20,8 @@ export interface RuntimeInfo { runtime: Runtime; version: string; v8?: string; p
 
 export function runtimeInfo(): RuntimeInfo {
   const g = globalThis as {
-    Deno?: { version: { deno: string; v8: string } }; process?: { versions: { node: string; v8: string }; platform: string };
+    Deno?: { version: { deno: string; v8: string } };
+    process?: { versions: { node: string; v8: string }; platform: string };
     navigator?: { userAgent?: string };
   };
   const runtime = runtimeName();

@@ -86,7 +86,8 @@ export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = ()
   const headDim = posInt(c, 'head_dim', where, Math.floor(hidden / heads));
   const kvHeads = c.num_key_value_heads === undefined ? heads : posInt(c, 'num_key_value_heads', where);
   if (kvHeads !== heads) throw new FormatError('config',
-    `${where}: num_key_value_heads ${kvHeads} != num_attention_heads ${heads}; HRM-Text has no grouped-query attention`);
+    `${where}: num_key_value_heads ${kvHeads} != num_attention_heads ${heads}; `
+    + 'HRM-Text has no grouped-query attention');
 
   const total = posInt(c, 'num_hidden_layers', where);
   let perStack: number;
@@ -96,7 +97,8 @@ export function parseConfig(raw: unknown, where = 'config.json', warn: Warn = ()
     // that disagree with it).
     if (total !== perStack && total !== perStack * H * (L + 1)) {
       warn(`${where}: num_hidden_layers ${total} is neither num_layers_per_stack ${perStack} nor ` +
-        `num_layers_per_stack * H_cycles * (L_cycles + 1) = ${perStack * H * (L + 1)}; using num_layers_per_stack ${perStack}`);
+        `num_layers_per_stack * H_cycles * (L_cycles + 1) = ${perStack * H * (L + 1)}; ` +
+        `using num_layers_per_stack ${perStack}`);
     }
   } else {
     perStack = total;

@@ -20,7 +20,8 @@ export interface Converted {
 export async function convertQuantized(gpu: Gpu, files: ModelFiles, spec: QuantSpec): Promise<Converted> {
   const { config, quantization } = await loadConfigs(files);
   if (quantization) throw new FormatError('convert',
-    `${files.name}/config.json already has a quantization block (${quantization.default.bits} bits); convert a dense checkpoint`);
+    `${files.name}/config.json already has a quantization block (${quantization.default.bits} bits); ` +
+    'convert a dense checkpoint');
   const raw = JSON.parse((await files.text('config.json'))!) as Record<string, unknown>;
   const { ck, name } = await openCheckpoint(files);
   const dtype = ck.entry('model.embed_tokens.weight').dtype;

@@ -3,7 +3,8 @@
 // Each gives text files (config, tokenizer) and byte sources for safetensors files.
 import { InputError, NetworkError } from '../errors.ts';
 import { runtimeName } from '../gpu/device.ts';
-import { getBytes, head, type NetOptions } from '../io/http.ts';
+import { getBytes, head } from '../io/http.ts';
+import type { NetOptions } from '../io/request.ts';
 import { blobSource, fileSource, urlSource, type ByteSource } from '../io/sources.ts';
 
 export interface ModelFiles {

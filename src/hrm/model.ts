@@ -62,7 +62,8 @@ export class HrmModel {
     const bad = ids instanceof Tensor ? undefined : ids.find((t) => !Number.isInteger(t) || t < 0 || t >= c.vocab_size);
     if (bad !== undefined) throw new InputError('forward',
       `token id ${bad} is outside the vocabulary [0, ${c.vocab_size})`);
-    const tokenTypes = opts.mask === 'prefix' ? new Array<number>(S).fill(1) : opts.mask === 'causal' ? new Array<number>(S).fill(0) : opts.mask;
+    const tokenTypes = opts.mask === 'prefix' ? new Array<number>(S).fill(1)
+      : opts.mask === 'causal' ? new Array<number>(S).fill(0) : opts.mask;
     if (tokenTypes.length !== S) throw new InputError('forward',
       `mask has ${tokenTypes.length} token types for ${S} ids`);
 

@@ -26,34 +26,50 @@ export function moduleQuant(ck: Checkpoint, q: QuantConfig | null, m: string, ro
   const packed = ck.has(`${m}.weight`) && ck.entry(`${m}.weight`).dtype === 'U32';
   const spec = q ? q.modules.get(m) ?? q.default : null;
   if (!has.scales && !has.biases && !packed) {
-    if (spec &&
-      q?.modules.get(m) !== undefined) problems.push(`config.json's quantization.${m} says ${spec.bits} bits, group ${spec.groupSize}, but the checkpoint has no '${m}.scales'`);
+    if (spec && q?.modules.get(m) !== undefined) {
+      problems.push(`config.json's quantization.${m} says ${spec.bits} bits, group ${spec.groupSize}, ` +
+        `but the checkpoint has no '${m}.scales'`);
+    }
     return null;
   }
-  if (!q) { problems.push(`tensor '${m}.${has.scales ? 'scales' : packed ? 'weight' : 'biases'}' is quantized but config.json has no 'quantization' block {group_size, bits}`); return null; }
-  if (spec === false) { problems.push(`config.json's quantization.${m} is false (unquantized) but the checkpoint has quantized tensors for '${m}'`); return null; }
-  for (const part of ['scales',
-    'biases'] as const) if (!has[part]) problems.push(`missing tensor '${m}.${part}' (quantized '${m}.weight' needs scales and biases)`);
+  if (!q) {
+    problems.push(`tensor '${m}.${has.scales ? 'scales' : packed ? 'weight' : 'biases'}' is quantized ` +
+      'but config.json has no \'quantization\' block {group_size, bits}');
+    return null;
+  }
+  if (spec === false) {
+    problems.push(`config.json's quantization.${m} is false (unquantized) ` +
+      `but the checkpoint has quantized tensors for '${m}'`);
+    return null;
+  }
+  for (const part of ['scales', 'biases'] as const) {
+    if (!has[part]) problems.push(`missing tensor '${m}.${part}' (quantized '${m}.weight' needs scales and biases)`);
+  }
   if (!spec || !has.scales || !has.biases) return null;
   const w = ck.entry(`${m}.weight`);
   const words = (cols * spec.bits) / 32;
   if (w.dtype !== 'U32' || w.shape.join() !== [rows, words].join()) {
-    problems.push(`tensor '${m}.weight' is ${w.dtype} [${w.shape.join(', ')}]; ${spec.bits}-bit ${rows}x${cols} (config.json quantization) packs into U32 [${rows}, ${words}]`);
+    problems.push(`tensor '${m}.weight' is ${w.dtype} [${w.shape.join(', ')}]; ${spec.bits}-bit ${rows}x${cols} ` +
+      `(config.json quantization) packs into U32 [${rows}, ${words}]`);
   }
   for (const part of ['scales', 'biases']) {
     const e = ck.entry(`${m}.${part}`);
     if (e.shape.join() !== [rows, cols / spec.groupSize].join() || !DTYPE[e.dtype]) {
-      problems.push(`tensor '${m}.${part}' is ${e.dtype} [${e.shape.join(', ')}]; group size ${spec.groupSize} (config.json quantization) needs F32/F16/BF16 [${rows}, ${cols / spec.groupSize}]`);
+      problems.push(`tensor '${m}.${part}' is ${e.dtype} [${e.shape.join(', ')}]; group size ${spec.groupSize} ` +
+        `(config.json quantization) needs F32/F16/BF16 [${rows}, ${cols / spec.groupSize}]`);
     }
   }
   const sd = ck.entry(`${m}.scales`).dtype, bd = ck.entry(`${m}.biases`).dtype;
-  if (sd !== bd) problems.push(`tensor '${m}.scales' is ${sd} but '${m}.biases' is ${bd}; they must share the model dtype`);
+  if (sd !== bd) {
+    problems.push(`tensor '${m}.scales' is ${sd} but '${m}.biases' is ${bd}; they must share the model dtype`);
+  }
   return spec;
 }
 
 /** Upload a quantized module from its three tensors' bytes, row-chunked like dense weights, scales as stored. */
 export function uploadQuantized(gpu: Gpu, m: string,
-  raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number, spec: QuantSpec): Weight {
+  raw: { weight: Uint8Array; scales: Uint8Array; biases: Uint8Array }, stored: StDType, rows: number, cols: number,
+  spec: QuantSpec): Weight {
   const words = (cols * spec.bits) / 32, groups = cols / spec.groupSize;
   const dtype = DTYPE[stored]!, gb = dtype === 'f32' ? 4 : 2;
   const per = chunkRows(gpu, rows, words * 4);
@@ -107,7 +123,10 @@ export function quantizeChunk(w: Weight, dense: Tensor, round: Round): void {
   w.quant!.biases.push(store(q.biases));
 }
 
-/** A module's tensors in MLX's layout (scales / biases in `dtype`, which holds their values exactly), read from the GPU. */
+/**
+ * A module's tensors in MLX's layout (scales / biases in `dtype`, which holds their values exactly), read from the
+ * GPU.
+ */
 export async function moduleTensors(m: string, w: Weight,
   dtype: 'F32' | 'BF16' | 'F16'): Promise<Record<string, TensorToWrite>> {
   if (!w.quant) throw new FormatError('convert', `module '${m}' is not quantized`);

@@ -77,7 +77,10 @@ export interface TokenizerConfigJson {
   [key: string]: unknown;
 }
 
-/** The keys of config.json read here: special-token ids (they win over tokenizer_config.json's token strings) and vocab_size. */
+/**
+ * The keys of config.json read here: special-token ids (they win over tokenizer_config.json's token strings) and
+ * vocab_size.
+ */
 export interface SpecialTokenIds {
   /** The model's embedding rows: every id of the vocabulary must be below it. */
   vocab_size?: number;
@@ -121,8 +124,8 @@ function checkVocab(json: Record<string, unknown>, where: string, modelVocab: nu
     byId.set(id as number, token);
     if (modelVocab !== undefined && (id as number) >= modelVocab) {
       throw new FormatError('HrmTokenizer',
-        `${where}: token ${JSON.stringify(token)} has id ${id}, outside the model's vocab_size ${modelVocab} (config.json); ` +
-        'the tokenizer does not belong to this model');
+        `${where}: token ${JSON.stringify(token)} has id ${id}, outside the model's vocab_size ${modelVocab} ` +
+        '(config.json); the tokenizer does not belong to this model');
     }
   }
 }
@@ -198,7 +201,8 @@ export class HrmTokenizer {
       }
     }
     const ct = config.chat_template;
-    this.chatTemplate = typeof ct === 'string' ? ct : Array.isArray(ct) ? ct.find((t) => t.name === 'default')?.template : undefined;
+    this.chatTemplate = typeof ct === 'string' ? ct
+      : Array.isArray(ct) ? ct.find((t) => t.name === 'default')?.template : undefined;
   }
 
   /** Convenience: `new HrmTokenizer(tokenizerJson, { config, modelConfig })`. */

@@ -39,10 +39,12 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string,
   quant: QuantConfig | null = null): Map<string, QuantSpec> {
   const problems: string[] = [];
   for (const stack of ['L', 'H']) {
-    const layers = new Set(ck.names.map((n) => n.match(new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`))?.[1]).filter((x) => x !== undefined));
+    const layer = new RegExp(`^model\\.${stack}_module\\.layers\\.(\\d+)\\.`);
+    const layers = new Set(ck.names.map((n) => n.match(layer)?.[1]).filter((x) => x !== undefined));
     if (layers.size && layers.size !== c.num_layers_per_stack) {
-      problems.push(`the ${stack} stack has ${layers.size} layers in the tensors but the config says ${c.num_layers_per_stack} per stack ` +
-        `(legacy configs give the per-stack count in num_hidden_layers; transformers-style ones add num_layers_per_stack)`);
+      problems.push(`the ${stack} stack has ${layers.size} layers in the tensors but the config says ` +
+        `${c.num_layers_per_stack} per stack (legacy configs give the per-stack count in num_hidden_layers; ` +
+        'transformers-style ones add num_layers_per_stack)');
     }
   }
   const want = expectedTensors(c);
@@ -55,21 +57,29 @@ export function validateCheckpoint(ck: Checkpoint, c: HrmConfig, where: string,
     if (ck.has(`${m}.scales`) || (ck.has(name) && ck.entry(name).dtype === 'U32')) continue;
     if (!ck.has(name)) { problems.push(`missing tensor '${name}' [${shape.join(', ')}]`); continue; }
     const e = ck.entry(name);
-    if (e.shape.join(',') !== shape.join(',')) problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
+    if (e.shape.join(',') !== shape.join(',')) {
+      problems.push(`tensor '${name}' has shape [${e.shape.join(', ')}], expected [${shape.join(', ')}]`);
+    }
     if (!DTYPE[e.dtype]) problems.push(`tensor '${name}' has dtype ${e.dtype}; weights must be BF16, F16 or F32`);
   }
   if (quant && !specs.size && !problems.length) {
-    problems.push(`config.json has a quantization block (${quant.default.bits} bits, group ${quant.default.groupSize}) but no module of the checkpoint is quantized (no '<module>.scales')`);
+    problems.push(`config.json has a quantization block (${quant.default.bits} bits, group ` +
+      `${quant.default.groupSize}) but no module of the checkpoint is quantized (no '<module>.scales')`);
   }
   if (ck.has('model.z_L_init')) {
     const e = ck.entry('model.z_L_init');
     const n = e.shape.reduce((x, d) => x * d, 1);
-    if (n !== c.hidden_size) problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
+    if (n !== c.hidden_size) {
+      problems.push(`tensor 'model.z_L_init' has shape [${e.shape.join(', ')}], expected ${c.hidden_size} values`);
+    }
   }
   const known = (n: string) => want.has(n) || want.has(n.replace(/\.(scales|biases)$/, '.weight'));
   const extra = ck.names.filter((n) => !known(n) && n !== 'model.z_L_init' &&
     !(c.tie_word_embeddings && /^lm_head\.(weight|scales|biases)$/.test(n)));
-  if (extra.length) problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? `, ... (${extra.length} in all)` : ''}`);
+  if (extra.length) {
+    const more = extra.length > 8 ? `, ... (${extra.length} in all)` : '';
+    problems.push(`unexpected tensor(s): ${extra.slice(0, 8).join(', ')}${more}`);
+  }
   if (problems.length) throw new FormatError('checkpoint', `${where}:\n  - ${problems.join('\n  - ')}`);
   return specs;
 }
@@ -139,7 +149,8 @@ export async function loadWeights(gpu: Gpu, ck: Checkpoint, c: HrmConfig, opts: 
   const q = opts.quantize;
   if (q && !(QUANT_BITS.includes(q.bits) && GROUP_SIZES.includes(q.groupSize))) {
     throw new InputError('load',
-      `quantize ${JSON.stringify(q)}: bits must be one of ${QUANT_BITS.join(', ')} and groupSize one of ${GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
+      `quantize ${JSON.stringify(q)}: bits must be one of ${QUANT_BITS.join(', ')} and groupSize one of ` +
+      `${GROUP_SIZES.join(', ')} (what mx.quantize offers)`);
   }
   const specs = validateCheckpoint(ck, c, where, opts.quantization ?? null);
   const total = ck.bytes;

@@ -6,7 +6,8 @@
 import { FormatError } from '../errors.ts';
 import type { ByteSource, Progress } from './sources.ts';
 
-export type StDType = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U64' | 'U32' | 'U16' | 'U8' | 'BOOL';
+export type StDType =
+  'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U64' | 'U32' | 'U16' | 'U8' | 'BOOL';
 export const ST_BYTES: Record<StDType, number> = {
   F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1,
 };
@@ -130,18 +131,21 @@ function checkLayout(file: string, entries: TensorEntry[], base: number, size: n
     if (e.start < at) throw new FormatError('safetensors', `${file}: tensor ${span(e)} overlaps tensor ${span(prev!)}`);
     if (e.start > at) {
       throw new FormatError('safetensors',
-        `${file}: data bytes ${at - base}..${e.start - base} before tensor ${span(e)} belong to no tensor; tensors must be contiguous`);
+        `${file}: data bytes ${at - base}..${e.start - base} before tensor ${span(e)} belong to no tensor; ` +
+        'tensors must be contiguous');
     }
     if ((e.start - base) % ST_BYTES[e.dtype]) {
       throw new FormatError('safetensors',
-        `${file}: tensor ${span(e)} is ${e.dtype} but starts at a data byte that is not a multiple of ${ST_BYTES[e.dtype]}`);
+        `${file}: tensor ${span(e)} is ${e.dtype} but starts at a data byte that is not a multiple of ` +
+        `${ST_BYTES[e.dtype]}`);
     }
     at = e.end;
     prev = e;
   }
   if (at !== size) {
     throw new FormatError('safetensors',
-      `${file}: ${size - at} bytes after the last tensor${prev ? ` ${span(prev)}` : ''} belong to no tensor; the data must end with the last tensor`);
+      `${file}: ${size - at} bytes after the last tensor${prev ? ` ${span(prev)}` : ''} belong to no tensor; ` +
+      'the data must end with the last tensor');
   }
 }
 

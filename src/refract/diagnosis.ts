@@ -23,15 +23,19 @@ const BROKEN_ADVICE = 'The model decodes materially different tokens than fp16; 
 const MILD_ADVICE = 'Likely safe for typical use; audit on your specific decoding workload before shipping.';
 
 export const DIAGNOSIS = {
-  catastrophic: 'Catastrophic: every measured surface is broken. Treat as a non-functional quantization; revert to a higher-bit config.',
+  catastrophic: 'Catastrophic: every measured surface is broken. Treat as a non-functional quantization; ' +
+    'revert to a higher-bit config.',
   allClear: 'All axes intact. Quantization is faithful to the fp16 reference across the surfaces tested.',
   distributionBroken:
     `Per-token distribution is broken but high-level surfaces (retrieval, robustness) are intact. ${BROKEN_ADVICE}`,
   mildShort: `Mild short-context drift; long-context retrieval and perturbation robustness are intact. ${MILD_ADVICE}`,
-  shortDrift: 'Decode distribution drift detected: the candidate generates different tokens than fp16 on short-context prompts.',
+  shortDrift: 'Decode distribution drift detected: the candidate generates different tokens than fp16 on ' +
+    'short-context prompts.',
   longDrift:
-    'Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.',
-  brittle: "Brittleness to small input changes: candidate's output drifts more than fp16's under typo / casing / punctuation perturbations.",
+    'Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves ' +
+    'correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.',
+  brittle: 'Brittleness to small input changes: candidate\'s output drifts more than fp16\'s under typo / casing / ' +
+    'punctuation perturbations.',
 } as const;
 
 /** Axes A and B by name, for sentences about which of them ran. */

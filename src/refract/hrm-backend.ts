@@ -143,9 +143,11 @@ export class HrmBackend implements Backend {
     const acc = await this.kldOnIds(chunks, o.refKv, o.candKv, o.onChunk, o.signal, o.resume);
     const r = acc.result();
     return {
-      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats, chunks: chunks.length, ctx,
+      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats,
+      chunks: chunks.length, ctx,
       metadata: { convention: KLD_CONVENTION, kept_positions: r.kept, dropped_positions: r.dropped,
-        ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label, kl_dtype: 'f32 logits, float64 KL', base_path: null },
+        ref_kv: parseKvConfig(o.refKv).label, cand_kv: parseKvConfig(o.candKv).label,
+        kl_dtype: 'f32 logits, float64 KL', base_path: null },
       perPosition: o.perPosition ? acc.perPosition : undefined,
     };
   }
@@ -167,7 +169,8 @@ export class HrmBackend implements Backend {
   async modelMetadata(): Promise<Metadata> {
     const g = this.lm.model.gpu.summary;
     return {
-      backend: this.name, model: this.lm.name, checkpoint: this.lm.checkpoint, context_length: this.lm.config.max_position_embeddings,
+      backend: this.name, model: this.lm.name, checkpoint: this.lm.checkpoint,
+      context_length: this.lm.config.max_position_embeddings,
       dtype: this.lm.model.dtype, condition: this.condition, adapter: g.description ||
         `${g.vendor} ${g.architecture}`.trim(), runtime: g.runtime,
     };

@@ -153,15 +153,20 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
     floorScore = compositeScore({ gtm: ft?.score ?? null, kld: fk?.score ?? null }).composite;
     if (floorScore < MIN_FLOOR) {
       throw new RefractError('refract',
-        `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft?.score.toFixed(2) ?? 'skipped'}, KLD ${fk?.mean_kld.toFixed(6) ?? 'skipped'} nats): the reference is non-deterministic on this build`);
+        `noise floor ${floorScore.toFixed(2)} < ${MIN_FLOOR} (trajectory ${ft?.score.toFixed(2) ?? 'skipped'}, ` +
+        `KLD ${fk?.mean_kld.toFixed(6) ?? 'skipped'} nats): the reference is non-deterministic on this build`);
     }
     if (ft && Math.abs(ft.full_match_rate - 1) > 1e-9) {
       throw new RefractError('refract',
-        `reference-vs-reference trajectories are not token-identical (full_match_rate ${ft.full_match_rate.toFixed(6)})`);
+        'reference-vs-reference trajectories are not token-identical ' +
+        `(full_match_rate ${ft.full_match_rate.toFixed(6)})`);
     }
   }
 
-  const done: { gtm: TrajectoryAxisResult | null; kld: KldAxisResult | null; rniah: RniahAxisResult | null; plad: PladAxisResult | null } = { gtm: null, kld: null, rniah: null, plad: null };
+  const done: {
+    gtm: TrajectoryAxisResult | null; kld: KldAxisResult | null; rniah: RniahAxisResult | null;
+    plad: PladAxisResult | null;
+  } = { gtm: null, kld: null, rniah: null, plad: null };
   let stopped: string | null = null;
   const axisRuns: Record<string, () => Promise<void>> = {
     gtm: async () => { done.gtm = await traj(reference, candidate, 'trajectory'); },
@@ -199,9 +204,13 @@ export async function runRefract(o: RunRefractOptions): Promise<RefractReport> {
   const { env, note } = await environmentOf(o);
   if (note) composite.notes.push(note);
   const unfinished = planned.filter((a) => !finished.includes(a));
-  if (stopped) composite.notes.push(`Partial report (${stopped}): ${unfinished.join(', ')} did not finish; the composite covers ${finished.join(', ')} only.`);
+  if (stopped) {
+    composite.notes.push(`Partial report (${stopped}): ${unfinished.join(', ')} did not finish; ` +
+      `the composite covers ${finished.join(', ')} only.`);
+  }
   return buildReport({
-    model, reference, candidate, composite, ...done, environment: env, reproCommand: o.reproCommand, extras: o.extras, chunks, ctx,
+    model, reference, candidate, composite, ...done, environment: env, reproCommand: o.reproCommand, extras: o.extras,
+    chunks, ctx,
     partial: stopped ? { reason: stopped, unfinished } : undefined,
   });
 }

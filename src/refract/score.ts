@@ -51,7 +51,8 @@ export function compositeScore(axes: AxisScores, floorScore: number | null = nul
   if (floorScore !== null) {
     floorOk = floorScore >= MIN_FLOOR;
     if (!floorOk) {
-      notes.push(`Floor failed: REFRACT(ref, ref) = ${floorScore.toFixed(2)} < ${MIN_FLOOR}. Reference is non-deterministic on this build; KLD deltas are unreliable.`);
+      notes.push(`Floor failed: REFRACT(ref, ref) = ${floorScore.toFixed(2)} < ${MIN_FLOOR}. ` +
+        'Reference is non-deterministic on this build; KLD deltas are unreliable.');
     }
   }
   return {
@@ -102,7 +103,9 @@ export interface ReportScores {
 export interface RepeatabilityStats {
   runs: number;
   composite: SpreadStats | null;
-  axes: { trajectory: SpreadStats | null; kld: SpreadStats | null; rniah: SpreadStats | null; plad: SpreadStats | null };
+  axes: {
+    trajectory: SpreadStats | null; kld: SpreadStats | null; rniah: SpreadStats | null; plad: SpreadStats | null;
+  };
   band: RepeatabilityBand | null;
 }
 

@@ -116,13 +116,15 @@ export async function runSweep(o: SweepOptions): Promise<SweepResult> {
       try {
         const r = parseReport(saved);
         // A report of another reference (or candidate) in the folder is not this sweep's result.
-        if (r.reference !== reference ||
-          r.candidate !== cand) throw new Error(`it scores ${r.candidate} against ${r.reference}, not ${cand} against ${reference}`);
+        if (r.reference !== reference || r.candidate !== cand) {
+          throw new Error(`it scores ${r.candidate} against ${r.reference}, not ${cand} against ${reference}`);
+        }
         rows.push(rowOf(cand, file, bytes, r, true));
         o.log?.(`[${i + 1}/${labels.length}] ${cand}: report ${file} already there, not run again`);
         continue;
       } catch (e) {
-        o.log?.(`[${i + 1}/${labels.length}] ${cand}: ${file} is unreadable (${(e as Error).message}); running it again`);
+        o.log?.(`[${i + 1}/${labels.length}] ${cand}: ${file} is unreadable (${(e as Error).message}); ` +
+          'running it again');
       }
     }
     o.log?.(`[${i + 1}/${labels.length}] ${cand}: running`);
@@ -148,11 +150,14 @@ const cell = (x: number | null) => (x === null ? '—' : x.toFixed(2)).padStart(
 export function renderSweepTable(s: SweepResult): string {
   const rows = [...s.rows].sort((a, b) => (b.composite ?? -1) - (a.composite ?? -1));
   const L = [`sweep against ${s.reference} (* = Pareto front of cache bytes/token vs composite)`, '',
-    `${'candidate'.padEnd(24)} ${'B/token'.padStart(9)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`,
+    `${'candidate'.padEnd(24)} ${'B/token'.padStart(9)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ` +
+    `${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`,
     '-'.repeat(86)];
   for (const r of rows) {
     L.push(`${(r.pareto ? '* ' : '  ') + r.candidate}`.padEnd(24) +
-      ` ${String(Math.round(r.bytes_per_token)).padStart(9)} ${cell(r.composite)} ${(r.band ?? (r.error ? 'ERROR' : '—')).padEnd(10)} ${cell(r.gtm)} ${cell(r.kld)} ${cell(r.rniah)} ${cell(r.plad)}`);
+      ` ${String(Math.round(r.bytes_per_token)).padStart(9)} ${cell(r.composite)} ` +
+      `${(r.band ?? (r.error ? 'ERROR' : '—')).padEnd(10)} ${cell(r.gtm)} ${cell(r.kld)} ${cell(r.rniah)} ` +
+      `${cell(r.plad)}`);
   }
   for (const r of rows) if (r.error) L.push(`  ${r.candidate}: ${r.error}`);
   return L.join('\n');

@@ -77,7 +77,8 @@ export class Tensor {
     const offsetBytes = start * rowElems * dtypeBytes(this.dtype);
     if (offsetBytes % this.gpu.storageAlign !== 0 || start < 0 || start + count > this.shape[0]) {
       throw new ShapeError('rows',
-        `cannot view rows ${start}..${start + count} of '${this.label}' [${this.shape.join(', ')}] (offset ${offsetBytes} must be a multiple of ${this.gpu.storageAlign})`);
+        `cannot view rows ${start}..${start + count} of '${this.label}' [${this.shape.join(', ')}] ` +
+        `(offset ${offsetBytes} must be a multiple of ${this.gpu.storageAlign})`);
     }
     return new Tensor(this.gpu, this.buffer, [count, ...this.shape.slice(1)], this.dtype, this.label,
       this.offset + offsetBytes, false);

@@ -44,8 +44,8 @@ export async function serve(config: InlineConfig): Promise<{ server: ViteDevServ
 export async function pageResult<T>(page: Page, log: string[], timeoutMs: number): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const { result,
-      step } = (await page.evaluate('({ result: window.__result, step: window.__step })')) as { result?: T; step?: string };
+    const { result, step } = (await page.evaluate('({ result: window.__result, step: window.__step })')) as
+      { result?: T; step?: string };
     if (result !== undefined) return result;
     if (Date.now() > until) {
       throw new Error(`the page set no result in ${timeoutMs / 1000} s (last step: ${step ?? 'none'})` +

@@ -6,7 +6,10 @@ import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 export const FIXTURES = new URL('../../tests/fixtures/mlx/', import.meta.url).pathname;
 /** The embedded model's folder: what the CLI, the library and the demo load when no model is named. */
 export const EMBEDDED = new URL(`../../models/${EMBEDDED_MODEL}/`, import.meta.url).pathname;
-/** hrm-text-brown-6m (the embedded model until 2026-12-05), the model MLX's whole-model references were made on (reference.*, tokenizer-reference.json). */
+/**
+ * hrm-text-brown-6m (the embedded model until 2026-12-05), the model MLX's whole-model references were made on
+ * (reference.*, tokenizer-reference.json).
+ */
 export const BROWN = new URL('../../tests/fixtures/hrm-text-brown-6m/', import.meta.url).pathname;
 
 const cache = new Map<string, Promise<SafetensorsFile>>();

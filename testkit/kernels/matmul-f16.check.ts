@@ -49,8 +49,9 @@ function firstMiss(got: ArrayLike<number>, exact: Float64Array, abs: Float64Arra
     const d = Math.abs(got[i] - exact[i]);
     const where = `[${Math.floor(i / N)}, ${i % N}]`;
     if (!(d <= tol)) return `first mismatch at ${where}: got ${got[i]}, exact ${exact[i]} (|diff| ${d} > ${tol})`;
-    if (dt && (dt === 'f16' ?
-      roundF16(got[i]) : roundBf16(got[i])) !== got[i]) return `${where} = ${got[i]} is not a ${dt} value (no rounding)`;
+    if (dt && (dt === 'f16' ? roundF16(got[i]) : roundBf16(got[i])) !== got[i]) {
+      return `${where} = ${got[i]} is not a ${dt} value (no rounding)`;
+    }
   }
   return null;
 }
@@ -107,8 +108,9 @@ async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
           const wv = asDtype(dt, randn(M + K * 131 + N * 17 + dt.length, N * K));
           const w = Tensor.from(gpu, wv, [N, K], dt, 'w');
           for (const path of ['gemv', 'tiled'] as const) {
-            for (const out of ['f16',
-              'f32'] as const) await run(`[${M},${K}] @ ${dt} [${N},${K}]^T -> ${out} (${path})`, x, w, xv, wv, { out, path });
+            for (const out of ['f16', 'f32'] as const) {
+              await run(`[${M},${K}] @ ${dt} [${N},${K}]^T -> ${out} (${path})`, x, w, xv, wv, { out, path });
+            }
           }
           w.dispose();
         }
@@ -142,8 +144,9 @@ async function seededCases(gpu: Gpu, full: boolean, run: Run): Promise<void> {
       const chunks = [[0, 40], [40, 73],
         [73, 100]].map(([a, b], i) => Tensor.from(gpu, cw.subarray(a * K, b * K), [b - a, K], dt, `w${i}`));
       for (const path of ['gemv', 'tiled'] as const) {
-        for (const out of ['f16',
-          'f32'] as const) await run(`chunks of ${dt} [100,${K}], M = ${M} -> ${out} (${path})`, xt, chunks, cx, cw, { out, path });
+        for (const out of ['f16', 'f32'] as const) {
+          await run(`chunks of ${dt} [100,${K}], M = ${M} -> ${out} (${path})`, xt, chunks, cx, cw, { out, path });
+        }
       }
       for (const t of [xt, ...chunks]) t.dispose();
     }
@@ -167,7 +170,10 @@ async function mlxCases(fixtures: string, gpu: Gpu, run: Run): Promise<F16Report
   return mlx;
 }
 
-/** The report as bench/parity.ts's cases: the bounds the vitest file asserts (tests/kernels/matmul/matmul-f16.test.ts). */
+/**
+ * The report as bench/parity.ts's cases: the bounds the vitest file asserts
+ * (tests/kernels/matmul/matmul-f16.test.ts).
+ */
 export function f16ParityCases(r: F16Report): ParityCase[] {
   const failed = r.cases.filter((c) => c.failure).length;
   const out: ParityCase[] = [

@@ -34,8 +34,12 @@ import { uploadQuant } from '../helpers/quant-weight.ts';
 import { randn } from '../helpers/seeded.ts';
 import { ulpOf, ulpStats } from '../helpers/half-ulp.ts';
 
-export interface SgmatCase { name: string; outputs: number; worstUlp: number; within1: number; fallbackRows: number; failure: string | null }
-export interface SgmatScheduleTally { schedule: string; passed: number; failed: number; within1: number; worstUlp: number }
+export interface SgmatCase {
+  name: string; outputs: number; worstUlp: number; within1: number; fallbackRows: number; failure: string | null;
+}
+export interface SgmatScheduleTally {
+  schedule: string; passed: number; failed: number; within1: number; worstUlp: number;
+}
 export interface SgmatReport {
   /** Every case under every schedule (the schedule in brackets after the case's name). */
   cases: SgmatCase[];
@@ -70,7 +74,10 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
   const slices = async (g: Gpu) => (await (g === gpu ? stats : sgmatStats(g)).read())[0];
   /** The schedule the cases run under (each call names it: MatmulOptions.sgmat). */
   let schedule: SgmatSchedule | undefined;
-  /** One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are expected. */
+  /**
+   * One call through path 'sgmat' against matmulFusedRef; `fallback` says whether rows the f16 path cannot take are
+   * expected.
+   */
   const run = async (name: string, M: number, N: number, K: number, xv: Float32Array, wIn: Float32Array,
     o: { chunks?: number[]; fused?: FusedRefOptions; fallback: boolean; bits?: number; gpu?: Gpu; scale?: [number,
     number] }) => {
@@ -130,10 +137,13 @@ export async function checkSgmat(gpu: Gpu, mlx?: SafetensorsFile): Promise<Sgmat
     const unrounded = got.findIndex((v) => roundBf16(v) !== v && !Number.isNaN(v));
     if (unrounded >= 0) failure = `output ${unrounded} = ${got[unrounded]} is not a bf16 value`;
     else if (composedOff >= 0) failure = `output ${composedOff} differs from matmul then siluMul`;
-    else if (over >= 0 &&
-      !(f.swiglu &&
-      w.length === 1)) failure = `output ${over}: got ${got[over]}, want ${want[over]} (${ulps(got[over], want[over])} ulp, beyond 1 ulp + the f32 summation bound ${bound(over)})`;
-    else if (o.fallback !== fallbackRows > 0) failure = `${fallbackRows} rows held values the f16 path cannot take (expected ${o.fallback ? 'some' : 'none'})`;
+    else if (over >= 0 && !(f.swiglu && w.length === 1)) {
+      failure = `output ${over}: got ${got[over]}, want ${want[over]} (${ulps(got[over], want[over])} ulp, ` +
+        `beyond 1 ulp + the f32 summation bound ${bound(over)})`;
+    } else if (o.fallback !== fallbackRows > 0) {
+      failure = `${fallbackRows} rows held values the f16 path cannot take ` +
+        `(expected ${o.fallback ? 'some' : 'none'})`;
+    }
     n += got.length;
     within += caseWithin;
     worst = Math.max(worst, caseWorst);

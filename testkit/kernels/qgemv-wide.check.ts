@@ -14,7 +14,9 @@ import { randn } from '../helpers/seeded.ts';
 import type { ParityCase } from '../hrm/parity.check.ts';
 
 /** A projection as the decode step runs it: N rows of K values, its fusions, the weights' bits. */
-export interface WideCase { name: string; N: number; K: number; bits: 4 | 8; norm: boolean; swiglu: boolean; acc: boolean }
+export interface WideCase {
+  name: string; N: number; K: number; bits: 4 | 8; norm: boolean; swiglu: boolean; acc: boolean;
+}
 
 /** HRM-Text-1B's decode layer projections on 4- and 8-bit weights (lm_head's rows differ only in number). */
 export const WIDE_1B: WideCase[] = ([4, 8] as const).flatMap((bits) => [
@@ -52,7 +54,8 @@ export async function checkQGemvWide(gpu: Gpu, cases: readonly WideCase[]): Prom
     }
     for (const t of [...q.q, ...q.scales, ...q.biases, x]) t.dispose();
     out.push({
-      name: `qgemv_wide vs qgemv4 at its lanes: outputs differing, ${c.name} ${c.N}x${c.K} ${c.bits}-bit (${shapes.length} shapes)`,
+      name: `qgemv_wide vs qgemv4 at its lanes: outputs differing, ${c.name} ${c.N}x${c.K} ${c.bits}-bit ` +
+        `(${shapes.length} shapes)`,
       value: differing, bound: 0, ok: differing === 0 && shapes.length > 0,
     });
   }

@@ -70,10 +70,13 @@ export async function checkQuantFold(gpu: Gpu, s: QuantFoldStress): Promise<Pari
   const { bad, left } = await tallyBatch(gpu, got, alone, H);
   for (const t of [q, gate,
     ...layers.flatMap((l) => [l.k, l.v]).flatMap((kv) => [kv.q, kv.scales, kv.biases])]) t.dispose();
-  const what = `${H} heads of ${D}, cap ${s.cap}, kvLen ${s.lens.join('/')}, K/V bits ${s.bits.map((b) => b.join('/')).join(', ')} x ${s.reps}`;
+  const bits = s.bits.map((b) => b.join('/')).join(', ');
+  const what = `${H} heads of ${D}, cap ${s.cap}, kvLen ${s.lens.join('/')}, K/V bits ${bits} x ${s.reps}`;
   return [
-    { name: `quantized decode attention, folded values merge in a batch vs alone: calls differing of ${got.length} (${what})`, value: bad, bound: 0, ok: bad === 0 },
-    { name: `quantized decode attention, folded values merge vs qsdpa's passes: calls beyond 2e-6 relative of ${calls.length}`, value: off, bound: 0, ok: off === 0 },
+    { name: 'quantized decode attention, folded values merge in a batch vs alone: calls differing of ' +
+      `${got.length} (${what})`, value: bad, bound: 0, ok: bad === 0 },
+    { name: 'quantized decode attention, folded values merge vs qsdpa\'s passes: calls beyond 2e-6 relative of ' +
+      `${calls.length}`, value: off, bound: 0, ok: off === 0 },
     { name: 'quantized decode attention, folded values merge: counters left non-zero', value: left, bound: 0,
       ok: left === 0 },
   ];

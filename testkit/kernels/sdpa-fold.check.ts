@@ -39,7 +39,8 @@ export async function checkFold(gpu: Gpu, s: FoldStress): Promise<ParityCase[]> 
   const gate = Tensor.from(gpu, gateLogits(2, 4 * H * D), [1, 4 * H * D], 'f32', 'fold.gate');
   const layers = Array.from({ length: s.layers }, (_, i) => ({ k: side(10 + 2 * i), v: side(11 + 2 * i) }));
   const opts = (kvLen: number, merge: 'fold' | 'separate'): SdpaOptions => ({
-    kvLen, offset: kvLen - 1, mask: { kind: 'causal' }, scale: 1 / Math.sqrt(D), round: 'bf16', gate, path: 'one', merge,
+    kvLen, offset: kvLen - 1, mask: { kind: 'causal' }, scale: 1 / Math.sqrt(D), round: 'bf16', gate, path: 'one',
+    merge,
   });
   const calls = layers.flatMap(({ k, v }) => s.lens.map((n) => ({ k, v, n })));
   const want = await Promise.all(calls.map((c) => sdpa(q, c.k, c.v, opts(c.n, 'separate')).read()));

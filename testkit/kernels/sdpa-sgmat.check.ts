@@ -18,12 +18,18 @@ import type { AttnMask } from '../../src/kernels/attention/types.ts';
 import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 import { randn } from '../helpers/seeded.ts';
 
-export interface SdpaF16Case { name: string; outputs: number; worstUlp: number; flagged: boolean; failure: string | null }
+export interface SdpaF16Case {
+  name: string; outputs: number; worstUlp: number; flagged: boolean; failure: string | null;
+}
 export interface SdpaF16Report { cases: SdpaF16Case[]; passed: number; failed: number; ms: number }
 
 interface Shape {
-  name: string; heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef; gate: boolean;
-  /** Writes odd values into q, k or v; `flagged`: whether the f16 path must refuse them (then f32 computes the call). */
+  name: string; heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef;
+  gate: boolean;
+  /**
+   * Writes odd values into q, k or v; `flagged`: whether the f16 path must refuse them (then f32 computes the
+   * call).
+   */
   spoil?: (q: Float32Array, k: Float32Array, v: Float32Array) => void;
   flagged?: boolean;
 }
@@ -108,9 +114,12 @@ export async function checkSdpaF16(gpu: Gpu, product: F16Product = batchedSgmat)
         if (!(diff <= ulp)) beyond1++;
         worst = Math.max(worst, Number.isNaN(diff) ? Infinity : diff / ulp);
       }
-      if (bad) failure = `${bad} of ${want.length} outputs beyond 1 bf16 ulp + ${slack.toExponential(2)} of the f32 path (first at ${first}: ${got[first]} against ${want[first]})`;
-      else if (beyond1 > want.length / 1000) failure = `${beyond1} of ${want.length} outputs beyond 1 bf16 ulp (more than 0.1 %)`;
-      else if (flagged !== Boolean(sh.flagged)) failure = `the call was ${flagged ? '' : 'not '}flagged`;
+      if (bad) {
+        failure = `${bad} of ${want.length} outputs beyond 1 bf16 ulp + ${slack.toExponential(2)} of the f32 path ` +
+          `(first at ${first}: ${got[first]} against ${want[first]})`;
+      } else if (beyond1 > want.length / 1000) {
+        failure = `${beyond1} of ${want.length} outputs beyond 1 bf16 ulp (more than 0.1 %)`;
+      } else if (flagged !== Boolean(sh.flagged)) failure = `the call was ${flagged ? '' : 'not '}flagged`;
     } catch (e) {
       failure = e instanceof Error ? e.message : String(e);
     } finally {

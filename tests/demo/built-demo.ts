@@ -17,7 +17,9 @@ export const MODEL = EMBEDDED;
 export const tsx = join(root, 'node_modules/.bin/tsx');
 
 /** `dialogs`: the messages of the page's confirm() calls, answered with `answer.accept` (default yes). */
-export interface BuiltDemo { server: PreviewServer; browser: Browser; page: Page; log: string[]; dialogs: string[]; answer: { accept: boolean } }
+export interface BuiltDemo {
+  server: PreviewServer; browser: Browser; page: Page; log: string[]; dialogs: string[]; answer: { accept: boolean };
+}
 
 /** `beforeLoad`: what to do to the page before it loads the demo (scripts for every new document, say). */
 export async function openBuiltDemo(outDir: string, plugins: Plugin[] = [],

@@ -16,7 +16,8 @@ import { MODEL } from './built-demo.ts';
  * files asked for whole; `ranges`: the Range headers of model.safetensors' GETs.
  */
 export const flakyServer = {
-  mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall' | 'error' | 'html', gets: [] as string[], ranges: [] as string[], folder: MODEL,
+  mode: 'ok' as 'ok' | 'short' | 'cut' | 'stall' | 'error' | 'html', gets: [] as string[], ranges: [] as string[],
+  folder: MODEL,
 };
 export const flaky: Plugin = {
   name: 'flaky-model-server',
@@ -43,13 +44,14 @@ export const flaky: Plugin = {
   },
 };
 
-/** A model folder in `work`: the embedded model's files, with some replaced. */
-export function modelFolder(work: string, name: string, replace: Record<string, Uint8Array | string>): string {
+/** A model folder in `work`: the embedded model's files, with some replaced, and those replaced by null left out. */
+export function modelFolder(work: string, name: string, replace: Record<string, Uint8Array | string | null>): string {
   const dir = join(work, name);
   mkdirSync(dir, { recursive: true });
   for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) {
-    if (f in replace) writeFileSync(join(dir, f), replace[f]);
-    else copyFileSync(join(MODEL, f), join(dir, f));
+    const content = replace[f];
+    if (content === undefined) copyFileSync(join(MODEL, f), join(dir, f));
+    else if (content !== null) writeFileSync(join(dir, f), content);
   }
   return dir;
 }

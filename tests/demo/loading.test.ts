@@ -59,8 +59,10 @@ describe('demo loading models (built, headless Chromium)', () => {
   it('a short download or a web page is not cached; a 500 is retried and a cut download resumed, shown as it goes',
     async () => {
     const base = new URL('flaky', page.url()).href;
-    const cached = () => page.evaluate(async () => (await (await caches.open('hrm-webgpu-files-v1')).keys()).map((r) => r.url));
-    const dropped = String.raw`The files? it downloaded, .*config\.json.*, (is|are) not kept: a retry downloads (it|them) again\.$`;
+    const cached = () =>
+      page.evaluate(async () => (await (await caches.open('hrm-webgpu-files-v1')).keys()).map((r) => r.url));
+    const dropped = String.raw`The files? it downloaded, .*config\.json.*, (is|are) not kept: `
+      + String.raw`a retry downloads (it|them) again\.$`;
     // A server's web page for the weights (HEAD finds the file, GET sends HTML) is named as such, not as a 404.
     const web = /flaky\/model\.safetensors: the server sent a web page \(HTML\) where the model's weights should be/;
     for (const [mode, why] of [['short', /flaky\/model\.safetensors: arrived incomplete/], ['html', web]] as const) {
@@ -73,8 +75,8 @@ describe('demo loading models (built, headless Chromium)', () => {
       expect(await loadError()).not.toMatch(/CORS|\(404\)|HTTP 404/); // (the server's port may hold 404)
       expect((await loadError()).split(base).length, 'the URL named once').toBe(2);
       await waitState('kept', 10_000);
-      expect(await page.$eval('#model-status',
-        (el) => el.textContent)).toMatch(new RegExp(String.raw`^Could not load .*flaky; still using ${EMBEDDED_MODEL} \(embedded\)\. ${dropped}`));
+      expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(
+        new RegExp(String.raw`^Could not load .*flaky; still using ${EMBEDDED_MODEL} \(embedded\)\. ${dropped}`));
       expect(await cached()).toEqual([]);
     }
     // Cancel download: stops a stalled download, keeps nothing, and says so (not as an error).
@@ -85,8 +87,8 @@ describe('demo loading models (built, headless Chromium)', () => {
       { timeout: 30_000 });
     await press(page, '#load-cancel');
     await waitState('kept', 10_000);
-    expect(await page.$eval('#model-status',
-      (el) => el.textContent)).toMatch(new RegExp(String.raw`^Cancelled loading .*flaky; still using ${EMBEDDED_MODEL} \(embedded\)\. ${dropped}`));
+    expect(await page.$eval('#model-status', (el) => el.textContent)).toMatch(
+      new RegExp(String.raw`^Cancelled loading .*flaky; still using ${EMBEDDED_MODEL} \(embedded\)\. ${dropped}`));
     expect(await page.$eval('#load-error', (el) => (el as HTMLElement).hidden)).toBe(true);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('load-url');
     expect(await cached()).toEqual([]);
@@ -131,7 +133,9 @@ describe('demo loading models (built, headless Chromium)', () => {
   it('loads a model from a URL into the download cache; a reload reopens it from the cache', async () => {
     const base = new URL(`models/${EMBEDDED_MODEL}/`, page.url()).href;
     const fetched: string[] = [];
-    const onRequest = (r: { url(): string; method(): string }) => { if (r.url().endsWith('/model.safetensors')) fetched.push(r.method()); };
+    const onRequest = (r: { url(): string; method(): string }) => {
+      if (r.url().endsWith('/model.safetensors')) fetched.push(r.method());
+    };
     page.on('request', onRequest);
     const ready = `Ready: ${base.replace(/\/$/, '')}`;
     try {
@@ -142,7 +146,8 @@ describe('demo loading models (built, headless Chromium)', () => {
       expect(await page.$eval('#dl-text', (el) => el.textContent)).toBe('18.9 MiB / 18.9 MiB');
       expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('18.9 MiB / 18.9 MiB');
       expect(fetched).toContain('GET'); // the whole file, once, into Cache Storage
-      await page.waitForFunction(() => /^[1-9]\d* files? cached, (18\.9|19\.0) MiB/.test(document.getElementById('cache-usage')?.textContent ?? ''), { timeout: 30_000 });
+      await page.waitForFunction(() => /^[1-9]\d* files? cached, (18\.9|19\.0) MiB/
+        .test(document.getElementById('cache-usage')?.textContent ?? ''), { timeout: 30_000 });
       fetched.length = 0;
       // The page remembers the model and opens it again, every read answered from the cache.
       await page.reload();
@@ -223,7 +228,8 @@ describe('demo loading models (built, headless Chromium)', () => {
     await page.click('#banner-close');
     const b = await uploadFolder(dir);
     expect(b.kind, JSON.stringify(b)).toBe('bad-files');
-    expect(await loadError()).toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
+    expect(await loadError())
+      .toMatch(/^These files are not a usable HRM-Text model: bad-config\/config\.json: not valid JSON/);
   }, 60_000);
 
   it('a folder without a model names what it got', async () => {
@@ -244,7 +250,8 @@ describe('demo loading models (built, headless Chromium)', () => {
     await page.click('#banner-close');
     const b = await uploadFolder(dir);
     expect(b.kind, JSON.stringify(b)).toBe('too-large');
-    expect(await loadError()).toMatch(/KV-cache tensor at context 4194304 is 5\.00 GiB, above this adapter's largest storage binding/);
+    expect(await loadError())
+      .toMatch(/KV-cache tensor at context 4194304 is 5\.00 GiB, above this adapter's largest storage binding/);
     expect(await page.$eval('#up-text', (el) => el.textContent)).toBe('–');
     expect(await page.$eval('#model-status',
       (el) => el.textContent)).toBe(`Could not load huge-context; still using ${EMBEDDED_MODEL} (embedded).`);

@@ -1,6 +1,7 @@
-// Checks the UX tests run inside their one page session (ux.test.ts), issue 42's: what the page shows once a refused
-// field is fixed, a REFRACT result kept past a time warning, an ftp:// URL, selects shown whole, the memory table's
-// KV row, elements in the viewport.
+// Checks and measures the UX tests run inside their one page session (ux.test.ts). Issue 42's: what the page shows
+// once a refused field is fixed, a REFRACT result kept past a time warning, an ftp:// URL, selects shown whole, the
+// memory table's KV row, elements in the viewport. Issue 33's measures: how long Stop in REFRACT takes to give
+// Generate back, the phone layout's widths, a model download's progress line as it goes.
 import { expect } from 'vitest';
 import type { Page } from 'puppeteer-core';
 import { cacheBytes, type HrmConfig } from '../../src/index.ts';
@@ -111,8 +112,8 @@ export async function otherSchemeNamed(page: Page): Promise<void> {
   await setValue(page, '#model-url', 'ftp://example.com/model');
   await page.click('#load-url');
   await page.waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 10_000 });
-  expect(await text(page, '#load-error'))
-    .toBe('Check the settings: the Model folder URL must start with https:// or http://; it is "ftp://example.com/model"');
+  expect(await text(page, '#load-error')).toBe('Check the settings: the Model folder URL must start with https:// '
+    + 'or http://; it is "ftp://example.com/model"');
   expect(await page.evaluate(() => document.activeElement?.id)).toBe('model-url');
 }
 
@@ -125,4 +126,88 @@ export async function kvRowIsTheLibrarys(page: Page, config: HrmConfig): Promise
   expect(row).toEqual([`KV cache (${ctx} tokens, K f16, V f16, full precision in bf16, ${cacheSlots(config)} slots)`,
     fmtBytes(cacheBytes(config, ctx, 'bf16'))]);
   await page.select('#dtype', 'f32');
+}
+
+/** The demo's own objects, which the page exposes for its tests (window.__demo). */
+type DemoHandle = { engine: { idle(): Promise<void>; client: { timePass(n: number, o: object): Promise<number> } } };
+
+/** What Stop in REFRACT does while a KLD run is under way: its times (ms) and what the page shows at once. */
+export interface StopTimes { enabled: number; right: string; genOff: boolean; queue: number; partMs: number }
+
+/**
+ * Press Stop in a running REFRACT run: when Generate is enabled again, then how long the worker's queue takes to
+ * go idle; the status line and Generate's state right after the press; and the time of one KLD part (8 positions)
+ * on this machine, which the stop waits for.
+ */
+export async function stopTimes(page: Page): Promise<StopTimes> {
+  const t = await page.evaluate(() => new Promise<Omit<StopTimes, 'partMs'>>((res) => {
+    const gen = document.getElementById('generate') as HTMLButtonElement;
+    const t0 = performance.now();
+    document.getElementById('refract-stop')!.click();
+    const right = document.getElementById('refract-status')!.textContent ?? '';
+    const genOff = gen.disabled;
+    const poll = async (): Promise<void> => {
+      if (gen.disabled) { setTimeout(poll, 5); return; }
+      const enabled = performance.now() - t0;
+      // Nothing of the stopped run is left on the GPU (the worker's: its queue, after the calls before).
+      const q0 = performance.now();
+      await (window as unknown as { __demo: DemoHandle }).__demo.engine.idle();
+      res({ enabled, right, genOff, queue: performance.now() - q0 });
+    };
+    void poll();
+  }));
+  const partMs = await page.evaluate(async () => { // the second pass: the first compiles this shape's graph
+    const c = (window as unknown as { __demo: DemoHandle }).__demo.engine.client;
+    return c.timePass(8, {}).then(() => c.timePass(8, {}));
+  });
+  return { ...t, partMs };
+}
+
+/** The page's widths at the viewport's size: what sticks out, the panels', the adapter values', a long label's. */
+export function phoneLayout(page: Page) {
+  return page.evaluate(() => {
+    const W = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll('body *')].filter((el) => {
+      const r = el.getBoundingClientRect();
+      // The skip link waits off-screen until focused; sr-only text is clipped.
+      return r.width > 0 && (r.right > W + 0.5 || r.left < -0.5) && !el.closest('.sr-only, .skip');
+    }).map((el) => `${el.tagName.toLowerCase()}#${el.id} ${Math.round(el.getBoundingClientRect().right)}`);
+    const height = (sel: string) => document.querySelector(sel)!.closest('label')!.getBoundingClientRect().height;
+    return {
+      scroll: document.documentElement.scrollWidth, W, wide,
+      align: getComputedStyle(document.querySelector('main')!).alignItems,
+      panels: [...document.querySelectorAll('.panel')].map((p) => Math.round(p.getBoundingClientRect().width)),
+      // The axes' labels wrap (the PLAD one is long), measured against a one-line label's height.
+      pladLines: height('#plad') / height('input[name=corpus]'),
+      values: Math.min(...[...document.querySelectorAll('#adapter dd')].map((dd) => dd.clientWidth)),
+    };
+  });
+}
+
+/**
+ * Load the model at `base` `times` times from the URL field, reading the download line every 200 ms while it
+ * loads: the lines seen, and whether the URL field, the bar and the line were in view at each read.
+ */
+export async function watchLoads(page: Page, base: string,
+  times: number): Promise<{ lines: string[]; views: boolean[] }> {
+  const lines: string[] = [];
+  const views: boolean[] = [];
+  for (let i = 0; i < times; i++) {
+    await setValue(page, '#model-url', base);
+    await page.click('#load-url');
+    // A load after the first reads from the download cache and may be done before a poll sees it loading.
+    await page.waitForFunction((b) => {
+      const el = document.getElementById('model-status');
+      return el?.dataset.state === 'loading' || el?.textContent === `Ready: ${b}`;
+    }, { timeout: 10_000 }, base);
+    while ((await state(page, 'model-status')) === 'loading') {
+      lines.push(await text(page, '#dl-text'));
+      views.push(await inViewport(page, '#model-url, #dl-progress, #dl-text'));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // After the download the upload to the GPU may still run: wait for the load's end, not its first stage.
+    await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
+      { timeout: 60_000 }, base);
+  }
+  return { lines, views };
 }

@@ -1,5 +1,5 @@
 // What the demo's browser tests do to one page: read a field, set one (with the input event the panels listen
-// to), tick a box, wait for an element's data-state.
+// to), tick a box, wait for an element's data-state, for it to show, or for its text to match.
 import type { Page } from 'puppeteer-core';
 
 /** The page's operations, on whichever page `page()` returns when they run. */
@@ -15,5 +15,10 @@ export function pageOps(page: () => Page) {
     state: (id: string) => page().$eval(`#${id}`, (el) => (el as HTMLElement).dataset.state),
     waitState: (id: string, states: string[], timeout = 60_000) => page().waitForFunction(
       (i, s) => s.includes(document.getElementById(i)?.dataset.state ?? ''), { timeout }, id, states),
+    waitShown: (id: string, timeout = 10_000) => page().waitForFunction(
+      (i) => !(document.getElementById(i) as HTMLElement).hidden, { timeout }, id),
+    waitMatch: (id: string, re: RegExp, timeout = 10_000) => page().waitForFunction(
+      (i, source, flags) => new RegExp(source, flags).test(document.getElementById(i)?.textContent ?? ''),
+      { timeout }, id, re.source, re.flags),
   };
 }

@@ -8,9 +8,10 @@ import { root, tsx } from './built-demo.ts';
 import { PROMPTS_V01 } from '../../src/refract/prompts.ts';
 
 /** The text the REFRACT panel is given (pasted) in the demo test, and the CLI reads from a file. */
-export const PASTED = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced no evidence that ' +
-  'any irregularities took place. The jury further said in term-end presentments that the City Executive Committee, which ' +
-  'had over-all charge of the election, deserves the praise and thanks of the City of Atlanta.';
+export const PASTED = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced ' +
+  'no evidence that any irregularities took place. The jury further said in term-end presentments that the City ' +
+  'Executive Committee, which had over-all charge of the election, deserves the praise and thanks of the City of ' +
+  'Atlanta.';
 
 /** REFRACT settings the panel and the CLI both run: 2 prompts x 4 tokens, 1 chunk of 32 pasted tokens, q8/q8. */
 export const TRAJ_PROMPTS = 2;
@@ -25,7 +26,8 @@ export async function cliReport(dir: string): Promise<Record<string, unknown>> {
   await promisify(execFile)(tsx,
     ['src/cli/refract.ts', 'score', '--candidate', 'ctk=q8_0,ctv=q8_0', '--prompts', prompts, '--corpus',
     join(dir, 'pasted.txt'),
-    '--chunks', '1', '-c', '32', '--n-predict', String(TRAJ_TOKENS), '--condition', 'noisy', '--json-out', out, '--no-progress'], { cwd: root, timeout: 240_000 });
+    '--chunks', '1', '-c', '32', '--n-predict', String(TRAJ_TOKENS), '--condition', 'noisy', '--json-out', out,
+    '--no-progress'], { cwd: root, timeout: 240_000 });
   return JSON.parse(readFileSync(out, 'utf8'));
 }
 

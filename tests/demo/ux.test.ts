@@ -5,20 +5,21 @@
 // without tokenizer.json; a web page where the weights should be; download speed, persistence, Clear's confirm.
 // Issue 42's checks run in the same session (page-checks.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODEL, closeBuiltDemo, openBuiltDemo, waitText, type BuiltDemo } from './built-demo.ts';
-import { uxServers } from './flaky-server.ts';
+import { modelFolder, uxServers } from './flaky-server.ts';
 import { pageOps } from './page-ops.ts';
-import { inViewport, kvRowIsTheLibrarys, messagesGoWhenFixed, otherSchemeNamed, selectsWhole, warningLeavesResult } from './page-checks.ts';
+import { kvRowIsTheLibrarys, messagesGoWhenFixed, otherSchemeNamed, phoneLayout, selectsWhole, stopTimes,
+  warningLeavesResult, watchLoads } from './page-checks.ts';
 import { parseConfig } from '../../src/advanced.ts';
 import { press } from '../../testkit/helpers/browser.ts';
 
 let work: string;
 let demo: BuiltDemo;
 const page = () => demo.page;
-const { text, setValue, check, focused, disabled, state, waitState } = pageOps(page);
+const { text, setValue, check, focused, disabled, state, waitState, waitShown, waitMatch } = pageOps(page);
 const ready = () => waitState('model-status', ['ready', 'kept', 'error']);
 
 describe('demo, issue 33 (built, headless Chromium)', () => {
@@ -33,35 +34,17 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await setValue('#kld-chunks', '1'); await setValue('#kld-ctx', '128'); await check('#traj', false);
     await page().click('#refract-run');
     // The whole run's estimate comes before it starts.
-    await page().waitForFunction(() => /^Starting: about \d+ (s|min) in all\.$|KLD chunk/.test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
+    await page().waitForFunction(() => /^Starting: about \d+ (s|min) in all\.$|KLD chunk/
+      .test(document.getElementById('refract-status')?.textContent ?? ''), { timeout: 60_000 });
     await new Promise((r) => setTimeout(r, 1500));
     expect(await state('refract-result')).toBe('running');
-    const t = await page().evaluate(() => new Promise<{ enabled: number; right: string; genOff: boolean; queue: number }>((res) => {
-      const gen = document.getElementById('generate') as HTMLButtonElement;
-      const t0 = performance.now();
-      document.getElementById('refract-stop')!.click();
-      const right = document.getElementById('refract-status')!.textContent ?? '';
-      const genOff = gen.disabled;
-      const poll = async (): Promise<void> => {
-        if (gen.disabled) { setTimeout(poll, 5); return; }
-        const enabled = performance.now() - t0;
-        // Nothing of the stopped run is left on the GPU (the worker's: its queue, after the calls before).
-        const q0 = performance.now();
-        await (window as unknown as { __demo: { engine: { idle(): Promise<void> } } }).__demo.engine.idle();
-        res({ enabled, right, genOff, queue: performance.now() - q0 });
-      };
-      void poll();
-    }));
-    // A stop waits for the KLD part in flight: 2 s, or 2 parts (8 positions on a CPU adapter) timed now if slower.
-    type Client = { timePass(n: number, o: object): Promise<number> };
-    const partMs = await page().evaluate(async () => { // the second pass: the first compiles this shape's graph
-      const c = (window as unknown as { __demo: { engine: { client: Client } } }).__demo.engine.client;
-      return c.timePass(8, {}).then(() => c.timePass(8, {}));
-    });
-    console.log(`ux: Stop in REFRACT to Generate enabled ${t.enabled.toFixed(0)} ms (a part ${partMs.toFixed(0)} ms), queue idle after ${t.queue.toFixed(0)} ms`);
+    const t = await stopTimes(page());
+    console.log(`ux: Stop in REFRACT to Generate enabled ${t.enabled.toFixed(0)} ms (a part ${t.partMs.toFixed(0)} ms),`
+      + ` queue idle after ${t.queue.toFixed(0)} ms`);
     expect(t.right).toBe('Stopping: finishing the part on the GPU…');
     expect(t.genOff).toBe(true); // Generate stays off while the GPU finishes
-    expect(t.enabled).toBeLessThan(Math.max(2000, 2 * partMs));
+    // A stop waits for the KLD part in flight: 2 s, or 2 parts (8 positions on a CPU adapter) timed now if slower.
+    expect(t.enabled).toBeLessThan(Math.max(2000, 2 * t.partMs));
     expect(t.queue).toBeLessThan(200);
     expect(await text('#refract-status')).toBe('Stopped.');
     await setValue('#max-tokens', '2');
@@ -73,22 +56,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
 
   it('phone (390 x 844): nothing wider than the viewport, panels of one width, one stretched column', async () => {
     await page().setViewport({ width: 390, height: 844 });
-    const m = await page().evaluate(() => {
-      const W = document.documentElement.clientWidth;
-      const wide = [...document.querySelectorAll('body *')].filter((el) => {
-        const r = el.getBoundingClientRect();
-        // The skip link waits off-screen until focused; sr-only text is clipped.
-        return r.width > 0 && (r.right > W + 0.5 || r.left < -0.5) && !el.closest('.sr-only, .skip');
-      }).map((el) => `${el.tagName.toLowerCase()}#${el.id} ${Math.round(el.getBoundingClientRect().right)}`);
-      const height = (sel: string) => document.querySelector(sel)!.closest('label')!.getBoundingClientRect().height;
-      return {
-        scroll: document.documentElement.scrollWidth, W, wide, align: getComputedStyle(document.querySelector('main')!).alignItems,
-        panels: [...document.querySelectorAll('.panel')].map((p) => Math.round(p.getBoundingClientRect().width)),
-        // The axes' labels wrap (the PLAD one is long), measured against a one-line label's height.
-        pladLines: height('#plad') / height('input[name=corpus]'),
-        values: Math.min(...[...document.querySelectorAll('#adapter dd')].map((dd) => dd.clientWidth)),
-      };
-    });
+    const m = await phoneLayout(page());
     expect(m.scroll).toBeLessThanOrEqual(m.W);
     expect(m.wide).toEqual([]);
     expect(new Set(m.panels).size).toBe(1);
@@ -104,25 +72,28 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
   it('messages name the page\'s fields and focus them; a new run clears the old error and stats', async () => {
     await setValue('#kld-ctx', '100000');
     await page().click('#refract-run');
-    await page().waitForFunction(() => !(document.getElementById('refract-error') as HTMLElement).hidden, { timeout: 10_000 });
-    expect(await text('#refract-error')).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 (the model\'s context is 4096 tokens); it is "100000"');
+    await waitShown('refract-error');
+    expect(await text('#refract-error')).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 '
+      + '(the model\'s context is 4096 tokens); it is "100000"');
     expect(await focused()).toBe('kld-ctx');
     await setValue('#kld-ctx', '64');
     await page().click('input[name=corpus][value=pasted]');
     await setValue('#pasted', 'Too short a text.');
     await page().click('#refract-run');
-    await page().waitForFunction(() => /Pasted text/.test(document.getElementById('refract-error')?.textContent ?? ''), { timeout: 10_000 });
-    expect(await text('#refract-error')).toMatch(/^Check the settings: the Pasted text is \d+ tokens, fewer than Context \(ctx\) 64: paste more text, or lower Context \(ctx\)$/);
+    await waitMatch('refract-error', /Pasted text/);
+    expect(await text('#refract-error')).toMatch(new RegExp('^Check the settings: the Pasted text is \\d+ tokens, '
+      + 'fewer than Context \\(ctx\\) 64: paste more text, or lower Context \\(ctx\\)$'));
     expect(await text('#refract-error')).not.toMatch(/--|-c\b/);
     expect(await focused()).toBe('pasted');
     // A new generation: the REFRACT error and the last stats line go before its own check fails.
     expect(await text('#gen-stats')).not.toBe('');
     await setValue('#temperature', '-1');
     await page().click('#generate');
-    await page().waitForFunction(() => !(document.getElementById('generate-error') as HTMLElement).hidden, { timeout: 10_000 });
+    await waitShown('generate-error');
     expect(await page().$eval('#refract-error', (el) => (el as HTMLElement).hidden)).toBe(true);
     expect(await text('#gen-stats')).toBe('');
-    expect(await text('#generate-error')).toBe('Check the settings: Temperature must be a number from 0 to 100; it is "-1"');
+    expect(await text('#generate-error'))
+      .toBe('Check the settings: Temperature must be a number from 0 to 100; it is "-1"');
     expect(await focused()).toBe('temperature');
     await messagesGoWhenFixed(page());
   }, 30_000);
@@ -133,9 +104,11 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await setValue('#kld-ctx', '512');
     await page().click('#refract-run');
     await waitState('refract-result', ['warned', 'error', 'running'], 30_000);
-    if ((await state('refract-result')) === 'running') await press(page(), '#refract-stop'); // the later tests need the GPU
+    // The later tests need the GPU.
+    if ((await state('refract-result')) === 'running') await press(page(), '#refract-stop');
     expect(await state('refract-result')).toBe('warned');
-    expect(await text('#refract-status')).toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
+    expect(await text('#refract-status'))
+      .toMatch(/^This run would take about [\d.]+ (min|h) here .* Press Run REFRACT again to start it anyway/);
     expect(await disabled('#generate')).toBe(false); // nothing runs
     await setValue('#kld-chunks', '1');
     expect(await text('#refract-status')).toBe(''); // the warning was about other sizes (issue 42)
@@ -143,11 +116,12 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
   }, 60_000);
 
   it('R-NIAH and PLAD are offered at the model\'s context; axes that did not run show n/a', async () => {
-    expect(await page().$eval('#rniah-length', (el) => [(el as HTMLInputElement).max, (el as HTMLInputElement).value])).toEqual(['4096', '4096']);
+    expect(await page().$eval('#rniah-length', (el) => [(el as HTMLInputElement).max,
+      (el as HTMLInputElement).value])).toEqual(['4096', '4096']);
     await check('#rniah', true);
     await setValue('#rniah-length', '5000');
     await page().click('#refract-run');
-    await page().waitForFunction(() => /R-NIAH length/.test(document.getElementById('refract-error')?.textContent ?? ''), { timeout: 10_000 });
+    await waitMatch('refract-error', /R-NIAH length/);
     expect(await text('#refract-error')).toMatch(/R-NIAH length \(tokens\) must be a whole number from 128 to 4096/);
     expect(await focused()).toBe('rniah-length');
     await check('#rniah', false);
@@ -178,40 +152,45 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await page().keyboard.down('Control');
     await page().keyboard.press('Enter');
     await page().keyboard.up('Control');
-    await page().waitForFunction(() => (document.getElementById('output')?.textContent ?? '').length > 0, { timeout: 60_000 });
+    await waitMatch('output', /./s, 60_000);
     expect(await focused()).toBe('gen-stop');
     await page().keyboard.press('Escape');
     await waitState('output', ['done', 'error'], 10_000);
     expect(await page().$eval('#output', (el) => (el as HTMLElement).dataset.stopReason)).toBe('aborted');
-    await page().waitForFunction(() => !(document.getElementById('generate') as HTMLButtonElement).disabled, { timeout: 10_000 });
+    await page().waitForFunction(() => !(document.getElementById('generate') as HTMLButtonElement).disabled,
+      { timeout: 10_000 });
   }, 90_000);
 
-  it('notes: max tokens capped by a small context (stop reason "context"), an empty prompt, a memory context outside the model\'s', async () => {
-    const dir = join(work, 'ctx-11');
-    mkdirSync(dir, { recursive: true });
-    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) copyFileSync(join(MODEL, f), join(dir, f));
+  it('notes: max tokens capped by a small context (stop reason "context"), an empty prompt, a memory context outside '
+    + 'the model\'s', async () => {
     const config = JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8'));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 11 }));
+    const dir = modelFolder(work, 'ctx-11',
+      { 'config.json': JSON.stringify({ ...config, max_position_embeddings: 11 }) });
     await (await page().$('input#folder-input'))!.uploadFile(dir);
-    await page().waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: ctx-11', { timeout: 60_000 });
+    await page().waitForFunction(() => document.getElementById('model-status')?.textContent === 'Ready: ctx-11',
+      { timeout: 60_000 });
     await setValue('#prompt', 'The jury said');
     await setValue('#max-tokens', '100000');
     await page().click('#generate');
     await waitState('output', ['done', 'error'], 60_000);
-    const note = /^Max tokens 100000 is capped to (\d+): the prompt takes (\d+) of the model's 11-token context\.$/.exec(await text('#gen-note'));
+    const note = /^Max tokens 100000 is capped to (\d+): the prompt takes (\d+) of the model's 11-token context\.$/
+      .exec(await text('#gen-note'));
     expect(note, await text('#gen-note')).not.toBeNull();
     expect(Number(note![1]) + Number(note![2])).toBe(11);
     const reason = await page().$eval('#output', (el) => (el as HTMLElement).dataset.stopReason);
     expect(['context', 'eos']).toContain(reason);
     // The first token comes from the prompt's pass, the others from decode steps.
-    if (reason === 'context') expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${Number(note![1]) - 1} tok, .* · context full$`));
+    if (reason === 'context') {
+      expect(await text('#gen-stats')).toMatch(new RegExp(`decode ${Number(note![1]) - 1} tok, .* · context full$`));
+    }
     await setValue('#prompt', ''); await setValue('#max-tokens', '1');
     await page().click('#generate');
     await waitState('output', ['done', 'error'], 60_000);
     expect(await text('#gen-note')).toBe('The Prompt is empty: the model continues from its condition tags alone.');
     for (const v of ['-1', '1e8']) {
       await setValue('#mem-ctx', v);
-      expect(await text('#mem-note')).toBe(`"${v}" is not a context this model has: enter a whole number of tokens from 1 to 11. Shown for the whole context, 11 tokens.`);
+      expect(await text('#mem-note')).toBe(`"${v}" is not a context this model has: enter a whole number of tokens `
+        + 'from 1 to 11. Shown for the whole context, 11 tokens.');
       expect(await text('#memory')).toMatch(/KV cache \(11 tokens/);
     }
     await setValue('#mem-ctx', '11');
@@ -224,7 +203,7 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     await otherSchemeNamed(page());
     await setValue('#model-url', new URL('webpage', page().url()).href);
     await page().click('#load-url');
-    await page().waitForFunction(() => !(document.getElementById('load-error') as HTMLElement).hidden, { timeout: 30_000 });
+    await waitShown('load-error', 30_000);
     const e = await text('#load-error');
     expect(e).toMatch(/model\.safetensors.*the server sent a web page \(HTML\) where the model's weights should be/);
     expect(e).not.toMatch(/HTTP 404|\n\s+at /);
@@ -235,17 +214,16 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
 
   it('a model without tokenizer.json says so at load and turns Generate off; old output goes', async () => {
     expect(await text('#output')).not.toBe('');
-    const dir = join(work, 'no-tokenizer');
-    mkdirSync(dir, { recursive: true });
-    for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(MODEL, f), join(dir, f));
+    const dir = modelFolder(work, 'no-tokenizer', { 'tokenizer.json': null, 'tokenizer_config.json': null });
     await (await page().$('input#folder-input'))!.uploadFile(dir);
     // Its own outcome, not the last test's "Could not load webpage" still on show while the upload starts.
     const outcome = /^(Ready without a tokenizer: no-tokenizer|Could not load no-tokenizer)/;
-    await page().waitForFunction((re) => new RegExp(re).test(document.getElementById('model-status')?.textContent ?? ''),
-      { timeout: 60_000 }, outcome.source);
-    expect(await text('#model-status')).toMatch(/^Ready without a tokenizer: no-tokenizer has no tokenizer\.json\. Generate and REFRACT read text.*logits/);
+    await waitMatch('model-status', outcome, 60_000);
+    expect(await text('#model-status')).toMatch(
+      /^Ready without a tokenizer: no-tokenizer has no tokenizer\.json\. Generate and REFRACT read text.*logits/);
     expect(await disabled('#generate')).toBe(true);
-    expect(await text('#gen-blocked')).toBe('Generate is off: no-tokenizer has no tokenizer.json, so the page cannot turn a prompt into tokens.');
+    expect(await text('#gen-blocked')).toBe('Generate is off: no-tokenizer has no tokenizer.json, so the page cannot '
+      + 'turn a prompt into tokens.');
     expect(await text('#output')).toBe('');
   }, 60_000);
 
@@ -256,30 +234,13 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
       const orig = StorageManager.prototype.persist;
       StorageManager.prototype.persist = function (this: StorageManager) { w.persistCalls++; return orig.call(this); };
     });
-    const speeds: string[] = [];
     const base = new URL('slow', page().url()).href;
     // A laptop (1366 x 768) with the URL field in view: the download's bar, speed and time left are in view too.
     await page().setViewport({ width: 1366, height: 768 });
     await page().focus('#model-url');
-    const views: boolean[] = [];
-    for (let i = 0; i < 2; i++) {
-      await setValue('#model-url', base);
-      await page().click('#load-url');
-      // The second load reads from the download cache and may be done before a poll sees it loading.
-      await page().waitForFunction((b) => {
-        const el = document.getElementById('model-status');
-        return el?.dataset.state === 'loading' || el?.textContent === `Ready: ${b}`;
-      }, { timeout: 10_000 }, base);
-      while ((await state('model-status')) === 'loading') {
-        speeds.push(await text('#dl-text'));
-        views.push(await inViewport(page(), '#model-url, #dl-progress, #dl-text'));
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      // After the download the upload to the GPU may still run: wait for the load's end, not its first stage.
-      await page().waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
-        { timeout: 60_000 }, base);
-    }
-    expect(speeds.some((s) => /MiB \/ 18\.9 MiB · [\d.]+ (KiB|MiB)\/s, about \d+ s left$/.test(s)), speeds.join('\n')).toBe(true);
+    const { lines: speeds, views } = await watchLoads(page(), base, 2);
+    const speed = /MiB \/ 18\.9 MiB · [\d.]+ (KiB|MiB)\/s, about \d+ s left$/;
+    expect(speeds.some((s) => speed.test(s)), speeds.join('\n')).toBe(true);
     expect(views.length).toBeGreaterThan(0);
     expect(views.every(Boolean)).toBe(true);
     expect(await page().evaluate(() => (window as unknown as { persistCalls: number }).persistCalls)).toBe(1);
@@ -292,6 +253,6 @@ describe('demo, issue 33 (built, headless Chromium)', () => {
     expect(await text('#cache-usage')).toMatch(/^[1-9]\d* files? cached/);
     demo.answer.accept = true;
     await page().click('#clear-cache');
-    await page().waitForFunction(() => document.getElementById('cache-usage')?.textContent?.startsWith('0 files cached'), { timeout: 10_000 });
+    await waitMatch('cache-usage', /^0 files cached/);
   }, 90_000);
 });

@@ -25,7 +25,8 @@ describe('device', () => {
     expect(gpu.summary.limits.maxStorageBufferBindingSize).toBe(gpu.maxBinding);
   });
 
-  it('runs without Dawn\'s robustness under Node, and gives the model\'s bits as with it: no kernel reads or writes out of bounds', async () => {
+  it('runs without Dawn\'s robustness under Node, and gives the model\'s bits as with it: no kernel reads or writes '
+    + 'out of bounds', async () => {
     // Robustness clamps every access into its binding; a kernel that relied on that would differ here.
     const [plain, robust] = [await getGpu(), await Gpu.create({ robustness: true })];
     expect([plain.summary.robust, robust.summary.robust]).toEqual([false, true]);

@@ -11,7 +11,8 @@ import { add } from '../../src/kernels/ops/ops.ts';
 describe('early submits of long batches', async () => {
   const gpu = await getGpu();
 
-  it('600 dependent adds give 600 in parts of 32, 40, 50, 63, 79, 99, 124 and the rest; the next batch starts at 32 again', async () => {
+  it('600 dependent adds give 600 in parts of 32, 40, 50, 63, 79, 99, 124 and the rest; the next batch starts at 32 '
+    + 'again', async () => {
     const submit = gpu.device.queue.submit.bind(gpu.device.queue);
     let submits = 0;
     gpu.device.queue.submit = (b: Iterable<GPUCommandBuffer>) => { submits++; submit(b); };
@@ -38,7 +39,8 @@ describe('early submits of long batches', async () => {
     }
   });
 
-  it.skipIf(!gpu.timestamps)('timelineNext times each part\'s pass: 600 adds in eight passes, in order, their dispatches counted; the next batch untimed (needs timestamp-query)', async () => {
+  it.skipIf(!gpu.timestamps)('timelineNext times each part\'s pass: 600 adds in eight passes, in order, their '
+    + 'dispatches counted; the next batch untimed (needs timestamp-query)', async () => {
     await gpu.sync();
     const one = Tensor.from(gpu, new Float32Array([1]), [1], 'f32', 'one');
     const run = async () => {

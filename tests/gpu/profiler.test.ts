@@ -35,7 +35,8 @@ describe('profiler', async () => {
   }
 
   const NO_TIMESTAMPS = !gpu.timestamps;   // the reason each timing test below is skipped where it is
-  it.skipIf(NO_TIMESTAMPS)('times each dispatch of the next batch in order, in one submit; the batch after is untimed (needs timestamp-query)', async () => {
+  it.skipIf(NO_TIMESTAMPS)('times each dispatch of the next batch in order, in one submit; the batch after is untimed '
+    + '(needs timestamp-query)', async () => {
     await gpu.sync();
     gpu.profileNext();
     expect(gpu.idle).toBe(false);   // capture and replay wait for a profiled batch

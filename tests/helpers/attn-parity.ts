@@ -28,7 +28,8 @@ export function expectUlp(got: ArrayLike<number>, want: ArrayLike<number>, dtype
     worst = Math.max(worst, Number.isNaN(d) ? Infinity : d);
   }
   if (1 - bad / want.length < minFrac || worst === Infinity) {
-    throw new Error(`${what}: ${bad}/${want.length} elements beyond ${ulps} ${dtype} ulp (first at index ${first}: got ${got[first]}, ` +
+    throw new Error(`${what}: ${bad}/${want.length} elements beyond ${ulps} ${dtype} ulp ` +
+      `(first at index ${first}: got ${got[first]}, ` +
       `want ${want[first]}); worst ${worst.toFixed(2)} ulp; need >= ${(minFrac * 100).toFixed(2)} % within`);
   }
 }
@@ -39,7 +40,10 @@ export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, to
   expect(got.length, `${what}: length`).toBe(want.length);
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]);
-    if (!(d <= tol[i])) throw new Error(`${what}: first mismatch at index ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${tol[i]})`);
+    if (!(d <= tol[i])) {
+      throw new Error(`${what}: first mismatch at index ${i}: got ${got[i]}, want ${want[i]} ` +
+        `(|diff| ${d} > ${tol[i]})`);
+    }
   }
 }
 

@@ -8,7 +8,10 @@ export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, ato
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]);
     const bad = !(d <= atol + rtol * Math.abs(want[i]));
-    if (bad) throw new Error(`${what}: first mismatch at index ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${atol} + ${rtol}*|want|)`);
+    if (bad) {
+      throw new Error(`${what}: first mismatch at index ${i}: got ${got[i]}, want ${want[i]} ` +
+        `(|diff| ${d} > ${atol} + ${rtol}*|want|)`);
+    }
     worst = Math.max(worst, d);
   }
   expect(worst).toBeLessThanOrEqual(atol + rtol * maxAbs(want));

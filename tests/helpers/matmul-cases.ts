@@ -32,7 +32,8 @@ export function expectDotBound(got: ArrayLike<number>, want: ArrayLike<number>, 
   for (let i = 0; i < want.length; i++) {
     const bound = factor * (K + 1) * U * abs[i] + 1e-30;
     if (!(Math.abs(got[i] - want[i]) <= bound)) {
-      throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (|diff| ${Math.abs(got[i] - want[i])} > ${bound})`);
+      throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} ` +
+        `(|diff| ${Math.abs(got[i] - want[i])} > ${bound})`);
     }
   }
 }
@@ -73,8 +74,10 @@ export function expectRel(got: ArrayLike<number>, want: ArrayLike<number>, scale
   what: string): void {
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]);
-    if (!(d <= rel * scale[i] +
-      1e-30)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (|diff| ${d} > ${rel} * ${scale[i]})`);
+    if (!(d <= rel * scale[i] + 1e-30)) {
+      throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} ` +
+        `(|diff| ${d} > ${rel} * ${scale[i]})`);
+    }
   }
 }
 

@@ -17,7 +17,8 @@ import type { MaskRef } from '../../src/kernels/attention/sdpa.ref.ts';
 
 export interface Case {
   heads: number; kvHeads: number; dim: number; seq: number; offset: number; cap: number;
-  kBits: number; vBits: number; mask: MaskRef['kind']; round: Round; accumulate: Accumulate; chunkRows?: number; seed: number;
+  kBits: number; vBits: number; mask: MaskRef['kind']; round: Round; accumulate: Accumulate; chunkRows?: number;
+  seed: number;
   /** qsdpa's path option (default: its own choice). */
   path?: QsdpaOptions['path'];
 }
@@ -37,7 +38,10 @@ async function readSide(side: QuantKV): Promise<QuantSideRef> {
     biases: await side.biases.read() };
 }
 
-/** A cache side holding `offset` earlier positions, then the S new ones appended at `offset` (as a decode loop does). */
+/**
+ * A cache side holding `offset` earlier positions, then the S new ones appended at `offset` (as a decode loop
+ * does).
+ */
 export function fill(gpu: Gpu, c: Case, bits: number, seed: number): QuantKV {
   const side = quantKV(gpu, { heads: c.kvHeads, capacity: c.cap, headDim: c.dim, bits });
   const put = (n: number, at: number, s: number) => {
@@ -71,7 +75,8 @@ export function inputs(gpu: Gpu, c: Case): Inputs {
     maskRef = { kind: c.mask };
   }
   const opts: QsdpaOptions = {
-    kvLen, offset: c.offset, mask, scale: 1 / Math.sqrt(c.dim), round: c.round, accumulate: c.accumulate, chunkRows: c.chunkRows, path: c.path,
+    kvLen, offset: c.offset, mask, scale: 1 / Math.sqrt(c.dim), round: c.round, accumulate: c.accumulate,
+    chunkRows: c.chunkRows, path: c.path,
   };
   return { q: Tensor.from(gpu, qx, [c.heads, c.seq, c.dim], 'f32', 'q'), qx, k, v, maskRef, opts };
 }

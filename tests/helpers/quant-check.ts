@@ -22,7 +22,10 @@ export function expectBitExact(got: ArrayLike<number>, want: ArrayLike<number>, 
   }
 }
 
-/** Spacing of the dtype's values at |v| (f32's for 'none': bf16's over 2^16); subnormal spacing below the smallest normal. */
+/**
+ * Spacing of the dtype's values at |v| (f32's for 'none': bf16's over 2^16); subnormal spacing below the smallest
+ * normal.
+ */
 export function ulpOf(round: Round, v: number): number {
   return round === 'none' ? halfUlp(v, 'bf16') / 2 ** 16 : halfUlp(v, round);
 }
@@ -47,14 +50,17 @@ export function expectUlps(round: Round, got: ArrayLike<number>, want: ArrayLike
   expect(got.length, `${what}: length`).toBe(want.length);
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i] - want[i]) / ulpOf(round, want[i]);
-    if (!(d <= maxUlps)) throw new Error(`${what}: index ${i} is ${d} ulps off (got ${got[i]}, want ${want[i]}; at most ${maxUlps})`);
+    if (!(d <= maxUlps)) {
+      throw new Error(`${what}: index ${i} is ${d} ulps off (got ${got[i]}, want ${want[i]}; at most ${maxUlps})`);
+    }
   }
   const s = ulpSummary(round, got, want);
   if (s.within1 < minFrac) {
     let first = -1;
     for (let i = 0; i < want.length && first < 0; i++) if (Math.abs(got[i] - want[i]) > ulpOf(round,
       want[i])) first = i;
-    throw new Error(`${what}: ${(s.within1 * 100).toFixed(3)} % within 1 ulp (< ${minFrac * 100} %); first beyond at ${first}: got ${got[first]}, want ${want[first]}`);
+    throw new Error(`${what}: ${(s.within1 * 100).toFixed(3)} % within 1 ulp (< ${minFrac * 100} %); ` +
+      `first beyond at ${first}: got ${got[first]}, want ${want[first]}`);
   }
   return s;
 }

@@ -32,7 +32,10 @@ export function toRows(x: ArrayLike<number>, H: number, L: number, D: number): F
   return out;
 }
 
-export interface Case { heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef; seed: number; qScale?: number }
+export interface Case {
+  heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef; seed: number;
+  qScale?: number;
+}
 
 /**
  * Runs sdpa on random data for one case and returns the output with its f64 reference. kv: 'f32' cache of f32 values,

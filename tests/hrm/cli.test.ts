@@ -107,7 +107,8 @@ describe('hrm CLI', () => {
     expect([none.code, ours(none.stderr)[0]]).toEqual([2,
       'hrm: give a command (generate, logits, compare, info, convert)']);
     const past = await hrm(['info', '--ctx', '99999']);
-    expect(past.stdout).toMatch(/^note\s+--ctx 99999 is past the model's context of 4096 tokens; a generation fills 4096 at most$/m);
+    expect(past.stdout)
+      .toMatch(/^note\s+--ctx 99999 is past the model's context of 4096 tokens; a generation fills 4096 at most$/m);
     expect((await hrm(['info', '--ctx', '4096'])).stdout).not.toMatch(/^note/m);
   });
 
@@ -115,7 +116,8 @@ describe('hrm CLI', () => {
     const r = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6,12', '--out',
       '/nonexistent/dir/x.safetensors']));
     expect(r.code).toBe(1);
-    expect(ours(r.stderr)).toEqual(['hrm logits: --out /nonexistent/dir/x.safetensors: folder /nonexistent/dir does not exist']);
+    expect(ours(r.stderr))
+      .toEqual(['hrm logits: --out /nonexistent/dir/x.safetensors: folder /nonexistent/dir does not exist']);
     const dir = await fails(hrm(['logits', '--model', '/nonexistent/model', '--ids', '6', '--out', tmpdir()]));
     expect(ours(dir.stderr)).toEqual([`hrm logits: --out ${tmpdir()} is a directory; give a file path`]);
   });
@@ -125,10 +127,12 @@ describe('hrm CLI', () => {
     const eos = patched({ eos_token_id: '11' });
     const r = await fails(hrm(['info', '--model', eos]));
     expect([r.code, ours(r.stderr)]).toEqual([1,
-      [`hrm info: FormatError: ${eos}/config.json: 'eos_token_id' must be a token id or a list of token ids (got "11")`]]);
+      [`hrm info: FormatError: ${eos}/config.json: 'eos_token_id' must be a token id or a list of token ids `
+        + '(got "11")']]);
     const stale = patched({ num_layers_per_stack: 2, num_hidden_layers: 7 });
     const info = await hrm(['info', '--model', stale]);
-    expect(ours(info.stderr)).toEqual([`warning: ${stale}/config.json: num_hidden_layers 7 is neither num_layers_per_stack 2 nor ` +
+    expect(ours(info.stderr)).toEqual([`warning: ${stale}/config.json: num_hidden_layers 7 is neither ` +
+      'num_layers_per_stack 2 nor ' +
       'num_layers_per_stack * H_cycles * (L_cycles + 1) = 12; using num_layers_per_stack 2']);
     expect(info.stdout).toMatch(/2 layers per stack/);
     const nan = patched({});
@@ -154,7 +158,8 @@ describe('hrm CLI', () => {
       const r = await fails(hrm(['info', '--model', base], { HRM_CONNECT_TIMEOUT: '0.2' }));
       expect([r.code, ours(r.stderr)]).toEqual([1, [
         `warning: ${base}/config.json: no response within 0.2 s (connect timeout); retrying in 1 s (attempt 2 of 5)`,
-        `hrm info: NetworkError: ${base}/config.json: no response within 0.2 s (connect timeout) (gave up after 2 attempts)`,
+        `hrm info: NetworkError: ${base}/config.json: no response within 0.2 s (connect timeout) `
+          + '(gave up after 2 attempts)',
       ]]);
     } finally {
       server.closeAllConnections();
@@ -184,6 +189,8 @@ describe('hrm CLI', () => {
   it('a device lost in the middle of generate is one line saying so, after the text streamed so far', async () => {
     const r = await fails(tsx(['tests/helpers/lose-device.ts']));
     expect(r.code).toBe(1);
-    expect(ours(r.stderr)).toEqual([expect.stringMatching(/^hrm: DeviceLostError: the GPU device was lost after [1-9]\d* characters of output \(destroyed: .*\); the text above is all that was generated\. Run the command again/)]);
+    expect(ours(r.stderr)).toEqual([expect.stringMatching(new RegExp('^hrm: DeviceLostError: the GPU device was lost '
+      + 'after [1-9]\\d* characters of output \\(destroyed: .*\\); the text above is all that was generated\\. '
+      + 'Run the command again'))]);
   });
 });

@@ -48,11 +48,13 @@ describe('config', () => {
   it('refuses keys of the wrong type, naming config.json and the key (lists of ids are valid)', () => {
     const base = json(FIXTURES + 'hrm-tiny-b/config.json');
     const bad = (patch: object) => () => parseConfig({ ...base, ...patch }, 'm/config.json');
-    expect(bad({ eos_token_id: '11' })).toThrow(/^\[config\] m\/config\.json: 'eos_token_id' must be a token id or a list of token ids \(got "11"\)$/);
+    expect(bad({ eos_token_id: '11' }))
+      .toThrow(/^\[config\] m\/config\.json: 'eos_token_id' must be a token id or a list of token ids \(got "11"\)$/);
     expect(bad({ bos_token_id: 6.5 })).toThrow(/m\/config\.json: 'bos_token_id' must be a token id/);
     expect(bad({ pad_token_id: [5,
       'x'] })).toThrow(/'pad_token_id' must be a token id or a list of token ids \(got \[5,"x"\]\)/);
-    expect(bad({ eos_token_id: 1024 })).toThrow(/'eos_token_id' 1024 is outside the vocabulary \[0, 1024\) of vocab_size/);
+    expect(bad({ eos_token_id: 1024 }))
+      .toThrow(/'eos_token_id' 1024 is outside the vocabulary \[0, 1024\) of vocab_size/);
     expect(bad({ prefix_lm: 'yes' })).toThrow(/'prefix_lm' must be true or false \(got "yes"\)/);
     expect(bad({ tie_word_embeddings: 1 })).toThrow(/'tie_word_embeddings' must be true or false/);
     expect(bad({ rope_parameters: 'default' })).toThrow(/'rope_parameters' must be an object/);
@@ -68,9 +70,11 @@ describe('config', () => {
     expect(bad({ rope_parameters: { rope_type: 'default',
       rope_theta: 0 } })).toThrow(/m\/config\.json rope_parameters: 'rope_theta' must be a number > 0 \(got 0\)/);
     expect(bad({ rope_theta: -1 })).toThrow(/m\/config\.json: 'rope_theta' must be a number > 0 \(got -1\)/);
-    expect(bad({ rms_norm_eps: -1e-6 })).toThrow(/m\/config\.json: 'rms_norm_eps' must be a number in \[0, 1\) \(got -0\.000001\)/);
+    expect(bad({ rms_norm_eps: -1e-6 }))
+      .toThrow(/m\/config\.json: 'rms_norm_eps' must be a number in \[0, 1\) \(got -0\.000001\)/);
     expect(bad({ initializer_range: 0 })).toThrow(/'initializer_range' must be a number > 0 \(got 0\)/);
-    expect(bad({ max_position_embeddings: 0 })).toThrow(/'max_position_embeddings' must be a positive integer \(got 0\)/);
+    expect(bad({ max_position_embeddings: 0 }))
+      .toThrow(/'max_position_embeddings' must be a positive integer \(got 0\)/);
     expect(parseConfig({ ...base, rms_norm_eps: 0 }).rms_norm_eps).toBe(0);
   });
 
@@ -81,7 +85,8 @@ describe('config', () => {
       'm/config.json', (m) => warnings.push(m));
     expect(c.num_layers_per_stack).toBe(1);
     expect(cacheSlots(c)).toBe(6);
-    expect(warnings).toEqual(['m/config.json: num_hidden_layers 12 is neither num_layers_per_stack 1 nor num_layers_per_stack * H_cycles * (L_cycles + 1) = 6; using num_layers_per_stack 1']);
+    expect(warnings).toEqual(['m/config.json: num_hidden_layers 12 is neither num_layers_per_stack 1 nor '
+      + 'num_layers_per_stack * H_cycles * (L_cycles + 1) = 6; using num_layers_per_stack 1']);
     parseConfig(base, 'm/config.json', (m) => warnings.push(m));
     expect(warnings.length).toBe(1); // a consistent config says nothing
   });

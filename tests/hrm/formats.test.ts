@@ -92,11 +92,12 @@ describe('checkpoint formats', () => {
     const d = folder();
     const bytes = readFileSync(SRC + 'model.safetensors');
     writeFileSync(join(d, 'model.safetensors'), bytes.subarray(0, bytes.length - 1000));
-    await expect(loadModel(dirFiles(d),
-      { gpu })).rejects.toThrow(/model\.safetensors: tensor '[^']+': data ends at byte \d+, past the end of the file .*truncated/);
+    await expect(loadModel(dirFiles(d), { gpu })).rejects
+      .toThrow(/model\.safetensors: tensor '[^']+': data ends at byte \d+, past the end of the file .*truncated/);
   });
 
-  it('trusts num_layers_per_stack over a stale num_hidden_layers when the tensors agree, and refuses what they contradict', async () => {
+  it('trusts num_layers_per_stack over a stale num_hidden_layers when the tensors agree, and refuses what they '
+    + 'contradict', async () => {
     const gpu = await getGpu();
     const SRC_B = FIXTURES + 'hrm-tiny-b/';
     const config = JSON.parse(readFileSync(SRC_B + 'config.json', 'utf8'));
@@ -108,13 +109,13 @@ describe('checkpoint formats', () => {
     expect(warnings).toEqual([`${stale}/config.json: num_hidden_layers 12 is neither num_layers_per_stack 2 nor ` +
       'num_layers_per_stack * H_cycles * (L_cycles + 1) = 16; using num_layers_per_stack 2']);
     const ids = [...await (await fixture('hrm-tiny-b/reference.safetensors')).array('prompt_ids')];
-    expectClose(await logitsOf(lm, ids, 'prefix'),
-      await (await fixture('hrm-tiny-b/reference.safetensors')).array('f32.prefix_logits'), 2e-4, 0, 'stale config logits');
+    const want = await (await fixture('hrm-tiny-b/reference.safetensors')).array('f32.prefix_logits');
+    expectClose(await logitsOf(lm, ids, 'prefix'), want, 2e-4, 0, 'stale config logits');
     lm.model.dispose();
     writeFileSync(join(stale, 'config.json'),
       JSON.stringify({ ...config, num_layers_per_stack: 3, num_hidden_layers: 12 }));
-    await expect(loadModel(dirFiles(stale),
-      { gpu, warn: () => {} })).rejects.toThrow(/the L stack has 2 layers in the tensors but the config says 3 per stack/);
+    await expect(loadModel(dirFiles(stale), { gpu, warn: () => {} }))
+      .rejects.toThrow(/the L stack has 2 layers in the tensors but the config says 3 per stack/);
   });
 
   it('a broken index.json or a tokenizer of another model names the file', async () => {
@@ -124,11 +125,11 @@ describe('checkpoint formats', () => {
     await expect(loadModel(dirFiles(d),
       { gpu })).rejects.toThrow(new RegExp(`^\\[load\\] ${d}/model\\.safetensors\\.index\\.json: not valid JSON \\(`));
     writeFileSync(join(d, 'model.safetensors.index.json'), '{"weight_map": ["model.safetensors"]}');
-    await expect(loadModel(dirFiles(d),
-      { gpu })).rejects.toThrow(`${d}/model.safetensors.index.json: 'weight_map' must be an object of tensor name -> file name`);
+    await expect(loadModel(dirFiles(d), { gpu })).rejects
+      .toThrow(`${d}/model.safetensors.index.json: 'weight_map' must be an object of tensor name -> file name`);
     const t = folder();
     cpSync(BROWN + 'tokenizer.json', join(t, 'tokenizer.json')); // 2048 ids; tiny-a has 512
-    await expect(loadModel(dirFiles(t),
-      { gpu })).rejects.toThrow(new RegExp(`${t}/tokenizer\\.json: token "[^"]+" has id \\d+, outside the model's vocab_size 512`));
+    await expect(loadModel(dirFiles(t), { gpu })).rejects
+      .toThrow(new RegExp(`${t}/tokenizer\\.json: token "[^"]+" has id \\d+, outside the model's vocab_size 512`));
   });
 });

@@ -17,7 +17,8 @@ for (const name of ['hrm-tiny-a', 'hrm-tiny-b'] as const) {
     const ints = async (k: string) => [...await (await ref()).array(k)];
     const f32s = async (k: string) => (await (await ref()).array(k)) as Float32Array;
 
-    it('f32 logits within 2e-4, greedy ids identical, bf16 mean KL <= 1e-4 (parity.check.ts, which the H200 bench runs too)', async () => {
+    it('f32 logits within 2e-4, greedy ids identical, bf16 mean KL <= 1e-4 (parity.check.ts, which the H200 bench runs '
+      + 'too)', async () => {
       const cases = await checkFixtureParity(await getGpu(), FIXTURES, name);
       expect(cases.filter((c) => !c.ok).map((c) => `${c.name} = ${c.value} (bound ${c.bound})`)).toEqual([]);
       expect(cases.length).toBe(6);

@@ -97,7 +97,8 @@ async function greedy(lm: LoadedModel, n: number): Promise<number[]> {
 
 describe('quantized HRM (tiny fixture)', () => {
   for (const spec of [{ bits: 4, groupSize: 64 }, { bits: 8, groupSize: 128 }]) {
-    it(`q${spec.bits} g${spec.groupSize}: quantize-on-load is mx.quantize bit for bit, and its f32 logits equal the dense twin's`, async () => {
+    it(`q${spec.bits} g${spec.groupSize}: quantize-on-load is mx.quantize bit for bit, and its f32 logits equal the `
+      + `dense twin's`, async () => {
       const gpu = await getGpu();
       const { quant, twin, config, qConfig } = await builtCheckpoints(spec);
       const onLoad = await loadModel(dirFiles(DIR), { gpu, dtype: 'f32', quantize: spec });

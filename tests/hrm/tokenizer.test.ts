@@ -1,23 +1,11 @@
-// Tokenizer, prompt format and streaming detokenisation against ids from the Rust `tokenizers` library.
-import { readFileSync } from 'node:fs';
+// The tokenizer against ids from the Rust `tokenizers` library; its special tokens, checks and errors; NFC as of
+// Unicode 9. (The prompt format and streaming have their own files: prompt.test.ts, stream.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { HrmTokenizer, nfcUnicode9 } from '../../src/hrm/tokenizer.ts';
-import { CONDITION_TOKENS, type Condition, formatPrompt, parseConditions } from '../../src/hrm/prompt.ts';
-import { TextStreamer } from '../../src/hrm/stream.ts';
+import { formatPrompt } from '../../src/hrm/prompt.ts';
 import { FormatError, InputError } from '../../src/errors.ts';
-import { BROWN } from '../../testkit/helpers/fixtures.ts';
 import { rng } from '../../testkit/helpers/seeded.ts';
-
-interface Reference {
-  plain: { text: string; nfc: string; ids: number[]; decoded: string }[];
-  formatted: { text: string; condition: string; formatted: string; ids: number[] }[];
-  prefix_decodes: { ids: number[]; decodes: string[] };
-}
-
-const read = (name: string) => readFileSync(BROWN + name, 'utf8');
-const ref = JSON.parse(read('tokenizer-reference.json')) as Reference;
-const modelConfig = JSON.parse(read('config.json'));
-const tok = new HrmTokenizer(read('tokenizer.json'), { config: read('tokenizer_config.json'), modelConfig });
+import { readBrown, ref, tok } from '../helpers/brown-tokenizer.ts';
 
 // More cases, with ids from HF tokenizers 0.23.2 (the Rust crate through its Node bindings), where
 // @huggingface/tokenizers alone differs or could: marks and letters newer than Unicode 9 (the crate's NFC tables),
@@ -34,12 +22,6 @@ const RUST_EXTRA: { text: string; ids: number[]; decoded?: string }[] = [
   { text: "Hi , there . ok ! it 's", ids: [55, 88, 236, 27, 541, 236, 29, 277, 90, 236, 16, 355, 1311, 98] },
   { text: 'a\u0085b\ufeffc', ids: [80, 142, 243, 81, 187, 135, 139, 82] },
 ];
-
-/** The seed's format_prompt, transcribed. */
-function seedFormatPrompt(text: string, condition = 'synth,cot'): string {
-  const prefix = condition.split(',').map((p) => CONDITION_TOKENS[p.trim() as Condition]).join('');
-  return `<|im_start|>${prefix}${text}<|im_end|>`;
-}
 
 const SPECIALS = ['<|PAD|>', '<|direct|>', '<|cot|>', '<|noisy|>', '<|synth|>', '<|endoftext|>', '<|im_start|>',
   '<|im_end|>',
@@ -87,14 +69,14 @@ describe('HrmTokenizer', () => {
   });
 
   it('takes bos/eos/pad from tokenizer_config.json when config.json has none, and config.json first', () => {
-    const t = new HrmTokenizer(JSON.parse(read('tokenizer.json')),
-      { config: JSON.parse(read('tokenizer_config.json')) });
+    const t = new HrmTokenizer(JSON.parse(readBrown('tokenizer.json')),
+      { config: JSON.parse(readBrown('tokenizer_config.json')) });
     expect([t.bosTokenId, t.eosTokenId, t.padTokenId]).toEqual([6, 11, 5]);
-    const u = HrmTokenizer.fromJson(read('tokenizer.json'), { eos_token: { content: '<|im_end|>' } },
+    const u = HrmTokenizer.fromJson(readBrown('tokenizer.json'), { eos_token: { content: '<|im_end|>' } },
       { eos_token_id: [11, 7] });
     expect(u.eosTokenIds).toEqual([11, 7]);
     expect(u.bosTokenId).toBeNull();
-    const v = HrmTokenizer.fromJson(read('tokenizer.json'), { chat_template: '{{ messages[0].content }}' });
+    const v = HrmTokenizer.fromJson(readBrown('tokenizer.json'), { chat_template: '{{ messages[0].content }}' });
     expect(v.chatTemplate).toBe('{{ messages[0].content }}');
   });
 
@@ -142,18 +124,19 @@ describe('HrmTokenizer', () => {
     expect(() => tok.tokenOf(99999)).toThrow(InputError);
     expect(() => new HrmTokenizer('{not json')).toThrow(FormatError);
     expect(() => new HrmTokenizer('{}')).toThrow(/no "model" section/);
-    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'),
+    expect(() => HrmTokenizer.fromJson(readBrown('tokenizer.json'),
       { eos_token: '<|missing|>' })).toThrow(/eos_token "<\|missing\|>" is not in the vocabulary/);
-    expect(() => HrmTokenizer.fromJson(read('tokenizer.json'), {},
+    expect(() => HrmTokenizer.fromJson(readBrown('tokenizer.json'), {},
       { eos_token_id: 5000 })).toThrow(/eos_token_id 5000 is outside the vocabulary/);
   });
 
   it('checks the vocabulary at load against the model, naming tokenizer.json', () => {
-    const json = () => JSON.parse(read('tokenizer.json'));
+    const json = () => JSON.parse(readBrown('tokenizer.json'));
     const where = 'm/tokenizer.json';
     const load = (j: object, vocab = 2048) => () => new HrmTokenizer(j, { modelConfig: { vocab_size: vocab }, where });
-    expect(load(json(),
-      1024)).toThrow(/^\[HrmTokenizer\] m\/tokenizer\.json: token "[^"]+" has id (1\d{3}|20[0-4]\d), outside the model's vocab_size 1024 \(config\.json\); the tokenizer does not belong to this model$/);
+    expect(load(json(), 1024)).toThrow(new RegExp('^\\[HrmTokenizer\\] m/tokenizer\\.json: token "[^"]+" has id '
+      + '(1\\d{3}|20[0-4]\\d), outside the model\'s vocab_size 1024 \\(config\\.json\\); the tokenizer does not '
+      + 'belong to this model$'));
     const str = json(); str.model.vocab['Ġthe'] = '7';
     expect(load(str)).toThrow(/m\/tokenizer\.json: token "Ġthe" has id "7", not a non-negative integer/);
     const neg = json(); neg.model.vocab['Ġthe'] = -3;
@@ -169,7 +152,7 @@ describe('HrmTokenizer', () => {
   it('loads and checks a vocabulary of 151 936 tokens (Qwen\'s; the 1B\'s 65 536 overflowed a browser worker)', () => {
     // The Brown vocabulary padded with tokens no text contains, as bench/chrome/ckpt.ts pads it to the 1B's size.
     const n = 151_936;
-    const j = JSON.parse(read('tokenizer.json'));
+    const j = JSON.parse(readBrown('tokenizer.json'));
     for (let id = Object.keys(j.model.vocab).length; id < n; id++) j.model.vocab[`<r${id}>`] = id;
     const big = new HrmTokenizer(j, { modelConfig: { vocab_size: n } });
     const text = ref.plain[0].text;
@@ -190,106 +173,5 @@ describe('nfcUnicode9', () => {
     expect('\u1df6\u1dcf'.normalize('NFC')).toBe('\u1dcf\u1df6'); // what the engine alone does
     expect(nfcUnicode9('e\u0301\u{105d2}\u0307e\u0301')).toBe('\u00e9\u{105d2}\u0307\u00e9');
     expect(nfcUnicode9('\u{105c9}')).toBe('\u{105c9}');
-  });
-});
-
-describe('prompt format', () => {
-  const names = Object.keys(CONDITION_TOKENS) as Condition[];
-
-  it('reproduces the seed format_prompt for every condition, pair and the default', () => {
-    const specs = [...names, ...names.flatMap((a) => names.filter((b) => b !== a).map((b) => `${a},${b}`)),
-      'synth,cot,noisy,direct'];
-    for (const spec of specs) expect(formatPrompt('What is 2+2?', spec),
-      spec).toBe(seedFormatPrompt('What is 2+2?', spec));
-    expect(formatPrompt('x')).toBe('<|im_start|><|quad_end|><|object_ref_end|>x<|im_end|>');
-    expect(formatPrompt('x', ['noisy', 'direct'])).toBe(seedFormatPrompt('x', 'noisy,direct'));
-  });
-
-  it('puts the text in verbatim: whitespace, markup and template syntax are not touched', () => {
-    for (const t of ['  lead and trail  \n', '<b>&amp;</b>', "{{ messages }} {% if x %}'\"", '', '<|im_end|>'])
-      expect(formatPrompt(t, 'direct')).toBe(seedFormatPrompt(t, 'direct'));
-  });
-
-  it('parses condition lists, tolerating whitespace, and names the accepted ones on error', () => {
-    expect(parseConditions('synth,cot')).toEqual(['synth', 'cot']);
-    expect(parseConditions('  noisy ,\tdirect ')).toEqual(['noisy', 'direct']);
-    expect(formatPrompt('x', ' synth , cot ')).toBe(seedFormatPrompt('x', 'synth,cot'));
-    expect(() => parseConditions('synth,reasoning')).toThrow(InputError);
-    expect(() => parseConditions('synth,reasoning')).toThrow(/^\[parseConditions\] unknown condition "reasoning".*accepted: direct, cot, noisy, synth/);
-    expect(() => parseConditions('')).toThrow(/--condition is empty/);
-    expect(() => parseConditions('  ')).toThrow(InputError);
-    expect(() => parseConditions('synth,,cot')).toThrow(/empty condition at position 2/);
-    expect(() => parseConditions('toString')).toThrow(/unknown condition/);
-    expect(() => formatPrompt('x', ['bogus' as Condition])).toThrow(InputError);
-  });
-
-  it("renders a checkpoint's chat_template with the message, the generation prompt and the condition tokens", () => {
-    const chatTemplate = '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ condition_tokens }}{{ m.content }}<|im_end|>\n{% endfor %}'
-      + '{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}{{ conditions | join("+") }}';
-    expect(formatPrompt('hello', 'synth,cot', { chatTemplate }))
-      .toBe('<|im_start|>user\n<|quad_end|><|object_ref_end|>hello<|im_end|>\n<|im_start|>assistant\nsynth+cot');
-    expect(formatPrompt('hi', 'cot',
-      { chatTemplate: '{{ bos_token }}{{ messages[0].content }}{{ eos_token }}',
-      bosToken: '<s>' })).toBe('<s>hi<|box_end|>');
-    expect(() => formatPrompt('x', 'cot',
-      { chatTemplate: '{% for %}' })).toThrow(/^\[formatPrompt\] chat_template does not parse/);
-    expect(() => formatPrompt('x', 'cot', { chatTemplate: "{{ raise_exception('no') }}" })).toThrow(FormatError);
-  });
-});
-
-describe('TextStreamer', () => {
-  const stripFffd = (s: string) => s.replace(/\ufffd+$/u, '');
-
-  it('emits each prefix decode minus its held-back U+FFFD, and the whole string in the end', () => {
-    const { ids, decodes } = ref.prefix_decodes;
-    const s = new TextStreamer(tok);
-    const chunks = ids.map((id) => s.push(id));
-    chunks.push(s.flush());
-    for (let i = 0; i < ids.length; i++) {
-      expect(chunks[i], `after id ${i}`).toBe(stripFffd(decodes[i + 1]).slice(stripFffd(decodes[i]).length));
-      expect(chunks[i]).not.toContain('\ufffd');
-    }
-    expect(chunks.join('')).toBe(decodes[ids.length]);
-    expect(chunks.at(-1)).toBe('');
-  });
-
-  it('streams every reference text and prompt exactly, with no U+FFFD, keeping the decode window short', () => {
-    let longest = 0;
-    const spy = { decode: (ids: readonly number[],
-      o?: { skipSpecialTokens?: boolean }) => ((longest = Math.max(longest, ids.length)), tok.decode(ids, o)) };
-    const texts = [...ref.plain.map((e) => e.nfc), ...ref.formatted.map((e) => e.formatted)];
-    const all = texts.join(' ');
-    for (const t of [...texts, all]) {
-      const s = new TextStreamer(spy, { skipSpecialTokens: false });
-      const chunks = tok.encode(t).map((id) => s.push(id));
-      chunks.push(s.flush());
-      expect(chunks.join(''), JSON.stringify(t)).toBe(t);
-      for (const c of chunks) expect(c).not.toContain('\ufffd');
-    }
-    expect(tok.encode(all).length).toBeGreaterThan(300);
-    expect(longest).toBeLessThan(16); // a window between character boundaries, not the whole history
-  });
-
-  it('equals one decode of all ids for random id sequences (broken UTF-8 included), special tokens skipped or not', () => {
-    const r = rng(5);
-    for (const skipSpecialTokens of [true, false]) {
-      for (let k = 0; k < 200; k++) {
-        const ids = Array.from({ length: 1 + Math.floor(r() * 30) }, () => Math.floor(r() * tok.vocabSize));
-        const s = new TextStreamer(tok, { skipSpecialTokens });
-        const out = ids.map((id) => s.push(id)).join('') + s.flush();
-        expect(out, JSON.stringify(ids)).toBe(tok.decode(ids, { skipSpecialTokens }));
-      }
-    }
-  });
-
-  it('skips special tokens by default, flushes an unfinished character as U+FFFD, and resets', () => {
-    const s = new TextStreamer(tok);
-    expect([6, 12].map((id) => s.push(id)).join('')).toBe('');
-    const zhong = tok.encode('中'); // three byte tokens
-    expect(zhong.length).toBe(3);
-    expect(s.push(zhong[0])).toBe('');
-    expect(s.flush()).toBe('\ufffd');
-    expect(s.push(tok.idOf('<|im_end|>'))).toBe('');
-    expect(tok.encode('ab').map((id) => s.push(id)).join('')).toBe('ab');
   });
 });

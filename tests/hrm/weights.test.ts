@@ -37,9 +37,11 @@ describe('weights', () => {
     const all: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint8Array }> = {};
     for (const n of file.names) all[n] = { dtype: 'BF16', shape: file.entry(n).shape, data: await file.bytes(n) };
     const { ['model.H_module.layers.0.attn.o_proj.weight']: _drop, ...missing } = all;
-    const open = async (t: typeof all) => Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('ck.safetensors', encodeSafetensors(t)))]);
+    const open = async (t: typeof all) =>
+      Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('ck.safetensors', encodeSafetensors(t)))]);
     await expect((async () => validateCheckpoint(await open(missing), config,
-      'ck.safetensors'))()).rejects.toThrow(/missing tensor 'model\.H_module\.layers\.0\.attn\.o_proj\.weight' \[128, 128\]/);
+      'ck.safetensors'))()).rejects
+      .toThrow(/missing tensor 'model\.H_module\.layers\.0\.attn\.o_proj\.weight' \[128, 128\]/);
     const extra = { ...all, 'model.rotary.inv_freq': { dtype: 'BF16' as const, shape: [2], data: new Uint8Array(4) } };
     await expect((async () => validateCheckpoint(await open(extra), config,
       'ck'))()).rejects.toThrow(/unexpected tensor\(s\): model\.rotary\.inv_freq/);
@@ -70,8 +72,9 @@ describe('weights', () => {
       encodeSafetensors(all)))]);
     const err = await loadWeights(gpu, ck, config, { where: 'nan.safetensors' }).then(() => null, (e: Error) => e);
     expect(err).toBeInstanceOf(FormatError);
-    expect(err!.message).toBe("[checkpoint] nan.safetensors: tensor 'lm_head.weight' holds 1 NaN/Inf value, the first at [511, 127]; " +
-      `tensor '${gqkv}' holds 2 NaN/Inf values, the first at [3, 5]; tensor 'model.z_L_init' holds 1 NaN/Inf value, the first at [0, 4] ` +
+    expect(err!.message).toBe("[checkpoint] nan.safetensors: tensor 'lm_head.weight' holds 1 NaN/Inf value, " +
+      `the first at [511, 127]; tensor '${gqkv}' holds 2 NaN/Inf values, the first at [3, 5]; ` +
+      "tensor 'model.z_L_init' holds 1 NaN/Inf value, the first at [0, 4] " +
       '(load with checkFinite: false to skip this check)');
     const w = await loadWeights(gpu, ck, config, { checkFinite: false });
     expect((await w.H[1].gqkv.chunks[0].read())[3 * 128 + 5]).toBeNaN();
@@ -89,7 +92,8 @@ describe('weights', () => {
     const ck = await Checkpoint.fromFiles([await SafetensorsFile.open(bytesSource('nan.safetensors',
       encodeSafetensors(all)))]);
     await expect(loadWeights(gpu, ck, config,
-      { where: 'ck' })).rejects.toThrow(/^\[checkpoint\] ck: tensor 'lm_head\.weight' holds 1 NaN\/Inf value, the first at \[200, 9\] /);
+      { where: 'ck' })).rejects
+      .toThrow(/^\[checkpoint\] ck: tensor 'lm_head\.weight' holds 1 NaN\/Inf value, the first at \[200, 9\] /);
     gpu.destroy();
   });
 

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { getBytes, streamDownload, type NetOptions } from '../../src/io/http.ts';
+import { getBytes, streamDownload } from '../../src/io/http.ts';
+import type { NetOptions } from '../../src/io/request.ts';
 import { urlSource } from '../../src/io/sources.ts';
 import { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { NetworkError } from '../../src/errors.ts';
@@ -175,9 +176,11 @@ describe('downloads over a faulty network', () => {
   it('ends stalled headers and stalled bodies within their timeouts, naming the URL', async () => {
     const t0 = performance.now();
     const e = await failure(getBytes(`${base}/stall-headers`, null, SHORT)); // 2 retries, but a header stall gets one
-    expect(e.message).toBe(`[fetch] ${base}/stall-headers: no response within 0.25 s (connect timeout) (gave up after 2 attempts)`);
+    expect(e.message).toBe(`[fetch] ${base}/stall-headers: no response within 0.25 s (connect timeout) `
+      + '(gave up after 2 attempts)');
     const body = await failure(getBytes(`${base}/stall-body`, null, { ...SHORT, retries: 0 }));
-    expect(body.message).toBe(`[fetch] ${base}/stall-body: stalled: no data for 0.25 s after 1000 bytes (idle timeout)`);
+    expect(body.message)
+      .toBe(`[fetch] ${base}/stall-body: stalled: no data for 0.25 s after 1000 bytes (idle timeout)`);
     expect(performance.now() - t0).toBeLessThan(3000);
     const { bytes } = await getBytes(`${base}/stall-body-once`, null, { ...FAST, idleTimeoutMs: 250 });
     expectBytes(bytes, DATA);

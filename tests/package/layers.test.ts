@@ -30,7 +30,8 @@ describe('layering (dependency-cruiser)', () => {
   it('the cycle rule catches two modules that import each other at run time', async () => {
     const found = await probe('no-cycles', 'tests/fixtures/cycle');
     // One violation a cycle, named from its first module.
-    expect(found.map((v) => `${v.from} -> ${v.to}`)).toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts']);
+    expect(found.map((v) => `${v.from} -> ${v.to}`))
+      .toEqual(['tests/fixtures/cycle/a.ts -> tests/fixtures/cycle/b.ts']);
   }, 60_000);
 });
 

@@ -69,7 +69,9 @@ describe('the packed package', () => {
     const paths = packed.files.map((f) => f.path);
     for (const p of ['dist/index.js', 'dist/index.d.ts', 'dist/advanced.js', 'dist/advanced.d.ts',
       'dist/refract/index.js', 'dist/cli/hrm.js', 'bin/hrm.mjs', 'bin/refract.mjs',
-      `models/${EMBEDDED_MODEL}/model.safetensors`, `models/${EMBEDDED_MODEL}/tokenizer.json`]) expect(paths).toContain(p);
+      `models/${EMBEDDED_MODEL}/model.safetensors`, `models/${EMBEDDED_MODEL}/tokenizer.json`]) {
+      expect(paths).toContain(p);
+    }
     expect(paths.filter((p) => /^(src|tests|testkit|demo|bench)\/|reference|\.map$/.test(p))).toEqual([]);
     const pkg = join(app, 'node_modules/hrm-webgpu');
     const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'));
@@ -150,7 +152,10 @@ describe('the packed package', () => {
       await page.goto(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/`);
       await page.waitForFunction((want: string) => document.querySelector('#out')?.textContent === want,
         { timeout: 120_000 }, expected)
-        .catch(async (e) => { throw new Error(`${(e as Error).message}; page shows ${JSON.stringify(await page.$eval('#out', (n) => n.textContent))}; ${log.join('\n')}`); });
+        .catch(async (e) => {
+          const shown = JSON.stringify(await page.$eval('#out', (n) => n.textContent));
+          throw new Error(`${(e as Error).message}; page shows ${shown}; ${log.join('\n')}`);
+        });
     } finally {
       await browser.close();
       await new Promise((r) => server.httpServer.close(r));

@@ -101,7 +101,8 @@ describe('trajectory axis', () => {
     };
     const t = await runTrajectory(b,
       { model, reference: REF, candidate: 'ctk=fp16,ctv=fp16', prompts: PROMPTS_V01.slice(0, 2), nPredict: 8 });
-    expect(t.notes).toEqual(['2/2 candidates stopped before n_predict=8 (EOS or other stop condition). Per-prompt cand_length records the actual decoded length.']);
+    expect(t.notes).toEqual(['2/2 candidates stopped before n_predict=8 (EOS or other stop condition). '
+      + 'Per-prompt cand_length records the actual decoded length.']);
     expect(t.per_prompt.map((p) => [p.first_divergence, p.prefix_agreement_length, p.cand_length,
       p.ref_length])).toEqual([[5, 5, 5, 8], [5, 5, 5, 8]]);
     expect(t.score).toBe(100); // 100 * mean prefix / mean cand length
@@ -139,7 +140,8 @@ describe('R-NIAH', () => {
     expect(rniahLengths(16384)).toEqual([4096, 8192, 16384]);
     expect(rniahLengths(20000)).toEqual([4096, 8192, 16384]);
     expect(rniahLengths(2048)).toEqual([2048]);
-    expect(extractNeedleKeyword('Note: APRICOT-7-BLUE is the rare paint color featured in this article.')).toBe('APRICOT-7-BLUE');
+    expect(extractNeedleKeyword('Note: APRICOT-7-BLUE is the rare paint color featured in this article.'))
+      .toBe('APRICOT-7-BLUE');
     expect(extractNeedleKeyword('Code A-B and CODE-NAME-FOO')).toBe('CODE-NAME-FOO');
     expect(extractNeedleKeyword('the marker is amber.')).toBe('amber');
     const text = 'Alpha sentence. Beta sentence. Gamma sentence. Delta sentence.';
@@ -161,7 +163,8 @@ describe('R-NIAH', () => {
     expect(r.notes[0]).toBe("Skipped length(s) 16384: longer than the model's context_length 8192.");
     // The 8192 cell, sized by characters a token without the chat template, would not leave 256 tokens to predict:
     // its haystack is cut until the longest prompt fits, and not far below (1 token a character here).
-    const fit = /^Length 8192: its prompts came to (\d+) tokens .* context_length 8192 leaves for 256 predicted tokens; the haystack was cut to (\d+) characters \((\d+) tokens\) to fit\.$/.exec(r.notes[1]);
+    const fit = new RegExp('^Length 8192: its prompts came to (\\d+) tokens .* context_length 8192 leaves for 256 '
+      + 'predicted tokens; the haystack was cut to (\\d+) characters \\((\\d+) tokens\\) to fit\\.$').exec(r.notes[1]);
     expect(fit, r.notes.join('\n')).not.toBeNull();
     const [before, chars, after] = fit!.slice(1).map(Number);
     expect(before).toBeGreaterThan(8192 - 256);
@@ -182,7 +185,8 @@ describe('R-NIAH', () => {
     const r = await runRniah(new FakeBackend(),
       { model, reference: REF, candidate: REF, haystack: 'One. Two. Three. '.repeat(50), lengths: [4096],
       positions: [0.5] });
-    expect(r.notes[0]).toMatch(/^Haystack corpus only has 850 chars; length=4096 would need ~3694\. Cell may run with a shorter context than nominal\.$/);
+    expect(r.notes[0]).toBe('Haystack corpus only has 850 chars; length=4096 would need ~3694. Cell may run with a '
+      + 'shorter context than nominal.');
   });
 });
 

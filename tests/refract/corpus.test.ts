@@ -11,8 +11,10 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('Brown corpus', () => {
   it('strips POS tags and rejoins punctuation and quotes', () => {
-    expect(untagSentence("\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' that/cs it/pps did/dod ./.")).toBe('The jury said "no evidence" that it did.');
-    expect(untagSentence('Atlanta\'s/np$ recent/jj primary/nn ,/, Mayor-nominate/nn-tl (/( Jr./np )/) ;/. 1/2/cd')).toBe("Atlanta's recent primary, Mayor-nominate (Jr.); 1/2");
+    expect(untagSentence("\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' that/cs it/pps did/dod ./."))
+      .toBe('The jury said "no evidence" that it did.');
+    expect(untagSentence('Atlanta\'s/np$ recent/jj primary/nn ,/, Mayor-nominate/nn-tl (/( Jr./np )/) ;/. 1/2/cd'))
+      .toBe("Atlanta's recent primary, Mayor-nominate (Jr.); 1/2");
     expect(untagBrownDocument('\n\n\tA/at b/nn ./.\n\n\n\tC/np d/nn ?/.\n')).toBe('A b. C d?');
   });
   it('lists the 500 documents in genre order', () => {
@@ -25,7 +27,8 @@ describe('Brown corpus', () => {
     const a = await defaultCorpus();
     expect(a).toBe(await defaultCorpus());
     expect(a.length).toBe(191896);
-    expect(a.startsWith('The Fulton County Grand Jury said Friday an investigation of Atlanta\'s recent primary election produced "no evidence" that any irregularities took place.')).toBe(true);
+    expect(a.startsWith('The Fulton County Grand Jury said Friday an investigation of Atlanta\'s recent primary '
+      + 'election produced "no evidence" that any irregularities took place.')).toBe(true);
     expect(a).not.toMatch(/\/(at|nn|vbd|in)\b/);
     expect(a.split('\n\n')).toHaveLength(16);
   });

@@ -17,8 +17,8 @@ describe('interpretPattern', () => {
   it('mild short-context drift when only A or B is low, not both failing', () => {
     expect(interpretPattern({ gtm: 72, kld: 95, rniah: 95, plad: 95 })).toEqual([DIAGNOSIS.mildShort]);
     // The published Mistral-24B run (trajectory 76.65).
-    expect(interpretPattern({ gtm: 76.65, kld: 99.71, rniah: 100,
-      plad: 91.34 })[0]).toMatch(/^Mild short-context drift; long-context retrieval and perturbation robustness are intact\./);
+    expect(interpretPattern({ gtm: 76.65, kld: 99.71, rniah: 100, plad: 91.34 })[0])
+      .toMatch(/^Mild short-context drift; long-context retrieval and perturbation robustness are intact\./);
   });
   it('says retrieval and robustness are intact only where R-NIAH and PLAD have a score (issue 33, item 8)', () => {
     const advice = 'Likely safe for typical use; audit on your specific decoding workload before shipping.';
@@ -39,8 +39,10 @@ describe('interpretPattern', () => {
       DIAGNOSIS.longDrift]);
     // The published Qwen2.5-7B run: trajectory 55.13, PLAD 76.73.
     expect(interpretPattern({ gtm: 55.13, kld: 98.75, rniah: 100, plad: 76.73 })).toEqual([
-      'Decode distribution drift detected: the candidate generates different tokens than fp16 on short-context prompts.',
-      "Brittleness to small input changes: candidate's output drifts more than fp16's under typo / casing / punctuation perturbations.",
+      'Decode distribution drift detected: the candidate generates different tokens than fp16 on short-context '
+        + 'prompts.',
+      'Brittleness to small input changes: candidate\'s output drifts more than fp16\'s under typo / casing / '
+        + 'punctuation perturbations.',
     ]);
   });
   it('does not call all axes intact when A or B did not run (issue 42, item 8)', () => {
@@ -55,8 +57,8 @@ describe('summaryProse', () => {
   it('is the band\'s prose when A and B ran, and names the axis that did not instead of "safe to deploy"', () => {
     expect(summaryProse('EXCELLENT', { gtm: 95, kld: 99 })).toBe(BAND_PROSE.EXCELLENT);
     const kldOnly = summaryProse('EXCELLENT', { gtm: null, kld: 99 });
-    expect(kldOnly).toBe('Indistinguishable from the reference on the axes measured; trajectory (axis A) not measured: ' +
-      'run it before deploying.');
+    expect(kldOnly).toBe('Indistinguishable from the reference on the axes measured; trajectory (axis A) not '
+      + 'measured: run it before deploying.');
     expect(summaryProse('PASS', { gtm: 85, kld: null })).toMatch(/^Minor drift on the axes measured; KLD@D \(axis B\)/);
     for (const s of [kldOnly, summaryProse('PASS', { kld: 85 })]) expect(s).not.toMatch(/safe to deploy/i);
     expect(summaryProse('FAIL', { gtm: null, kld: 20 })).toBe(BAND_PROSE.FAIL);

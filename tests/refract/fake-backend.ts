@@ -144,7 +144,8 @@ export class FakeBackend implements Backend {
     });
     const r = acc.result();
     return {
-      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats, chunks: chunks.length, ctx,
+      meanKld: r.meanKld, ppl: r.ppl, rmsDpPct: r.rmsDpPct, sameToppPct: r.sameToppPct, stats: r.stats,
+      chunks: chunks.length, ctx,
       metadata: { kept: r.kept, dropped: r.dropped }, ...(o.perPosition ? { perPosition: acc.perPosition } : {}),
     };
   }

@@ -17,7 +17,8 @@ import { fixture, FIXTURES } from '../../testkit/helpers/fixtures.ts';
 import { fixtureDir, model } from '../../testkit/helpers/model.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const CORPUS = 'The Fulton County Grand Jury said Friday an investigation of recent primary election produced no evidence that any irregularities took place. '.repeat(12);
+const CORPUS = ('The Fulton County Grand Jury said Friday an investigation of recent primary election produced no '
+  + 'evidence that any irregularities took place. ').repeat(12);
 const small = { prompts: PROMPTS_V01.slice(0, 2), nPredict: 4, ctx: 64, chunks: 2, seed: 7,
   corpus: { text: CORPUS, label: 'test corpus' } };
 
@@ -65,7 +66,8 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
     expect(a.axes.kld!.mean_kld).toBeGreaterThan(0);
   });
 
-  it('a device destroyed mid-KLD is recreated, the model reloaded, and the pass continues from the next chunk with the same numbers', async () => {
+  it('a device destroyed mid-KLD is recreated, the model reloaded, and the pass continues from the next chunk with '
+    + 'the same numbers', async () => {
     const shared = new HrmBackend(await model(await getGpu(), 'brown', 'f32'), { condition: 'noisy' });
     const kv = { model: 'brown', corpus: CORPUS, refKv: 'ctk=f16,ctv=f16', candKv: 'ctk=q4_0,ctv=q4_0',
       chunks: 2, ctx: 64 };
@@ -84,7 +86,8 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
       onChunk: (d) => { chunks.push(d); if (d === 1 && gpus.length === 1) gpus[0].device.destroy(); } });
     expect(chunks).toEqual([1, 2]);
     expect(gpus).toHaveLength(2);
-    expect(log).toEqual([expect.stringMatching(/^GPU device lost during KLD@D .*continuing from the last finished unit \(recovery 1\)$/)]);
+    const recovered = /^GPU device lost during KLD@D .*continuing from the last finished unit \(recovery 1\)$/;
+    expect(log).toEqual([expect.stringMatching(recovered)]);
     expect(got.meanKld).toBeCloseTo(want.meanKld, 12);
     expect(got.stats!.kld_percentiles).toEqual(want.stats!.kld_percentiles);
     gpus[1].destroy();
@@ -124,8 +127,8 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
     for (const bits of [8, 4]) {
       const acc = await backend.kldOnIds([ids], 'ctk=f16,ctv=f16', `ctk=q${bits}_0,ctv=q${bits}_0`);
       const mean = acc.result().meanKld;
-      expect(Math.abs(mean - want[`f32.kv${bits}.mean_kl`]),
-        `kv${bits}: ours ${mean}, MLX ${want[`f32.kv${bits}.mean_kl`]}`).toBeLessThanOrEqual(0.1 * want[`f32.kv${bits}.mean_kl`]);
+      const mlx = want[`f32.kv${bits}.mean_kl`];
+      expect(Math.abs(mean - mlx), `kv${bits}: ours ${mean}, MLX ${mlx}`).toBeLessThanOrEqual(0.1 * mlx);
     }
   });
 
@@ -155,13 +158,15 @@ describe('REFRACT on HRM-Text (WebGPU)', { timeout: 600_000 }, () => {
     const tsx = join(root, 'node_modules/.bin/tsx');
     const { stdout, stderr } = await promisify(execFile)(tsx,
       ['src/cli/refract.ts', 'score', '--candidate', 'ctk=q8_0,ctv=q4_0', '--prompts', prompts,
-      '--corpus', corpus, '--chunks', '1', '-c', '64', '--n-predict', '4', '--condition', 'noisy', '--json-out', join(dir, 'r.json'), '--html-out', join(dir, 'r.html')],
+      '--corpus', corpus, '--chunks', '1', '-c', '64', '--n-predict', '4', '--condition', 'noisy',
+      '--json-out', join(dir, 'r.json'), '--html-out', join(dir, 'r.html')],
     { cwd: root, timeout: 300_000 });
     expect(stdout).toMatch(/REFRACT/);
     expect(stderr).toMatch(/kld: 1\/1/);
     const r = parseReport(readFileSync(join(dir, 'r.json'), 'utf8'));
     for (const k of ['framework_version', 'environment', 'repro_command', 'timestamp', 'score_direction',
-      'score_range', 'model', 'reference', 'candidate', 'composite', 'band', 'summary', 'diagnosis', 'composite_detail', 'axes', 'extras']) {
+      'score_range', 'model', 'reference', 'candidate', 'composite', 'band', 'summary', 'diagnosis', 'composite_detail',
+      'axes', 'extras']) {
       expect(r, k).toHaveProperty(k);
     }
     expect(r.candidate).toContain('q4_0');

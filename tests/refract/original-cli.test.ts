@@ -16,7 +16,8 @@ const rep = (composite: unknown, extra: Record<string,
   ...extra });
 
 describe('test_cli.py / test_bugs.py compare', () => {
-  it('two reports; unparseable skipped; none parseable; missing axis score; missing / null composite; missing band', () => {
+  it('two reports; unparseable skipped; none parseable; missing axis score; missing / null composite; '
+    + 'missing band', () => {
     const { rows, notes } = compareRows([
       { path: '/x/a.json', text: rep(95) }, { path: 'b.json',
         text: rep(72.5, { band: 'DEGRADED' }) }, { path: 'bad.json', text: 'not json' },
@@ -27,7 +28,8 @@ describe('test_cli.py / test_bugs.py compare', () => {
     ]);
     expect(rows.map((r) => r.label)).toEqual(['a', 'b', 'no_axes', 'nocomp', 'null']);
     expect(notes).toEqual([
-      expect.stringMatching(/^skip bad\.json: not JSON/), 'nocomp.json: composite is missing; shown as —', 'null.json: composite is null; shown as —',
+      expect.stringMatching(/^skip bad\.json: not JSON/), 'nocomp.json: composite is missing; shown as —',
+      'null.json: composite is null; shown as —',
       'skip gone.json: cannot read gone.json', 'skip list.json: not a REFRACT report (no "axes" object)',
     ]);
     const t = renderCompareTable(rows);
@@ -69,7 +71,8 @@ describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, ()
     expect(lines).toEqual([
       [2, 'refract score: --chunks "0" is not valid (expected a whole number from 1)'],
       [2, "refract score: -c/--ctx 99999 is past the model's context of 4096 tokens; pass 4096 or less"],
-      [2, 'refract score: --skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or --axis-plad'],
+      [2, 'refract score: --skip-gtm and --skip-kld leave no axis to run; drop one, or add --axis-rniah or '
+        + '--axis-plad'],
     ]);
     // Nothing opened the GPU (Dawn's adapter warnings would come first) or loaded the weights.
     for (const r of runs) expect(r.stderr).not.toMatch(/Warning: |artificially reduced/);
@@ -83,7 +86,8 @@ describe('test_cli.py main (the refract command line)', { timeout: 240_000 }, ()
     const helps = await Promise.all(subs.map((c) => cli(c, '--help')));
     for (const [i, c] of subs.entries()) expect(helps[i].stdout).toMatch(new RegExp(`^refract ${c}`));
   });
-  it('compare on files: skips a non-report naming it, exit 1 when nothing parsed; --json-out in a missing folder fails before model work', async () => {
+  it('compare on files: skips a non-report naming it, exit 1 when nothing parsed; --json-out in a missing folder '
+    + 'fails before model work', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'refract-cli-'));
     writeFileSync(join(dir, 'bad.json'), 'not json');
     writeFileSync(join(dir, 'good.json'), rep(90));

@@ -22,20 +22,34 @@
 //   axes instead (axes.test.ts, plad.test.ts).
 import { describe, expect, it } from 'vitest';
 import {
-  applyCase, applyParaphrase, applyPunct, applyTypo, band, buildReport, buildRniahPrompt, compositeScore, diffTrajectories, extractNeedleKeyword, harmonicMean, interpretPattern, kldToScore, levenshtein, MIN_FLOOR, nearestSentenceBoundary, normalizedDrift, parseKvConfig, parsePromptsJsonl, perturb, PyRandom, renderTextReport, toJsonString, DEFAULT_PERTURBATIONS, type KldAxisResult, type PladAxisResult, type RniahAxisResult, type TrajectoryAxisResult,
+  band, buildRniahPrompt, compositeScore, kldToScore, MIN_FLOOR, parseKvConfig, parsePromptsJsonl, renderTextReport,
+  toJsonString, DEFAULT_PERTURBATIONS, type KldAxisResult, type PladAxisResult, type RniahAxisResult,
+  type TrajectoryAxisResult,
 } from '../../src/refract/index.ts';
+// The axes' inner steps and the report's parts, which the entry keeps to itself.
+import {
+  applyCase, applyParaphrase, applyPunct, applyTypo, levenshtein, normalizedDrift, perturb,
+} from '../../src/refract/axes/plad.ts';
+import { extractNeedleKeyword, nearestSentenceBoundary } from '../../src/refract/axes/rniah.ts';
+import { diffTrajectories } from '../../src/refract/axes/trajectory.ts';
+import { harmonicMean } from '../../src/refract/score.ts';
+import { interpretPattern } from '../../src/refract/diagnosis.ts';
+import { buildReport } from '../../src/refract/report/json.ts';
+import { NO_STATS } from '../../src/refract/axes/kld.ts';
+import { PyRandom } from '../../src/refract/pyrandom.ts';
 import { reproCommand } from '../../src/cli/refract-flags.ts';
 
 const gtm = (score: number): TrajectoryAxisResult => ({
-  score, full_match_rate: 0.5, median_first_divergence: 3, mean_prefix_agreement_length: 10, mean_cand_length: 20, mean_ref_length: 20,
+  score, full_match_rate: 0.5, median_first_divergence: 3, mean_prefix_agreement_length: 10, mean_cand_length: 20,
+  mean_ref_length: 20,
   n_prompts: 2, n_tokens_each: 20, per_prompt: [], notes: [],
 });
 const kld = (score: number): KldAxisResult => ({
-  score, mean_kld: -Math.log(score / 100), ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: null, chunks: 32, ctx: 512,
+  score, mean_kld: -Math.log(score / 100), ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: null,
+  chunks: 32, ctx: 512,
   is_self_reference: false, corpus: { path: 'c', size_bytes: 1, sha256_head: null,
     sha256_head_bytes: 1 }, convention: 'full chunk, causal',
-  n_positions: null, mean_kld_unc: null, kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null,
-  ppl_ref: null, ppl_ref_unc: null, ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
+  ...NO_STATS,
 });
 const rniah = (baseAcc: number): RniahAxisResult => ({
   score: 100, n_cells: 1, cells: [{ length: 4096, position: 0.5, n_trials: 1, base_acc: baseAcc, cand_acc: baseAcc,
@@ -52,12 +66,13 @@ function report(scores: { gtm: number | null; kld: number | null; rniah?: RniahA
     plad: scores.plad?.score ?? null }, floor);
   return buildReport({
     model: 'm', reference: 'ctk=f16,ctv=f16', candidate: 'ctk=q8_0,ctv=q8_0', composite,
-    gtm: scores.gtm === null ? null : gtm(scores.gtm), kld: scores.kld === null ? null : kld(scores.kld), rniah: scores.rniah, plad: scores.plad,
+    gtm: scores.gtm === null ? null : gtm(scores.gtm), kld: scores.kld === null ? null : kld(scores.kld),
+    rniah: scores.rniah, plad: scores.plad,
   });
 }
 
 describe('test_score.py', () => {
-  it('harmonic_mean: empty 0, single value, zero dominates, negative clipped, clamped to 100, punishes a low axis', () => {
+  it('harmonic_mean: empty 0, one value, zero dominates, negative clipped, clamped to 100, punishes a low axis', () => {
     expect(harmonicMean([])).toBe(0);
     expect(harmonicMean([42])).toBeCloseTo(42, 12);
     expect(harmonicMean([100, 100, 0])).toBe(0);
@@ -80,7 +95,8 @@ describe('test_score.py', () => {
     expect(compositeScore({ gtm: 100, kld: 100 }).composite).toBeGreaterThan(compositeScore({ gtm: 50,
       kld: 50 }).composite);
   });
-  it('interpret: all clear, catastrophic first, distribution break, mild drift, long only, brittle only, mixed, two-axis call', () => {
+  it('interpret: all clear, catastrophic first, distribution break, mild drift, long only, brittle only, mixed, '
+    + 'two-axis call', () => {
     expect(interpretPattern({ gtm: 95, kld: 99 })).toEqual([expect.stringMatching(/^All axes intact/)]);
     expect(interpretPattern({ gtm: 10, kld: 20, rniah: 30,
       plad: 40 })).toEqual([expect.stringMatching(/^Catastrophic/)]);
@@ -129,9 +145,11 @@ describe('test_axes_logic.py', () => {
     expect(diffTrajectories([], [1])).toEqual({ firstDivergence: 0, prefixLength: 0 });
   });
   it('load_prompts_skips_comments_and_blanks', () => {
-    expect(parsePromptsJsonl('{"id": "p1", "prompt": "a"}\n\n# comment\n{"id": "p2", "prompt": "b"}\n').map((p) => p.id)).toEqual(['p1', 'p2']);
+    const jsonl = '{"id": "p1", "prompt": "a"}\n\n# comment\n{"id": "p2", "prompt": "b"}\n';
+    expect(parsePromptsJsonl(jsonl).map((p) => p.id)).toEqual(['p1', 'p2']);
   });
-  it('perturbations: typo swaps two chars (same length), none without long words; case; punct; paraphrase keeps case', () => {
+  it('perturbations: typo swaps two chars (same length), none without long words; case; punct; '
+    + 'paraphrase keeps case', () => {
     const typo = applyTypo('hello banana', new PyRandom(0));
     expect(typo).not.toBeNull();
     expect(typo).not.toBe('hello banana');
@@ -160,7 +178,8 @@ describe('test_axes_logic.py', () => {
     expect(normalizedDrift([1], [2, 3, 4, 5])).toBe(1);
   });
   it('keyword, sentence boundary, prompt building, substring scoring', () => {
-    expect(extractNeedleKeyword('Note: APRICOT-7-BLUE is the rare paint color featured in this article.')).toBe('APRICOT-7-BLUE');
+    expect(extractNeedleKeyword('Note: APRICOT-7-BLUE is the rare paint color featured in this article.'))
+      .toBe('APRICOT-7-BLUE');
     expect(extractNeedleKeyword('ABC and LONGER-ONE here')).toBe('LONGER-ONE');
     expect(extractNeedleKeyword('the answer is mango.')).toBe('mango');
     expect(extractNeedleKeyword('')).toBe('');
@@ -220,7 +239,7 @@ describe('test_report.py / test_bugs.py', () => {
     expect(reproCommand(['score', '--model', `${home}/models/x`, '--candidate', 'ctk=q8_0,ctv=q4_0',
       'a b'])).toBe("refract score --model ~/models/x --candidate ctk=q8_0,ctv=q4_0 'a b'");
   });
-  it('band_with_nan / harmonic_mean_with_nan do not report EXCELLENT; direction; bands agree; kld score inverts', () => {
+  it('band_with_nan / harmonic_mean_with_nan are not EXCELLENT; direction; bands agree; kld score inverts', () => {
     expect(band(Number.NaN)).toBe('FAIL');
     expect(harmonicMean([100, Number.NaN])).toBeLessThan(90);
     const [p, b, w] = [100, 50, 10].map((x) => compositeScore({ gtm: x, kld: x }).composite);
@@ -228,7 +247,8 @@ describe('test_report.py / test_bugs.py', () => {
     for (const s of [95, 85, 70, 30]) expect(compositeScore({ gtm: s, kld: s }).band).toBe(band(s));
     for (const k of [0, 0.1, 0.5, 1, 2.5]) expect(-Math.log(kldToScore(k) / 100)).toBeCloseTo(k, 6);
   });
-  it('levenshtein_symmetric; kvconfig label round-trips; empty fragments skipped (test_runner kvconfig_parse_skips_empty_fragments)', () => {
+  it('levenshtein_symmetric; kvconfig label round-trips; empty fragments skipped '
+    + '(test_runner kvconfig_parse_skips_empty_fragments)', () => {
     for (const [a, b] of [[[1, 2, 3], [1, 5, 3]], [[1, 2, 3], [3, 2, 1]], [[], [1, 2, 3]],
       [[1, 2, 3, 4, 5], [1, 2, 3]]]) expect(levenshtein(a, b)).toBe(levenshtein(b, a));
     const c = parseKvConfig(' ctk = q8_0 ,ctv=q4_0');

@@ -31,7 +31,8 @@ describe('perturbations', () => {
     expect(applyTypo('The largest ocean on Earth is the', new PyRandom(43))).toBe('The lagrest ocean on Earth is the');
     // Values from the original's _apply_typo under CPython for seeds 0..4.
     expect([0, 1, 2, 3, 4].map((s) => applyTypo('Build a small rocket quickly', new PyRandom(s)))).toEqual([
-      'Build a small rocket quikcly', 'Build a msall rocket quickly', 'uBild a small rocket quickly', 'Build a samll rocket quickly', 'Build a smlal rocket quickly',
+      'Build a small rocket quikcly', 'Build a msall rocket quickly', 'uBild a small rocket quickly',
+      'Build a samll rocket quickly', 'Build a smlal rocket quickly',
     ]);
     expect(applyTypo('Two is odd', new PyRandom(1))).toBeNull(); // no eligible word
     expect(applyTypo('a bb the', new PyRandom(1))).toBeNull();
@@ -68,7 +69,9 @@ describe('perturbations', () => {
     for (const file of ['example-report-clean-mistral24b.json', 'example-report-degraded-qwen7b.json']) {
       const rep = JSON.parse(readFileSync(new URL(`../../data/refract/${file}`, import.meta.url),
         'utf8').replace(/\bNaN\b/g, 'null'));
-      const published = new Map<string, string>(rep.axes.plad.per_prompt.map((r: { prompt_id: string; perturbation: string; perturbed_prompt: string }) => [`${r.prompt_id}/${r.perturbation}`, r.perturbed_prompt]));
+      type Row = { prompt_id: string; perturbation: string; perturbed_prompt: string };
+      const published = new Map<string, string>(rep.axes.plad.per_prompt
+        .map((r: Row) => [`${r.prompt_id}/${r.perturbation}`, r.perturbed_prompt]));
       const ours = new Map<string, string>();
       let skipped = 0;
       PROMPTS_V01.forEach((p, i) => {

@@ -30,7 +30,8 @@ beforeAll(async () => {
 describe('JSON report', () => {
   it('has the v0.3.1 top-level fields in order', () => {
     expect(Object.keys(full)).toEqual([
-      'schema', 'framework_version', 'environment', 'repro_command', 'timestamp', 'score_direction', 'score_range', 'model', 'reference', 'candidate',
+      'schema', 'framework_version', 'environment', 'repro_command', 'timestamp', 'score_direction', 'score_range',
+      'model', 'reference', 'candidate',
       'composite', 'band', 'summary', 'diagnosis', 'composite_detail', 'axes', 'extras',
     ]);
     expect(full.schema).toBe('refract.report.v0.3.1');
@@ -91,8 +92,11 @@ describe('text report', () => {
   it('renders a published report with the original bar and lines', () => {
     const t = renderTextReport(example('example-report-clean-mistral24b.json'));
     expect(t).toContain(` REFRACT score    :  90.86  [${'#'.repeat(36)}${'-'.repeat(4)}]  EXCELLENT\n`);
-    expect(t).toContain(` Axis A Trajectory:  76.65  [${'#'.repeat(31)}${'-'.repeat(9)}]  DEGRADED   Token-level agreement with the fp16 reference.\n`);
-    expect(t).toContain(' Diagnosis\n   Mild short-context drift; long-context retrieval and perturbation\n   robustness are intact. Likely safe for typical use; audit on your\n   specific decoding workload before shipping.\n');
+    expect(t).toContain(` Axis A Trajectory:  76.65  [${'#'.repeat(31)}${'-'.repeat(9)}]  DEGRADED   `
+      + 'Token-level agreement with the fp16 reference.\n');
+    expect(t).toContain(' Diagnosis\n   Mild short-context drift; long-context retrieval and perturbation\n'
+      + '   robustness are intact. Likely safe for typical use; audit on your\n'
+      + '   specific decoding workload before shipping.\n');
     expect(t).toContain('   median first divergence    : token 25.5\n');
     expect(t).toContain('   full match rate            :  53.3 %\n');
   });
@@ -102,9 +106,12 @@ describe('text report', () => {
 
 describe('wrap (Python textwrap)', () => {
   it('matches CPython output', () => {
-    expect(wrap('Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.', 68, '   ', '   '))
-      .toEqual(['   Long-context retrieval degraded: candidate fails on prompts where',
-        '   the fp16 reference still retrieves correctly. Inspect the', '   per-(length, position) cell breakdown to see where it breaks.']);
+    const text = 'Long-context retrieval degraded: candidate fails on prompts where the fp16 reference still retrieves '
+      + 'correctly. Inspect the per-(length, position) cell breakdown to see where it breaks.';
+    expect(wrap(text, 68, '   ', '   ')).toEqual([
+      '   Long-context retrieval degraded: candidate fails on prompts where',
+      '   the fp16 reference still retrieves correctly. Inspect the',
+      '   per-(length, position) cell breakdown to see where it breaks.']);
     expect(wrap(`${'a'.repeat(78)}-${'b'.repeat(20)} ccc`, 30, '   ', '   ')).toEqual(['   ' + 'a'.repeat(27),
       '   ' + 'a'.repeat(27), '   ' + 'a'.repeat(24) + '-', '   ' + 'b'.repeat(20) + ' ccc']);
     expect(wrap('xx well-known hyper-active self-x a-b  multi  space --dash-- e.g. x--y', 12)).toEqual(['xx well-',
@@ -136,22 +143,26 @@ describe('HTML report', () => {
   });
   it('shows the per-prompt first divergence and the token diff', () => {
     const p = full.axes.gtm.per_prompt.find((x) => !x.matched)!;
-    expect(html).toContain(`diverges at token ${p.first_divergence} (prefix ${p.prefix_agreement_length} / cand ${p.cand_length} / ref ${p.ref_length})`);
+    expect(html).toContain(`diverges at token ${p.first_divergence} (prefix ${p.prefix_agreement_length} / `
+      + `cand ${p.cand_length} / ref ${p.ref_length})`);
     const firstCand = p.cand_tokens![p.prefix_agreement_length].replace(/ /g, '·');
     expect(html).toContain(`<span class="tok cand">${esc(firstCand)}</span>`);
   });
   it('escapes model and prompt text', () => {
     expect(evilHtml).not.toMatch(/<script/i);
     expect(evilHtml).toContain('x&lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(evilHtml).toContain('&lt;script&gt;alert(&quot;p&quot;)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;too&#39;');
+    expect(evilHtml)
+      .toContain('&lt;script&gt;alert(&quot;p&quot;)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;too&#39;');
     expect(evilHtml).toContain('m&lt;b&gt;');
   });
   it('embeds the raw JSON', () => {
     expect(html).toContain('<details><summary>Raw JSON report</summary><pre>{"schema":"refract.report.v0.3.1"');
   });
-  it("has the original's elements: composite label, summary box, model / hardware / environment cards, acronym footer, KL statistics", () => {
+  it("has the original's elements: composite label, summary box, model / hardware / environment cards, acronym "
+    + 'footer, KL statistics', () => {
     expect(html).toContain('<div class="label">Composite score</div>');
-    const box = new RegExp(`<div class="summary-box (green|amber|red)"><div class="title">${esc(full.summary)}</div><div class="desc">Composite of ${full.composite.toFixed(2)} falls in the \\w+ band\\. `);
+    const box = new RegExp(`<div class="summary-box (green|amber|red)"><div class="title">${esc(full.summary)}</div>`
+      + `<div class="desc">Composite of ${full.composite.toFixed(2)} falls in the \\w+ band\\. `);
     expect(html).toMatch(box);
     for (const h of ['Model', 'Hardware', 'Environment']) expect(html).toContain(`<div class="run-card"><h3>${h}</h3>`);
     expect(html).toContain('<em>REFerence-anchored Robust Acid-test for Compressed Transformers</em>');
@@ -160,7 +171,8 @@ describe('HTML report', () => {
     expect(html).toContain('KL statistics (as llama-perplexity --kl-divergence)');
     expect(html).toContain(`<td>${full.axes.kld.kld_percentiles!['99.9'].toFixed(6)}</td>`);
   });
-  it('low-confidence R-NIAH: headline score suppressed, warning box, n/a where the reference never retrieves; skipped axes n/a', async () => {
+  it('low-confidence R-NIAH: headline score suppressed, warning box, n/a where the reference never retrieves; '
+    + 'skipped axes n/a', async () => {
     const rn = full.axes.rniah!;
     const cells = [{ ...rn.cells[0], base_acc: 0, cand_acc: 0, degradation: 0 }, ...rn.cells.slice(1)];
     const low = { ...full,
@@ -168,7 +180,8 @@ describe('HTML report', () => {
     const h = await renderHtmlReport(low);
     expect(h).toContain('<td>C R-NIAH</td><td>—</td><td>Low confidence</td>');
     expect(h).toContain('Low confidence: the score is a noise floor.');
-    expect(h).toContain(`<td>${cells[0].length}</td><td>${cells[0].position.toFixed(2)}</td><td>1</td><td>n/a</td><td>n/a</td><td>n/a</td>`);
+    expect(h).toContain(`<td>${cells[0].length}</td><td>${cells[0].position.toFixed(2)}</td><td>1</td>`
+      + '<td>n/a</td><td>n/a</td><td>n/a</td>');
     const skipped = await runRefract({ backend: new FakeBackend(), model: 'fake-model', candidate: 'ctk=q8_0,ctv=q4_0',
       prompts: PROMPTS_V01.slice(0, 2), nPredict: 8, chunks: 2, skipGtm: true });
     const hs = await renderHtmlReport(skipped);

@@ -3,9 +3,10 @@
 // self run, and `refract sweep` (grid, resume, Pareto front).
 import { describe, expect, it } from 'vitest';
 import {
-  candidateFile, gridCandidates, markPareto, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract, runSweep, toJsonString,
-  type RunRefractOptions, type SweepRow,
+  gridCandidates, PROMPTS_V01, renderSweepHtml, renderSweepTable, renderTextReport, ResilientBackend, runRefract,
+  runSweep, toJsonString, type RunRefractOptions, type SweepRow,
 } from '../../src/refract/index.ts';
+import { candidateFile, markPareto } from '../../src/refract/sweep.ts';
 import { InputError } from '../../src/errors.ts';
 import { FakeBackend } from './fake-backend.ts';
 import { wellFormedProblem } from './wellformed.ts';
@@ -32,10 +33,12 @@ describe('skipped axes and checks before the first axis', () => {
   });
   it('ctx beyond the model context and a corpus shorter than ctx fail before any axis runs', async () => {
     const b = new FakeBackend({ contextLength: 100 });
-    await expect(runRefract(small(b))).rejects.toThrow("[refract] ctx 128 exceeds the model's context_length 100; pass -c/--ctx 100 or less");
+    await expect(runRefract(small(b)))
+      .rejects.toThrow("[refract] ctx 128 exceeds the model's context_length 100; pass -c/--ctx 100 or less");
     const c = new FakeBackend();
     await expect(runRefract(small(c,
-      { corpus: 'short text' }))).rejects.toThrow('[refract] the KLD corpus has 10 tokens, fewer than ctx 128; give a longer --corpus or a smaller -c/--ctx');
+      { corpus: 'short text' }))).rejects.toThrow('[refract] the KLD corpus has 10 tokens, fewer than ctx 128; '
+      + 'give a longer --corpus or a smaller -c/--ctx');
     expect([b.calls.trajectory, c.calls.trajectory, c.calls.kld]).toEqual([0, 0, 0]);
   });
 });
@@ -49,7 +52,8 @@ describe('partial reports', () => {
     expect(r.partial).toEqual({ reason: 'interrupted', unfinished: ['kld'] });
     expect([r.axes.gtm.skipped, r.axes.kld.skipped]).toEqual([false, true]);
     expect(r.composite).toBe(r.axes.gtm.score);
-    expect(r.composite_detail.notes.at(-1)).toBe('Partial report (interrupted): kld did not finish; the composite covers gtm only.');
+    expect(r.composite_detail.notes.at(-1))
+      .toBe('Partial report (interrupted): kld did not finish; the composite covers gtm only.');
     expect(JSON.parse(toJsonString(r)).partial.unfinished).toEqual(['kld']);
     expect(renderTextReport(r)).toContain(' PARTIAL REPORT (interrupted): not finished: kld');
     expect(renderTextReport(r)).not.toContain('KLD diagnostics');
@@ -86,7 +90,8 @@ describe('partial reports', () => {
 });
 
 describe('device loss (ResilientBackend)', () => {
-  it('a lost device during KLD@D is recreated and the pass continues from the last finished chunk, with the same numbers', async () => {
+  it('a lost device during KLD@D is recreated and the pass continues from the last finished chunk, with the same '
+    + 'numbers', async () => {
     const want = await runRefract(small(new FakeBackend(), { skipGtm: true }));
     const log: string[] = [];
     const created: FakeBackend[] = [];
@@ -99,7 +104,9 @@ describe('device loss (ResilientBackend)', () => {
     expect(chunks).toEqual([1, 2, 3]); // chunk 1 was not scored twice
     expect(created).toHaveLength(1);
     expect(rb.recoveries).toBe(1);
-    expect(log).toEqual([expect.stringMatching(/^GPU device lost during KLD@D \(\[fake\] device lost \(test\)\); recreating the device and reloading the model, then continuing from the last finished unit \(recovery 1\)$/)]);
+    expect(log).toEqual([expect.stringMatching(new RegExp('^GPU device lost during KLD@D \\(\\[fake\\] device lost '
+      + '\\(test\\)\\); recreating the device and reloading the model, then continuing from the last finished unit '
+      + '\\(recovery 1\\)$'))]);
     expect(got.axes.kld.mean_kld).toBe(want.axes.kld.mean_kld);
     expect(got.axes.kld.kld_percentiles).toEqual(want.axes.kld.kld_percentiles);
   });
@@ -142,7 +149,8 @@ describe('refract sweep', () => {
     const ran: string[] = [];
     const b = new FakeBackend();
     const opts = {
-      reference: REF, store: s, serialize: (r: Parameters<typeof toJsonString>[0]) => toJsonString(r), bytesPerToken: (kv: string) => (kv.includes('q4') ? 100 : 200) + (kv.includes('ctv=q4') ? 0 : 1),
+      reference: REF, store: s, serialize: (r: Parameters<typeof toJsonString>[0]) => toJsonString(r),
+      bytesPerToken: (kv: string) => (kv.includes('q4') ? 100 : 200) + (kv.includes('ctv=q4') ? 0 : 1),
       score: async (c: string) => { ran.push(c); if (c === 'ctk=q2_K,ctv=q2_K') throw new InputError('fake',
         'broken'); return runRefract(small(b, { candidate: c })); },
     };

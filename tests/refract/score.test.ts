@@ -43,7 +43,8 @@ describe('compositeScore', () => {
     expect(compositeScore({ gtm: 95, kld: 95 }, MIN_FLOOR).floor_ok).toBe(true);
     const bad = compositeScore({ gtm: 95, kld: 95 }, 80);
     expect(bad.floor_ok).toBe(false);
-    expect(bad.notes[0]).toBe('Floor failed: REFRACT(ref, ref) = 80.00 < 99.5. Reference is non-deterministic on this build; KLD deltas are unreliable.');
+    expect(bad.notes[0]).toBe('Floor failed: REFRACT(ref, ref) = 80.00 < 99.5. Reference is non-deterministic on this '
+      + 'build; KLD deltas are unreliable.');
   });
 });
 

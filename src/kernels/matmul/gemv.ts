@@ -59,7 +59,8 @@ export function checkGemvShape(op: string, { wg, rows, kernel = 'vec4', groups }
     if (!(pow2(g) && wg * g <= 256 && Number.isInteger(rows) && rows >= 2 && rows % 2 === 0 && rows % g === 0 &&
       rows / g <= Math.min(UPL_MAXW, wg))) {
       throw new InputError(op,
-        `gemv shape ${shape}: 'wide' needs groups a power of two with wg x groups <= 256, and rows an even multiple of groups, at most ${UPL_MAXW} and at most wg a group`);
+        `gemv shape ${shape}: 'wide' needs groups a power of two with wg x groups <= 256, and rows an even ` +
+        `multiple of groups, at most ${UPL_MAXW} and at most wg a group`);
     }
     return;
   }
@@ -89,7 +90,8 @@ export function dispatchGemv(gpu: Gpu, x: Tensor, c: Tensor, out: Tensor, unifor
   const shared = gpu.device.limits.maxComputeWorkgroupStorageSize - (kernel === 'upl-sg' ? 32 : 0);
   const unfit = whyUnfit(kernel, tuned, { M, K, dtype: c.dtype, wide, subgroups: gpu.subgroups, shared });
   if (unfit) throw new InputError('matmul',
-    `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: kernel '${kernel}' cannot take it (${unfit})`);
+    `gemv shape ${JSON.stringify(shape)} for weight '${c.label}' [${c.shape.join(', ')}] ${c.dtype}: ` +
+    `kernel '${kernel}' cannot take it (${unfit})`);
   const MB = kernel === 'wide' ? 1 : Math.min(M, GEMV_MAX_M, Math.floor(WG / ROWS),
     Math.floor(shared / (4 * WG * ROWS)));
   // With swiglu a block's ROWS slots hold ROWS / 2 gate rows and their up rows.
@@ -120,8 +122,9 @@ function whyUnfit(kernel: GemvKernel, s: GemvShape,
   o: { M: number; K: number; dtype: string; wide: boolean; subgroups: boolean; shared: number }): string | null {
   if (kernel === 'vec4') return null;
   if (!o.wide) return 'rows are not 16-byte aligned';
-  if (kernel === 'wide' &&
-    4 * s.wg * s.rows > o.shared) return `its ${s.wg} x ${s.rows} partial sums exceed the ${o.shared} bytes of workgroup memory`;
+  if (kernel === 'wide' && 4 * s.wg * s.rows > o.shared) {
+    return `its ${s.wg} x ${s.rows} partial sums exceed the ${o.shared} bytes of workgroup memory`;
+  }
   const rowsPerLane = kernel === 'wide' ? s.rows / s.groups! : s.rows;
   const f = uplFit(o.K, o.dtype, s.wg, rowsPerLane);
   if (kernel === 'wide' && o.M !== 1) return `it takes one x row, not ${o.M}`;

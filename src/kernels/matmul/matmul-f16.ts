@@ -24,7 +24,10 @@ const GEMV = { WG: 32, ROWS: 2 };
 export interface MatmulF16Options {
   /** Output dtype: 'f16' (default, as MLX's half matmul) or 'f32'. */
   out?: 'f16' | 'f32';
-  /** Rounding of an f32 output: 'bf16' / 'f16' values kept in f32, 'none' (default) the f32 sum. An f16 output is always rounded to f16. */
+  /**
+   * Rounding of an f32 output: 'bf16' / 'f16' values kept in f32, 'none' (default) the f32 sum. An f16 output is
+   * always rounded to f16.
+   */
   round?: Round;
   /** Force a path (tests, benchmarks); 'auto' picks by M and the tile count, as matmul does (preferGemv). */
   path?: 'auto' | 'gemv' | 'tiled';

@@ -35,7 +35,9 @@ export function batchedSgmat(a: Tensor, b: Tensor, c: Tensor,
   if (Mp % PAD.M || Np % PAD.N || Kp % PAD.K || !(Number.isInteger(slices) && slices >= 1) ||
     a.size !== batch * Mp * Kp || b.size !== batch * Np * Kp || c.size !== batch * slices * Mp * Np) {
     throw new InputError('matmul',
-      `batched sgmat ${label}: a [${a.shape.join(', ')}], b [${b.shape.join(', ')}], c [${c.shape.join(', ')}] do not hold ${batch} products of [${Mp}, ${Kp}] @ [${Np}, ${Kp}]^T in ${slices} K slices (Mp, Np multiples of ${PAD.M}, Kp of ${PAD.K})`);
+      `batched sgmat ${label}: a [${a.shape.join(', ')}], b [${b.shape.join(', ')}], c [${c.shape.join(', ')}] ` +
+      `do not hold ${batch} products of [${Mp}, ${Kp}] @ [${Np}, ${Kp}]^T in ${slices} K slices ` +
+      `(Mp, Np multiples of ${PAD.M}, Kp of ${PAD.K})`);
   }
   KERNELS.staged.dispatch(a.gpu, {
     bindings: { a, b, c }, label,
@@ -81,12 +83,14 @@ export function dispatchSgmat(x: Tensor, chunks: readonly Tensor[], out: Tensor,
   const gpu = x.gpu;
   const { M, K } = u;
   if (f.swiglu && (chunks.length !== 1 || f.accumulate)) throw new InputError('matmul',
-    `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
+    `path 'sgmat': swiglu is fused for a single weight tensor without accumulate (got ${chunks.length} chunks ` +
+    `of x [${M}, ${K}]${f.accumulate ? ', accumulate' : ''})`);
   const Kp = padTo(K, PAD.K), Mp = padTo(M, PAD.M);
   const kernel = plan.kernel, tiling = SGMAT_KERNELS[kernel];
   const parts = partsOf(chunks, M, K, plan);
   if (f.swiglu && parts.length > 1) throw new InputError('matmul',
-    `path 'sgmat': swiglu is fused for a weight taken in one product; '${chunks[0].label}' [${chunks[0].shape.join(', ')}] takes ${parts.length} at this binding limit`);
+    `path 'sgmat': swiglu is fused for a weight taken in one product; '${chunks[0].label}' ` +
+    `[${chunks[0].shape.join(', ')}] takes ${parts.length} at this binding limit`);
   const { flag } = sgmatState(gpu), epoch = nextEpoch(gpu);
   const sx = Tensor.empty(gpu, [Mp], 'i32', 'matmul.sgmat.x_scales'), xh = Tensor.empty(gpu, [Mp, Kp], 'f16',
     'matmul.sgmat.x16');

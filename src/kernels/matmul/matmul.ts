@@ -140,7 +140,8 @@ export function matmul(x: Tensor, w: Tensor | readonly Tensor[], opts: MatmulOpt
  * in rows z*M.. of [batch * M, N] ('rows'), or in columns z*N.. of [M, batch * N] ('cols'). Shapes are the caller's.
  */
 export function batchedMatmul(x: Tensor, w: Tensor, out: Tensor,
-  o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean; round?: Round }): void {
+  o: { batch: number; M: number; N: number; K: number; layout: 'rows' | 'cols'; transposed?: boolean;
+    round?: Round }): void {
   TILED.dispatch(x.gpu, {
     bindings: { x, w, out }, label: 'matmul.tiled_batched',
     uniforms: { M: o.M, N: o.N, K: o.K, ldo: o.layout === 'rows' ? o.N : o.batch * o.N, col0: 0, eps: 0 },

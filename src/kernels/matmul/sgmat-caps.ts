@@ -8,9 +8,15 @@ import { DTypeError, FeatureError } from '../../errors.ts';
 import type { Round } from '../common/codes.ts';
 import { SGMAT_KERNELS } from './sgmat-schedule.ts';
 
-/** Rows and columns are padded to the staged kernel's tile, K to its block (the direct kernel's divide them): either kernel takes any operand. */
+/**
+ * Rows and columns are padded to the staged kernel's tile, K to its block (the direct kernel's divide them): either
+ * kernel takes any operand.
+ */
 export const PAD = { M: SGMAT_KERNELS.staged.M, N: SGMAT_KERNELS.staged.N, K: SGMAT_KERNELS.staged.kStep };
-/** The staged kernel's workgroup memory: its A and B tiles, M and N rows of f16 each, rows padded by 8 (LD = kStep + 8). */
+/**
+ * The staged kernel's workgroup memory: its A and B tiles, M and N rows of f16 each, rows padded by 8
+ * (LD = kStep + 8).
+ */
 const STAGED_SHARED = (SGMAT_KERNELS.staged.M + SGMAT_KERNELS.staged.N) * (SGMAT_KERNELS.staged.kStep + 8) * 2;
 /** The subgroup-matrix shape the kernel is written for (f16 inputs, f32 result) and its subgroup size. */
 export const SGMAT_CONFIG = { M: 16, N: 16, K: 16, subgroup: 32 };
@@ -42,9 +48,12 @@ export function featureMissing(gpu: Gpu): string | null {
   if (!gpu.device.features.has(FEATURE)) return `no ${FEATURE}: ${s.fastFeatures[FEATURE].why}`;
   if (!gpu.f16) return `no shader-f16: ${s.fastFeatures['shader-f16'].why}`;
   const want = `f16>f32 ${SGMAT_CONFIG.M}x${SGMAT_CONFIG.N}x${SGMAT_CONFIG.K}`;
-  if (!s.subgroupMatrix.includes(want)) return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
+  if (!s.subgroupMatrix.includes(want)) {
+    return `no ${want} subgroup-matrix configuration (adapter has: ${s.subgroupMatrix.join(', ') || 'none'})`;
+  }
   if (s.subgroupSizes[0] !== SGMAT_CONFIG.subgroup || s.subgroupSizes[1] !== SGMAT_CONFIG.subgroup) {
-    return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ${SGMAT_CONFIG.subgroup}`;
+    return `subgroup size ${s.subgroupSizes.join('-')}; the kernel lays out its tiles for exactly ` +
+      `${SGMAT_CONFIG.subgroup}`;
   }
   return null;
 }

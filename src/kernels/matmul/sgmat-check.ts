@@ -49,8 +49,8 @@ async function checkProduct(gpu: Gpu, schedule: SgmatPlan): Promise<string | nul
       for (let k = 0; k < K; k++) s += xv[m * K + k] * wv[n * K + k];
       if (got[m * N + n] !== roundBf16(s)) { bad++; if (at < 0) at = m * N + n; }
     }
-    return bad ||
-      fell ? `failed its self-check on this device (${bad} of ${M * N} outputs wrong, first at ${at}: ${got[at]}; ${fell} fallback rows)` : null;
+    return bad || fell ? `failed its self-check on this device (${bad} of ${M * N} outputs wrong, ` +
+      `first at ${at}: ${got[at]}; ${fell} fallback rows)` : null;
   } catch (e) {
     return `failed its self-check on this device (${e instanceof Error ? e.message : String(e)})`;
   } finally {

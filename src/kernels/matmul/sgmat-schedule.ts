@@ -84,7 +84,8 @@ export function rowSpans(maxBinding: number, rows: number, bytesPerRow: number, 
   what: string): Array<[number, number]> {
   const per = Math.floor(maxBinding / bytesPerRow / tile) * tile;
   if (per < 1) throw new ShapeError('matmul',
-    `path 'sgmat': ${tile} rows of ${what} (${bytesPerRow} bytes a row) exceed the binding limit of ${maxBinding} bytes`);
+    `path 'sgmat': ${tile} rows of ${what} (${bytesPerRow} bytes a row) exceed the binding limit of ` +
+    `${maxBinding} bytes`);
   const spans: Array<[number, number]> = [];
   for (let r0 = 0; r0 < rows; r0 += per) spans.push([r0, Math.min(per, rows - r0)]);
   return spans;

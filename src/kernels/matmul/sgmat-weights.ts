@@ -46,7 +46,10 @@ export function sgmatStats(gpu: Gpu): Tensor {
   return sgmatState(gpu).stats;
 }
 
-/** A weight's rows as to_f16 writes them (f16 [Np, Kp], exponents [Np]) and its flag (1: the f16 path cannot take it). */
+/**
+ * A weight's rows as to_f16 writes them (f16 [Np, Kp], exponents [Np]) and its flag (1: the f16 path cannot take
+ * it).
+ */
 export interface HalfWeight { wh: Tensor; sw: Tensor; bad: Tensor }
 
 /**

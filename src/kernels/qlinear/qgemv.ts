@@ -84,10 +84,12 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean,
       (o.swiglu &&
       shape.rows % 2)) fail(`'wide' needs rows a multiple of groups${o.swiglu ? ', and even with swiglu' : ''}`);
     if (units % shape.wg || (units / shape.wg) * (shape.rows / g) > WIDE_MAXW) {
-      fail(`a row's ${units} units must split exactly over ${shape.wg} lanes, at most ${WIDE_MAXW} units a lane with the group's rows`);
+      fail(`a row's ${units} units must split exactly over ${shape.wg} lanes, at most ${WIDE_MAXW} units a lane ` +
+        'with the group\'s rows');
     }
     if (4 * shape.wg * shape.rows + staged > shared) {
-      fail(`its ${shape.wg} x ${shape.rows} partial sums${kernel === 'wide-xs' ? ` and x's ${o.K} values` : ''} exceed the ${shared} bytes of workgroup memory`);
+      const xs = kernel === 'wide-xs' ? ` and x's ${o.K} values` : '';
+      fail(`its ${shape.wg} x ${shape.rows} partial sums${xs} exceed the ${shared} bytes of workgroup memory`);
     }
     return;
   }
@@ -102,7 +104,10 @@ function checkQGemvShape(gpu: Gpu, shape: GemvShape, wide: boolean,
   }
 }
 
-/** qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and levels. */
+/**
+ * qgemv4 reads 16-byte units: 4 or 8 bits (a row is then whole units, K being a multiple of 32), aligned x and
+ * levels.
+ */
 export function wideUnits(x: Tensor, wq: Tensor, bits: number): boolean {
   return (bits === 4 || bits === 8) && x.offset % 16 === 0 && wq.offset % 16 === 0;
 }

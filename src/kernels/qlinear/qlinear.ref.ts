@@ -6,7 +6,10 @@ import { matmulFusedRef, type FusedRefOptions } from '../matmul/matmul.ref.ts';
 import { roundAs } from '../ops/ops.ref.ts';
 
 /** A quantized [N, K] matrix on the CPU (packed levels, f32 scales and biases per group). */
-export interface QuantMatrixRef { q: ArrayLike<number>; scales: ArrayLike<number>; biases: ArrayLike<number>; N: number; K: number; bits: number; groupSize: number }
+export interface QuantMatrixRef {
+  q: ArrayLike<number>; scales: ArrayLike<number>; biases: ArrayLike<number>; N: number; K: number; bits: number;
+  groupSize: number;
+}
 
 /**
  * W as a variant uses it: 'exact' (qgemv / qrows sum scale * level + bias in f32, the float64 value is the

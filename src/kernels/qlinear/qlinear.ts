@@ -42,7 +42,8 @@ export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [numbe
   checkGroupSize(op, w.groupSize);
   if (!w.q.length || w.q.length !== w.scales.length || w.q.length !== w.biases.length) {
     throw new ShapeError(op,
-      `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} biases; expected one of each per chunk`);
+      `quantized weight has ${w.q.length} packed chunks, ${w.scales.length} scales and ${w.biases.length} ` +
+      'biases; expected one of each per chunk');
   }
   const sd = w.scales[0].dtype;
   if (!(sd in DTYPE_CODE)) throw new DTypeError(op,
@@ -54,13 +55,15 @@ export function checkQuantMatrix(op: string, w: QuantMatrix, K?: number): [numbe
     if (q.dtype !== 'u32' || q.rank !== 2 || !Number.isInteger(c) || c % w.groupSize ||
       (cols !== undefined && c !== cols)) {
       throw new ShapeError(op,
-        `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] (a whole number of groups of ${w.groupSize})`);
+        `packed '${q.label}' [${q.shape.join(', ')}] ${q.dtype} must be u32 [rows, ${cols ?? 'K'} * ${w.bits} / 32] ` +
+        `(a whole number of groups of ${w.groupSize})`);
     }
     cols = c;
     for (const t of [w.scales[i], w.biases[i]]) {
       if (t.dtype !== sd || t.rank !== 2 || t.shape[0] !== q.shape[0] || t.shape[1] !== c / w.groupSize) {
         throw new ShapeError(op,
-          `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
+          `'${t.label}' is [${t.shape.join(', ')}] ${t.dtype}; packed [${q.shape.join(', ')}] at ${w.bits} bits, ` +
+          `group ${w.groupSize} needs ${sd} [${q.shape[0]}, ${c / w.groupSize}]`);
       }
     }
     N += q.shape[0];
@@ -131,7 +134,8 @@ export function qlinear(x: Tensor, w: QuantMatrix, opts: MatmulOptions = {}): Te
     `unknown path ${JSON.stringify(opts.path)}; qlinear takes 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'`);
   if (path === 'sgmat') {
     if (opts.round !== 'bf16') throw new InputError(op,
-      `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take the bf16 copy of the weight`);
+      `path 'sgmat' needs round 'bf16' (got ${JSON.stringify(opts.round ?? 'none')}): the tensor cores take ` +
+      'the bf16 copy of the weight');
     const dense = dequantDense(w, 'bf16');
     try {
       return matmul(x, dense, { ...opts, path: 'sgmat', transientWeights: true });

@@ -38,7 +38,8 @@ export function quantizedMatmul(x: Tensor, q: Tensor, scales: Tensor, biases: Te
   const [n, wk] = transpose ? [rows, cols] : [cols, rows];
   if (wk !== k) {
     throw new ShapeError(op,
-      `x [${m}, ${k}] does not match weights of ${rows} rows x ${cols} values (${bits}-bit, transpose ${transpose}): inner dims ${k} vs ${wk}`);
+      `x [${m}, ${k}] does not match weights of ${rows} rows x ${cols} values (${bits}-bit, ` +
+      `transpose ${transpose}): inner dims ${k} vs ${wk}`);
   }
   const gpu = x.gpu;
   const out = Tensor.empty(gpu, [m, n], 'f32', 'quantizedMatmul.out');

@@ -79,7 +79,8 @@ export function quantizeRef(w: ArrayLike<number>, rows: number, cols: number,
   { bits, groupSize = GROUP, round = 'none', rules = 'metal' }: QuantRefOptions): QuantizedRef {
   checkQuantArgs('quantizeRef', cols, bits, groupSize);
   const gs = groupSize, groups = cols / gs, wpr = packedCols(cols, bits);
-  const q = new Uint32Array(rows * wpr), scales = new Float32Array(rows * groups), biases = new Float32Array(rows * groups);
+  const q = new Uint32Array(rows * wpr);
+  const scales = new Float32Array(rows * groups), biases = new Float32Array(rows * groups);
   for (let r = 0; r < rows; r++) {
     for (let g = 0; g < groups; g++) {
       const start = r * cols + g * gs;
@@ -127,7 +128,9 @@ export function dequantizeExact(q: ArrayLike<number>, scales: ArrayLike<number>,
 }
 
 export function checkQuantArgs(op: string, cols: number, bits: number, groupSize: number): void {
-  if (!GROUP_SIZES.includes(groupSize)) throw new Error(`[${op}] group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+  if (!GROUP_SIZES.includes(groupSize)) {
+    throw new Error(`[${op}] group size ${groupSize} is not one of ${GROUP_SIZES.join(', ')}`);
+  }
   if (!QUANT_BITS.includes(bits)) throw new Error(`[${op}] bits ${bits} not in ${QUANT_BITS.join(', ')}`);
   if (cols % groupSize !== 0) throw new Error(`[${op}] cols ${cols} is not a multiple of the group size ${groupSize}`);
 }

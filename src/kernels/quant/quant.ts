@@ -64,12 +64,14 @@ export function checkPacked(op: string, q: Tensor, scales: Tensor, biases: Tenso
   const want = [...lead, cols / groupSize];
   if (!Number.isInteger(cols) || cols % groupSize !== 0) {
     throw new ShapeError(op,
-      `packed '${q.label}' [${q.shape.join(', ')}] holds ${words} words per row, not a whole number of ${bits}-bit groups of ${groupSize}`);
+      `packed '${q.label}' [${q.shape.join(', ')}] holds ${words} words per row, not a whole number of ` +
+      `${bits}-bit groups of ${groupSize}`);
   }
   for (const t of [scales, biases]) {
     if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
       throw new ShapeError(op,
-        `'${t.label}' is [${t.shape.join(', ')}]; packed [${q.shape.join(', ')}] at ${bits} bits needs [${want.join(', ')}]`);
+        `'${t.label}' is [${t.shape.join(', ')}]; packed [${q.shape.join(', ')}] at ${bits} bits ` +
+        `needs [${want.join(', ')}]`);
     }
   }
   return cols;
@@ -119,7 +121,10 @@ export function dequantize(q: Tensor, scales: Tensor, biases: Tensor,
  * Where quantizeInto reads and writes: `rows` rows of `cols` values, read as blocks of `srcRows` rows and written
  * to the same blocks of `dstRows` rows starting at row `dstRow0` (a cache [H, capacity] takes [H, S] at an offset).
  */
-export interface QuantizeLayout { rows: number; cols: number; srcRows: number; dstRows: number; dstRow0: number; bits: number; groupSize: number; round: Round; rules: QuantRules }
+export interface QuantizeLayout {
+  rows: number; cols: number; srcRows: number; dstRows: number; dstRow0: number; bits: number; groupSize: number;
+  round: Round; rules: QuantRules;
+}
 
 /** quantize's dispatch into existing q / scales / biases (checked by the caller). */
 export function quantizeInto(w: Tensor, out: Quantized, l: QuantizeLayout): void {

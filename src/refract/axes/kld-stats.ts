@@ -97,7 +97,9 @@ export interface KldStatistics {
   /** Kept positions with an observed next token (Δp and PPL use these). */
   n_next: number;
   /** p_cand(next) - p_ref(next): mean ± error, RMS ± error, percentiles; fractions, not percent. */
-  delta_p: { mean: number; mean_unc: number; rms: number; rms_unc: number; percentiles: Pct<typeof DELTA_P_PERCENTILES> } | null;
+  delta_p: {
+    mean: number; mean_unc: number; rms: number; rms_unc: number; percentiles: Pct<typeof DELTA_P_PERCENTILES>;
+  } | null;
   ppl_ref: number | null;
   ppl_ref_unc: number | null;
   ppl_cand: number | null;
@@ -135,14 +137,18 @@ export class KldAccumulator {
   }
 
   /** Mean KL (throws if every position was non-finite, like the MLX backend) and the side statistics. */
-  result(): { meanKld: number; kept: number; dropped: number; ppl: number | null; rmsDpPct: number | null; sameToppPct: number; stats: KldStatistics } {
+  result(): {
+    meanKld: number; kept: number; dropped: number; ppl: number | null; rmsDpPct: number | null; sameToppPct: number;
+    stats: KldStatistics;
+  } {
     const n = this.kls.length;
     if (n === 0) throw new BackendCapabilityError('kld',
       'every position produced non-finite KL; the logits may be underflowing on this KV config');
     const [meanKld, meanKldUnc] = meanAndUncertainty(this.kls);
     const m = this.dps.length;
     let dp: KldStatistics['delta_p'] = null;
-    let ppl: Pick<KldStatistics, 'ppl_ref' | 'ppl_ref_unc' | 'ppl_cand' | 'ppl_cand_unc' | 'ppl_ratio' | 'ppl_ratio_unc'> =
+    type Ppl = 'ppl_ref' | 'ppl_ref_unc' | 'ppl_cand' | 'ppl_cand_unc' | 'ppl_ratio' | 'ppl_ratio_unc';
+    let ppl: Pick<KldStatistics, Ppl> =
       { ppl_ref: null, ppl_ref_unc: null, ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null };
     if (m > 0) {
       const [mean, meanUnc] = meanAndUncertainty(this.dps);
@@ -167,7 +173,10 @@ export class KldAccumulator {
   }
 }
 
-/** A KLD pass in progress: the chunks finished and what they accumulated. */
+/**
+ * A KLD pass in progress: the chunks finished and what they accumulated. A backend that resumes (`KldOptions.resume`)
+ * gets back the one it made; its accumulator is the backend's own, not API.
+ */
 export interface KldProgress {
   acc: KldAccumulator;
   done: number;

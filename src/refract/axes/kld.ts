@@ -44,7 +44,10 @@ export interface KldAxisResult extends NullableStats {
   ppl: number | null;
   rms_dp_pct: number | null;
   same_topp_pct: number | null;
-  /** llama.cpp's KLD base file; from the backend's metadata (`base_path`), null when reference logits stay in memory. */
+  /**
+   * llama.cpp's KLD base file; from the backend's metadata (`base_path`), null when reference logits stay in
+   * memory.
+   */
   base_path: string | null;
   chunks: number;
   ctx: number;
@@ -74,7 +77,8 @@ export type NullableStats = { [K in keyof KldStatistics]: KldStatistics[K] | nul
 
 /** The llama.cpp statistics of a KLD result that has none (a backend without them, a skipped axis). */
 export const NO_STATS: NullableStats = {
-  n_positions: null, mean_kld_unc: null, kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null, delta_p: null,
+  n_positions: null, mean_kld_unc: null, kld_percentiles: null, same_top1: null, same_top1_ci95: null, n_next: null,
+  delta_p: null,
   ppl_ref: null, ppl_ref_unc: null, ppl_cand: null, ppl_cand_unc: null, ppl_ratio: null, ppl_ratio_unc: null,
 };
 

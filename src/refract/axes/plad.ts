@@ -149,7 +149,10 @@ export interface PladOptions {
   seed?: number;
   perturbations?: readonly Perturbation[];
   alpha?: number;
-  /** 'retokenized' (default, as the original): runCompletion text through tokenizeToIds; 'generated': decode-time ids. */
+  /**
+   * 'retokenized' (default, as the original): runCompletion text through tokenizeToIds; 'generated': decode-time
+   * ids.
+   */
   tokenSource?: 'generated' | 'retokenized';
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
@@ -226,7 +229,8 @@ export async function runPlad(backend: Backend, o: PladOptions): Promise<PladAxi
   }
   const notes: string[] = [];
   if (skipped) {
-    notes.push(`${skipped} (prompt, perturbation) pairs were skipped (perturbation could not apply, e.g. no ≥4-char word for typo).`);
+    notes.push(`${skipped} (prompt, perturbation) pairs were skipped (perturbation could not apply, ` +
+      'e.g. no ≥4-char word for typo).');
   }
   const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : Number.NaN);
   return {

@@ -137,7 +137,8 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
   if (positions.some((p) => !(p >= 0 && p <= 1))) throw new InputError('rniah',
     `positions must lie in [0, 1], got [${positions.join(', ')}]`);
   if (keyword.trim() === '') throw new InputError('rniah',
-    'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word in it');
+    'the needle keyword is empty (every answer would count as a hit); give needleKeyword or a needle with a word ' +
+    'in it');
   if (!(nTrials >= 1)) throw new InputError('rniah', `nTrials must be >= 1, got ${nTrials}`);
 
   const modelCtx = await contextLengthOf(backend, o.model);
@@ -170,12 +171,14 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
     const usableTokens = length - overhead;
     if (usableTokens <= 0) {
       for (const pos of positions) skipped.push([length, pos]);
-      notes.push(`Skipped length=${length}: ≤0 tokens available for haystack after needle/question/n_predict overhead (${overhead}).`);
+      notes.push(`Skipped length=${length}: ≤0 tokens available for haystack after needle/question/n_predict ` +
+        `overhead (${overhead}).`);
       continue;
     }
     let usableChars = Math.trunc(usableTokens * cpt);
     if (usableChars > o.haystack.length) {
-      notes.push(`Haystack corpus only has ${o.haystack.length} chars; length=${length} would need ~${usableChars}. Cell may run with a shorter context than nominal.`);
+      notes.push(`Haystack corpus only has ${o.haystack.length} chars; length=${length} would need ` +
+        `~${usableChars}. Cell may run with a shorter context than nominal.`);
       usableChars = o.haystack.length;
     }
     let chunk = o.haystack.slice(0, usableChars);
@@ -183,14 +186,14 @@ export async function runRniah(backend: Backend, o: RniahOptions): Promise<Rniah
       const fit = await fitToContext(backend, o.model, chunk, needle, question, positions, modelCtx - nPredict);
       if (fit.after > modelCtx - nPredict) {
         for (const pos of positions) skipped.push([length, pos]);
-        notes.push(`Skipped length=${length}: even without a haystack its prompts take ${fit.after} tokens, more than the ` +
-          `model's context_length ${modelCtx} leaves for ${nPredict} predicted tokens.`);
+        notes.push(`Skipped length=${length}: even without a haystack its prompts take ${fit.after} tokens, ` +
+          `more than the model's context_length ${modelCtx} leaves for ${nPredict} predicted tokens.`);
         continue;
       }
       if (fit.chunk.length < chunk.length) {
-        notes.push(`Length ${length}: its prompts came to ${fit.before} tokens with the chat template, more than the model's ` +
-          `context_length ${modelCtx} leaves for ${nPredict} predicted tokens; the haystack was cut to ${fit.chunk.length} ` +
-          `characters (${fit.after} tokens) to fit.`);
+        notes.push(`Length ${length}: its prompts came to ${fit.before} tokens with the chat template, more than ` +
+          `the model's context_length ${modelCtx} leaves for ${nPredict} predicted tokens; the haystack was cut ` +
+          `to ${fit.chunk.length} characters (${fit.after} tokens) to fit.`);
         chunk = fit.chunk;
       }
     }

@@ -126,7 +126,8 @@ function summarizeTrajectories(perPrompt: TrajectoryPromptRecord[], nPredict: nu
   const notes: string[] = [];
   const short = perPrompt.filter((r) => r.cand_length < nPredict).length;
   if (short > 0) {
-    notes.push(`${short}/${n} candidates stopped before n_predict=${nPredict} (EOS or other stop condition). Per-prompt cand_length records the actual decoded length.`);
+    notes.push(`${short}/${n} candidates stopped before n_predict=${nPredict} (EOS or other stop condition). ` +
+      'Per-prompt cand_length records the actual decoded length.');
   }
   return {
     score,

@@ -18,12 +18,14 @@ function axisCell(axes: ReportScores['axes'], key: string): string {
 /** The compare table: Report, Comp, Band, Traj, KLD, R-NIAH, PLAD. */
 export function renderCompareTable(rows: readonly CompareRow[]): string {
   const L = ['',
-    `${'Report'.padEnd(32)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`, '-'.repeat(80)];
+    `${'Report'.padEnd(32)} ${'Comp'.padStart(7)} ${'Band'.padEnd(10)} ${'Traj'.padStart(7)} ` +
+    `${'KLD'.padStart(7)} ${'R-NIAH'.padStart(7)} ${'PLAD'.padStart(7)}`, '-'.repeat(80)];
   for (const { label, report: r } of rows) {
     const comp = typeof r.composite === 'number' ? r.composite.toFixed(2).padStart(7) : '—'.padStart(7);
     const b = typeof r.band === 'string' ? r.band : '—';
     const a = r.axes ?? {};
-    L.push(`${label.slice(0, 32).padEnd(32)} ${comp} ${b.padEnd(10)} ${axisCell(a, 'gtm').padStart(7)} ${axisCell(a, 'kld').padStart(7)} ${axisCell(a, 'rniah').padStart(7)} ${axisCell(a, 'plad').padStart(7)}`);
+    const cells = (['gtm', 'kld', 'rniah', 'plad'] as const).map((axis) => axisCell(a, axis).padStart(7));
+    L.push(`${label.slice(0, 32).padEnd(32)} ${comp} ${b.padEnd(10)} ${cells.join(' ')}`);
   }
   L.push('');
   return L.join('\n');
@@ -64,7 +66,10 @@ export function compareRows(inputs: readonly CompareInput[]): { rows: CompareRow
       notes.push(`skip ${path}: not a REFRACT report (no "axes" object)`);
       continue;
     }
-    if (typeof r.composite !== 'number') notes.push(`${path}: composite is ${r.composite === undefined ? 'missing' : JSON.stringify(r.composite)}; shown as —`);
+    if (typeof r.composite !== 'number') {
+      const got = r.composite === undefined ? 'missing' : JSON.stringify(r.composite);
+      notes.push(`${path}: composite is ${got}; shown as —`);
+    }
     rows.push({ label: fileStem(path), report: r as CompareRow['report'] });
   }
   return { rows, notes };
@@ -73,7 +78,8 @@ export function compareRows(inputs: readonly CompareInput[]): { rows: CompareRow
 function spreadText(s: SpreadStats | null): string {
   if (s === null) return 'no data';
   if (s.n === 1) return `single run: ${s.min.toFixed(2)}`;
-  return `min=${s.min.toFixed(2)}  med=${s.median.toFixed(2)}  max=${s.max.toFixed(2)}  stdev=${s.stdev!.toFixed(2)}  range=${s.range.toFixed(2)}`;
+  return `min=${s.min.toFixed(2)}  med=${s.median.toFixed(2)}  max=${s.max.toFixed(2)}  ` +
+    `stdev=${s.stdev!.toFixed(2)}  range=${s.range.toFixed(2)}`;
 }
 
 /** The repeatability summary with its health verdict (HEALTHY <= 1.0 < NOISY <= 3.0 < UNSTABLE). */
@@ -85,7 +91,11 @@ export function renderRepeatability(reports: readonly ReportScores[]): string {
   L.push('');
   const sd = st.composite?.stdev;
   if (st.band === 'HEALTHY') L.push(`✓ HEALTHY  composite stdev ${sd!.toFixed(2)} ≤ 1.0`);
-  else if (st.band === 'NOISY') L.push(`⚠ NOISY    composite stdev ${sd!.toFixed(2)} (1.0-3.0): results stable but with some run-to-run jitter`);
-  else if (st.band === 'UNSTABLE') L.push(`✗ UNSTABLE composite stdev ${sd!.toFixed(2)} > 3.0: framework or engine is non-deterministic. Investigate.`);
+  else if (st.band === 'NOISY') {
+    L.push(`⚠ NOISY    composite stdev ${sd!.toFixed(2)} (1.0-3.0): results stable but with some run-to-run jitter`);
+  } else if (st.band === 'UNSTABLE') {
+    L.push(`✗ UNSTABLE composite stdev ${sd!.toFixed(2)} > 3.0: framework or engine is non-deterministic. ` +
+      'Investigate.');
+  }
   return L.join('\n');
 }

@@ -5,6 +5,7 @@ import type { TrajectoryPromptRecord } from '../axes/trajectory.ts';
 import { axisScoresSpec, BAND_COLORS, divergenceSpec, klSpecs, pladSpec, renderSvg, rniahSpec } from './charts.ts';
 import { toJsonString, type RefractReport } from './json.ts';
 import { DELTA_P_PERCENTILES, KLD_PERCENTILES } from '../axes/kld-stats.ts';
+import { CSS, FOOTER } from './html-page.ts';
 
 /** Escape text for HTML element content and attribute values. */
 export function esc(s: unknown): string {
@@ -16,7 +17,8 @@ const n2 = (x: number | null | undefined,
   d = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(d));
 
 function table(rows: Array<[string, unknown]>): string {
-  return `<table class="kv">${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v ?? 'n/a')}</td></tr>`).join('')}</table>`;
+  const body = rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v ?? 'n/a')}</td></tr>`).join('');
+  return `<table class="kv">${body}</table>`;
 }
 
 function grid(head: string[], rows: unknown[][]): string {
@@ -52,7 +54,8 @@ function tokenDiff(rec: TrajectoryPromptRecord): string {
   const status = rec.matched ? 'identical' : `diverges at token ${rec.first_divergence}`;
   return (
     `<details class="prompt${rec.matched ? '' : ' diverged'}"><summary><code>${esc(rec.id)}</code> ` +
-    `<span class="cat">${esc(rec.category ?? '')}</span> ${esc(status)} (prefix ${k} / cand ${rec.cand_length} / ref ${rec.ref_length})</summary>` +
+    `<span class="cat">${esc(rec.category ?? '')}</span> ${esc(status)} ` +
+    `(prefix ${k} / cand ${rec.cand_length} / ref ${rec.ref_length})</summary>` +
     `<pre class="ptext">${esc(rec.prompt)}</pre>${row('ref')}${row('cand')}</details>`
   );
 }
@@ -68,8 +71,10 @@ function summaryBox(r: RefractReport): string {
     ['PLAD', d.plad_score]] as const)
     .filter(([, sc]) => sc !== null &&
       sc < 80).map(([name, sc]) => `${name} ${(sc! < 60 ? 'FAIL' : 'DEGRADED').toLowerCase()}`);
-  const desc = `Composite of ${n2(r.composite)} falls in the ${BAND_PRETTY[r.band]} band. ${low.length ? `Surfaces below threshold: ${low.join(', ')}.` : 'All measured axes pass.'}`;
-  return `<div class="summary-box ${BOX_CLASS[r.band]}"><div class="title">${esc(r.summary)}</div><div class="desc">${esc(desc)}</div></div>`;
+  const below = low.length ? `Surfaces below threshold: ${low.join(', ')}.` : 'All measured axes pass.';
+  const desc = `Composite of ${n2(r.composite)} falls in the ${BAND_PRETTY[r.band]} band. ${below}`;
+  return `<div class="summary-box ${BOX_CLASS[r.band]}"><div class="title">${esc(r.summary)}</div>` +
+    `<div class="desc">${esc(desc)}</div></div>`;
 }
 
 /** llama.cpp's --kl-divergence statistics, when the backend reported them. */
@@ -78,15 +83,17 @@ function kldStatsHtml(k: RefractReport['axes']['kld']): string {
   const pct = (p: Record<string, number>, keys: readonly string[], f: (x: number) => string) => grid([...keys],
     [keys.map((key) => f(p[key]))]);
   const rows: Array<[string, unknown]> = [
-    ['same top-1',
-      k.same_top1 === null ? 'n/a' : `${(100 * k.same_top1).toFixed(3)} % (95 % Wilson ${k.same_top1_ci95!.map((x) => (100 * x).toFixed(3)).join(' – ')} %)`],
-    ['PPL ref / cand',
-      k.ppl_ref === null ? 'n/a' : `${n2(k.ppl_ref, 4)} ± ${n2(k.ppl_ref_unc, 4)} / ${n2(k.ppl_cand, 4)} ± ${n2(k.ppl_cand_unc, 4)}`],
+    ['same top-1', k.same_top1 === null ? 'n/a' : `${(100 * k.same_top1).toFixed(3)} % ` +
+      `(95 % Wilson ${k.same_top1_ci95!.map((x) => (100 * x).toFixed(3)).join(' – ')} %)`],
+    ['PPL ref / cand', k.ppl_ref === null ? 'n/a'
+      : `${n2(k.ppl_ref, 4)} ± ${n2(k.ppl_ref_unc, 4)} / ${n2(k.ppl_cand, 4)} ± ${n2(k.ppl_cand_unc, 4)}`],
     ['PPL(cand) / PPL(ref)', k.ppl_ratio === null ? 'n/a' : `${n2(k.ppl_ratio, 6)} ± ${n2(k.ppl_ratio_unc, 6)}`],
-    ['Δp of the next token',
-      k.delta_p ? `mean ${(100 * k.delta_p.mean).toFixed(3)} ± ${(100 * k.delta_p.mean_unc).toFixed(3)} %, RMS ${(100 * k.delta_p.rms).toFixed(3)} ± ${(100 * k.delta_p.rms_unc).toFixed(3)} %` : 'n/a'],
+    ['Δp of the next token', k.delta_p ? `mean ${(100 * k.delta_p.mean).toFixed(3)} ± ` +
+      `${(100 * k.delta_p.mean_unc).toFixed(3)} %, RMS ${(100 * k.delta_p.rms).toFixed(3)} ± ` +
+      `${(100 * k.delta_p.rms_unc).toFixed(3)} %` : 'n/a'],
   ];
-  return `<h3>KL statistics (as llama-perplexity --kl-divergence)</h3>${table(rows)}<p>KL percentiles (nats)</p>${pct(k.kld_percentiles, KLD_PERCENTILES, (x) => x.toFixed(6))}` +
+  return `<h3>KL statistics (as llama-perplexity --kl-divergence)</h3>${table(rows)}<p>KL percentiles (nats)</p>` +
+    pct(k.kld_percentiles, KLD_PERCENTILES, (x) => x.toFixed(6)) +
     (k.delta_p ?
       `<p>Δp percentiles (%)</p>${pct(k.delta_p.percentiles, DELTA_P_PERCENTILES, (x) => (100 * x).toFixed(3))}` : '');
 }
@@ -104,33 +111,10 @@ function runDetails(r: RefractReport): string {
     show(env[key])] as [string, unknown]);
   const rest = Object.keys(env).filter((key) => !MODEL_KEYS.includes(key) &&
     !HARDWARE_KEYS.includes(key)).map((key) => [key, show(env[key])] as [string, unknown]);
-  return `<div class="run-grid">${card('Model', pick(MODEL_KEYS))}${card('Hardware', pick(HARDWARE_KEYS))}${card('Environment', [...rest, ['reference', r.reference], ['candidate', r.candidate]])}</div>`;
+  const environment = card('Environment', [...rest, ['reference', r.reference], ['candidate', r.candidate]]);
+  return `<div class="run-grid">${card('Model', pick(MODEL_KEYS))}${card('Hardware', pick(HARDWARE_KEYS))}` +
+    `${environment}</div>`;
 }
-
-const FOOTER = '<footer class="report-foot"><p><strong>What is this?</strong> REFRACT: <em>REFerence-anchored Robust Acid-test for Compressed Transformers</em>, ' +
-  'scores how faithfully a quantized KV-cache config preserves the model\'s own full-precision behaviour. Axes: ' +
-  '<abbr>GTM</abbr> Greedy Trajectory Match, <abbr>KLD@D</abbr> KL Divergence at the Decoder, <abbr>R-NIAH</abbr> Retrieval Needle-In-A-Haystack, ' +
-  '<abbr>PLAD</abbr> Perturbation-Locality Aware Drift. Original: github.com/TheTom/turboquant_plus (refract/); this report: hrm-webgpu.</p></footer>';
-
-const CSS = `
-:root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--muted:#59636e;--line:#d0d7de;--card:#f6f8fa}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#9198a1;--line:#3d444d;--card:#151b23}}
-body{font:14px/1.45 system-ui,sans-serif;color:var(--fg);background:var(--bg);max-width:1000px;margin:2em auto;padding:0 1em}
-h1{margin:0 0 .2em}h2{border-bottom:1px solid var(--line);padding-bottom:.2em;margin-top:2em}
-.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:1em 1.2em;margin:1em 0}
-.big{font-size:42px;font-weight:700}.badge{display:inline-block;color:#fff;border-radius:4px;padding:.1em .5em;font-weight:600;vertical-align:middle}
-.diag{border-left:4px solid #bf8700;padding:.2em 1em}
-table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid var(--line);padding:.2em .6em;text-align:left;vertical-align:top}
-table.kv th{color:var(--muted);font-weight:500}table.grid td{font-variant-numeric:tabular-nums}
-figure{margin:1em 0}figcaption{color:var(--muted);font-size:12px}svg{max-width:100%;height:auto;background:#fff;border-radius:4px}
-details.prompt{border:1px solid var(--line);border-radius:6px;margin:.3em 0;padding:.3em .6em}details.prompt.diverged summary{color:#bf8700}
-.seq{font:12px/1.6 ui-monospace,monospace;margin:.2em 0;word-break:break-all}.who{display:inline-block;width:3em;color:var(--muted)}
-.same{color:var(--muted)}.tok{border-radius:3px;padding:0 2px}.tok.ref{background:#ffebe9;color:#82071e}.tok.cand{background:#dafbe1;color:#116329}
-.summary-box{border:1px solid var(--line);border-radius:6px;padding:.5em .8em;margin:.6em 0}.summary-box .title{font-weight:600}
-.summary-box.green{border-color:#1a7f37}.summary-box.amber{border-color:#bf8700}.summary-box.red{border-color:#cf222e}.label{color:var(--muted)}.of{color:var(--muted)}
-.run-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1em}.report-foot{margin-top:3em;color:var(--muted);font-size:12px}.partial{color:#cf222e}
-pre{background:var(--card);padding:.6em;border-radius:6px;overflow:auto;white-space:pre-wrap}.cat{color:var(--muted)}.notes li{color:#9a6700}
-`;
 
 export interface HtmlOptions {
   /** Page title (default "REFRACT: model / candidate"). */
@@ -152,20 +136,28 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
     (async () => { const s = pladSpec(r); return s ? renderSvg(s) : null; })(),
   ]);
   const title = opts.title ?? `REFRACT: ${r.model} / ${r.candidate}`;
-  const badge = (b: keyof typeof BAND_COLORS) => `<span class="badge" style="background:${BAND_COLORS[b]}">${esc(b)}</span>`;
+  const badge = (b: keyof typeof BAND_COLORS) =>
+    `<span class="badge" style="background:${BAND_COLORS[b]}">${esc(b)}</span>`;
   const S: string[] = [];
 
   S.push(`<h1>REFRACT report</h1>`,
     table([['model', r.model], ['reference', r.reference], ['candidate', r.candidate], ['timestamp', r.timestamp],
     ['framework', `REFRACT ${r.framework_version} (${r.schema})`], ['score',
     `${r.score_direction}, range ${r.score_range.join('..')}`]]));
-  S.push(`<div class="card"><div class="label">Composite score</div><span class="big">${n2(r.composite)}</span> <span class="of">/ 100</span> ${badge(r.band)}`);
+  S.push('<div class="card"><div class="label">Composite score</div>' +
+    `<span class="big">${n2(r.composite)}</span> <span class="of">/ 100</span> ${badge(r.band)}`);
   S.push(summaryBox(r));
-  S.push(d.floor_score !== null ?
-    `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>` : '<p>Noise floor: not measured (the reference scored against itself; ' +
+  S.push(d.floor_score !== null
+    ? `<p>Noise floor (ref vs ref): ${n2(d.floor_score)} (min ${d.floor_min}) ${d.floor_ok ? 'OK' : 'FAIL'}</p>`
+    : '<p>Noise floor: not measured (the reference scored against itself; ' +
     '<code>refract score --measure-floor</code>, or <code>measureFloor: true</code> in runRefract).</p>');
-  if (r.partial) S.push(`<p class="partial">Partial report (${esc(r.partial.reason)}): not finished: ${esc(r.partial.unfinished.join(', '))}.</p>`);
-  if (r.diagnosis.length) S.push(`<div class="diag"><strong>Diagnosis</strong>${r.diagnosis.map((x) => `<p>${esc(x)}</p>`).join('')}</div>`);
+  if (r.partial) {
+    S.push(`<p class="partial">Partial report (${esc(r.partial.reason)}): not finished: ` +
+      `${esc(r.partial.unfinished.join(', '))}.</p>`);
+  }
+  if (r.diagnosis.length) {
+    S.push(`<div class="diag"><strong>Diagnosis</strong>${r.diagnosis.map((x) => `<p>${esc(x)}</p>`).join('')}</div>`);
+  }
   S.push(`${notes(d.notes)}</div>`);
   S.push(figure(axesSvg, 'Composite = harmonic mean of the axes that ran; dashed lines: band edges 60 / 80 / 90.'));
   const rnLow = r.axes.rniah?.confidence === 'low';
@@ -199,8 +191,9 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   if (k.skipped) S.push('<h2>Axis B: KLD@D</h2><p>Skipped (not measured).</p>');
   else {
     S.push('<h2>Axis B: KLD@D</h2>', table([
-      ['score', n2(k.score)], ['mean KLD (nats)',
-        `${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`], ['candidate PPL', n2(k.ppl, 4)],
+      ['score', n2(k.score)],
+      ['mean KLD (nats)', k.mean_kld!.toFixed(6) + (k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : '')],
+      ['candidate PPL', n2(k.ppl, 4)],
       ['RMS Δp', k.rms_dp_pct === null ? 'n/a' : `${n2(k.rms_dp_pct)} %`], ['same top token',
         k.same_topp_pct === null ? 'n/a' : `${n2(k.same_topp_pct)} %`],
       ['chunks × ctx', `${k.chunks} × ${k.ctx}`], ['positions scored', k.convention], ['self reference',
@@ -238,7 +231,10 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
       rn.cells.map((c) => c.base_acc === 0
       ? [c.length, c.position.toFixed(2), c.n_trials, 'n/a', 'n/a', 'n/a'] : [c.length, c.position.toFixed(2),
         c.n_trials, n2(c.base_acc), n2(c.cand_acc), n2(c.degradation)])));
-    if (rn.skipped_cells.length) S.push(`<p>Skipped cells: ${esc(rn.skipped_cells.map(([l, p]) => `(${l}, ${p.toFixed(2)})`).join(' '))}</p>`);
+    if (rn.skipped_cells.length) {
+      const cells = rn.skipped_cells.map(([l, p]) => `(${l}, ${p.toFixed(2)})`).join(' ');
+      S.push(`<p>Skipped cells: ${esc(cells)}</p>`);
+    }
     S.push(notes(rn.notes));
   }
   const pl = r.axes.plad;
@@ -258,8 +254,11 @@ export async function renderHtmlReport(r: RefractReport, opts: HtmlOptions = {})
   S.push(`<h3>Repro command</h3><pre>${esc(r.repro_command || '(not recorded)')}</pre>`);
   if (Object.keys(r.extras).length) S.push('<h3>Extras</h3>',
     table(Object.entries(r.extras).map(([key, v]) => [key, typeof v === 'string' ? v : JSON.stringify(v)])));
-  S.push(`<details><summary>Raw JSON report</summary><pre>${toJsonString(r, 0).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</pre></details>`);
+  const raw = toJsonString(r, 0).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  S.push(`<details><summary>Raw JSON report</summary><pre>${raw}</pre></details>`);
 
   S.push(FOOTER);
-  return `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/><title>${esc(title)}</title><style>${CSS}</style></head><body>\n${S.join('\n')}\n</body></html>\n`;
+  return '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1"/>' +
+    `<title>${esc(title)}</title><style>${CSS}</style></head><body>\n${S.join('\n')}\n</body></html>\n`;
 }

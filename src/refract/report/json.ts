@@ -83,13 +83,15 @@ export interface BuildReportInput {
 }
 
 const SKIPPED_GTM: Omit<GtmBlock, keyof AbTail> = {
-  full_match_rate: null, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0, mean_ref_length: 0,
+  full_match_rate: null, median_first_divergence: null, mean_prefix_agreement_length: 0, mean_cand_length: 0,
+  mean_ref_length: 0,
   n_prompts: 0, n_tokens_each: 0, per_prompt: [], notes: [],
 };
 
 function skippedKld(chunks: number, ctx: number): Omit<KldBlock, keyof AbTail> {
   return {
-    mean_kld: null, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx, is_self_reference: false,
+    mean_kld: null, ppl: null, rms_dp_pct: null, same_topp_pct: null, base_path: '', chunks, ctx,
+    is_self_reference: false,
     corpus: { path: '', size_bytes: 0, sha256_head: null, sha256_head_bytes: 0 }, convention: '', ...NO_STATS,
   };
 }
@@ -104,7 +106,8 @@ function abBlock<T extends { score: number }, S>(result: T | null, stub: S, scor
 /** Local time as `YYYY-MM-DDTHH:MM:SS`. */
 export function isoSeconds(d = new Date()): string {
   const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  const date = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+  return `${date}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 /** Assemble the report; axis bands use the composite's per-axis scores, as the original does. */

@@ -14,7 +14,8 @@ export interface TextOptions {
 
 const BAND_COLOR: Record<Band, string> = { EXCELLENT: '32', PASS: '32', DEGRADED: '33', FAIL: '31' };
 const AXIS_LABEL: Record<string, string> = {
-  gtm: 'Axis A GTM       ', trajectory: 'Axis A Trajectory', kld: 'Axis B KLD       ', rniah: 'Axis C R-NIAH    ', plad: 'Axis D PLAD      ',
+  gtm: 'Axis A GTM       ', trajectory: 'Axis A Trajectory', kld: 'Axis B KLD       ', rniah: 'Axis C R-NIAH    ',
+  plad: 'Axis D PLAD      ',
 };
 
 /** Python `round` (half to even), used for the bar fill. */
@@ -38,7 +39,8 @@ export function fmt(x: number | null | undefined, width: number, digits: number)
  */
 function kldLines(k: KldBlock): string[] {
   const L = [' KLD diagnostics', `   chunks x ctx               : ${k.chunks} x ${k.ctx}`];
-  L.push(`   mean KLD (nats)            : ${k.mean_kld!.toFixed(6)}${k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : ''}`);
+  const unc = k.mean_kld_unc != null ? ` ± ${k.mean_kld_unc.toFixed(6)}` : '';
+  L.push(`   mean KLD (nats)            : ${k.mean_kld!.toFixed(6)}${unc}`);
   if (k.ppl !== null) L.push(`   candidate PPL              : ${k.ppl.toFixed(4)}`);
   if (k.rms_dp_pct !== null) L.push(`   RMS Δp (vs reference)      : ${k.rms_dp_pct.toFixed(2)} %`);
   if (k.same_topp_pct !== null) L.push(`   same top-p (vs reference)  : ${k.same_topp_pct.toFixed(2)} %`);
@@ -48,12 +50,17 @@ function kldLines(k: KldBlock): string[] {
     L.push(`   KLD percentiles (nats)     : ${PCT_SHOWN.map((key) => `${key} ${p[key].toFixed(6)}`).join(', ')}`);
   }
   if (k.same_top1 != null && k.same_top1_ci95) {
-    L.push(`   same top-1                 : ${(100 * k.same_top1).toFixed(3)} % (95 % CI ${(100 * k.same_top1_ci95[0]).toFixed(3)}-${(100 * k.same_top1_ci95[1]).toFixed(3)} %)`);
+    const [lo, hi] = k.same_top1_ci95.map((x) => (100 * x).toFixed(3));
+    L.push(`   same top-1                 : ${(100 * k.same_top1).toFixed(3)} % (95 % CI ${lo}-${hi} %)`);
   }
   const dp = k.delta_p;
-  if (dp) L.push(`   Δp of the next token       : mean ${(100 * dp.mean).toFixed(3)} ± ${(100 * dp.mean_unc).toFixed(3)} %, RMS ${(100 * dp.rms).toFixed(3)} ± ${(100 * dp.rms_unc).toFixed(3)} %`);
+  if (dp) {
+    L.push(`   Δp of the next token       : mean ${(100 * dp.mean).toFixed(3)} ± ${(100 * dp.mean_unc).toFixed(3)} ` +
+      `%, RMS ${(100 * dp.rms).toFixed(3)} ± ${(100 * dp.rms_unc).toFixed(3)} %`);
+  }
   if (k.ppl_ref != null && k.ppl_cand != null && k.ppl_ratio != null) {
-    L.push(`   PPL ref / cand             : ${k.ppl_ref.toFixed(4)} ± ${k.ppl_ref_unc!.toFixed(4)} / ${k.ppl_cand.toFixed(4)} ± ${k.ppl_cand_unc!.toFixed(4)}`);
+    L.push(`   PPL ref / cand             : ${k.ppl_ref.toFixed(4)} ± ${k.ppl_ref_unc!.toFixed(4)} / ` +
+      `${k.ppl_cand.toFixed(4)} ± ${k.ppl_cand_unc!.toFixed(4)}`);
     L.push(`   PPL(cand)/PPL(ref)         : ${k.ppl_ratio.toFixed(6)} ± ${k.ppl_ratio_unc!.toFixed(6)}`);
   }
   return L;
@@ -71,7 +78,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   const axisLine = (name: string, score: number | null, why = 'skipped') => {
     if (score === null) return ` ${AXIS_LABEL[name]}:    n/a  (${why})`;
     const b = band(score);
-    return ` ${AXIS_LABEL[name]}: ${fmt(score, 6, 2)}  ${bar(score)}  ${c(BAND_COLOR[b], b.padEnd(9))}  ${AXIS_PROSE[name] ?? ''}`;
+    return ` ${AXIS_LABEL[name]}: ${fmt(score, 6, 2)}  ${bar(score)}  ${c(BAND_COLOR[b], b.padEnd(9))}  ` +
+      `${AXIS_PROSE[name] ?? ''}`;
   };
   const d = r.composite_detail;
   const L: string[] = [];
@@ -83,7 +91,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
   L.push(` model     : ${r.model}`, ` reference : ${r.reference}`, ` candidate : ${r.candidate}`,
     ` timestamp : ${r.timestamp}`, dash);
   if (d.floor_score !== null) {
-    L.push(` Noise floor (ref vs ref): ${fmt(d.floor_score, 6, 2)}  (min ${MIN_FLOOR})  [${d.floor_ok ? c('32', 'OK') : c('31', 'FAIL')}]`);
+    const ok = d.floor_ok ? c('32', 'OK') : c('31', 'FAIL');
+    L.push(` Noise floor (ref vs ref): ${fmt(d.floor_score, 6, 2)}  (min ${MIN_FLOOR})  [${ok}]`);
   } else {
     L.push(c('33', ' Noise floor: NOT MEASURED — pass --measure-floor to verify.'));
   }
@@ -112,8 +121,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     L.push(`   prompts                    : ${g.n_prompts}`);
     L.push(`   tokens decoded each        : ${g.n_tokens_each}`);
     L.push(`   full match rate            : ${fmt((g.full_match_rate ?? NaN) * 100, 5, 1)} %`);
-    L.push(g.median_first_divergence !== null ?
-      `   median first divergence    : token ${g.median_first_divergence}` : '   median first divergence    : (all matched)');
+    L.push(g.median_first_divergence !== null ? `   median first divergence    : token ${g.median_first_divergence}`
+      : '   median first divergence    : (all matched)');
     L.push(`   mean prefix agreement      : ${fmt(g.mean_prefix_agreement_length, 5, 1)} tokens`);
     L.push(`   mean cand / ref length     : ${fmt(g.mean_cand_length, 5, 1)} / ${fmt(g.mean_ref_length, 5, 1)} tokens`);
     for (const n of g.notes) L.push(c('33', `   NOTE: ${n}`));
@@ -129,7 +138,8 @@ export function renderTextReport(r: RefractReport, opts: TextOptions = {}): stri
     if (rn.cells.length) {
       L.push('   per-cell (length, pos) → base_acc / cand_acc / degradation:');
       for (const x of rn.cells) {
-        L.push(`     (${String(x.length).padStart(5)}, ${x.position.toFixed(2)}) → ${x.base_acc.toFixed(2)} / ${x.cand_acc.toFixed(2)} / ${x.degradation.toFixed(2)}`);
+        L.push(`     (${String(x.length).padStart(5)}, ${x.position.toFixed(2)}) → ${x.base_acc.toFixed(2)} / ` +
+          `${x.cand_acc.toFixed(2)} / ${x.degradation.toFixed(2)}`);
       }
     }
     for (const n of rn.notes) L.push(c('33', `   NOTE: ${n}`));

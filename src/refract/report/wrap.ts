@@ -7,7 +7,8 @@ const LT = '[^\\d\\W]'; // a letter (ASCII \w here; Python's is Unicode)
 const WP = '[\\w!"\'&.,?]';
 // textwrap.TextWrapper.wordsep_re, verbatim in structure.
 const WORDSEP = new RegExp(
-  `(${WS}+|(?<=${WP})-{2,}(?=\\w)|${NWS}+?(?:-(?:(?<=${LT}{2}-)|(?<=${LT}-${LT}-))(?=${LT}-?${LT})|(?=${WS}|$)|(?<=${WP})(?=-{2,}\\w)))`,
+  `(${WS}+|(?<=${WP})-{2,}(?=\\w)|` +
+  `${NWS}+?(?:-(?:(?<=${LT}{2}-)|(?<=${LT}-${LT}-))(?=${LT}-?${LT})|(?=${WS}|$)|(?<=${WP})(?=-{2,}\\w)))`,
 );
 
 /** Wrap `text` to lines of at most `width` characters (indents included). */

@@ -191,7 +191,10 @@ async function readSide(side: KVSide): Promise<ArrayLike<number>[]> {
     side.biases.read()]);
 }
 
-/** What the model did before ropeAppend: appendKV for two full sides, else ropeK / takeV into writeFull / appendQuantized. */
+/**
+ * What the model did before ropeAppend: appendKV for two full sides, else ropeK / takeV into writeFull /
+ * appendQuantized.
+ */
 function composedAppend(gqkv: Tensor, slot: KVSlot,
   o: { heads: number; headDim: number; base: number; offset: number; round: Round }): void {
   const { k, v } = slot;

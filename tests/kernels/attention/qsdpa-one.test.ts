@@ -33,7 +33,8 @@ describe('qsdpa_one (single-query decode over a quantized cache) vs the float64 
   });
 });
 
-describe('qsdpa_one\'s values over many key chunks (merged by the last chunk of a head) vs the float64 reference', () => {
+describe('qsdpa_one\'s values over many key chunks (merged by the last chunk of a head) vs the float64 '
+  + 'reference', () => {
   // The CPU driver leaves out 31, 640 and 2048 (HRM_EXHAUSTIVE=1 runs them).
   const lens = sweep([1, 31, 32, 33, 640, 641, 2048, 2100], (_, i) => [0, 2, 3, 5, 7].includes(i));
   it(`kvLen ${lens.join(', ')} (head dim 128: chunks of 64 keys; 2100 the capacity), f32 and bf16`, async () => {

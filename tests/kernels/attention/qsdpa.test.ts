@@ -25,7 +25,8 @@ describe('qsdpa vs the float64 reference, one setting varied at a time from ' + 
     await check({ ...BASE, kBits: 3, vBits: 6, seed: 2 });
     await check({ ...BASE, kBits: 5, vBits: 2, seed: 3 });
   });
-  it('decode (S = 1) over 1100 keys through the passes (qsdpa-one.test.ts has the default path), K 8 / V 4, head dim 128', async () => {
+  it('decode (S = 1) over 1100 keys through the passes (qsdpa-one.test.ts has the default path), K 8 / V 4, head dim '
+    + '128', async () => {
     await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, mask: 'none',
       path: 'passes' });
     await check({ ...BASE, dim: 128, seq: 1, offset: 1099, cap: 1100, kBits: 8, vBits: 4, round: 'bf16', seed: 4,

@@ -32,7 +32,10 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   c[(g.z * p.mp + g.y) * p.np + g.x] = acc;
 }`;
 
-/** The products as plain f32 sums of f16 products in the K slices asked for, recorded into the open batch like any kernel. */
+/**
+ * The products as plain f32 sums of f16 products in the K slices asked for, recorded into the open batch like any
+ * kernel.
+ */
 function plainProduct(gpu: Gpu): F16Product {
   const pipeline = gpu.device.createComputePipeline({ layout: 'auto',
     compute: { module: gpu.device.createShaderModule({ code: PRODUCT }), entryPoint: 'main' } });
@@ -58,7 +61,8 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
     else if (batchedSgmatUnavailable(gpu) !== null) expect(why).toBe(batchedSgmatUnavailable(gpu));
   });
 
-  it('matches the f32 path within one bf16 ulp on odd shapes, masks and gates; out-of-range values take the f32 fallbacks', async (ctx) => {
+  it('matches the f32 path within one bf16 ulp on odd shapes, masks and gates; out-of-range values take the f32 '
+    + 'fallbacks', async (ctx) => {
     if (!gpu.f16) {
       console.log('sdpa_mm_f16: skipped, no shader-f16 on this adapter');
       ctx.skip();

@@ -79,7 +79,8 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     }
   }
 
-  it('is the default for one query seeing every key: one dispatch (two with a separate merge), the same at every kvLen of a reach', async () => {
+  it('is the default for one query seeing every key: one dispatch (two with a separate merge), the same at every kvLen '
+    + 'of a reach', async () => {
     const gpu = await getGpu();
     const H = 2, D = 64;
     const kernels = { fold: ['one_split_fold'], separate: ['one_split', 'one_merge'] };
@@ -102,7 +103,8 @@ describe('sdpa one-query path (sdpa_one: 32-key chunks, then a merge, folded or 
     }
   });
 
-  it('folds the merge over 41 chunks in back-to-back calls of one batch (3 layers, kvLen 0 among them) and leaves the counters at 0', async () => {
+  it('folds the merge over 41 chunks in back-to-back calls of one batch (3 layers, kvLen 0 among them) and leaves the '
+    + 'counters at 0', async () => {
     const gpu = await getGpu();
     const H = 3, D = 64, cap = 1300;
     const q = randn(141, H * D, 4);

@@ -108,7 +108,8 @@ describe('sgmat_prep: to_f16 and sgmat_out', async () => {
   }
 
   for (const fallback of [null, 'call', 'weight'] as const) {
-    it(`sgmat_out ${fallback ? `in f32 (flagged ${fallback})` : 'from the tensor-core sums'}: within 1 bf16 ulp of float64, residual added`, async () => {
+    it(`sgmat_out ${fallback ? `in f32 (flagged ${fallback})` : 'from the tensor-core sums'}: within 1 bf16 ulp of `
+      + `float64, residual added`, async () => {
       const want = matmulRef(xv, wv, M, N, K, 'bf16');
       const acc = randn(3, M * (N + 3), 2).map(roundBf16);
       for (const a of [undefined, acc]) {

@@ -148,7 +148,8 @@ describe('qlinear on tensor cores: the dense copy of the weight (dequantDense)',
     });
   }
 
-  it('the tiled matmul over the dense copy equals qtiled bit for bit (the same staged values and sums), norm and residual fused', async () => {
+  it('the tiled matmul over the dense copy equals qtiled bit for bit (the same staged values and sums), norm and '
+    + 'residual fused', async () => {
     const [M, N, K] = [19, 40, 256];
     const { one, chunked } = makeWeight(gpu, N, K, 4, 64, 'bf16', 77);
     const xv = randn(78, M * K).map((v) => roundTo('bf16', v));
@@ -179,7 +180,8 @@ describe('qlinear on tensor cores: the dense copy of the weight (dequantDense)',
   });
 
   const tensorCores = gpu.device.features.has('chromium-experimental-subgroup-matrix');
-  it.skipIf(tensorCores)('forced without tensor cores: the error names what is missing (skipped where the adapter has them)', () => {
+  it.skipIf(tensorCores)('forced without tensor cores: the error names what is missing (skipped where the adapter has '
+    + 'them)', () => {
     const { one } = makeWeight(gpu, 8, 64, 4, 64, 'bf16', 2);
     const x = Tensor.from(gpu, new Float32Array(32 * 64), [32, 64], 'f32', 'x');
     expect(() => qlinear(x, one, { path: 'sgmat', round: 'bf16' })).toThrow(/subgroup/);

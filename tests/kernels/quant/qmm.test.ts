@@ -79,7 +79,8 @@ async function runCase(c: Case): Promise<void> {
 describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5, 256], x_n [5, 96])', () => {
   for (const [dt, round] of DTYPES) {
     for (const bits of [4, 8]) {
-      it(`${dt} b${bits}: MLX CPU backend arithmetic reproduces out_t and out_n bit for bit; Metal arithmetic meets the f64 reference`, async () => {
+      it(`${dt} b${bits}: MLX CPU backend arithmetic reproduces out_t and out_n bit for bit; Metal arithmetic meets `
+        + `the f64 reference`, async () => {
         const gpu = await getGpu();
         const f = await fixture('ops.safetensors');
         const p = `qmm.${dt}.b${bits}.`;
