@@ -6,6 +6,7 @@ import { featureStates, FAST_FEATURES } from '../../src/gpu/features.ts';
 import type { Runtime } from '../../src/gpu/runtime.ts';
 import { fastPaths } from '../../src/kernels/plan/paths.ts';
 import { DECODE_MLP } from '../../src/kernels/plan/matmul.ts';
+import { PERSIST_STEP } from '../../src/kernels/plan/persist.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { DeviceState } from '../../src/gpu/registry.ts';
 import type { KernelOptions } from '../../src/kernels/plan/options.ts';
@@ -36,6 +37,7 @@ function fakeGpu(granted: Iterable<string>, o: Fake = {}) {
   } as unknown as Gpu;
 }
 
+const PER_OP = "DeviceOptions.kernels.decodeStep is 'per-op' (the default until a GPU measures it)";
 const whyOff = (paths: Record<string, { on: boolean; why?: string }>) =>
   Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, v.on ? 'on' : v.why]));
 const ABSENT = 'the adapter does not offer it';
@@ -64,7 +66,10 @@ describe('feature detection', () => {
   });
 
   it('names the fast paths each device takes, and why each one is off', () => {
-    expect(Object.values(fastPaths(fakeGpu(ALL, { kernels: { decodeMlp: 'fold' } }))).every((p) => p.on)).toBe(true);
+    // Every path on, but the persistent decode step: per op until a GPU has measured it (issue 39).
+    const all = fastPaths(fakeGpu(ALL, { kernels: { decodeMlp: 'fold' } }));
+    expect(Object.keys(all).filter((k) => !all[k].on)).toEqual([PERSIST_STEP]);
+    expect(all[PERSIST_STEP].why).toBe(PER_OP);
     expect(fastPaths(fakeGpu(ALL))[DECODE_MLP]).toEqual({ on: false,
       why: "DeviceOptions.kernels.decodeMlp is 'separate'" });
     expect(whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { offered: ALL, runtime: 'node' })))).toEqual({
@@ -72,7 +77,7 @@ describe('feature detection', () => {
       'prefill matmuls on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'staged tensor-core kernel (128x128 tiles)': `no ${SGMAT}: ${NOT_ENABLED}`,
       'prefill attention on tensor cores (bf16)': `no ${SGMAT}: ${NOT_ENABLED}`,
-      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on',
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on', [PERSIST_STEP]: PER_OP,
     });
     // The tensor cores' kernels want subgroups of exactly 32 and 36 KiB of workgroup memory for the staged tiles.
     const intel = whyOff(fastPaths(fakeGpu(ALL, { sizes: [8, 32] })));
@@ -82,7 +87,7 @@ describe('feature detection', () => {
       'matrix-vector reductions on subgroups': 'on', 'prefill matmuls on tensor cores (bf16)': 'on',
       'staged tensor-core kernel (128x128 tiles)': '16384 bytes of workgroup memory, 36864 needed',
       'prefill attention on tensor cores (bf16)': '16384 bytes of workgroup memory, 36864 needed',
-      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on',
+      [MERGED]: 'on', [DECODE_MLP]: SEPARATE, [TURBO]: 'on', [PERSIST_STEP]: PER_OP,
     });
     // The Gpu's kernel options turn paths off, and say so.
     const kernels: KernelOptions = {
@@ -93,7 +98,7 @@ describe('feature detection', () => {
       'staged tensor-core kernel (128x128 tiles)': "DeviceOptions.kernels.sgmat.kernel is 'direct'",
       'prefill attention on tensor cores (bf16)': 'DeviceOptions.kernels.attentionTensorCores is false',
       [MERGED]: "DeviceOptions.kernels.decodeMerge is 'separate'", [DECODE_MLP]: SEPARATE,
-      [TURBO]: "DeviceOptions.kernels.turboDecode is 'general'",
+      [TURBO]: "DeviceOptions.kernels.turboDecode is 'general'", [PERSIST_STEP]: PER_OP,
     });
     const cpu = whyOff(fastPaths(fakeGpu(['shader-f16', 'subgroups'], { cpu: true })));
     const cpuWhy = 'a CPU driver (the kernels take barrier-free variants there)';
