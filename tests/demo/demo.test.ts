@@ -14,6 +14,7 @@ import { cliGenerate, MODEL, modelWorker, openBuiltDemo, closeBuiltDemo, pageGen
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadConfig, loadTokenizer } from '../../src/hrm/load.ts';
 import { formatPrompt } from '../../src/hrm/prompt.ts';
+import { pageOps } from './page-ops.ts';
 import { cliReport, scoring, relDiff, TRAJ_PROMPTS, TRAJ_TOKENS, PASTED } from './report-fields.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
@@ -27,25 +28,7 @@ let log: string[];
 let expected: Promise<string>;
 let expectedReport: Promise<Record<string, unknown>>;
 
-const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
-/**
- * Click a Stop button, timed inside the page: the status text right after the click, and the milliseconds until
- * `running`'s data-state leaves 'running'.
- */
-const timedStop = (stop: string, status: string,
-  running: string) => page.evaluate((ids) => new Promise<{ ms: number; right: string }>((res) => {
-  const el = document.getElementById(ids.running)!;
-  const t0 = performance.now();
-  document.getElementById(ids.stop)!.click();
-  const right = document.getElementById(ids.status)!.textContent ?? '';
-  const poll = () => (el.dataset.state === 'running' ? setTimeout(poll,
-    5) : res({ ms: performance.now() - t0, right }));
-  poll();
-}), { stop, status, running });
-
-const banner = () => page.$eval('#banner', (el) => ({
-  hidden: (el as HTMLElement).hidden, kind: (el as HTMLElement).dataset.kind, title: el.querySelector('#banner-title')?.textContent ?? '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
-}));
+const { setValue, banner, timedStop } = pageOps(() => page);
 
 describe('demo (built, headless Chromium)', () => {
   beforeAll(async () => {
@@ -78,7 +61,9 @@ describe('demo (built, headless Chromium)', () => {
     // Opening a model probes no missing file (each 404 is a console error).
     expect(log.filter((l) => /404|Failed to load/.test(l))).toEqual([]);
     // The documentation link works from the built page.
-    expect(await page.evaluate(async () => (await fetch((document.getElementById('docs-link') as HTMLAnchorElement).href)).text())).toMatch(/^<!doctype html>.*<h1>hrm-webgpu<\/h1>/s);
+    const docs = await page.evaluate(async () => (await fetch((document.getElementById('docs-link') as
+      HTMLAnchorElement).href)).text());
+    expect(docs).toMatch(/^<!doctype html>.*<h1>hrm-webgpu<\/h1>/s);
     expect(await page.$eval('#adapter', (el) => el.textContent)).toMatch(/subgroup matrices.*kernel path/s);
   });
 
@@ -222,7 +207,8 @@ describe('demo (built, headless Chromium)', () => {
       return { text: el.textContent ?? '', inView: r.top >= 0 && r.bottom <= innerHeight && r.height > 0,
         live: el.getAttribute('aria-live') };
     });
-    expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 (the model\'s context is 4096 tokens); it is "100000"');
+    expect(e.text).toBe('Check the settings: Context (ctx) must be a whole number from 2 to 4096 ' +
+      '(the model\'s context is 4096 tokens); it is "100000"');
     expect(e.text).not.toMatch(/\[\w+\]/); // no internal tags
     expect(e.inView).toBe(true);
     expect(e.live).toBe('assertive');
@@ -255,7 +241,9 @@ describe('demo (built, headless Chromium)', () => {
     for (const theme of ['light', 'dark'] as const) {
       await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
       const violations = await page.evaluate(async () => {
-        const r = await (window as unknown as { axe: { run(c: Document): Promise<{ violations: Array<{ id: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe.run(document);
+        type Violation = { id: string; nodes: Array<{ target: unknown[] }> };
+        type Axe = { run(c: Document): Promise<{ violations: Violation[] }> };
+        const r = await (window as unknown as { axe: Axe }).axe.run(document);
         return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => JSON.stringify(n.target)).join(' ')}`);
       });
       expect(violations, theme).toEqual([]);
@@ -265,7 +253,8 @@ describe('demo (built, headless Chromium)', () => {
     await page.screenshot({ path: join(root, 'artifacts/demo-phone.png') });
     // On a phone the model's status comes first.
     expect(await page.$eval('#model-status',
-      (el) => el.getBoundingClientRect().top < document.getElementById('gen-panel')!.getBoundingClientRect().top)).toBe(true);
+      (el) => el.getBoundingClientRect().top <
+        document.getElementById('gen-panel')!.getBoundingClientRect().top)).toBe(true);
     await page.setViewport({ width: 1366, height: 860 });
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
   }, 60_000);

@@ -12,6 +12,7 @@ import type { PreviewServer } from 'vite';
 import { MODEL, openBuiltDemo, closeBuiltDemo, seenText } from './built-demo.ts';
 import { press } from '../../testkit/helpers/browser.ts';
 import { flaky, flakyServer, modelFolder } from './flaky-server.ts';
+import { pageOps } from './page-ops.ts';
 import { EMBEDDED_MODEL } from '../../src/hrm/files.ts';
 
 let work: string;
@@ -22,11 +23,7 @@ let page: Page;
 const setValue = (sel: string, v: string) => page.$eval(sel, (el, val) => { (el as HTMLInputElement).value = val; }, v);
 /** The load error shown next to the model controls. */
 const loadError = () => page.$eval('#load-error', (el) => el.textContent ?? '');
-const banner = () => page.$eval('#banner', (el) => ({
-  hidden: (el as HTMLElement).hidden, kind: (el as HTMLElement).dataset.kind,
-  title: el.querySelector('#banner-title')?.textContent ??
-    '', detail: el.querySelector('#banner-detail')?.textContent ?? '',
-}));
+const { banner } = pageOps(() => page);
 
 /** Wait until #model-status is in `state`; a timeout says what it shows instead. */
 async function waitState(state: string, timeout: number): Promise<void> {
@@ -100,7 +97,8 @@ describe('demo loading models (built, headless Chromium)', () => {
       { timeout: 60_000 });
     await setValue('#model-url', base);
     await page.click('#load-url');
-    const retry500 = /^0 B \/ 18\.9 MiB · model\.safetensors: HTTP 500 Internal Server Error; retrying in 1 s \(attempt 2 of 5\)$/;
+    const retry500 = new RegExp('^0 B / 18\\.9 MiB · model\\.safetensors: HTTP 500 Internal Server Error; ' +
+      'retrying in 1 s \\(attempt 2 of 5\\)$');
     await seenText(page, '#dl-text', retry500, 30_000);
     await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
       { timeout: 60_000 }, base);
@@ -115,7 +113,8 @@ describe('demo loading models (built, headless Chromium)', () => {
     flakyServer.ranges.length = 0;
     await page.click('#load-url');
     await seenText(page, '#dl-text',
-      /MiB \/ 18\.9 MiB · model\.safetensors: connection (lost|closed) after \d+ .*; retrying in 1 s \(attempt 2 of 5\)$/, 30_000);
+      new RegExp('MiB / 18\\.9 MiB · model\\.safetensors: connection (lost|closed) after \\d+ .*; ' +
+        'retrying in 1 s \\(attempt 2 of 5\\)$'), 30_000);
     await page.waitForFunction((b) => document.getElementById('model-status')?.textContent === `Ready: ${b}`,
       { timeout: 60_000 }, base);
     expect(flakyServer.ranges).toHaveLength(1);

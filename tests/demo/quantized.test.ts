@@ -34,13 +34,15 @@ const rows = (id: string) => demo.page.$$eval(`#${id} tr`,
 /** The loaded model's weight bytes on the GPU and the first projection's quantization, read in the model's worker. */
 const held = async () => (await modelWorker(demo.page)).evaluate(() => {
   type Held = { bytes: number; L: Array<{ gqkv: { quant?: { bits: number; groupSize: number } } }> };
-  const w = (globalThis as unknown as { __demoWorker: { loaded: { model: { weights: Held } } } }).__demoWorker.loaded.model.weights;
+  type Worker = { __demoWorker: { loaded: { model: { weights: Held } } } };
+  const w = (globalThis as unknown as Worker).__demoWorker.loaded.model.weights;
   const q = w.L[0].gqkv.quant;
   return { bytes: w.bytes, quant: q && { bits: q.bits, groupSize: q.groupSize } };
 });
 
 /** Wait until the model panel says a load is over and describes a model whose weights row matches `weights`. */
-const loadedWith = (weights: string) => demo.page.waitForFunction((w) => document.getElementById('model-status')?.dataset.state !== 'loading' &&
+const loadedWith = (weights: string) => demo.page.waitForFunction((w) =>
+  document.getElementById('model-status')?.dataset.state !== 'loading' &&
   (document.getElementById('model-info')?.textContent ?? '').includes(w), { timeout: 60_000 }, weights);
 
 describe('demo with quantized weights (built, headless Chromium)', () => {
@@ -93,7 +95,9 @@ describe('demo with quantized weights (built, headless Chromium)', () => {
     expect(checkpointBytes(config, Q8) - h.bytes).toBe(config.hidden_size * 4);
     expect((await rows('memory'))[0]).toEqual(['weights, 8-bit (group 64, quantized on load)', fmtBytes(h.bytes)]);
     expect(await page.$eval('#gpu-path',
-      (el) => el.textContent)).toMatch(/^qlinear \(8-bit weights, group 64.*sdpa over the full-precision cache.*matrix-vector reduction (on subgroups|in workgroup memory).*prefill matmuls: (rows \(CPU driver\)|tiled f32|subgroup-matrix)/);
+      (el) => el.textContent)).toMatch(new RegExp('^qlinear \\(8-bit weights, group 64.*' +
+      'sdpa over the full-precision cache.*matrix-vector reduction (on subgroups|in workgroup memory).*' +
+      'prefill matmuls: (rows \\(CPU driver\\)|tiled f32|subgroup-matrix)'));
     const text = await pageGenerate(page, PROMPT, TOKENS);
     const want = await expected;
     expect(want.length).toBeGreaterThan(0);

@@ -85,14 +85,16 @@ describe('demo, URL loads in the model\'s worker (built, headless Chromium)', ()
     expect(status).toBe(`ready: Ready: ${base}`);
     expect(await demo!.page.$eval('#model-warning',
       (el) => el.textContent)).toBe(`Warning: ${base}/tokenizer.json has ` +
-      `${NARROW - 64} ids, fewer than the model's vocab_size ${NARROW} (config.json); generating fails at the first id from ` +
+      `${NARROW - 64} ids, fewer than the model's vocab_size ${NARROW} (config.json); ` +
+      `generating fails at the first id from ` +
       `${NARROW - 64} up (logits are unaffected).`);
   }, 60_000);
 
   it('a load that fails in the worker takes what the worker cached out of the download cache too', async () => {
     const page = demo!.page;
     const { base, status } = await loadUrl('mismatch');
-    expect(status).toMatch(/^kept: Could not load .*\/mismatch; still using .*\. The files it downloaded, (.+), are not kept: a retry downloads them again\.$/);
+    expect(status).toMatch(new RegExp('^kept: Could not load .*/mismatch; still using .*\\. ' +
+      'The files it downloaded, (.+), are not kept: a retry downloads them again\\.$'));
     const taken = /downloaded, (.+), are not kept/.exec(status)![1].split(', ').sort();
     expect(taken).toEqual(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
     expect(await page.$eval('#load-error', (el) => el.textContent)).toMatch(/outside the model's vocab_size 1024/);
