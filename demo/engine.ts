@@ -97,6 +97,11 @@ export class Engine {
     await this.client.sync().catch(() => {});
   }
 
+  /** Milliseconds of one causal pass over `positions` positions, timed in the worker (as measure() does). */
+  timePass(positions: number, dtype?: ActDtype): Promise<number> {
+    return this.client.timePass(positions, dtype ? { dtype } : {});
+  }
+
   /**
    * This device's pace, measured once per model (passes of 1 and 16 positions, timed in the worker, each after a
    * warm-up that compiles its kernels; 16 positions is a KLD part on a CPU adapter, whose cost is mostly per pass,
@@ -106,7 +111,7 @@ export class Engine {
     if (this.pace) return this.pace;
     const time = (n: number) => {
       signal.throwIfAborted();
-      return this.client.timePass(n, { dtype: 'f32' });
+      return this.timePass(n, 'f32');
     };
     await time(1);
     await time(16);

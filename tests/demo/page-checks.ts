@@ -129,7 +129,7 @@ export async function kvRowIsTheLibrarys(page: Page, config: HrmConfig): Promise
 }
 
 /** The demo's own objects, which the page exposes for its tests (window.__demo). */
-type DemoHandle = { engine: { idle(): Promise<void>; client: { timePass(n: number, o: object): Promise<number> } } };
+type DemoHandle = { engine: { idle(): Promise<void>; timePass(positions: number): Promise<number> } };
 
 /** What Stop in REFRACT does while a KLD run is under way: its times (ms) and what the page shows at once. */
 export interface StopTimes { enabled: number; right: string; genOff: boolean; queue: number; partMs: number }
@@ -157,8 +157,8 @@ export async function stopTimes(page: Page): Promise<StopTimes> {
     void poll();
   }));
   const partMs = await page.evaluate(async () => { // the second pass: the first compiles this shape's graph
-    const c = (window as unknown as { __demo: DemoHandle }).__demo.engine.client;
-    return c.timePass(8, {}).then(() => c.timePass(8, {}));
+    const e = (window as unknown as { __demo: DemoHandle }).__demo.engine;
+    return e.timePass(8).then(() => e.timePass(8));
   });
   return { ...t, partMs };
 }
