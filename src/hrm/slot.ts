@@ -101,7 +101,7 @@ export class CacheSlot {
       scale: 1 / Math.sqrt(headDim), round, gate };
     const plan = planAttend(k, v);
     if (plan.kernel === 'qsdpa') return qsdpa(q, plan.k, plan.v, opts);
-    // A turbo side is decoded over the keys in use, or over a captured step's reach: its dispatches replay at
+    // A coded side is decoded over the keys in use, or over a captured step's reach: its dispatches replay at
     // every position of the reach, so they cannot follow kvLen.
     const at = { len: opts.kvLen, round, reach: pass.reach };
     if (k.kind === 'turbo' && v.kind === 'turbo') {
@@ -111,7 +111,7 @@ export class CacheSlot {
     }
     const full = (side: CacheSide): FullKV => {
       if (side.kind === 'full') return side;
-      const d = side.kind === 'turbo' ? dequantizeTurbo(side, at) : dequantizeKV(side, round);
+      const d = side.kind === 'turbo' ? dequantizeTurbo(side, at) : dequantizeKV(side, at);
       pass.temps.push(d.data);
       return d;
     };

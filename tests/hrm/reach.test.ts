@@ -87,6 +87,13 @@ describe('generate() across reach boundaries', { timeout: 300_000 }, () => {
     expect(replayed.ids).toEqual(recorded.ids);
   }, 600_000);
 
+  it('greedy into a q8 K beside a full V (decoded over the reach): three graphs, the same tokens', async () => {
+    const { replayed, recorded, ends } = await both(75, 0, 'ctk=q8_0,ctv=f16');
+    expect(ends).toEqual([64, 128, 135]);
+    expect(replayed.ids).toHaveLength(75);
+    expect(replayed.ids).toEqual(recorded.ids);
+  }, 600_000);
+
   it('sampled: two graphs, then the cache\'s last two positions recorded, the recorded path\'s tokens', async () => {
     const { replayed, recorded, ends } = await both(70, 0.9);
     expect(ends).toEqual([64, 128, 'only 2 positions left in the cache']);

@@ -8,6 +8,7 @@ import type { Round } from '../common/codes.ts';
 import { GROUP, checkPacked, checkQuant, dequantize, quantizeInto, requireDtype,
   type QuantRules } from '../quant/quant.ts';
 import type { FullKV, QuantKV } from './types.ts';
+import { reachFor } from '../plan/reach.ts';
 
 /** An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32 [heads, capacity, headDim/64]. */
 export function quantKV(gpu: Gpu,
@@ -54,7 +55,19 @@ export function appendQuantized(src: Tensor, side: QuantKV,
     round, rules });
 }
 
-/** The whole side dequantized ([heads, capacity, headDim] f32, rounded per `round`); the caller disposes `data`. */
-export function dequantizeKV(side: QuantKV, round: Round = 'none'): FullKV {
-  return { kind: 'full', data: dequantize(side.q, side.scales, side.biases, { bits: side.bits, round }) };
+/**
+ * The side dequantized ([heads, capacity, headDim] f32, rounded per `round`) over its first `len` positions, or
+ * over a captured step's `reach` (its dispatch replays at every position of the reach, so it cannot follow len);
+ * the positions past them are left unwritten. The caller disposes `data`.
+ */
+export function dequantizeKV(side: QuantKV, { len, round = 'none', reach }: { len: number; round?: Round;
+  reach?: number }): FullKV {
+  const op = 'dequantizeKV';
+  const cap = side.q.shape[1];
+  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
+    throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
+  }
+  const used = reach === undefined ? len : reachFor(op, len, cap, reach);
+  return { kind: 'full', data: dequantize(side.q, side.scales, side.biases, { bits: side.bits, round,
+    rows: { used } }) };
 }

@@ -2,9 +2,10 @@
 //   w' = round(round(level * scale) + bias)     with the stored scale/bias, each op rounded to the dtype (ROUND)
 // (MLX multiplies and adds in the input dtype, so a half dtype rounds twice; in f32 the two f32 roundings are kept
 // apart by round_op (quant/packed.inc.wgsl), which stops a compiler from contracting them into one fma).
-// Variant 1 (dequantize): one thread per output element.
+// Variant 1 (dequantize): one thread per output element, over the first `used` rows of each block of `block` rows
+// (a cache [heads, capacity] decoded over the positions in use; used = block for a whole tensor).
 
-struct Params { n: u32, cols: u32, zero: u32 }
+struct Params { n: u32, cols: u32, zero: u32, block: u32, used: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<u32>;
@@ -25,8 +26,9 @@ fn packed_word(i: u32) -> u32 { return q[i]; }
 fn dequantize(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.n) { return; }
-  let row = i / p.cols;
+  let r = i / p.cols;
+  let row = (r / p.used) * p.block + r % p.used;
   let c = i % p.cols;
   let g = row * (p.cols / GS) + c / GS;
-  out[i] = round_op(round_op(level(row * (p.cols / 32u) * BITS, c) * scales[g]) + biases[g]);
+  out[row * p.cols + c] = round_op(round_op(level(row * (p.cols / 32u) * BITS, c) * scales[g]) + biases[g]);
 }

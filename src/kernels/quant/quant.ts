@@ -98,19 +98,32 @@ export function quantize(w: Tensor,
   return out;
 }
 
-export interface DequantizeOptions { bits: number; groupSize?: number; round?: Round }
+export interface DequantizeOptions {
+  bits: number; groupSize?: number; round?: Round;
+  /**
+   * Rows decoded: the first `used` of every block of `block` rows (q's second-to-last axis, a cache's capacity);
+   * the other rows of the output are left unwritten. Default: every row.
+   */
+  rows?: { used: number };
+}
 
 /** mx.dequantize: w' = level * scale + bias with the stored scale/bias, each op rounded to the dtype. */
 export function dequantize(q: Tensor, scales: Tensor, biases: Tensor,
-  { bits, groupSize = GROUP, round = 'none' }: DequantizeOptions): Tensor {
+  { bits, groupSize = GROUP, round = 'none', rows }: DequantizeOptions): Tensor {
   const op = 'dequantize';
   const cols = checkPacked(op, q, scales, biases, bits, groupSize);
   const shape = [...q.shape.slice(0, -1), cols];
+  const block = q.rank > 1 ? q.shape[q.rank - 2] : 1;
+  const used = rows?.used ?? block;
+  if (!(Number.isInteger(used) && used >= 0 && used <= block)) {
+    throw new ShapeError(op, `rows.used ${used} is not within the ${block} rows of a block of '${q.label}'`);
+  }
   const out = Tensor.empty(q.gpu, shape, 'f32', 'dequantize.out');
-  const n = out.size;
+  const n = (out.size / (block * cols)) * used * cols;
+  if (n === 0) return out;
   DEQUANTIZE.dispatch(q.gpu, {
     bindings: { q, scales, biases, out },
-    uniforms: { n, cols, zero: 0 },
+    uniforms: { n, cols, zero: 0, block, used },
     overrides: { BITS: bits, GS: groupSize, ROUND: roundCode('quantize', round), WG },
     workgroups: grid(q.gpu, n, WG),
   });

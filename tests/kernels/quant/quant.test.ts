@@ -8,7 +8,7 @@ import { Tensor } from '../../../src/tensor/tensor.ts';
 import { DTypeError, InputError, ShapeError } from '../../../src/errors.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
 import { dequantize, quantize } from '../../../src/kernels/quant/quant.ts';
-import { appendQuantized, quantKV } from '../../../src/kernels/attention/kvquant.ts';
+import { appendQuantized, dequantizeKV, quantKV } from '../../../src/kernels/attention/kvquant.ts';
 import {
   QUANT_BITS, dequantizeRef, quantizeGroupRef, quantizeRef, roundTo, unpackLevel, type QuantRules,
 } from '../../../src/kernels/quant/quant.ref.ts';
@@ -166,6 +166,34 @@ describe('quantized KV-cache append', () => {
         expectBitExact(words.subarray(((h * cap) + offset + s) * wpr, ((h * cap) + offset + s + 1) * wpr),
           wantNew.q.subarray((h * seq + s) * wpr, (h * seq + s + 1) * wpr), `head ${h} position ${offset + s} words`);
       }
+    }
+  });
+});
+
+describe('dequantizeKV over the positions in use', () => {
+  it('decodes the first len positions of every head, or a reach, with the bits of the whole side', async () => {
+    const gpu = await getGpu();
+    const heads = 3, cap = 37, dim = 64, round: Round = 'f16';
+    for (const bits of [4, 8]) {
+      const side = quantKV(gpu, { heads, capacity: cap, headDim: dim, bits });
+      const src = randn(21 + bits, heads * cap * dim, 2).map((v) => roundTo(round, v));
+      appendQuantized(Tensor.from(gpu, src, [heads, cap, dim], 'f32', 'src'), side, { offset: 0, round });
+      const whole = await dequantize(side.q, side.scales, side.biases, { bits, round }).readF32();
+      for (const [len, reach, used] of [[1, undefined, 1], [17, undefined, 17], [17, 32, 32], [cap, cap, cap],
+        [0, undefined, 0]] as const) {
+        // Poison the pool's next buffer so rows past `used` cannot match by chance.
+        Tensor.from(gpu, new Float32Array(heads * cap * dim).fill(NaN), [heads, cap, dim], 'f32', 'nan').dispose();
+        const d = dequantizeKV(side, { len, round, reach });
+        const got = await d.data.readF32();
+        expect(d.data.shape).toEqual([heads, cap, dim]);
+        for (let h = 0; h < heads; h++) {
+          const at = (a: Float32Array) => a.subarray(h * cap * dim, (h * cap + used) * dim);
+          expectBitExact(at(got), at(whole), `b${bits} len ${len} reach ${reach} head ${h}`);
+        }
+        d.data.dispose();
+      }
+      expect(() => dequantizeKV(side, { len: 17, reach: 16 })).toThrow(/\[dequantizeKV\] reach 16 must be/);
+      expect(() => dequantizeKV(side, { len: cap + 1 })).toThrow(/\[dequantizeKV\] len 38 is not within/);
     }
   });
 });
