@@ -93,7 +93,8 @@ module.exports = {
     },
     {
       name: 'bench-uses-the-entries-and-what-it-measures',
-      comment: 'bench/ times kernels and the model directly: the entries, kernels/, tensor/, gpu/, io/ and BENCH_INTERNALS',
+      comment: 'bench/ times kernels and the model directly: the entries, kernels/, tensor/, gpu/, io/ and ' +
+        'BENCH_INTERNALS',
       severity: 'error',
       from: { path: '^bench/' },
       to: { path: '^src/',

@@ -39,19 +39,24 @@ const SCORE_FLAGS = `  --model DIR|URL          model folder or base URL (defaul
   --json-out FILE          write the JSON report      --html-out FILE   write the self-contained HTML report
   --no-progress            no progress lines on stderr`;
 
-export const SCORE_HELP = `refract score [flags]: score a KV-cache config against the full-precision reference on the same model.
+export const SCORE_HELP =
+  `refract score [flags]: score a KV-cache config against the full-precision reference on the same model.
 Returns a 0-100 composite and a band (EXCELLENT >= 90, PASS >= 80, DEGRADED >= 60, else FAIL) with per-axis bands.
 
 Axes (A and B run by default; C and D are opt-in):
-  A  Trajectory  (GTM, Greedy Trajectory Match) greedy-decode --n-predict tokens from each prompt under both configs and compare the decode-time
+  A  Trajectory  (GTM, Greedy Trajectory Match) greedy-decode --n-predict tokens from each prompt under both ` +
+  `configs and compare the decode-time
                  token ids: score = 100 * mean agreed prefix / mean candidate length.
-  B  KLD@D       (KL Divergence at the Decoder) KL(P_ref || P_cand) per position over the corpus (chunks x ctx, quantized cache before the pass):
+  B  KLD@D       (KL Divergence at the Decoder) KL(P_ref || P_cand) per position over the corpus ` +
+  `(chunks x ctx, quantized cache before the pass):
                  score = 100 * exp(-mean KL). The report adds llama.cpp's --kl-divergence statistics: KL
                  percentiles, same top-1 with a 95 % Wilson interval, delta-p of the next token, PPL ref / cand and
                  PPL ratio with uncertainties.
-  C  R-NIAH      (Retrieval Needle-In-A-Haystack) a needle sentence hidden at relative positions of haystack contexts; recall with the candidate vs
+  C  R-NIAH      (Retrieval Needle-In-A-Haystack) a needle sentence hidden at relative positions of ` +
+  `haystack contexts; recall with the candidate vs
                  the reference per (length, position) cell: score = 100 * (1 - mean degradation).
-  D  PLAD        (Perturbation-Locality Aware Drift) typo / case / punctuation / paraphrase perturbations of each prompt: the candidate's extra drift
+  D  PLAD        (Perturbation-Locality Aware Drift) typo / case / punctuation / paraphrase perturbations of ` +
+  `each prompt: the candidate's extra drift
                  (token edit distance) over the reference's: score = mean of 100 * exp(-5 * excess).
 Composite = harmonic mean of the axes that ran: one broken axis drops it hard.
 
@@ -61,25 +66,29 @@ A lost GPU device is recreated and the run continues from the last finished prom
 stderr). Ctrl-C stops after the current unit and writes the finished axes as a partial report.
 `;
 
-export const COMPARE_HELP = `refract compare A.json B.json ...: one row per report (labelled by the file name without extension):
+export const COMPARE_HELP =
+  `refract compare A.json B.json ...: one row per report (labelled by the file name without extension):
 composite, band and each axis. Unreadable files and non-reports are skipped with a line naming them; a report
 without a composite keeps its row with a dash.
 `;
 
-export const REPEATABILITY_HELP = `refract repeatability [score flags] [--runs N] [--out-dir DIR]: run the same score N times (default 4) and
+export const REPEATABILITY_HELP =
+  `refract repeatability [score flags] [--runs N] [--out-dir DIR]: run the same score N times (default 4) and
 print min / median / max / stdev of the composite and each axis; HEALTHY when the composite stdev <= 1.
 Defaults as the original's repeatability: --runs 4, --n-predict 50. Each run's JSON goes to --out-dir (default:
 a new temporary folder) as run-01.json, run-02.json, ...
 `;
 
-export const SWEEP_HELP = `refract sweep --out-dir DIR (--candidate KV ... | --k-types T1,T2 --v-types T1,T2) [score flags]:
+export const SWEEP_HELP =
+  `refract sweep --out-dir DIR (--candidate KV ... | --k-types T1,T2 --v-types T1,T2) [score flags]:
 score every candidate against one reference, each as an independent job whose report is saved as DIR/<candidate>.json;
 a candidate whose report is already in DIR is not run again (so an interrupted sweep resumes). --k-types x --v-types
 runs every K x V pair, asymmetric ones included. Prints a table and writes DIR/sweep.json and DIR/sweep.html (a
 Pareto plot of KV-cache bytes per token against the composite; --html-out FILE to put it elsewhere).
 `;
 
-export const SELFTEST_HELP = `refract selftest [--model DIR|URL] [--condition TAGS] [--dtype f32|bf16]: the reference against itself on six
+export const SELFTEST_HELP =
+  `refract selftest [--model DIR|URL] [--condition TAGS] [--dtype f32|bf16]: the reference against itself on six
 prompts (16 tokens each) and two KLD chunks must score 100 on every axis.
 `;
 

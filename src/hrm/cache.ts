@@ -140,7 +140,8 @@ export class HrmCache {
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {
       throw new InputError('cache',
-        `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; create the cache with a larger 'capacity' option`);
+        `${this.offset} cached + ${S} new positions exceed the cache capacity ${this.capacity}; ` +
+        `create the cache with a larger 'capacity' option`);
     }
   }
 

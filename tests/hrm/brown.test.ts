@@ -27,7 +27,10 @@ describe('hrm-text-brown-6m against MLX', () => {
       let streamed = '';
       let ids: number[] = [];
       for await (const ev of generate(lm, p.text, { condition: p.condition, maxTokens: p.f32_gen_ids.length })) {
-        if (ev.type === 'text') { expect(ev.text).not.toContain('\uFFFD'); streamed += ev.text; } else ids = ev.stats.ids;
+        if (ev.type === 'text') {
+          expect(ev.text).not.toContain('\uFFFD');
+          streamed += ev.text;
+        } else ids = ev.stats.ids;
       }
       expect(ids, p.text).toEqual(p.f32_gen_ids);
       expect(streamed).toBe(lm.tokenizer!.decode(ids, { skipSpecialTokens: true }));

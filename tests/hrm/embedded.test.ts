@@ -21,7 +21,8 @@ describe('the embedded model against transformers and float64', () => {
     for (const p of [0, 1, 2, 3]) {
       expect(names).toContain(`f32: prompt${p} greedy ids (24 steps) differing from transformers f32`);
       for (const what of ['prefix', 'causal', 'decode']) {
-        const exact = r.checks.find((c) => c.name === `f32: prompt${p} f32 ${what} logits vs float64, max |diff| / max |logit|`);
+        const exact = r.checks.find((c) =>
+          c.name === `f32: prompt${p} f32 ${what} logits vs float64, max |diff| / max |logit|`);
         // Measured 3e-7..1e-6 against a bound of 1.8e-4: an f32 implementation of the same math, nothing more.
         expect(exact?.figure, `prompt${p} ${what}`).toBeGreaterThan(0);
         expect(exact!.figure, `prompt${p} ${what}`).toBeLessThan(exact!.bound / 20);

@@ -27,7 +27,8 @@ describe('HRM-Text-1B shape', () => {
     const cache = m.newCache({ capacity: 4096 });
     expect(cache.bytes).toBe(cacheBytes(c, 4096, 'bf16'));
     expect(cache.bytes).toBe(3 * 2 ** 30); // 768 KiB per token
-    console.log(`[1B] weights ${(w.bytes / 2 ** 30).toFixed(2)} GiB + bf16 cache @4096 ${(cache.bytes / 2 ** 30).toFixed(2)} GiB; ` +
+    console.log(`[1B] weights ${(w.bytes / 2 ** 30).toFixed(2)} GiB + ` +
+      `bf16 cache @4096 ${(cache.bytes / 2 ** 30).toFixed(2)} GiB; ` +
       `lm_head in ${w.lmHead.chunks.length} chunks of <= ${gpu.maxBinding / MiB} MiB`);
     // Two prompt tokens through every split tensor (the embedding gather and lm_head read both chunks).
     const t = m.forward([6, 65535], cache, { mask: 'prefix', logits: 'last' });

@@ -22,7 +22,9 @@ const { values: v } = parseArgs({ options: {
 if (!v.site || !v.models || !v.name ||
   !v.ids) throw new Error('tjs-runner: --site, --models, --name and --ids are required');
 const chromium = process.env.CHROMIUM_PATH;
-if (!chromium) throw new Error('tjs-runner: no CHROMIUM_PATH (source the Chrome kit\'s env.sh: bench/chrome-unpack.sh)');
+if (!chromium) {
+  throw new Error('tjs-runner: no CHROMIUM_PATH (source the Chrome kit\'s env.sh: bench/chrome-unpack.sh)');
+}
 const set = FLAG_SETS.find((s) => s.name === v.set);
 if (!set) throw new Error(`tjs-runner: no flag set ${v.set} (${FLAG_SETS.map((s) => s.name).join(', ')})`);
 const { server, url } = await serveStatic({ '': v.site, models: v.models, ids: dirname(v.ids) });

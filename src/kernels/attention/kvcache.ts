@@ -130,7 +130,8 @@ function appendSide(op: string, name: 'k' | 'v', side: KVSide, l: Layout, o: Hea
   const cap = checkQuantKV(op, side, l.heads, l.dim);
   if (o.offset + l.seq > cap) {
     throw new ShapeError(op,
-      `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache '${side.q.label}' [${side.q.shape.join(', ')}]`);
+      `writing positions ${o.offset}..${o.offset + l.seq} overflows quantized ${name} cache ` +
+      `'${side.q.label}' [${side.q.shape.join(', ')}]`);
   }
   return { mode: 2, data: side.q, scales: side.scales, biases: side.biases, bits: side.bits, cap };
 }
@@ -163,7 +164,8 @@ function gqkvLayout(op: string, gqkv: Tensor, { heads, headDim, base, offset }: 
   }
   if (gqkv.rank !== 2 || gqkv.shape[1] !== 4 * heads * headDim) {
     throw new ShapeError(op,
-      `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] (4 * ${heads} heads * ${headDim})`);
+      `gqkv '${gqkv.label}' is [${gqkv.shape.join(', ')}]; expected [S, ${4 * heads * headDim}] ` +
+      `(4 * ${heads} heads * ${headDim})`);
   }
   checkRopeArgs(op, base, 1, offset, offset + gqkv.shape[0]);
   return { seq: gqkv.shape[0], heads, dim: headDim, sStride: 4 * heads * headDim, hStride: headDim, col0: 0 };

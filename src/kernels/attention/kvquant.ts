@@ -10,7 +10,10 @@ import { GROUP, checkPacked, checkQuant, dequantize, quantizeInto, requireDtype,
 import type { FullKV, QuantKV } from './types.ts';
 import { reachFor } from '../plan/reach.ts';
 
-/** An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32 [heads, capacity, headDim/64]. */
+/**
+ * An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32
+ * [heads, capacity, headDim/64].
+ */
 export function quantKV(gpu: Gpu,
   { heads, capacity, headDim, bits,
   label = 'quantKV' }: { heads: number; capacity: number; headDim: number; bits: number; label?: string }): QuantKV {
@@ -30,7 +33,8 @@ export function checkQuantKV(op: string, side: QuantKV, heads: number, headDim: 
   const cols = checkPacked(op, side.q, side.scales, side.biases, side.bits);
   if (side.q.rank !== 3 || side.q.shape[0] !== heads || cols !== headDim) {
     throw new ShapeError(op,
-      `cache '${side.q.label}' [${side.q.shape.join(', ')}] at ${side.bits} bits does not hold ${heads} heads of ${headDim} values`);
+      `cache '${side.q.label}' [${side.q.shape.join(', ')}] at ${side.bits} bits ` +
+      `does not hold ${heads} heads of ${headDim} values`);
   }
   return side.q.shape[1];
 }

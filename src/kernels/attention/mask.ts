@@ -15,10 +15,12 @@ export function maskBinding(op: string, gpu: Gpu, m: AttnMask,
     // Token types of every key and of every query position.
     const need = Math.max(kvLen, offset + seq);
     if (t.size < need) throw new ShapeError(op,
-      `prefix mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; ${need} needed (tokenTypes of keys 0..${need})`);
+      `prefix mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; ` +
+      `${need} needed (tokenTypes of keys 0..${need})`);
   } else if (t.size !== seq * kvLen) {
     throw new ShapeError(op,
-      `explicit mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; expected [${seq}, ${kvLen}] (S, kvLen)`);
+      `explicit mask '${t.label}' [${t.shape.join(', ')}] has ${t.size} entries; ` +
+      `expected [${seq}, ${kvLen}] (S, kvLen)`);
   }
   return t;
 }

@@ -54,7 +54,9 @@ export interface KvAccess {
   vOp(h: number, j: number, d: number): number;
 }
 
-export interface QuantSideRef { bits: number; q: ArrayLike<number>; scales: ArrayLike<number>; biases: ArrayLike<number> }
+export interface QuantSideRef {
+  bits: number; q: ArrayLike<number>; scales: ArrayLike<number>; biases: ArrayLike<number>;
+}
 
 /** KvAccess over host copies of quantized cache sides laid out [kvHeads, cap, dim] (QuantKV). */
 export function kvAccess(k: QuantSideRef, v: QuantSideRef, cap: number, dim: number, round: Round): KvAccess {

@@ -89,7 +89,8 @@ export function qsdpa(q: Tensor, k: QuantKV, v: QuantKV, opts: QsdpaOptions): Te
   const oneFits = seesAll && accumulate === 'f32' && qsdpaOneFits(dim);
   if (opts.path === 'one' && !oneFits) {
     throw new ShapeError(op,
-      `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
+      `path 'one' needs one query seeing every key (S ${seq}, mask ${mask.kind}, offset ${offset}, kvLen ${kvLen}), ` +
+      `accumulate 'f32' (got '${accumulate}') and head dim 64, 128 or 256 (got ${dim})`);
   }
   if ((opts.path ?? (oneFits ? 'one' : 'passes')) === 'one') {
     qsdpaOne(q, k, v, out, { heads, kvHeads, kvLen, reach: opts.reach, scale, round, gate, gated: !!opts.gate });

@@ -30,12 +30,16 @@ const FINISH_F16 = new Kernel('attention/sdpa_mm_f16.wgsl', 'finish_f16');
 const MAX_SCORE_BYTES = 256 * 2 ** 20;
 /** Keys are padded to this multiple (the matmul tiles'). */
 const PAD = 64;
-/** qkv_f16's workgroups (sdpa_mm_f16.wgsl): RPW rows of q and K, or VD dims of V; a row of at most MAX_DK (LANES * EPT). */
+/**
+ * qkv_f16's workgroups (sdpa_mm_f16.wgsl): RPW rows of q and K, or VD dims of V; a row of at most MAX_DK
+ * (LANES * EPT).
+ */
 const QKV = { RPW: 8, VD: 8, MAX_DK: 256 };
 
 export interface SdpaMmArgs {
   heads: number; seq: number; dim: number; kvLen: number; offset: number; scale: number;
-  kvBf16: boolean; mask: AttnMask; maskBuf: Tensor; gate: Tensor; gateStride: number; store: { ROUND: number; GATE: number };
+  kvBf16: boolean; mask: AttnMask; maskBuf: Tensor; gate: Tensor; gateStride: number;
+  store: { ROUND: number; GATE: number };
   /** The products on the tensor cores (sdpaMmF16), as the planner decided (tensorCoresFit and the device's verdict). */
   tensorCores: boolean;
 }

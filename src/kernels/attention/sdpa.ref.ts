@@ -18,7 +18,14 @@ export function visibleRef(m: MaskRef, i: number, j: number, offset: number, kvL
   }
 }
 
-export interface SdpaRefOptions { heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef; scale: number }
+export interface SdpaRefOptions {
+  heads: number; seq: number; dim: number; cap: number; kvLen: number; offset: number; mask: MaskRef; scale: number;
+}
+
+/** headsRef's options: the gqkv layout, the column block, and RoPE's use, base and first position. */
+interface HeadsRefOptions {
+  heads: number; headDim: number; seq: number; block: number; rope: boolean; base: number; offset: number;
+}
 
 /**
  * out[s, h*D + d] = sum_j softmax_j(scale * q[h,s] . k[h,j]) v[h,j,d] over visible keys j < kvLen; 0 for a query that
@@ -55,8 +62,7 @@ export function sdpaRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike
  * The [H, S, D] head-major copy of column block `block` (0 gate, 1 q, 2 k, 3 v) of gqkv [S, 4*H*D], with RoPE at
  * positions offset + s when `rope` (angle as rope.ref.ts forms it).
  */
-export function headsRef(gqkv: ArrayLike<number>,
-  o: { heads: number; headDim: number; seq: number; block: number; rope: boolean; base: number; offset: number }): Float64Array {
+export function headsRef(gqkv: ArrayLike<number>, o: HeadsRefOptions): Float64Array {
   const { heads: H, headDim: D, seq: S } = o;
   const half = D / 2;
   const out = new Float64Array(H * S * D);

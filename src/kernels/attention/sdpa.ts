@@ -139,12 +139,14 @@ function validate(q: Tensor, k: KVSide, v: KVSide,
       `${name} '${t.label}' is ${t.dtype}; expected f32 or bf16`);
     if (t.rank !== 3 || t.shape[0] !== heads || t.shape[2] !== dim) {
       throw new ShapeError(op,
-        `${name} '${t.label}' is [${t.shape.join(', ')}]; q [${q.shape.join(', ')}] needs [${heads}, capacity, ${dim}]`);
+        `${name} '${t.label}' is [${t.shape.join(', ')}]; ` +
+        `q [${q.shape.join(', ')}] needs [${heads}, capacity, ${dim}]`);
     }
   }
   if (kd.dtype !== vd.dtype || kd.shape[1] !== vd.shape[1]) {
     throw new DTypeError(op,
-      `k [${kd.shape.join(', ')}] ${kd.dtype} and v [${vd.shape.join(', ')}] ${vd.dtype} must share dtype and capacity`);
+      `k [${kd.shape.join(', ')}] ${kd.dtype} and v [${vd.shape.join(', ')}] ${vd.dtype} ` +
+      `must share dtype and capacity`);
   }
   if (dim === 0 || dim > 256) throw new ShapeError(op, `headDim ${dim} must be in 1..256`);
   if (!Number.isInteger(o.kvLen) || o.kvLen < 0 || o.kvLen > kd.shape[1]) {
@@ -162,7 +164,8 @@ export function checkGate(op: string, gate: Tensor, seq: number, width: number):
   const stride = gate.rank ? gate.shape[gate.rank - 1] : 0;
   if (gate.rank !== 2 || gate.shape[0] !== seq || stride < width) {
     throw new ShapeError(op,
-      `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] (S rows holding the H*D gate columns first)`);
+      `gate '${gate.label}' is [${gate.shape.join(', ')}]; expected [${seq}, >= ${width}] ` +
+      `(S rows holding the H*D gate columns first)`);
   }
   return stride;
 }

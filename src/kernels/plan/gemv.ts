@@ -6,7 +6,9 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import { uplFit, type GemvShape } from '../matmul/gemv.ts';
 
 /** A dense projection: N rows of K `dtype` weights, M x rows, 16-byte rows (`wide`), the fused norm and SwiGLU. */
-export interface DenseGemvCall { N: number; K: number; M: number; dtype: string; wide: boolean; norm: boolean; swiglu: boolean }
+export interface DenseGemvCall {
+  N: number; K: number; M: number; dtype: string; wide: boolean; norm: boolean; swiglu: boolean;
+}
 
 /** The matrix-vector shape of a dense projection: gemv_wide where it fits one x row, else tunedShape's. */
 export function denseGemvShape(gpu: Gpu, c: DenseGemvCall): GemvShape {
@@ -16,8 +18,13 @@ export function denseGemvShape(gpu: Gpu, c: DenseGemvCall): GemvShape {
   });
 }
 
-/** A quantized projection: N rows of K `bits`-bit levels, M x rows, 16-byte units (`wide`), the fused norm and SwiGLU. */
-export interface QuantGemvCall { N: number; K: number; M: number; bits: number; wide: boolean; norm: boolean; swiglu: boolean }
+/**
+ * A quantized projection: N rows of K `bits`-bit levels, M x rows, 16-byte units (`wide`), the fused norm and
+ * SwiGLU.
+ */
+export interface QuantGemvCall {
+  N: number; K: number; M: number; bits: number; wide: boolean; norm: boolean; swiglu: boolean;
+}
 
 /** The matrix-vector shape of a quantized projection: gemv4Shape's for 16-byte units, else qgemv's 2 or 4 rows. */
 export function quantGemvShape(gpu: Gpu, c: QuantGemvCall): GemvShape {

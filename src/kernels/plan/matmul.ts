@@ -40,7 +40,10 @@ export function preferGemv(M: number, N: number): boolean {
   return M <= 64 && tiles < 64;
 }
 
-/** Up to this many x rows qlinear's automatic path is the matrix-vector one; MLX's qmv also takes only a few rows before its qmm wins. */
+/**
+ * Up to this many x rows qlinear's automatic path is the matrix-vector one; MLX's qmv also takes only a few rows
+ * before its qmm wins.
+ */
 const AUTO_QGEMV_MAX_M = 8;
 /**
  * The largest dense copy (bytes) qlinear's automatic path makes of one weight for the tensor cores. The copy and the
@@ -91,8 +94,8 @@ export function prefillMatmulPath(gpu: Gpu): string {
   const { M, N, K } = SGMAT_CONFIG;
   const kernel = staged === null ? 'staged 128x128 tiles' : `direct 64x64 tiles (${staged})`;
   return why === null
-    ? `subgroup-matrix f16 ${M}x${N}x${K} from ${SGMAT_MIN_ROWS} rows, ${kernel}, quantized weights through a bf16 copy ` +
-      'made for the call (tiled f32 below, and in f32 mode)'
+    ? `subgroup-matrix f16 ${M}x${N}x${K} from ${SGMAT_MIN_ROWS} rows, ${kernel}, ` +
+      'quantized weights through a bf16 copy made for the call (tiled f32 below, and in f32 mode)'
     : `tiled f32 (${why})`;
 }
 

@@ -52,7 +52,8 @@ const opts = (s: Shape,
 
 /** The composed step (ropeAppend, then qsdpa one gated by gqkv) and the fused one, on two copies of one cache. */
 async function compare(gpu: Gpu, s: Shape, offset: number, seed: number, negative = false): Promise<void> {
-  const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, D ${s.dim}, ${s.heads} heads, position ${offset}${negative ? ', negative groups' : ''}`;
+  const what = `K ${s.kBits} / V ${s.vBits}, ${s.round}, D ${s.dim}, ${s.heads} heads, ` +
+    `position ${offset}${negative ? ', negative groups' : ''}`;
   const gqkv = gqkvOf(gpu, s, seed, negative);
   const o = opts(s, offset);
   const ref = { k: side(gpu, s, s.kBits, seed + 1), v: side(gpu, s, s.vBits, seed + 2) };

@@ -10,7 +10,8 @@ describe('qsdpa fold check', () => {
     const cases = await checkQuantFold(await getGpu(),
       { heads: 3, dim: 64, cap: 1100, lens: [1, 127, 128, 129, 1100], bits: [[4, 4], [8, 3]], reps: 3 });
     expect(cases.map((c) => [c.name, c.value])).toEqual([
-      ['quantized decode attention, folded values merge in a batch vs alone: calls differing of 30 (3 heads of 64, cap 1100, kvLen 1/127/128/129/1100, K/V bits 4/4, 8/3 x 3)', 0],
+      ['quantized decode attention, folded values merge in a batch vs alone: calls differing of 30 ' +
+        '(3 heads of 64, cap 1100, kvLen 1/127/128/129/1100, K/V bits 4/4, 8/3 x 3)', 0],
       ["quantized decode attention, folded values merge vs qsdpa's passes: calls beyond 2e-6 relative of 10", 0],
       ['quantized decode attention, folded values merge: counters left non-zero', 0],
     ]);

@@ -72,8 +72,9 @@ describe('qsdpa_one vs qsdpa\'s passes (the reference path)', () => {
       const what = `K ${kBits} / V ${vBits} ${round}`;
       if (round === 'none') {
         for (let i = 0; i < one.got.length; i++) {
-          if (!(Math.abs(one.got[i] - passes.got[i]) <= 2e-6 * (1 +
-            Math.abs(passes.got[i])))) throw new Error(`${what}: first mismatch at ${i}: ${one.got[i]} vs ${passes.got[i]}`);
+          if (!(Math.abs(one.got[i] - passes.got[i]) <= 2e-6 * (1 + Math.abs(passes.got[i])))) {
+            throw new Error(`${what}: first mismatch at ${i}: ${one.got[i]} vs ${passes.got[i]}`);
+          }
         }
       } else {
         expect(expectUlps(round, one.got, passes.got, 1, 1, what).exact,

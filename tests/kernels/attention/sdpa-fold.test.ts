@@ -8,7 +8,8 @@ describe('sdpa fold check', () => {
     const cases = await checkFold(await getGpu(),
       { heads: 3, dim: 64, cap: 1100, lens: [1, 32, 33, 1100], layers: 2, reps: 3 });
     expect(cases.map((c) => [c.name, c.value])).toEqual([
-      ['decode attention, folded merge vs separate: calls differing of 24 (3 heads of 64, cap 1100, kvLen 1/32/33/1100, 2 layers x 3)', 0],
+      ['decode attention, folded merge vs separate: calls differing of 24 ' +
+        '(3 heads of 64, cap 1100, kvLen 1/32/33/1100, 2 layers x 3)', 0],
       ['decode attention, folded merge: counters left non-zero', 0],
     ]);
     expect(cases.every((c) => c.ok)).toBe(true);

@@ -28,7 +28,9 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   let batch = g.z / p.nsl;
   let k0 = (g.z % p.nsl) * p.ks;
   var acc = 0.0;
-  for (var k = k0; k < min(p.kp, k0 + p.ks); k++) { acc += f32(a[(batch * p.mp + g.y) * p.kp + k]) * f32(b[(batch * p.np + g.x) * p.kp + k]); }
+  for (var k = k0; k < min(p.kp, k0 + p.ks); k++) {
+    acc += f32(a[(batch * p.mp + g.y) * p.kp + k]) * f32(b[(batch * p.np + g.x) * p.kp + k]);
+  }
   c[(g.z * p.mp + g.y) * p.np + g.x] = acc;
 }`;
 
@@ -105,7 +107,8 @@ describe('prefill attention on f16 products (the tensor-core path, products emul
       plain(a, b, c, u, label);
     };
     sdpaMmF16(qt, kd, vd, out, {
-      heads: H, seq: S, dim: D, kvLen, offset: 13, scale: 0.1, kvBf16: true, mask: { kind: 'causal' }, maskBuf: placeholder(gpu, 'no_mask', 'u32'),
+      heads: H, seq: S, dim: D, kvLen, offset: 13, scale: 0.1, kvBf16: true, mask: { kind: 'causal' },
+      maskBuf: placeholder(gpu, 'no_mask', 'u32'),
       gate: placeholder(gpu, 'no_gate', 'f32'), gateStride: 0, store: { ROUND: 1, GATE: 0 }, tensorCores: true,
     }, product);
     const [qh, kh, vt] = await Promise.all(seen.map((t) => t.read() as Promise<Float32Array>));

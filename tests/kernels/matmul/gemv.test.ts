@@ -113,8 +113,9 @@ describe('gemv_wide (row groups sharing one x read) against the float64 referenc
     // 32 KB of partial sums: past WebGPU's default 16 KB of workgroup memory (a device may grant more).
     const big = () => matmul(u.x, u.w,
       { path: 'gemv', gemv: { kernel: 'wide', wg: 32, groups: 8, rows: 256 } }).dispose();
-    if (gpu.device.limits.maxComputeWorkgroupStorageSize < 4 * 32 * 256) expect(big).toThrow(/32 x 256 partial sums exceed the \d+ bytes of workgroup memory/);
-    else expect(big).not.toThrow();
+    if (gpu.device.limits.maxComputeWorkgroupStorageSize < 4 * 32 * 256) {
+      expect(big).toThrow(/32 x 256 partial sums exceed the \d+ bytes of workgroup memory/);
+    } else expect(big).not.toThrow();
     expect(() => matmul(u.x, u.w,
       { path: 'gemv', gemv: { kernel: 'wide', wg: 32, rows: 8 } })).toThrow(/groups a power of two/);
     // A thread adds and stores each row: 32 rows over 16 threads would leave half unwritten.

@@ -16,6 +16,9 @@ import { checkMatmulF16, type F16Report } from '../../../testkit/kernels/matmul-
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
+/** The last line deno-matmul-f16.ts prints: its runtime, adapter and features, and the check's report. */
+interface DenoReport { runtime: string; adapter: string; f16: boolean; features?: string[]; report?: F16Report }
+
 function expectReport(r: F16Report, mlxOnly = false): void {
   const bad = r.cases.filter((c) => c.failure);
   expect(bad.map((c) => `${c.name}: ${c.failure}`)).toEqual([]);
@@ -41,8 +44,8 @@ describe('matmulF16 errors (a device opened without shader-f16)', async () => {
   it('names x and the adapter when the device lacks shader-f16', () => {
     expect(gpu.f16).toBe(false);
     expect(() => matmulF16(x, w)).toThrow(FeatureError);
-    expect(() => matmulF16(x,
-      w)).toThrow(/^\[matmulF16\] x 'x' \[6, 8\] f16: this device has no shader-f16 \(adapter .+\); use matmul with f32 activations$/);
+    expect(() => matmulF16(x, w)).toThrow(new RegExp("^\\[matmulF16\\] x 'x' \\[6, 8\\] f16: this device has no " +
+      'shader-f16 \\(adapter .+\\); use matmul with f32 activations$'));
   });
 
   it('rejects wrong dtypes and shapes before asking for the feature', () => {
@@ -72,17 +75,19 @@ describe('matmulF16 against the float64 reference and MLX', () => {
     const env = { ...process.env, HRM_F16_MLX_ONLY: mlxOnly ? '1' : '0' };
     const { stdout } = await promisify(execFile)(deno, ['run', '-A', 'tests/kernels/matmul/deno-matmul-f16.ts'],
       { cwd: root, env, timeout: 170_000, maxBuffer: 1 << 24 });
-    const r = JSON.parse(stdout.trim().split('\n').pop()!) as { runtime: string; adapter: string; f16: boolean; features?: string[]; report?: F16Report };
+    const r = JSON.parse(stdout.trim().split('\n').pop()!) as DenoReport;
     expect(r.runtime).toBe('deno');
     if (!r.f16) {
       // The only reason to skip: nothing here can run f16 shaders. Say so where the log shows it.
-      const why = `Deno's adapter (${r.adapter}) has no shader-f16 (features: ${r.features?.join(', ')}): matmulF16 not checked`;
+      const why = `Deno's adapter (${r.adapter}) has no shader-f16 (features: ${r.features?.join(', ')}): ` +
+        'matmulF16 not checked';
       console.warn(why);
       ctx.skip(why);
     }
     expectReport(r.report!, mlxOnly);
-    console.log(`matmulF16 in Deno on ${r.adapter}: ${r.report!.cases.length} cases, ${r.report!.f16Outputs} f16 outputs ` +
-      `(${(r.report!.within1 * 100).toFixed(3)} % within 1 ulp), check ${(r.report!.ms / 1000).toFixed(1)} s, run ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(`matmulF16 in Deno on ${r.adapter}: ${r.report!.cases.length} cases, ` +
+      `${r.report!.f16Outputs} f16 outputs (${(r.report!.within1 * 100).toFixed(3)} % within 1 ulp), ` +
+      `check ${(r.report!.ms / 1000).toFixed(1)} s, run ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }, 180_000);
 
   it('in Node where its adapter has shader-f16', async (ctx) => {

@@ -37,8 +37,8 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       expect(() => matmul(x, w, { path: 'sgmat' })).toThrow(DTypeError);
       expect(() => matmul(x, w, { path: 'sgmat' })).toThrow(/needs round 'bf16' and bf16 weights .* round 'none'/);
     }
-    expect(() => matmul(x, w,
-      { path: 'fast' as 'tiled' })).toThrow(/^\[matmul\] unknown path "fast"; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'$/);
+    expect(() => matmul(x, w, { path: 'fast' as 'tiled' }))
+      .toThrow(/^\[matmul\] unknown path "fast"; use 'auto', 'gemv', 'tiled', 'rows' or 'sgmat'$/);
   });
 
   it('split-K: the auto rule on the model shapes, forced splits, slices never empty, slabs within one binding', () => {
@@ -100,14 +100,18 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
       expect(next).toBe(rows);
     }
     expect(() => rowSpans(4096, 10, 64, 128, "the f16 copy of 'w'"))
-      .toThrow(/^\[matmul\] path 'sgmat': 128 rows of the f16 copy of 'w' \(64 bytes a row\) exceed the binding limit of 4096 bytes$/);
+      .toThrow(new RegExp("^\\[matmul\\] path 'sgmat': 128 rows of the f16 copy of 'w' \\(64 bytes a row\\) " +
+        'exceed the binding limit of 4096 bytes$'));
   });
 
   it('the kernel choice: auto takes the staged kernel only where it can run; a forced one that cannot says why', () => {
     const staged = stagedUnavailable(gpu);
     // 36 KiB of workgroup memory and the subgroup id: an adapter with less, or without subgroups, is named.
     if (!gpu.subgroups) expect(staged).toBe(`no subgroups: ${gpu.summary.fastFeatures.subgroups.why}`);
-    else if (gpu.device.limits.maxComputeWorkgroupStorageSize < 36864) expect(staged).toBe(`${gpu.device.limits.maxComputeWorkgroupStorageSize} bytes of workgroup memory, 36864 needed`);
+    else if (gpu.device.limits.maxComputeWorkgroupStorageSize < 36864) {
+      expect(staged).toBe(`${gpu.device.limits.maxComputeWorkgroupStorageSize} bytes of workgroup memory, ` +
+        '36864 needed');
+    }
     expect(sgmatPlan(gpu, { kernel: 'auto' }).kernel).toBe(staged === null ? 'staged' : 'direct');
     expect(sgmatPlan(gpu, { kernel: 'direct' }).kernel).toBe('direct');
     if (staged === null) expect(sgmatPlan(gpu, { kernel: 'staged' }).kernel).toBe('staged');
@@ -124,8 +128,9 @@ describe('matmul path sgmat (subgroup matrices)', async () => {
     try {
       // Mp not a multiple of 128; c too small for 2 slices; a fractional slice count.
       expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 64, Np: 128, Kp: 64, slices: 1 }, 'qk')).toThrow(InputError);
-      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 2 }, 'qk')).toThrow(
-        /^\[matmul\] batched sgmat qk: a \[2, 128, 64\], b \[2, 128, 64\], c \[2, 128, 128\] do not hold 2 products of \[128, 64\] @ \[128, 64\]\^T in 2 K slices/);
+      expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 2 }, 'qk')).toThrow(new RegExp(
+        '^\\[matmul\\] batched sgmat qk: a \\[2, 128, 64\\], b \\[2, 128, 64\\], c \\[2, 128, 128\\] do not hold ' +
+        '2 products of \\[128, 64\\] @ \\[128, 64\\]\\^T in 2 K slices'));
       expect(() => batchedSgmat(a, b, c, { batch: 2, Mp: 128, Np: 128, Kp: 64, slices: 1.5 },
         'qk')).toThrow(InputError);
     } finally {

@@ -33,6 +33,8 @@ export function expectWithin(got: ArrayLike<number>, want: ArrayLike<number>, ab
   what: string): void {
   for (let i = 0; i < want.length; i++) {
     const bound = 2 * (K + 2) * U * abs[i] + 1e-30;
-    if (!(Math.abs(got[i] - want[i]) <= bound)) throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (bound ${bound})`);
+    if (!(Math.abs(got[i] - want[i]) <= bound)) {
+      throw new Error(`${what}: first mismatch at ${i}: got ${got[i]}, want ${want[i]} (bound ${bound})`);
+    }
   }
 }

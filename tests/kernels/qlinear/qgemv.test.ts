@@ -88,7 +88,9 @@ describe('qgemv_wide: row groups sharing one x read and one norm, one x row', as
     const cases = await checkQGemvWide(gpu,
       [{ name: 'residual', N: 40, K: 512, bits: 4, norm: false, swiglu: false, acc: true }]);
     for (const c of cases) expect(c.ok, `${c.name}: ${c.value}`).toBe(true);
-    expect(cases.map((c) => c.name)).toEqual(['qgemv_wide vs qgemv4 at its lanes: outputs differing, residual 40x512 4-bit (6 shapes)']);
+    expect(cases.map((c) => c.name)).toEqual([
+      'qgemv_wide vs qgemv4 at its lanes: outputs differing, residual 40x512 4-bit (6 shapes)',
+    ]);
   });
 
   it('refuses the shapes it cannot take, naming the rule', () => {

@@ -121,7 +121,9 @@ describe('qembed', async () => {
         // f32: scale * level + bias (maybe one fma) then the product: a few ulp of |scale| level + |bias|.
         const mag = qembedRef(ids,
           { ...ref, scales: Array.from(ref.scales, Math.abs), biases: Array.from(ref.biases, Math.abs) }, 11.3, round);
-        for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(4 * U * mag[i] + 1e-30);
+        for (let i = 0; i < want.length; i++) {
+          expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(4 * U * mag[i] + 1e-30);
+        }
       }
     });
   }

@@ -13,7 +13,9 @@ import { qmmCpuRef, qmmRef } from '../../../src/kernels/quant/qmm.ref.ts';
 
 const DTYPES = [['f32', 'none'], ['f16', 'f16'], ['bf16', 'bf16']] as const;
 
-interface Case { m: number; k: number; n: number; bits: number; transpose: boolean; round: Round; accumulate: Accumulate; seed: number }
+interface Case {
+  m: number; k: number; n: number; bits: number; transpose: boolean; round: Round; accumulate: Accumulate; seed: number;
+}
 const BASE: Case = { m: 5, k: 256, n: 96, bits: 4, transpose: true, round: 'none', accumulate: 'f32', seed: 1 };
 /** The same default in the other orientation (W [96, 256] quantized along its 256 columns, as the fixture's x_n). */
 const BASE_N: Case = { ...BASE, k: 96, n: 256, transpose: false };
@@ -51,8 +53,9 @@ function expectQmm(got: ArrayLike<number>, exact: Float64Array, x: ArrayLike<num
       const at = i * c.n + j;
       const tol = f32Bound(x, ref.q, ref.scales, ref.biases, c, i, j) +
         (c.round === 'none' ? 2 ** -24 * Math.abs(exact[at]) : ulpOf(c.round, want[at]));
-      if (!(Math.abs(got[at] - (c.round === 'none' ?
-        exact[at] : want[at])) <= tol)) throw new Error(`${what}: first mismatch at [${i}, ${j}]: got ${got[at]}, want ${exact[at]} (tol ${tol})`);
+      if (!(Math.abs(got[at] - (c.round === 'none' ? exact[at] : want[at])) <= tol)) {
+        throw new Error(`${what}: first mismatch at [${i}, ${j}]: got ${got[at]}, want ${exact[at]} (tol ${tol})`);
+      }
     }
   }
 }
@@ -120,7 +123,9 @@ describe('quantizedMatmul vs MLX fixtures (qmm.{dt}.b{bits}: w [96, 256], x_t [5
           if (round === 'none') {
             // Both are f32 sums of the same terms in different orders, each within ~4e-5 of the exact value.
             for (let i = 0; i < fx.length; i++) {
-              if (!(Math.abs(got[i] - fx[i]) <= 1e-4)) throw new Error(`${p}${name}: index ${i} is ${got[i]}, MLX ${fx[i]}`);
+              if (!(Math.abs(got[i] - fx[i]) <= 1e-4)) {
+                throw new Error(`${p}${name}: index ${i} is ${got[i]}, MLX ${fx[i]}`);
+              }
             }
           }
         }

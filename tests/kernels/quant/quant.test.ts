@@ -65,7 +65,8 @@ describe('quantize / dequantize vs MLX fixtures (ops.safetensors, x [8, 256], ML
           const { scale, bias } = quantizeGroupRef(Array.from(x.subarray(g0, g0 + 64)), bits);
           const ratio = Math.fround(Math.fround(x[i] - bias) / scale);
           if (Math.abs(ratio % 1) !== 0.5 || a !== Math.abs(Math.trunc(ratio)) + 1 || b % 2 !== 0) {
-            throw new Error(`${p}wq: level ${i} is ${a}, MLX ${b}, and (w - bias) / scale = ${ratio} is not a half they round differently`);
+            throw new Error(`${p}wq: level ${i} is ${a}, MLX ${b}, ` +
+              `and (w - bias) / scale = ${ratio} is not a half they round differently`);
           }
           halves++;
         }
