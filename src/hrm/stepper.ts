@@ -35,9 +35,9 @@ export class Stepper {
   persistentSteps = 0;
 
   constructor(private readonly model: HrmModel, private readonly cache: HrmCache, private readonly sampler: Sampler,
-    disabled: string | null, private last: number, steps: number) {
+    private readonly disabled: string | null, private last: number, steps: number) {
     this.left = Math.min(steps, cache.capacity - cache.offset);
-    this.path = pathOf(disabled ?? (this.left < 1 ? 'no decode step' : this.build()));
+    this.path = pathOf(this.disabled ?? (this.left < 1 ? 'no decode step' : this.build()));
   }
 
   /** The graph of the reach from the cache's offset (and its greedy chain over the steps it can take), or why not. */
@@ -113,7 +113,8 @@ export class Stepper {
   /**
    * The step at `pos` ran out of spins at a grid barrier: every step queued after it has finished (the greedy chain
    * waits for its queue as it ends). The Gpu takes the per-op path from now on, the flag is cleared, the cache
-   * rewound to `pos`, and the graph rebuilt there (per op) to go on from the last token returned.
+   * rewound to `pos`, and the graph rebuilt there (per op; none where graphs are disabled) to go on from the last
+   * token returned.
    */
   private async redoFrom(pos: number): Promise<void> {
     const gpu = this.model.gpu;
@@ -123,7 +124,7 @@ export class Stepper {
     this.graph?.dispose();
     this.graph = null;
     this.cache.rewind(pos);
-    this.path = pathOf(this.build());
+    this.path = pathOf(this.disabled ?? this.build());
   }
 
   /** Free the graph whose reach decoding has left (every step it queued has been read) and build the next one. */
