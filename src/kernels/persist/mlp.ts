@@ -2,7 +2,8 @@
 // residual, in one dispatch, bit for bit the per-op path's two gemv_wide products. `persistentMlp` dispatches it;
 // `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
 // kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
-// `mlpGrid` sizes the grid for the kernel variant itself.
+// `mlpGrid` sizes the grid for the kernel variant itself, ahead of the decode steps whose forwards run it through
+// `mlpPersistent` (hrm/linear.ts) and read the flag back with their output (`flagWord`, hrm/decode.ts).
 import { Kernel } from '../kernel.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -91,7 +92,7 @@ export function mlpRuns(gpu: Gpu): number {
 
 /**
  * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its grid (mlpGrid), else (or where it
- * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph will read it with
+ * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph reads it with
  * its token instead); if it was set, x is untouched, so the step is redone on the per-op path and the Gpu switches
  * to it for good (persistRanOut warns). Resolves to the path that wrote x.
  */
