@@ -9,7 +9,7 @@ import type { Sampler } from './sampling.ts';
 import type { GenerateStats } from './generate.ts';
 import { DecodeGraph, greedySteps } from './decode.ts';
 import { mlpRuns, takeFlag } from '../kernels/persist/mlp.ts';
-import { persistRanOut } from '../kernels/plan/persist.ts';
+import { persistGrid, persistRanOut } from '../kernels/plan/persist.ts';
 
 /** A tensor's values as f32, the tensor freed. */
 export async function readAndDispose(t: Tensor): Promise<Float32Array> {
@@ -118,7 +118,8 @@ export class Stepper {
    */
   private async redoFrom(pos: number): Promise<void> {
     const gpu = this.model.gpu;
-    persistRanOut(gpu, 'the persistent MLP');
+    // Once per Gpu: another generation on it may have met the same run-out first.
+    if (persistGrid(gpu) > 0) persistRanOut(gpu, 'the persistent MLP');
     await takeFlag(gpu);
     this.chain = null;
     this.graph?.dispose();
