@@ -9,12 +9,13 @@
 # anchors' JSON stored verbatim under `anchors`, ratios in the Markdown), --weights bf16,q8,q4 (the model on
 # quantized weights too, under `weights`) and --read-probe (the probe's line, held against bench's stream read),
 # then the model again with the decode MLP in one dispatch (--decode-mlp fold, full and q4 caches, bf16, q8 and q4
-# weights; MLPFOLD=0 skips it), then the MLX parity checks on this GPU
-# (bench/runners/parity.ts; PARITY=0 skips them) into parity.md (with the folded decode merge checked against the
-# separate one), then the cross-check against transformers at the 1B shape (bench/parity-transformers.sh, 2-3
-# minutes, where python imports transformers' HrmText; TFPARITY=0 skips it) into parity-transformers.md and the
-# bench's JSON (`parity.transformers`); with it the whole call may pass a 600 s limit: TFPARITY=0 here and
-# `bash bench/parity-transformers.sh $OUT` in a call of its own after. NODE_FLAGS (e.g. V8's
+# weights; MLPFOLD=0 skips it), with PERSIST=1 the model again with the persistent decode MLP (--decode-step
+# persistent, full and q4 caches, bf16 weights: its tok/s beside the per-op run's above), then the MLX parity checks
+# on this GPU (bench/runners/parity.ts; PARITY=0 skips them) into parity.md (with the folded decode merge checked
+# against the separate one), then the cross-check against transformers at the 1B shape
+# (bench/parity-transformers.sh, 2-3 minutes, where python imports transformers' HrmText; TFPARITY=0 skips it) into
+# parity-transformers.md and the bench's JSON (`parity.transformers`); with it the whole call may pass a 600 s
+# limit: TFPARITY=0 here and `bash bench/parity-transformers.sh $OUT` in a call of its own after. NODE_FLAGS (e.g. V8's
 # --max-semi-space-size=64) go to node before the bench. The probes run when asked: PROBE=1
 # bench/probes/sgmat-probe.ts into sgmat-probe.log, PREFETCH=1 bench/probes/prefetch-probe.ts into
 # prefetch-probe.log, QONE=1 bench/probes/qone-probe.ts into qone-probe.log. Results (JSON, Markdown, SVG), logs
@@ -89,6 +90,13 @@ for dir in .h200/bench .h200/bench-deno; do
     echo "== $dir, decode MLP in one dispatch"
     ( source "$dir/enter.sh"; "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" --out "$out" --budget 150 \
       --only model --caches full,q4 --weights bf16,q8,q4 --decode-mlp fold "${anchors[@]}" ) 2>&1 | tee "$out/$name-mlpfold.log"
+  fi
+  # The persistent decode MLP (--decode-step persistent, issue 39), when asked: PERSIST=1. Its run's fastPaths say
+  # whether the grid barrier's self-check passed, its decode path whether the step's MLPs ran persistent.
+  if [ "${PERSIST:-0}" = 1 ] && [ -f "$dir/bench-bundle.mjs" ]; then
+    echo "== $dir, persistent decode MLP"
+    ( source "$dir/enter.sh"; "$dir/node" ${NODE_FLAGS:-} "$dir/bench-bundle.mjs" --out "$out" --budget 150 \
+      --only model --caches full,q4 --decode-step persistent "${anchors[@]}" ) 2>&1 | tee "$out/$name-persist.log"
   fi
   if [ -f "$dir/parity.mjs.xz" ] && [ "${PARITY:-1}" = 1 ]; then
     # MLX parity of the model on this GPU's own kernel paths (bench/runners/parity.ts), into parity.md.

@@ -38,6 +38,17 @@ export class FeatureError extends HrmError {}
  */
 export class NotReplayableError extends HrmError {}
 
+/**
+ * A persistent kernel's grid barrier ran out of spins in the decode step at `position` (its flag came back with the
+ * step's readback): that step and every step queued after it are wrong, and are redone on the per-op path from
+ * that position (hrm/stepper.ts). Never reaches generate's caller.
+ */
+export class BarrierRanOutError extends HrmError {
+  constructor(op: string, readonly position: number) {
+    super(op, `a grid barrier ran out of spins in the decode step at position ${position}`);
+  }
+}
+
 /** A checkpoint, safetensors file or config is malformed. */
 export class FormatError extends HrmError {}
 

@@ -68,7 +68,7 @@ export async function runBench(s: Settings, hooks: Hooks): Promise<BenchResult> 
   const clock = { left: () => s.budget - (now() - t0) / 1000 };
   const log = hooks.log;
   const create = () => Gpu.create({ robustness: s.robustness, kernels: {
-    decodeMerge: s.decodeMerge, decodeMlp: s.decodeMlp, turboDecode: s.turboDecode,
+    decodeMerge: s.decodeMerge, decodeMlp: s.decodeMlp, turboDecode: s.turboDecode, decodeStep: s.decodeStep,
   } });
   const keeper = await DeviceKeeper.open({
     create, ...hooks, warn: (m) => (hooks.warn ? hooks.warn(m) : log(m)),

@@ -3,7 +3,9 @@
 // runner measures the same thing and no runner keeps a list of flags of its own. Defaults depend on the model shape.
 
 import type { DecodeMerge } from '../../src/kernels/attention/sdpa-one.ts';
-import { DEFAULT_POLICY, type DecodeMlp, type TurboDecode } from '../../src/kernels/plan/options.ts';
+import {
+  DECODE_STEPS, DEFAULT_POLICY, type DecodeMlp, type DecodeStep, type TurboDecode,
+} from '../../src/kernels/plan/options.ts';
 import type { QuantSpec } from '../../src/hrm/config.ts';
 import type { KvStorage } from '../../src/hrm/cache.ts';
 
@@ -65,6 +67,11 @@ export interface Settings {
   decodeMlp: DecodeMlp;
   /** Decode attention over two TurboQuant sides: read from the codes, or decoded then sdpa (kernels.turboDecode). */
   turboDecode: TurboDecode;
+  /**
+   * A decode step per op, or with the persistent kernels where the grid barrier's self-check passes (the Gpu's
+   * kernels.decodeStep).
+   */
+  decodeStep: DecodeStep;
   /** A JSON file (bench/suites/torch-anchors.py's output) stored verbatim under the result's `anchors` key. */
   anchors: string | null;
   /** A JSON file (bench/peers/run.sh's peers.json: llama.cpp, transformers.js) stored verbatim under `peers`. */
@@ -86,7 +93,8 @@ export function defaults(config: ConfigName, quick: boolean): Settings {
   const base = {
     config, quick, sweepGemv: false, checkSgmat: false, ahead: 'auto' as const,
     decodeMerge: 'fold' as const, decodeMlp: DEFAULT_POLICY.decodeMlp, turboDecode: DEFAULT_POLICY.turboDecode,
-    anchors: null, peers: null, readProbe: null, only: 'all' as const, dtype: 'bf16' as const,
+    decodeStep: DEFAULT_POLICY.decodeStep, anchors: null, peers: null, readProbe: null, only: 'all' as const,
+    dtype: 'bf16' as const,
     caches: ['full', 'q8', 'q4'] as CacheName[], weights: ['bf16'] as WeightsName[], warmup: 1, seed: 1,
     budget: 420, out: 'bench/results', robustness: false,
   };
@@ -191,6 +199,9 @@ export const OPTIONS: readonly BenchOption[] = [
   { name: 'turbo-decode', arg: 'fused|general', help: 'decode attention over turbo caches read from the codes (the '
     + "library's default)\nor the caches decoded, then sdpa",
     apply: (s, v) => { s.turboDecode = oneOf('turbo-decode', v, ['fused', 'general']); } },
+  { name: 'decode-step', arg: 'per-op|persistent|auto', help: 'a decode step per op (the library\'s default) or with '
+    + 'the persistent MLP\n(grid barriers inside one dispatch; auto: on GPUs only)',
+    apply: (s, v) => { s.decodeStep = oneOf('decode-step', v, DECODE_STEPS); } },
   { name: 'robustness', help: 'Dawn with its robust buffer access (Node; the library turns it off by default)',
     apply: (s) => { s.robustness = true; } },
   { name: 'anchors', arg: 'FILE', help: "store FILE's JSON (bench/suites/torch-anchors.py) under 'anchors' and compare "

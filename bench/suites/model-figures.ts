@@ -47,8 +47,11 @@ export interface DecodeFigure {
   /** JavaScript time to record (or replay) and submit one step. */
   encodeMs: Stats;
   dispatchesPerToken: number;
-  /** Dispatches of the replayed step, or why each step was recorded instead. */
-  path: { replayed: number } | { recorded: string };
+  /**
+   * Dispatches of the replayed step (`persistent`: its MLPs ran on the persistent kernel, --decode-step), or why
+   * each step was recorded instead.
+   */
+  path: { replayed: number; persistent?: true } | { recorded: string };
   /** Mean positions attended per decoded token. */
   meanContext: number;
   /** Garbage-collection pauses over the timed steps of every repetition (null where not reported). */

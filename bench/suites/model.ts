@@ -125,6 +125,8 @@ export class ModelBench {
       const ids = promptIds(prompt, this.info.config.vocab_size, seed);
       let tok = argmax(await readRow(this.model.forward(ids, cache, { mask: 'prefix', logits: 'last' })));
       // One graph over every step: its attention reaches the capacity (generate builds one a reach, stepper.ts).
+      // With --decode-step persistent its MLPs run on the persistent kernel, at the grid measured here, untimed.
+      await this.model.prepareDecode();
       const built = DecodeGraph.tryBuild(this.model, cache, 'greedy', cache.capacity);
       graph = built instanceof DecodeGraph ? built : null;
       const steps = [];
@@ -160,7 +162,7 @@ export class ModelBench {
       }
       const gcs = gc?.stop() ?? null;
       const path: DecodeFigure['path'] = graph
-        ? { replayed: graph.size }
+        ? { replayed: graph.size, ...(graph.persistent ? { persistent: true as const } : {}) }
         : { recorded: (built as { reason: string }).reason };
       graph?.dispose();
       graph = null;

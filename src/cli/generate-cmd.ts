@@ -18,8 +18,9 @@ const stopOf = (s: GenerateStats, ctx: number) =>
 function statsLine(s: GenerateStats, gpu: Gpu, ctx: number): string {
   const promptRate = (s.promptTokens / (s.promptMs / 1000)).toFixed(1);
   const decodeRate = s.decodeTokens ? (s.decodeTokens / (s.decodeMs / 1000)).toFixed(1) : '-';
-  const steps = 'replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches`
-    : `steps recorded one by one (${s.decodePath.recorded})`;
+  const steps = ('replayed' in s.decodePath ? `replayed steps of ${s.decodePath.replayed} dispatches`
+    : `steps recorded one by one (${s.decodePath.recorded})`) +
+    (s.persistentSteps ? `, ${s.persistentSteps} with the persistent MLP` : '');
   return `prompt: ${s.promptTokens} tokens in ${s.promptMs.toFixed(0)} ms (${promptRate} tok/s); ` +
     `decode: ${s.decodeTokens} tokens in ${s.decodeMs.toFixed(0)} ms (${decodeRate} tok/s); ` +
     `stop: ${stopOf(s, ctx)}; cache ${fmtBytes(s.cacheBytes)}; ` +

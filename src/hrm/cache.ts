@@ -136,6 +136,20 @@ export class HrmCache {
     }
   }
 
+  /**
+   * Forget the positions from `pos` on, back to a decode step that is redone (a persistent step whose barrier ran
+   * out: stepper.ts). Their keys and values stay in the slots until the redone steps write those positions again;
+   * no attention reads them before (a forward attends to the keys below its own offset and its new ones).
+   */
+  rewind(pos: number): void {
+    if (!Number.isInteger(pos) || pos < 1 || pos > this.offset) {
+      throw new InputError('cache',
+        `cannot rewind to position ${pos}: it must be a whole number in [1, ${this.offset}]`);
+    }
+    this.offset = pos;
+    this.tokenTypes.length = pos;
+  }
+
   /** Check room for S more positions. */
   reserve(S: number): void {
     if (this.offset + S > this.capacity) {

@@ -7,14 +7,17 @@
 // and a token costs three calls per dispatch plus one write of the uniform blocks. A graph covers one reach:
 // generate builds the next when decoding leaves it, so a step's work follows the keys in use, not the capacity.
 // Greedy decoding also keeps the token on the GPU: the step ends with argmax written into its own input, so
-// several steps can be queued before any is read back.
-import { HrmError, InputError, NotReplayableError } from '../errors.ts';
+// several steps can be queued before any is read back. Its forward may run the persistent MLP (DeviceOptions.kernels
+// .decodeStep): then each step's readback carries the barrier's run-out flag too, and a step that finds it set
+// throws BarrierRanOutError (the stepper redoes it per op).
+import { BarrierRanOutError, HrmError, InputError, NotReplayableError } from '../errors.ts';
 import type { Dispatch, Upload } from '../gpu/gpu.ts';
 import { capture, replay, type Capture } from '../gpu/capture.ts';
 import { quietly } from '../gpu/quiet.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { argmaxRows } from '../kernels/ops/ops.ts';
 import { attentionReach } from '../kernels/plan/reach.ts';
+import { flagWord, MLP_LABEL } from '../kernels/persist/mlp.ts';
 import type { HrmCache } from './cache.ts';
 import type { HrmModel } from './model.ts';
 
@@ -27,6 +30,8 @@ export class DecodeGraph {
   private readonly words: Uint32Array[];
   private readonly staging: GPUBuffer[] = [];
   private disposed = false;
+  /** Whether the step runs the persistent MLP (whose flag each readback then carries). */
+  readonly persistent: boolean;
 
   private constructor(
     private readonly cache: HrmCache,
@@ -42,6 +47,7 @@ export class DecodeGraph {
     private readonly claimed: GPUBuffer[],
   ) {
     this.words = uploads.map((u) => new Uint32Array(u.data.buffer, u.data.byteOffset, u.data.byteLength >> 2));
+    this.persistent = dispatches.some((d) => d.label === MLP_LABEL);
   }
 
   /** Dispatches one replayed step runs. */
@@ -64,7 +70,7 @@ export class DecodeGraph {
     if (cache.fullPrecisionPass) return { reason: 'the first forward of an after-prefill cache attends to full precision' };
     const ids = Tensor.from(gpu, [0], [1], 'u32', 'decode.ids');
     const step = () => {
-      const logits = model.forward(ids, cache, { mask: 'causal', logits: 'last' });
+      const logits = model.forward(ids, cache, { mask: 'causal', logits: 'last', persistent: true });
       if (mode === 'greedy') argmaxRows(logits, ids);
       return logits;
     };
@@ -102,7 +108,10 @@ export class DecodeGraph {
     this.ids.gpu.write(this.ids.buffer, 0, new Uint32Array([token]));
   }
 
-  /** Queue one step at the cache's offset; resolves to the token it picked (greedy mode). */
+  /**
+   * Queue one step at the cache's offset; resolves to the token it picked (greedy mode). Rejects with
+   * BarrierRanOutError where a persistent step's barrier ran out, in this step or one before it.
+   */
   async next(): Promise<number> {
     if (this.mode !== 'greedy') throw new InputError('decode graph', 'next() needs a greedy graph; use nextLogits()');
     const token = new Uint32Array(await this.run(this.ids))[0];
@@ -111,7 +120,7 @@ export class DecodeGraph {
     return token;
   }
 
-  /** Queue one step at the cache's offset; resolves to its logits [vocab]. */
+  /** Queue one step at the cache's offset; resolves to its logits [vocab] (BarrierRanOutError: as next()). */
   async nextLogits(): Promise<Float32Array> {
     return new Float32Array(await this.run(this.logits));
   }
@@ -126,19 +135,29 @@ export class DecodeGraph {
     this.cache.reserve(1);
     for (const p of this.patches) this.words[p.chunk][p.word] = p.base + p.slope * (pos - this.origin);
     const size = out.byteLength;
-    const staging = this.takeStaging(size);
-    const done = replay(this.ids.gpu, this.dispatches, this.uploads,
-      (enc) => enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size));
+    const gpu = this.ids.gpu;
+    // The flag word after the output, in the same copy-out: the flag is sticky, so the first step to read it set is
+    // the one whose barrier ran out.
+    const staging = this.takeStaging(size + (this.persistent ? 4 : 0));
+    const done = replay(gpu, this.dispatches, this.uploads, (enc) => {
+      enc.copyBufferToBuffer(out.buffer, out.offset, staging, 0, size);
+      if (!this.persistent) return;
+      const flag = flagWord(gpu);
+      enc.copyBufferToBuffer(flag.buffer, flag.offset, staging, size, flag.size);
+    });
     this.cache.advance([0]);
+    let bytes: ArrayBuffer;
     try {
       await quietly(done);
       await quietly(staging.mapAsync(GPUMapMode.READ));
-      const bytes = staging.getMappedRange().slice(0);
+      bytes = staging.getMappedRange().slice(0);
       staging.unmap();
-      return bytes;
     } finally {
       this.staging.push(staging);
     }
+    if (!this.persistent) return bytes;
+    if (new Uint32Array(bytes, size, 1)[0] !== 0) throw new BarrierRanOutError('decode graph', pos);
+    return bytes.slice(0, size);
   }
 
   private takeStaging(size: number): GPUBuffer {

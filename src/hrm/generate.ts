@@ -63,6 +63,11 @@ export interface GenerateStats {
   cacheBytes: number;
   /** Dispatches a replayed decode step runs, or why steps were recorded one by one. */
   decodePath: { replayed: number } | { recorded: string };
+  /**
+   * Decode steps whose MLPs ran on the persistent kernel (DeviceOptions.kernels.decodeStep; 0 on the per-op path).
+   * A step whose grid barrier ran out was redone per op, as was every step after it (gpu.summary.fastPaths says why).
+   */
+  persistentSteps: number;
 }
 
 export type GenerateEvent = { type: 'text'; text: string } | { type: 'done'; stats: GenerateStats; text: string };
@@ -157,8 +162,11 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
     const t1 = now();
     // Stopped during the prefill: the loop below ends at once.
     let tok = first === ABORTED ? -1 : sampler.sample(first);
-    if (first !== ABORTED) steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok,
-      maxTokens - 1);
+    if (first !== ABORTED) {
+      // Off the decode's clock and once per Gpu: the persistent MLP's grid, which the steps' forwards read.
+      await model.prepareDecode();
+      steps = new Stepper(model, cache, sampler, opts.noGraph ? 'disabled by noGraph' : null, tok, maxTokens - 1);
+    }
     let tDecode = t1;
     let decodeForwards = 0;
     for (;;) {
@@ -201,7 +209,7 @@ export async function* generate(lm: GenerateModel, prompt: string, opts: Generat
         promptTokens: ids.length, promptMs: t1 - t0, waitMs: t0 - tWait,
         decodeTokens: decodeForwards, decodeMs: decodeForwards ? t2 - tDecode : 0,
         ids: out, stopReason, cacheBytes: cache.bytes, decodePath: steps?.path ??
-          { recorded: 'stopped during the prefill' },
+          { recorded: 'stopped during the prefill' }, persistentSteps: steps?.persistentSteps ?? 0,
       },
     };
   } finally {

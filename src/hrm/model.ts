@@ -16,8 +16,9 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { roundBf16 } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
+import { persistGrid } from '../kernels/plan/persist.ts';
 import { add } from '../kernels/ops/ops.ts';
-import { embedding, linear, mlp } from './linear.ts';
+import { embedding, linear, mlp, prepareMlp } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
 import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvStorage } from './cache.ts';
@@ -32,6 +33,12 @@ export interface ForwardOptions {
   mask: MaskSpec;
   /** Logits for every position, or only the last (generation). Default 'all'. */
   logits?: 'all' | 'last';
+  /**
+   * A decode row's MLPs may run on the persistent kernel (linear.ts mlp, where the Gpu's decodeStep and prepareDecode
+   * allow). Only for a caller that reads the barrier's flag after the forward and redoes the step per op when it is
+   * set (decode.ts, stepper.ts): a barrier that ran out leaves the MLP undone. Default false.
+   */
+  persistent?: boolean;
 }
 
 export class HrmModel {
@@ -73,12 +80,13 @@ export class HrmModel {
     let zH = embedding(idsT, this.weights.embed, { scale, round: this.round });
     let zL = this.zLInit(S);
     const per = c.num_layers_per_stack;
+    const step = { pass, persistent: opts.persistent === true };
     for (let h = 0; h < c.H_cycles; h++) {
       for (let l = 0; l < c.L_cycles; l++) {
-        zL = this.stack(this.weights.L, this.residual(zL, zH), cache.slots, (h * (c.L_cycles + 1) + l) * per, pass);
+        zL = this.stack(this.weights.L, this.residual(zL, zH), cache.slots, (h * (c.L_cycles + 1) + l) * per, step);
       }
       zH = this.stack(this.weights.H, this.residual(zH, zL), cache.slots,
-        (h * (c.L_cycles + 1) + c.L_cycles) * per, pass);
+        (h * (c.L_cycles + 1) + c.L_cycles) * per, step);
     }
     zL.dispose();
     if (idsT !== ids) idsT.dispose();
@@ -108,11 +116,26 @@ export class HrmModel {
     return out;
   }
 
-  private stack(layers: LayerWeights[], x: Tensor, slots: CacheSlot[], base: number, pass: CachePass): Tensor {
+  /**
+   * Before decoding with persistent forwards: the persistent MLP's grid measured on these weights (linear.ts
+   * prepareMlp), so that the forward, which is synchronous, finds it. Nothing where the Gpu runs per op.
+   */
+  async prepareDecode(): Promise<void> {
+    if (persistGrid(this.gpu) === 0) return;
+    const x = Tensor.empty(this.gpu, [1, this.config.hidden_size], 'f32', 'prepare.x');
+    try {
+      for (const w of [...this.weights.L, ...this.weights.H]) await prepareMlp(x, w.gateUp, w.down);
+    } finally {
+      x.dispose();
+    }
+  }
+
+  private stack(layers: LayerWeights[], x: Tensor, slots: CacheSlot[], base: number,
+    step: { pass: CachePass; persistent: boolean }): Tensor {
     // The residual stream x is this stack's own tensor: the output projections add into it in place.
     for (let i = 0; i < layers.length; i++) {
-      x = this.attention(x, layers[i], slots[base + i], pass);
-      x = this.mlp(x, layers[i]);
+      x = this.attention(x, layers[i], slots[base + i], step.pass);
+      x = this.mlp(x, layers[i], step.persistent);
     }
     const out = rmsNorm(x, { eps: this.config.rms_norm_eps, round: this.round });
     x.dispose();
@@ -129,9 +152,9 @@ export class HrmModel {
     return x;
   }
 
-  /** x + down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)). */
-  private mlp(x: Tensor, w: LayerWeights): Tensor {
-    return mlp(x, w.gateUp, w.down, { eps: this.config.rms_norm_eps, round: this.round });
+  /** x + down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)); `persistent`: ForwardOptions'. */
+  private mlp(x: Tensor, w: LayerWeights, persistent: boolean): Tensor {
+    return mlp(x, w.gateUp, w.down, { eps: this.config.rms_norm_eps, round: this.round, persistent });
   }
 
   /**

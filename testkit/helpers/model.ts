@@ -1,9 +1,15 @@
-// Load test models from the repository (fixtures and the embedded model) and run teacher-forced passes.
+// Load test models from the repository (fixtures and the embedded model), make small ones of random weights, and run
+// teacher-forced passes.
+import { readFileSync } from 'node:fs';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
 import type { ActDtype, KvStorage, QuantMode } from '../../src/hrm/cache.ts';
 import { compareLogits } from '../../src/hrm/compare.ts';
+import { parseConfig, type HrmConfig, type QuantSpec } from '../../src/hrm/config.ts';
+import { HrmModel } from '../../src/hrm/model.ts';
+import { HrmTokenizer } from '../../src/hrm/tokenizer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import { randomWeights } from '../hrm/random-weights.ts';
 import { BROWN, FIXTURES } from './fixtures.ts';
 
 export function fixtureDir(name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown'): string {
@@ -18,6 +24,23 @@ export function model(gpu: Gpu, name: 'hrm-tiny-a' | 'hrm-tiny-b' | 'brown', dty
   let m = loaded.get(key);
   if (!m) loaded.set(key, (m = loadModel(dirFiles(fixtureDir(name)), { gpu, dtype })));
   return m;
+}
+
+/**
+ * A model of random weights made on the GPU (random-weights.ts; bf16, or quantized with `quant`): the fixture model's
+ * config (tests/fixtures/hrm-text-brown-6m) with `shape` over it, and its tokenizer (2048 ids), so that generate()
+ * runs on it. The caller disposes `model`.
+ */
+export async function randomModel(gpu: Gpu, shape: Partial<HrmConfig>,
+  o: { dtype: ActDtype; seed: number; quant?: QuantSpec }): Promise<LoadedModel> {
+  const read = (f: string) => readFileSync(BROWN + f, 'utf8');
+  const raw = JSON.parse(read('config.json')) as Record<string, unknown>;
+  const config: HrmConfig = { ...parseConfig(raw), ...shape };
+  const tokenizer = new HrmTokenizer(read('tokenizer.json'),
+    { config: read('tokenizer_config.json'), modelConfig: raw });
+  const weights = await randomWeights(gpu, config, o.seed, o.quant);
+  return { config, tokenizer, model: new HrmModel(gpu, config, weights, o.dtype), chatTemplate: null,
+    checkpoint: 'random weights', name: 'random' };
 }
 
 /** Logits of one forward over `ids` from an empty cache. */

@@ -16,7 +16,7 @@ const full = ['--config', 'tiny', '--quick', '--only', 'model', '--out', '/tmp/x
   '4,8', '--prompt=6', '--decode-tokens', '3', '--reps', '4', '--warmup', '0', '--samples', '2', '--matmul-rows', '8',
   '--dtype', 'f32', '--budget', '30', '--seed', '5', '--sweep-gemv', '--check-sgmat', '--ahead', '16',
   '--decode-merge', 'separate', '--decode-mlp', 'fold', '--turbo-decode', 'general', '--robustness', '--weights',
-  'bf16,q4'];
+  'bf16,q4', '--decode-step', 'persistent'];
 
 describe('bench settings', () => {
   it('takes every option from the command line onto the shape\'s defaults', () => {
@@ -27,9 +27,10 @@ describe('bench settings', () => {
       decodeTokens: 3, reps: 4, decodeReps: 4, warmup: 0, samples: 2, matmulRows: 8, dtype: 'f32', budget: 30, seed: 5,
       sweepGemv: true, checkSgmat: true, ahead: 16, decodeMerge: 'separate', decodeMlp: 'fold', turboDecode: 'general',
       robustness: true,
-      weights: ['bf16', 'q4'],
+      weights: ['bf16', 'q4'], decodeStep: 'persistent',
     });
     expect(defaults('1b', false).decodeMlp).toBe('separate');
+    expect(defaults('1b', false).decodeStep).toBe('per-op');
     // Without --weights the model runs on bf16 weights only (the full cache's run: nothing more is measured).
     expect(defaults('1b', false).weights).toEqual(['bf16']);
     // --reps sets the decode repetitions too, unless --decode-reps is given (before or after it).

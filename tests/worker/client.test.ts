@@ -20,7 +20,7 @@ const call = (r: Request) => {
 
 const stats = (stopReason: GenerateStats['stopReason'], ids: number[]): GenerateStats => ({
   promptTokens: 5, promptMs: 1, waitMs: 0, decodeTokens: ids.length, decodeMs: 2, ids, stopReason, cacheBytes: 64,
-  decodePath: { replayed: 7 },
+  decodePath: { replayed: 7 }, persistentSteps: 0,
 });
 
 // A broken client hangs on a request that never comes: a short timeout makes that a quick failure.

@@ -2,7 +2,8 @@
 // residual, in one dispatch, bit for bit the per-op path's two gemv_wide products. `persistentMlp` dispatches it;
 // `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
 // kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
-// `mlpGrid` sizes the grid for the kernel variant itself.
+// `mlpGrid` sizes the grid for the kernel variant itself, ahead of the decode steps whose forwards run it through
+// `mlpPersistent` (hrm/linear.ts) and read the flag back with their output (`flagWord`, hrm/decode.ts).
 import { Kernel } from '../kernel.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -16,6 +17,8 @@ import { kernelPolicy } from '../plan/options.ts';
 import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
 
 const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
+/** The persistent MLP's dispatch label: a captured step holds one where its MLPs run persistent (hrm/decode.ts). */
+export const MLP_LABEL = 'persist.mlp';
 const MAXW = 32;
 
 export interface PersistMlpOptions {
@@ -70,15 +73,26 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   MLP.dispatch(gpu, {
     bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, act },
     uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps },
-    overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: 'persist.mlp',
+    overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: MLP_LABEL,
   });
   act.dispose();
+  gpu.state.get(RUNS, () => ({ n: 0 })).n++;
   return true;
+}
+
+const RUNS = stateKey<{ n: number }>('persist.mlp.runs');
+
+/**
+ * Persistent MLP dispatches recorded on `gpu` so far (a captured one counts once, when captured): a recorded decode
+ * step compares it before and after its forward to know whether to read the flag.
+ */
+export function mlpRuns(gpu: Gpu): number {
+  return gpu.state.peek(RUNS)?.n ?? 0;
 }
 
 /**
  * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its grid (mlpGrid), else (or where it
- * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph will read it with
+ * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph reads it with
  * its token instead); if it was set, x is untouched, so the step is redone on the per-op path and the Gpu switches
  * to it for good (persistRanOut warns). Resolves to the path that wrote x.
  */
@@ -99,24 +113,34 @@ export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
 const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
 
 /**
+ * The grid for these operands where it is settled (0: the persistent kernels are off on the Gpu, or this one
+ * refuses the operands; the device's grid where an option forced it; the variant's measured one), else the
+ * variant's key to measure it under and the largest grid to try.
+ */
+function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor): number | { key: string; max: number } {
+  const gpu = x.gpu;
+  const max = persistGrid(gpu);
+  const shape = persistMlpShape(x, gateUp, down);
+  if (max === 0 || !shape) return 0;
+  if (kernelPolicy(gpu).persistGrid !== null) return max;
+  const key = JSON.stringify(shape);
+  return gpu.state.get(GRIDS, () => new Map<string, number>()).get(key) ?? { key, max };
+}
+
+/**
  * The grid the persistent MLP runs at on these operands: the device's (persistGrid) where an option forced it,
  * else the largest of GRID_CANDIDATES up to it at which this kernel variant's own barrier held, tried smallest
  * first on a zero x and kept per variant: the self-check's kernel holds few registers, and a variant holding more
  * may have fewer workgroups resident. 0 where none held or the kernel does not take the operands.
  */
 export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<number> {
+  const settled = settledGrid(x, gateUp, down);
+  if (typeof settled === 'number') return settled;
   const gpu = x.gpu;
-  const max = persistGrid(gpu);
-  const shape = persistMlpShape(x, gateUp, down);
-  if (max === 0 || !shape || kernelPolicy(gpu).persistGrid !== null) return shape ? max : 0;
-  const grids = gpu.state.get(GRIDS, () => new Map<string, number>());
-  const key = JSON.stringify(shape);
-  let best = grids.get(key);
-  if (best !== undefined) return best;
-  best = 0;
+  let best = 0;
   const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
   try {
-    for (const n of GRID_CANDIDATES.filter((c) => c <= max)) {
+    for (const n of GRID_CANDIDATES.filter((c) => c <= settled.max)) {
       persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu) });
       if (await takeFlag(gpu)) break;
       best = n;
@@ -124,8 +148,20 @@ export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<
   } finally {
     zero.dispose();
   }
-  grids.set(key, best);
+  gpu.state.get(GRIDS, () => new Map<string, number>()).set(settled.key, best);
   return best;
+}
+
+/**
+ * The persistent MLP at the grid settled for these operands (mlpGrid measured it ahead, or an option forced it),
+ * for a forward that must stay synchronous: true, dispatched; false, nothing dispatched, where the kernels are off,
+ * the kernel refuses the operands or no grid was measured yet (the caller takes the per-op path). Whoever runs it
+ * reads the flag (flagWord) after the step, as mlpStep does.
+ */
+export function mlpPersistent(x: Tensor, gateUp: Tensor, down: Tensor, o: PersistMlpOptions): boolean {
+  const grid = settledGrid(x, gateUp, down);
+  return typeof grid === 'number' && grid > 0 &&
+    persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(x.gpu) });
 }
 
 const CONTROL = stateKey<GPUBuffer>('persist.control');
@@ -137,6 +173,14 @@ const CONTROL = stateKey<GPUBuffer>('persist.control');
 function control(gpu: Gpu): GPUBuffer {
   return gpu.state.get(CONTROL, () => gpu.device.createBuffer({ size: 16, label: 'persist.control',
     usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
+}
+
+/**
+ * The run-out flag's word (control word 2) on `gpu`: a decode graph copies it into its token's readback, so that
+ * the flag comes back with the token, without a sync of its own. Set: a barrier ran out since it was last cleared.
+ */
+export function flagWord(gpu: Gpu): { buffer: GPUBuffer; offset: number; size: number } {
+  return { buffer: control(gpu), offset: 8, size: 4 };
 }
 
 /** The barrier words (arrivals, exits, flag) once the commands recorded so far have run: tests check the counts. */

@@ -24,17 +24,28 @@ const PERSIST = stateKey<PersistState>('persist.grid');
  */
 export async function selfCheckPersist(gpu: Gpu): Promise<void> {
   const policy = kernelPolicy(gpu);
-  if (policy.decodeStep === 'per-op' || (policy.decodeStep === 'auto' && gpu.cpu)) return;
+  if (policyOff(gpu) !== null || (policy.decodeStep === 'auto' && gpu.cpu)) return;
   const candidates = policy.persistGrid === null ? GRID_CANDIDATES : [policy.persistGrid];
   const r = await largestGrid(gpu, candidates, persistSpin(gpu));
   gpu.state.set(PERSIST, r.grid > 0 ? { grid: r.grid, why: null }
     : { grid: 0, why: `the grid barrier failed its self-check on this device (${r.why})` });
 }
 
+/** Why the Gpu's options keep a decode step per op, or null. */
+function policyOff(gpu: Gpu): string | null {
+  const policy = kernelPolicy(gpu);
+  if (policy.decodeStep === 'per-op') {
+    return "DeviceOptions.kernels.decodeStep is 'per-op' (the default until a GPU measures it)";
+  }
+  // The persistent MLP reproduces the two products' sums, not the folded kernel's.
+  return policy.decodeMlp === 'fold' ? "DeviceOptions.kernels.decodeMlp is 'fold' (the persistent MLP keeps the " +
+    "two products' sums)" : null;
+}
+
 /** Why a decode step runs per op on `gpu`, or null when the persistent kernels run. */
 export function persistOff(gpu: Gpu): string | null {
-  const step = kernelPolicy(gpu).decodeStep;
-  if (step === 'per-op') return "DeviceOptions.kernels.decodeStep is 'per-op' (the default until a GPU measures it)";
+  const off = policyOff(gpu);
+  if (off !== null) return off;
   const s = gpu.state.peek(PERSIST);
   if (s) return s.why;
   return gpu.cpu ? "a CPU driver: the grid barrier's self-check does not run there under decodeStep 'auto'"

@@ -83,4 +83,15 @@ describe('decodeStep option and verdict', () => {
       two.destroy();
     }
   });
+
+  it("keeps the per-op step under decodeMlp 'fold' (the persistent MLP has the two products' sums)", async () => {
+    const fold = await Gpu.create({ kernels: { decodeStep: 'persistent', decodeMlp: 'fold', persistGrid: 1 } });
+    try {
+      const why = "DeviceOptions.kernels.decodeMlp is 'fold' (the persistent MLP keeps the two products' sums)";
+      expect([persistOff(fold), persistGrid(fold)]).toEqual([why, 0]);
+      expect(fold.summary.fastPaths[PERSIST_STEP]).toEqual({ on: false, why });
+    } finally {
+      fold.destroy();
+    }
+  });
 });
