@@ -67,7 +67,9 @@ export class DecodeGraph {
     const end = reach ?? attentionReach(origin + 3, cache.capacity);
     const last = end - 1;
     if (last - origin < 2) return { reason: `only ${end - origin} positions left in the cache` };
-    if (cache.fullPrecisionPass) return { reason: 'the first forward of an after-prefill cache attends to full precision' };
+    if (cache.fullPrecisionPass) {
+      return { reason: 'the first forward of an after-prefill cache attends to full precision' };
+    }
     const ids = Tensor.from(gpu, [0], [1], 'u32', 'decode.ids');
     const step = () => {
       const logits = model.forward(ids, cache, { mask: 'causal', logits: 'last', persistent: true });
@@ -181,7 +183,9 @@ export class DecodeGraph {
 
 /** Why two captures of a step differ in anything but uniform values, or null. */
 function sameStructure(a: Capture<unknown>, b: Capture<unknown>): string | null {
-  if (a.dispatches.length !== b.dispatches.length) return `the step has ${a.dispatches.length} dispatches at one position and ${b.dispatches.length} at another`;
+  if (a.dispatches.length !== b.dispatches.length) {
+    return `the step has ${a.dispatches.length} dispatches at one position and ${b.dispatches.length} at another`;
+  }
   for (let i = 0; i < a.dispatches.length; i++) {
     const x = a.dispatches[i], y = b.dispatches[i];
     if (x.pipeline !== y.pipeline || x.key !== y.key || x.workgroups.join() !== y.workgroups.join()) {
@@ -211,8 +215,9 @@ function linearPatches(c0: Capture<unknown>, c1: Capture<unknown>, far: Capture<
     const a = view(c0, i), b = view(c1, i), z = view(far, i);
     for (let w = 0; w < a.length; w++) {
       const slope = (b[w] - a[w]) | 0;
-      if (((a[w] +
-        slope * span) >>> 0) !== z[w]) return `uniform word ${w} of block ${i} does not move linearly with the position`;
+      if (((a[w] + slope * span) >>> 0) !== z[w]) {
+        return `uniform word ${w} of block ${i} does not move linearly with the position`;
+      }
       if (slope !== 0) patches.push({ chunk: i, word: w, base: a[w], slope });
     }
   }
