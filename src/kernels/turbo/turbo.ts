@@ -51,7 +51,7 @@ export function appendTurbo(src: Tensor, side: TurboKV, { offset }: { offset: nu
   if (seq === 0) return;
   APPEND.dispatch(src.gpu, {
     bindings: { src, codes: side.codes },
-    uniforms: { heads, seq, cap, offset, dim: side.headDim, groups, len: 0 },
+    uniforms: { heads, span: seq, cap, offset, dim: side.headDim, groups, len: 0 },
     overrides: overrides(side),
     workgroups: grid(src.gpu, heads * seq * groups, 1),
   });
@@ -130,7 +130,7 @@ function decode(k: TurboKV, v: TurboKV | null, o: DecodeOptions): [FullKV, FullK
       vcodes: v?.codes ?? placeholder(gpu, 'turbo.no_vcodes', 'u32'),
       vout: vout ?? placeholder(gpu, 'turbo.no_vout', 'f32'),
     },
-    uniforms: { heads, seq: span, cap, offset: 0, dim: k.headDim, groups, len },
+    uniforms: { heads, span, cap, offset: 0, dim: k.headDim, groups, len },
     overrides: { TYPE: TURBO_BITS[k.type], V_TYPE: TURBO_BITS[(v ?? k).type], PAIR: v ? 1 : 0,
       ROUND: roundCode(op, round) },
     workgroups: grid(gpu, (v ? 2 : 1) * heads * span * groups, 1),

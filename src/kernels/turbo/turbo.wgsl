@@ -3,12 +3,12 @@
 //   turbo_append: cache[h, offset + s] = code(src[h, s, :]) for src f32 [H, S, D], zero-padded to whole groups as
 //                 the fork's cache pads heads (turbo/code.inc.wgsl: the fork's CPU order), then the block's words.
 //   turbo_dequant: out[h, pos, :] = the block decoded back (centroid x norm, inverse WHT, unpadded), rounded per
-//                 ROUND, for the positions below p.len; the grid spans p.seq positions a head (len, or a captured
+//                 ROUND, for the positions below p.len; the grid spans p.span positions a head (len, or a captured
 //                 step's reach: its workgroups past len return at once); with PAIR, V's codes (V_TYPE) into vout
-//                 too, in the same dispatch (two turbo sides of one capacity).
+//                 too, in the same dispatch (two turbo sides of one capacity). (turbo_append: p.span = S.)
 // TYPE: index bits (2, 3, 4); a block takes block_words(TYPE) words (9, 13, 17: the fork's 34, 50, 68 bytes).
 
-struct Params { heads: u32, seq: u32, cap: u32, offset: u32, dim: u32, groups: u32, len: u32 }
+struct Params { heads: u32, span: u32, cap: u32, offset: u32, dim: u32, groups: u32, len: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<f32>;             // append: [H, S, D]
@@ -30,13 +30,13 @@ override ROUND: u32 = 0u;
 fn turbo_append(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                 @builtin(local_invocation_index) t: u32) {
   let flat = wid.x + wid.y * nwg.x;
-  if (flat >= p.heads * p.seq * p.groups) { return; }
+  if (flat >= p.heads * p.span * p.groups) { return; }
   let g = flat % p.groups;
-  let s = (flat / p.groups) % p.seq;
-  let h = flat / (p.groups * p.seq);
+  let s = (flat / p.groups) % p.span;
+  let h = flat / (p.groups * p.span);
   let e = g * G + t;
   var v = 0.0;
-  if (e < p.dim) { v = src[(h * p.seq + s) * p.dim + e]; }
+  if (e < p.dim) { v = src[(h * p.span + s) * p.dim + e]; }
   code_group(TYPE, v, t);
   let w = block_words(TYPE);
   if (t < w) { codes[((h * p.cap + p.offset + s) * p.groups + g) * w + t] = block_word(TYPE, t); }
@@ -52,15 +52,15 @@ fn code_byte(k: bool, base: u32, b: u32) -> u32 {
 @compute @workgroup_size(128)
 fn turbo_dequant(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) t: u32) {
-  let n = p.heads * p.seq * p.groups;
+  let n = p.heads * p.span * p.groups;
   let flat = wid.x + wid.y * nwg.x;
   if (flat >= select(1u, 2u, PAIR) * n) { return; }
   let k = flat < n;
   let ty = select(V_TYPE, TYPE, k);
   let f = flat % n;
   let g = f % p.groups;
-  let pos = (f / p.groups) % p.seq;
-  let h = f / (p.groups * p.seq);
+  let pos = (f / p.groups) % p.span;
+  let h = f / (p.groups * p.span);
   if (pos >= p.len) { return; }
   let base = ((h * p.cap + pos) * p.groups + g) * block_words(ty);
   let norm = f16_value(code_byte(k, base, 0u) | (code_byte(k, base, 1u) << 8u));
