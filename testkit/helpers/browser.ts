@@ -55,6 +55,25 @@ export async function pageResult<T>(page: Page, log: string[], timeoutMs: number
   }
 }
 
+/**
+ * Serve `config` (vite), open `path` in headless Chromium and return the page's `window.__result` (pageResult)
+ * with its console errors; the browser and the server are closed whatever happens.
+ */
+export async function pageRun<T>(config: InlineConfig, path: string,
+  timeoutMs: number): Promise<{ result: T; log: string[] }> {
+  const { server, url } = await serve(config);
+  const browser = await launch().catch(async (e: unknown) => { await server.close(); throw e; });
+  try {
+    const page = await browser.newPage();
+    const log = watchConsole(page);
+    await page.goto(`${url}/${path}`);
+    return { result: await pageResult<T>(page, log, timeoutMs), log };
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
 /** Collect console errors and page errors, so a failing page explains itself. */
 export function watchConsole(page: Page): string[] {
   const log: string[] = [];

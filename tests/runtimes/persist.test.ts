@@ -14,7 +14,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { GRID, K, persist, type PersistResult } from './persist.ts';
-import { launch, pageResult, serve, watchConsole } from '../../testkit/helpers/browser.ts';
+import { pageRun } from '../../testkit/helpers/browser.ts';
 
 /** Another driver's MLP outputs against Node's: at most this share of the largest output (4 to 8 of its ulps). */
 const NEAR = 2 ** -20;
@@ -90,18 +90,9 @@ describe('persistent kernels in each runtime', () => {
   });
 
   it('headless Chromium (Dawn)', async () => {
-    const { server, url } = await serve({ root });
-    const browser = await launch();
-    try {
-      const page = await browser.newPage();
-      const log = watchConsole(page);
-      await page.goto(`${url}/tests/runtimes/persist.html`);
-      const r = await pageResult<PersistResult & { error?: string }>(page, log, 100_000);
-      expect(r.error, log.join('\n')).toBeUndefined();
-      await check(r, 'browser');
-    } finally {
-      await browser.close();
-      await server.close();
-    }
+    const { result: r, log } = await pageRun<PersistResult & { error?: string }>({ root },
+      'tests/runtimes/persist.html', 100_000);
+    expect(r.error, log.join('\n')).toBeUndefined();
+    await check(r, 'browser');
   });
 });

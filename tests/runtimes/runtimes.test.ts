@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { smoke, type SmokeResult } from './smoke.ts';
 import { IN_PASS_TIMESTAMPS } from '../../src/gpu/features.ts';
-import { launch, pageResult, serve, watchConsole } from '../../testkit/helpers/browser.ts';
+import { pageRun } from '../../testkit/helpers/browser.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -52,18 +52,9 @@ describe('runtimes', () => {
   }, 120_000);
 
   it('headless Chromium runs the smoke test', async () => {
-    const { server, url } = await serve({ root });
-    const browser = await launch();
-    try {
-      const page = await browser.newPage();
-      const log = watchConsole(page);
-      await page.goto(`${url}/tests/runtimes/smoke.html`);
-      const r = await pageResult<SmokeResult & { error?: string }>(page, log, 60_000);
-      expect(r.error, log.join('\n')).toBeUndefined();
-      check(r, 'browser');
-    } finally {
-      await browser.close();
-      await server.close();
-    }
+    const { result: r, log } = await pageRun<SmokeResult & { error?: string }>({ root },
+      'tests/runtimes/smoke.html', 60_000);
+    expect(r.error, log.join('\n')).toBeUndefined();
+    check(r, 'browser');
   });
 });
