@@ -19,7 +19,7 @@ import { kernelPolicy } from '../plan/options.ts';
 import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
 
 const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
-/** The persistent MLP's dispatch label: a captured step holds one where its MLPs run persistent (hrm/decode.ts). */
+/** The persistent kernel's dispatch label (either variant): a captured step holds one where it ran (hrm/decode.ts). */
 export const MLP_LABEL = 'persist.mlp';
 const MAXW = 32;
 
@@ -115,7 +115,7 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
 const RUNS = stateKey<{ n: number }>('persist.mlp.runs');
 
 /**
- * Persistent MLP dispatches recorded on `gpu` so far (a captured one counts once, when captured): a recorded decode
+ * Persistent dispatches (either variant) recorded on `gpu` so far (a captured one counts once, when captured): a decode
  * step compares it before and after its forward to know whether to read the flag.
  */
 export function mlpRuns(gpu: Gpu): number {
