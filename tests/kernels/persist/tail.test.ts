@@ -2,15 +2,17 @@
 // x += o_proj(attn), a grid barrier, then the MLP (norm + gate_up + SwiGLU, a barrier, down + residual), against the
 // per-op path it replaces (three gemv_wide products, matmul's path 'gemv', as a GPU runs a decode step), bit for bit
 // at grids of 1 and 2 workgroups, f32 and bf16; a barrier made to run out (a workgroup that never arrives) leaves
-// x untouched and sets the flag; an o_proj the per-op path would not run on gemv_wide is refused.
+// x untouched and sets the flag; an o_proj the per-op path would not run on gemv_wide is refused. Then mlpStep with
+// o_proj: the variant's grid measured under its own key, and a run-out redone per op, o_proj included.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';
 import { EPS, asDtype, asRound, type WDType } from '../../helpers/matmul-cases.ts';
-import type { Gpu } from '../../../src/kernels/gpu.ts';
+import { Gpu } from '../../../src/kernels/gpu.ts';
 import { Tensor } from '../../../src/tensor/tensor.ts';
 import { matmul } from '../../../src/kernels/matmul/matmul.ts';
-import { persistentMlp, persistMlpShape, readControl, takeFlag } from '../../../src/kernels/persist/mlp.ts';
+import { mlpGrid, mlpRuns, mlpStep, persistentMlp, persistMlpShape, readControl,
+  takeFlag } from '../../../src/kernels/persist/mlp.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
 import { TEST_SPIN } from '../../helpers/persist.ts';
 import { sweep } from '../../helpers/sweep.ts';
@@ -37,12 +39,16 @@ function operands(gpu: Gpu, c: Case, seed: number) {
 }
 type Operands = ReturnType<typeof operands>;
 
-/** x after the per-op tail on matmul's path 'gemv': o_proj's residual product, the norm + SwiGLU one, down's. */
-async function perOp(gpu: Gpu, o: Operands, round: Round): Promise<Float32Array> {
+/**
+ * x after the per-op tail on matmul's path 'gemv' (else, `own`, the Gpu's own path): o_proj's residual product, the
+ * norm + SwiGLU one, down's.
+ */
+async function perOp(gpu: Gpu, o: Operands, round: Round, own = false): Promise<Float32Array> {
   const x = Tensor.from(gpu, o.xv, [1, o.xv.length], 'f32', 'x.ref');
-  matmul(o.attn, o.wo, { path: 'gemv', round, accumulate: x });
-  const a = matmul(x, o.gu, { path: 'gemv', round, norm: { eps: EPS }, swiglu: true });
-  matmul(a, o.down, { path: 'gemv', round, accumulate: x });
+  const path = own ? {} : { path: 'gemv' as const };
+  matmul(o.attn, o.wo, { ...path, round, accumulate: x });
+  const a = matmul(x, o.gu, { ...path, round, norm: { eps: EPS }, swiglu: true });
+  matmul(a, o.down, { ...path, round, accumulate: x });
   const got = (await x.read()) as Float32Array;
   for (const t of [a, x]) t.dispose();
   return got;
@@ -114,6 +120,37 @@ describe('persistent tail: o_proj, a grid barrier, then the MLP, in one dispatch
       }
     } finally {
       for (const t of [x, gu, down, narrow.attn, narrow.w, f32.attn, f32.w]) t.dispose();
+    }
+  });
+});
+
+describe('mlpStep with o_proj', () => {
+  it("measures the variant's grid under its own key, then redoes a run-out per op, o_proj included", async () => {
+    const warnings: string[] = [];
+    const gpu = await Gpu.create({ kernels: { decodeStep: 'persistent', persistSpin: 2 ** 22 },
+      warn: (m) => warnings.push(m) });
+    const c = CASES[0];
+    const o = operands(gpu, c, 23);
+    const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+    const oProj = { attn: o.attn, w: o.wo };
+    try {
+      expect(await mlpGrid(x, o.gu, o.down)).toBeGreaterThanOrEqual(1);
+      const r0 = mlpRuns(gpu);
+      expect(await mlpGrid(x, o.gu, o.down, oProj), 'the OPROJ variant').toBeGreaterThanOrEqual(1);
+      expect(mlpRuns(gpu), 'measured on its own').toBeGreaterThan(r0);
+      const r1 = mlpRuns(gpu);
+      const step = (absent: boolean) => mlpStep(x, o.gu, o.down, { eps: EPS, round: c.round, oProj, absent });
+      expect(await step(false)).toBe('persistent');
+      expect(mlpRuns(gpu), 'once measured, one dispatch').toBe(r1 + 1);
+      expectBits((await x.read()) as Float32Array, await perOp(gpu, o, c.round), 'a persistent step');
+      gpu.write(x.buffer, x.offset, o.xv);
+      expect(await step(true)).toBe('per-op');
+      expectBits((await x.read()) as Float32Array, await perOp(gpu, o, c.round, true), 'the redone step');
+      expect(warnings.length).toBe(1);
+    } finally {
+      x.dispose();
+      dispose(o);
+      gpu.destroy();
     }
   });
 });
