@@ -1,6 +1,7 @@
 // The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
-// (Weight.quant) to qlinear / qembed, with the same options and fusions.
-import type { Tensor } from '../tensor/tensor.ts';
+// (Weight.quant) to qlinear / qembed, with the same options and fusions; a layer's MLP block and its tail after
+// attention (o_proj + the MLP), one dispatch where the persistent kernel (kernels/persist/mlp.ts) takes them.
+import { Tensor } from '../tensor/tensor.ts';
 import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
 import { matmul } from '../kernels/matmul/matmul.ts';
 import type { MatmulOptions } from '../kernels/matmul/matmul.ts';
@@ -27,10 +28,28 @@ export function linear(x: Tensor, w: Weight, opts: MatmulOptions = {}): Tensor {
 /** mlp's options: rmsNorm's eps, the output rounding, and whether the persistent MLP may run (see mlp). */
 export interface MlpBlockOptions { eps: number; round: Round; persistent?: boolean }
 
+/** A layer's weights after its attention: the output projection, then the MLP's. */
+export interface TailWeights { o: Weight; gateUp: Weight; down: Weight }
+
+/**
+ * A layer's tail after its attention into x in place: x += o(attn) (attn: the gated attention output), then HRM's
+ * MLP block (mlp). For a decode row with `persistent` (as mlp's), all of it in one dispatch, the persistent kernel's
+ * OPROJ variant (kernels/persist/mlp.ts), where the Gpu runs it, its grid was measured (prepareTail) and it takes
+ * the three weights (dense, one chunk each; it reproduces the three products' sums); else o_proj's residual product,
+ * then mlp (whose MLP may still run on the persistent kernel alone).
+ */
+export function tail(x: Tensor, attn: Tensor, w: TailWeights, o: MlpBlockOptions): Tensor {
+  const dense = o.persistent ? denseOperands(w.o, w.gateUp, w.down) : null;
+  const one = { eps: o.eps, round: o.round, oProj: dense ? { attn, w: dense[0] } : undefined };
+  if (dense && mlpPersistent(x, dense[1], dense[2], one)) return x;
+  linear(attn, w.o, { round: o.round, accumulate: x });
+  return mlp(x, w.gateUp, w.down, o);
+}
+
 /**
  * HRM's MLP block into x in place: x + down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)). For a decode row:
  * with `persistent` (a forward whose caller reads the barrier's flag after it: decode.ts, stepper.ts) the persistent
- * kernel (kernels/persist/mlp.ts) where the Gpu runs it, its grid was measured (prepareMlp) and it takes the
+ * kernel (kernels/persist/mlp.ts) where the Gpu runs it, its grid was measured (prepareTail) and it takes the
  * weights (dense, one chunk each; it reproduces the two products' sums); else one dispatch where the planner folds
  * it (kernels/plan/matmul.ts, decodeMlpFolds) and the kernel takes the weights (gemv_mlp on dense weights of one
  * chunk each, qgemv_mlp on 4- and 8-bit ones); else the two products.
@@ -46,19 +65,28 @@ export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: MlpBlockOptions)
 }
 
 /**
- * Measure the persistent MLP's grid on a model's weights (mlpGrid) before a persistent forward needs it: x is a
- * decode row's [1, hidden] f32 (its values unused). Once per kernel variant and Gpu; nothing where the kernels are
- * off or the weights are not dense ones of one chunk each.
+ * Measure the persistent kernel's grid on a layer's weights (mlpGrid) before a persistent forward needs it, for the
+ * variant tail runs: the OPROJ one, else (where it does not take o_proj) the MLP alone. x is a decode row's
+ * [1, hidden] f32 (its values unused). Once per kernel variant and Gpu; nothing where the kernels are off or the
+ * weights are not dense ones of one chunk each.
  */
-export async function prepareMlp(x: Tensor, gateUp: Weight, down: Weight): Promise<void> {
-  const dense = denseOperands(gateUp, down);
-  if (dense) await mlpGrid(x, dense[0], dense[1]);
+export async function prepareTail(x: Tensor, w: TailWeights): Promise<void> {
+  const dense = denseOperands(w.o, w.gateUp, w.down);
+  if (dense) {
+    const attn = Tensor.empty(x.gpu, [1, w.o.cols], 'f32', 'prepare.attn');
+    try {
+      if (await mlpGrid(x, dense[1], dense[2], { attn, w: dense[0] }) > 0) return;
+    } finally {
+      attn.dispose();
+    }
+  }
+  const mlpDense = denseOperands(w.gateUp, w.down);
+  if (mlpDense) await mlpGrid(x, mlpDense[0], mlpDense[1]);
 }
 
-/** gate_up's and down's tensors where both are dense and of one chunk each, else null. */
-function denseOperands(gateUp: Weight, down: Weight): [Tensor, Tensor] | null {
-  const one = !gateUp.quant && !down.quant && gateUp.chunks.length === 1 && down.chunks.length === 1;
-  return one ? [gateUp.chunks[0], down.chunks[0]] : null;
+/** The weights' tensors where all are dense and of one chunk each, else null. */
+function denseOperands(...ws: Weight[]): Tensor[] | null {
+  return ws.every((w) => !w.quant && w.chunks.length === 1) ? ws.map((w) => w.chunks[0]) : null;
 }
 
 /**

@@ -8,7 +8,8 @@
 // residual adds into o_proj and down_proj, RoPE and the cache append into one step (into attention itself for a
 // decode step into a full-precision cache, whose attention merges inside its split, and into the scores of a
 // quantized one), and a decode row's whole MLP into one where the Gpu's policy folds it (decodeMlp: dense, 4- and
-// 8-bit weights). A decode layer is 5 dispatches on a GPU (6 into a quantized cache), one fewer with the MLP folded.
+// 8-bit weights). A decode layer is 5 dispatches on a GPU (6 into a quantized cache), one fewer with the MLP folded;
+// in a persistent forward (ForwardOptions.persistent) o_proj and the whole MLP are one dispatch (linear.ts tail): 3.
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../errors.ts';
@@ -18,7 +19,7 @@ import { roundBf16 } from '../tensor/dtype.ts';
 import type { Round } from '../kernels/common/codes.ts';
 import { persistGrid } from '../kernels/plan/persist.ts';
 import { add } from '../kernels/ops/ops.ts';
-import { embedding, linear, mlp, prepareMlp } from './linear.ts';
+import { embedding, linear, prepareTail, tail } from './linear.ts';
 import { rmsNorm } from '../kernels/rmsnorm/rmsnorm.ts';
 import { stackCalls, type HrmConfig } from './config.ts';
 import { HrmCache, roundFor, type ActDtype, type CacheOptions, type KvStorage } from './cache.ts';
@@ -34,9 +35,10 @@ export interface ForwardOptions {
   /** Logits for every position, or only the last (generation). Default 'all'. */
   logits?: 'all' | 'last';
   /**
-   * A decode row's MLPs may run on the persistent kernel (linear.ts mlp, where the Gpu's decodeStep and prepareDecode
-   * allow). Only for a caller that reads the barrier's flag after the forward and redoes the step per op when it is
-   * set (decode.ts, stepper.ts): a barrier that ran out leaves the MLP undone. Default false.
+   * A decode row's layer tails (o_proj and the MLP) may run on the persistent kernel (linear.ts tail, where the
+   * Gpu's decodeStep and prepareDecode allow). Only for a caller that reads the barrier's flag after the forward
+   * and redoes the step per op when it is set (decode.ts, stepper.ts): a barrier that ran out leaves the tail
+   * undone. Default false.
    */
   persistent?: boolean;
 }
@@ -117,14 +119,14 @@ export class HrmModel {
   }
 
   /**
-   * Before decoding with persistent forwards: the persistent MLP's grid measured on these weights (linear.ts
-   * prepareMlp), so that the forward, which is synchronous, finds it. Nothing where the Gpu runs per op.
+   * Before decoding with persistent forwards: the persistent kernel's grid measured on these weights (linear.ts
+   * prepareTail), so that the forward, which is synchronous, finds it. Nothing where the Gpu runs per op.
    */
   async prepareDecode(): Promise<void> {
     if (persistGrid(this.gpu) === 0) return;
     const x = Tensor.empty(this.gpu, [1, this.config.hidden_size], 'f32', 'prepare.x');
     try {
-      for (const w of [...this.weights.L, ...this.weights.H]) await prepareMlp(x, w.gateUp, w.down);
+      for (const w of [...this.weights.L, ...this.weights.H]) await prepareTail(x, w);
     } finally {
       x.dispose();
     }
@@ -134,36 +136,35 @@ export class HrmModel {
     step: { pass: CachePass; persistent: boolean }): Tensor {
     // The residual stream x is this stack's own tensor: the output projections add into it in place.
     for (let i = 0; i < layers.length; i++) {
-      x = this.attention(x, layers[i], slots[base + i], step.pass);
-      x = this.mlp(x, layers[i], step.persistent);
+      const attn = this.attention(x, layers[i], slots[base + i], step.pass);
+      x = this.tail(x, attn, layers[i], step.persistent);
+      attn.dispose();
     }
     const out = rmsNorm(x, { eps: this.config.rms_norm_eps, round: this.round });
     x.dispose();
     return out;
   }
 
-  /** x + o_proj(sigmoid(gate) * sdpa(q, cache.update(k, v))), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd. */
+  /** sigmoid(gate) * sdpa(q, cache.update(k, v)), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd. */
   private attention(x: Tensor, w: LayerWeights, slot: CacheSlot, pass: CachePass): Tensor {
     const gqkv = this.proj(x, w.gqkv, { norm: true });
     const attn = slot.appendAttend(gqkv, pass);
     gqkv.dispose();
-    x = this.proj(attn, w.o, { residual: x });
-    attn.dispose();
-    return x;
-  }
-
-  /** x + down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)); `persistent`: ForwardOptions'. */
-  private mlp(x: Tensor, w: LayerWeights, persistent: boolean): Tensor {
-    return mlp(x, w.gateUp, w.down, { eps: this.config.rms_norm_eps, round: this.round, persistent });
+    return attn;
   }
 
   /**
-   * x @ W^T with what surrounds it fused in: `norm` rms(x) first, `residual` the sum added into that tensor in place
-   * (it is returned).
+   * x += o_proj(attn); x += down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)): in place, x returned;
+   * `persistent`: ForwardOptions'.
    */
-  private proj(x: Tensor, w: Weight, o: { norm?: boolean; residual?: Tensor }): Tensor {
+  private tail(x: Tensor, attn: Tensor, w: LayerWeights, persistent: boolean): Tensor {
+    return tail(x, attn, w, { eps: this.config.rms_norm_eps, round: this.round, persistent });
+  }
+
+  /** x @ W^T with what surrounds it fused in: `norm` rms(x) first. */
+  private proj(x: Tensor, w: Weight, o: { norm?: boolean }): Tensor {
     const norm = o.norm ? { eps: this.config.rms_norm_eps } : undefined;
-    return linear(x, w, { round: this.round, norm, accumulate: o.residual });
+    return linear(x, w, { round: this.round, norm });
   }
 
   private zLInit(S: number): Tensor {

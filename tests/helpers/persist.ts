@@ -28,21 +28,25 @@ export async function greedy(lm: LoadedModel, maxTokens: number): Promise<Genera
   throw new Error('no done event');
 }
 
-type Mlp = (x: Tensor, w: LayerWeights, persistent: boolean) => Tensor;
+type Tail = (x: Tensor, attn: Tensor, w: LayerWeights, persistent: boolean) => Tensor;
 
 /**
- * While `fn` runs, a decode row's MLP on dense weights is the per-op path a GPU runs, the two gemv_wide products
- * (matmul's path 'gemv'), whose sums the persistent MLP reproduces: on a CPU driver matmul takes its 'rows' kernels
- * instead. With `keepPersistent`, an MLP that would run persistent (a persistent forward on a Gpu whose kernels are
- * on) still does. Every other MLP keeps the model's own path.
+ * While `fn` runs, a decode row's layer tail on dense weights (o_proj's residual product, then the MLP) is the
+ * per-op path a GPU runs, three gemv_wide products (matmul's path 'gemv'), whose sums the persistent kernel
+ * reproduces: on a CPU driver matmul takes its 'rows' kernels instead. With `keepPersistent`, a tail that would run
+ * persistent (a persistent forward on a Gpu whose kernels are on) still does. Every other tail keeps the model's own
+ * path.
  */
 export async function gpuPerOpMlp<T>(fn: () => Promise<T>, keepPersistent = false): Promise<T> {
-  const proto = HrmModel.prototype as unknown as { mlp: Mlp };
-  const own = proto.mlp;
-  const spy = vi.spyOn(proto, 'mlp').mockImplementation(function (this: HrmModel, x, w, persistent) {
-    const row = x.size === this.config.hidden_size && !w.gateUp.quant && !w.down.quant;
-    if (!row || (keepPersistent && persistent && persistGrid(this.gpu) > 0)) return own.call(this, x, w, persistent);
+  const proto = HrmModel.prototype as unknown as { tail: Tail };
+  const own = proto.tail;
+  const spy = vi.spyOn(proto, 'tail').mockImplementation(function (this: HrmModel, x, attn, w, persistent) {
+    const row = x.size === this.config.hidden_size && [w.o, w.gateUp, w.down].every((v) => !v.quant);
+    if (!row || (keepPersistent && persistent && persistGrid(this.gpu) > 0)) {
+      return own.call(this, x, attn, w, persistent);
+    }
     const o = { round: this.round, path: 'gemv' as const };
+    matmul(attn, w.o.chunks, { ...o, accumulate: x });
     const a = matmul(x, w.gateUp.chunks, { ...o, norm: { eps: this.config.rms_norm_eps }, swiglu: true });
     matmul(a, w.down.chunks, { ...o, accumulate: x });
     a.dispose();

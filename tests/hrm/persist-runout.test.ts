@@ -1,9 +1,10 @@
 // A persistent decode step whose grid barrier runs out (issue 39): the step and every one queued after it are redone
 // on the per-op path from that position, so the tokens are the per-op path's; the Gpu warns once, says why in
-// fastPaths and stays per-op. Forced two ways: every barrier of the persistent MLP waiting for a workgroup that never
-// comes (the kernel's `absent` test mode, through a mock of persist/mlp.ts), and the flag word set from the host
-// between steps (mid-generation: queued greedy steps, a sampled step from logits, a recorded step). The per-op MLP
-// is the two gemv_wide products a GPU runs (gpuPerOpMlp), so that the steps that did run persistent compare too.
+// fastPaths and stays per-op. Forced two ways: every barrier of the persistent kernel (the layer tail's: o_proj and
+// the MLP) waiting for a workgroup that never comes (the kernel's `absent` test mode, through a mock of
+// persist/mlp.ts), and the flag word set from the host between steps (mid-generation: queued greedy steps, a sampled
+// step from logits, a recorded step). The per-op tail is the three gemv_wide products a GPU runs (gpuPerOpMlp), so
+// that the steps that did run persistent compare too.
 import { describe, expect, it, vi } from 'vitest';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';

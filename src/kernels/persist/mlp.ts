@@ -1,5 +1,7 @@
 // The persistent MLP tail of a decode layer call (mlp.wgsl): norm + gate_up + SwiGLU, a grid barrier, down +
-// residual, in one dispatch, bit for bit the per-op path's two gemv_wide products. `persistentMlp` dispatches it;
+// residual, in one dispatch, bit for bit the per-op path's two gemv_wide products; with `oProj` (the OPROJ variant)
+// the attention's output projection + residual first and a barrier more, bit for bit the per-op o_proj's gemv_wide
+// product before the two. `persistentMlp` dispatches it;
 // `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
 // kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
 // `mlpGrid` sizes the grid for the kernel variant itself, ahead of the decode steps whose forwards run it through
@@ -17,25 +19,37 @@ import { kernelPolicy } from '../plan/options.ts';
 import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
 
 const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
-/** The persistent MLP's dispatch label: a captured step holds one where its MLPs run persistent (hrm/decode.ts). */
+/** The persistent kernel's dispatch label (either variant): a captured step holds one where it ran (hrm/decode.ts). */
 export const MLP_LABEL = 'persist.mlp';
 const MAXW = 32;
+
+/** The attention's output projection the OPROJ variant runs first: x += w(attn), as matmul's `accumulate`. */
+export interface OProj {
+  /** The attention's gated output [1, H*D] f32. */
+  attn: Tensor;
+  /** o_proj's weight [K, H*D], dense, in gate_up's dtype. */
+  w: Tensor;
+}
 
 export interface PersistMlpOptions {
   /** rmsNorm's eps of the norm before gate_up. */
   eps: number;
   /** Output rounding of every op (as matmul's `round`). */
   round?: Round;
+  /** x += oProj.w(oProj.attn) first (one dispatch for the layer's whole tail after attention). */
+  oProj?: OProj;
   /** Tests: every barrier waits for one workgroup more than the grid has, so its spins run out. */
   absent?: boolean;
 }
 
 /**
- * The kernel's overrides for x [1, K], gateUp [2I, K], down [K, I] (one dense weight each), or null where the
- * per-op path would not take gemv_wide for both products (whose sums the kernel reproduces) or where it cannot run:
- * x not 16-byte aligned, gate_up's per-op workgroup not of PERSIST_THREADS threads, the registers exceeded.
+ * The kernel's overrides for x [1, K], gateUp [2I, K], down [K, I] and, for the OPROJ variant, oProj's attn
+ * [1, HD] and w [K, HD] (one dense weight each), or null where the per-op path would not take gemv_wide for every
+ * product (whose sums the kernel reproduces) or where it cannot run: x or attn not 16-byte aligned, gate_up's
+ * per-op workgroup not of PERSIST_THREADS threads, the registers exceeded.
  */
-export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor): Record<string, number> | null {
+export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor,
+  oProj?: OProj): Record<string, number> | null {
   const K = x.shape[x.rank - 1];
   const I = gateUp.shape[0] / 2;
   const dtype = gateUp.dtype;
@@ -46,36 +60,54 @@ export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor): Record
   if (gu.kernel !== 'wide' || dn.kernel !== 'wide' || gu.wg * gu.groups! !== PERSIST_THREADS) return null;
   const UPLU = uplFit(K, dtype, gu.wg, 1).upl;
   const UPLD = uplFit(I, dtype, dn.wg, 1).upl;
-  const RPG = [4, 2, 1].find((r) => r * Math.max(UPLU, UPLD) <= MAXW);
+  const o = oProj ? oProjShape(x, oProj, dtype) : { WGO: 64, UPLO: 1 };
+  if (!o) return null;
+  const UPLM = oProj ? Math.max(UPLD, o.UPLO) : UPLD;
+  const RPG = [4, 2, 1].find((r) => r * Math.max(UPLU, UPLM) <= MAXW);
   if (RPG === undefined) return null;
   return { WDT: DTYPE_CODE[dtype as keyof typeof DTYPE_CODE], THREADS: PERSIST_THREADS, RPG, WGU: gu.wg, UPLU,
-    WGD: dn.wg, UPLD };
+    WGD: dn.wg, UPLD, OPROJ: oProj ? 1 : 0, ...o, UPLM };
+}
+
+/** o_proj's lanes and units a lane where its per-op product on x's rows would be gemv_wide, else null. */
+function oProjShape(x: Tensor, o: OProj, dtype: string): { WGO: number; UPLO: number } | null {
+  const K = x.size;
+  const HD = o.w.shape[o.w.rank - 1];
+  if (o.attn.dtype !== 'f32' || o.attn.size !== HD || o.w.dtype !== dtype || o.w.shape[0] !== K) return null;
+  const op = denseGemvShape(x.gpu, { M: 1, dtype, wide: wideRows(o.attn, o.w, HD), N: K, K: HD, norm: false,
+    swiglu: false });
+  return op.kernel === 'wide' ? { WGO: op.wg, UPLO: uplFit(HD, dtype, op.wg, 1).upl } : null;
 }
 
 /**
- * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), in one dispatch of `grid` workgroups (fewer where
- * there are fewer blocks), each barrier waited on `spin` loads at most. False, nothing dispatched, where
- * persistMlpShape refuses the operands. A barrier that runs out sets the device's flag (persistFlag) and leaves x
- * as it was.
+ * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), after x += oProj.w(oProj.attn) where given, in one
+ * dispatch of `grid` workgroups (fewer where there are fewer blocks), each barrier waited on `spin` loads at most.
+ * False, nothing dispatched, where persistMlpShape refuses the operands. A barrier that runs out sets the device's
+ * flag (persistFlag) and leaves x as it was.
  */
 export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions & { grid: number; spin: number }): boolean {
-  const shape = persistMlpShape(x, gateUp, down);
+  const shape = persistMlpShape(x, gateUp, down, o.oProj);
   if (!shape) return false;
   const gpu = x.gpu;
   const K = x.shape[x.rank - 1];
   const I = gateUp.shape[0] / 2;
-  // Blocks of each product: ROWSU / 2 activations, ROWSD down rows (mlp.wgsl); no more workgroups than either has.
+  // Blocks of each product: ROWSU / 2 activations, ROWSD down rows, ROWSO o_proj rows (mlp.wgsl); no more
+  // workgroups than the one with most.
   const half = (PERSIST_THREADS / shape.WGU) * shape.RPG / 2;
   const rowsD = (PERSIST_THREADS / shape.WGD) * shape.RPG;
-  const n = Math.min(o.grid, Math.max(Math.ceil(I / half), Math.ceil(K / rowsD)));
-  const act = Tensor.empty(gpu, [I], 'f32', 'persist.act');
+  const rowsO = o.oProj ? (PERSIST_THREADS / shape.WGO) * shape.RPG : rowsD;
+  const n = Math.min(o.grid, Math.max(Math.ceil(I / half), Math.ceil(K / rowsD), Math.ceil(K / rowsO)));
+  const mid = Tensor.empty(gpu, [o.oProj ? I + K : I], 'f32', 'persist.mid');
+  // Without OPROJ, wo and attn4 are never read: down and gate_up stand in (read-only, like them).
+  const op = o.oProj ?? { w: down, attn: gateUp };
   MLP.dispatch(gpu, {
-    bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, act },
-    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps },
+    bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, mid, wo: op.w,
+      attn4: op.attn },
+    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps, HD: op.w.shape[op.w.rank - 1] },
     overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: MLP_LABEL,
   });
-  act.dispose();
+  mid.dispose();
   gpu.state.get(RUNS, () => ({ n: 0 })).n++;
   return true;
 }
@@ -83,7 +115,7 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
 const RUNS = stateKey<{ n: number }>('persist.mlp.runs');
 
 /**
- * Persistent MLP dispatches recorded on `gpu` so far (a captured one counts once, when captured): a recorded decode
+ * Persistent dispatches (either variant) recorded on `gpu` so far (a captured one counts once, when captured): a decode
  * step compares it before and after its forward to know whether to read the flag.
  */
 export function mlpRuns(gpu: Gpu): number {
@@ -91,19 +123,20 @@ export function mlpRuns(gpu: Gpu): number {
 }
 
 /**
- * The MLP step on `x` as the Gpu's planner says: the persistent kernel at its grid (mlpGrid), else (or where it
- * cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync: the decode graph reads it with
- * its token instead); if it was set, x is untouched, so the step is redone on the per-op path and the Gpu switches
- * to it for good (persistRanOut warns). Resolves to the path that wrote x.
+ * The MLP step on `x` (after o.oProj's product where given) as the Gpu's planner says: the persistent kernel at its
+ * grid (mlpGrid), else (or where it cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync:
+ * the decode graph reads it with its token instead); if it was set, x is untouched, so the step is redone on the
+ * per-op path and the Gpu switches to it for good (persistRanOut warns). Resolves to the path that wrote x.
  */
 export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions): Promise<'persistent' | 'per-op'> {
   const gpu = x.gpu;
-  const grid = await mlpGrid(x, gateUp, down);
+  const grid = await mlpGrid(x, gateUp, down, o.oProj);
   if (grid > 0 && persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(gpu) })) {
     if (!(await takeFlag(gpu))) return 'persistent';
     persistRanOut(gpu, 'the persistent MLP');
   }
+  if (o.oProj) matmul(o.oProj.attn, o.oProj.w, { round: o.round, accumulate: x });
   const a = matmul(x, gateUp, { round: o.round, norm: { eps: o.eps }, swiglu: true });
   matmul(a, down, { round: o.round, accumulate: x });
   a.dispose();
@@ -117,10 +150,11 @@ const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
  * refuses the operands; the device's grid where an option forced it; the variant's measured one), else the
  * variant's key to measure it under and the largest grid to try.
  */
-function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor): number | { key: string; max: number } {
+function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor,
+  oProj?: OProj): number | { key: string; max: number } {
   const gpu = x.gpu;
   const max = persistGrid(gpu);
-  const shape = persistMlpShape(x, gateUp, down);
+  const shape = persistMlpShape(x, gateUp, down, oProj);
   if (max === 0 || !shape) return 0;
   if (kernelPolicy(gpu).persistGrid !== null) return max;
   const key = JSON.stringify(shape);
@@ -131,22 +165,27 @@ function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor): number | { key: s
  * The grid the persistent MLP runs at on these operands: the device's (persistGrid) where an option forced it,
  * else the largest of GRID_CANDIDATES up to it at which this kernel variant's own barrier held, tried smallest
  * first on a zero x and kept per variant: the self-check's kernel holds few registers, and a variant holding more
- * may have fewer workgroups resident. 0 where none held or the kernel does not take the operands.
+ * may have fewer workgroups resident (the OPROJ variant, `oProj`, is one of its own). 0 where none held or the
+ * kernel does not take the operands.
  */
-export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<number> {
-  const settled = settledGrid(x, gateUp, down);
+export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj): Promise<number> {
+  const settled = settledGrid(x, gateUp, down, oProj);
   if (typeof settled === 'number') return settled;
   const gpu = x.gpu;
   let best = 0;
   const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
+  const attn = oProj && Tensor.from(gpu, new Float32Array(oProj.attn.size), oProj.attn.shape, 'f32',
+    'persist.calibrate.attn');
   try {
     for (const n of GRID_CANDIDATES.filter((c) => c <= settled.max)) {
-      persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu) });
+      persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu),
+        oProj: oProj && { attn: attn!, w: oProj.w } });
       if (await takeFlag(gpu)) break;
       best = n;
     }
   } finally {
     zero.dispose();
+    attn?.dispose();
   }
   gpu.state.get(GRIDS, () => new Map<string, number>()).set(settled.key, best);
   return best;
@@ -159,7 +198,7 @@ export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor): Promise<
  * reads the flag (flagWord) after the step, as mlpStep does.
  */
 export function mlpPersistent(x: Tensor, gateUp: Tensor, down: Tensor, o: PersistMlpOptions): boolean {
-  const grid = settledGrid(x, gateUp, down);
+  const grid = settledGrid(x, gateUp, down, o.oProj);
   return typeof grid === 'number' && grid > 0 &&
     persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(x.gpu) });
 }

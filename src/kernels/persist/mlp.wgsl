@@ -1,36 +1,44 @@
-// persist_mlp: a decode layer's MLP tail in one dispatch of p.n workgroups meeting at a grid barrier, for one x row:
-// x += down(silu(gate) * up), gate | up = gate_up(rms(x)). The per-op path runs it as two gemv_wide dispatches
-// (matmul_wide.wgsl: the norm + SwiGLU product, then the residual product); this gives the same bits, because each
-// output is the same sums in the same order:
-//  - a row's sum: WG lanes (WGU for gate_up, WGD for down: the per-op shapes' lanes, plan/gemv.ts), lane l adding
-//    its UPL 16-byte units l, l + WG, .. in order from 0, then the lanes' sums in lane order (row_groups.inc.wgsl's
-//    slot_totals); how rows are grouped into workgroups (RPG) changes nothing in a row's sum;
+// persist_mlp: a decode layer's tail in one dispatch of p.n workgroups meeting at grid barriers, for one x row:
+// x += down(silu(gate) * up), gate | up = gate_up(rms(x)), and with OPROJ first x += o_proj(attn). The per-op path
+// runs it as gemv_wide dispatches (matmul_wide.wgsl: o_proj's residual product, the norm + SwiGLU product, then down's
+// residual product); this gives the same bits, because each output is the same sums in the same order:
+//  - a row's sum: WG lanes (WGO for o_proj, WGU for gate_up, WGD for down: the per-op shapes' lanes, plan/gemv.ts),
+//    lane l adding its UPL 16-byte units l, l + WG, .. in order from 0, then the lanes' sums in lane order
+//    (row_groups.inc.wgsl's slot_totals); how rows are grouped into workgroups (RPG) changes nothing in a row's sum;
 //  - x's inverse RMS by gemv_wide's tree (wide_inv.inc.wgsl) over THREADS threads, the per-op gate_up's THREADS;
-//  - the roundings: gate and up rounded, silu_mul, then down's sum rounded and added to x as add() rounds.
-// Step 1: workgroup w takes gate_up blocks w, w + n, .. (ROWSU / 2 gate rows and their up rows each) and stores their
-// activations into act. grid_sync. Step 2: down blocks w, w + n, .. (ROWSD rows), each x[n] read and written by one
-// workgroup. act crosses workgroups, so it is written and read by atomics (barrier.inc.wgsl says why); x is only read
-// before the barrier and written after it. If the barrier fails, no workgroup runs step 2: x is as it was, and the
-// caller redoes the MLP on the per-op path (persist/mlp.ts).
+//  - the roundings: o_proj's sum rounded and added to x as add() rounds; gate and up rounded, silu_mul, then down's
+//    sum rounded and added to x the same way.
+// With OPROJ, step 0: workgroup w takes o_proj blocks w, w + n, .. (ROWSO rows each) and stores x + o_proj(attn)
+// into mid[I ..]. grid_sync. Step 1: gate_up blocks w, w + n, .. (ROWSU / 2 gate rows and their up rows each), their
+// activations into mid[0 .. I]. grid_sync. Step 2: down blocks w, w + n, .. (ROWSD rows), each x[n] written by one
+// workgroup. mid crosses workgroups, so it is written and read by atomics (barrier.inc.wgsl says why); x is only read
+// before the last barrier and written after it. If a barrier fails, no workgroup runs what follows it: x is as it
+// was, and the caller redoes the tail on the per-op path (persist/mlp.ts).
 
-struct Params { K: u32, I: u32, n: u32, wait: u32, spin: u32, eps: f32 }
+struct Params { K: u32, I: u32, n: u32, wait: u32, spin: u32, eps: f32, HD: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> ctl: array<atomic<u32>>;   // [3], barrier.inc.wgsl
 @group(0) @binding(2) var<storage, read_write> x4: array<vec4<f32>>;      // [1, K], updated in place
 @group(0) @binding(3) var<storage, read> wu: array<vec4<u32>>;            // gate_up [2I, K]
 @group(0) @binding(4) var<storage, read> wd: array<vec4<u32>>;            // down [K, I]
-@group(0) @binding(5) var<storage, read_write> act: array<atomic<u32>>;   // [I], f32 bits
+@group(0) @binding(5) var<storage, read_write> mid: array<atomic<u32>>;   // f32 bits: act [I], then (OPROJ) x [K]
+@group(0) @binding(6) var<storage, read> wo: array<vec4<u32>>;            // o_proj [K, HD] (OPROJ)
+@group(0) @binding(7) var<storage, read> attn4: array<vec4<f32>>;         // [1, HD] (OPROJ)
 
 override WDT: u32 = 1u;        // weights: 0 f32, 1 bf16, 2 f16
 override ROUND: u32 = 0u;      // outputs: 0 none, 1 bf16, 2 f16
 override THREADS: u32 = 256u;
-override RPG: u32 = 4u;        // rows a row group (both products)
+override RPG: u32 = 4u;        // rows a row group (every product)
 override WGU: u32 = 64u;       // lanes a gate_up row; THREADS / WGU row groups
 override UPLU: u32 = 3u;       // 16-byte units a lane of a gate_up row
 override WGD: u32 = 64u;       // lanes a down row
 override UPLD: u32 = 8u;       // 16-byte units a lane of a down row
-const MAXW: u32 = 32u;         // registers of weight units a lane: UPLU * RPG and UPLD * RPG
+override OPROJ: bool = false;  // step 0, x += o_proj(attn), before the MLP
+override WGO: u32 = 64u;       // lanes an o_proj row (OPROJ)
+override UPLO: u32 = 1u;       // 16-byte units a lane of an o_proj row (OPROJ)
+override UPLM: u32 = 8u;       // the larger of UPLD and (OPROJ) UPLO: the residual products' unit loop
+const MAXW: u32 = 32u;         // registers of weight units a lane: UPLU * RPG and UPLM * RPG
 
 var<workgroup> red: array<f32, THREADS * RPG>;
 
@@ -55,15 +63,27 @@ fn xn4(v: vec4<f32>, inv: f32) -> vec4<f32> {
 
 fn inv_rms(ss: f32) -> f32 { return inverseSqrt(ss / f32(p.K) + p.eps); }
 
-fn sq4(i: u32, end: u32) -> vec4<f32> {
-  let v = x4[min(i, end - 1u)];
-  return select(vec4<f32>(), v * v, i < end);
+// mid[w .. w + 3], by atomic loads.
+fn mid4(w: u32) -> vec4<f32> {
+  return vec4<f32>(bitcast<f32>(atomicLoad(&mid[w])), bitcast<f32>(atomicLoad(&mid[w + 1u])),
+    bitcast<f32>(atomicLoad(&mid[w + 2u])), bitcast<f32>(atomicLoad(&mid[w + 3u])));
 }
 
-// act[4 j .. 4 j + 3], by atomic loads.
-fn act4(j: u32) -> vec4<f32> {
-  return vec4<f32>(bitcast<f32>(atomicLoad(&act[4u * j])), bitcast<f32>(atomicLoad(&act[4u * j + 1u])),
-    bitcast<f32>(atomicLoad(&act[4u * j + 2u])), bitcast<f32>(atomicLoad(&act[4u * j + 3u])));
+// x[4 j .. 4 j + 3] as the MLP reads it: x itself, or with OPROJ x + o_proj(attn), step 0's output in mid.
+fn xm4(j: u32) -> vec4<f32> {
+  if (OPROJ) { return mid4(p.I + 4u * j); }
+  return x4[j];
+}
+
+// x[n] alone, likewise.
+fn xm(n: u32) -> f32 {
+  if (OPROJ) { return bitcast<f32>(atomicLoad(&mid[p.I + n])); }
+  return x4[n >> 2u][n & 3u];
+}
+
+fn sq4(i: u32, end: u32) -> vec4<f32> {
+  let v = xm4(min(i, end - 1u));
+  return select(vec4<f32>(), v * v, i < end);
 }
 
 // gate_up row of slot r of block blk (gemv_block.inc.wgsl's wrow with SWIGLU): ROWSU / 2 gate rows, then their up
@@ -87,16 +107,16 @@ fn up_units(blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
   return wv;
 }
 
-// Step 1, one block (its units wv): its activations into act.
+// Step 1, one block (its units wv): its activations into mid[0 .. I].
 fn gate_up_block(blk: u32, tid: u32, inv: f32, wv: array<vec4<u32>, MAXW>) {
   let g = tid / WGU;
   let l = tid % WGU;
   var acc: array<f32, MAXW>;
   for (var i = 0u; i < UPLU; i++) {
     let xi = (l + i * WGU) * (epv() / 4u);
-    let a = xn4(x4[xi], inv);
+    let a = xn4(xm4(xi), inv);
     var b = a;
-    if (WDT != 0u) { b = xn4(x4[xi + 1u], inv); }
+    if (WDT != 0u) { b = xn4(xm4(xi + 1u), inv); }
     for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot(wv[i * RPG + r], a, b); }
   }
   let rows = (THREADS / WGU) * RPG;
@@ -106,61 +126,96 @@ fn gate_up_block(blk: u32, tid: u32, inv: f32, wv: array<vec4<u32>, MAXW>) {
   let half = rows / 2u;
   let i = blk * half + tid;
   if (tid < half && i < p.I) {
-    atomicStore(&act[i], bitcast<u32>(silu_mul(round_out(red[tid]), round_out(red[half + tid]))));
+    atomicStore(&mid[i], bitcast<u32>(silu_mul(round_out(red[tid]), round_out(red[half + tid]))));
   }
   workgroupBarrier();   // red is read before the next block's sums overwrite it
 }
 
-// Step 2's weight units of block blk for this thread: UPLD of each of its RPG down rows (past K: the last row).
-fn down_units(blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
-  let g = tid / WGD;
-  let l = tid % WGD;
-  let upr = p.I / epv();
-  let rows = (THREADS / WGD) * RPG;
+// The residual products, x[n] = r(x[n] + r(row n . v)) over K rows: step 0 (ph 0, OPROJ) o_proj's rows . attn into
+// mid[I ..], step 2 (ph 1) down's rows . act into x, from step 0's x with OPROJ. Their lanes, units and row length:
+fn res_wg(ph: u32) -> u32 { return select(WGD, WGO, ph == 0u); }
+fn res_upl(ph: u32) -> u32 { return select(UPLD, UPLO, ph == 0u); }
+fn res_len(ph: u32) -> u32 { return select(p.I, p.HD, ph == 0u); }
+fn res_unit(ph: u32, i: u32) -> vec4<u32> {
+  if (ph == 0u) { return wo[i]; }
+  return wd[i];
+}
+fn res_in4(ph: u32, j: u32) -> vec4<f32> {
+  if (ph == 0u) { return attn4[j]; }
+  return mid4(4u * j);
+}
+
+// A residual step's weight units of block blk for this thread: its UPL of each of its RPG rows (past K: the last).
+fn res_units(ph: u32, blk: u32, tid: u32) -> array<vec4<u32>, MAXW> {
+  let wg = res_wg(ph);
+  let g = tid / wg;
+  let l = tid % wg;
+  let upr = res_len(ph) / epv();
+  let rows = (THREADS / wg) * RPG;
   var wv: array<vec4<u32>, MAXW>;
   for (var r = 0u; r < RPG; r++) {
     let b = min(blk * rows + g * RPG + r, p.K - 1u) * upr;
-    for (var i = 0u; i < UPLD; i++) { wv[i * RPG + r] = wd[b + l + i * WGD]; }
+    for (var i = 0u; i < UPLM; i++) {
+      if (i < res_upl(ph)) { wv[i * RPG + r] = res_unit(ph, b + l + i * wg); }
+    }
   }
   return wv;
 }
 
-// Step 2, one block (its units wv): x[n] = r(x[n] + r(down row n . act)) for its rows.
-fn down_block(blk: u32, tid: u32, wv: array<vec4<u32>, MAXW>) {
-  let g = tid / WGD;
-  let l = tid % WGD;
-  let rows = (THREADS / WGD) * RPG;
+// A residual step, one block (its units wv): x[n] = r(x[n] + r(row n . v)) for its rows.
+fn res_block(ph: u32, blk: u32, tid: u32, wv: array<vec4<u32>, MAXW>) {
+  let wg = res_wg(ph);
+  let g = tid / wg;
+  let l = tid % wg;
+  let rows = (THREADS / wg) * RPG;
   var acc: array<f32, MAXW>;
-  for (var i = 0u; i < UPLD; i++) {
-    let xi = (l + i * WGD) * (epv() / 4u);
-    let a = act4(xi);
-    var b = a;
-    if (WDT != 0u) { b = act4(xi + 1u); }
-    for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot(wv[i * RPG + r], a, b); }
+  for (var i = 0u; i < UPLM; i++) {
+    if (i < res_upl(ph)) {
+      let xi = (l + i * wg) * (epv() / 4u);
+      let a = res_in4(ph, xi);
+      var b = a;
+      if (WDT != 0u) { b = res_in4(ph, xi + 1u); }
+      for (var r = 0u; r < RPG; r++) { acc[r] += unit_dot(wv[i * RPG + r], a, b); }
+    }
   }
-  let total = slot_totals(acc, l, g, tid, WGD, rows);
+  let total = slot_totals(acc, l, g, tid, wg, rows);
   let n = blk * rows + tid;
-  if (tid < rows && n < p.K) { x4[n >> 2u][n & 3u] = round_out(x4[n >> 2u][n & 3u] + round_out(total)); }
+  if (tid < rows && n < p.K) {
+    if (ph == 0u) {
+      atomicStore(&mid[p.I + n], bitcast<u32>(round_out(x4[n >> 2u][n & 3u] + round_out(total))));
+    } else {
+      x4[n >> 2u][n & 3u] = round_out(xm(n) + round_out(total));
+    }
+  }
 }
 
-// Weights never depend on the barrier: each workgroup's first block of either step is loaded before what it waits
-// for (x's norm, the barrier), as gemv_wide issues its loads before its norm.
+// A residual step's blocks for workgroup w: w, w + n, .. (the first's units wv loaded ahead by the caller).
+fn res_step(ph: u32, w: u32, tid: u32, first: array<vec4<u32>, MAXW>) {
+  var wv = first;
+  let rows = (THREADS / res_wg(ph)) * RPG;
+  for (var blk = w; blk < (p.K + rows - 1u) / rows; blk += p.n) {
+    if (blk != w) { wv = res_units(ph, blk, tid); }
+    res_block(ph, blk, tid, wv);
+  }
+}
+
+// Weights never depend on a barrier: each workgroup's first block of every step is loaded before what it waits for
+// (x's norm, the barrier), as gemv_wide issues its loads before its norm.
 @compute @workgroup_size(THREADS)
 fn persist_mlp(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
-  let half = (THREADS / WGU) * RPG / 2u;
+  if (OPROJ) { res_step(0u, wid.x, tid, res_units(0u, wid.x, tid)); }
   var uw = up_units(wid.x, tid);
-  let inv = wide_inv(tid);
-  for (var blk = wid.x; blk < (p.I + half - 1u) / half; blk += p.n) {
-    if (blk != wid.x) { uw = up_units(blk, tid); }
-    gate_up_block(blk, tid, inv, uw);
-  }
-  var dw = down_units(wid.x, tid);
-  if (grid_sync(tid, 0u)) {
-    let rows = (THREADS / WGD) * RPG;
-    for (var blk = wid.x; blk < (p.K + rows - 1u) / rows; blk += p.n) {
-      if (blk != wid.x) { dw = down_units(blk, tid); }
-      down_block(blk, tid, dw);
+  var ok = true;
+  if (OPROJ) { ok = grid_sync(tid, 0u); }
+  if (ok) {
+    let half = (THREADS / WGU) * RPG / 2u;
+    let inv = wide_inv(tid);
+    for (var blk = wid.x; blk < (p.I + half - 1u) / half; blk += p.n) {
+      if (blk != wid.x) { uw = up_units(blk, tid); }
+      gate_up_block(blk, tid, inv, uw);
     }
+    let dw = res_units(1u, wid.x, tid);
+    if (grid_sync(tid, select(0u, 1u, OPROJ))) { res_step(1u, wid.x, tid, dw); }
   }
   grid_exit(tid);
 }
