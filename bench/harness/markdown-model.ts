@@ -30,7 +30,7 @@ export function modelLines(r: BenchResult): string[] {
     const path = c.decode?.path;
     if (!path) continue;
     L.push(`- **${c.name}** decode: ${'replayed' in path
-      ? `one captured step of ${path.replayed} dispatches${path.persistent ? ' (its MLPs persistent)' : ''} ` +
+      ? `one captured step of ${path.replayed} dispatches${path.persistent ? ' (persistent layer tails)' : ''} ` +
         'replayed per token, greedy tokens fed back on the GPU, ' +
         queue
       : `each step recorded (${esc(path.recorded)})`}`);

@@ -200,7 +200,7 @@ export const OPTIONS: readonly BenchOption[] = [
     + "library's default)\nor the caches decoded, then sdpa",
     apply: (s, v) => { s.turboDecode = oneOf('turbo-decode', v, ['fused', 'general']); } },
   { name: 'decode-step', arg: 'per-op|persistent|auto', help: 'a decode step per op (the library\'s default) or with '
-    + 'the persistent MLP\n(grid barriers inside one dispatch; auto: on GPUs only)',
+    + 'the persistent layer tails\n(grid barriers inside one dispatch; auto: on GPUs only)',
     apply: (s, v) => { s.decodeStep = oneOf('decode-step', v, DECODE_STEPS); } },
   { name: 'robustness', help: 'Dawn with its robust buffer access (Node; the library turns it off by default)',
     apply: (s) => { s.robustness = true; } },
