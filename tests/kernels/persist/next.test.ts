@@ -1,0 +1,130 @@
+// The persistent kernel's NEXT variant (kernels/persist/mlp.wgsl): a decode layer's whole tail after attention
+// (x += o_proj(attn), the MLP) and then, after one more grid barrier, the next layer's rms-normed gqkv projection,
+// against the per-op path it replaces (four gemv_wide products, matmul's path 'gemv', as a GPU runs a decode step):
+// x and gqkv bit for bit at grids of 1 and 2 workgroups, f32 and bf16; a barrier made to run out sets the flag; a
+// gqkv the per-op path would not run on gemv_wide over the kernel's threads, or of another dtype or width, is
+// refused, and so is mlpStep with `next` (its contract, x untouched after a run-out, would not hold).
+import { describe, expect, it } from 'vitest';
+import { getGpu } from '../../helpers/gpu.ts';
+import { randn } from '../../../testkit/helpers/seeded.ts';
+import { EPS, asDtype, asRound, type WDType } from '../../helpers/matmul-cases.ts';
+import type { Gpu } from '../../../src/kernels/gpu.ts';
+import { Tensor } from '../../../src/tensor/tensor.ts';
+import { matmul } from '../../../src/kernels/matmul/matmul.ts';
+import { mlpStep, persistentMlp, persistMlpShape, readControl, takeFlag } from '../../../src/kernels/persist/mlp.ts';
+import type { Round } from '../../../src/kernels/common/codes.ts';
+import { TEST_SPIN } from '../../helpers/persist.ts';
+
+interface Case { K: number; I: number; HD: number; N: number; dtype: WDType; round: Round; why: string }
+
+const CASES: Case[] = [
+  { K: 512, I: 1024, HD: 512, N: 1536, dtype: 'bf16', round: 'bf16', why: 'the decode tests\' shape' },
+  { K: 256, I: 768, HD: 512, N: 1000, dtype: 'f32', round: 'none', why: 'f32, a last gqkv block part full' },
+];
+
+function operands(gpu: Gpu, c: Case, seed: number) {
+  const w = (s: number, rows: number, cols: number, label: string) => Tensor.from(gpu,
+    asDtype(c.dtype, randn(seed + s, rows * cols, 1 / Math.sqrt(cols))), [rows, cols], c.dtype, label);
+  return {
+    xv: asRound(c.round, randn(seed, c.K, 3)),
+    attn: Tensor.from(gpu, asRound(c.round, randn(seed + 4, c.HD, 1)), [1, c.HD], 'f32', 'attn'),
+    wo: w(3, c.K, c.HD, 'o_proj'),
+    gu: w(1, 2 * c.I, c.K, 'gate_up'),
+    down: w(2, c.K, c.I, 'down'),
+    gqkv: w(5, c.N, c.K, 'gqkv'),
+  };
+}
+type Operands = ReturnType<typeof operands>;
+
+/** x and the next gqkv after the per-op path on matmul's path 'gemv': o_proj, norm + SwiGLU, down, norm + gqkv. */
+async function perOp(gpu: Gpu, o: Operands, round: Round): Promise<{ x: Float32Array; gq: Float32Array }> {
+  const x = Tensor.from(gpu, o.xv, [1, o.xv.length], 'f32', 'x.ref');
+  const path = 'gemv' as const;
+  matmul(o.attn, o.wo, { path, round, accumulate: x });
+  const a = matmul(x, o.gu, { path, round, norm: { eps: EPS }, swiglu: true });
+  matmul(a, o.down, { path, round, accumulate: x });
+  const gq = matmul(x, o.gqkv, { path, round, norm: { eps: EPS } });
+  const got = { x: (await x.read()) as Float32Array, gq: (await gq.read()) as Float32Array };
+  for (const t of [a, x, gq]) t.dispose();
+  return got;
+}
+
+/** got and want the same f32 bits; `why` names the case. */
+function expectBits(got: Float32Array, want: Float32Array, why: string): void {
+  const [g, w] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
+  expect(g.length, why).toBe(w.length);
+  const bad = w.findIndex((v, i) => v !== g[i]);
+  expect(bad, `${why}: output ${bad} is ${got[bad]}, the per-op path's ${want[bad]}`).toBe(-1);
+}
+
+function dispose(o: Operands): void {
+  for (const t of [o.attn, o.wo, o.gu, o.down, o.gqkv]) t.dispose();
+}
+
+describe('persistent tail with the next layer\'s norm + gqkv, in one dispatch', () => {
+  for (const c of CASES) {
+    it(`equals the per-op gemv_wide path bit for bit at grids 1 and 2: K ${c.K}, N ${c.N}, ${c.why}`, async () => {
+      const gpu = await getGpu();
+      const o = operands(gpu, c, c.K + c.N);
+      try {
+        const want = await perOp(gpu, o, c.round);
+        for (const grid of [1, 2]) {
+          const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+          const out = Tensor.from(gpu, new Float32Array(c.N).fill(NaN), [1, c.N], 'f32', 'gq');
+          const oProj = { attn: o.attn, w: o.wo };
+          const next = { w: o.gqkv, out };
+          expect(persistMlpShape(x, o.gu, o.down, oProj, next), 'gemv_wide shapes')
+            .toMatchObject({ OPROJ: 1, NEXT: 1 });
+          expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin: TEST_SPIN, oProj, next }))
+            .toBe(true);
+          expectBits((await x.read()) as Float32Array, want.x, `${c.why}, x, grid ${grid}`);
+          expectBits((await out.read()) as Float32Array, want.gq, `${c.why}, gqkv, grid ${grid}`);
+          expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 0]);
+          for (const t of [x, out]) t.dispose();
+        }
+      } finally {
+        dispose(o);
+      }
+    });
+  }
+
+  it('a barrier that runs out sets the flag and leaves the work after it undone', async () => {
+    const gpu = await getGpu();
+    const c = CASES[0];
+    const o = operands(gpu, c, 17);
+    const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+    const out = Tensor.from(gpu, new Float32Array(c.N), [1, c.N], 'f32', 'gq');
+    try {
+      expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid: 2, spin: 64, absent: true,
+        oProj: { attn: o.attn, w: o.wo }, next: { w: o.gqkv, out } })).toBe(true);
+      expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 1]);
+      expect(await takeFlag(gpu)).toBe(true);
+      expectBits((await x.read()) as Float32Array, o.xv, 'x after a run-out at the first barrier');
+      expectBits((await out.read()) as Float32Array, new Float32Array(c.N), 'gqkv after a run-out');
+    } finally {
+      for (const t of [x, out]) t.dispose();
+      dispose(o);
+    }
+  });
+
+  it('refuses a gqkv gemv_wide would not take over the kernel\'s threads, of another dtype or width', async () => {
+    const gpu = await getGpu();
+    const x = Tensor.empty(gpu, [1, 512], 'f32', 'x');
+    const [gu, down] = [Tensor.empty(gpu, [2048, 512], 'bf16', 'gu'), Tensor.empty(gpu, [512, 1024], 'bf16', 'down')];
+    const next = (N: number, K: number, dtype: 'bf16' | 'f32') => ({ w: Tensor.empty(gpu, [N, K], dtype, 'gqkv'),
+      out: Tensor.empty(gpu, [1, N], 'f32', 'gq') });
+    const cases = [['N 4096: 32 lanes a row, 128 threads', next(4096, 512, 'bf16')],
+      ['f32 gqkv, bf16 MLP', next(1536, 512, 'f32')], ['K 256 rows for x of 512', next(1536, 256, 'bf16')]] as const;
+    const ok = next(1536, 512, 'bf16');
+    try {
+      expect(persistMlpShape(x, gu, down, undefined, ok), 'the MLP and a gqkv').toMatchObject({ NEXT: 1 });
+      for (const [why, q] of cases) {
+        expect(persistMlpShape(x, gu, down, undefined, q), why).toBeNull();
+        expect(persistentMlp(x, gu, down, { eps: EPS, grid: 2, spin: 1, next: q }), why).toBe(false);
+      }
+      await expect(mlpStep(x, gu, down, { eps: EPS, next: ok })).rejects.toThrow(/\[mlpStep\] next/);
+    } finally {
+      for (const t of [x, gu, down, ok.w, ok.out, ...cases.flatMap(([, q]) => [q.w, q.out])]) t.dispose();
+    }
+  });
+});
