@@ -28,7 +28,7 @@ export interface NextProj {
  * The kernel's overrides for x [1, K], gateUp [2I, K], down [K, I], for the OPROJ variant oProj's attn [1, HD]
  * and w [K, HD], for the NEXT variant next's w [N, K] and out [1, N] (one dense weight each), or null where the
  * per-op path would not take gemv_wide for every product or where the kernel cannot run: x, attn or out not
- * 16-byte aligned, a norm product's per-op workgroup not of PERSIST_THREADS threads, the registers exceeded.
+ * 16-byte aligned, gate_up's per-op workgroup not of PERSIST_THREADS threads (gqkv's: more), the registers exceeded.
  */
 export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
   next?: NextProj): Record<string, number> | null {
@@ -43,7 +43,7 @@ export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor, oProj?:
   const UPLU = uplFit(K, dtype, gu.wg, 1).upl;
   const UPLD = uplFit(I, dtype, dn.wg, 1).upl;
   const o = oProj ? oProjShape(x, oProj, dtype) : { WGO: 64, UPLO: 1 };
-  const q = next ? nextShape(x, next, dtype) : { WGQ: 64, UPLQ: 1 };
+  const q = next ? nextShape(x, next, dtype) : { WGQ: 64, UPLQ: 1, TQ: PERSIST_THREADS };
   if (!o || !q) return null;
   const UPLM = oProj ? Math.max(UPLD, o.UPLO) : UPLD;
   const UPLN = next ? Math.max(UPLU, q.UPLQ) : UPLU;
@@ -64,15 +64,16 @@ function oProjShape(x: Tensor, o: OProj, dtype: string): { WGO: number; UPLO: nu
 }
 
 /**
- * The next projection's lanes and units a lane where its per-op product with the fused norm on x's row would be
- * gemv_wide over PERSIST_THREADS threads (the norm's tree), else null.
+ * The next projection's lanes, units a lane and threads (its norm's tree) where its per-op product with the fused
+ * norm on x's row would be gemv_wide of at most PERSIST_THREADS threads, else null.
  */
-function nextShape(x: Tensor, q: NextProj, dtype: string): { WGQ: number; UPLQ: number } | null {
+function nextShape(x: Tensor, q: NextProj, dtype: string): { WGQ: number; UPLQ: number; TQ: number } | null {
   const K = x.size;
   const N = q.w.shape[0];
   if (q.w.rank !== 2 || q.w.shape[1] !== K || q.w.dtype !== dtype || q.out.dtype !== 'f32' || q.out.size !== N ||
     q.out.offset % 16 !== 0) return null;
   const op = denseGemvShape(x.gpu, { M: 1, dtype, wide: wideRows(x, q.w, K), N, K, norm: true, swiglu: false });
-  return op.kernel === 'wide' && op.wg * op.groups! === PERSIST_THREADS
-    ? { WGQ: op.wg, UPLQ: uplFit(K, dtype, op.wg, 1).upl } : null;
+  const TQ = op.wg * (op.groups ?? 0);
+  return op.kernel === 'wide' && TQ > 0 && PERSIST_THREADS % TQ === 0
+    ? { WGQ: op.wg, UPLQ: uplFit(K, dtype, op.wg, 1).upl, TQ } : null;
 }

@@ -7,7 +7,8 @@
 //  - a row's sum: WG lanes (WGO for o_proj, WGU for gate_up, WGD for down, WGQ for gqkv: the per-op shapes' lanes,
 //    plan/gemv.ts), lane l adding its UPL 16-byte units l, l + WG, .. in order from 0, then the lanes' sums in lane
 //    order (row_groups.inc.wgsl's slot_totals); how rows are grouped into workgroups (RPG) changes nothing in a sum;
-//  - x's inverse RMS by gemv_wide's tree (wide_inv.inc.wgsl) over THREADS threads, the per-op norm products' THREADS;
+//  - x's inverse RMS by gemv_wide's tree (wide_inv.inc.wgsl) over the per-op norm products' threads: gate_up's
+//    THREADS, gqkv's TQ (its per-op gemv_wide may have fewer: 32 lanes x 4 groups for N >= 4096);
 //  - the roundings: o_proj's sum rounded and added to x as add() rounds; gate and up rounded, silu_mul, then down's
 //    sum rounded and added to x the same way; the normed x's elements and gqkv's sums rounded as gemv_wide rounds.
 // With OPROJ, step 0: workgroup w takes o_proj blocks w, w + n, .. (ROWSO rows each) and stores x + o_proj(attn)
@@ -48,6 +49,7 @@ override UPLM: u32 = 8u;       // the larger of UPLD and (OPROJ) UPLO: the resid
 override NEXT: bool = false;   // step 3, gq = gqkv(rms(x)), after the MLP
 override WGQ: u32 = 64u;       // lanes a gqkv row (NEXT)
 override UPLQ: u32 = 1u;       // 16-byte units a lane of a gqkv row (NEXT)
+override TQ: u32 = 256u;       // threads of gqkv's per-op gemv_wide (NEXT): its norm's tree, <= THREADS
 override UPLN: u32 = 3u;       // the larger of UPLU and (NEXT) UPLQ: the norm products' unit loop
 const MAXW: u32 = 32u;         // registers of weight units a lane: UPLN * RPG and UPLM * RPG
 
@@ -172,7 +174,7 @@ fn norm_block(ph: u32, blk: u32, tid: u32, inv: f32, wv: array<vec4<u32>, MAXW>)
 // A norm product's step for workgroup w: x's norm, then blocks w, w + n, .. (the first's units wv loaded ahead).
 fn norm_step(ph: u32, w: u32, tid: u32, first: array<vec4<u32>, MAXW>) {
   var wv = first;
-  let inv = wide_inv(tid);
+  let inv = wide_inv_over(tid, select(THREADS, TQ, ph == 1u));
   let outs = norm_outs(ph);
   for (var blk = w; blk < (select(p.I, p.N, ph == 1u) + outs - 1u) / outs; blk += p.n) {
     if (blk != w) { wv = norm_units(ph, blk, tid); }
