@@ -40,10 +40,12 @@ export interface PersistMlpOptions {
 }
 
 /**
- * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), after x += oProj.w(oProj.attn) where given, in one
- * dispatch of `grid` workgroups (fewer where there are fewer blocks), each barrier waited on `spin` loads at most.
- * False, nothing dispatched, where persistMlpShape refuses the operands. A barrier that runs out sets the device's
- * flag (persistFlag) and leaves x as it was.
+ * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), after x += oProj.w(oProj.attn) where given, then
+ * next.out = next.w(rmsNorm(x)) where given, in one dispatch of `grid` workgroups (fewer where there are fewer
+ * blocks), each barrier waited on `spin` loads at most (1 barrier, 1 more with oProj, 1 more with next). False,
+ * nothing dispatched, where persistMlpShape refuses the operands. A barrier that runs out sets the device's flag
+ * (persistFlag) and leaves the work after it undone: x as it was, except at next's barrier (x updated, next.out
+ * unwritten; decode redoes the whole step, hrm/stepper.ts).
  */
 export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions & { grid: number; spin: number }): boolean {
