@@ -1,5 +1,5 @@
 // What the persistent kernels' tests share (tests/kernels/persist/, tests/hrm/persist-*.test.ts).
-import { vi } from 'vitest';
+import { expect, vi } from 'vitest';
 import { HrmModel } from '../../src/hrm/model.ts';
 import type { LayerWeights } from '../../src/hrm/weights.ts';
 import type { Tensor } from '../../src/tensor/tensor.ts';
@@ -9,6 +9,14 @@ import { Kernel } from '../../src/kernels/kernel.ts';
 import type { HrmConfig } from '../../src/hrm/config.ts';
 import { generate, type GenerateStats } from '../../src/hrm/generate.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
+
+/** got and want the same f32 bits (the persistent kernels against the per-op path); `why` names the case. */
+export function expectBits(got: Float32Array, want: Float32Array, why: string): void {
+  const [g, w] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
+  expect(g.length, why).toBe(w.length);
+  const bad = w.findIndex((v, i) => v !== g[i]);
+  expect(bad, `${why}: output ${bad} is ${got[bad]}, the per-op path's ${want[bad]}`).toBe(-1);
+}
 
 /** Spins that only a workgroup which is not running runs out, even on a loaded CPU driver (seconds of loads). */
 export const TEST_SPIN = 2 ** 26;

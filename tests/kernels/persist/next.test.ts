@@ -14,7 +14,7 @@ import { Tensor } from '../../../src/tensor/tensor.ts';
 import { matmul } from '../../../src/kernels/matmul/matmul.ts';
 import { mlpStep, persistentMlp, persistMlpShape, readControl, takeFlag } from '../../../src/kernels/persist/mlp.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
-import { TEST_SPIN } from '../../helpers/persist.ts';
+import { expectBits, TEST_SPIN } from '../../helpers/persist.ts';
 
 interface Case { K: number; I: number; HD: number; N: number; dtype: WDType; round: Round; why: string; seed?: number }
 
@@ -53,12 +53,25 @@ async function perOp(gpu: Gpu, o: Operands, round: Round): Promise<{ x: Float32A
   return got;
 }
 
-/** got and want the same f32 bits; `why` names the case. */
-function expectBits(got: Float32Array, want: Float32Array, why: string): void {
-  const [g, w] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
-  expect(g.length, why).toBe(w.length);
-  const bad = w.findIndex((v, i) => v !== g[i]);
-  expect(bad, `${why}: output ${bad} is ${got[bad]}, the per-op path's ${want[bad]}`).toBe(-1);
+/**
+ * x and gqkv (NaN before) after the NEXT variant at `grid`, its barriers run out where `absent`, and the barrier
+ * words (arrivals, exits, flag) after it.
+ */
+async function persistent(gpu: Gpu, o: Operands, c: Case, grid: number, absent = false) {
+  const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+  const out = Tensor.from(gpu, new Float32Array(c.N).fill(NaN), [1, c.N], 'f32', 'gq');
+  const oProj = { attn: o.attn, w: o.wo };
+  const next = { w: o.gqkv, out };
+  try {
+    expect(persistMlpShape(x, o.gu, o.down, oProj, next), 'gemv_wide shapes')
+      .toMatchObject({ OPROJ: 1, NEXT: 1, TQ: c.N >= 4096 ? 128 : 256 });
+    expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin: absent ? 64 : TEST_SPIN, absent,
+      oProj, next })).toBe(true);
+    return { x: (await x.read()) as Float32Array, gq: (await out.read()) as Float32Array,
+      control: [...await readControl(gpu)] };
+  } finally {
+    for (const t of [x, out]) t.dispose();
+  }
 }
 
 function dispose(o: Operands): void {
@@ -73,18 +86,10 @@ describe('persistent tail with the next layer\'s norm + gqkv, in one dispatch', 
       try {
         const want = await perOp(gpu, o, c.round);
         for (const grid of [1, 2]) {
-          const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
-          const out = Tensor.from(gpu, new Float32Array(c.N).fill(NaN), [1, c.N], 'f32', 'gq');
-          const oProj = { attn: o.attn, w: o.wo };
-          const next = { w: o.gqkv, out };
-          expect(persistMlpShape(x, o.gu, o.down, oProj, next), 'gemv_wide shapes')
-            .toMatchObject({ OPROJ: 1, NEXT: 1, TQ: c.N >= 4096 ? 128 : 256 });
-          expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin: TEST_SPIN, oProj, next }))
-            .toBe(true);
-          expectBits((await x.read()) as Float32Array, want.x, `${c.why}, x, grid ${grid}`);
-          expectBits((await out.read()) as Float32Array, want.gq, `${c.why}, gqkv, grid ${grid}`);
-          expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 0]);
-          for (const t of [x, out]) t.dispose();
+          const got = await persistent(gpu, o, c, grid);
+          expectBits(got.x, want.x, `${c.why}, x, grid ${grid}`);
+          expectBits(got.gq, want.gq, `${c.why}, gqkv, grid ${grid}`);
+          expect(got.control, 'arrivals, exits, flag').toEqual([0, 0, 0]);
         }
       } finally {
         dispose(o);
@@ -96,17 +101,13 @@ describe('persistent tail with the next layer\'s norm + gqkv, in one dispatch', 
     const gpu = await getGpu();
     const c = CASES[0];
     const o = operands(gpu, c, 17);
-    const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
-    const out = Tensor.from(gpu, new Float32Array(c.N), [1, c.N], 'f32', 'gq');
     try {
-      expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid: 2, spin: 64, absent: true,
-        oProj: { attn: o.attn, w: o.wo }, next: { w: o.gqkv, out } })).toBe(true);
-      expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 1]);
+      const got = await persistent(gpu, o, c, 2, true);
+      expect(got.control, 'arrivals, exits, flag').toEqual([0, 0, 1]);
       expect(await takeFlag(gpu)).toBe(true);
-      expectBits((await x.read()) as Float32Array, o.xv, 'x after a run-out at the first barrier');
-      expectBits((await out.read()) as Float32Array, new Float32Array(c.N), 'gqkv after a run-out');
+      expectBits(got.x, o.xv, 'x after a run-out at the first barrier');
+      expectBits(got.gq, new Float32Array(c.N).fill(NaN), 'gqkv after a run-out');
     } finally {
-      for (const t of [x, out]) t.dispose();
       dispose(o);
     }
   });
