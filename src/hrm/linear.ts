@@ -1,6 +1,7 @@
 // The model's projections and embedding by the kind of weight: dense chunks go to matmul / embed, quantized ones
 // (Weight.quant) to qlinear / qembed, with the same options and fusions; a layer's MLP block and its tail after
-// attention (o_proj + the MLP), one dispatch where the persistent kernel (kernels/persist/mlp.ts) takes them.
+// attention (o_proj + the MLP, + the next layer's norm + gqkv within a stack), one dispatch where the persistent
+// kernel (kernels/persist/mlp.ts) takes them.
 import { Tensor } from '../tensor/tensor.ts';
 import { embed as denseEmbed, type EmbedOptions } from '../kernels/ops/ops.ts';
 import { matmul } from '../kernels/matmul/matmul.ts';
@@ -35,15 +36,26 @@ export interface TailWeights { o: Weight; gateUp: Weight; down: Weight }
  * A layer's tail after its attention into x in place: x += o(attn) (attn: the gated attention output), then HRM's
  * MLP block (mlp). For a decode row with `persistent` (as mlp's), all of it in one dispatch, the persistent kernel's
  * OPROJ variant (kernels/persist/mlp.ts), where the Gpu runs it, its grid was measured (prepareTail) and it takes
- * the three weights (dense, one chunk each; it reproduces the three products' sums); else o_proj's residual product,
- * then mlp (whose MLP may still run on the persistent kernel alone).
+ * the three weights (dense, one chunk each; it reproduces the three products' sums), and with `next` (the next
+ * layer's gqkv weight) the NEXT variant where it takes that too: it then also computes next(rmsNorm(x)), returned
+ * (the product linear(x, next, { norm }) would give, bit for bit); else o_proj's residual product, then mlp (whose
+ * MLP may still run on the persistent kernel alone). Null where the next gqkv was not computed.
  */
-export function tail(x: Tensor, attn: Tensor, w: TailWeights, o: MlpBlockOptions): Tensor {
+export function tail(x: Tensor, attn: Tensor, w: TailWeights, o: MlpBlockOptions, next?: Weight): Tensor | null {
   const dense = o.persistent ? denseOperands(w.o, w.gateUp, w.down) : null;
-  const one = { eps: o.eps, round: o.round, oProj: dense ? { attn, w: dense[0] } : undefined };
-  if (dense && mlpPersistent(x, dense[1], dense[2], one)) return x;
+  if (dense) {
+    const one = { eps: o.eps, round: o.round, oProj: { attn, w: dense[0] } };
+    const q = next && denseOperands(next);
+    if (q) {
+      const out = Tensor.empty(x.gpu, [1, q[0].shape[0]], 'f32', 'gqkv');
+      if (mlpPersistent(x, dense[1], dense[2], { ...one, next: { w: q[0], out } })) return out;
+      out.dispose();
+    }
+    if (mlpPersistent(x, dense[1], dense[2], one)) return null;
+  }
   linear(attn, w.o, { round: o.round, accumulate: x });
-  return mlp(x, w.gateUp, w.down, o);
+  mlp(x, w.gateUp, w.down, o);
+  return null;
 }
 
 /**
@@ -66,18 +78,24 @@ export function mlp(x: Tensor, gateUp: Weight, down: Weight, o: MlpBlockOptions)
 
 /**
  * Measure the persistent kernel's grid on a layer's weights (mlpGrid) before a persistent forward needs it, for the
- * variant tail runs: the OPROJ one, else (where it does not take o_proj) the MLP alone. x is a decode row's
- * [1, hidden] f32 (its values unused). Once per kernel variant and Gpu; nothing where the kernels are off or the
- * weights are not dense ones of one chunk each.
+ * variants tail runs: with `next` (the next layer's gqkv weight) the NEXT one, and the OPROJ one (where NEXT is not
+ * taken or held at no grid), else (where it does not take o_proj) the MLP alone. x is a decode row's [1, hidden]
+ * f32 (its values unused). Once per kernel variant and Gpu; nothing where the kernels are off or the weights are
+ * not dense ones of one chunk each.
  */
-export async function prepareTail(x: Tensor, w: TailWeights): Promise<void> {
+export async function prepareTail(x: Tensor, w: TailWeights, next?: Weight): Promise<void> {
   const dense = denseOperands(w.o, w.gateUp, w.down);
   if (dense) {
     const attn = Tensor.empty(x.gpu, [1, w.o.cols], 'f32', 'prepare.attn');
+    const q = next && denseOperands(next);
+    const out = q && Tensor.empty(x.gpu, [1, q[0].shape[0]], 'f32', 'prepare.gqkv');
     try {
-      if (await mlpGrid(x, dense[1], dense[2], { attn, w: dense[0] }) > 0) return;
+      const oProj = { attn, w: dense[0] };
+      if (q && await mlpGrid(x, dense[1], dense[2], oProj, { w: q[0], out: out! }) > 0) return;
+      if (await mlpGrid(x, dense[1], dense[2], oProj) > 0) return;
     } finally {
       attn.dispose();
+      out?.dispose();
     }
   }
   const mlpDense = denseOperands(w.gateUp, w.down);

@@ -9,7 +9,8 @@
 // decode step into a full-precision cache, whose attention merges inside its split, and into the scores of a
 // quantized one), and a decode row's whole MLP into one where the Gpu's policy folds it (decodeMlp: dense, 4- and
 // 8-bit weights). A decode layer is 5 dispatches on a GPU (6 into a quantized cache), one fewer with the MLP folded;
-// in a persistent forward (ForwardOptions.persistent) o_proj and the whole MLP are one dispatch (linear.ts tail): 3.
+// in a persistent forward (ForwardOptions.persistent) o_proj, the whole MLP and, within a stack, the next layer's
+// norm + gqkv are one dispatch (linear.ts tail): 2 (3 for each stack's first layer, whose gqkv runs on its own).
 // Two numeric modes: 'f32' (precise reference) and 'bf16' (every op output rounded to bf16 where MLX rounds).
 // All dispatches of one forward go into one command encoder; nothing is read back until the caller reads logits.
 import { InputError } from '../errors.ts';
@@ -35,10 +36,10 @@ export interface ForwardOptions {
   /** Logits for every position, or only the last (generation). Default 'all'. */
   logits?: 'all' | 'last';
   /**
-   * A decode row's layer tails (o_proj and the MLP) may run on the persistent kernel (linear.ts tail, where the
-   * Gpu's decodeStep and prepareDecode allow). Only for a caller that reads the barrier's flag after the forward
-   * and redoes the step per op when it is set (decode.ts, stepper.ts): a barrier that ran out leaves the tail
-   * undone. Default false.
+   * A decode row's layer tails (o_proj, the MLP and the next layer's norm + gqkv) may run on the persistent kernel
+   * (linear.ts tail, where the Gpu's decodeStep and prepareDecode allow). Only for a caller that reads the barrier's
+   * flag after the forward and redoes the whole step per op when it is set (decode.ts, stepper.ts): a barrier that
+   * ran out leaves the tail, or the next gqkv, undone. Default false.
    */
   persistent?: boolean;
 }
@@ -126,7 +127,9 @@ export class HrmModel {
     if (persistGrid(this.gpu) === 0) return;
     const x = Tensor.empty(this.gpu, [1, this.config.hidden_size], 'f32', 'prepare.x');
     try {
-      for (const w of [...this.weights.L, ...this.weights.H]) await prepareTail(x, w);
+      for (const ws of [this.weights.L, this.weights.H]) {
+        for (let i = 0; i < ws.length; i++) await prepareTail(x, ws[i], ws[i + 1]?.gqkv);
+      }
     } finally {
       x.dispose();
     }
@@ -134,10 +137,12 @@ export class HrmModel {
 
   private stack(layers: LayerWeights[], x: Tensor, slots: CacheSlot[], base: number,
     step: { pass: CachePass; persistent: boolean }): Tensor {
-    // The residual stream x is this stack's own tensor: the output projections add into it in place.
+    // The residual stream x is this stack's own tensor: the output projections add into it in place. A tail may
+    // compute the next layer's gqkv projection too (persistent), which that layer's attention then takes.
+    let gqkv: Tensor | null = null;
     for (let i = 0; i < layers.length; i++) {
-      const attn = this.attention(x, layers[i], slots[base + i], step.pass);
-      x = this.tail(x, attn, layers[i], step.persistent);
+      const attn = this.attention(x, layers[i], slots[base + i], step.pass, gqkv);
+      gqkv = this.tail(x, attn, layers[i], step.persistent, layers[i + 1]);
       attn.dispose();
     }
     const out = rmsNorm(x, { eps: this.config.rms_norm_eps, round: this.round });
@@ -145,20 +150,24 @@ export class HrmModel {
     return out;
   }
 
-  /** sigmoid(gate) * sdpa(q, cache.update(k, v)), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd. */
-  private attention(x: Tensor, w: LayerWeights, slot: CacheSlot, pass: CachePass): Tensor {
-    const gqkv = this.proj(x, w.gqkv, { norm: true });
+  /**
+   * sigmoid(gate) * sdpa(q, cache.update(k, v)), gate | q | k | v = gqkv_proj(rms(x)), q and k RoPE'd; gqkv_proj's
+   * output taken from `gqkv` where the previous layer's tail computed it.
+   */
+  private attention(x: Tensor, w: LayerWeights, slot: CacheSlot, pass: CachePass, gqkv: Tensor | null): Tensor {
+    gqkv ??= this.proj(x, w.gqkv, { norm: true });
     const attn = slot.appendAttend(gqkv, pass);
     gqkv.dispose();
     return attn;
   }
 
   /**
-   * x += o_proj(attn); x += down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)): in place, x returned;
-   * `persistent`: ForwardOptions'.
+   * x += o_proj(attn); x += down_proj(silu(gate) * up), gate | up = gate_up_proj(rms(x)): in place. Returns the
+   * next layer's gqkv_proj(rms(x)) where the tail computed it too (persistent, `next` the stack's next layer), else
+   * null. `persistent`: ForwardOptions'.
    */
-  private tail(x: Tensor, attn: Tensor, w: LayerWeights, persistent: boolean): Tensor {
-    return tail(x, attn, w, { eps: this.config.rms_norm_eps, round: this.round, persistent });
+  private tail(x: Tensor, attn: Tensor, w: LayerWeights, persistent: boolean, next?: LayerWeights): Tensor | null {
+    return tail(x, attn, w, { eps: this.config.rms_norm_eps, round: this.round, persistent }, next?.gqkv);
   }
 
   /** x @ W^T with what surrounds it fused in: `norm` rms(x) first. */

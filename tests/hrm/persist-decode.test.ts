@@ -1,14 +1,16 @@
 // The persistent kernel inside decode (DeviceOptions.kernels.decodeStep 'persistent', issue 39) on a small model of
-// random weights whose layer tail (o_proj and the MLP) the kernel takes on a CPU driver (hidden 512, H*D 512,
-// intermediate 1024, bf16 weights, f32 activations: bf16 ones round away what the sums' order changes): at grids of
-// 1 and 2 workgroups, greedy generation picks the per-op path's tokens and a replayed logits step gives its logits
-// bit for bit, the per-op tail being the three gemv_wide products a GPU runs (gpuPerOpMlp; the CPU driver's own
-// 'rows' kernels differ in the last bits), with two dispatches fewer a layer call, every step counted as persistent.
+// random weights whose layer tail (o_proj, the MLP, the next layer's norm + gqkv) the kernel takes on a CPU driver
+// (hidden 512, H*D 512, intermediate 1024, bf16 weights, f32 activations: bf16 ones round away what the sums' order
+// changes): at grids of 1 and 2 workgroups, greedy generation picks the per-op path's tokens and a replayed logits
+// step gives its logits bit for bit, the per-op tail being the gemv_wide products a GPU runs (gpuPerOpMlp; the CPU
+// driver's own 'rows' kernels differ in the last bits), with two dispatches fewer a layer call (o_proj, gate_up and
+// down in one) and one more for each layer with a next in its stack (its tail takes that layer's gqkv), every step
+// counted as persistent.
 // Where the kernel does not take the weights (the embedded model, K 320; quantized weights) decode stays per op.
 import { describe, expect, it } from 'vitest';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { DecodeGraph } from '../../src/hrm/decode.ts';
-import { cacheSlots } from '../../src/hrm/config.ts';
+import { cacheSlots, stackCalls } from '../../src/hrm/config.ts';
 import { dirFiles } from '../../src/hrm/files.ts';
 import { loadModel } from '../../src/hrm/load.ts';
 import { PERSIST_STEP } from '../../src/kernels/plan/persist.ts';
@@ -21,7 +23,7 @@ const FEED = [11, 300, 42];
 
 describe('persistent MLP in decode', { timeout: 300_000 }, () => {
   for (const grid of [1, 2]) {
-    it(`grid ${grid}: the per-op path's greedy tokens and logits bit for bit, two dispatches fewer a layer call`,
+    it(`grid ${grid}: the per-op path's greedy tokens and logits bit for bit, a stack's second layer call 2 dispatches`,
       async () => {
       const kernels = { decodeStep: 'persistent', persistGrid: grid, persistSpin: TEST_SPIN } as const;
       const gpu = await Gpu.create({ kernels });
@@ -35,9 +37,13 @@ describe('persistent MLP in decode', { timeout: 300_000 }, () => {
         expect(got.result.persistentSteps, 'every step ran persistent').toBe(got.result.decodeTokens);
         expect(got.result.decodeTokens).toBe(9);
         expect(got.dispatched, 'persist.mlp dispatches recorded').toBeGreaterThan(0);
+        // 4 layer calls a token (2 stacks of 2 layers): 5 dispatches each per op; persistent, 3 for a stack's first
+        // (gqkv, attention, the tail) and 2 for its second (attention, the tail with the first's next gqkv).
         const layerCalls = cacheSlots(lm.config);
+        const withNext = stackCalls(lm.config) * (lm.config.num_layers_per_stack - 1);
+        expect([layerCalls, withNext]).toEqual([4, 2]);
         expect(got.result.decodePath).toEqual({
-          replayed: (want.decodePath as { replayed: number }).replayed - 2 * layerCalls });
+          replayed: (want.decodePath as { replayed: number }).replayed - 2 * layerCalls - withNext });
 
         // Logits mode: a replayed step against the recorded per-op forward.
         const caches = [0, 1].map(() => lm.model.newCache({ capacity: PROMPT.length + FEED.length }));

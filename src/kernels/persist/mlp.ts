@@ -1,7 +1,8 @@
 // The persistent MLP tail of a decode layer call (mlp.wgsl): norm + gate_up + SwiGLU, a grid barrier, down +
 // residual, in one dispatch, bit for bit the per-op path's two gemv_wide products; with `oProj` (the OPROJ variant)
 // the attention's output projection + residual first and a barrier more, bit for bit the per-op o_proj's gemv_wide
-// product before the two. `persistentMlp` dispatches it;
+// product before the two; with `next` (NEXT) after them a barrier more and the next layer's rms-normed gqkv
+// projection, bit for bit its per-op gemv_wide product with the fused norm. `persistentMlp` dispatches it;
 // `mlpStep` is the step with its fallback: the per-op path where the planner (plan/persist.ts) keeps it or the
 // kernel cannot take the shapes, and a redo on the per-op path when a barrier ran out (the Gpu then stays per-op);
 // `mlpGrid` sizes the grid for the kernel variant itself, ahead of the decode steps whose forwards run it through
@@ -10,26 +11,20 @@ import { Kernel } from '../kernel.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { stateKey } from '../../gpu/registry.ts';
-import { DTYPE_CODE, roundCode, type Round } from '../common/codes.ts';
+import { InputError } from '../../errors.ts';
+import { roundCode, type Round } from '../common/codes.ts';
+import { placeholder } from '../common/placeholder.ts';
 import { matmul } from '../matmul/matmul.ts';
-import { uplFit, wideRows } from '../matmul/gemv.ts';
-import { denseGemvShape } from '../plan/gemv.ts';
 import { persistGrid, persistRanOut, persistSpin } from '../plan/persist.ts';
 import { kernelPolicy } from '../plan/options.ts';
 import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
+import { persistMlpShape, type NextProj, type OProj } from './mlp-shape.ts';
+
+export { persistMlpShape, type NextProj, type OProj };
 
 const MLP = new Kernel('persist/mlp.wgsl', 'persist_mlp');
 /** The persistent kernel's dispatch label (either variant): a captured step holds one where it ran (hrm/decode.ts). */
 export const MLP_LABEL = 'persist.mlp';
-const MAXW = 32;
-
-/** The attention's output projection the OPROJ variant runs first: x += w(attn), as matmul's `accumulate`. */
-export interface OProj {
-  /** The attention's gated output [1, H*D] f32. */
-  attn: Tensor;
-  /** o_proj's weight [K, H*D], dense, in gate_up's dtype. */
-  w: Tensor;
-}
 
 export interface PersistMlpOptions {
   /** rmsNorm's eps of the norm before gate_up. */
@@ -38,73 +33,41 @@ export interface PersistMlpOptions {
   round?: Round;
   /** x += oProj.w(oProj.attn) first (one dispatch for the layer's whole tail after attention). */
   oProj?: OProj;
+  /** next.out = next.w(rmsNorm(x)) last, eps's norm (the next layer's gqkv, so a layer call is 2 dispatches). */
+  next?: NextProj;
   /** Tests: every barrier waits for one workgroup more than the grid has, so its spins run out. */
   absent?: boolean;
 }
 
 /**
- * The kernel's overrides for x [1, K], gateUp [2I, K], down [K, I] and, for the OPROJ variant, oProj's attn
- * [1, HD] and w [K, HD] (one dense weight each), or null where the per-op path would not take gemv_wide for every
- * product (whose sums the kernel reproduces) or where it cannot run: x or attn not 16-byte aligned, gate_up's
- * per-op workgroup not of PERSIST_THREADS threads, the registers exceeded.
- */
-export function persistMlpShape(x: Tensor, gateUp: Tensor, down: Tensor,
-  oProj?: OProj): Record<string, number> | null {
-  const K = x.shape[x.rank - 1];
-  const I = gateUp.shape[0] / 2;
-  const dtype = gateUp.dtype;
-  if (x.dtype !== 'f32' || x.size !== K || down.dtype !== dtype || !(dtype in DTYPE_CODE)) return null;
-  const one = { M: 1, dtype, wide: wideRows(x, gateUp, K) && wideRows(x, down, I) };
-  const gu = denseGemvShape(x.gpu, { ...one, N: 2 * I, K, norm: true, swiglu: true });
-  const dn = denseGemvShape(x.gpu, { ...one, N: K, K: I, norm: false, swiglu: false });
-  if (gu.kernel !== 'wide' || dn.kernel !== 'wide' || gu.wg * gu.groups! !== PERSIST_THREADS) return null;
-  const UPLU = uplFit(K, dtype, gu.wg, 1).upl;
-  const UPLD = uplFit(I, dtype, dn.wg, 1).upl;
-  const o = oProj ? oProjShape(x, oProj, dtype) : { WGO: 64, UPLO: 1 };
-  if (!o) return null;
-  const UPLM = oProj ? Math.max(UPLD, o.UPLO) : UPLD;
-  const RPG = [4, 2, 1].find((r) => r * Math.max(UPLU, UPLM) <= MAXW);
-  if (RPG === undefined) return null;
-  return { WDT: DTYPE_CODE[dtype as keyof typeof DTYPE_CODE], THREADS: PERSIST_THREADS, RPG, WGU: gu.wg, UPLU,
-    WGD: dn.wg, UPLD, OPROJ: oProj ? 1 : 0, ...o, UPLM };
-}
-
-/** o_proj's lanes and units a lane where its per-op product on x's rows would be gemv_wide, else null. */
-function oProjShape(x: Tensor, o: OProj, dtype: string): { WGO: number; UPLO: number } | null {
-  const K = x.size;
-  const HD = o.w.shape[o.w.rank - 1];
-  if (o.attn.dtype !== 'f32' || o.attn.size !== HD || o.w.dtype !== dtype || o.w.shape[0] !== K) return null;
-  const op = denseGemvShape(x.gpu, { M: 1, dtype, wide: wideRows(o.attn, o.w, HD), N: K, K: HD, norm: false,
-    swiglu: false });
-  return op.kernel === 'wide' ? { WGO: op.wg, UPLO: uplFit(HD, dtype, op.wg, 1).upl } : null;
-}
-
-/**
- * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), after x += oProj.w(oProj.attn) where given, in one
- * dispatch of `grid` workgroups (fewer where there are fewer blocks), each barrier waited on `spin` loads at most.
- * False, nothing dispatched, where persistMlpShape refuses the operands. A barrier that runs out sets the device's
- * flag (persistFlag) and leaves x as it was.
+ * x += down(silu(gate) * up), gate | up = gateUp(rmsNorm(x)), after x += oProj.w(oProj.attn) where given, then
+ * next.out = next.w(rmsNorm(x)) where given, in one dispatch of `grid` workgroups (fewer where there are fewer
+ * blocks), each barrier waited on `spin` loads at most (1 barrier, 1 more with oProj, 1 more with next). False,
+ * nothing dispatched, where persistMlpShape refuses the operands. A barrier that runs out sets the device's flag
+ * (persistFlag) and leaves the work after it undone: x as it was, except at next's barrier (x updated, next.out
+ * unwritten; decode redoes the whole step, hrm/stepper.ts).
  */
 export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions & { grid: number; spin: number }): boolean {
-  const shape = persistMlpShape(x, gateUp, down, o.oProj);
+  const shape = persistMlpShape(x, gateUp, down, o.oProj, o.next);
   if (!shape) return false;
   const gpu = x.gpu;
   const K = x.shape[x.rank - 1];
   const I = gateUp.shape[0] / 2;
-  // Blocks of each product: ROWSU / 2 activations, ROWSD down rows, ROWSO o_proj rows (mlp.wgsl); no more
-  // workgroups than the one with most.
-  const half = (PERSIST_THREADS / shape.WGU) * shape.RPG / 2;
-  const rowsD = (PERSIST_THREADS / shape.WGD) * shape.RPG;
-  const rowsO = o.oProj ? (PERSIST_THREADS / shape.WGO) * shape.RPG : rowsD;
-  const n = Math.min(o.grid, Math.max(Math.ceil(I / half), Math.ceil(K / rowsD), Math.ceil(K / rowsO)));
-  const mid = Tensor.empty(gpu, [o.oProj ? I + K : I], 'f32', 'persist.mid');
-  // Without OPROJ, wo and attn4 are never read: down and gate_up stand in (read-only, like them).
+  const N = o.next ? o.next.w.shape[0] : 1;
+  // Blocks of each product: ROWSU / 2 activations, ROWSD down rows, ROWSO o_proj rows, ROWSQ gqkv rows
+  // (mlp.wgsl); no more workgroups than the one with most.
+  const rows = (wg: number) => (PERSIST_THREADS / wg) * shape.RPG;
+  const n = Math.min(o.grid, Math.max(Math.ceil(I / (rows(shape.WGU) / 2)), Math.ceil(K / rows(shape.WGD)),
+    o.oProj ? Math.ceil(K / rows(shape.WGO)) : 1, o.next ? Math.ceil(N / rows(shape.WGQ)) : 1));
+  const mid = Tensor.empty(gpu, [I + (o.oProj ? K : 0) + (o.next ? K : 0)], 'f32', 'persist.mid');
+  // Without OPROJ, wo and attn4 are never read: down and gate_up stand in (read-only, like them); without NEXT,
+  // wq and gq: down and a placeholder.
   const op = o.oProj ?? { w: down, attn: gateUp };
   MLP.dispatch(gpu, {
     bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, mid, wo: op.w,
-      attn4: op.attn },
-    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps, HD: op.w.shape[op.w.rank - 1] },
+      attn4: op.attn, wq: o.next?.w ?? down, gq: o.next?.out ?? placeholder(gpu, 'persist.gq', 'f32') },
+    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps, HD: op.w.shape[op.w.rank - 1], N },
     overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: MLP_LABEL,
   });
   mid.dispose();
@@ -127,9 +90,11 @@ export function mlpRuns(gpu: Gpu): number {
  * grid (mlpGrid), else (or where it cannot take the shapes) the per-op path. Reads the barrier's flag back (a sync:
  * the decode graph reads it with its token instead); if it was set, x is untouched, so the step is redone on the
  * per-op path and the Gpu switches to it for good (persistRanOut warns). Resolves to the path that wrote x.
+ * Not for the NEXT variant: a run-out at its last barrier leaves x updated (decode redoes the whole step instead).
  */
 export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions): Promise<'persistent' | 'per-op'> {
+  if (o.next) throw new InputError('mlpStep', 'next: a run-out could leave x updated (the NEXT variant is decode\'s)');
   const gpu = x.gpu;
   const grid = await mlpGrid(x, gateUp, down, o.oProj);
   if (grid > 0 && persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(gpu) })) {
@@ -150,11 +115,11 @@ const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
  * refuses the operands; the device's grid where an option forced it; the variant's measured one), else the
  * variant's key to measure it under and the largest grid to try.
  */
-function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor,
-  oProj?: OProj): number | { key: string; max: number } {
+function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
+  next?: NextProj): number | { key: string; max: number } {
   const gpu = x.gpu;
   const max = persistGrid(gpu);
-  const shape = persistMlpShape(x, gateUp, down, oProj);
+  const shape = persistMlpShape(x, gateUp, down, oProj, next);
   if (max === 0 || !shape) return 0;
   if (kernelPolicy(gpu).persistGrid !== null) return max;
   const key = JSON.stringify(shape);
@@ -165,27 +130,30 @@ function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor,
  * The grid the persistent MLP runs at on these operands: the device's (persistGrid) where an option forced it,
  * else the largest of GRID_CANDIDATES up to it at which this kernel variant's own barrier held, tried smallest
  * first on a zero x and kept per variant: the self-check's kernel holds few registers, and a variant holding more
- * may have fewer workgroups resident (the OPROJ variant, `oProj`, is one of its own). 0 where none held or the
- * kernel does not take the operands.
+ * may have fewer workgroups resident (the OPROJ variant, `oProj`, and NEXT, `next`, are ones of their own; next.out
+ * is not written). 0 where none held or the kernel does not take the operands.
  */
-export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj): Promise<number> {
-  const settled = settledGrid(x, gateUp, down, oProj);
+export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
+  next?: NextProj): Promise<number> {
+  const settled = settledGrid(x, gateUp, down, oProj, next);
   if (typeof settled === 'number') return settled;
   const gpu = x.gpu;
   let best = 0;
   const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
   const attn = oProj && Tensor.from(gpu, new Float32Array(oProj.attn.size), oProj.attn.shape, 'f32',
     'persist.calibrate.attn');
+  const out = next && Tensor.empty(gpu, next.out.shape, 'f32', 'persist.calibrate.gq');
   try {
     for (const n of GRID_CANDIDATES.filter((c) => c <= settled.max)) {
       persistentMlp(zero, gateUp, down, { eps: 1, grid: n, spin: persistSpin(gpu),
-        oProj: oProj && { attn: attn!, w: oProj.w } });
+        oProj: oProj && { attn: attn!, w: oProj.w }, next: next && { w: next.w, out: out! } });
       if (await takeFlag(gpu)) break;
       best = n;
     }
   } finally {
     zero.dispose();
     attn?.dispose();
+    out?.dispose();
   }
   gpu.state.get(GRIDS, () => new Map<string, number>()).set(settled.key, best);
   return best;
@@ -198,7 +166,7 @@ export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: O
  * reads the flag (flagWord) after the step, as mlpStep does.
  */
 export function mlpPersistent(x: Tensor, gateUp: Tensor, down: Tensor, o: PersistMlpOptions): boolean {
-  const grid = settledGrid(x, gateUp, down, o.oProj);
+  const grid = settledGrid(x, gateUp, down, o.oProj, o.next);
   return typeof grid === 'number' && grid > 0 &&
     persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(x.gpu) });
 }

@@ -15,7 +15,7 @@ import { mlpGrid, mlpStep, persistentMlp, persistMlpShape, readControl } from '.
 import { PERSIST_STEP, persistGrid, persistOff } from '../../../src/kernels/plan/persist.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
 import { capture, replay } from '../../../src/gpu/capture.ts';
-import { TEST_SPIN } from '../../helpers/persist.ts';
+import { expectBits, TEST_SPIN } from '../../helpers/persist.ts';
 import { sweep } from '../../helpers/sweep.ts';
 
 interface Case { K: number; I: number; dtype: WDType; round: Round; why: string }
@@ -49,13 +49,6 @@ async function perOp(gpu: Gpu, xv: Float32Array, gu: Tensor, down: Tensor, round
   const got = (await x.read()) as Float32Array;
   for (const t of [a, x]) t.dispose();
   return got;
-}
-
-/** got and want the same f32 bits; `why` names the case. */
-function expectBits(got: Float32Array, want: Float32Array, why: string): void {
-  const [g, w] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
-  const bad = w.findIndex((v, i) => v !== g[i]);
-  expect(bad, `${why}: output ${bad} is ${got[bad]}, the per-op path's ${want[bad]}`).toBe(-1);
 }
 
 describe('persistent MLP: one dispatch, a grid barrier between gate_up and down', () => {

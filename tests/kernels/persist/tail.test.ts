@@ -14,7 +14,7 @@ import { matmul } from '../../../src/kernels/matmul/matmul.ts';
 import { mlpGrid, mlpRuns, mlpStep, persistentMlp, persistMlpShape, readControl,
   takeFlag } from '../../../src/kernels/persist/mlp.ts';
 import type { Round } from '../../../src/kernels/common/codes.ts';
-import { TEST_SPIN } from '../../helpers/persist.ts';
+import { expectBits, TEST_SPIN } from '../../helpers/persist.ts';
 import { sweep } from '../../helpers/sweep.ts';
 
 interface Case { K: number; I: number; HD: number; dtype: WDType; round: Round; why: string }
@@ -52,13 +52,6 @@ async function perOp(gpu: Gpu, o: Operands, round: Round, own = false): Promise<
   const got = (await x.read()) as Float32Array;
   for (const t of [a, x]) t.dispose();
   return got;
-}
-
-/** got and want the same f32 bits; `why` names the case. */
-function expectBits(got: Float32Array, want: Float32Array, why: string): void {
-  const [g, w] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
-  const bad = w.findIndex((v, i) => v !== g[i]);
-  expect(bad, `${why}: output ${bad} is ${got[bad]}, the per-op path's ${want[bad]}`).toBe(-1);
 }
 
 function dispose(o: Operands): void {
