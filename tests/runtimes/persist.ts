@@ -83,7 +83,7 @@ export async function persist(step: (s: string) => void = () => {}, unroll?: boo
     step('run-out');
     t = performance.now();
     gpu.write(x.buffer, x.offset, xv);
-    persistentMlp(x, gu, down, { ...o, spin: RUNOUT_SPIN, absent: true });
+    persistentMlp(x, gu, down, { ...o, spin: RUNOUT_SPIN, absentAt: 0 });
     const after = bits((await x.read()) as Float32Array);
     const runOutControl = [...await readControl(gpu)];
     const took = await takeFlag(gpu);

@@ -31,7 +31,7 @@ describe('grid barrier', () => {
   it('runs out, flagged, when a workgroup never arrives; the next run is right again', async () => {
     const gpu = await getGpu();
     for (const n of [1, 2]) {
-      const run = await checkGrid(gpu, n, { spin: 1000, absent: true });
+      const run = await checkGrid(gpu, n, { spin: 1000, absentAt: 0 });
       expect(run).toEqual({ n, flagged: true, why: `a barrier's spin ran out at a grid of ${n} workgroups` });
     }
     // More workgroups than a CPU driver's threads: those not resident arrive after the others gave up, and find the
