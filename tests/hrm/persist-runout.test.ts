@@ -1,10 +1,10 @@
 // A persistent decode step whose grid barrier runs out (issue 39): the step and every one queued after it are redone
 // on the per-op path from that position, so the tokens are the per-op path's; the Gpu warns once, says why in
-// fastPaths and stays per-op. Forced two ways: every barrier of the persistent kernel (the layer tail's: o_proj and
-// the MLP) waiting for a workgroup that never comes (the kernel's `absent` test mode, through a mock of
-// persist/mlp.ts), and the flag word set from the host between steps (mid-generation: queued greedy steps, a sampled
-// step from logits, a recorded step). The per-op tail is the three gemv_wide products a GPU runs (gpuPerOpMlp), so
-// that the steps that did run persistent compare too.
+// fastPaths and stays per-op. Forced two ways: one barrier of the persistent kernel waiting for a workgroup that
+// never comes (the kernel's `absentAt` test mode, through a mock of persist/mlp.ts): the first (nothing written yet)
+// or the NEXT variant's last (x updated, the next layer's gqkv unwritten), and the flag word set from the host
+// between steps (mid-generation: queued greedy steps, a sampled step from logits, a recorded step). The per-op tail is
+// the three gemv_wide products a GPU runs (gpuPerOpMlp), so that the steps that did run persistent compare too.
 import { describe, expect, it, vi } from 'vitest';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import type { LoadedModel } from '../../src/hrm/load.ts';
@@ -16,12 +16,20 @@ import { PERSIST_STEP, persistOff } from '../../src/kernels/plan/persist.ts';
 import { randomModel } from '../../testkit/helpers/model.ts';
 import { gpuPerOpMlp, greedy, PERSIST_SHAPE, PROMPT } from '../helpers/persist.ts';
 
-const hook = vi.hoisted(() => ({ absent: false }));
+type Pick = (o: { oProj?: unknown; next?: unknown }) => number | undefined;
+/** The barrier each persistent dispatch is made to run out at (`pick`; none when null), and how many were. */
+const hook = vi.hoisted(() => ({ pick: null as Pick | null, forced: 0 }));
 vi.mock('../../src/kernels/persist/mlp.ts', async (load) => {
   const real = await load<typeof import('../../src/kernels/persist/mlp.ts')>();
-  return { ...real, mlpPersistent: (...[x, gu, down, o]: Parameters<typeof real.mlpPersistent>) =>
-    real.mlpPersistent(x, gu, down, { ...o, absent: hook.absent }) };
+  return { ...real, mlpPersistent: (...[x, gu, down, o]: Parameters<typeof real.mlpPersistent>) => {
+    const absentAt = hook.pick?.(o);
+    const ran = real.mlpPersistent(x, gu, down, { ...o, absentAt });
+    if (ran && absentAt !== undefined) hook.forced++;
+    return ran;
+  } };
 });
+/** NEXT's last barrier: after the MLP's (1, or 2 after o_proj's); no barrier of the other variants. */
+const NEXT_LAST: Pick = (o) => o.next ? (o.oProj ? 2 : 1) : undefined;
 
 /** A Gpu running the persistent MLP at a grid of 1 (a barrier waited on few spins), its warnings, a model on it. */
 async function setup(): Promise<{ gpu: Gpu; warnings: string[]; lm: LoadedModel }> {
@@ -77,27 +85,32 @@ async function stepped(lm: LoadedModel, sampler: Sampler, o: { count: number; at
 }
 
 describe('persistent decode step: a barrier that runs out', { timeout: 300_000 }, () => {
-  it('every barrier waiting for an absent workgroup: greedy tokens of the per-op path, a warning, per-op after',
-    async () => {
-    const { gpu, warnings, lm } = await setup();
-    try {
-      hook.absent = true;
-      const got = await gpuPerOpMlp(() => greedy(lm, 10), true);
-      hook.absent = false;
-      expectPerOp(gpu, warnings);
-      expect(got.persistentSteps).toBe(0);
-      // The Gpu is per-op now: the same generation is the reference, and no step runs persistent any more.
-      const want = await gpuPerOpMlp(() => greedy(lm, 10), true);
-      expect(got.ids).toEqual(want.ids);
-      expect(got.decodePath, 'the redo replays a per-op step').toEqual(want.decodePath);
-      expect(want.persistentSteps).toBe(0);
-      expect(warnings.length).toBe(1);
-    } finally {
-      hook.absent = false;
-      lm.model.dispose();
-      gpu.destroy();
-    }
-  });
+  const runouts: Array<[string, Pick]> = [['the first barrier', () => 0], ['NEXT\'s last barrier only', NEXT_LAST]];
+  for (const [which, pick] of runouts) {
+    it(`${which} waiting for an absent workgroup: greedy tokens of the per-op path, a warning, per-op after`,
+      async () => {
+      const { gpu, warnings, lm } = await setup();
+      try {
+        hook.pick = pick;
+        hook.forced = 0;
+        const got = await gpuPerOpMlp(() => greedy(lm, 10), true);
+        hook.pick = null;
+        expect(hook.forced, 'dispatches made to run out').toBeGreaterThan(0);
+        expectPerOp(gpu, warnings);
+        expect(got.persistentSteps).toBe(0);
+        // The Gpu is per-op now: the same generation is the reference, and no step runs persistent any more.
+        const want = await gpuPerOpMlp(() => greedy(lm, 10), true);
+        expect(got.ids).toEqual(want.ids);
+        expect(got.decodePath, 'the redo replays a per-op step').toEqual(want.decodePath);
+        expect(want.persistentSteps).toBe(0);
+        expect(warnings.length).toBe(1);
+      } finally {
+        hook.pick = null;
+        lm.model.dispose();
+        gpu.destroy();
+      }
+    });
+  }
 
   const cases: Array<[string, () => Sampler, number, boolean]> = [
     ['greedy steps queued on the GPU', () => new Sampler(), 3, false],

@@ -33,19 +33,23 @@ function expectBits(got: number[], want: number[], why: string): void {
 /** The driver a run took, as the runtimes name it alike: the software driver, else the vendor. */
 const driver = (r: PersistResult) => /llvmpipe|swiftshader/i.exec(r.adapter)?.[0].toLowerCase() ?? r.adapter;
 
-/** got against Node's per-op bits: the same where the driver is, else within NEAR; says how far. */
-async function againstNode(r: PersistResult, got: number[], what: string): Promise<string> {
+/**
+ * got against Node's per-op bits (`want` picks them: the MLP's x by default): the same where the driver is, else
+ * within NEAR; says how far.
+ */
+async function againstNode(r: PersistResult, got: number[], what: string,
+  want: (n: PersistResult) => number[] = (n) => n.perOp): Promise<string> {
   const n = await node();
   if (driver(r) === driver(n)) {
-    expectBits(got, n.perOp, `${what} against Node's per-op path on the same driver (${driver(r)})`);
+    expectBits(got, want(n), `${what} against Node's per-op path on the same driver (${driver(r)})`);
     return "Node's bits";
   }
-  const [g, w] = [f32(got), f32(n.perOp)];
+  const [g, w] = [f32(got), f32(want(n))];
   const scale = w.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const diff = w.reduce((m, v, i) => Math.max(m, Math.abs(g[i] - v)), 0);
   expect(diff, `${what} against Node's per-op path (${driver(n)})`).toBeLessThanOrEqual(NEAR * scale);
-  return `${w.filter((v, i) => v !== g[i]).length} of ${K} outputs off Node's (${driver(n)}) by at most ${diff} ` +
-    `(the largest output: ${scale})`;
+  return `${w.filter((v, i) => v !== g[i]).length} of ${w.length} outputs off Node's (${driver(n)}) by at most ` +
+    `${diff} (the largest output: ${scale})`;
 }
 
 const f32 = (b: number[]) => new Float32Array(Uint32Array.from(b).buffer);
@@ -71,6 +75,12 @@ async function check(r: PersistResult, runtime: string, form = ''): Promise<void
   expect(r.runOut!.control, 'arrivals, exits, flag after a run-out').toEqual([0, 0, 1]);
   expect(r.runOut!.untouched, 'x untouched by the run-out').toBe(true);
   expect(r.runOut!.cleared, 'takeFlag cleared the flag').toBe(true);
+  const nx = r.next!;
+  expectBits(nx.x, nx.perOp.x, `${runtime}'s NEXT variant's x against its per-op path`);
+  expectBits(nx.gq, nx.perOp.gq, `${runtime}'s NEXT variant's gqkv against its per-op path`);
+  await againstNode(r, nx.x, `${runtime}'s NEXT variant's x`, (n) => n.next!.perOp.x);
+  await againstNode(r, nx.gq, `${runtime}'s NEXT variant's gqkv`, (n) => n.next!.perOp.gq);
+  expect(nx.control, 'arrivals, exits, flag after the NEXT variant').toEqual([0, 0, 0]);
   console.log(`[persist] ${runtime}${form} on ${r.adapter}: persistent at a grid of ${r.grid}, its bits its per-op ` +
     `path's, ${perOp} (ms: ${ms})`);
 }

@@ -2,20 +2,22 @@
 // one dispatch of p.n workgroups runs several dependent steps, its workgroups meeting here instead of at dispatch
 // boundaries. The includer declares the binding `ctl: array<atomic<u32>>` (read_write, 3 words: [0] arrivals,
 // [1] exits, [2] the run-out flag; 0 before the dispatch) and the uniforms `p.n` (workgroups, all of which must
-// call grid_sync at every step and grid_exit once), `p.wait` (arrivals a barrier waits for: p.n, or p.n + 1 when a
-// test makes a workgroup that never arrives) and `p.spin` (loads a waiting workgroup makes before it gives up).
+// call grid_sync at every step and grid_exit once), `p.absent_at` (0xffffffff; a test sets the one barrier that
+// waits for p.n + 1 arrivals, a workgroup that never arrives, so its spins run out; every other barrier waits for
+// p.n) and `p.spin` (loads a waiting workgroup makes before it gives up).
 // Never compiled on its own.
 //
 // How it works. Thread 0 of each workgroup adds 1 to ctl[0] and spins on atomic loads until the count reaches
-// (step + 1) * p.wait. WebGPU promises no forward progress between workgroups: one that is not resident cannot arrive
-// while the others spin. So the spin is bounded, and a workgroup that runs out tries to POISON the count (a
+// (step + 1) * p.n (+ 1 at p.absent_at). WebGPU promises no forward progress between workgroups: one that is not
+// resident cannot arrive while the others spin. So the spin is bounded, and a workgroup that runs out tries to POISON the count (a
 // compare-exchange from the count it last saw, below the target, to that count with the top bit set). The barrier
 // then has one outcome for every workgroup: if the count reached the target unpoisoned, nobody can poison it any
 // more (the exchange expects a count below the target); once it is poisoned, no arrival can see it complete (the
 // bit stays; arrivals see it in what atomicAdd returns and leave at once). A failed barrier sets ctl[2] and every
 // workgroup leaves the rest of its work, so whatever the steps after it would have written is left untouched: the
 // caller redoes the work on the per-op path from the same inputs. Every spin is bounded, so nothing hangs: a
-// workgroup that was never resident runs once the others have left and finds the poison.
+// workgroup that was never resident runs once the others have left and finds the poison. No workgroup reaches a
+// barrier after a failed one (each skips to grid_exit), so the poisoned count is never compared with a later goal.
 // The last workgroup to leave (grid_exit) sets ctl[0] and ctl[1] back to 0, after every workgroup is done
 // spinning, so a captured step can replay the dispatch with the same buffer (the flag stays for the host to read).
 //
@@ -41,7 +43,7 @@ var<workgroup> grid_ok: u32;
 fn grid_sync(tid: u32, step: u32) -> bool {
   storageBarrier();   // this workgroup's stores of the step are issued before its arrival
   if (tid == 0u) {
-    let goal = (step + 1u) * p.wait;
+    let goal = (step + 1u) * p.n + select(0u, 1u, step == p.absent_at);
     var seen = atomicAdd(&ctl[0], 1u) + 1u;
     var spins = 0u;
     // Leaves when the count is complete or poisoned. Bounded: after p.spin loads each pass ends in an exchange

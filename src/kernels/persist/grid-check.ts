@@ -16,6 +16,11 @@ export const CHECK_STEPS = 16;
  * (~0.4 us a load), far above a barrier's few microseconds, so only a workgroup that is not resident runs it out.
  */
 export const DEFAULT_SPIN = 2 ** 20;
+
+/** The uniform `absent_at` (barrier.inc.wgsl) of a test's `absentAt`: 0xffffffff, no barrier, when undefined. */
+export function absentAt(k: number | undefined): number {
+  return k === undefined ? 0xffffffff : k;
+}
 /**
  * The grids tried, smallest first: powers of two, and multiples of the SM counts of the GPUs this targets (132 on an
  * H100 / H200, 108 on an A100), each as many workgroups a multiprocessor as fit (256 threads, few registers).
@@ -27,18 +32,18 @@ export const GRID_CANDIDATES: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 108, 
 export interface GridRun { n: number; flagged: boolean; why: string | null }
 
 /**
- * The check at a grid of `n` workgroups over `steps` barriers, each waited on `spin` loads at most; `absent`
- * makes every barrier wait for one workgroup more than there are (the run-out tests). Null `why` when every value
- * equals the CPU's, the flag is clear and the counts are back at 0.
+ * The check at a grid of `n` workgroups over `steps` barriers, each waited on `spin` loads at most; `absentAt`
+ * makes that barrier (0-based) wait for one workgroup more than there are (the run-out tests). Null `why` when every
+ * value equals the CPU's, the flag is clear and the counts are back at 0.
  */
 export async function checkGrid(gpu: Gpu, n: number,
-  o: { steps?: number; spin?: number; absent?: boolean } = {}): Promise<GridRun> {
+  o: { steps?: number; spin?: number; absentAt?: number } = {}): Promise<GridRun> {
   const steps = o.steps ?? CHECK_STEPS;
   const ctl = Tensor.from(gpu, new Uint32Array(4), [4], 'u32', 'persist.check.ctl');
   const vals = Tensor.from(gpu, new Uint32Array((steps + 1) * n), [steps + 1, n], 'u32', 'persist.check.vals');
   try {
     CHECK.dispatch(gpu, {
-      bindings: { ctl, vals }, uniforms: { n, wait: o.absent ? n + 1 : n, spin: o.spin ?? DEFAULT_SPIN, steps },
+      bindings: { ctl, vals }, uniforms: { n, absent_at: absentAt(o.absentAt), spin: o.spin ?? DEFAULT_SPIN, steps },
       overrides: { THREADS: PERSIST_THREADS }, workgroups: n, label: 'persist.grid_check',
     });
     const c = (await ctl.read()) as Uint32Array;

@@ -6,7 +6,7 @@
 // vals[0][g] = g * 0x01000193 + 1; a workgroup that reads a stale value writes a wrong one, and every later step
 // carries it to every workgroup. The CPU recomputes all of them. A failed barrier leaves the rest of vals at 0.
 
-struct Params { n: u32, wait: u32, spin: u32, steps: u32 }
+struct Params { n: u32, absent_at: u32, spin: u32, steps: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> ctl: array<atomic<u32>>;    // [3], barrier.inc.wgsl

@@ -17,7 +17,7 @@ import { placeholder } from '../common/placeholder.ts';
 import { matmul } from '../matmul/matmul.ts';
 import { persistGrid, persistRanOut, persistSpin } from '../plan/persist.ts';
 import { kernelPolicy } from '../plan/options.ts';
-import { GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
+import { absentAt, GRID_CANDIDATES, PERSIST_THREADS } from './grid-check.ts';
 import { persistMlpShape, type NextProj, type OProj } from './mlp-shape.ts';
 
 export { persistMlpShape, type NextProj, type OProj };
@@ -35,8 +35,8 @@ export interface PersistMlpOptions {
   oProj?: OProj;
   /** next.out = next.w(rmsNorm(x)) last, eps's norm (the next layer's gqkv, so a layer call is 2 dispatches). */
   next?: NextProj;
-  /** Tests: every barrier waits for one workgroup more than the grid has, so its spins run out. */
-  absent?: boolean;
+  /** Tests: barrier k (0-based in the dispatch) waits for one workgroup more than the grid has, so it runs out. */
+  absentAt?: number;
 }
 
 /**
@@ -67,7 +67,7 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   MLP.dispatch(gpu, {
     bindings: { ctl: { buffer: control(gpu), offset: 0, size: 16 }, x4: x, wu: gateUp, wd: down, mid, wo: op.w,
       attn4: op.attn, wq: o.next?.w ?? down, gq: o.next?.out ?? placeholder(gpu, 'persist.gq', 'f32') },
-    uniforms: { K, I, n, wait: o.absent ? n + 1 : n, spin: o.spin, eps: o.eps, HD: op.w.shape[op.w.rank - 1], N },
+    uniforms: { K, I, n, absent_at: absentAt(o.absentAt), spin: o.spin, eps: o.eps, HD: op.w.shape[op.w.rank - 1], N },
     overrides: { ...shape, ROUND: roundCode('persistentMlp', o.round) }, workgroups: n, label: MLP_LABEL,
   });
   mid.dispose();

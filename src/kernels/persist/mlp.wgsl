@@ -21,7 +21,7 @@
 // barrier before step 3 (NEXT), x holds the whole tail's result and gq is left undone; else x is as it was. The
 // caller redoes the work on the per-op path (persist/mlp.ts; a decode step redoes the whole step, hrm/stepper.ts).
 
-struct Params { K: u32, I: u32, n: u32, wait: u32, spin: u32, eps: f32, HD: u32, N: u32 }
+struct Params { K: u32, I: u32, n: u32, absent_at: u32, spin: u32, eps: f32, HD: u32, N: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> ctl: array<atomic<u32>>;   // [3], barrier.inc.wgsl

@@ -117,7 +117,8 @@ describe('mlpStep: a barrier that runs out', () => {
     const o = operands(gpu, c, 7);
     const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
     try {
-      const step = (absent: boolean) => mlpStep(x, o.gu, o.down, { eps: EPS, round: c.round, absent });
+      const step = (absent: boolean) => mlpStep(x, o.gu, o.down,
+        { eps: EPS, round: c.round, absentAt: absent ? 0 : undefined });
       expect(await step(false)).toBe('persistent');
       expectBits((await x.read()) as Float32Array, await perOp(gpu, o.xv, o.gu, o.down, c.round, { path: 'gemv' }),
         'persistent step');

@@ -2,8 +2,9 @@
 // (x += o_proj(attn), the MLP) and then, after one more grid barrier, the next layer's rms-normed gqkv projection,
 // against the per-op path it replaces (four gemv_wide products, matmul's path 'gemv', as a GPU runs a decode step):
 // x and gqkv bit for bit at grids of 1 and 2 workgroups, f32 and bf16, gqkv's per-op gemv_wide of 256 threads and of
-// 128 (N >= 4096: 32 lanes a row, its norm's tree over 128 threads); a barrier made to run out sets the flag; a gqkv
-// of another dtype or width, or an output of the wrong size, is refused, and so is mlpStep with `next` (its
+// 128 (N >= 4096: 32 lanes a row, its norm's tree over 128 threads); a run-out at each barrier sets the flag, leaves
+// x as the contract says (untouched, updated at the last) and gqkv unwritten, and a rerun is right; a gqkv of
+// another dtype or width, or an output of the wrong size, is refused, and so is mlpStep with `next` (its
 // contract, x untouched after a run-out, would not hold).
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
@@ -54,10 +55,10 @@ async function perOp(gpu: Gpu, o: Operands, round: Round): Promise<{ x: Float32A
 }
 
 /**
- * x and gqkv (NaN before) after the NEXT variant at `grid`, its barriers run out where `absent`, and the barrier
- * words (arrivals, exits, flag) after it.
+ * x and gqkv (NaN before) after the NEXT variant at `grid`, barrier `absentAt` made to run out where given, and the
+ * barrier words (arrivals, exits, flag) after it.
  */
-async function persistent(gpu: Gpu, o: Operands, c: Case, grid: number, absent = false) {
+async function persistent(gpu: Gpu, o: Operands, c: Case, grid: number, absentAt?: number) {
   const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
   const out = Tensor.from(gpu, new Float32Array(c.N).fill(NaN), [1, c.N], 'f32', 'gq');
   const oProj = { attn: o.attn, w: o.wo };
@@ -65,7 +66,8 @@ async function persistent(gpu: Gpu, o: Operands, c: Case, grid: number, absent =
   try {
     expect(persistMlpShape(x, o.gu, o.down, oProj, next), 'gemv_wide shapes')
       .toMatchObject({ OPROJ: 1, NEXT: 1, TQ: c.N >= 4096 ? 128 : 256 });
-    expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin: absent ? 64 : TEST_SPIN, absent,
+    const spin = absentAt === undefined ? TEST_SPIN : 64;
+    expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin, absentAt,
       oProj, next })).toBe(true);
     return { x: (await x.read()) as Float32Array, gq: (await out.read()) as Float32Array,
       control: [...await readControl(gpu)] };
@@ -97,16 +99,27 @@ describe('persistent tail with the next layer\'s norm + gqkv, in one dispatch', 
     });
   }
 
-  it('a barrier that runs out sets the flag and leaves the work after it undone', async () => {
+  it('a run-out at each barrier: the flag; x untouched but at the last (x updated, gqkv unwritten); a rerun right',
+    async () => {
     const gpu = await getGpu();
     const c = CASES[0];
     const o = operands(gpu, c, 17);
     try {
-      const got = await persistent(gpu, o, c, 2, true);
-      expect(got.control, 'arrivals, exits, flag').toEqual([0, 0, 1]);
-      expect(await takeFlag(gpu)).toBe(true);
-      expectBits(got.x, o.xv, 'x after a run-out at the first barrier');
-      expectBits(got.gq, new Float32Array(c.N).fill(NaN), 'gqkv after a run-out');
+      const want = await perOp(gpu, o, c.round);
+      // Barriers: 0 after o_proj, 1 after gate_up, 2 after down + residual (then the norm + gqkv). A later one at a
+      // grid of 1, where the barriers before it complete at the arrival, so its 64 spins run out there only.
+      for (const k of [0, 1, 2]) {
+        const got = await persistent(gpu, o, c, k === 0 ? 2 : 1, k);
+        expect(got.control, `arrivals, exits, flag: barrier ${k}`).toEqual([0, 0, 1]);
+        expect(await takeFlag(gpu)).toBe(true);
+        expectBits(got.x, k === 2 ? want.x : o.xv, `x after a run-out at barrier ${k}`);
+        expectBits(got.gq, new Float32Array(c.N).fill(NaN), `gqkv after a run-out at barrier ${k}`);
+        // The counts are back at 0: the same dispatch (as a captured step replays it) runs right again.
+        const again = await persistent(gpu, o, c, 2);
+        expectBits(again.x, want.x, `x, a rerun after barrier ${k}`);
+        expectBits(again.gq, want.gq, `gqkv, a rerun after barrier ${k}`);
+        expect(again.control, 'arrivals, exits, flag after the rerun').toEqual([0, 0, 0]);
+      }
     } finally {
       dispose(o);
     }

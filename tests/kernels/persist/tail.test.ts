@@ -1,9 +1,10 @@
 // The persistent kernel's OPROJ variant (kernels/persist/mlp.wgsl): a decode layer's whole tail after attention,
 // x += o_proj(attn), a grid barrier, then the MLP (norm + gate_up + SwiGLU, a barrier, down + residual), against the
 // per-op path it replaces (three gemv_wide products, matmul's path 'gemv', as a GPU runs a decode step), bit for bit
-// at grids of 1 and 2 workgroups, f32 and bf16; a barrier made to run out (a workgroup that never arrives) leaves
-// x untouched and sets the flag; an o_proj the per-op path would not run on gemv_wide is refused. Then mlpStep with
-// o_proj: the variant's grid measured under its own key, and a run-out redone per op, o_proj included.
+// at grids of 1 and 2 workgroups, f32 and bf16; a run-out at either barrier (a workgroup that never arrives) leaves
+// x untouched and sets the flag, and a rerun is right; an o_proj the per-op path would not run on gemv_wide is
+// refused. Then mlpStep with o_proj: the variant's grid measured under its own key, and a run-out redone per op,
+// o_proj included.
 import { describe, expect, it } from 'vitest';
 import { getGpu } from '../../helpers/gpu.ts';
 import { randn } from '../../../testkit/helpers/seeded.ts';
@@ -82,17 +83,30 @@ describe('persistent tail: o_proj, a grid barrier, then the MLP, in one dispatch
     });
   }
 
-  it('a barrier that runs out leaves x untouched and sets the flag', async () => {
+  it('a run-out at either barrier (o_proj\'s, the MLP\'s) leaves x untouched, sets the flag; a rerun is right',
+    async () => {
     const gpu = await getGpu();
     const c = CASES[0];
     const o = operands(gpu, c, 17);
     const x = Tensor.from(gpu, o.xv, [1, c.K], 'f32', 'x');
+    const oProj = { attn: o.attn, w: o.wo };
     try {
-      expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid: 2, spin: 64, absent: true,
-        oProj: { attn: o.attn, w: o.wo } })).toBe(true);
-      expect([...await readControl(gpu)], 'arrivals, exits, flag').toEqual([0, 0, 1]);
-      expect(await takeFlag(gpu)).toBe(true);
-      expectBits((await x.read()) as Float32Array, o.xv, 'x after a run-out');
+      const want = await perOp(gpu, o, c.round);
+      // Barrier 1 at a grid of 1, where barrier 0 completes at the arrival, so its 64 spins run out at 1 only.
+      for (const absentAt of [0, 1]) {
+        gpu.write(x.buffer, x.offset, o.xv);
+        const grid = absentAt === 0 ? 2 : 1;
+        expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid, spin: 64, absentAt, oProj }))
+          .toBe(true);
+        expect([...await readControl(gpu)], `arrivals, exits, flag: barrier ${absentAt}`).toEqual([0, 0, 1]);
+        expect(await takeFlag(gpu)).toBe(true);
+        expectBits((await x.read()) as Float32Array, o.xv, `x after a run-out at barrier ${absentAt}`);
+        // The counts are back at 0: the same dispatch (as a captured step replays it) runs right again.
+        expect(persistentMlp(x, o.gu, o.down, { eps: EPS, round: c.round, grid: 2, spin: TEST_SPIN, oProj }))
+          .toBe(true);
+        expectBits((await x.read()) as Float32Array, want, `a rerun after a run-out at barrier ${absentAt}`);
+        expect([...await readControl(gpu)], 'arrivals, exits, flag after the rerun').toEqual([0, 0, 0]);
+      }
     } finally {
       x.dispose();
       dispose(o);
@@ -132,7 +146,8 @@ describe('mlpStep with o_proj', () => {
       expect(await mlpGrid(x, o.gu, o.down, oProj), 'the OPROJ variant').toBeGreaterThanOrEqual(1);
       expect(mlpRuns(gpu), 'measured on its own').toBeGreaterThan(r0);
       const r1 = mlpRuns(gpu);
-      const step = (absent: boolean) => mlpStep(x, o.gu, o.down, { eps: EPS, round: c.round, oProj, absent });
+      const step = (absent: boolean) => mlpStep(x, o.gu, o.down, { eps: EPS, round: c.round, oProj,
+        absentAt: absent ? 0 : undefined });
       expect(await step(false)).toBe('persistent');
       expect(mlpRuns(gpu), 'once measured, one dispatch').toBe(r1 + 1);
       expectBits((await x.read()) as Float32Array, await perOp(gpu, o, c.round), 'a persistent step');
