@@ -8,7 +8,7 @@ import type { Round } from '../common/codes.ts';
 import { GROUP, checkPacked, checkQuant, dequantize, quantizeInto, requireDtype,
   type QuantRules } from '../quant/quant.ts';
 import type { FullKV, QuantKV } from './types.ts';
-import { reachFor } from '../plan/reach.ts';
+import { decodeSpan } from '../plan/reach.ts';
 
 /**
  * An empty quantized cache side: q u32 [heads, capacity, headDim*bits/32], scales/biases f32
@@ -66,12 +66,7 @@ export function appendQuantized(src: Tensor, side: QuantKV,
  */
 export function dequantizeKV(side: QuantKV, { len, round = 'none', reach }: { len: number; round?: Round;
   reach?: number }): FullKV {
-  const op = 'dequantizeKV';
-  const cap = side.q.shape[1];
-  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
-    throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
-  }
-  const used = reach === undefined ? len : reachFor(op, len, cap, reach);
+  const used = decodeSpan('dequantizeKV', len, side.q.shape[1], reach);
   return { kind: 'full', data: dequantize(side.q, side.scales, side.biases, { bits: side.bits, round,
     rows: { used } }) };
 }

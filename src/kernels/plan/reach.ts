@@ -29,3 +29,15 @@ export function reachFor(op: string, kvLen: number, capacity: number, reach?: nu
   }
   return reach;
 }
+
+/**
+ * The positions a coded cache side (q8/q4, turbo) is decoded over for a full-precision attention pass: the `len`
+ * keys in use, or a captured step's `reach` (its dispatch replays at every position of the reach, so it cannot
+ * follow len). Both decoders take it from here.
+ */
+export function decodeSpan(op: string, len: number, capacity: number, reach?: number): number {
+  if (!(Number.isInteger(len) && len >= 0 && len <= capacity)) {
+    throw new ShapeError(op, `len ${len} is not within the capacity ${capacity}`);
+  }
+  return reach === undefined ? len : reachFor(op, len, capacity, reach);
+}

@@ -7,7 +7,7 @@ import type { Gpu } from '../../gpu/gpu.ts';
 import { DTypeError, ShapeError } from '../../errors.ts';
 import { roundCode, type Round } from '../common/codes.ts';
 import { placeholder } from '../common/placeholder.ts';
-import { reachFor } from '../plan/reach.ts';
+import { decodeSpan } from '../plan/reach.ts';
 import type { FullKV, TurboKV } from '../attention/types.ts';
 import type { HeadsOptions } from '../attention/kvcache.ts';
 import { TURBO_BITS, TURBO_GROUP, checkTurboHeadDim, turboBlockWords, turboPadded, type TurboType } from './format.ts';
@@ -111,14 +111,11 @@ function decode(k: TurboKV, v: TurboKV | null, o: DecodeOptions): [FullKV, FullK
   const { len, round = 'none' } = o;
   const op = v ? 'dequantizeTurboPair' : 'dequantizeTurbo';
   const { heads, cap, groups } = geometry(k);
-  if (!(Number.isInteger(len) && len >= 0 && len <= cap)) {
-    throw new ShapeError(op, `len ${len} is not within the capacity ${cap}`);
-  }
+  const span = decodeSpan(op, len, cap, o.reach);
   if (v && (v.headDim !== k.headDim || v.codes.shape[0] !== heads || v.codes.shape[1] !== cap)) {
     const [ks, vs] = [k.codes.shape.join(', '), v.codes.shape.join(', ')];
     throw new ShapeError(op, `V cache '${v.codes.label}' [${vs}] is not shaped as K's [${ks}]`);
   }
-  const span = o.reach === undefined ? len : reachFor(op, len, cap, o.reach);
   const gpu = k.codes.gpu;
   const empty = (label: string) => Tensor.empty(gpu, [heads, cap, k.headDim], 'f32', label);
   const out = empty(`${op}.k`);
