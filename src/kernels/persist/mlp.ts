@@ -50,7 +50,13 @@ export interface PersistMlpOptions {
 export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   o: PersistMlpOptions & { grid: number; spin: number }): boolean {
   const shape = persistMlpShape(x, gateUp, down, o.oProj, o.next);
-  if (!shape) return false;
+  if (shape) dispatchMlp(x, gateUp, down, o, shape);
+  return shape !== null;
+}
+
+/** persistentMlp's dispatch, on operands persistMlpShape took (`shape`, its overrides). */
+function dispatchMlp(x: Tensor, gateUp: Tensor, down: Tensor, o: PersistMlpOptions & { grid: number; spin: number },
+  shape: Record<string, number>): void {
   const gpu = x.gpu;
   const K = x.shape[x.rank - 1];
   const I = gateUp.shape[0] / 2;
@@ -72,7 +78,6 @@ export function persistentMlp(x: Tensor, gateUp: Tensor, down: Tensor,
   });
   mid.dispose();
   gpu.state.get(RUNS, () => ({ n: 0 })).n++;
-  return true;
 }
 
 const RUNS = stateKey<{ n: number }>('persist.mlp.runs');
@@ -111,19 +116,19 @@ export async function mlpStep(x: Tensor, gateUp: Tensor, down: Tensor,
 const GRIDS = stateKey<Map<string, number>>('persist.mlp.grids');
 
 /**
- * The grid for these operands where it is settled (0: the persistent kernels are off on the Gpu, or this one
- * refuses the operands; the device's grid where an option forced it; the variant's measured one), else the
- * variant's key to measure it under and the largest grid to try.
+ * The kernel's overrides for these operands and their grid (`grid` 0: the persistent kernels are off on the Gpu, or
+ * the kernel refuses the operands, shape null; the device's grid where an option forced it; the variant's measured
+ * one; undefined: not measured yet, `key` the variant's key to measure it under, up to `max`).
  */
-function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
-  next?: NextProj): number | { key: string; max: number } {
+function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj, next?: NextProj):
+  { shape: Record<string, number> | null; grid?: number; key: string; max: number } {
   const gpu = x.gpu;
   const max = persistGrid(gpu);
-  const shape = persistMlpShape(x, gateUp, down, oProj, next);
-  if (max === 0 || !shape) return 0;
-  if (kernelPolicy(gpu).persistGrid !== null) return max;
+  const shape = max === 0 ? null : persistMlpShape(x, gateUp, down, oProj, next);
   const key = JSON.stringify(shape);
-  return gpu.state.get(GRIDS, () => new Map<string, number>()).get(key) ?? { key, max };
+  if (!shape) return { shape, grid: 0, key, max };
+  if (kernelPolicy(gpu).persistGrid !== null) return { shape, grid: max, key, max };
+  return { shape, grid: gpu.state.get(GRIDS, () => new Map<string, number>()).get(key), key, max };
 }
 
 /**
@@ -136,7 +141,7 @@ function settledGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
 export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: OProj,
   next?: NextProj): Promise<number> {
   const settled = settledGrid(x, gateUp, down, oProj, next);
-  if (typeof settled === 'number') return settled;
+  if (settled.grid !== undefined) return settled.grid;
   const gpu = x.gpu;
   let best = 0;
   const zero = Tensor.from(gpu, new Float32Array(x.size), x.shape, 'f32', 'persist.calibrate');
@@ -166,9 +171,10 @@ export async function mlpGrid(x: Tensor, gateUp: Tensor, down: Tensor, oProj?: O
  * reads the flag (flagWord) after the step, as mlpStep does.
  */
 export function mlpPersistent(x: Tensor, gateUp: Tensor, down: Tensor, o: PersistMlpOptions): boolean {
-  const grid = settledGrid(x, gateUp, down, o.oProj, o.next);
-  return typeof grid === 'number' && grid > 0 &&
-    persistentMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(x.gpu) });
+  const { shape, grid } = settledGrid(x, gateUp, down, o.oProj, o.next);
+  if (!shape || !grid) return false;
+  dispatchMlp(x, gateUp, down, { ...o, grid, spin: persistSpin(x.gpu) }, shape);
+  return true;
 }
 
 const CONTROL = stateKey<GPUBuffer>('persist.control');
