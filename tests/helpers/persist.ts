@@ -1,5 +1,6 @@
 // What the persistent kernels' tests share (tests/kernels/persist/, tests/hrm/persist-*.test.ts).
 import { expect, vi } from 'vitest';
+import { PROMPT } from './decode.ts';
 import { HrmModel } from '../../src/hrm/model.ts';
 import type { LayerWeights } from '../../src/hrm/weights.ts';
 import type { Tensor } from '../../src/tensor/tensor.ts';
@@ -28,7 +29,6 @@ export const TEST_SPIN = 2 ** 26;
  */
 export const PERSIST_SHAPE: Partial<HrmConfig> = { hidden_size: 512, intermediate_size: 1024, num_attention_heads: 8,
   head_dim: 64, num_layers_per_stack: 2, H_cycles: 1, L_cycles: 1, max_position_embeddings: 64 };
-export const PROMPT = [5, 9, 100, 7, 31];
 
 /** Greedy generation's stats for `maxTokens` tokens after PROMPT. */
 export async function greedy(lm: LoadedModel, maxTokens: number): Promise<GenerateStats> {

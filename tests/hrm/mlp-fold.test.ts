@@ -10,9 +10,9 @@ import { loadModel, type LoadedModel } from '../../src/hrm/load.ts';
 import { kernelPolicy } from '../../src/kernels/plan/options.ts';
 import { Gpu } from '../../src/kernels/gpu.ts';
 import { getGpu } from '../helpers/gpu.ts';
+import { PROMPT } from '../helpers/decode.ts';
 import { fixtureDir, model } from '../../testkit/helpers/model.ts';
 
-const PROMPT = [5, 9, 100, 7, 31];
 const FEED = [11, 300, 42];
 
 describe('decode MLP in one dispatch', { timeout: 300_000 }, () => {

@@ -17,7 +17,8 @@ import { PERSIST_STEP } from '../../src/kernels/plan/persist.ts';
 import { mlpRuns } from '../../src/kernels/persist/mlp.ts';
 import { EMBEDDED } from '../../testkit/helpers/fixtures.ts';
 import { randomModel } from '../../testkit/helpers/model.ts';
-import { countPersistent, gpuPerOpMlp, greedy, PERSIST_SHAPE, PROMPT, TEST_SPIN } from '../helpers/persist.ts';
+import { countPersistent, gpuPerOpMlp, greedy, PERSIST_SHAPE, TEST_SPIN } from '../helpers/persist.ts';
+import { PROMPT } from '../helpers/decode.ts';
 
 const FEED = [11, 300, 42];
 

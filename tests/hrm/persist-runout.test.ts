@@ -14,7 +14,8 @@ import { DecodeGraph } from '../../src/hrm/decode.ts';
 import { flagWord } from '../../src/kernels/persist/mlp.ts';
 import { PERSIST_STEP, persistOff } from '../../src/kernels/plan/persist.ts';
 import { randomModel } from '../../testkit/helpers/model.ts';
-import { gpuPerOpMlp, greedy, PERSIST_SHAPE, PROMPT } from '../helpers/persist.ts';
+import { gpuPerOpMlp, greedy, PERSIST_SHAPE } from '../helpers/persist.ts';
+import { PROMPT } from '../helpers/decode.ts';
 
 type Pick = (o: { oProj?: unknown; next?: unknown }) => number | undefined;
 /** The barrier each persistent dispatch is made to run out at (`pick`; none when null), and how many were. */
